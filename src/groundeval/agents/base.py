@@ -1,0 +1,139 @@
+"""The agent extension point.
+
+An agent is anything with ``name``, ``model`` and ``run(request) -> AgentResult``. Built-in agents
+are looked up by name in ``AGENTS`` (their modules import lazily); a user's own agent is named
+``module:attribute``, where the attribute is
+
+* a class: instantiated with an ``AgentConfig`` if its constructor takes an argument, else with
+  none;
+* an object with a ``run`` method: used as it is;
+* a plain callable ``fn(request) -> str | AgentResult``: wrapped in ``FunctionAgent``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from groundeval.errors import ConfigError
+from groundeval.records import AgentRequest, AgentResult
+
+__all__ = ["AGENTS", "Agent", "AgentConfig", "FunctionAgent", "make_agent"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """Settings handed to an agent's constructor.
+
+    Attributes:
+        model: Model id (``--groundeval-model``), or None for the agent's default.
+        options: Other agent settings (``temperature``, ``max_tokens`` (tokens), ``timeout``
+            (seconds), ``max_retries``, ``base_url``); each agent reads the ones it knows.
+    """
+
+    model: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Produces an answer for one request.
+
+    Attributes:
+        name: Short name recorded in the run record and junit properties.
+        model: Model id, or None for rule-based agents.
+    """
+
+    name: str
+    model: str | None
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        """Answer one request.
+
+        Raises:
+            AgentError: The agent could not answer (an ``InfraError`` for API trouble).
+        """
+        ...
+
+
+AGENTS: dict[str, str] = {
+    "claude": "groundeval.agents.claude:ClaudeAgent",
+    "baseline": "groundeval.agents.baseline:BaselineExtractionAgent",
+    "naive": "groundeval.agents.baseline:NaiveExtractionAgent",
+}
+"""Built-in agent name -> ``module:class``."""
+
+
+class FunctionAgent:
+    """Adapts a plain function ``fn(request) -> str | AgentResult`` to the ``Agent`` protocol."""
+
+    def __init__(self, fn: Callable[[AgentRequest], str | AgentResult], name: str) -> None:
+        self._fn = fn
+        self.name = name
+        self.model: str | None = None
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        """Call the function; a string answer becomes ``AgentResult(text=...)``."""
+        out = self._fn(request)
+        return out if isinstance(out, AgentResult) else AgentResult(text=str(out))
+
+
+def _load_target(spec: str) -> Any:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        known = ", ".join(sorted(AGENTS))
+        raise ConfigError(
+            f"unknown agent {spec!r}; use one of: {known}, or 'package.module:attribute' "
+            "for your own agent"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"agent {spec!r}: cannot import {module_name!r} ({exc})") from exc
+    target = module
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ConfigError(f"agent {spec!r}: {module_name!r} has no attribute {attr!r}") from None
+    return target
+
+
+def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
+    """Build an agent from a built-in name or a ``module:attribute`` spec.
+
+    Args:
+        spec: ``"claude"``, ``"baseline"``, ``"naive"``, or ``"pkg.module:attr"``.
+        config: Model and options for the agent.
+
+    Returns:
+        A ready agent.
+
+    Raises:
+        ConfigError: Unknown name, unimportable module, missing attribute, an attribute that is
+            not an agent, or an agent that refuses the config (e.g. no API key).
+    """
+    config = config or AgentConfig()
+    target = _load_target(AGENTS.get(spec, spec))
+    if inspect.isclass(target):
+        params = [
+            p for p in inspect.signature(target).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        agent = target(config) if params else target()
+    elif callable(getattr(target, "run", None)):
+        agent = target
+    elif callable(target):
+        agent = FunctionAgent(target, name=spec)
+    else:
+        raise ConfigError(f"agent {spec!r} is a {type(target).__name__}, not a class or callable")
+    if not callable(getattr(agent, "run", None)):
+        raise ConfigError(f"agent {spec!r} has no run(request) method")
+    if not isinstance(getattr(agent, "name", None), str):
+        agent.name = spec
+    if not hasattr(agent, "model"):
+        agent.model = config.model
+    return agent  # type: ignore[no-any-return]

@@ -1,0 +1,103 @@
+"""Eval cases and where they come from.
+
+A ``Case`` is one unit of evaluation: one patient bundle for the extraction task, one clinical
+note for the write task. Tasks build cases from files; this module holds the shared pieces:
+the ``Case`` record, hashing, JSON loading with file-named errors, and the location of the
+fixtures shipped with the package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from groundeval.errors import DatasetError
+
+__all__ = ["Case", "default_data_dir", "load_json", "sha256_file", "slug"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Case:
+    """One eval case.
+
+    Attributes:
+        case_id: Stable, readable identifier used as the pytest item name
+            (e.g. ``"Liz_Conn-27c911c6"``); unique within a dataset.
+        source: The file the case was read from.
+        sha256: Hex SHA-256 of the file's bytes.
+        data: The parsed content (a Bundle dict for extraction, a case dict for write).
+        meta: Task-specific facts shown in the run record (patient id, counts).
+    """
+
+    case_id: str
+    source: Path
+    sha256: str
+    data: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def sha256_file(path: Path) -> str:
+    """Return the hex SHA-256 of a file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_json(path: Path) -> tuple[dict[str, Any], str]:
+    """Read a JSON object from ``path``.
+
+    Args:
+        path: A UTF-8 JSON file.
+
+    Returns:
+        ``(object, sha256)`` of the file.
+
+    Raises:
+        DatasetError: The file is unreadable, not UTF-8, not JSON, or not a JSON object.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(str(path), f"cannot read the file ({exc.strerror})") from exc
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DatasetError(str(path), "the file is not UTF-8 text; save it as UTF-8") from exc
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            str(path),
+            f"invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); "
+            "fix the file or move it out of the data directory",
+        ) from exc
+    if not isinstance(data, dict):
+        raise DatasetError(str(path), f"expected a JSON object, got {type(data).__name__}")
+    return data, hashlib.sha256(raw).hexdigest()
+
+
+_SLUG_RE = re.compile(r"[^A-Za-z0-9]+")
+
+
+def slug(text: str) -> str:
+    """Turn free text into an identifier fragment: ASCII letters and digits joined by ``_``."""
+    return _SLUG_RE.sub("_", text).strip("_") or "case"
+
+
+def default_data_dir(task: str) -> Path:
+    """Return the directory of the fixtures shipped for ``task``.
+
+    An installed wheel carries them as ``groundeval/_fixtures/<task>``; a source checkout
+    (editable install) reads ``fixtures/<task>`` at the repository root.
+
+    Args:
+        task: A task name such as ``"extraction"``.
+
+    Returns:
+        The directory path (it may not exist if the task ships no fixtures).
+    """
+    packaged = Path(str(resources.files("groundeval"))) / "_fixtures" / task
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "fixtures" / task

@@ -1,0 +1,196 @@
+"""Small, dependency-free readers for FHIR JSON (dicts), used to derive ground truth.
+
+Ground truth is computed from plain ``json.loads`` output rather than fhir.resources models:
+a dict walk over a Synthea bundle takes milliseconds, full model validation about 0.5 s per MB,
+and the truth must not depend on the same library the baseline agent uses.
+
+Reference resolution follows the FHIR R4 rules for resolving references in bundles
+(https://hl7.org/fhir/R4/bundle.html#references): a ``#id`` reference points into the
+referring resource's ``contained`` list; an absolute or ``urn:uuid:`` reference matches an
+entry's ``fullUrl``; a relative ``Type/id`` reference matches the entry whose resource has that
+type and id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "RXNORM_SYSTEM",
+    "RXNORM_SYSTEMS",
+    "BundleIndex",
+    "Coding",
+    "is_rxnorm",
+    "rxnorm_codings",
+]
+
+JSON = dict[str, Any]
+
+RXNORM_SYSTEM = "http://www.nlm.nih.gov/research/umls/rxnorm"
+"""The RxNorm code system URI (https://terminology.hl7.org/CodeSystem-v3-rxNorm.html)."""
+
+RXNORM_SYSTEMS = frozenset({RXNORM_SYSTEM, "urn:oid:2.16.840.1.113883.6.88"})
+"""System values accepted as RxNorm: the canonical URI and its HL7 OID (same terminology page).
+
+Any other system (NDC, SNOMED CT, a local system) is never read as RxNorm, whatever its position
+in ``CodeableConcept.coding``.
+"""
+
+_ID_RE = re.compile(r"^[A-Za-z0-9\-.]{1,64}$")
+"""FHIR ``id`` datatype (https://hl7.org/fhir/R4/datatypes.html#id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Coding:
+    """One RxNorm coding of a medication concept.
+
+    Attributes:
+        code: The RxCUI, as a string (e.g. ``"313782"``).
+        display: The coding's own display, or None when the coding has none.
+    """
+
+    code: str
+    display: str | None
+
+
+def is_rxnorm(system: object) -> bool:
+    """Return True when a ``Coding.system`` value denotes RxNorm (see ``RXNORM_SYSTEMS``)."""
+    return isinstance(system, str) and system.strip() in RXNORM_SYSTEMS
+
+
+def rxnorm_codings(concept: Mapping[str, Any] | None) -> list[Coding]:
+    """Return the RxNorm codings of a CodeableConcept, in order, selected by system.
+
+    Args:
+        concept: A CodeableConcept dict, or None.
+
+    Returns:
+        One ``Coding`` per RxNorm coding with a non-empty code; NDC, SNOMED CT and codings
+        without a code are skipped. Displays are stripped; an empty display becomes None.
+    """
+    found: list[Coding] = []
+    for coding in (concept or {}).get("coding") or []:
+        if not isinstance(coding, Mapping) or not is_rxnorm(coding.get("system")):
+            continue
+        code = str(coding.get("code") or "").strip()
+        if not code:
+            continue
+        display = coding.get("display")
+        text = display.strip() if isinstance(display, str) else ""
+        found.append(Coding(code=code, display=text or None))
+    return found
+
+
+def is_valid_id(value: str) -> bool:
+    """Return True when ``value`` is a legal FHIR ``id`` (letters, digits, ``-``, ``.``; 1-64)."""
+    return bool(_ID_RE.match(value))
+
+
+@dataclass(slots=True)
+class BundleIndex:
+    """Lookup tables over one Bundle's entries for reference resolution.
+
+    Attributes:
+        by_full_url: Entry resource by ``Bundle.entry.fullUrl``.
+        by_type_id: Entry resource by ``"ResourceType/id"``.
+    """
+
+    by_full_url: dict[str, JSON] = field(default_factory=dict)
+    by_type_id: dict[str, JSON] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, bundle: Mapping[str, Any]) -> BundleIndex:
+        """Index a Bundle dict's entries.
+
+        Args:
+            bundle: A parsed ``Bundle`` resource.
+
+        Returns:
+            The index; entries without a resource are ignored.
+        """
+        index = cls()
+        for entry in bundle.get("entry") or []:
+            resource = entry.get("resource") if isinstance(entry, Mapping) else None
+            if not isinstance(resource, dict):
+                continue
+            full_url = entry.get("fullUrl")
+            if isinstance(full_url, str) and full_url:
+                index.by_full_url[full_url] = resource
+            rtype, rid = resource.get("resourceType"), resource.get("id")
+            if isinstance(rtype, str) and isinstance(rid, str):
+                index.by_type_id[f"{rtype}/{rid}"] = resource
+        return index
+
+    def resolve(self, reference: str | None, parent: Mapping[str, Any] | None = None) -> JSON | None:
+        """Resolve a reference string to the resource it points to, or None.
+
+        Args:
+            reference: ``#id`` (contained), a ``fullUrl`` (``urn:uuid:...`` or absolute URL),
+                or a relative ``Type/id``.
+            parent: The referring resource; needed for ``#id`` references.
+
+        Returns:
+            The target resource dict, or None when it is not in the bundle. Never raises.
+        """
+        if not reference:
+            return None
+        if reference.startswith("#"):
+            for contained in (parent or {}).get("contained") or []:
+                if isinstance(contained, dict) and contained.get("id") == reference[1:]:
+                    return contained
+            return None
+        if reference in self.by_full_url:
+            return self.by_full_url[reference]
+        head, _, rid = reference.rpartition("/")
+        rtype = head.rsplit("/", 1)[-1]
+        if rtype and rid and is_valid_id(rid):
+            return self.by_type_id.get(f"{rtype}/{rid}")
+        return None
+
+
+def entry_resources(bundle: Mapping[str, Any], resource_type: str) -> list[JSON]:
+    """Return every top-level entry resource of one type, in bundle order (no deduplication).
+
+    Args:
+        bundle: A parsed ``Bundle`` resource.
+        resource_type: A FHIR resource type name such as ``"MedicationRequest"``.
+
+    Returns:
+        The matching resource dicts.
+    """
+    out: list[JSON] = []
+    for entry in bundle.get("entry") or []:
+        resource = entry.get("resource") if isinstance(entry, Mapping) else None
+        if isinstance(resource, dict) and resource.get("resourceType") == resource_type:
+            out.append(resource)
+    return out
+
+
+def patient_reference_matches(
+    reference: str | None, patient: Mapping[str, Any], full_url: str | None
+) -> bool:
+    """Return True when a subject reference points at ``patient``.
+
+    Accepted forms: the Patient entry's ``fullUrl`` (Synthea writes ``urn:uuid:<id>``),
+    ``urn:uuid:<id>``, ``Patient/<id>``, and an absolute URL ending in ``/Patient/<id>``.
+    ``Patient/urn:uuid:<id>`` is malformed (an id cannot contain ``:``) and never matches.
+
+    Args:
+        reference: The ``Reference.reference`` string, or None.
+        patient: The Patient resource.
+        full_url: The Patient entry's ``fullUrl``, if any.
+    """
+    if not reference:
+        return False
+    pid = patient.get("id")
+    if full_url and reference == full_url:
+        return True
+    if not isinstance(pid, str) or not pid:
+        return False
+    if reference == f"urn:uuid:{pid}":
+        return True
+    head, _, rid = reference.rpartition("/")
+    return rid == pid and is_valid_id(rid) and head.rsplit("/", 1)[-1] == "Patient"

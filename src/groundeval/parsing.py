@@ -1,0 +1,73 @@
+"""Recover a JSON answer from model text.
+
+Models asked for raw JSON sometimes wrap it in a markdown fence or add a sentence before or after
+it (../shared/cases/11). The rule here:
+
+1. The whole text (stripped) parses as the wanted JSON value: accepted, ``format_ok`` True.
+2. Otherwise every top-level JSON value that starts at an opening bracket is decoded in place
+   with ``json.JSONDecoder.raw_decode`` (so backticks or brackets inside strings are never
+   touched). Exactly one acceptable value: recovered, ``format_ok`` False. Two or more:
+   ambiguous, nothing is scored (a model that answers twice has not answered).
+3. None: no answer, with the reason recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from groundeval.records import Parsed
+
+__all__ = ["extract_json"]
+
+_DECODER = json.JSONDecoder()
+
+
+def extract_json(raw: str, opener: str, accept: Callable[[Any], bool], empty: Any) -> Parsed:
+    """Find the one JSON value in ``raw`` that ``accept`` approves.
+
+    Args:
+        raw: The model's raw answer text.
+        opener: ``"["`` to look for arrays, ``"{"`` for objects.
+        accept: Predicate telling whether a decoded value is an answer (e.g. a list of objects).
+        empty: The value returned when nothing acceptable is found.
+
+    Returns:
+        ``Parsed(value, format_ok, error)``; never raises.
+    """
+    text = raw.strip()
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    else:
+        if accept(whole):
+            return Parsed(value=whole, format_ok=True)
+    found: list[Any] = []
+    i = text.find(opener)
+    while i != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find(opener, i + 1)
+            continue
+        if accept(value):
+            found.append(value)
+            i = text.find(opener, end)
+        else:
+            i = text.find(opener, i + 1)
+    if len(found) == 1:
+        return Parsed(
+            value=found[0],
+            format_ok=False,
+            error="the JSON answer was wrapped in a markdown fence or surrounding prose",
+        )
+    if found:
+        return Parsed(
+            value=empty,
+            format_ok=False,
+            error=f"ambiguous answer: {len(found)} separate JSON values; answer with exactly one",
+        )
+    kind = "array" if opener == "[" else "object"
+    return Parsed(value=empty, format_ok=False, error=f"no JSON {kind} of the requested shape found")

@@ -1,0 +1,50 @@
+"""The groundeval pytest plugin (entry point ``pytest11: groundeval``).
+
+Thin by design: options, configuration and registration. With no ``--groundeval-task`` (and no
+``groundeval_task`` ini value) it registers nothing and imports nothing beyond this package's
+option table, so ordinary test runs pay nothing for it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from groundeval.plugin.options import add_options, read_settings
+
+__all__ = ["pytest_addoption", "pytest_configure"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``--groundeval-*`` options and their ini twins."""
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Switch the plugin on when a task is given.
+
+    Collection is redirected to the task's data directory (the project's own tests are not
+    collected), and collection errors do not stop the run: a malformed case file is reported and
+    the other cases still run.
+
+    Raises:
+        pytest.UsageError: Bad option values, positional paths given together with a task, or an
+            agent that cannot run (e.g. ``claude`` without ``ANTHROPIC_API_KEY``).
+    """
+    config.addinivalue_line("markers", "live: calls a real model API (needs ANTHROPIC_API_KEY)")
+    settings = read_settings(config)
+    if settings.task is None:
+        return
+    is_worker = hasattr(config, "workerinput")
+    if not is_worker and config.args_source == pytest.Config.ArgsSource.ARGS:
+        raise pytest.UsageError(
+            "positional paths are not used with --groundeval-task: select cases with -k or "
+            "--groundeval-limit, and give your own case files with --groundeval-data-dir"
+        )
+    from groundeval.plugin.session import GroundevalSession, XdistHooks
+
+    gsession = GroundevalSession(config, settings)
+    config.args = [str(settings.data_dir)]
+    config.option.continue_on_collection_errors = True
+    config.pluginmanager.register(gsession, "groundeval-session")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(gsession), "groundeval-xdist")

@@ -1,0 +1,163 @@
+"""The active run: built in ``pytest_configure`` when ``--groundeval-task`` is given.
+
+Holds the task, the agent and the run info on every process. On the controlling process
+(serial runs, or the xdist controller) it also gathers case records from the reports, writes the
+run record and prints the summary; workers only run cases and ship records on their reports.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundeval.agents.base import Agent, AgentConfig, make_agent
+from groundeval.datasets import sha256_file
+from groundeval.errors import ConfigError
+from groundeval.plugin.items import EvalDataset, EvalItem
+from groundeval.plugin.options import Settings
+from groundeval.plugin.summary import write_summary
+from groundeval.runner import RunInfo, ordered, summarize
+from groundeval.tasks import make_task
+from groundeval.tracing import RunRecord, RunWriter, new_run_id, package_versions
+
+__all__ = ["GroundevalSession", "XdistHooks"]
+
+RUN_ID_KEY = "groundeval_run_id"
+
+
+class GroundevalSession:
+    """Plugin object registered as ``groundeval-session`` while a task is active.
+
+    Raises:
+        pytest.UsageError: The task options are invalid or the agent cannot be built
+            (e.g. ``claude`` without ``ANTHROPIC_API_KEY``).
+    """
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        assert settings.task is not None
+        self.config = config
+        self.settings = settings
+        self.is_worker = hasattr(config, "workerinput")
+        try:
+            self.task = make_task(settings.task, settings.task_options)
+            self.agent: Agent = make_agent(
+                settings.agent, AgentConfig(model=settings.model, options=dict(settings.agent_options))
+            )
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
+        self.info = RunInfo(run_id=run_id, task=self.task.name, agent=self.agent.name, model=self.agent.model)
+        self.records: dict[str, dict[str, Any]] = {}
+        self.collection_errors: dict[str, dict[str, str]] = {}
+        self.started = datetime.now(UTC)
+        self.t0 = time.perf_counter()
+        self.writer = RunWriter(settings.out_dir, run_id)
+        self.record_path: Path | None = None
+
+    # -- collection -------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        """Collect the data directory as an ``EvalDataset`` with a location-free node id."""
+        if path.resolve() != self.settings.data_dir:
+            return None
+        dataset = EvalDataset.from_parent(parent, path=path, nodeid=f"groundeval/{self.task.name}")
+        dataset.gsession = self
+        return dataset
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Keep malformed case files for the run record (controller only)."""
+        if report.failed and not self.is_worker and report.nodeid.startswith("groundeval/"):
+            self.collection_errors[report.nodeid] = {
+                "nodeid": report.nodeid, "message": str(report.longrepr),
+            }
+
+    # -- reporting --------------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """Attach the case record to the report that decides the case (setup error or call)."""
+        report = yield
+        if isinstance(item, EvalItem) and item.record is not None and not item.record_sent:
+            if call.when == "call" or (call.when == "setup" and report.failed):
+                report.groundeval = item.record
+                item.record_sent = True
+        return report
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport, config: pytest.Config
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        """``partial`` (letter P) for partial credit; outcome names for classified errors."""
+        record = getattr(report, "groundeval", None)
+        if not isinstance(record, dict):
+            return None
+        outcome = record.get("outcome")
+        if report.when == "call" and outcome == "partial":
+            return "partial", "P", ("PARTIAL", {"yellow": True})
+        if report.when == "setup" and report.failed and outcome not in (None, "error"):
+            return "error", "E", (str(outcome).upper(), {"red": True})
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Gather case records on the controller and append each to the partial run file."""
+        record = getattr(report, "groundeval", None)
+        if self.is_worker or not isinstance(record, dict) or report.nodeid in self.records:
+            return
+        self.records[report.nodeid] = record
+        self.writer.append(record)
+
+    # -- end of run -------------------------------------------------------------------------
+    def build_record(self) -> RunRecord:
+        """The run record from everything gathered so far."""
+        cases = ordered(list(self.records.values()))
+        files = self.task.case_files(self.settings.data_dir)
+        settings = self.settings
+        return RunRecord(
+            run_id=self.info.run_id,
+            task=self.info.task,
+            agent=self.info.agent,
+            model=self.info.model,
+            started_at=self.started.isoformat(),
+            finished_at=datetime.now(UTC).isoformat(),
+            duration_s=round(time.perf_counter() - self.t0, 3),
+            complete=True,
+            settings={
+                "agent_spec": settings.agent,
+                "limit": settings.limit,
+                "task_options": settings.task_options,
+                "agent_options": settings.agent_options,
+                "workers": self.config.getoption("numprocesses", default=None),
+            },
+            packages=package_versions(),
+            data_dir=str(settings.data_dir),
+            fixtures=[{"source": p.name, "sha256": sha256_file(p)} for p in files],
+            collection_errors=list(self.collection_errors.values()),
+            cases=cases,  # type: ignore[arg-type]  # validated into CaseRecord by pydantic
+            aggregate=summarize(self.task, cases),
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write the run record (controller only), even when the run was interrupted."""
+        if self.is_worker or (not self.records and not self.collection_errors):
+            return
+        self.record_path = self.writer.finish(self.build_record())
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        """Print the groundeval table after pytest's own summary."""
+        if self.is_worker:
+            return
+        write_summary(terminalreporter, self)
+
+
+class XdistHooks:
+    """Hooks that exist only when pytest-xdist is installed (registered conditionally)."""
+
+    def __init__(self, gsession: GroundevalSession) -> None:
+        self.gsession = gsession
+
+    def pytest_configure_node(self, node: Any) -> None:
+        """Give every worker the controller's run id."""
+        node.workerinput[RUN_ID_KEY] = self.gsession.info.run_id

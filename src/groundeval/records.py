@@ -1,0 +1,122 @@
+"""Records that travel between tasks, agents, scorers and the runner.
+
+All are frozen dataclasses; values in ``metrics`` are primitives (str, int, float, bool, None)
+so they can go into junit properties and cross pytest-xdist's execnet channel unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "AgentRequest",
+    "AgentResult",
+    "Metric",
+    "Outcome",
+    "Parsed",
+    "Prompt",
+    "Score",
+]
+
+Metric = str | int | float | bool | None
+"""A primitive metric value, safe for junit XML and execnet."""
+
+Outcome = Literal[
+    "passed", "partial", "failed", "error", "infra_error", "auth_error", "truncated", "agent_loop"
+]
+"""Per-case outcome in the run record. ``passed``/``partial``/``failed`` are scored;
+the others are pytest errors and are excluded from scored means."""
+
+SCORED_OUTCOMES: frozenset[str] = frozenset({"passed", "partial", "failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """What an agent is asked.
+
+    Attributes:
+        system: Fixed instructions shared by every case of a task (cacheable prefix).
+        user: The case-specific content (a bundle, a note) and the answer format reminder.
+    """
+
+    system: str
+    user: str
+
+    @property
+    def text(self) -> str:
+        """System and user parts joined, for agents without a system role."""
+        return f"{self.system}\n\n{self.user}"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRequest:
+    """One call from a case to an agent.
+
+    Attributes:
+        case_id: The case's identifier (for logs and traces only; agents must not look up data by it).
+        task: The task name, e.g. ``"extraction"``.
+        prompt: The rendered prompt.
+        context: Task-provided, agent-visible facts beyond the prompt (e.g. the patient reference
+            for the write task); JSON-safe.
+    """
+
+    case_id: str
+    task: str
+    prompt: Prompt
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResult:
+    """An agent's answer and what it cost.
+
+    Attributes:
+        text: The raw final answer text, exactly as produced.
+        model: The model id as reported by the provider, or None for rule-based agents.
+        usage: Token counts and cost (``input_tokens``, ``output_tokens``,
+            ``cache_creation_input_tokens``, ``cache_read_input_tokens``: tokens;
+            ``cost_usd``: USD or None when the price is unknown).
+        attempts: Model calls made, retries included (0 for rule-based agents).
+        trace: Tool calls in order, each ``{"tool", "args", "result", "ok"}``.
+        meta: Other JSON-safe facts (``stop_reason``, ``request_id``).
+    """
+
+    text: str
+    model: str | None = None
+    usage: dict[str, Metric] = field(default_factory=dict)
+    attempts: int = 0
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """An agent answer after parsing.
+
+    Attributes:
+        value: The parsed answer (JSON-safe), or the task's empty value when nothing parsed.
+        format_ok: True only when the answer was exactly in the requested format.
+        error: Why parsing failed or needed repair, or None.
+    """
+
+    value: Any
+    format_ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """The scorer's verdict on one case.
+
+    Attributes:
+        outcome: ``passed``, ``partial`` (some credit, below threshold) or ``failed``.
+        metrics: Primitive per-case metrics (become junit properties).
+        details: JSON-safe evidence for the run record (matches, misses, extras).
+        message: Human-readable failure text; empty when passed.
+    """
+
+    outcome: Literal["passed", "partial", "failed"]
+    metrics: dict[str, Metric]
+    details: dict[str, Any] = field(default_factory=dict)
+    message: str = ""

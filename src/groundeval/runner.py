@@ -1,0 +1,211 @@
+"""Wires a task, an agent and a case together; never looks at the values.
+
+The two steps are separate so the plugin can report them as pytest phases: ``call_agent`` runs in
+an item's setup (an exception there is a pytest *error*), ``evaluate`` in its call phase (a wrong
+answer is a *failure*). ``call_agent`` is the one seam between a case and its agent result:
+caching, replay, repeated trials and concurrency wrap it without touching tasks or scorers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from groundeval.agents.base import Agent
+from groundeval.datasets import Case
+from groundeval.errors import AgentError
+from groundeval.records import SCORED_OUTCOMES, AgentRequest, AgentResult, Metric, Prompt
+from groundeval.tasks.base import Task
+
+__all__ = ["Execution", "call_agent", "error_record", "evaluate", "junit_properties", "summarize"]
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """An agent's answer to one case.
+
+    Attributes:
+        prompt_sha256: Hex SHA-256 of ``system + "\\n\\n" + user``.
+        result: The agent's result.
+        latency_s: Wall time of the agent call, seconds.
+    """
+
+    prompt_sha256: str
+    result: AgentResult
+    latency_s: float
+
+
+@dataclass(slots=True)
+class RunInfo:
+    """Run-wide facts copied onto every case record and junit testcase.
+
+    Attributes:
+        run_id: Identifier shared by every process of the run.
+        task: Task name.
+        agent: Agent name.
+        model: Model id requested (None for rule-based agents).
+    """
+
+    run_id: str
+    task: str
+    agent: str
+    model: str | None
+    extra: dict[str, Metric] = field(default_factory=dict)
+
+
+def prompt_hash(prompt: Prompt) -> str:
+    """Hex SHA-256 of the prompt text (system and user parts)."""
+    return hashlib.sha256(prompt.text.encode("utf-8")).hexdigest()
+
+
+def call_agent(task: Task, agent: Agent, case: Case) -> Execution:
+    """Render the prompt and run the agent once.
+
+    Raises:
+        AgentError: Whatever the agent raised (its subclasses carry the outcome class).
+        Exception: Any other exception from the agent is a harness/agent bug and propagates.
+    """
+    prompt = task.prompt(case)
+    request = AgentRequest(case_id=case.case_id, task=task.name, prompt=prompt, context=task.context(case))
+    start = time.perf_counter()
+    result = agent.run(request)
+    latency = time.perf_counter() - start
+    if not isinstance(result, AgentResult):
+        raise AgentError(
+            f"{case.case_id}: agent {agent.name!r} returned {type(result).__name__}, "
+            "expected an AgentResult"
+        )
+    return Execution(prompt_sha256=prompt_hash(prompt), result=result, latency_s=round(latency, 6))
+
+
+def _base(info: RunInfo, case: Case, nodeid: str) -> dict[str, Any]:
+    return {
+        "case_id": case.case_id,
+        "nodeid": nodeid,
+        "source": case.source.name,
+        "fixture_sha256": case.sha256,
+        "meta": case.meta,
+        "agent": info.agent,
+    }
+
+
+def evaluate(task: Task, info: RunInfo, case: Case, execution: Execution, nodeid: str) -> dict[str, Any]:
+    """Derive the truth, parse and score one answer; return the JSON-safe case record."""
+    truth = task.truth(case)
+    parsed = task.parse(case, execution.result.text)
+    score = task.score(case, truth, parsed)
+    result = execution.result
+    return {
+        **_base(info, case, nodeid),
+        "outcome": score.outcome,
+        "model": result.model or info.model,
+        "prompt_sha256": execution.prompt_sha256,
+        "raw_output": result.text,
+        "parsed": parsed.value,
+        "format_ok": parsed.format_ok,
+        "parse_error": parsed.error,
+        "truth": truth,
+        "metrics": score.metrics,
+        "details": score.details,
+        "message": score.message,
+        "latency_s": execution.latency_s,
+        "attempts": result.attempts,
+        "usage": result.usage,
+        "trace": result.trace,
+        "agent_meta": result.meta,
+        "error": None,
+    }
+
+
+def error_record(info: RunInfo, case: Case, nodeid: str, exc: BaseException, latency_s: float) -> dict[str, Any]:
+    """Return the case record of an agent call that raised ``exc``."""
+    outcome = exc.outcome if isinstance(exc, AgentError) else "error"
+    details = exc.details if isinstance(exc, AgentError) else {}
+    attempts = exc.attempts if isinstance(exc, AgentError) else None
+    return {
+        **_base(info, case, nodeid),
+        "outcome": outcome,
+        "model": info.model,
+        "latency_s": round(latency_s, 6),
+        "attempts": attempts,
+        "error": {"type": type(exc).__name__, "message": str(exc), "details": details},
+    }
+
+
+def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str, Metric]]:
+    """Flatten a case record into junit ``(name, primitive)`` properties.
+
+    Run metadata (task, agent, model, run_id) is repeated on every testcase because suite-level
+    properties are lost under pytest-xdist (../shared/cases/17).
+    """
+    props: list[tuple[str, Metric]] = [
+        ("task", info.task),
+        ("agent", info.agent),
+        ("model", str(record.get("model") or info.model or "")),
+        ("run_id", info.run_id),
+        ("outcome", record["outcome"]),
+    ]
+    for key, value in (record.get("metrics") or {}).items():
+        props.append((key, _primitive(value)))
+    if "format_ok" in record:
+        props.append(("format_ok", bool(record["format_ok"])))
+    props.append(("latency_s", round(float(record.get("latency_s") or 0.0), 3)))
+    if record.get("attempts") is not None:
+        props.append(("attempts", int(record["attempts"])))
+    for key, value in (record.get("usage") or {}).items():
+        props.append((key, _primitive(value)))
+    if record.get("error"):
+        props.append(("error_type", record["error"]["type"]))
+    return [(k, v) for k, v in props if v is not None]
+
+
+def _primitive(value: object) -> Metric:
+    """Coerce a value to str/int/float/bool/None (execnet and junit safe; ../shared/cases/16)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    try:
+        return float(value)  # type: ignore[arg-type]  # Decimal and numpy scalars
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def summarize(task: Task, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Aggregate case records: outcome counts, scored-case means, tokens and cost.
+
+    Returns:
+        ``{"cases", "counts": {outcome: n}, "scored", "excluded", "metrics": {...},
+        "usage": {token totals, "cost_usd"}}``; cases that errored are excluded from metrics.
+    """
+    records = list(records)
+    counts: dict[str, int] = {}
+    for rec in records:
+        counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
+    scored = [r for r in records if r["outcome"] in SCORED_OUTCOMES]
+    usage: dict[str, Metric] = {}
+    for rec in records:
+        for key, value in (rec.get("usage") or {}).items():
+            if key == "cost_usd":
+                continue
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                usage[key] = (usage.get(key) or 0) + value  # type: ignore[operator]
+    costs = [r.get("usage", {}).get("cost_usd", "absent") for r in records if r.get("usage")]
+    if costs:
+        usage["cost_usd"] = None if any(c is None for c in costs) else round(
+            sum(float(c) for c in costs if c != "absent"), 6
+        )
+    return {
+        "cases": len(records),
+        "counts": dict(sorted(counts.items())),
+        "scored": len(scored),
+        "excluded": len(records) - len(scored),
+        "metrics": task.aggregate([r["metrics"] for r in scored]),
+        "usage": usage,
+    }
+
+
+def ordered(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Records sorted by case id (workers finish in any order)."""
+    return sorted(records, key=lambda r: str(r["case_id"]))

@@ -1,0 +1,134 @@
+"""Extraction task: list a patient's active medications from a FHIR Bundle.
+
+Each case is one Synthea (or user) Bundle with exactly one Patient. The agent sees the whole
+Bundle JSON and answers with a JSON array of ``{"rxnorm_code", "display"}`` objects; the truth is
+derived from the same Bundle by ``tasks.medlist``; ``scorers.extraction`` compares them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from groundeval.datasets import Case, load_json, slug
+from groundeval.errors import ConfigError
+from groundeval.parsing import extract_json
+from groundeval.records import Metric, Parsed, Prompt, Score
+from groundeval.scorers.extraction import aggregate_medications, score_medications
+from groundeval.tasks.medlist import active_medications, find_patient, inactive_codes
+
+__all__ = ["ANSWER_FORMAT", "ExtractionTask"]
+
+ANSWER_FORMAT = (
+    'A JSON array, one object per active medication: [{"rxnorm_code": "<RxCUI>", '
+    '"display": "<display exactly as in the record>"}]. List each medication once. If a '
+    "medication has no RxNorm code in the record, use null for rxnorm_code and the record's "
+    "text as display. If there are none, answer []."
+)
+
+INSTRUCTIONS = f"""You read FHIR R4 Bundles and report a patient's medications.
+
+List every medication the patient is currently prescribed: the MedicationRequest resources \
+whose status is "active" and whose subject is the patient. Ignore stopped, completed, cancelled \
+and other non-active requests. A MedicationRequest names its drug either in \
+medicationCodeableConcept or through medicationReference to a Medication resource (in the \
+Bundle or contained in the request). Use the RxNorm coding (system \
+http://www.nlm.nih.gov/research/umls/rxnorm), not NDC or other systems, and copy its display \
+character for character.
+
+Answer with only the JSON, no prose and no markdown fence. Format: {ANSWER_FORMAT}"""
+
+
+def _is_answer(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(item, dict) and "rxnorm_code" in item for item in value
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionTask:
+    """The medication-extraction task.
+
+    Attributes:
+        min_f1: RxNorm F1 a case needs to pass, in [0, 1] (default 1.0).
+        min_display_accuracy: Display accuracy a case needs to pass, in [0, 1] (default 1.0).
+    """
+
+    name: ClassVar[str] = "extraction"
+    min_f1: float = 1.0
+    min_display_accuracy: float = 1.0
+
+    def __post_init__(self) -> None:
+        for field_name in ("min_f1", "min_display_accuracy"):
+            value = getattr(self, field_name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{field_name} must be between 0 and 1, got {value!r}")
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ExtractionTask:
+        """Build from run options; reads ``min_f1`` and ``min_display_accuracy`` when given."""
+        known = {k: float(options[k]) for k in ("min_f1", "min_display_accuracy") if options.get(k) is not None}
+        return cls(**known)
+
+    def case_files(self, data_dir: Path) -> list[Path]:
+        """Every ``*.json`` under ``data_dir`` except ``MANIFEST.json``, sorted by name."""
+        return sorted(p for p in data_dir.glob("*.json") if p.name != "MANIFEST.json")
+
+    def load_case(self, path: Path) -> Case:
+        """Read a Bundle; the case id is ``<Given>_<Family>-<first 8 of Patient.id>``.
+
+        Raises:
+            DatasetError: Invalid JSON, not a Bundle, or not exactly one Patient.
+        """
+        bundle, digest = load_json(path)
+        patient, _ = find_patient(bundle, str(path))
+        names = patient.get("name") or [{}]
+        name = names[0] if isinstance(names[0], dict) else {}
+        given = " ".join(name.get("given") or [])
+        label = slug(f"{given} {name.get('family', '')}") if (given or name.get("family")) else path.stem
+        pid = str(patient.get("id") or digest)
+        meta = {"patient_id": pid, "deceased": "deceasedDateTime" in patient or bool(patient.get("deceasedBoolean"))}
+        return Case(case_id=f"{label}-{pid[:8]}", source=path, sha256=digest, data=bundle, meta=meta)
+
+    def prompt(self, case: Case) -> Prompt:
+        """System: the fixed instructions; user: the Bundle JSON and the answer format."""
+        bundle = json.dumps(case.data, ensure_ascii=False, separators=(",", ":"))
+        return Prompt(system=INSTRUCTIONS, user=f"Bundle:\n{bundle}\n\nAnswer format: {ANSWER_FORMAT}")
+
+    def context(self, case: Case) -> dict[str, Any]:
+        """No facts beyond the prompt."""
+        return {}
+
+    def truth(self, case: Case) -> dict[str, Any]:
+        """``{"medications": [TruthMedication...], "inactive_codes": {rxcui: [status...]}}``."""
+        return {
+            "medications": active_medications(case.data, str(case.source)),
+            "inactive_codes": inactive_codes(case.data),
+        }
+
+    def parse(self, case: Case, raw: str) -> Parsed:
+        """Parse a JSON array of ``{"rxnorm_code", "display"}``; see ``groundeval.parsing``."""
+        parsed = extract_json(raw, "[", _is_answer, [])
+        items = [
+            {"rxnorm_code": None if i.get("rxnorm_code") is None else str(i["rxnorm_code"]),
+             "display": i.get("display") if isinstance(i.get("display"), str) else ""}
+            for i in parsed.value
+        ]
+        return Parsed(value=items, format_ok=parsed.format_ok, error=parsed.error)
+
+    def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
+        """Delegate to ``score_medications`` with this task's thresholds."""
+        return score_medications(
+            truth["medications"],
+            parsed.value,
+            min_f1=self.min_f1,
+            min_display_accuracy=self.min_display_accuracy,
+            inactive=truth["inactive_codes"],
+        )
+
+    def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
+        """Micro/macro precision, recall, F1 and display accuracy (``aggregate_medications``)."""
+        return aggregate_medications(metrics)
