@@ -84,7 +84,11 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("task", _text, None, "Run this eval task (extraction). Without it the plugin is off.", "NAME"),
-    Option("agent", _text, "claude", "Agent: claude, baseline, naive, or package.module:attribute.", "NAME"),
+    Option(
+        "agent", _text, None,
+        "Agent: a built-in name (claude, baseline, naive, ...) or package.module:attribute. "
+        "Default: the task's default agent (claude for extraction).", "NAME",
+    ),
     Option("model", _text, None, "Model id for model-backed agents.", "ID", "agent"),
     Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
     Option("data-dir", _text, None, "Directory of case files (default: the packaged fixtures).", "DIR"),
@@ -130,7 +134,7 @@ class Settings:
     """
 
     task: str | None
-    agent: str = "claude"
+    agent: str = ""
     limit: int | None = None
     data_dir: Path = Path()
     out_dir: Path = Path("runs")
@@ -145,6 +149,12 @@ def _raw(config: pytest.Config, opt: Option) -> str | None:
         ini = config.getini(opt.dest)
         value = ini if isinstance(ini, str) and ini.strip() else None
     return value
+
+
+def _task_default_agent(task: str) -> str:
+    from groundeval.tasks import task_class
+
+    return str(task_class(task).default_agent)
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -186,7 +196,7 @@ def read_settings(config: pytest.Config) -> Settings:
         )
     return Settings(
         task=task,
-        agent=values["agent"],
+        agent=values["agent"] or _task_default_agent(task),
         limit=values["limit"],
         data_dir=data_dir,
         out_dir=(base / os.path.expanduser(values["out_dir"])).resolve(),

@@ -12,12 +12,27 @@ from typing import Any
 from groundeval.errors import ConfigError
 from groundeval.tasks.base import Task
 
-__all__ = ["TASKS", "Task", "make_task"]
+__all__ = ["TASKS", "Task", "make_task", "task_class"]
 
 TASKS: dict[str, str] = {
     "extraction": "groundeval.tasks.extraction:ExtractionTask",
 }
 """Task name -> ``module:class``; the class is built by its ``from_options`` classmethod."""
+
+
+def task_class(name: str) -> Any:
+    """Import and return the class of the task called ``name``.
+
+    Raises:
+        ConfigError: ``name`` is not a known task.
+    """
+    try:
+        target = TASKS[name]
+    except KeyError:
+        known = ", ".join(sorted(TASKS))
+        raise ConfigError(f"unknown task {name!r}; choose one of: {known}") from None
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
 
 
 def make_task(name: str, options: Mapping[str, Any] | None = None) -> Task:
@@ -30,12 +45,5 @@ def make_task(name: str, options: Mapping[str, Any] | None = None) -> Task:
     Raises:
         ConfigError: ``name`` is not a known task.
     """
-    try:
-        target = TASKS[name]
-    except KeyError:
-        known = ", ".join(sorted(TASKS))
-        raise ConfigError(f"unknown task {name!r}; choose one of: {known}") from None
-    module_name, _, attr = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), attr)
-    task: Task = cls.from_options(dict(options or {}))
+    task: Task = task_class(name).from_options(dict(options or {}))
     return task

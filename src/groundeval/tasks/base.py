@@ -23,9 +23,11 @@ class Task(Protocol):
 
     Attributes:
         name: The value of ``--groundeval-task``.
+        default_agent: Agent used when ``--groundeval-agent`` is not given.
     """
 
     name: ClassVar[str]
+    default_agent: ClassVar[str]
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> Task:

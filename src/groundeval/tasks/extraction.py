@@ -58,6 +58,7 @@ class ExtractionTask:
     """
 
     name: ClassVar[str] = "extraction"
+    default_agent: ClassVar[str] = "claude"
     min_f1: float = 1.0
     min_display_accuracy: float = 1.0
 
