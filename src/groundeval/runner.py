@@ -9,9 +9,12 @@ caching, replay, repeated trials and concurrency wrap it without touching tasks 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
+from datetime import time as time_
 from typing import Any
 
 from groundeval.agents.base import Agent
@@ -20,7 +23,10 @@ from groundeval.errors import AgentError
 from groundeval.records import SCORED_OUTCOMES, AgentRequest, AgentResult, Metric, Prompt
 from groundeval.tasks.base import Task
 
-__all__ = ["Execution", "call_agent", "error_record", "evaluate", "junit_properties", "summarize"]
+__all__ = [
+    "Execution", "RunInfo", "call_agent", "error_record", "evaluate", "jsonable", "junit_properties",
+    "summarize",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +104,7 @@ def evaluate(task: Task, info: RunInfo, case: Case, execution: Execution, nodeid
     parsed = task.parse(case, execution.result.text)
     score = task.score(case, truth, parsed)
     result = execution.result
-    return {
+    return jsonable({
         **_base(info, case, nodeid),
         "outcome": score.outcome,
         "model": result.model or info.model,
@@ -117,7 +123,7 @@ def evaluate(task: Task, info: RunInfo, case: Case, execution: Execution, nodeid
         "trace": result.trace,
         "agent_meta": result.meta,
         "error": None,
-    }
+    })
 
 
 def error_record(info: RunInfo, case: Case, nodeid: str, exc: BaseException, latency_s: float) -> dict[str, Any]:
@@ -125,14 +131,14 @@ def error_record(info: RunInfo, case: Case, nodeid: str, exc: BaseException, lat
     outcome = exc.outcome if isinstance(exc, AgentError) else "error"
     details = exc.details if isinstance(exc, AgentError) else {}
     attempts = exc.attempts if isinstance(exc, AgentError) else None
-    return {
+    return jsonable({
         **_base(info, case, nodeid),
         "outcome": outcome,
         "model": info.model,
         "latency_s": round(latency_s, 6),
         "attempts": attempts,
         "error": {"type": type(exc).__name__, "message": str(exc), "details": details},
-    }
+    })
 
 
 def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str, Metric]]:
@@ -163,13 +169,32 @@ def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str
 
 
 def _primitive(value: object) -> Metric:
-    """Coerce a value to str/int/float/bool/None (execnet and junit safe; ../shared/cases/16)."""
+    """Coerce a value to str/int/float/bool/None (execnet and junit safe; ../shared/cases/16).
+
+    Decimal and numeric scalars become float, dates and datetimes ISO-8601 strings, containers
+    a JSON string, anything else ``str(value)``.
+    """
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, date | datetime | time_):
+        return value.isoformat()
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(jsonable(value), sort_keys=True)
     try:
         return float(value)  # type: ignore[arg-type]  # Decimal and numpy scalars
     except (TypeError, ValueError):
         return str(value)
+
+
+def jsonable(value: Any) -> Any:
+    """Return ``value`` with every leaf made JSON- and execnet-safe (see ``_primitive``)."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "model_dump"):
+        return jsonable(value.model_dump(mode="json"))
+    return _primitive(value)
 
 
 def summarize(task: Task, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -1,5 +1,17 @@
 """Claude agent: one Anthropic Messages API call per case.
 
+The task's fixed instructions go in the system prompt, marked for prompt caching
+(``cache_control: ephemeral``, 5-minute TTL), so the cases of one run share that prefix; the case
+content (the Bundle) is the user turn. Caching only applies to a prefix above the model's
+minimum cacheable length (1,024 tokens for Opus 4.8, more for some models); a shorter system
+prompt is sent and billed as ordinary input, which the recorded cache token counts show.
+
+Failure classes (``groundeval.agents._classify``): a rejected key is an ``AuthError`` that stops
+the run; rate limits, overload, 5xx, timeouts and connection errors are ``InfraError``; a reply
+cut off at ``max_tokens`` is a ``TruncatedError`` carrying the partial text. None of them is
+scored. The SDK client is built with ``max_retries=0``: ``groundeval.agents._retry`` is the one
+retry layer, and it bounds all attempts and waits of a case by ``timeout``.
+
 The ``anthropic`` SDK is imported on first use, never at collection time.
 """
 
@@ -7,67 +19,181 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from groundeval.agents._classify import advise, classify_anthropic_error
+from groundeval.agents._retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.agents.base import AgentConfig
-from groundeval.errors import AgentError, ConfigError
-from groundeval.records import AgentRequest, AgentResult
+from groundeval.errors import ConfigError, TruncatedError
+from groundeval.pricing import cost_usd
+from groundeval.records import AgentRequest, AgentResult, Metric
 
-__all__ = ["DEFAULT_MODEL", "ClaudeAgent"]
+if TYPE_CHECKING:
+    import anthropic
+    import httpx2
+
+__all__ = ["DEFAULT_MODEL", "NO_KEY_HINT", "TRUNCATED", "ClaudeAgent"]
 
 DEFAULT_MODEL = "claude-opus-4-8"
 """Model used when ``--groundeval-model`` is not given."""
+TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
+"""Stop reasons meaning the answer was cut off."""
 
 NO_KEY_HINT = (
     "ANTHROPIC_API_KEY is not set: the default agent 'claude' needs it. "
     "Set the key, or run offline with --groundeval-agent=baseline (CLI: --agent baseline)."
 )
+_DEPRECATED = r"The model '.*' is deprecated"
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int) else 0
 
 
 class ClaudeAgent:
     """Asks Claude for the answer with the task's system prompt and the case as the user turn.
 
     Args:
-        config: ``model`` (default ``DEFAULT_MODEL``); options ``max_tokens`` (tokens, default
-            4096), ``temperature`` (default 0.0).
+        config: ``model`` (default ``DEFAULT_MODEL``, any Claude model id); options
+            ``max_tokens`` (tokens, default 4096), ``temperature`` (default: not sent, so the
+            model's own; Claude Opus 4.7 and later reject an explicit value), ``max_retries``
+            (default 2) and ``timeout`` (seconds per case, default 600). ``base_url`` is not
+            used: point the SDK at a gateway with ``ANTHROPIC_BASE_URL``.
+        http_client: An ``httpx2.Client`` for the SDK (tests pass one with a ``MockTransport``).
+        sleep: Replacement for ``time.sleep`` between retries (tests).
 
     Raises:
-        ConfigError: ``ANTHROPIC_API_KEY`` is not set.
+        ConfigError: ``ANTHROPIC_API_KEY`` is not set, or an option is out of range.
     """
 
     name = "claude"
 
-    def __init__(self, config: AgentConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: AgentConfig | None = None,
+        *,
+        http_client: httpx2.Client | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
         config = config or AgentConfig()
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.model: str | None = config.model or DEFAULT_MODEL
-        self.max_tokens = int(config.options.get("max_tokens") or 4096)
-        self.temperature = float(config.options.get("temperature") or 0.0)
-        self._client: Any = None
+        settings = CallSettings.from_config(config, sleep)
+        self.max_tokens, self.temperature, self.retry = settings.max_tokens, settings.temperature, settings.retry
+        self._http_client = http_client
+        self._client: anthropic.Anthropic | None = None
+        self._deprecation_shown = False
+
+    def _sdk(self) -> anthropic.Anthropic:
+        if self._client is None:
+            import anthropic
+
+            if self._http_client is None:
+                self._client = anthropic.Anthropic(max_retries=0)
+            else:
+                self._client = anthropic.Anthropic(max_retries=0, http_client=self._http_client)
+        return self._client
+
+    def params(self, request: AgentRequest) -> dict[str, Any]:
+        """The ``messages.create`` arguments for a request (no timeout)."""
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": [{"role": "user", "content": request.prompt.user}],
+        }
+        if request.prompt.system:
+            params["system"] = [
+                {"type": "text", "text": request.prompt.system, "cache_control": {"type": "ephemeral"}}
+            ]
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        return params
+
+    def _create(self, params: dict[str, Any], timeout_s: float) -> Any:
+        """One API call. The SDK's deprecation warning for an old model id is let through once."""
+        with warnings.catch_warnings():
+            if self._deprecation_shown:
+                warnings.filterwarnings("ignore", message=_DEPRECATED, category=DeprecationWarning)
+            try:
+                return self._sdk().messages.create(**params, timeout=timeout_s)
+            finally:
+                self._deprecation_shown = True
 
     def run(self, request: AgentRequest) -> AgentResult:
-        """Send one Messages API request and return the text answer."""
+        """Send one Messages API request (retried on infrastructure errors) and return the text.
+
+        Returns:
+            The text blocks joined; ``usage`` with token counts and ``cost_usd``; ``attempts``;
+            ``meta`` with ``stop_reason``, ``request_id``, ``max_tokens``, ``temperature`` and
+            ``retry_wait_s`` (seconds).
+
+        Raises:
+            AuthError: The key was rejected (401), or the account or model refused (402/403).
+            InfraError: 429, 5xx, 529, timeout or connection error, after the allowed retries.
+            TruncatedError: The reply stopped at ``max_tokens``; ``details`` holds the partial
+                text, the stop reason and the usage.
+            AgentError: Any other refusal by the API (bad request, unknown model).
+        """
         import anthropic
 
-        if self._client is None:
-            self._client = anthropic.Anthropic()
-        start = time.perf_counter()
+        params = self.params(request)
         try:
-            message = self._client.messages.create(
-                model=self.model,
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                system=request.prompt.system,
-                messages=[{"role": "user", "content": request.prompt.user}],
+            done = call_with_retries(
+                lambda left: self._create(params, left), self.retry,
+                errors=(anthropic.APIError,), advise=advise,
             )
-        except anthropic.APIError as exc:
-            raise AgentError(f"{request.case_id}: Anthropic API error: {exc}") from exc
-        text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
-        return AgentResult(
-            text=text,
-            model=message.model,
-            usage={"input_tokens": message.usage.input_tokens, "output_tokens": message.usage.output_tokens},
-            attempts=1,
-            meta={"stop_reason": message.stop_reason, "latency_s": time.perf_counter() - start},
-        )
+        except GaveUp as gave_up:
+            error = classify_anthropic_error(
+                gave_up.error, request.case_id, attempts=gave_up.attempts, note=gave_up.note
+            )
+            error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
+            raise error from gave_up.error
+        return self._result(request, done)
+
+    def _result(self, request: AgentRequest, done: Completed[Any]) -> AgentResult:
+        message = done.value
+        text = "".join(b.text for b in message.content if getattr(b, "type", None) == "text")
+        usage = self.usage(message.model, message.usage)
+        meta: dict[str, Any] = {
+            "stop_reason": message.stop_reason,
+            "request_id": getattr(message, "_request_id", None),
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "retry_wait_s": done.waited_s,
+        }
+        if message.stop_reason in TRUNCATED:
+            raise TruncatedError(
+                f"{request.case_id}: the answer was cut off (stop_reason={message.stop_reason}) at "
+                f"{usage['output_tokens']} output tokens with max_tokens={self.max_tokens}; it is "
+                "not scored. Raise --groundeval-max-tokens",
+                attempts=done.attempts,
+                details={**meta, "model": message.model, "usage": usage, "partial_text": text},
+            )
+        return AgentResult(text=text, model=message.model, usage=usage, attempts=done.attempts, meta=meta)
+
+    @staticmethod
+    def usage(model: str | None, usage: Any) -> dict[str, Metric]:
+        """Token counts of an Anthropic ``Usage`` and their list price.
+
+        Returns:
+            ``input_tokens``, ``output_tokens``, ``cache_creation_input_tokens``,
+            ``cache_read_input_tokens`` (tokens) and ``cost_usd`` (USD; None when the model's
+            price is unknown or the request ran on a non-standard tier or speed).
+        """
+        counts: dict[str, int] = {
+            "input_tokens": _int(getattr(usage, "input_tokens", None)),
+            "output_tokens": _int(getattr(usage, "output_tokens", None)),
+            "cache_creation_input_tokens": _int(getattr(usage, "cache_creation_input_tokens", None)),
+            "cache_read_input_tokens": _int(getattr(usage, "cache_read_input_tokens", None)),
+        }
+        breakdown = getattr(usage, "cache_creation", None)
+        standard = getattr(usage, "speed", None) in (None, "standard") and getattr(
+            usage, "service_tier", None
+        ) in (None, "standard")
+        cost = cost_usd(
+            model, **counts, cache_write_1h_tokens=_int(getattr(breakdown, "ephemeral_1h_input_tokens", None))
+        ) if standard else None
+        return {**counts, "cost_usd": cost}

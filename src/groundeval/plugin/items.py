@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import _pytest
+import pluggy
 import pytest
+
+import groundeval
 
 from groundeval.datasets import Case
 from groundeval.errors import AuthError, DatasetError, GroundevalError
@@ -122,6 +127,13 @@ class EvalItem(pytest.Item):
         if isinstance(exc, GroundevalError):
             return f"{type(exc).__name__}: {exc}"
         return super().repr_failure(excinfo)
+
+    def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        """Show the agent's own frames, not pytest's, pluggy's or groundeval's plumbing."""
+        hidden = tuple(str(Path(m.__file__).parent) for m in (_pytest, pluggy, groundeval))
+        traceback = excinfo.traceback
+        kept = traceback.filter(lambda entry: not str(entry.path).startswith(hidden))
+        return kept or traceback[-1:]
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         """Point reports at the case file."""

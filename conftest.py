@@ -1,0 +1,29 @@
+"""Shared fixtures for groundeval's own test suite (tests/).
+
+This file sits at the repository root so that `pytest --groundeval-task=...` run here and the
+unit tests see the same paths; it defines fixtures only, no hooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+SHARED_SYNTHEA = ROOT.parent / "shared" / "data" / "synthea"
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def synthea_dir() -> Path:
+    """The raw Synthea bundles (../shared/data/synthea); skips when absent (a user's clone)."""
+    if not any(SHARED_SYNTHEA.glob("*.json")):
+        pytest.skip(f"raw Synthea bundles not found in {SHARED_SYNTHEA} (present in CI only)")
+    return SHARED_SYNTHEA
+
+
+@pytest.fixture(scope="session")
+def extraction_fixtures() -> Path:
+    """The committed, trimmed extraction fixtures."""
+    return FIXTURES / "extraction"

@@ -1,0 +1,206 @@
+"""The one retry layer of model-backed agents.
+
+The SDK clients are built with ``max_retries=0``, so this loop is the only place a model call is
+repeated (../shared/cases/15: nested retry layers multiply calls and wall time). It follows the
+SDKs' own policy, so moving the layer here changes nothing but who counts:
+
+* what is retried is decided by the caller's ``advise`` (``_classify.advise``: 408, 409, 429,
+  5xx including 529, connection errors and timeouts; an ``x-should-retry`` header is obeyed);
+* the wait is the server's ``Retry-After`` when it sends one, else exponential backoff from
+  0.5 s doubling to at most 8 s, minus up to 25% jitter;
+* every attempt and every wait must fit in one time budget per case (``timeout_s``): each
+  attempt's HTTP timeout is what is left of it, and a wait that would pass it (say a
+  ``Retry-After`` of 171 s with 60 s left) is not started: the call fails at once instead.
+
+Attempts are counted here and recorded with the case, whether it succeeds or not.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from groundeval.agents.base import AgentConfig
+from groundeval.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TIMEOUT_S",
+    "CallSettings",
+    "Completed",
+    "GaveUp",
+    "RetryPolicy",
+    "call_with_retries",
+]
+
+T = TypeVar("T")
+
+DEFAULT_MAX_TOKENS = 4096
+"""Output limit per call when ``max_tokens`` is not given, tokens."""
+DEFAULT_MAX_RETRIES = 2
+"""Retries per case when ``max_retries`` is not given (so at most 3 calls)."""
+DEFAULT_TIMEOUT_S = 600.0
+"""Time budget of one case's model calls and retry waits when ``timeout`` is not given, seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how long one case may call the model.
+
+    Attributes:
+        max_retries: Retries after the first attempt (so at most ``max_retries + 1`` calls).
+        timeout_s: Time budget of one case's model calls and waits, seconds.
+        initial_delay_s: First backoff wait, seconds (doubles per retry).
+        max_delay_s: Largest backoff wait, seconds (a server's ``Retry-After`` may ask more).
+        sleep: Waits that many seconds (a test seam: tests pass a recorder, never sleeping).
+        clock: Monotonic clock in seconds.
+    """
+
+    max_retries: int = 2
+    timeout_s: float = 600.0
+    initial_delay_s: float = 0.5
+    max_delay_s: float = 8.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+
+    def backoff(self, retry: int) -> float:
+        """Wait before retry number ``retry`` (1-based) when the server named none, seconds."""
+        base = min(self.initial_delay_s * 2.0 ** (retry - 1), self.max_delay_s)
+        return base * (1.0 - 0.25 * random.random())
+
+
+@dataclass(frozen=True, slots=True)
+class CallSettings:
+    """The options every model-backed agent shares.
+
+    Attributes:
+        max_tokens: Output limit per call, tokens.
+        temperature: Sampling temperature, or None to send none (the model's default).
+        retry: Retry count, time budget per case and the sleep seam.
+    """
+
+    max_tokens: int
+    temperature: float | None
+    retry: RetryPolicy
+
+    @classmethod
+    def from_config(cls, config: AgentConfig, sleep: Callable[[float], None] | None = None) -> CallSettings:
+        """Read ``max_tokens``, ``temperature``, ``max_retries`` and ``timeout`` (seconds).
+
+        Missing or None options take the ``DEFAULT_*`` values; ``temperature`` stays None.
+
+        Raises:
+            ConfigError: A value is not a number or is out of range.
+        """
+        opts = config.options
+
+        def pick(key: str, default: Any) -> Any:
+            value = opts.get(key)
+            return default if value is None else value
+
+        try:
+            max_tokens = int(pick("max_tokens", DEFAULT_MAX_TOKENS))
+            temperature = None if opts.get("temperature") is None else float(opts["temperature"])
+            max_retries = int(pick("max_retries", DEFAULT_MAX_RETRIES))
+            timeout = float(pick("timeout", DEFAULT_TIMEOUT_S))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"agent options: {exc}; give numbers for max_tokens, temperature, "
+                              "max_retries and timeout") from None
+        if max_tokens < 1 or max_retries < 0 or not timeout > 0:
+            raise ConfigError(
+                f"agent options: need max_tokens >= 1 (got {max_tokens}), max_retries >= 0 "
+                f"(got {max_retries}) and timeout > 0 seconds (got {timeout})"
+            )
+        policy = RetryPolicy(max_retries=max_retries, timeout_s=timeout, sleep=sleep or time.sleep)
+        return cls(max_tokens=max_tokens, temperature=temperature, retry=policy)
+
+
+@dataclass(frozen=True, slots=True)
+class Completed(Generic[T]):
+    """A call that succeeded.
+
+    Attributes:
+        value: What the call returned.
+        attempts: Calls made, the successful one included.
+        waited_s: Time spent waiting between attempts, seconds.
+    """
+
+    value: T
+    attempts: int
+    waited_s: float
+
+
+class GaveUp(Exception):
+    """The call failed for good.
+
+    Attributes:
+        error: The last exception raised by the call.
+        attempts: Calls made.
+        note: Why retrying stopped early (budget spent, retries exhausted), or "".
+        waited_s: Time spent waiting between attempts, seconds.
+    """
+
+    def __init__(self, error: BaseException, attempts: int, note: str = "", waited_s: float = 0.0) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.attempts = attempts
+        self.note = note
+        self.waited_s = waited_s
+
+
+Advice = tuple[bool, float | None]
+"""(retry?, seconds the server asked to wait or None)."""
+
+
+def call_with_retries(
+    call: Callable[[float], T],
+    policy: RetryPolicy,
+    *,
+    errors: tuple[type[BaseException], ...],
+    advise: Callable[[BaseException], Advice],
+) -> Completed[T]:
+    """Call ``call(remaining_s)`` until it succeeds, may not be retried, or the budget is spent.
+
+    Args:
+        call: Makes one attempt; its argument is the time left in the budget (seconds), to be
+            used as the attempt's HTTP timeout.
+        policy: Retry count, time budget and the sleep/clock seams.
+        errors: Exception types that are attempt failures (the SDK's API errors). Any other
+            exception is a bug and propagates unchanged.
+        advise: Says whether an error may be retried and how long the server asked to wait.
+
+    Returns:
+        The value with the number of attempts and the time waited.
+
+    Raises:
+        GaveUp: The last error could not be retried, the retries ran out, or the next wait
+            would pass the time budget.
+    """
+    deadline = policy.clock() + policy.timeout_s
+    attempts = 0
+    waited = 0.0
+    while True:
+        attempts += 1
+        try:
+            value = call(max(deadline - policy.clock(), 0.001))
+        except errors as exc:
+            retry, asked = advise(exc)
+            if not retry:
+                raise GaveUp(exc, attempts, waited_s=waited) from exc
+            if attempts > policy.max_retries:
+                note = f"no retries left (max_retries={policy.max_retries})"
+                raise GaveUp(exc, attempts, note, waited) from exc
+            wait = policy.backoff(attempts) if asked is None else asked
+            left = deadline - policy.clock()
+            if wait >= left:
+                what = f"the server asked to wait {wait:g} s" if asked is not None else f"a retry would wait {wait:.1f} s"
+                note = f"{what} but only {max(left, 0.0):.1f} s of the {policy.timeout_s:g} s timeout remain"
+                raise GaveUp(exc, attempts, note, waited) from exc
+            policy.sleep(wait)
+            waited += wait
+        else:
+            return Completed(value=value, attempts=attempts, waited_s=round(waited, 3))

@@ -1,0 +1,183 @@
+"""List prices of Claude models, and the cost of one call from its token usage.
+
+Prices are USD per million tokens (MTok), standard tier, for the Claude API, as published by
+Anthropic and checked on 2026-11-29:
+
+* the pricing page, https://platform.claude.com/docs/en/about-claude/pricing ("Model pricing":
+  base input, 5-minute cache writes, 1-hour cache writes, cache hits and refreshes, output);
+* the model overview pages, https://platform.claude.com/docs/en/models/<model>/overview
+  (Opus 5.5, Opus 5, Opus 4.8, Sonnet 5.5, Sonnet 5, Haiku 5.5).
+
+Where the sources disagreed or were incomplete:
+
+* Sonnet 5.5 cache reads: the overview page lists $0.20/MTok, but price trackers that re-checked
+  the live pricing page in October 2026 report a cut to $0.10/MTok from 2026-10-07. $0.10 is used.
+* Haiku 5.5 has two rates by prompt length (input + cache writes + cache reads): up to 100,000
+  tokens, and over 100,000 tokens, where the higher rate applies to every token of that request.
+  Sonnet 4 and 4.5 charge a long-context rate above 200,000 input tokens ($6 / $22.50); their
+  long-context cache rates are derived with the published multipliers (1.25x, 2x, 0.1x).
+* Claude Fable 5.2 and Mythos 5.2 (known to the SDK) have no published price found: they, and
+  any model id not matched below, are priced as ``None`` ("unknown"), never as 0.
+
+Batch (50% off), fast mode, priority tier, US-only inference (``inference_geo``) and
+third-party clouds (Bedrock, Vertex, Foundry) are priced differently and are not modelled:
+``cost_usd`` is the standard-tier list price.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["PRICES", "ModelPrice", "Price", "cost_usd", "price_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """One rate card, USD per million tokens.
+
+    Attributes:
+        input: Uncached input tokens.
+        output: Output tokens (thinking included).
+        cache_write_5m: Input tokens written to the 5-minute prompt cache (the default TTL).
+        cache_write_1h: Input tokens written to the 1-hour prompt cache.
+        cache_read: Input tokens read from the prompt cache (hits and refreshes).
+    """
+
+    input: float
+    output: float
+    cache_write_5m: float
+    cache_write_1h: float
+    cache_read: float
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """Prices of one model family and version.
+
+    Attributes:
+        family: Human name, e.g. ``"Claude Opus 4.8"``.
+        standard: Rates for ordinary requests.
+        long_prompt: Rates for a request whose prompt is longer than ``long_prompt_over``
+            tokens, or None when the model has a single rate.
+        long_prompt_over: Prompt length (tokens) above which ``long_prompt`` applies.
+    """
+
+    family: str
+    standard: Price
+    long_prompt: Price | None = None
+    long_prompt_over: int | None = None
+
+
+def _card(inp: float, out: float, w5: float, w1: float, read: float) -> Price:
+    return Price(input=inp, output=out, cache_write_5m=w5, cache_write_1h=w1, cache_read=read)
+
+
+_OPUS_45 = _card(5.0, 25.0, 6.25, 10.0, 0.50)
+_OPUS_4 = _card(15.0, 75.0, 18.75, 30.0, 1.50)
+_SONNET_4 = _card(3.0, 15.0, 3.75, 6.0, 0.30)
+_SONNET_4_LONG = _card(6.0, 22.50, 7.50, 12.0, 0.60)
+_SONNET_5 = _card(2.0, 10.0, 2.50, 4.0, 0.20)
+_FABLE_5 = _card(10.0, 50.0, 12.50, 20.0, 1.0)
+_FABLE_51 = _card(10.0, 50.0, 12.50, 20.0, 0.25)
+
+PRICES: dict[str, ModelPrice] = {
+    "claude-fable-5-1": ModelPrice("Claude Fable 5.1", _FABLE_51),
+    "claude-mythos-5-1": ModelPrice("Claude Mythos 5.1", _FABLE_51),
+    "claude-fable-5": ModelPrice("Claude Fable 5", _FABLE_5),
+    "claude-mythos-5": ModelPrice("Claude Mythos 5", _FABLE_5),
+    "claude-opus-5-5": ModelPrice("Claude Opus 5.5", _card(4.0, 20.0, 5.0, 8.0, 0.20)),
+    "claude-opus-5": ModelPrice("Claude Opus 5", _OPUS_45),
+    "claude-opus-4-8": ModelPrice("Claude Opus 4.8", _OPUS_45),
+    "claude-opus-4-7": ModelPrice("Claude Opus 4.7", _OPUS_45),
+    "claude-opus-4-6": ModelPrice("Claude Opus 4.6", _OPUS_45),
+    "claude-opus-4-5": ModelPrice("Claude Opus 4.5", _OPUS_45),
+    "claude-opus-4-1": ModelPrice("Claude Opus 4.1", _OPUS_4),
+    "claude-opus-4-0": ModelPrice("Claude Opus 4", _OPUS_4),
+    "claude-opus-4": ModelPrice("Claude Opus 4", _OPUS_4),
+    "claude-sonnet-5-5": ModelPrice("Claude Sonnet 5.5", _card(2.0, 10.0, 2.50, 4.0, 0.10)),
+    "claude-sonnet-5": ModelPrice("Claude Sonnet 5", _SONNET_5),
+    "claude-sonnet-4-6": ModelPrice("Claude Sonnet 4.6", _SONNET_4),
+    "claude-sonnet-4-5": ModelPrice("Claude Sonnet 4.5", _SONNET_4, _SONNET_4_LONG, 200_000),
+    "claude-sonnet-4-0": ModelPrice("Claude Sonnet 4", _SONNET_4, _SONNET_4_LONG, 200_000),
+    "claude-sonnet-4": ModelPrice("Claude Sonnet 4", _SONNET_4, _SONNET_4_LONG, 200_000),
+    "claude-3-7-sonnet": ModelPrice("Claude Sonnet 3.7", _SONNET_4),
+    "claude-3-5-sonnet": ModelPrice("Claude Sonnet 3.5", _SONNET_4),
+    "claude-haiku-5-5": ModelPrice(
+        "Claude Haiku 5.5",
+        _card(0.10, 0.50, 0.125, 0.20, 0.01),
+        _card(0.50, 2.50, 0.625, 1.00, 0.05),
+        100_000,
+    ),
+    "claude-haiku-4-5": ModelPrice("Claude Haiku 4.5", _card(1.0, 5.0, 1.25, 2.0, 0.10)),
+    "claude-3-5-haiku": ModelPrice("Claude Haiku 3.5", _card(0.80, 4.0, 1.0, 1.6, 0.08)),
+    "claude-3-haiku": ModelPrice("Claude Haiku 3", _card(0.25, 1.25, 0.30, 0.50, 0.03)),
+    "claude-3-opus": ModelPrice("Claude Opus 3", _OPUS_4),
+}
+"""Model id stem -> prices. A model id matches a stem exactly or with a date/version suffix."""
+
+_SUFFIX = r"(?:-\d{8})?(?:-latest)?(?:-v\d+(?::\d+)?)?(?:@\d{8})?"
+_PREFIX = re.compile(r"^(?:(?:us|eu|apac|global)\.)?(?:anthropic\.)?")
+
+
+def price_for(model: str | None) -> ModelPrice | None:
+    """Find the prices of a model id as the API reports it.
+
+    Args:
+        model: E.g. ``"claude-opus-4-8"``, ``"claude-haiku-4-5-20251001"``,
+            ``"claude-sonnet-5-5[1m]"``; Bedrock/Vertex spellings are recognised too.
+
+    Returns:
+        The model's prices, or None for an unknown or non-Claude model.
+    """
+    if not model:
+        return None
+    name = _PREFIX.sub("", model.strip().lower()).removesuffix("[1m]")
+    for stem in sorted(PRICES, key=len, reverse=True):
+        if re.fullmatch(re.escape(stem) + _SUFFIX, name):
+            return PRICES[stem]
+    return None
+
+
+def cost_usd(
+    model: str | None,
+    *,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    cache_creation_input_tokens: int | None = 0,
+    cache_read_input_tokens: int | None = 0,
+    cache_write_1h_tokens: int | None = 0,
+) -> float | None:
+    """Price one model call at list price.
+
+    Args:
+        model: Model id as returned by the API.
+        input_tokens: Uncached input tokens.
+        output_tokens: Output tokens.
+        cache_creation_input_tokens: Tokens written to the prompt cache (all TTLs).
+        cache_read_input_tokens: Tokens read from the prompt cache.
+        cache_write_1h_tokens: The part of ``cache_creation_input_tokens`` written with the
+            1-hour TTL (the rest is priced as 5-minute writes).
+
+    Returns:
+        Cost in USD rounded to 1e-8, or None when the model's price is unknown or the token
+        counts are missing (never 0 for "unknown").
+    """
+    prices = price_for(model)
+    if prices is None or input_tokens is None or output_tokens is None:
+        return None
+    written = cache_creation_input_tokens or 0
+    read = cache_read_input_tokens or 0
+    written_1h = min(cache_write_1h_tokens or 0, written)
+    rate = prices.standard
+    prompt = input_tokens + written + read
+    if prices.long_prompt is not None and prompt > (prices.long_prompt_over or 0):
+        rate = prices.long_prompt
+    total = (
+        input_tokens * rate.input
+        + output_tokens * rate.output
+        + (written - written_1h) * rate.cache_write_5m
+        + written_1h * rate.cache_write_1h
+        + read * rate.cache_read
+    )
+    return round(total / 1_000_000, 8)

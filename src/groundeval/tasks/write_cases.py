@@ -1,0 +1,164 @@
+"""The case-file schema of the write task (pydantic: the data crosses a file boundary).
+
+One JSON file per case, named ``<id>.json``::
+
+    {
+      "id": "tylenol-brand-lookup",
+      "summary": "What the case tests, one sentence.",
+      "covers": ["brand-name", "as-needed"],
+      "patient": {"fixture": "Liz_Conn_....json", "reference": "urn:uuid:<Patient.id>"},
+      "note": "Clinical note excerpt the agent reads.",
+      "expected": {
+        "medication": {"rxcui": "209387", "display": "Acetaminophen 325 MG Oral Tablet [Tylenol]"},
+        "status": "active",
+        "dosage": {
+          "dose": {"value": 650, "unit": "mg"},
+          "frequency": 1, "period": 6, "period_unit": "h",
+          "as_needed": true,
+          "daily_total": {"value": 2600, "unit": "mg"}
+        }
+      }
+    }
+
+``medication`` is ``{"rxcui": null, "text": "<drug name>"}`` for a drug absent from the catalog
+(the agent must not invent a code). ``dosage`` is ``null`` when the note documents no dose
+(the answer must then carry no dosage). ``status`` uses the FHIR R4B MedicationStatement status
+codes (https://hl7.org/fhir/R4B/valueset-medication-statement-status.html); ``period_unit`` the
+UnitsOfTime codes (https://hl7.org/fhir/R4B/valueset-units-of-time.html); dose units are UCUM
+mass codes (``mg``, ``ug``, ``g``).
+
+Catalog- and patient-dependent checks (the RxCUI exists, the reference resolves) are made by
+``WriteTask.load_case``; this module checks what a single file can show on its own, including
+that the daily total equals dose x administrations per day.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from groundeval.scorers.write import administrations_per_day
+
+__all__ = [
+    "DosageSpec",
+    "ExpectedSpec",
+    "MedicationSpec",
+    "PatientSpec",
+    "QuantitySpec",
+    "WriteCase",
+    "describe_validation_error",
+]
+
+Status = Literal[
+    "active", "completed", "entered-in-error", "intended", "stopped", "on-hold", "unknown",
+    "not-taken",
+]
+PeriodUnit = Literal["s", "min", "h", "d", "wk", "mo", "a"]
+MassUnit = Literal["mg", "ug", "g"]
+_MG = {"mg": 1.0, "ug": 1e-3, "g": 1e3}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class QuantitySpec(_Strict):
+    """An amount in a UCUM mass unit (mg, ug or g)."""
+
+    value: float = Field(gt=0)
+    unit: MassUnit
+
+    @property
+    def mg(self) -> float:
+        """The amount in milligrams."""
+        return self.value * _MG[self.unit]
+
+
+class DosageSpec(_Strict):
+    """The documented dosage: dose per administration, timing, as-needed flag, daily total.
+
+    ``frequency``/``period``/``period_unit`` are given together or not at all (an as-needed dose
+    with no stated interval); ``daily_total`` is given exactly when they are.
+    """
+
+    dose: QuantitySpec
+    frequency: int | None = Field(default=None, gt=0)
+    period: float | None = Field(default=None, gt=0)
+    period_unit: PeriodUnit | None = None
+    as_needed: bool
+    daily_total: QuantitySpec | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DosageSpec:
+        timing = (self.frequency, self.period, self.period_unit)
+        if any(v is None for v in timing) and any(v is not None for v in timing):
+            raise ValueError("give frequency, period and period_unit together, or none of them")
+        if self.frequency is None:
+            if self.daily_total is not None:
+                raise ValueError("daily_total needs frequency, period and period_unit")
+            return self
+        if self.daily_total is None:
+            raise ValueError("daily_total is required when the timing is given")
+        assert self.period is not None
+        assert self.period_unit is not None
+        per_day = administrations_per_day(self.frequency, self.period, self.period_unit)
+        implied = self.dose.mg * per_day
+        if not math.isclose(implied, self.daily_total.mg, rel_tol=1e-6):
+            raise ValueError(
+                f"daily_total {self.daily_total.value:g} {self.daily_total.unit} does not equal "
+                f"dose x administrations per day = {implied:g} mg"
+            )
+        return self
+
+
+class MedicationSpec(_Strict):
+    """The expected drug: an RxCUI and its catalog display, or the name of an uncatalogued drug."""
+
+    rxcui: str | None = Field(pattern=r"^[0-9]{1,10}$")
+    display: str | None = None
+    text: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> MedicationSpec:
+        if self.rxcui is not None and (not self.display or self.text is not None):
+            raise ValueError("a coded medication needs 'display' and no 'text'")
+        if self.rxcui is None and (not self.text or self.display is not None):
+            raise ValueError("a drug not in the catalog (rxcui null) needs 'text' and no 'display'")
+        return self
+
+
+class PatientSpec(_Strict):
+    """The patient: an extraction fixture file and the reference the agent is given."""
+
+    fixture: str = Field(pattern=r"^[^/\\]+\.json$")
+    reference: str = Field(min_length=1)
+
+
+class ExpectedSpec(_Strict):
+    """What a correct MedicationStatement encodes."""
+
+    medication: MedicationSpec
+    status: Status
+    dosage: DosageSpec | None
+
+
+class WriteCase(_Strict):
+    """One write-task case file."""
+
+    id: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$", max_length=80)
+    summary: str = Field(min_length=1)
+    covers: list[str] = Field(min_length=1)
+    patient: PatientSpec
+    note: str = Field(min_length=1)
+    expected: ExpectedSpec
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """Render a pydantic error as ``field.path: message`` lines joined by ``; ``."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(file)"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)

@@ -1,0 +1,71 @@
+"""Helpers for running the plugin under pytester on real fixtures with a scripted agent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+PICK = ("Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen_McLaughlin")
+
+# Scripted agent module written into each pytester directory. Its behaviour per patient:
+# Liz: baseline (pass); Clemente: fenced "[]" (pass, format_ok False); Garrett: naive (partial);
+# Max_Kris: empty list (fail); Stephen: raises (pytest error).
+AGENT_MODULE = '''
+from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
+
+BASE, NAIVE = BaselineExtractionAgent(), NaiveExtractionAgent()
+
+
+def agent(request):
+    name = request.case_id.rsplit("-", 1)[0]
+    if name == "Liz_Conn":
+        return BASE.run(request)
+    if name == "Clemente_Kreiger":
+        return "Here you are:\\n```json\\n[]\\n```"
+    if name == "Garrett_Thompson":
+        return NAIVE.run(request)
+    if name == "Max_Kris":
+        return "[]"
+    raise RuntimeError("scripted agent crashed on " + request.case_id)
+'''
+
+
+@pytest.fixture
+def eval_dir(pytester: pytest.Pytester) -> Path:
+    """A pytester directory with five real fixtures in ``data/`` and ``scripted_agent.py``."""
+    data = pytester.path / "data"
+    data.mkdir()
+    for prefix in PICK:
+        (src,) = FIXTURES.glob(f"{prefix}_*.json")
+        shutil.copy(src, data / src.name)
+    pytester.makepyfile(scripted_agent=AGENT_MODULE)
+    pytester.syspathinsert()
+    return data
+
+
+def eval_args(*extra: str) -> list[str]:
+    return ["--groundeval-task=extraction", "--groundeval-agent=scripted_agent:agent",
+            "--groundeval-data-dir=data", "-p", "no:cacheprovider", *extra]
+
+
+def junit_cases(path: Path) -> dict[str, dict[str, str]]:
+    """testcase name -> {property name: value} (plus '_result': passed/failure/error)."""
+    cases = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        result = "passed"
+        for tag in ("failure", "error", "skipped"):
+            if case.find(tag) is not None:
+                result = tag
+        props["_result"] = result
+        cases[case.get("name")] = props
+    return cases
+
+
+def run_records(base: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((base / "runs").glob("*.json"))]

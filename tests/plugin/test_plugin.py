@@ -1,0 +1,221 @@
+"""The pytest plugin, exercised through pytester (in-process and in subprocesses with -n 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import eval_args, junit_cases, run_records
+
+VOLATILE = {"latency_s", "run_id"}
+
+
+def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir) -> None:
+    result = pytester.runpytest(*eval_args("-rA"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes() == {"passed": 2, "partial": 1, "failed": 1, "errors": 1}
+    result.stdout.fnmatch_lines([
+        "*groundeval extraction*",
+        "agent: scripted_agent:agent  model: -  run: *",
+        "cases: 5  passed: 2  partial: 1  failed: 1  error: 1*(excluded from scores: 1)",
+        "*precision*recall*f1*display_accuracy",
+        "micro *", "macro *",
+        "run record: *runs*.json",
+        "PARTIAL groundeval/extraction::Garrett_Thompson-*",
+        "*extra (in the answer*",
+        "*in the record as stopped, not active*",
+    ])
+    # The failure text lists the missing medications; the agent crash is an error, not a failure.
+    result.stdout.fnmatch_lines(["Max_Kris-* (Max_Kris_*.json): F1 0.000*", "missing (active in the record, not in the answer):"])
+    # An agent crash shows the agent's own frame, not pytest's plumbing.
+    result.stdout.fnmatch_lines(["*raise RuntimeError(*", "E *RuntimeError: scripted agent crashed on Stephen*"])
+    result.stdout.no_fnmatch_line("*_pytest/runner.py*")
+    result.stdout.fnmatch_lines(["ERROR groundeval/extraction::Stephen_McLaughlin-* - RuntimeError*"])
+    result.stdout.no_fnmatch_line("FAILED groundeval/extraction::Stephen*")
+
+
+def test_junit_properties_are_primitive_and_complete(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.runpytest(*eval_args("--junitxml=out.xml", "-W", "error"))
+    cases = junit_cases(pytester.path / "out.xml")
+    garrett = next(v for k, v in cases.items() if k.startswith("Garrett"))
+    assert float(garrett["precision"]) < 1.0 and garrett["outcome"] == "partial"
+    assert garrett["_result"] == "failure"
+    for key in ("precision", "recall", "f1", "display_accuracy", "tp", "fp", "fn", "format_ok",
+                "agent", "model", "latency_s", "task", "run_id"):
+        assert key in garrett, key
+    clemente = next(v for k, v in cases.items() if k.startswith("Clemente"))
+    assert clemente["format_ok"] == "False" and clemente["_result"] == "passed"
+    stephen = next(v for k, v in cases.items() if k.startswith("Stephen"))
+    assert stephen["_result"] == "error" and stephen["outcome"] == "error"
+    assert stephen["error_type"] == "RuntimeError"
+
+
+def test_properties_identical_with_and_without_xdist(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.runpytest_subprocess(*eval_args("--junitxml=serial.xml"))
+    result = pytester.runpytest_subprocess(*eval_args("-n", "2", "--junitxml=xdist.xml", "-W", "error"))
+    assert result.parseoutcomes() == {"passed": 2, "partial": 1, "failed": 1, "errors": 1}
+    assert "INTERNALERROR" not in result.stdout.str()
+
+    def stable(path: str) -> dict[str, dict[str, str]]:
+        return {name: {k: v for k, v in props.items() if k not in VOLATILE}
+                for name, props in junit_cases(pytester.path / path).items()}
+
+    serial, xdist = stable("serial.xml"), stable("xdist.xml")
+    assert serial == xdist
+    assert len(serial) == 5
+
+
+def test_xdist_run_record_is_merged_once_by_the_controller(pytester: pytest.Pytester, eval_dir) -> None:
+    result = pytester.runpytest_subprocess(*eval_args("-n", "2"))
+    result.stdout.fnmatch_lines(["run record: *.json"])
+    (record,) = run_records(pytester.path)
+    assert not list((pytester.path / "runs").glob("*.partial.jsonl"))
+    assert record["schema_version"] == 1 and record["complete"] is True
+    assert record["settings"]["workers"] == 2
+    ids = [c["case_id"] for c in record["cases"]]
+    assert len(ids) == len(set(ids)) == 5
+    assert record["aggregate"]["counts"] == {"error": 1, "failed": 1, "partial": 1, "passed": 2}
+    assert record["aggregate"]["excluded"] == 1
+    by_outcome = {c["outcome"]: c for c in record["cases"]}
+    passed = by_outcome["passed"]
+    for key in ("prompt_sha256", "raw_output", "parsed", "truth", "metrics", "latency_s", "fixture_sha256"):
+        assert key in passed, key
+    assert by_outcome["error"]["error"]["type"] == "RuntimeError"
+    assert {f["source"] for f in record["fixtures"]} == {p.name for p in eval_dir.glob("*.json")}
+    assert "pytest" in record["packages"] and "groundeval" in record["packages"]
+
+
+def test_worker_crash_loses_only_that_case(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.makepyfile(crashing_agent='''
+import os
+from scripted_agent import BASE
+
+def agent(request):
+    if request.case_id.startswith("Max_Kris"):
+        os._exit(3)
+    return BASE.run(request)
+''')
+    result = pytester.runpytest_subprocess(
+        "--groundeval-task=extraction", "--groundeval-agent=crashing_agent:agent",
+        "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2",
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 4 and outcomes.get("failed", 0) + outcomes.get("error", 0) >= 1
+    (record,) = run_records(pytester.path)
+    assert len([c for c in record["cases"] if c["outcome"] == "passed"]) == 4
+
+
+def test_malformed_case_files_are_collection_errors_and_the_rest_run(pytester: pytest.Pytester, eval_dir) -> None:
+    (eval_dir / "broken.json").write_text("{not json")
+    (eval_dir / "observation.json").write_text('{"resourceType": "Observation"}')
+    (eval_dir / "nobody.json").write_text('{"resourceType": "Bundle", "entry": []}')
+    for extra in ((), ("-n", "2")):
+        result = pytester.runpytest_subprocess(*eval_args(*extra))
+        outcomes = result.parseoutcomes()
+        assert outcomes["passed"] == 2 and outcomes["errors"] == 4  # 3 files + the agent crash
+        result.stdout.fnmatch_lines([
+            "*broken.json: invalid JSON at line 1 column 2*",
+            "*nobody.json: the Bundle has no Patient entry*",
+            "*observation.json: resourceType is 'Observation', expected 'Bundle'*",
+        ])
+        result.stdout.fnmatch_lines(["ERROR groundeval/extraction::broken.json*"])
+    records = run_records(pytester.path)
+    assert all(len(r["collection_errors"]) == 3 for r in records)
+    assert all(len(r["cases"]) == 5 for r in records)
+
+
+def test_k_and_limit_select_cases(pytester: pytest.Pytester, eval_dir) -> None:
+    result = pytester.runpytest(*eval_args("-k", "Liz or Clemente"))
+    result.assert_outcomes(passed=2, deselected=3)
+    result = pytester.runpytest(*eval_args("--groundeval-limit=2", "--co", "-q"))
+    result.stdout.fnmatch_lines([
+        "groundeval/extraction::Clemente_Kreiger-d78af07c",
+        "groundeval/extraction::Garrett_Thompson-3ed2a74a",
+        "2 tests collected*",
+    ])
+
+
+def test_ini_twins_configure_the_run(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.makeini("""
+        [pytest]
+        groundeval_task = extraction
+        groundeval_agent = scripted_agent:agent
+        groundeval_data_dir = data
+        groundeval_min_f1 = 0.4
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    # Garrett's F1 of 0.5 now clears the threshold.
+    assert result.parseoutcomes() == {"passed": 3, "failed": 1, "errors": 1}
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--groundeval-limit=abc", "*--groundeval-limit='abc': not a valid N*"),
+        ("--groundeval-limit=0", "*--groundeval-limit='0': must be 1 or more*"),
+        ("--groundeval-min-f1=1.5", "*--groundeval-min-f1='1.5': must be between 0 and 1*"),
+        ("--groundeval-data-dir=missing", "*--groundeval-data-dir=*missing*: not a directory*"),
+        ("--groundeval-agent=nosuchmodule:agent", "*agent 'nosuchmodule:agent': cannot import*"),
+        ("--groundeval-agent=gpt", "*unknown agent 'gpt'*"),
+    ],
+)
+def test_bad_options_are_usage_errors(pytester: pytest.Pytester, eval_dir, option: str, message: str) -> None:
+    result = pytester.runpytest(*eval_args(option))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+def test_unknown_task_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--groundeval-task=summarise")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --groundeval-task='summarise': unknown task; choose one of: *extraction*"])
+
+
+def test_positional_paths_with_a_task_are_refused(pytester: pytest.Pytester, eval_dir) -> None:
+    result = pytester.runpytest(*eval_args("tests/"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*positional paths are not used with --groundeval-task*-k*"])
+
+
+def test_claude_without_key_stops_before_running_with_one_line_hint(
+    pytester: pytest.Pytester, eval_dir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-data-dir=data")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
+    assert len(errors) == 1 and "--groundeval-agent=baseline" in errors[0]
+    assert not (pytester.path / "runs").exists()
+
+
+def test_without_a_task_the_plugin_does_nothing_and_imports_nothing_heavy(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="""
+        import sys
+
+        def test_nothing_heavy_loaded():
+            loaded = {m for m in sys.modules if m.startswith(("groundeval.", "healthchain", "anthropic", "fhir"))}
+            assert loaded <= {"groundeval.plugin", "groundeval.plugin.options"}, sorted(loaded)
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "groundeval" not in result.stdout.str().split("short test summary")[0].split("passed")[-1]
+    assert not (pytester.path / "runs").exists()
+
+
+def test_non_primitive_usage_values_survive_xdist(pytester: pytest.Pytester, eval_dir) -> None:
+    """../shared/cases/16: a Decimal or datetime must not kill an xdist worker's reporting."""
+    pytester.makepyfile(decimal_agent='''
+import datetime
+from decimal import Decimal
+from groundeval.records import AgentResult
+from scripted_agent import BASE
+
+def agent(request):
+    answer = BASE.run(request)
+    return AgentResult(text=answer.text, usage={"cost_usd": Decimal("0.25"), "when": datetime.datetime(2026, 1, 1)})
+''')
+    args = ("--groundeval-task=extraction", "--groundeval-agent=decimal_agent:agent",
+            "--groundeval-data-dir=data", "-p", "no:cacheprovider", "--junitxml=out.xml")
+    result = pytester.runpytest_subprocess(*args, "-n", "2")
+    result.assert_outcomes(passed=5)
+    props = next(iter(junit_cases(pytester.path / "out.xml").values()))
+    assert props["cost_usd"] == "0.25" and props["when"] == "2026-01-01T00:00:00"

@@ -1,0 +1,250 @@
+"""Truth derivation on the inputs of ../shared/cases/01, 03 and 05, with their expected values."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from groundeval.errors import DatasetError
+from groundeval.fhir import BundleIndex, patient_reference_matches, rxnorm_codings
+from groundeval.scorers.extraction import score_medications
+from groundeval.tasks.medlist import active_medications, find_patient
+
+RX = "http://www.nlm.nih.gov/research/umls/rxnorm"
+PID = "00000000-0000-4000-8000-000000000001"
+SUBJECT = {"reference": f"urn:uuid:{PID}"}
+
+
+def _entry(resource: dict, full_url: str | None = None) -> dict:
+    entry = {"resource": resource}
+    if full_url:
+        entry["fullUrl"] = full_url
+    return entry
+
+
+# Case 01 input, verbatim in content.
+CASE_01 = {
+    "resourceType": "Bundle", "type": "collection", "entry": [
+        _entry({"resourceType": "Patient", "id": PID}, f"urn:uuid:{PID}"),
+        _entry({"resourceType": "Medication", "id": "00000000-0000-4000-8000-0000000000a1", "status": "active",
+                "code": {"coding": [{"system": RX, "code": "313782", "display": "Acetaminophen 325 MG Oral Tablet"}]}},
+               "urn:uuid:00000000-0000-4000-8000-0000000000a1"),
+        _entry({"resourceType": "MedicationRequest", "id": "mr-a", "status": "active", "intent": "order",
+                "subject": SUBJECT,
+                "medicationReference": {"reference": "urn:uuid:00000000-0000-4000-8000-0000000000a1"}},
+               "urn:uuid:00000000-0000-4000-8000-0000000000b1"),
+        _entry({"resourceType": "MedicationRequest", "id": "mr-b", "status": "active", "intent": "order",
+                "contained": [{"resourceType": "Medication", "id": "medB", "code": {"coding": [
+                    {"system": RX, "code": "213469", "display": "celecoxib 200 MG Oral Capsule [Celebrex]"},
+                    {"system": RX, "code": "205323", "display": "celecoxib 200 MG Oral Capsule"}]}}],
+                "subject": SUBJECT, "medicationReference": {"reference": "#medB"}},
+               "urn:uuid:00000000-0000-4000-8000-0000000000b2"),
+        _entry({"resourceType": "MedicationRequest", "id": "mr-c", "status": "active", "intent": "order",
+                "contained": [{"resourceType": "Medication", "id": "medC", "code": {"text": "ondansetron 4 mg tablet"}}],
+                "subject": SUBJECT, "medicationReference": {"reference": "#medC"}},
+               "urn:uuid:00000000-0000-4000-8000-0000000000b3"),
+        _entry({"resourceType": "MedicationRequest", "id": "mr-d", "status": "active", "intent": "order",
+                "subject": SUBJECT,
+                "medicationCodeableConcept": {"coding": [{"system": RX, "code": "310965", "display": "Ibuprofen 200 MG Oral Tablet"}]}},
+               "urn:uuid:00000000-0000-4000-8000-0000000000b4"),
+    ],
+}
+
+
+def test_case01_four_active_medications_through_every_reference_form() -> None:
+    meds = active_medications(CASE_01)
+    coded = {tuple(m["codes"]): m for m in meds if m["kind"] == "coded"}
+    assert len(meds) == 4
+    assert coded[("313782",)]["displays"]["313782"] == "Acetaminophen 325 MG Oral Tablet"
+    assert coded[("205323", "213469")]["displays"] == {
+        "213469": "celecoxib 200 MG Oral Capsule [Celebrex]", "205323": "celecoxib 200 MG Oral Capsule",
+    }
+    assert coded[("310965",)]["displays"]["310965"] == "Ibuprofen 200 MG Oral Tablet"
+    uncoded = [m for m in meds if m["kind"] == "uncoded"]
+    assert uncoded == [{"codes": [], "displays": {}, "text": "ondansetron 4 mg tablet", "kind": "uncoded", "requests": ["mr-c"]}]
+
+
+def test_case01_codeable_concept_only_reader_scores_recall_one_quarter() -> None:
+    truth = active_medications(CASE_01)
+    answer = [{"rxnorm_code": "310965", "display": "Ibuprofen 200 MG Oral Tablet"}]
+    score = score_medications(truth, answer)
+    assert score.metrics["recall"] == pytest.approx(0.25)
+    assert score.metrics["precision"] == 1.0
+    assert score.outcome == "partial"
+
+
+@pytest.mark.parametrize("code", ["213469", "205323"])
+def test_case01_either_celecoxib_code_matches(code: str) -> None:
+    truth = active_medications(CASE_01)
+    display = {"213469": "celecoxib 200 MG Oral Capsule [Celebrex]", "205323": "celecoxib 200 MG Oral Capsule"}[code]
+    answer = [
+        {"rxnorm_code": "313782", "display": "Acetaminophen 325 MG Oral Tablet"},
+        {"rxnorm_code": code, "display": display},
+        {"rxnorm_code": None, "display": "Ondansetron 4 mg tablet"},
+        {"rxnorm_code": "310965", "display": "Ibuprofen 200 MG Oral Tablet"},
+    ]
+    score = score_medications(truth, answer, min_display_accuracy=0.0)
+    assert score.metrics["tp"] == 4 and score.metrics["fp"] == 0 and score.metrics["fn"] == 0
+    # The uncoded drug matches case-insensitively but its display is compared exactly.
+    assert score.metrics["display_correct"] == 3
+
+
+def test_case01_code_for_uncoded_drug_is_unverifiable_not_correct() -> None:
+    truth = active_medications(CASE_01)
+    answer = [{"rxnorm_code": "312086", "display": "ondansetron 4 MG Oral Tablet"}]
+    score = score_medications(truth, answer)
+    assert score.metrics["tp"] == 0 and score.metrics["fp"] == 1
+    assert score.details["extra"][0]["note"].startswith("unverifiable")
+
+
+def test_case01_variant_e_unresolvable_reference_is_kept_unresolved_and_never_raises() -> None:
+    bundle = copy.deepcopy(CASE_01)
+    bundle["entry"].append(_entry({
+        "resourceType": "MedicationRequest", "id": "mr-e", "status": "active", "intent": "order",
+        "subject": SUBJECT, "medicationReference": {"reference": "Medication/does-not-exist"}}))
+    meds = active_medications(bundle)
+    unresolved = [m for m in meds if m["kind"] == "unresolved"]
+    assert [m["text"] for m in unresolved] == ["Medication/does-not-exist"]
+    # Unresolved entries are not scored: a perfect answer for the other four still passes.
+    answer = [
+        {"rxnorm_code": "313782", "display": "Acetaminophen 325 MG Oral Tablet"},
+        {"rxnorm_code": "213469", "display": "celecoxib 200 MG Oral Capsule [Celebrex]"},
+        {"rxnorm_code": None, "display": "ondansetron 4 mg tablet"},
+        {"rxnorm_code": "310965", "display": "Ibuprofen 200 MG Oral Tablet"},
+    ]
+    assert score_medications(meds, answer).outcome == "passed"
+
+
+# Case 03: NDC first, branded RxNorm second, generic RxNorm without display third.
+CASE_03_CONCEPT = {
+    "coding": [
+        {"system": "http://hl7.org/fhir/sid/ndc", "code": "99999-9999-99", "display": "SYNTHETIC NDC placeholder"},
+        {"system": RX, "code": "209387", "display": "Acetaminophen 325 MG Oral Tablet [Tylenol]"},
+        {"system": RX, "code": "313782"},
+    ],
+    "text": "Tylenol 325 mg tablet",
+}
+
+
+def _case03_bundle(system: str = RX, *, with_lookup: bool = False) -> dict:
+    concept = copy.deepcopy(CASE_03_CONCEPT)
+    for coding in concept["coding"][1:]:
+        coding["system"] = system
+    entries = [
+        _entry({"resourceType": "Patient", "id": "pt-001"}, "urn:uuid:pt-001"),
+        _entry({"resourceType": "MedicationRequest", "id": "mr-multi", "status": "active", "intent": "order",
+                "subject": {"reference": "Patient/pt-001"}, "medicationCodeableConcept": concept}),
+    ]
+    if with_lookup:  # another request in the same bundle gives 313782 its display
+        entries.append(_entry({"resourceType": "MedicationRequest", "id": "mr-old", "status": "completed",
+                               "intent": "order", "subject": {"reference": "Patient/pt-001"},
+                               "medicationCodeableConcept": {"coding": [{"system": RX, "code": "313782",
+                                                                         "display": "Acetaminophen 325 MG Oral Tablet"}]}}))
+    return {"resourceType": "Bundle", "type": "collection", "entry": entries}
+
+
+def test_case03_rxnorm_picked_by_system_never_the_ndc() -> None:
+    (med,) = active_medications(_case03_bundle())
+    assert med["codes"] == ["209387", "313782"]
+    assert "99999-9999-99" not in med["codes"]
+
+
+def test_case03_missing_display_filled_from_text_never_empty() -> None:
+    (med,) = active_medications(_case03_bundle())
+    assert med["displays"]["313782"] == "Tylenol 325 mg tablet"
+    assert med["displays"]["209387"] == "Acetaminophen 325 MG Oral Tablet [Tylenol]"
+
+
+def test_case03_missing_display_prefers_the_bundles_own_display_for_that_code() -> None:
+    (med,) = active_medications(_case03_bundle(with_lookup=True))
+    assert med["displays"]["313782"] == "Acetaminophen 325 MG Oral Tablet"
+
+
+@pytest.mark.parametrize("code", ["209387", "313782"])
+def test_case03_branded_or_generic_code_is_a_hit(code: str) -> None:
+    truth = active_medications(_case03_bundle())
+    score = score_medications(truth, [{"rxnorm_code": code, "display": "x"}], min_display_accuracy=0.0)
+    assert score.metrics["tp"] == 1 and score.metrics["f1"] == 1.0
+
+
+def test_case03_variant_oid_system_is_accepted_as_rxnorm() -> None:
+    (med,) = active_medications(_case03_bundle("urn:oid:2.16.840.1.113883.6.88"))
+    assert med["codes"] == ["209387", "313782"]
+
+
+def test_rxnorm_codings_skip_other_systems_and_empty_codes() -> None:
+    concept = {"coding": [{"system": "http://snomed.info/sct", "code": "1"}, {"system": RX, "code": " "},
+                          {"system": RX, "code": "42", "display": "  "}]}
+    assert [(c.code, c.display) for c in rxnorm_codings(concept)] == [("42", None)]
+
+
+# Case 05: subject reference forms.
+PATIENT = {"resourceType": "Patient", "id": PID}
+
+
+@pytest.mark.parametrize(
+    ("reference", "expected"),
+    [
+        (f"urn:uuid:{PID}", True),  # a
+        (f"Patient/{PID}", True),  # b
+        (f"Patient/urn:uuid:{PID}", False),  # c: malformed, an id cannot contain ':'
+        ("Patient/pt-999", False),  # d: wrong patient
+        (None, False),  # e: display-only subject
+        (f"https://example.org/fhir/Patient/{PID}", True),
+        (f"Practitioner/{PID}", False),
+    ],
+)
+def test_case05_subject_reference_forms(reference: str | None, expected: bool) -> None:
+    assert patient_reference_matches(reference, PATIENT, f"urn:uuid:{PID}") is expected
+
+
+def test_case05_requests_with_patient_slash_form_are_attributed_to_the_patient() -> None:
+    bundle = copy.deepcopy(CASE_01)
+    bundle["entry"][-1]["resource"]["subject"] = {"reference": f"Patient/{PID}"}
+    assert any(m["codes"] == ["310965"] for m in active_medications(bundle))
+
+
+def test_requests_for_another_patient_and_inactive_requests_are_ignored() -> None:
+    bundle = copy.deepcopy(CASE_01)
+    bundle["entry"][-1]["resource"]["subject"] = {"reference": "urn:uuid:someone-else"}
+    bundle["entry"][2]["resource"]["status"] = "stopped"
+    codes = [c for m in active_medications(bundle) for c in m["codes"]]
+    assert "310965" not in codes and "313782" not in codes
+
+
+def test_duplicate_requests_for_one_rxcui_collapse() -> None:
+    bundle = copy.deepcopy(CASE_01)
+    dup = copy.deepcopy(bundle["entry"][-1])
+    dup["resource"]["id"] = "mr-d2"
+    dup["fullUrl"] = "urn:uuid:dup"
+    bundle["entry"].append(dup)
+    ibuprofen = [m for m in active_medications(bundle) if m["codes"] == ["310965"]]
+    assert len(ibuprofen) == 1 and ibuprofen[0]["requests"] == ["mr-d", "mr-d2"]
+
+
+def test_bundle_index_resolves_each_reference_form() -> None:
+    index = BundleIndex.of(CASE_01)
+    med_url = "urn:uuid:00000000-0000-4000-8000-0000000000a1"
+    assert index.resolve(med_url)["id"] == med_url.removeprefix("urn:uuid:")
+    assert index.resolve(f"Medication/{med_url.removeprefix('urn:uuid:')}") is not None
+    parent = CASE_01["entry"][3]["resource"]
+    assert index.resolve("#medB", parent)["id"] == "medB"
+    assert index.resolve("#medB") is None
+    assert index.resolve("Medication/does-not-exist") is None
+    assert index.resolve("") is None
+
+
+@pytest.mark.parametrize(
+    ("bundle", "problem"),
+    [
+        ({"resourceType": "Patient"}, "expected 'Bundle'"),
+        ({"resourceType": "Bundle"}, "Bundle.entry is missing"),
+        ({"resourceType": "Bundle", "entry": []}, "no Patient"),
+        ({"resourceType": "Bundle", "entry": [_entry(PATIENT), _entry(PATIENT)]}, "2 Patient entries"),
+    ],
+)
+def test_malformed_bundles_raise_dataset_error_naming_the_file(bundle: dict, problem: str) -> None:
+    with pytest.raises(DatasetError, match=problem) as info:
+        find_patient(bundle, "broken.json")
+    assert str(info.value).startswith("broken.json: ")

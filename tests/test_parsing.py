@@ -1,0 +1,82 @@
+"""Parsing of model answers: ../shared/cases/11 (fences, prose, backticks, two answers)."""
+
+from __future__ import annotations
+
+import json
+
+from groundeval.parsing import extract_json
+from groundeval.tasks.extraction import ExtractionTask
+
+MS = {"resourceType": "MedicationStatement", "status": "active", "subject": {"reference": "Patient/p"},
+      "dosage": [{"text": "take with `food`"}]}
+MS_TEXT = json.dumps(MS)
+
+
+def parse_object(raw: str):
+    return extract_json(raw, "{", lambda v: isinstance(v, dict) and "resourceType" in v, None)
+
+
+def test_case11_a_fenced_object_is_recovered_with_format_ok_false() -> None:
+    parsed = parse_object(f"```json\n{MS_TEXT}\n```")
+    assert parsed.value == MS and parsed.format_ok is False and "fence" in parsed.error
+
+
+def test_case11_b_prose_and_fence_around_object() -> None:
+    parsed = parse_object(f"Here is the resource:\n```json\n{MS_TEXT}\n```\nLet me know if you need changes.")
+    assert parsed.value == MS and parsed.format_ok is False
+
+
+def test_case11_c_trailing_note() -> None:
+    parsed = parse_object(f"{MS_TEXT}\n\nNote: I assumed an adult patient.")
+    assert parsed.value == MS and parsed.format_ok is False
+
+
+def test_case11_d_backticks_inside_strings_are_untouched_and_format_ok() -> None:
+    parsed = parse_object(MS_TEXT)
+    assert parsed.format_ok is True and parsed.error is None
+    assert parsed.value["dosage"][0]["text"] == "take with `food`"
+
+
+def test_case11_e_two_objects_are_ambiguous_and_not_scored() -> None:
+    second = dict(MS, status="completed")
+    parsed = parse_object(f"First attempt: {MS_TEXT}\nCorrected version: {json.dumps(second)}")
+    assert parsed.value is None and parsed.format_ok is False and "ambiguous" in parsed.error
+
+
+def test_no_json_at_all() -> None:
+    parsed = parse_object("I cannot help with that.")
+    assert parsed.value is None and "no JSON object" in parsed.error
+
+
+TASK = ExtractionTask()
+LIST = [{"rxnorm_code": "316049", "display": "Hydrochlorothiazide 25 MG"}]
+
+
+def test_extraction_answer_exact_json_is_format_ok() -> None:
+    parsed = TASK.parse(None, json.dumps(LIST))  # type: ignore[arg-type]
+    assert parsed.value == LIST and parsed.format_ok
+
+
+def test_extraction_answer_in_fence_with_prose_is_recovered() -> None:
+    raw = f"The active medications are:\n```json\n{json.dumps(LIST, indent=2)}\n```\nThese are all [1]."
+    parsed = TASK.parse(None, raw)  # type: ignore[arg-type]
+    assert parsed.value == LIST and not parsed.format_ok
+
+
+def test_extraction_answer_empty_list_and_brackets_in_displays() -> None:
+    assert TASK.parse(None, "[]").value == []  # type: ignore[arg-type]
+    branded = [{"rxnorm_code": "1", "display": "Clonazepam [Klonopin]"}]
+    parsed = TASK.parse(None, "Answer: " + json.dumps(branded))  # type: ignore[arg-type]
+    assert parsed.value == branded
+
+
+def test_extraction_unparseable_answer_scores_as_empty_prediction_with_error() -> None:
+    parsed = TASK.parse(None, '{"medications": "none"}')  # type: ignore[arg-type]
+    assert parsed.value == [] and parsed.format_ok is False and parsed.error
+    truth = {"medications": [], "inactive_codes": {}}
+    assert TASK.score(None, truth, parsed).outcome == "passed"  # type: ignore[arg-type]
+
+
+def test_extraction_numeric_code_is_normalised_to_string() -> None:
+    parsed = TASK.parse(None, '[{"rxnorm_code": 316049, "display": "x"}]')  # type: ignore[arg-type]
+    assert parsed.value == [{"rxnorm_code": "316049", "display": "x"}]
