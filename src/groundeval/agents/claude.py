@@ -18,7 +18,6 @@ The ``anthropic`` SDK is imported on first use, never at collection time.
 from __future__ import annotations
 
 import os
-import time
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
