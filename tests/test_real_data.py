@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
 from groundeval.records import AgentRequest
 from groundeval.tasks.extraction import ExtractionTask

@@ -34,7 +34,7 @@ class Execution:
     """An agent's answer to one case.
 
     Attributes:
-        prompt_sha256: Hex SHA-256 of ``system + "\\n\\n" + user``.
+        prompt_sha256: Hex SHA-256 of the system and user parts joined by a blank line.
         result: The agent's result.
         latency_s: Wall time of the agent call, seconds.
     """
@@ -104,7 +104,7 @@ def evaluate(task: Task, info: RunInfo, case: Case, execution: Execution, nodeid
     parsed = task.parse(case, execution.result.text)
     score = task.score(case, truth, parsed)
     result = execution.result
-    return jsonable({
+    record: dict[str, Any] = jsonable({
         **_base(info, case, nodeid),
         "outcome": score.outcome,
         "model": result.model or info.model,
@@ -124,21 +124,29 @@ def evaluate(task: Task, info: RunInfo, case: Case, execution: Execution, nodeid
         "agent_meta": result.meta,
         "error": None,
     })
+    return record
 
 
 def error_record(info: RunInfo, case: Case, nodeid: str, exc: BaseException, latency_s: float) -> dict[str, Any]:
-    """Return the case record of an agent call that raised ``exc``."""
+    """Return the case record of an agent call that raised ``exc``.
+
+    Tokens an agent paid for before failing (``details["usage"]``, e.g. a reply truncated at
+    ``max_tokens``) are lifted into the record's ``usage`` so run totals and cost include them.
+    """
     outcome = exc.outcome if isinstance(exc, AgentError) else "error"
     details = exc.details if isinstance(exc, AgentError) else {}
     attempts = exc.attempts if isinstance(exc, AgentError) else None
-    return jsonable({
+    usage = details.get("usage")
+    record: dict[str, Any] = jsonable({
         **_base(info, case, nodeid),
         "outcome": outcome,
-        "model": info.model,
+        "model": details.get("model") or info.model,
         "latency_s": round(latency_s, 6),
         "attempts": attempts,
+        "usage": usage if isinstance(usage, Mapping) else {},
         "error": {"type": type(exc).__name__, "message": str(exc), "details": details},
     })
+    return record
 
 
 def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str, Metric]]:
@@ -163,6 +171,9 @@ def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str
         props.append(("attempts", int(record["attempts"])))
     for key, value in (record.get("usage") or {}).items():
         props.append((key, _primitive(value)))
+    facts = record.get("agent_meta") or (record.get("error") or {}).get("details") or {}
+    for key in ("stop_reason", "request_id"):
+        props.append((key, _primitive(facts.get(key))))
     if record.get("error"):
         props.append(("error_type", record["error"]["type"]))
     return [(k, v) for k, v in props if v is not None]

@@ -54,7 +54,7 @@ class CaseRecord(BaseModel):
 class RunRecord(BaseModel):
     """A whole run (``schema_version`` 1)."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     run_id: str
     task: str
     agent: str

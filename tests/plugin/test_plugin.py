@@ -25,7 +25,9 @@ def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir) -> 
         "*in the record as stopped, not active*",
     ])
     # The failure text lists the missing medications; the agent crash is an error, not a failure.
-    result.stdout.fnmatch_lines(["Max_Kris-* (Max_Kris_*.json): F1 0.000*", "missing (active in the record, not in the answer):"])
+    result.stdout.fnmatch_lines(
+        ["Max_Kris-* (Max_Kris_*.json): F1 0.000*", "missing (active in the record, not in the answer):"]
+    )
     # An agent crash shows the agent's own frame, not pytest's plumbing.
     result.stdout.fnmatch_lines(["*raise RuntimeError(*", "E *RuntimeError: scripted agent crashed on Stephen*"])
     result.stdout.no_fnmatch_line("*_pytest/runner.py*")

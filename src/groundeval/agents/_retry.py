@@ -197,7 +197,8 @@ def call_with_retries(
             wait = policy.backoff(attempts) if asked is None else asked
             left = deadline - policy.clock()
             if wait >= left:
-                what = f"the server asked to wait {wait:g} s" if asked is not None else f"a retry would wait {wait:.1f} s"
+                what = (f"the server asked to wait {wait:g} s" if asked is not None
+                        else f"a retry would wait {wait:.1f} s")
                 note = f"{what} but only {max(left, 0.0):.1f} s of the {policy.timeout_s:g} s timeout remain"
                 raise GaveUp(exc, attempts, note, waited) from exc
             policy.sleep(wait)

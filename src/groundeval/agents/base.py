@@ -61,6 +61,7 @@ class Agent(Protocol):
 
 AGENTS: dict[str, str] = {
     "claude": "groundeval.agents.claude:ClaudeAgent",
+    "openai-compatible": "groundeval.agents.openai_compat:OpenAICompatibleAgent",
     "baseline": "groundeval.agents.baseline:BaselineExtractionAgent",
     "naive": "groundeval.agents.baseline:NaiveExtractionAgent",
 }
@@ -118,12 +119,14 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
     """
     config = config or AgentConfig()
     target = _load_target(AGENTS.get(spec, spec))
+    agent: Any
     if inspect.isclass(target):
         params = [
             p for p in inspect.signature(target).parameters.values()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
-        agent = target(config) if params else target()
+        factory: Any = target
+        agent = factory(config) if params else factory()
     elif callable(getattr(target, "run", None)):
         agent = target
     elif callable(target):
@@ -136,4 +139,5 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
         agent.name = spec
     if not hasattr(agent, "model"):
         agent.model = config.model
-    return agent  # type: ignore[no-any-return]
+    built: Agent = agent
+    return built

@@ -16,7 +16,6 @@ import pluggy
 import pytest
 
 import groundeval
-
 from groundeval.datasets import Case
 from groundeval.errors import AuthError, DatasetError, GroundevalError
 from groundeval.runner import call_agent, error_record, evaluate, junit_properties
@@ -106,8 +105,8 @@ class EvalItem(pytest.Item):
         except Exception as exc:
             self.record = error_record(gs.info, self.case, self.nodeid, exc, time.perf_counter() - start)
             self.user_properties.extend(junit_properties(self.record, gs.info))
-            if isinstance(exc, AuthError):
-                self.session.shouldstop = f"groundeval: {exc}"
+            if isinstance(exc, AuthError):  # nothing else can succeed: stop (xdist: every worker)
+                self.session.shouldstop = "groundeval: stopped after an auth_error (see the error above)"
             raise
         self.user_properties.extend(junit_properties(self.record, gs.info))
 
@@ -117,7 +116,7 @@ class EvalItem(pytest.Item):
         if self.record["outcome"] != "passed":
             raise CaseFailed(self.record.get("message") or self.record["outcome"])
 
-    def repr_failure(  # type: ignore[override]
+    def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> str | Any:
         """Score failures and groundeval errors as plain text; other errors with a traceback."""
@@ -130,7 +129,7 @@ class EvalItem(pytest.Item):
 
     def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
         """Show the agent's own frames, not pytest's, pluggy's or groundeval's plumbing."""
-        hidden = tuple(str(Path(m.__file__).parent) for m in (_pytest, pluggy, groundeval))
+        hidden = tuple(str(Path(str(m.__file__)).parent) for m in (_pytest, pluggy, groundeval))
         traceback = excinfo.traceback
         kept = traceback.filter(lambda entry: not str(entry.path).startswith(hidden))
         return kept or traceback[-1:]

@@ -99,10 +99,24 @@ OPTIONS: tuple[Option, ...] = (
         "Extraction: display accuracy a case needs to pass.", "X", "task",
     ),
     Option("max-tokens", _positive_int, 4096, "Model output limit per call, tokens.", "N", "agent"),
-    Option("temperature", float, 0.0, "Sampling temperature for model-backed agents.", "T", "agent"),
-    Option("max-retries", _non_negative_int, 2, "Retries of a failed model call (SDK's own layer).", "N", "agent"),
-    Option("timeout", _positive_float, 600.0, "Upper bound on one case's model time, seconds.", "SECONDS", "agent"),
-    Option("base-url", _text, None, "Server URL for the openai-compatible agent.", "URL", "agent"),
+    Option(
+        "temperature", float, None,
+        "Sampling temperature for model-backed agents. Default: none sent, so the model's own "
+        "(Claude Opus 4.7 and later reject an explicit temperature).", "T", "agent",
+    ),
+    Option(
+        "max-retries", _non_negative_int, 2,
+        "Retries of a model call after 429/529/5xx/timeout/connection errors (the only retry "
+        "layer; Retry-After honoured).", "N", "agent",
+    ),
+    Option(
+        "timeout", _positive_float, 600.0,
+        "Upper bound on one case's model time, retries and waits included, seconds.", "SECONDS", "agent",
+    ),
+    Option(
+        "base-url", _text, None,
+        "Server URL for the openai-compatible agent, e.g. http://127.0.0.1:8000/v1 (vLLM).", "URL", "agent",
+    ),
 )
 
 
@@ -148,7 +162,7 @@ def _raw(config: pytest.Config, opt: Option) -> str | None:
     if value is None:
         ini = config.getini(opt.dest)
         value = ini if isinstance(ini, str) and ini.strip() else None
-    return value
+    return None if value is None else str(value)
 
 
 def _task_default_agent(task: str) -> str:

@@ -80,10 +80,10 @@ class GroundevalSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """Attach the case record to the report that decides the case (setup error or call)."""
         report = yield
-        if isinstance(item, EvalItem) and item.record is not None and not item.record_sent:
-            if call.when == "call" or (call.when == "setup" and report.failed):
-                report.groundeval = item.record
-                item.record_sent = True
+        decisive = call.when == "call" or (call.when == "setup" and report.failed)
+        if isinstance(item, EvalItem) and item.record is not None and not item.record_sent and decisive:
+            report.groundeval = item.record
+            item.record_sent = True
         return report
 
     def pytest_report_teststatus(
@@ -105,6 +105,10 @@ class GroundevalSession:
         record = getattr(report, "groundeval", None)
         if self.is_worker or not isinstance(record, dict) or report.nodeid in self.records:
             return
+        if record.get("outcome") == "auth_error":  # under xdist each worker may hit it once
+            first = next((n for n, r in self.records.items() if r.get("outcome") == "auth_error"), None)
+            if first is not None:
+                report.longrepr = f"auth_error: the same rejected credentials as {first} (see above)"
         self.records[report.nodeid] = record
         self.writer.append(record)
 

@@ -23,6 +23,13 @@ def _fmt(value: Metric) -> str:
     return str(value)
 
 
+def _fmt_usage(key: str, value: Metric) -> str:
+    """Token counts as integers; cost in USD to 1e-6, or ``unknown`` when a model is unpriced."""
+    if key == "cost_usd":
+        return "unknown (no list price for the model)" if value is None else f"{float(value):.6f}"
+    return _fmt(value)
+
+
 def format_table(aggregate: dict[str, Any], header: str) -> list[str]:
     """Render a run summary as text lines.
 
@@ -49,7 +56,7 @@ def format_table(aggregate: dict[str, Any], header: str) -> list[str]:
             lines.append(f"{key}: {_fmt(value)}")
     usage = aggregate.get("usage") or {}
     if usage:
-        lines.append("usage: " + "  ".join(f"{k}: {_fmt(v)}" for k, v in usage.items()))
+        lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in usage.items()))
     return lines
 
 

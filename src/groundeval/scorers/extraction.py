@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from statistics import fmean
-from typing import Any
+from typing import Any, Literal
 
 from groundeval.records import Metric, Score
 
@@ -118,7 +118,7 @@ def score_medications(
         else:
             extra["note"] = "not in the record"
     ok = f1 >= min_f1 and (display_accuracy is None or display_accuracy >= min_display_accuracy)
-    outcome = "passed" if ok else ("partial" if tp else "failed")
+    outcome: Literal["passed", "partial", "failed"] = "passed" if ok else ("partial" if tp else "failed")
     metrics: dict[str, Metric] = {
         "precision": round(precision, 6),
         "recall": round(recall, 6),

@@ -28,12 +28,12 @@ from statistics import fmean
 from typing import Any, Literal, TypeGuard
 
 from groundeval.fhir import RXNORM_SYSTEM, patient_reference_matches
+from groundeval.r4b_checks import STATUS_CODES
 from groundeval.records import Metric, Score
 from groundeval.terminology.ucum import UCUM_SYSTEM, to_mg, ucum_problem
 
 __all__ = [
     "DIMENSIONS",
-    "R4B_STATUSES",
     "UNITS_OF_TIME_DAYS",
     "Check",
     "administrations_per_day",
@@ -43,14 +43,6 @@ __all__ = [
 
 DIMENSIONS = ("schema", "coding", "constraints", "safety")
 """The scored dimensions, in report order."""
-
-R4B_STATUSES = (
-    "active", "completed", "entered-in-error", "intended", "stopped", "on-hold", "unknown",
-    "not-taken",
-)
-"""MedicationStatement.status codes in FHIR R4B
-(https://hl7.org/fhir/R4B/valueset-medication-statement-status.html); R5 has
-recorded | entered-in-error | draft instead."""
 
 UNITS_OF_TIME_DAYS: dict[str, float] = {
     "s": 1 / 86400, "min": 1 / 1440, "h": 1 / 24, "d": 1.0, "wk": 7.0, "mo": 30.0, "a": 365.0,
@@ -207,7 +199,7 @@ def check_constraints(answer: JSON, truth: JSON) -> Check:
         reasons.append(f"subject: expected urn:uuid:{pid} or Patient/{pid}, got {ref!r}{hint}")
     status = answer.get("status")
     if status != truth["status"]:
-        note = "" if status in R4B_STATUSES else " (not an R4B MedicationStatement status)"
+        note = "" if status in STATUS_CODES else " (not an R4B MedicationStatement status)"
         reasons.append(f"status: expected {truth['status']!r}, got {status!r}{note}")
     dosages = _dosages(answer)
     expected = truth.get("dosage")
@@ -295,6 +287,8 @@ def check_safety(answer: JSON, truth: JSON) -> tuple[Check, dict[str, Metric]]:
     total = None if mg is None or per_day is None else mg * per_day
     numbers["daily_total_mg"] = None if total is None else round(total, 6)
     want_total = expected.get("daily_total_mg")
+    if expected.get("frequency") is None and per_day is not None:
+        reasons.append(f"timing: expected none (the note gives no interval), got invented {how}")
     if want_total is not None:
         head = f"daily total: expected {_fmt(want_total)}/day, got"
         if total is None:

@@ -16,6 +16,7 @@ __all__ = ["TASKS", "Task", "make_task", "task_class"]
 
 TASKS: dict[str, str] = {
     "extraction": "groundeval.tasks.extraction:ExtractionTask",
+    "write": "groundeval.tasks.write:WriteTask",
 }
 """Task name -> ``module:class``; the class is built by its ``from_options`` classmethod."""
 

@@ -257,6 +257,9 @@ class Catalog:
             ``healthchain.terminology.Coding`` objects (code, display, system), best first
             (see :meth:`rank` for the order).
         """
+        from groundeval._healthchain import import_healthchain
+
+        import_healthchain()
         from healthchain.terminology import Coding
 
         if system is not None and system.strip() not in RXNORM_SYSTEMS:

@@ -1,0 +1,248 @@
+"""Checks on raw R4B MedicationStatement JSON that pydantic models do not make.
+
+``fhir.resources`` R4B models coerce ``"400"`` to 400 and ``"no"`` to false, and skip FHIRPath
+invariants; HealthChain's ``validate_resource`` checks required bindings only once the structure
+validates. These checks read the JSON as the agent wrote it, before any coercion, so they report
+every problem in one pass. Pure functions over dicts; no HealthChain, no I/O.
+
+Rules and their sources:
+
+* ``status`` in the R4B value set medication-statement-status
+  (https://hl7.org/fhir/R4B/valueset-medication-statement-status.html).
+* ``Timing.repeat.periodUnit``/``durationUnit`` in UnitsOfTime
+  (https://hl7.org/fhir/R4B/valueset-units-of-time.html); invariants tim-1 (duration needs
+  durationUnit) and tim-2 (period needs periodUnit) (https://hl7.org/fhir/R4B/datatypes.html#Timing).
+* JSON primitive types: boolean, positiveInt, decimal must be JSON booleans/integers/numbers, not
+  strings (https://hl7.org/fhir/R4B/json.html#primitive).
+* ``doseQuantity``: UCUM code when ``system`` is UCUM (https://hl7.org/fhir/R4B/datatypes.html#Quantity).
+* Literal references: ``Type/id`` with a FHIR id, ``urn:uuid:``, or an absolute URL
+  (https://hl7.org/fhir/R4B/references.html#literal).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypedDict
+
+from groundeval.fhir import is_rxnorm, is_valid_id
+from groundeval.terminology.ucum import UCUM_SYSTEM, ucum_problem
+
+__all__ = [
+    "R5_ONLY_STATUS",
+    "STATUS_CODES",
+    "UNITS_OF_TIME",
+    "Issue",
+    "check_medication_statement",
+]
+
+#: R4B MedicationStatement.status codes (required binding).
+STATUS_CODES = (
+    "active", "completed", "entered-in-error", "intended", "stopped", "on-hold", "unknown",
+    "not-taken",
+)
+#: Codes that exist only in R5 (https://hl7.org/fhir/R5/codesystem-medication-statement-status.html).
+R5_ONLY_STATUS = ("recorded", "draft")
+#: UnitsOfTime codes (required binding for Timing.repeat.periodUnit and durationUnit).
+UNITS_OF_TIME = ("s", "min", "h", "d", "wk", "mo", "a")
+
+_TIME_WORDS = {
+    "sec": "s", "second": "s", "seconds": "s", "minute": "min", "minutes": "min", "hr": "h",
+    "hour": "h", "hours": "h", "day": "d", "days": "d", "daily": "d", "week": "wk",
+    "weeks": "wk", "w": "wk", "month": "mo", "months": "mo", "year": "a", "years": "a",
+    "yr": "a", "y": "a",
+}
+_POSITIVE_INT = ("frequency", "frequencyMax", "count", "countMax")
+_DECIMAL = ("period", "periodMax", "duration", "durationMax")
+_URN_UUID_RE = re.compile(r"^urn:uuid:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                          r"[0-9a-fA-F]{12}$")
+_TYPE_RE = re.compile(r"^[A-Z][A-Za-z]+$")
+
+
+class Issue(TypedDict):
+    """One problem an agent can read and fix.
+
+    Keys:
+        path: FHIRPath-style location, e.g. ``MedicationStatement.dosage[0].asNeededBoolean``.
+        problem: What is wrong, quoting the offending value.
+        fix: What to write instead.
+        severity: ``"error"`` (the resource is not valid R4B) or ``"warning"``.
+        kind: ``"structure"``, ``"binding"``, ``"type"``, ``"invariant"``, ``"unit"``,
+            ``"reference"`` or ``"coding"``.
+    """
+
+    path: str
+    problem: str
+    fix: str
+    severity: str
+    kind: str
+
+
+def _issue(path: str, problem: str, fix: str, kind: str, severity: str = "error") -> Issue:
+    return Issue(path=path, problem=problem, fix=fix, severity=severity, kind=kind)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _status(resource: dict[str, Any], out: list[Issue]) -> None:
+    path = "MedicationStatement.status"
+    status = resource.get("status")
+    if status is None or status in STATUS_CODES:
+        return  # a missing status is a structural error, reported by the model validation
+    allowed = ", ".join(STATUS_CODES)
+    if status in R5_ONLY_STATUS:
+        problem = f"status {status!r} is an R5 code, not in the R4B value set"
+    else:
+        problem = f"status {status!r} is not in the R4B value set ({allowed})"
+    out.append(_issue(path, problem, f"use one of {allowed}; a drug taken now is 'active'",
+                      "binding"))
+
+
+def _medication(resource: dict[str, Any], out: list[Issue]) -> None:
+    if "medication" in resource:
+        out.append(_issue(
+            "MedicationStatement.medication",
+            "'medication' is the R5 CodeableReference element; R4B has no such element",
+            "use 'medicationCodeableConcept' (the CodeableConcept inside medication.concept)",
+            "structure",
+        ))
+    concept = resource.get("medicationCodeableConcept")
+    if not isinstance(concept, dict):
+        return
+    codings = concept.get("coding")
+    rxnorm = [c for c in codings or [] if isinstance(c, dict) and is_rxnorm(c.get("system"))]
+    base = "MedicationStatement.medicationCodeableConcept"
+    if not rxnorm:
+        out.append(_issue(f"{base}.coding", "no RxNorm coding",
+                          "add a coding with system 'http://www.nlm.nih.gov/research/umls/rxnorm'",
+                          "coding", "warning"))
+    for n, coding in enumerate(codings or []):
+        code = coding.get("code") if isinstance(coding, dict) else None
+        if coding in rxnorm and not (isinstance(code, str) and code.isdigit()):
+            out.append(_issue(f"{base}.coding[{n}].code", f"RxCUI {code!r} is not a digit string",
+                              "give the RxCUI as a JSON string of digits, e.g. \"310965\"",
+                              "coding"))
+
+
+def _subject(resource: dict[str, Any], out: list[Issue]) -> None:
+    subject = resource.get("subject")
+    if not isinstance(subject, dict):
+        return
+    path = "MedicationStatement.subject.reference"
+    ref = subject.get("reference")
+    fix = "use 'Patient/<id>' or the bundle's 'urn:uuid:<uuid>'"
+    if ref is None:
+        out.append(_issue(path, "subject has no reference (display only)", fix, "reference",
+                          "warning"))
+        return
+    if not isinstance(ref, str) or not _literal_reference_ok(ref):
+        out.append(_issue(path, f"reference {ref!r} is not a valid literal reference", fix,
+                          "reference"))
+
+
+def _literal_reference_ok(ref: str) -> bool:
+    if ref.startswith("urn:uuid:"):
+        return bool(_URN_UUID_RE.match(ref))
+    if ref.startswith("#"):
+        return is_valid_id(ref[1:])
+    if ref.startswith(("http://", "https://")):
+        parts = ref.rstrip("/").split("/")
+        return len(parts) >= 5 and bool(_TYPE_RE.match(parts[-2])) and is_valid_id(parts[-1])
+    rtype, sep, rid = ref.partition("/")
+    return bool(sep) and bool(_TYPE_RE.match(rtype)) and is_valid_id(rid)
+
+
+def _repeat(repeat: dict[str, Any], base: str, out: list[Issue]) -> None:
+    for name in _POSITIVE_INT:
+        value = repeat.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            fix = f"give a whole number >= 1 (e.g. {int(value)})" if (
+                isinstance(value, float) and value.is_integer() and value >= 1
+            ) else "give a whole number >= 1 as a JSON integer"
+            out.append(_issue(f"{base}.{name}", f"{name} {value!r} is not a positiveInt", fix,
+                              "type"))
+    for name in _DECIMAL:
+        value = repeat.get(name)
+        if value is not None and not _is_number(value):
+            out.append(_issue(f"{base}.{name}", f"{name} {value!r} is not a JSON number",
+                              "write the number without quotes", "type"))
+    for value_key, unit_key, invariant in (("period", "periodUnit", "tim-2"),
+                                           ("duration", "durationUnit", "tim-1")):
+        unit = repeat.get(unit_key)
+        if unit is not None and unit not in UNITS_OF_TIME:
+            hint = _TIME_WORDS.get(str(unit).strip().lower())
+            fix = f"use '{hint}'" if hint else f"use one of {', '.join(UNITS_OF_TIME)}"
+            out.append(_issue(f"{base}.{unit_key}", f"{unit_key} {unit!r} is not in UnitsOfTime",
+                              f"{fix} (UnitsOfTime codes: {', '.join(UNITS_OF_TIME)})", "binding"))
+        if repeat.get(value_key) is not None and unit is None:
+            out.append(_issue(f"{base}.{unit_key}", f"{value_key} given without {unit_key} "
+                              f"(invariant {invariant})", f"add {unit_key}, e.g. 'd'", "invariant"))
+    if repeat.get("frequency") is not None and repeat.get("period") is None:
+        out.append(_issue(f"{base}.period", "frequency given without period",
+                          "add period and periodUnit (3 times a day: frequency 3, period 1, "
+                          "periodUnit 'd')", "invariant", "warning"))
+
+
+def _dose_quantity(qty: dict[str, Any], base: str, out: list[Issue]) -> None:
+    value = qty.get("value")
+    if value is not None and not _is_number(value):
+        out.append(_issue(f"{base}.value", f"dose value {value!r} is not a JSON number",
+                          "write the number without quotes, e.g. 400", "type"))
+    system = qty.get("system")
+    code = qty.get("code")
+    if system is not None and system != UCUM_SYSTEM:
+        out.append(_issue(f"{base}.system", f"system {system!r} is not UCUM",
+                          f"use '{UCUM_SYSTEM}' with a UCUM code", "unit", "warning"))
+    elif system is None:
+        out.append(_issue(f"{base}.system", "dose quantity has no system",
+                          f"add system '{UCUM_SYSTEM}' and a UCUM code", "unit", "warning"))
+    checked = code if code is not None else qty.get("unit")
+    problem = ucum_problem(checked if isinstance(checked, str) else None)
+    if problem is not None:
+        field = "code" if code is not None else "unit"
+        out.append(_issue(f"{base}.{field}", problem[0], problem[1], "unit"))
+
+
+def _dosage(dosage: dict[str, Any], base: str, out: list[Issue]) -> None:
+    as_needed = dosage.get("asNeededBoolean")
+    if as_needed is not None and not isinstance(as_needed, bool):
+        out.append(_issue(f"{base}.asNeededBoolean",
+                          f"asNeededBoolean {as_needed!r} is not a JSON boolean",
+                          "write true or false without quotes", "type"))
+    timing = dosage.get("timing")
+    repeat = timing.get("repeat") if isinstance(timing, dict) else None
+    if isinstance(repeat, dict):
+        _repeat(repeat, f"{base}.timing.repeat", out)
+    for n, rate in enumerate(dosage.get("doseAndRate") or []):
+        qty = rate.get("doseQuantity") if isinstance(rate, dict) else None
+        if isinstance(qty, dict):
+            _dose_quantity(qty, f"{base}.doseAndRate[{n}].doseQuantity", out)
+
+
+def check_medication_statement(resource: dict[str, Any]) -> list[Issue]:
+    """Run the raw-JSON checks on one MedicationStatement.
+
+    Args:
+        resource: The resource as parsed from the agent's JSON (not coerced by pydantic).
+
+    Returns:
+        Issues in document order (status, medication, subject, dosage); empty when clean.
+        Never raises on odd shapes: elements of the wrong JSON type are skipped here and
+        reported by model validation.
+    """
+    out: list[Issue] = []
+    if resource.get("resourceType") != "MedicationStatement":
+        out.append(_issue("MedicationStatement.resourceType",
+                          f"resourceType is {resource.get('resourceType')!r}",
+                          "set resourceType to 'MedicationStatement'", "structure"))
+    _status(resource, out)
+    _medication(resource, out)
+    _subject(resource, out)
+    dosages = resource.get("dosage")
+    for n, dosage in enumerate(dosages if isinstance(dosages, list) else []):
+        if isinstance(dosage, dict):
+            _dosage(dosage, f"MedicationStatement.dosage[{n}]", out)
+    return out
