@@ -81,6 +81,10 @@ def _issue(path: str, problem: str, fix: str, kind: str, severity: str = "error"
     return Issue(path=path, problem=problem, fix=fix, severity=severity, kind=kind)
 
 
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -110,14 +114,14 @@ def _medication(resource: dict[str, Any], out: list[Issue]) -> None:
     concept = resource.get("medicationCodeableConcept")
     if not isinstance(concept, dict):
         return
-    codings = concept.get("coding")
-    rxnorm = [c for c in codings or [] if isinstance(c, dict) and is_rxnorm(c.get("system"))]
+    codings = _list(concept.get("coding"))
+    rxnorm = [c for c in codings if isinstance(c, dict) and is_rxnorm(c.get("system"))]
     base = "MedicationStatement.medicationCodeableConcept"
     if not rxnorm:
         out.append(_issue(f"{base}.coding", "no RxNorm coding",
                           "add a coding with system 'http://www.nlm.nih.gov/research/umls/rxnorm'",
                           "coding", "warning"))
-    for n, coding in enumerate(codings or []):
+    for n, coding in enumerate(codings):
         code = coding.get("code") if isinstance(coding, dict) else None
         if coding in rxnorm and not (isinstance(code, str) and code.isdigit()):
             out.append(_issue(f"{base}.coding[{n}].code", f"RxCUI {code!r} is not a digit string",
@@ -216,7 +220,7 @@ def _dosage(dosage: dict[str, Any], base: str, out: list[Issue]) -> None:
     repeat = timing.get("repeat") if isinstance(timing, dict) else None
     if isinstance(repeat, dict):
         _repeat(repeat, f"{base}.timing.repeat", out)
-    for n, rate in enumerate(dosage.get("doseAndRate") or []):
+    for n, rate in enumerate(_list(dosage.get("doseAndRate"))):
         qty = rate.get("doseQuantity") if isinstance(rate, dict) else None
         if isinstance(qty, dict):
             _dose_quantity(qty, f"{base}.doseAndRate[{n}].doseQuantity", out)
@@ -241,8 +245,7 @@ def check_medication_statement(resource: dict[str, Any]) -> list[Issue]:
     _status(resource, out)
     _medication(resource, out)
     _subject(resource, out)
-    dosages = resource.get("dosage")
-    for n, dosage in enumerate(dosages if isinstance(dosages, list) else []):
+    for n, dosage in enumerate(_list(resource.get("dosage"))):
         if isinstance(dosage, dict):
             _dosage(dosage, f"MedicationStatement.dosage[{n}]", out)
     return out

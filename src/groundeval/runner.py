@@ -172,7 +172,7 @@ def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str
     for key, value in (record.get("usage") or {}).items():
         props.append((key, _primitive(value)))
     facts = record.get("agent_meta") or (record.get("error") or {}).get("details") or {}
-    for key in ("stop_reason", "request_id"):
+    for key in ("stop_reason", "request_id", "tool_calls"):
         props.append((key, _primitive(facts.get(key))))
     if record.get("error"):
         props.append(("error_type", record["error"]["type"]))

@@ -238,5 +238,5 @@ def classify_openai_error(
     return _classify(
         exc, case_id, provider=server, attempts=attempts, note=note,
         where=" and --groundeval-base-url",
-        key_hint="set OPENAI_API_KEY to the key the server expects",
+        key_hint="set GROUNDEVAL_OPENAI_API_KEY to the key the server expects",
     )

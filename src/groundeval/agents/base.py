@@ -64,6 +64,8 @@ AGENTS: dict[str, str] = {
     "openai-compatible": "groundeval.agents.openai_compat:OpenAICompatibleAgent",
     "baseline": "groundeval.agents.baseline:BaselineExtractionAgent",
     "naive": "groundeval.agents.baseline:NaiveExtractionAgent",
+    "langgraph": "groundeval.agents.langgraph_agent:LangGraphWriteAgent",
+    "baseline-write": "groundeval.agents.baseline_write:BaselineWriteAgent",
 }
 """Built-in agent name -> ``module:class``."""
 

@@ -57,7 +57,8 @@ class ClaudeAgent:
     Args:
         config: ``model`` (default ``DEFAULT_MODEL``, any Claude model id); options
             ``max_tokens`` (tokens, default 4096), ``temperature`` (default: not sent, so the
-            model's own; Claude Opus 4.7 and later reject an explicit value), ``max_retries``
+            model's own; sent in the request body when given, as the SDK has no argument for it;
+            Claude Opus 4.7 and later answer an explicit value with a 400), ``max_retries``
             (default 2) and ``timeout`` (seconds per case, default 600). ``base_url`` is not
             used: point the SDK at a gateway with ``ANTHROPIC_BASE_URL``.
         http_client: An ``httpx2.Client`` for the SDK (tests pass one with a ``MockTransport``).
@@ -107,8 +108,8 @@ class ClaudeAgent:
             params["system"] = [
                 {"type": "text", "text": request.prompt.system, "cache_control": {"type": "ephemeral"}}
             ]
-        if self.temperature is not None:
-            params["temperature"] = self.temperature
+        if self.temperature is not None:  # the SDK (2.14) dropped the argument; the API still reads it
+            params["extra_body"] = {"temperature": self.temperature}
         return params
 
     def _create(self, params: dict[str, Any], timeout_s: float) -> Any:

@@ -267,6 +267,8 @@ def check_safety(answer: JSON, truth: JSON) -> tuple[Check, dict[str, Metric]]:
             return Check("safety", False, [why]), numbers
         return Check("safety", True), numbers
     want = f"{expected['dose']['value']:g} {expected['dose']['unit']}"
+    if expected["dose"]["unit"] != "mg":
+        want += f" (= {expected['dose_mg']:g} mg)"
     early = None
     if not doses:
         early = f"dose: expected {want} per administration, got none"
@@ -282,7 +284,7 @@ def check_safety(answer: JSON, truth: JSON) -> tuple[Check, dict[str, Metric]]:
     if mg is None:
         reasons.append(f"dose: cannot verify ({problem})")
     elif not math.isclose(mg, expected["dose_mg"], rel_tol=1e-6):
-        reasons.append(f"dose: expected {want} ({expected['dose_mg']:g} mg), got {mg:g} mg")
+        reasons.append(f"dose: expected {want} per administration, got {_fmt(mg)}")
     per_day, how = _per_day(dosages[0])
     total = None if mg is None or per_day is None else mg * per_day
     numbers["daily_total_mg"] = None if total is None else round(total, 6)
@@ -371,7 +373,7 @@ def aggregate_write(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric
     Returns:
         ``schema_pass_rate``, ``coding_pass_rate``, ``constraints_pass_rate``,
         ``safety_pass_rate``, ``all_pass_rate`` (share of cases passing all four), each in
-        [0, 1] or None when no case was scored, and ``mean_tool_calls`` when cases report it.
+        [0, 1] or None when no case was scored.
     """
     out: dict[str, Metric] = {}
     for name in DIMENSIONS:
@@ -379,7 +381,4 @@ def aggregate_write(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric
         out[f"{name}_pass_rate"] = round(fmean(values), 6) if values else None
     passed_all = [all(bool(m.get(d)) for d in DIMENSIONS) for m in metrics]
     out["all_pass_rate"] = round(fmean(passed_all), 6) if passed_all else None
-    calls = [float(v) for m in metrics if _is_number(v := m.get("tool_calls"))]
-    if calls:
-        out["mean_tool_calls"] = round(fmean(calls), 3)
     return out

@@ -12,7 +12,6 @@ catalog's, and that a drug marked as absent from the catalog really is.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,7 +28,7 @@ from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.write import aggregate_write, score_write
 from groundeval.tasks.write_cases import WriteCase, describe_validation_error
 
-__all__ = ["ANSWER_FORMAT", "INSTRUCTIONS", "WriteTask", "note_block"]
+__all__ = ["ANSWER_FORMAT", "INSTRUCTIONS", "NOTE_CLOSE", "NOTE_OPEN", "WriteTask"]
 
 ANSWER_FORMAT = (
     "One FHIR R4B MedicationStatement as a JSON object, with resourceType, status, "
@@ -60,15 +59,7 @@ validate_medication_statement, fix every issue and validate again.
 Answer with only the final JSON object, no prose and no markdown fence. Format: {ANSWER_FORMAT}"""
 
 NOTE_OPEN, NOTE_CLOSE = "<note>", "</note>"
-
-
-def note_block(prompt_user: str) -> str | None:
-    """Return the note text between ``<note>`` and ``</note>`` in a write prompt, or None."""
-    start = prompt_user.find(NOTE_OPEN)
-    end = prompt_user.rfind(NOTE_CLOSE)
-    if start == -1 or end <= start:
-        return None
-    return prompt_user[start + len(NOTE_OPEN):end].strip()
+"""Markers around the note in the user prompt."""
 
 
 @lru_cache(maxsize=1)
@@ -266,7 +257,3 @@ class WriteTask:
         """Pass rate per dimension and overall (``scorers.write.aggregate_write``)."""
         return aggregate_write(metrics)
 
-
-def dumps_statement(resource: Mapping[str, Any]) -> str:
-    """Serialise a resource compactly, as agents should answer."""
-    return json.dumps(resource, ensure_ascii=False, separators=(",", ":"))

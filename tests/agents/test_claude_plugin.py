@@ -1,0 +1,198 @@
+"""The Claude agent inside real plugin runs (pytester), its HTTP transport mocked per patient.
+
+A small agent module is written into each pytester directory: ``mock_claude:MockClaude`` is the
+real ``ClaudeAgent`` with an ``httpx2.MockTransport`` and a no-op sleep. Per patient it answers:
+Liz_Conn correctly (with a cache write), Max_Kris 429 then correctly (with a cache read),
+Clemente_Kreiger 529 for ever, Garrett_Thompson cut off at max_tokens. ``MOCK_MODE=auth`` makes
+every call a 401. Each HTTP call appends a line to ``$MOCK_CALLS`` so subprocess runs can be
+counted.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import FAKE_KEY
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+PATIENTS = ("Liz_Conn", "Max_Kris", "Clemente_Kreiger", "Garrett_Thompson")
+
+MOCK_MODULE = '''
+import json, os
+import httpx2
+from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.agents.claude import ClaudeAgent
+from groundeval.records import AgentRequest, Prompt
+
+BASE = BaselineExtractionAgent()
+SEEN = set()
+
+
+def reply(status, body, **headers):
+    return httpx2.Response(status, json=body, headers={"request-id": "req_" + str(status), **headers})
+
+
+def message(text, stop="end_turn", written=0, read=0):
+    usage = {"input_tokens": 5000, "output_tokens": 50, "cache_creation_input_tokens": written,
+             "cache_read_input_tokens": read}
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8-20260528",
+            "content": [{"type": "text", "text": text}], "stop_reason": stop, "usage": usage}
+    return reply(200, body)
+
+
+def failure(status, kind, **headers):
+    return reply(status, {"type": "error", "error": {"type": kind, "message": kind}}, **headers)
+
+
+def handler(request):
+    body = json.loads(request.content)
+    user = body["messages"][0]["content"]
+    if os.environ.get("MOCK_CALLS"):
+        with open(os.environ["MOCK_CALLS"], "a") as fh:
+            fh.write(str(os.getpid()) + "\\n")
+    if os.environ.get("MOCK_MODE") == "auth":
+        return failure(401, "authentication_error")
+    answer = BASE.run(AgentRequest(case_id="x", task="extraction", prompt=Prompt(system="", user=user))).text
+    if "1484a42d" in user:  # Clemente_Kreiger
+        return failure(529, "overloaded_error")
+    if "5a72e290" in user:  # Garrett_Thompson
+        return message(answer[:20], stop="max_tokens")
+    if "f9120576" in user and "max" not in SEEN:  # Max_Kris: rate limited once
+        SEEN.add("max")
+        return failure(429, "rate_limit_error", **{"retry-after": "2"})
+    if "f9120576" in user:
+        return message(answer, read=1000)
+    return message(answer, written=1000)
+
+
+class MockClaude(ClaudeAgent):
+    def __init__(self, config):
+        client = httpx2.Client(transport=httpx2.MockTransport(handler))
+        super().__init__(config, http_client=client, sleep=lambda seconds: None)
+'''
+
+
+@pytest.fixture
+def run_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("MOCK_CALLS", str(pytester.path / "calls.txt"))
+    monkeypatch.delenv("MOCK_MODE", raising=False)
+    data = pytester.path / "data"
+    data.mkdir()
+    for prefix in PATIENTS:
+        (src,) = FIXTURES.glob(f"{prefix}_*.json")
+        shutil.copy(src, data / src.name)
+    pytester.makepyfile(mock_claude=MOCK_MODULE)
+    pytester.syspathinsert()
+    return pytester.path
+
+
+def args(*extra: str) -> list[str]:
+    return ["--groundeval-task=extraction", "--groundeval-agent=mock_claude:MockClaude",
+            "--groundeval-data-dir=data", "-p", "no:cacheprovider", *extra]
+
+
+def calls(base: Path) -> list[str]:
+    path = base / "calls.txt"
+    return path.read_text().split() if path.exists() else []
+
+
+def record_of(base: Path) -> dict:
+    (path,) = (base / "runs").glob("*.json")
+    return json.loads(path.read_text())
+
+
+def test_summary_shows_tokens_cost_and_excluded_infra_errors(pytester: pytest.Pytester, run_dir: Path) -> None:
+    result = pytester.runpytest(*args("--junitxml=out.xml"))
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines([
+        "agent: claude  model: claude-opus-4-8  run: *",
+        "cases: 4  passed: 2  partial: 0  failed: 0  error: 0  infra_error: 1  truncated: 1"
+        "  (excluded from scores: 2)",
+        # Liz 5000+50 with a 1000-token cache write, Max 5000+50 with a 1000-token cache read,
+        # Garrett 5000+50 truncated (paid for, so counted); Clemente (529) used nothing.
+        "usage: input_tokens: 15000  output_tokens: 150  cache_creation_input_tokens: 1000  "
+        "cache_read_input_tokens: 1000  cost_usd: 0.085500",
+    ])
+    assert len(calls(run_dir)) == 1 + 2 + 3 + 1  # Liz, Max (429 + retry), Clemente (3 tries), Garrett
+    record = record_of(run_dir)
+    cases = {c["case_id"].rsplit("-", 1)[0]: c for c in record["cases"]}
+    liz, max_kris = cases["Liz_Conn"], cases["Max_Kris"]
+    assert liz["outcome"] == "passed" and liz["model"] == "claude-opus-4-8-20260528"
+    assert liz["attempts"] == 1 and liz["agent_meta"]["stop_reason"] == "end_turn"
+    assert liz["agent_meta"]["request_id"] == "req_200" and liz["latency_s"] >= 0
+    assert liz["usage"] == {"input_tokens": 5000, "output_tokens": 50, "cache_creation_input_tokens": 1000,
+                            "cache_read_input_tokens": 0, "cost_usd": pytest.approx(0.0325)}
+    assert max_kris["attempts"] == 2 and max_kris["agent_meta"]["retry_wait_s"] == 2.0
+    clemente = cases["Clemente_Kreiger"]
+    assert clemente["outcome"] == "infra_error" and clemente["attempts"] == 3
+    assert clemente["error"]["type"] == "InfraError"
+    assert clemente["error"]["details"]["status_code"] == 529
+    garrett = cases["Garrett_Thompson"]
+    assert garrett["outcome"] == "truncated" and garrett["usage"]["output_tokens"] == 50
+    assert garrett["error"]["details"]["stop_reason"] == "max_tokens"
+    assert len(garrett["error"]["details"]["partial_text"]) == 20
+    assert record["aggregate"]["scored"] == 2 and record["aggregate"]["excluded"] == 2
+    assert record["aggregate"]["usage"]["cost_usd"] == pytest.approx(0.0855)
+    assert record["settings"]["agent_options"]["max_tokens"] == 4096
+    assert record["settings"]["agent_options"]["temperature"] is None
+    junit = (run_dir / "out.xml").read_text()
+    assert 'name="outcome" value="infra_error"' in junit and 'name="stop_reason" value="max_tokens"' in junit
+
+
+def test_no_key_or_auth_header_in_record_junit_or_logs(pytester: pytest.Pytester, run_dir: Path) -> None:
+    result = pytester.runpytest(*args(
+        "--junitxml=out.xml", "-o", "junit_logging=all", "--log-level=DEBUG",
+        "--log-file=debug.log", "--log-file-level=DEBUG", "-rA",
+    ))
+    result.assert_outcomes(passed=2, errors=2)
+    log = (run_dir / "debug.log").read_text()
+    assert "HTTP Request: POST https://api.anthropic.com/v1/messages" in log  # the SDK did log
+    outputs = {
+        "stdout": result.stdout.str(), "stderr": result.stderr.str(), "junit": (run_dir / "out.xml").read_text(),
+        "log": log, "record": next((run_dir / "runs").glob("*.json")).read_text(),
+    }
+    for name, text in outputs.items():
+        assert FAKE_KEY not in text and FAKE_KEY[:24] not in text, name
+        assert "Bearer " not in text and "[REDACTED]" not in text, name  # redaction never had to act
+
+
+def test_rejected_key_stops_a_serial_run_after_one_call(
+    pytester: pytest.Pytester, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOCK_MODE", "auth")
+    result = pytester.runpytest(*args())
+    result.assert_outcomes(errors=1)
+    assert len(calls(run_dir)) == 1
+    assert result.stdout.str().count("rejected the API key") == 1
+    result.stdout.fnmatch_lines(["*Interrupted: groundeval: stopped after an auth_error*"])
+    (case,) = record_of(run_dir)["cases"]
+    assert case["outcome"] == "auth_error" and case["attempts"] == 1
+
+
+def test_rejected_key_stops_an_xdist_run_promptly_with_one_message(
+    pytester: pytest.Pytester, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOCK_MODE", "auth")
+    start = time.monotonic()
+    result = pytester.runpytest_subprocess(*args("-n", "2"))
+    assert result.ret != 0
+    made = calls(run_dir)
+    assert 1 <= len(made) <= 2 and len(set(made)) == len(made)  # at most one call per worker
+    out = result.stdout.str()
+    assert out.count("rejected the API key") == 1, out
+    assert "stopped after an auth_error" in out
+    cases = record_of(run_dir)["cases"]
+    assert 1 <= len(cases) <= 2 and {c["outcome"] for c in cases} == {"auth_error"}
+    assert time.monotonic() - start < 120
+
+
+def test_deprecated_model_id_warns_once_per_run(pytester: pytest.Pytester, run_dir: Path) -> None:
+    result = pytester.runpytest(*args("--groundeval-model=claude-sonnet-4-5", "-k", "Liz or Max"))
+    result.assert_outcomes(passed=2)
+    assert result.stdout.str().count("The model 'claude-sonnet-4-5' is deprecated") == 1
