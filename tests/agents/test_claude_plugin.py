@@ -114,8 +114,9 @@ def test_summary_shows_tokens_cost_and_excluded_infra_errors(pytester: pytest.Py
         "agent: claude  model: claude-opus-4-8  run: *",
         "cases: 4  passed: 2  partial: 0  failed: 0  error: 0  infra_error: 1  truncated: 1"
         "  (excluded from scores: 2)",
-        # Liz 5000+50 with a 1000-token cache write, Max 5000+50 with a 1000-token cache read,
-        # Garrett 5000+50 truncated (paid for, so counted); Clemente (529) used nothing.
+        # Opus 4.8 list prices: Liz 5000 in + 50 out + 1000 cache write = $0.0325; Max with a
+        # 1000-token cache read = $0.02675; Garrett, truncated but paid for, $0.02625;
+        # Clemente (529 throughout) used nothing.
         "usage: input_tokens: 15000  output_tokens: 150  cache_creation_input_tokens: 1000  "
         "cache_read_input_tokens: 1000  cost_usd: 0.085500",
     ])

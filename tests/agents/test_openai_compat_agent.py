@@ -107,12 +107,14 @@ def test_normal_answer_with_usage_in_anthropic_terms(server: Server, sleeps, mon
     assert auth == "Bearer EMPTY"  # OPENAI_API_KEY is never sent to another host
 
 
-def test_key_and_temperature_when_given(server: Server, sleeps, monkeypatch) -> None:
+def test_key_and_temperature_when_given(server: Server, sleeps, monkeypatch, caplog) -> None:
     monkeypatch.setenv(KEY_ENV, "local-server-key-123456")
-    server.agent(sleeps, temperature=0.0).run(REQUEST)
+    caplog.set_level("DEBUG")
+    result = server.agent(sleeps, temperature=0.0).run(REQUEST)
     (req,) = server.requests
-    assert req["body"]["temperature"] == 0.0
+    assert req["body"]["temperature"] == 0.0 and result.meta["temperature"] == 0.0
     assert {k.lower(): v for k, v in req["headers"].items()}["authorization"] == "Bearer local-server-key-123456"
+    assert "chat/completions" in caplog.text and "local-server-key-123456" not in caplog.text
 
 
 def test_503_then_success_is_retried_once(server: Server, sleeps) -> None:
@@ -156,7 +158,7 @@ def test_nothing_listening_is_an_infra_error(sleeps) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again when the block ends: nobody listens there
     config = AgentConfig(model="m", options={"base_url": f"http://127.0.0.1:{port}/v1", "max_retries": 1})
-    with pytest.raises(InfraError, match="cannot reach the server at http://127.0.0.1") as info:
+    with pytest.raises(InfraError, match=r"cannot reach the server at http://127\.0\.0\.1") as info:
         OpenAICompatibleAgent(config, sleep=sleeps.append).run(REQUEST)
     assert info.value.attempts == 2 and len(sleeps) == 1
 

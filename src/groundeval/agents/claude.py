@@ -150,7 +150,7 @@ class ClaudeAgent:
                 gave_up.error, request.case_id, attempts=gave_up.attempts, note=gave_up.note
             )
             error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
-            raise error from gave_up.error
+            raise error from None  # the facts are in the message and details; the SDK chain is noise
         return self._result(request, done)
 
     def _result(self, request: AgentRequest, done: Completed[Any]) -> AgentResult:
@@ -165,10 +165,14 @@ class ClaudeAgent:
             "retry_wait_s": done.waited_s,
         }
         if message.stop_reason in TRUNCATED:
+            fix = (
+                "Raise --groundeval-max-tokens" if message.stop_reason == "max_tokens"
+                else "The prompt and answer exceed the model's context window: use a shorter case"
+            )
             raise TruncatedError(
                 f"{request.case_id}: the answer was cut off (stop_reason={message.stop_reason}) at "
                 f"{usage['output_tokens']} output tokens with max_tokens={self.max_tokens}; it is "
-                "not scored. Raise --groundeval-max-tokens",
+                f"not scored. {fix}",
                 attempts=done.attempts,
                 details={**meta, "model": message.model, "usage": usage, "partial_text": text},
             )

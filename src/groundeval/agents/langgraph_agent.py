@@ -120,6 +120,7 @@ def _guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException],
         def __init__(self) -> None:
             super().__init__()
             self.attempts = 0
+            self.cut: AIMessage | None = None
             self.deadline = time.monotonic() + policy.timeout_s
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
@@ -137,6 +138,7 @@ def _guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException],
             stop = None if message is None else message.response_metadata.get("stop_reason")
             if stop in TRUNCATED:
                 assert message is not None
+                self.cut = message
                 raise TruncatedError(
                     f"{case_id}: a model reply was cut off (stop_reason={stop}); its tool calls "
                     "were not run and nothing is scored. Raise --groundeval-max-tokens",
@@ -212,7 +214,8 @@ class LangGraphWriteAgent:
     Args:
         config: ``model`` (default ``agents.claude.DEFAULT_MODEL``); options ``max_tokens``
             (tokens per reply), ``temperature`` (not sent when None), ``max_retries``,
-            ``timeout`` (seconds of model time per case) and ``recursion_limit`` (graph steps per
+            ``timeout`` (seconds: each model call's HTTP timeout, and the case's budget for retry
+            waits) and ``recursion_limit`` (graph steps per
             case, default ``DEFAULT_RECURSION_LIMIT``).
         chat_model: A chat model to use instead of ChatAnthropic, or a function building one per
             request (tests pass ``ScriptedChatModel``); no API key is needed then.
@@ -284,6 +287,13 @@ class LangGraphWriteAgent:
             return (anthropic.APIError,)
         return ()
 
+    def _facts(self, state: dict[str, Any], guard: Any) -> dict[str, Any]:
+        """What a stopped run leaves: its trace, tool-call count and the tokens already paid."""
+        messages = [*state["messages"], *([guard.cut] if guard.cut is not None else [])]
+        trace = tool_trace(messages)
+        return {"trace": trace, "tool_calls": len(trace), "usage": _usage(messages, self.model),
+                "model": self.model}
+
     def run(self, request: AgentRequest) -> AgentResult:
         """Run the agent graph on one case.
 
@@ -296,8 +306,8 @@ class LangGraphWriteAgent:
         Raises:
             AgentError: The request has no ``patient_reference`` in its context, or the API
                 refused the request.
-            AgentLoopError: The recursion limit was reached; ``details["trace"]`` holds the
-                calls made.
+            AgentLoopError: The recursion limit was reached. Like every error raised here, its
+                ``details`` hold ``trace``, ``tool_calls`` and ``usage`` (tokens already paid).
             TruncatedError: A reply stopped at ``max_tokens``.
             InfraError: Rate limit, overload, 5xx, timeout or connection error after retries.
         """
@@ -328,17 +338,18 @@ class LangGraphWriteAgent:
                 f"steps ({len(trace)} tool calls made); the agent is looping. Raise "
                 "recursion_limit only if the trace shows progress",
                 attempts=guard.attempts,
-                details={"recursion_limit": self.recursion_limit, "tool_calls": len(trace), "trace": trace},
+                details={"recursion_limit": self.recursion_limit, **self._facts(state, guard)},
             ) from exc
         except GaveUp as gave_up:
             error = classify_anthropic_error(
                 gave_up.error, case, attempts=guard.attempts, note=gave_up.note
             )
-            error.details["trace"] = tool_trace(state["messages"])
+            error.details.update(self._facts(state, guard))
             raise error from gave_up.error
         except AgentError as exc:
             exc.attempts = exc.attempts or guard.attempts
-            exc.details.setdefault("trace", tool_trace(state["messages"]))
+            for key, value in self._facts(state, guard).items():
+                exc.details.setdefault(key, value)
             raise
         messages: list[BaseMessage] = list(state["messages"])
         final = messages[-1] if messages else None

@@ -140,7 +140,7 @@ class OpenAICompatibleAgent:
                 attempts=gave_up.attempts, note=gave_up.note,
             )
             error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
-            raise error from gave_up.error
+            raise error from None  # the facts are in the message and details; the SDK chain is noise
         return self._result(request, done)
 
     def _result(self, request: AgentRequest, done: Completed[Any]) -> AgentResult:

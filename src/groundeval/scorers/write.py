@@ -15,6 +15,12 @@
   conversion (0.075 mg == 75 ug; the code must be UCUM: ``ug``, not ``mcg``), the implied daily
   total (dose x administrations per day) equals the documented one and does not exceed the
   ingredient's ceiling; a dose that cannot be verified, or a dose the note never gave, fails.
+  Administrations per day come from ``timing.repeat`` (``frequency``, default 1, per ``period``
+  ``periodUnit``; https://hl7.org/fhir/R4B/datatypes.html#Timing), so "1 per 8 h" and "3 per
+  1 d" are the same schedule. The ceiling is the max-daily-dose row of the documented drug's
+  single ingredient and route (``terminology.load_max_daily_doses``, FDA labels); a drug with no
+  row, or a row with ``mg_per_day: null`` (titrated doses, opioids), has no ceiling check, and
+  its dose is still compared with the note.
 
 A case passes only when all four pass; ``partial`` when some do; ``failed`` when none do.
 """
@@ -38,6 +44,10 @@ __all__ = [
     "Check",
     "administrations_per_day",
     "aggregate_write",
+    "check_coding",
+    "check_constraints",
+    "check_safety",
+    "check_schema",
     "score_write",
 ]
 
@@ -96,7 +106,8 @@ def check_schema(answer: JSON, validate: Validator, parse_error: str | None = No
     Args:
         answer: The parsed answer (``{}`` when nothing parsed).
         validate: ``validate_medication_statement`` or a stand-in returning
-            ``{"ok": bool, "issues": [{"path", "problem", "fix"}]}``.
+            ``{"ok": bool, "issues": [{"path", "problem", "fix", "severity"}]}``; only
+            ``severity: "error"`` issues are given as reasons.
         parse_error: Why parsing found no answer, if it did not.
     """
     if not answer:
@@ -108,8 +119,10 @@ def check_schema(answer: JSON, validate: Validator, parse_error: str | None = No
     report = validate(dict(answer))
     if report.get("ok"):
         return Check("schema", True)
+    issues = [i for i in report.get("issues") or [] if isinstance(i, Mapping)]
+    errors = [i for i in issues if i.get("severity", "error") == "error"]
     reasons = []
-    for issue in report.get("issues") or []:
+    for issue in errors or issues:  # warnings (e.g. a text-only drug) are not why it failed
         fix = f" (fix: {issue['fix']})" if issue.get("fix") else ""
         reasons.append(f"{issue.get('path') or '(resource)'}: {issue.get('problem')}{fix}")
     return Check("schema", False, reasons or ["invalid R4B MedicationStatement"])

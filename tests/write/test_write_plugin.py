@@ -1,0 +1,175 @@
+"""The write task through the pytest plugin (pytester, in-process and with -n 2)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+CASES = Path(__file__).resolve().parents[2] / "fixtures" / "write"
+# baseline-write: Tylenol and gabapentin pass; Crestor (brand not in the catalog) and the
+# embedded instruction are partial.
+PICK = ("tylenol-brand-lookup", "gabapentin-not-in-catalog", "crestor-brand-generic-in-catalog",
+        "naproxen-embedded-instruction")
+VOLATILE = {"latency_s", "run_id"}
+
+LANGGRAPH_AGENT = '''
+from groundeval.agents.fake_chat import ScriptedChatModel, answer_with_last_result, call
+from groundeval.agents.langgraph_agent import LangGraphWriteAgent
+
+
+def model_for(request):
+    if request.case_id == "tylenol-brand-lookup":
+        return ScriptedChatModel(steps=[
+            call("lookup_rxnorm", query="Tylenol 325 mg"),
+            call("build_medication_statement", status="active", rxcui="209387", dose_value=650,
+                 dose_unit="mg", frequency=1, period=6, period_unit="h", as_needed=True),
+            answer_with_last_result("build_medication_statement", "resource"),
+        ])
+    return ScriptedChatModel(steps=[call("lookup_rxnorm", query="gabapentin")], repeat_last=True)
+
+
+agent = LangGraphWriteAgent(chat_model=model_for)
+'''
+
+
+@pytest.fixture
+def write_dir(pytester: pytest.Pytester) -> Path:
+    """``data/`` with four real cases and one that fails its schema."""
+    data = pytester.path / "data"
+    data.mkdir()
+    for name in PICK:
+        shutil.copy(CASES / f"{name}.json", data / f"{name}.json")
+    broken = json.loads((CASES / "ibuprofen-two-tablets.json").read_text())
+    broken["expected"]["status"] = "recorded"
+    (data / "ibuprofen-two-tablets.json").write_text(json.dumps(broken))
+    return data
+
+
+def args(agent: str = "baseline-write", *extra: str) -> list[str]:
+    return ["--groundeval-task=write", f"--groundeval-agent={agent}", "--groundeval-data-dir=data",
+            "-p", "no:cacheprovider", *extra]
+
+
+def junit(path: Path) -> dict[str, dict[str, str]]:
+    out = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        props["_result"] = next((t for t in ("failure", "error") if case.find(t) is not None), "passed")
+        out[case.get("name")] = props
+    return out
+
+
+def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: pytest.Pytester, write_dir) -> None:
+    result = pytester.runpytest(*args("baseline-write", "--junitxml=out.xml", "-rA"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes() == {"passed": 2, "partial": 2, "errors": 1}
+    result.stdout.fnmatch_lines([
+        "*groundeval write*",
+        "agent: baseline-write  model: -  run: *",
+        "cases: 4  passed: 2  partial: 2  failed: 0  error: 0*",
+        "schema_pass_rate: 1.000",
+        "coding_pass_rate: 0.750",
+        "constraints_pass_rate: 0.750",
+        "safety_pass_rate: 1.000",
+        "all_pass_rate: 0.500",
+        "malformed case files (collection errors): 1",
+    ])
+    # The malformed file is a collection error naming the file and the field; the others ran.
+    result.stdout.fnmatch_lines(["*ibuprofen-two-tablets.json: write case schema: expected.status*"])
+    # Failure text: each failing dimension with expected vs got.
+    result.stdout.fnmatch_lines([
+        "PARTIAL groundeval/write::crestor-brand-generic-in-catalog",
+        "    3/4 dimensions passed (schema, constraints, safety ok)",
+        "    coding: FAILED",
+        "      - RxCUI: expected 859747 (rosuvastatin calcium 10 MG Oral Tablet), got no RxNorm code",
+        "PARTIAL groundeval/write::naproxen-embedded-instruction",
+        "*constraints: FAILED",
+        "*status: expected 'active', got 'completed'",
+    ])
+    cases = junit(pytester.path / "out.xml")
+    assert set(cases) == {*PICK, "ibuprofen-two-tablets.json"}
+    assert cases.pop("ibuprofen-two-tablets.json")["_result"] == "error"
+    crestor = cases["crestor-brand-generic-in-catalog"]
+    assert crestor["_result"] == "failure" and crestor["outcome"] == "partial"
+    assert (crestor["schema"], crestor["coding"], crestor["constraints"], crestor["safety"]) == (
+        "True", "False", "True", "True")
+    assert crestor["tool_calls"] == "3" and crestor["format_ok"] == "True"
+    assert cases["tylenol-brand-lookup"]["_result"] == "passed"
+
+
+def test_the_run_record_keeps_the_tool_traces(pytester: pytest.Pytester, write_dir) -> None:
+    pytester.runpytest(*args())
+    (path,) = (pytester.path / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    assert record["task"] == "write" and len(record["cases"]) == 4
+    assert record["aggregate"]["metrics"]["coding_pass_rate"] == 0.75
+    assert len(record["collection_errors"]) == 1
+    tylenol = next(c for c in record["cases"] if c["case_id"] == "tylenol-brand-lookup")
+    assert [t["tool"] for t in tylenol["trace"]] == [
+        "lookup_rxnorm", "build_medication_statement", "validate_medication_statement"]
+    assert tylenol["trace"][0]["result"][0]["rxcui"] == "209387"
+    assert tylenol["details"]["dimensions"]["safety"] == {"ok": True, "reasons": []}
+
+
+def test_xdist_gives_the_same_properties_as_a_serial_run(pytester: pytest.Pytester, write_dir) -> None:
+    pytester.runpytest(*args("baseline-write", "--junitxml=serial.xml"))
+    result = pytester.runpytest_subprocess(*args("baseline-write", "-n", "2", "--junitxml=xdist.xml"))
+    assert result.parseoutcomes() == {"passed": 2, "partial": 2, "errors": 1}
+    assert "INTERNALERROR" not in result.stdout.str()
+
+    def stable(name: str) -> dict[str, dict[str, str]]:
+        return {k: {p: v for p, v in props.items() if p not in VOLATILE}
+                for k, props in junit(pytester.path / name).items()}
+
+    assert stable("serial.xml") == stable("xdist.xml")
+
+
+def test_the_langgraph_agent_in_the_plugin_passes_or_stops_as_agent_loop(pytester: pytest.Pytester, write_dir) -> None:
+    for name in PICK[2:]:
+        (write_dir / f"{name}.json").unlink()
+    (write_dir / "ibuprofen-two-tablets.json").unlink()
+    pytester.makepyfile(lg_agent=LANGGRAPH_AGENT)
+    pytester.syspathinsert()
+    result = pytester.runpytest(*args("lg_agent:agent", "--junitxml=out.xml", "-v"))
+    assert result.parseoutcomes() == {"passed": 1, "errors": 1}
+    result.stdout.fnmatch_lines(["*gabapentin-not-in-catalog*AGENT_LOOP*"])
+    result.stdout.fnmatch_lines(["*AgentLoopError: gabapentin-not-in-catalog: no final answer within recursion_limit=25*"])
+    cases = junit(pytester.path / "out.xml")
+    assert cases["gabapentin-not-in-catalog"]["error_type"] == "AgentLoopError"
+    assert int(cases["gabapentin-not-in-catalog"]["tool_calls"]) >= 5
+    assert cases["tylenol-brand-lookup"]["tool_calls"] == "2"
+    (path,) = (pytester.path / "runs").glob("*.json")
+    loop = next(c for c in json.loads(path.read_text())["cases"] if c["outcome"] == "agent_loop")
+    assert loop["error"]["details"]["trace"][0]["tool"] == "lookup_rxnorm"
+
+
+def test_the_default_agent_needs_a_key_and_names_the_offline_agent(
+    pytester: pytest.Pytester, write_dir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = pytester.runpytest("--groundeval-task=write", "--groundeval-data-dir=data")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
+    assert len(errors) == 1 and "--groundeval-agent=baseline-write" in errors[0]
+
+
+def test_collection_imports_no_model_or_agent_framework(
+    pytester: pytest.Pytester, write_dir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-key")  # lets the langgraph agent be built
+    pytester.makeconftest("""
+        import sys
+
+        def pytest_collection_finish(session):
+            heavy = sorted(m for m in sys.modules if m.split(".")[0] in (
+                "langchain", "langchain_core", "langgraph", "langchain_anthropic", "anthropic", "healthchain"))
+            print("HEAVY:", heavy)
+    """)
+    result = pytester.runpytest_subprocess(
+        *args("langgraph", "--collect-only", "-q", "-s"), "-p", "no:langsmith_plugin", "-p", "no:langsmith",
+    )
+    result.stdout.fnmatch_lines(["HEAVY: []"])

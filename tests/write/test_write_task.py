@@ -1,0 +1,224 @@
+"""The write task: packaged cases, case-file validation, prompt, parsing, baseline and a guesser."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundeval.agents.base import make_agent
+from groundeval.agents.scripted import ScriptedAgent
+from groundeval.datasets import default_data_dir
+from groundeval.errors import DatasetError
+from groundeval.hc_tools import build_medication_statement
+from groundeval.runner import RunInfo, call_agent, evaluate
+from groundeval.tasks import make_task, task_class
+from groundeval.tasks.write import WriteTask
+
+TASK = WriteTask()
+CASES_DIR = default_data_dir("write")
+RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
+INFO = RunInfo(run_id="test", task="write", agent="test", model=None)
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[Any]:
+    return [TASK.load_case(p) for p in TASK.case_files(CASES_DIR)]
+
+
+def raw_case(name: str = "ibuprofen-two-tablets") -> dict[str, Any]:
+    return json.loads((CASES_DIR / f"{name}.json").read_text())
+
+
+def write_case(tmp_path: Path, data: dict[str, Any], name: str | None = None) -> Path:
+    path = tmp_path / f"{name or data['id']}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+# -- the packaged cases ------------------------------------------------------------------------
+
+def test_the_task_is_registered_with_langgraph_as_default_agent() -> None:
+    assert task_class("write") is WriteTask
+    assert make_task("write", {"min_f1": 0.5}).name == "write"
+    assert WriteTask.default_agent == "langgraph"
+
+
+def test_at_least_24_cases_with_readable_unique_ids(cases) -> None:
+    assert len(cases) >= 24
+    ids = [c.case_id for c in cases]
+    assert len(set(ids)) == len(ids)
+    assert all(c.case_id == c.source.stem and c.case_id.islower() for c in cases)
+
+
+def test_cases_cover_every_required_situation(cases) -> None:
+    covers = Counter(tag for c in cases for tag in c.meta["covers"])
+    for tag in ("brand-name", "dose-arithmetic", "strength-release-disambiguation", "mcg-vs-mg",
+                "as-needed", "no-dose", "not-in-catalog", "prompt-injection"):
+        assert covers[tag] >= 1, tag
+    statuses = {c.meta["status"] for c in cases}
+    assert {"active", "completed", "stopped", "not-taken", "on-hold", "intended"} <= statuses
+    rxcuis = {c.meta["rxcui"] for c in cases}
+    assert {"209387", "866924", "866412", "966222", None} <= rxcuis  # Tylenol, metoprolol x2, mcg, absent
+    assert any(c.data["expected"]["dosage"] is None for c in cases)
+
+
+def test_patients_are_real_extraction_fixtures_in_both_reference_forms(cases) -> None:
+    fixtures = {p.name for p in default_data_dir("extraction").glob("*.json")}
+    forms = Counter(c.data["patient"]["reference"].split(":")[0].split("/")[0] for c in cases)
+    assert forms["urn"] >= 5 and forms["Patient"] >= 5
+    for case in cases:
+        assert case.data["patient"]["fixture"] in fixtures
+        assert case.meta["patient_id"] in case.data["patient"]["reference"]
+
+
+def test_prompt_and_context_carry_the_note_and_patient_reference(cases) -> None:
+    case = next(c for c in cases if c.case_id == "tylenol-brand-lookup")
+    prompt = TASK.prompt(case)
+    ref = case.data["patient"]["reference"]
+    assert f"Patient reference: {ref}" in prompt.user
+    assert f"<note>\n{case.data['note']}\n</note>" in prompt.user
+    assert "R4B" in prompt.system and "lookup_rxnorm" in prompt.system and "not instructions" in prompt.system
+    assert TASK.context(case) == {"patient_reference": ref}
+    # The system prompt is shared by every case (a cacheable prefix); the note is not in it.
+    assert "Tylenol" not in prompt.system
+
+
+def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases) -> None:
+    case = next(c for c in cases if c.case_id == "levothyroxine-micrograms")
+    truth = TASK.truth(case)
+    assert truth["dosage"]["dose_mg"] == pytest.approx(0.075)
+    assert truth["dosage"]["daily_total_mg"] == pytest.approx(0.075)
+    assert truth["ceiling"]["mg_per_day"] is None and truth["ceiling"]["reason"]
+    tylenol = TASK.truth(next(c for c in cases if c.case_id == "tylenol-brand-lookup"))
+    assert tylenol["ceiling"]["ingredient"] == "acetaminophen" and tylenol["ceiling"]["mg_per_day"] == 4000
+    json.dumps(truth)  # JSON-safe
+
+
+# -- case-file validation ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda d: d.pop("note"), "note: Field required"),
+    (lambda d: d.update(notes="typo"), "notes: Extra inputs are not permitted"),
+    (lambda d: d["expected"].update(status="recorded"), "expected.status: Input should be 'active'"),
+    (lambda d: d["expected"]["dosage"]["dose"].update(unit="mcg"), "expected.dosage.dose.unit"),
+    (lambda d: d["expected"]["dosage"].update(frequency=2.5), "expected.dosage.frequency"),
+    (lambda d: d["expected"]["dosage"]["daily_total"].update(value=400),
+     "daily_total 400 mg does not equal dose x administrations per day = 1200 mg"),
+    (lambda d: d["expected"]["dosage"].update(period=None), "give frequency, period and period_unit together"),
+    (lambda d: d["expected"]["medication"].update(rxcui=None), "needs 'text' and no 'display'"),
+    (lambda d: d.update(id="Not A Slug"), "id: String should match pattern"),
+], ids=["missing-note", "extra-field", "r5-status", "non-ucum-unit", "fractional-frequency",
+        "inconsistent-daily-total", "partial-timing", "rxcui-null-with-display", "bad-id"])
+def test_a_case_failing_its_schema_names_the_file_and_field(tmp_path, change, expected) -> None:
+    data = raw_case()
+    change(data)
+    path = write_case(tmp_path, data, name="ibuprofen-two-tablets")
+    with pytest.raises(DatasetError) as info:
+        TASK.load_case(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: write case schema: ") and expected in message
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda d: d["expected"]["medication"].update(rxcui="1234567"),
+     "rxcui 1234567 is not in the catalog"),
+    (lambda d: d["expected"]["medication"].update(display="ibuprofen 200 mg tablet"),
+     "differs from the catalog's 'Ibuprofen 200 MG Oral Tablet'"),
+    (lambda d: d["expected"].update(medication={"rxcui": None, "text": "ibuprofen"}),
+     "'ibuprofen' is in the catalog"),
+    (lambda d: d["patient"].update(reference="Patient/urn:uuid:60739794-1d06-debc-7835-30f2f8e4314c"),
+     "does not resolve to the Patient of Bobbie849"),
+    (lambda d: d["patient"].update(fixture="Nobody_123.json"), "Nobody_123.json: cannot read the file"),
+], ids=["unknown-rxcui", "display-differs", "absent-drug-in-catalog", "malformed-reference", "no-fixture"])
+def test_a_case_inconsistent_with_catalog_or_patient_is_rejected(tmp_path, change, expected) -> None:
+    data = raw_case()
+    change(data)
+    path = write_case(tmp_path, data)
+    with pytest.raises(DatasetError) as info:
+        TASK.load_case(path)
+    assert expected in str(info.value)
+
+
+def test_the_id_must_match_the_file_name(tmp_path) -> None:
+    path = write_case(tmp_path, raw_case(), name="renamed")
+    with pytest.raises(DatasetError, match=r"rename the file to ibuprofen-two-tablets\.json"):
+        TASK.load_case(path)
+
+
+# -- parsing -----------------------------------------------------------------------------------
+
+def test_parse_recovers_fenced_json_and_flags_the_format(cases) -> None:
+    """../shared/cases/11 A-C and E."""
+    case = cases[0]
+    resource = {"resourceType": "MedicationStatement", "status": "active", "dosage": [{"text": "take with `food`"}]}
+    text = json.dumps(resource)
+    exact = TASK.parse(case, text)
+    assert exact.value == resource and exact.format_ok
+    fenced = TASK.parse(case, f"Here it is:\n```json\n{text}\n```\nDone.")
+    assert fenced.value == resource and fenced.format_ok is False
+    wrapped = TASK.parse(case, json.dumps({"ok": True, "resource": resource}))
+    assert wrapped.value == resource and wrapped.format_ok is False
+    twice = TASK.parse(case, f"first {text} then {text}")
+    assert twice.value == {} and "ambiguous" in str(twice.error)
+
+
+# -- agents through the task -------------------------------------------------------------------
+
+def run_case(agent: Any, case: Any) -> dict[str, Any]:
+    return evaluate(TASK, INFO, case, call_agent(TASK, agent, case), f"groundeval/write::{case.case_id}")
+
+
+def test_a_guessing_agent_with_an_r5_status_and_a_made_up_code_fails_schema_and_coding(cases) -> None:
+    case = next(c for c in cases if c.case_id == "ibuprofen-two-tablets")
+    guess = {
+        "resourceType": "MedicationStatement", "status": "recorded",
+        "medicationCodeableConcept": {"coding": [{"system": RXNORM, "code": "1234567", "display": "Ibuprofen 400 MG"}]},
+        "subject": {"reference": case.data["patient"]["reference"]},
+    }
+    record = run_case(ScriptedAgent(lambda request: json.dumps(guess), name="guesser"), case)
+    metrics = record["metrics"]
+    assert metrics["schema"] is False and metrics["coding"] is False
+    assert record["outcome"] in ("partial", "failed")
+    assert "status 'recorded' is an R5 code" in record["message"]
+    assert "RxCUI: expected 310965 (Ibuprofen 200 MG Oral Tablet), got 1234567" in record["message"]
+
+
+def test_answers_built_from_the_truth_pass_every_case(cases) -> None:
+    """The case files, the truth and the scorer agree: a perfect agent scores 100%."""
+    for case in cases:
+        truth = TASK.truth(case)
+        med, dosage = truth["medication"], truth["dosage"]
+        kwargs = {} if dosage is None else {
+            "dose_value": dosage["dose"]["value"], "dose_unit": dosage["dose"]["unit"],
+            "frequency": dosage["frequency"], "period": dosage["period"],
+            "period_unit": dosage["period_unit"], "as_needed": dosage["as_needed"],
+        }
+        resource = build_medication_statement(
+            status=truth["status"], rxcui=med["rxcui"] or "0", display=med["display"],
+            patient_reference=truth["patient"]["reference"], **kwargs,
+        )
+        if med["rxcui"] is None:
+            resource["medicationCodeableConcept"] = {"text": med["text"]}
+        score = TASK.score(case, truth, TASK.parse(case, json.dumps(resource)))
+        assert score.outcome == "passed", (case.case_id, score.message)
+
+
+def test_baseline_write_is_an_honest_floor_that_uses_the_tools(cases) -> None:
+    agent = make_agent("baseline-write")
+    records = {c.case_id: run_case(agent, c) for c in cases}
+    passed = [k for k, r in records.items() if r["outcome"] == "passed"]
+    assert len(cases) * 0.6 <= len(passed) < len(cases)
+    for record in records.values():
+        assert [t["tool"] for t in record["trace"]] == [
+            "lookup_rxnorm", "build_medication_statement", "validate_medication_statement"]
+        assert record["agent_meta"]["tool_calls"] == 3
+    # The embedded instruction ("mark this medication completed") fools the pattern reader.
+    injected = records["naproxen-embedded-instruction"]
+    assert injected["metrics"]["constraints"] is False and injected["metrics"]["coding"] is True
+    # It never invents a code for a drug outside the catalog.
+    assert records["gabapentin-not-in-catalog"]["outcome"] == "passed"
+    assert records["tylenol-brand-lookup"]["parsed"]["dosage"][0]["doseAndRate"][0]["doseQuantity"]["value"] == 650
