@@ -221,3 +221,24 @@ def agent(request):
     result.assert_outcomes(passed=5)
     props = next(iter(junit_cases(pytester.path / "out.xml").values()))
     assert props["cost_usd"] == "0.25" and props["when"] == "2026-01-01T00:00:00"
+
+
+def test_classified_agent_errors_show_only_their_message(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.makepyfile(infra_agent='''
+from groundeval.errors import InfraError
+
+def agent(request):
+    raise InfraError(request.case_id + ": overloaded (529) after 3 attempts", attempts=3)
+''')
+    result = pytester.runpytest(
+        "--groundeval-task=extraction", "--groundeval-agent=infra_agent:agent", "--groundeval-data-dir=data",
+        "--groundeval-limit=1", "-p", "no:cacheprovider", "--junitxml=out.xml",
+    )
+    assert result.parseoutcomes() == {"errors": 1}
+    result.stdout.fnmatch_lines(["InfraError: Clemente_Kreiger-*: overloaded (529) after 3 attempts"])
+    result.stdout.no_fnmatch_line("*def agent(request)*")
+    result.stdout.fnmatch_lines(["INFRA_ERROR groundeval/extraction::Clemente_Kreiger-* - InfraError*"])
+    props = next(iter(junit_cases(pytester.path / "out.xml").values()))
+    assert props["outcome"] == "infra_error" and props["attempts"] == "3" and props["_result"] == "error"
+    (record,) = run_records(pytester.path)
+    assert record["aggregate"]["excluded"] == 1 and record["aggregate"]["scored"] == 0

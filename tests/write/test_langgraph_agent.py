@@ -169,7 +169,10 @@ def test_a_reply_cut_at_max_tokens_is_truncated_and_its_tool_call_never_runs() -
     details = info.value.details
     assert info.value.outcome == "truncated"
     assert details["partial_tool_calls"] == 1 and details["partial_text"] == '{"resourceType": "Medic'
-    assert [t["tool"] for t in details["trace"]] == ["lookup_rxnorm"]
+    # The cut call is in the trace as never run: no result, not ok.
+    assert [(t["tool"], t["ok"], t["result"] is None) for t in details["trace"]] == [
+        ("lookup_rxnorm", True, False), ("build_medication_statement", False, True)]
+    assert details["tool_calls"] == 2 and "usage" in details
 
 
 def test_the_agent_needs_the_patient_reference_from_the_write_task() -> None:

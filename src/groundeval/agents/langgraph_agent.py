@@ -215,8 +215,8 @@ class LangGraphWriteAgent:
         config: ``model`` (default ``agents.claude.DEFAULT_MODEL``); options ``max_tokens``
             (tokens per reply), ``temperature`` (not sent when None), ``max_retries``,
             ``timeout`` (seconds: each model call's HTTP timeout, and the case's budget for retry
-            waits) and ``recursion_limit`` (graph steps per
-            case, default ``DEFAULT_RECURSION_LIMIT``).
+            waits) and ``recursion_limit`` (graph steps per case, default
+            ``DEFAULT_RECURSION_LIMIT``).
         chat_model: A chat model to use instead of ChatAnthropic, or a function building one per
             request (tests pass ``ScriptedChatModel``); no API key is needed then.
         tools: ``patient_reference -> tools``; default ``hc_tools.make_tools`` over the site

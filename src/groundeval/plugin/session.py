@@ -16,7 +16,7 @@ import pytest
 
 from groundeval.agents.base import Agent, AgentConfig, make_agent
 from groundeval.datasets import sha256_file
-from groundeval.errors import ConfigError
+from groundeval.errors import ConfigError, GroundevalError
 from groundeval.plugin.items import EvalDataset, EvalItem
 from groundeval.plugin.options import Settings
 from groundeval.plugin.summary import write_summary
@@ -80,8 +80,13 @@ class GroundevalSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """Attach the case record to the report that decides the case (setup error or call)."""
         report = yield
-        decisive = call.when == "call" or (call.when == "setup" and report.failed)
-        if isinstance(item, EvalItem) and item.record is not None and not item.record_sent and decisive:
+        if not isinstance(item, EvalItem):
+            return report
+        failed_setup = call.when == "setup" and report.failed
+        if failed_setup and call.excinfo is not None and isinstance(call.excinfo.value, GroundevalError):
+            # A classified agent/API error explains itself; the agent's source lines do not help.
+            report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+        if item.record is not None and not item.record_sent and (call.when == "call" or failed_setup):
             report.groundeval = item.record
             item.record_sent = True
         return report
