@@ -24,6 +24,7 @@ from the catalog, or read "two of them": it is meant to miss some cases.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable
@@ -170,9 +171,10 @@ class BaselineWriteAgent:
             args.update(rxcui=top["rxcui"], display=top["display"])
         else:
             args.update(rxcui="0", display=None)  # the builder needs a code; replaced below
-        resource = calls("build_medication_statement", lambda: build_medication_statement(**args), dict(args))
-        if not isinstance(resource, dict) or resource.get("ok") is False:
-            raise AgentError(f"{request.case_id}: the builder refused the arguments: {resource}")
+        built = calls("build_medication_statement", lambda: build_medication_statement(**args), dict(args))
+        if not isinstance(built, dict) or built.get("ok") is False:
+            raise AgentError(f"{request.case_id}: the builder refused the arguments: {built}")
+        resource = copy.deepcopy(built)  # the trace keeps what the builder returned
         if top is None:
             words = note[: amount.start()].split() if amount is not None else []
             name = words[-1] if words else "unknown medication"
