@@ -171,7 +171,9 @@ def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str
         props.append(("attempts", int(record["attempts"])))
     for key, value in (record.get("usage") or {}).items():
         props.append((key, _primitive(value)))
-    facts = record.get("agent_meta") or (record.get("error") or {}).get("details") or {}
+    facts = dict(record.get("agent_meta") or (record.get("error") or {}).get("details") or {})
+    if "tool_calls" not in facts and record.get("trace"):
+        facts["tool_calls"] = len(record["trace"])  # agents that keep a trace but no count
     for key in ("stop_reason", "request_id", "tool_calls"):
         props.append((key, _primitive(facts.get(key))))
     if record.get("error"):

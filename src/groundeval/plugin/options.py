@@ -83,11 +83,16 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("task", _text, None, "Run this eval task (extraction). Without it the plugin is off.", "NAME"),
+    Option(
+        "task", _text, None,
+        "Run this eval task: extraction (read active medications from a FHIR Bundle) or write "
+        "(write an R4B MedicationStatement from a note). Without it the plugin is off.", "NAME",
+    ),
     Option(
         "agent", _text, None,
-        "Agent: a built-in name (claude, baseline, naive, ...) or package.module:attribute. "
-        "Default: the task's default agent (claude for extraction).", "NAME",
+        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph, baseline-write "
+        "(write), or package.module:attribute. Default: the task's own (claude for extraction, "
+        "langgraph for write).", "NAME",
     ),
     Option("model", _text, None, "Model id for model-backed agents.", "ID", "agent"),
     Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
@@ -112,6 +117,11 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "timeout", _positive_float, 600.0,
         "Upper bound on one case's model time, retries and waits included, seconds.", "SECONDS", "agent",
+    ),
+    Option(
+        "recursion-limit", _positive_int, None,
+        "Tool-using (LangGraph) agents: graph steps per case before the case ends as agent_loop. "
+        "Default: 25.", "N", "agent",
     ),
     Option(
         "base-url", _text, None,
