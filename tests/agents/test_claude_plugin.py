@@ -167,7 +167,8 @@ def test_rejected_key_stops_a_serial_run_after_one_call(
     pytester: pytest.Pytester, run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MOCK_MODE", "auth")
-    result = pytester.runpytest(*args())
+    # -rN: no short summary, which repeats the message untruncated when CI is set.
+    result = pytester.runpytest(*args("-rN"))
     result.assert_outcomes(errors=1)
     assert len(calls(run_dir)) == 1
     assert result.stdout.str().count("rejected the API key") == 1
@@ -181,7 +182,7 @@ def test_rejected_key_stops_an_xdist_run_promptly_with_one_message(
 ) -> None:
     monkeypatch.setenv("MOCK_MODE", "auth")
     start = time.monotonic()
-    result = pytester.runpytest_subprocess(*args("-n", "2"))
+    result = pytester.runpytest_subprocess(*args("-n", "2", "-rN"))
     assert result.ret != 0
     made = calls(run_dir)
     assert 1 <= len(made) <= 2 and len(set(made)) == len(made)  # at most one call per worker
