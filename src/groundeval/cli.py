@@ -29,16 +29,22 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Arguments after '--' go to pytest unchanged (e.g. -- --junitxml=out.xml -x).",
     )
     for opt in OPTIONS:
-        default = "extraction" if opt.name == "task" else None
-        shown = f" (default: {default if default is not None else opt.default})"
-        parser.add_argument(
-            f"--{opt.name}", dest=opt.key, default=default, metavar=opt.metavar,
-            help=opt.help + ("" if opt.default is None and default is None else shown),
-        )
+        if opt.name == "task":
+            parser.add_argument(
+                "--task", dest="task", default="extraction", metavar=opt.metavar,
+                help="the eval task: extraction or write (default: extraction)",
+            )
+            continue
+        shown = "" if opt.default is None else f" (default: {opt.default})"
+        parser.add_argument(f"--{opt.name}", dest=opt.key, default=None, metavar=opt.metavar, help=opt.help + shown)
     parser.add_argument(
         "-n", "--workers", default=None, metavar="N",
         help="run cases in N parallel processes (pytest-xdist; 'auto' = one per core)",
     )
+    parser.add_argument(
+        "-k", dest="keyword", default=None, metavar="EXPR", help="run only cases matching EXPR (pytest -k)"
+    )
+    parser.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failing case")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less output (repeatable)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="one line per case")
     parser.add_argument("pytest_extra", nargs="*", help=argparse.SUPPRESS)
@@ -61,6 +67,10 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
             out.append(f"--groundeval-{opt.name}={value}")
     if args.workers is not None:
         out += ["-n", str(args.workers)]
+    if args.keyword is not None:
+        out += ["-k", args.keyword]
+    if args.exitfirst:
+        out.append("-x")
     out += ["-q"] * args.quiet + ["-v"] * args.verbose
     # The CLI has imported groundeval already, so pytest cannot assert-rewrite it (harmless:
     # eval items do not use assert statements); say so instead of warning on every run.

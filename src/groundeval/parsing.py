@@ -37,6 +37,7 @@ def extract_json(raw: str, opener: str, accept: Callable[[Any], bool], empty: An
         ``Parsed(value, format_ok, error)``; never raises.
     """
     text = raw.strip()
+    wrapper: str | None = None
     try:
         whole = json.loads(text)
     except json.JSONDecodeError:
@@ -44,6 +45,7 @@ def extract_json(raw: str, opener: str, accept: Callable[[Any], bool], empty: An
     else:
         if accept(whole):
             return Parsed(value=whole, format_ok=True)
+        wrapper = _json_kind(whole)
     found: list[Any] = []
     i = text.find(opener)
     while i != -1:
@@ -57,17 +59,28 @@ def extract_json(raw: str, opener: str, accept: Callable[[Any], bool], empty: An
             i = text.find(opener, end)
         else:
             i = text.find(opener, i + 1)
+    kind = "array" if opener == "[" else "object"
     if len(found) == 1:
-        return Parsed(
-            value=found[0],
-            format_ok=False,
-            error="the JSON answer was wrapped in a markdown fence or surrounding prose",
+        why = (
+            f"the answer is a JSON {wrapper}, not the requested {kind}; the one {kind} inside it was used"
+            if wrapper
+            else "the JSON answer was wrapped in a markdown fence or surrounding prose"
         )
+        return Parsed(value=found[0], format_ok=False, error=why)
     if found:
         return Parsed(
             value=empty,
             format_ok=False,
             error=f"ambiguous answer: {len(found)} separate JSON values; answer with exactly one",
         )
-    kind = "array" if opener == "[" else "object"
+    if wrapper:
+        return Parsed(value=empty, format_ok=False, error=f"the answer is a JSON {wrapper}, not the requested {kind}")
     return Parsed(value=empty, format_ok=False, error=f"no JSON {kind} of the requested shape found")
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array of other values"
+    return "string" if isinstance(value, str) else "number" if isinstance(value, int | float) else "literal"

@@ -22,6 +22,7 @@ from groundeval.datasets import Case
 from groundeval.errors import AgentError
 from groundeval.records import SCORED_OUTCOMES, AgentRequest, AgentResult, Metric, Prompt
 from groundeval.tasks.base import Task
+from groundeval.tracing import redact
 
 __all__ = [
     "Execution", "RunInfo", "call_agent", "error_record", "evaluate", "jsonable", "junit_properties",
@@ -178,7 +179,7 @@ def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str
         props.append((key, _primitive(facts.get(key))))
     if record.get("error"):
         props.append(("error_type", record["error"]["type"]))
-    return [(k, v) for k, v in props if v is not None]
+    return [(k, redact(v) if isinstance(v, str) else v) for k, v in props if v is not None]
 
 
 def _primitive(value: object) -> Metric:

@@ -63,6 +63,7 @@ class RunRecord(BaseModel):
     finished_at: str | None = None
     duration_s: float | None = None
     complete: bool = False
+    exit_status: int | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
     python: str = Field(default_factory=platform.python_version)
     packages: dict[str, str] = Field(default_factory=dict)

@@ -152,7 +152,8 @@ def test_ini_twins_configure_the_run(pytester: pytest.Pytester, eval_dir) -> Non
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("--groundeval-limit=abc", "*--groundeval-limit='abc': not a valid N*"),
+        ("--groundeval-limit=abc", "--groundeval-limit='abc': not a whole number"),
+        ("--groundeval-min-f1=high", "--groundeval-min-f1='high': not a number"),
         ("--groundeval-limit=0", "*--groundeval-limit='0': must be 1 or more*"),
         ("--groundeval-min-f1=1.5", "*--groundeval-min-f1='1.5': must be between 0 and 1*"),
         ("--groundeval-data-dir=missing", "*--groundeval-data-dir=*missing*: not a directory*"),
@@ -242,3 +243,100 @@ def agent(request):
     assert props["outcome"] == "infra_error" and props["attempts"] == "3" and props["_result"] == "error"
     (record,) = run_records(pytester.path)
     assert record["aggregate"]["excluded"] == 1 and record["aggregate"]["scored"] == 0
+
+
+def test_bad_ini_values_do_not_touch_runs_without_a_task(pytester: pytest.Pytester) -> None:
+    pytester.makeini("""
+        [pytest]
+        groundeval_min_f1 = abc
+    """)
+    pytester.makepyfile(test_mine="def test_mine():\n    pass\n")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--groundeval-task=extraction", "--groundeval-agent=baseline")
+    result.stderr.fnmatch_lines(["ERROR: ini groundeval_min_f1='abc': not a number"])
+
+
+def test_an_empty_task_flag_switches_off_an_ini_task(pytester: pytest.Pytester) -> None:
+    pytester.makeini("""
+        [pytest]
+        groundeval_task = extraction
+    """)
+    pytester.makepyfile(test_mine="def test_mine():\n    pass\n")
+    pytester.runpytest("-p", "no:cacheprovider", "--groundeval-task=").assert_outcomes(passed=1)
+
+
+def test_interrupted_or_stopped_runs_are_marked_incomplete(pytester: pytest.Pytester, eval_dir) -> None:
+    result = pytester.runpytest(*eval_args("-x"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (record,) = run_records(pytester.path)
+    assert record["complete"] is False and record["exit_status"] == 1
+    assert len(record["cases"]) < 5
+
+
+def test_agents_that_do_not_fit_the_run_are_usage_errors(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.makepyfile(odd_agents='''
+class InitRaises:
+    def __init__(self):
+        raise ValueError("model file missing")
+
+    def run(self, request):
+        return "[]"
+
+def returns_int(request):
+    return 42
+''')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=baseline-write"))
+    result.stderr.fnmatch_lines(["ERROR: agent 'baseline-write' answers the write task, not 'extraction'*"])
+    result = pytester.runpytest(*eval_args("--groundeval-agent=odd_agents:InitRaises"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: agent 'odd_agents:InitRaises' could not be built: ValueError: model file missing"])
+    result = pytester.runpytest(*eval_args("--groundeval-agent=odd_agents:returns_int", "-k", "Liz"))
+    assert result.parseoutcomes() == {"errors": 1, "deselected": 4}
+    result.stdout.fnmatch_lines(["*returned int, expected str or AgentResult*"])
+
+
+def test_collect_only_needs_no_agent_and_no_key(pytester: pytest.Pytester, eval_dir, monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-data-dir=data", "--co", "-q")
+    result.stdout.fnmatch_lines(["groundeval/extraction::Clemente_Kreiger-d78af07c", "5 tests collected*"])
+
+
+def test_wrong_task_directory_and_empty_directory_get_hints(pytester: pytest.Pytester, eval_dir) -> None:
+    (pytester.path / "writecases").mkdir()
+    (pytester.path / "writecases" / "c.json").write_text('{"id": "c", "note": "n", "expected": {}}')
+    result = pytester.runpytest(
+        "--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=writecases"
+    )
+    result.stdout.fnmatch_lines(["*this is a write-task case, not a FHIR Bundle; run it with --groundeval-task=write"])
+    result = pytester.runpytest("--groundeval-task=write", "--groundeval-agent=baseline-write", "--groundeval-data-dir=data")
+    result.stdout.fnmatch_lines(["*this is a FHIR Bundle (an extraction case), not a write case*"])
+    (pytester.path / "empty").mkdir()
+    result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=empty")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--groundeval-data-dir=*empty*: no extraction case files (*.json) in it"])
+
+
+def test_secrets_from_custom_agents_are_redacted_in_junit_and_terminal(
+    pytester: pytest.Pytester, eval_dir, monkeypatch
+) -> None:
+    secret = "sk-ant-fake-123456789abcdef"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    pytester.makepyfile(leaky='''
+import os
+from groundeval.records import AgentResult
+
+class Leaky:
+    name = "leaky"
+    def __init__(self, config):
+        self.model = "m-" + os.environ["ANTHROPIC_API_KEY"]
+    def run(self, request):
+        if request.case_id.startswith("Liz"):
+            raise RuntimeError("bad key " + os.environ["ANTHROPIC_API_KEY"])
+        return AgentResult(text="[] " + os.environ["ANTHROPIC_API_KEY"], model=self.model,
+                           usage={"key": os.environ["ANTHROPIC_API_KEY"]})
+''')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=leaky:Leaky", "--junitxml=out.xml", "-rA"))
+    assert secret not in result.stdout.str() + result.stderr.str()
+    assert secret not in (pytester.path / "out.xml").read_text()
+    assert all(secret not in p.read_text() for p in (pytester.path / "runs").iterdir())
+    assert "[REDACTED]" in (pytester.path / "out.xml").read_text()

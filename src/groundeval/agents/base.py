@@ -8,20 +8,28 @@ are looked up by name in ``AGENTS`` (their modules import lazily); a user's own 
   none;
 * an object with a ``run`` method: used as it is;
 * a plain callable ``fn(request) -> str | AgentResult``: wrapped in ``FunctionAgent``.
+
+The current working directory is importable for ``module:attribute`` specs (as with
+``python -m pytest`` or uvicorn), so ``my_agents.py`` next to where you run works.
+
+An agent may declare ``tasks`` (a set of task names); asking it to run another task is a
+configuration error rather than a run of identical failures.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from groundeval.errors import ConfigError
+from groundeval.errors import AgentError, ConfigError
 from groundeval.records import AgentRequest, AgentResult
 
-__all__ = ["AGENTS", "Agent", "AgentConfig", "FunctionAgent", "make_agent"]
+__all__ = ["AGENTS", "Agent", "AgentConfig", "FunctionAgent", "check_task", "make_agent"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +87,20 @@ class FunctionAgent:
         self.model: str | None = None
 
     def run(self, request: AgentRequest) -> AgentResult:
-        """Call the function; a string answer becomes ``AgentResult(text=...)``."""
+        """Call the function; a string answer becomes ``AgentResult(text=...)``.
+
+        Raises:
+            AgentError: The function returned something other than a str or an AgentResult.
+        """
         out = self._fn(request)
-        return out if isinstance(out, AgentResult) else AgentResult(text=str(out))
+        if isinstance(out, AgentResult):
+            return out
+        if isinstance(out, str):
+            return AgentResult(text=out)
+        raise AgentError(
+            f"{request.case_id}: agent {self.name!r} returned {type(out).__name__}, "
+            "expected str or AgentResult"
+        )
 
 
 def _load_target(spec: str) -> Any:
@@ -92,10 +111,16 @@ def _load_target(spec: str) -> Any:
             f"unknown agent {spec!r}; use one of: {known}, or 'package.module:attribute' "
             "for your own agent"
         )
+    cwd = os.getcwd()
+    if spec not in AGENTS.values() and cwd not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(f"agent {spec!r}: cannot import {module_name!r} ({exc})") from exc
+        raise ConfigError(
+            f"agent {spec!r}: cannot import {module_name!r} ({exc}); run from the directory that "
+            "holds it, or add that directory to PYTHONPATH"
+        ) from exc
     target = module
     for part in attr.split("."):
         try:
@@ -103,6 +128,18 @@ def _load_target(spec: str) -> Any:
         except AttributeError:
             raise ConfigError(f"agent {spec!r}: {module_name!r} has no attribute {attr!r}") from None
     return target
+
+
+def check_task(agent: Agent, spec: str, task: str) -> None:
+    """Refuse an agent that declares ``tasks`` without ``task``.
+
+    Raises:
+        ConfigError: The agent is built for other tasks; the message names them.
+    """
+    tasks = getattr(agent, "tasks", None)
+    if tasks and task not in tasks:
+        names = ", ".join(sorted(tasks))
+        raise ConfigError(f"agent {spec!r} answers the {names} task, not {task!r}; pick an agent for {task!r}")
 
 
 def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:

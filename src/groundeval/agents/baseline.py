@@ -79,6 +79,7 @@ class BaselineExtractionAgent:
     """Lists the active MedicationRequests of the Bundle in the prompt (no model)."""
 
     name = "baseline"
+    tasks: frozenset[str] = frozenset({"extraction"})
     model: str | None = None
 
     def __init__(self, config: AgentConfig | None = None) -> None:

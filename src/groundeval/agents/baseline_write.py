@@ -120,6 +120,7 @@ class BaselineWriteAgent:
     """Writes the MedicationStatement with regular expressions and the FHIR tools (no model)."""
 
     name = "baseline-write"
+    tasks: frozenset[str] = frozenset({"write"})
     model: str | None = None
 
     def __init__(self, config: AgentConfig | None = None) -> None:

@@ -69,6 +69,7 @@ class ClaudeAgent:
     """
 
     name = "claude"
+    tasks: frozenset[str] = frozenset({"extraction"})
 
     def __init__(
         self,

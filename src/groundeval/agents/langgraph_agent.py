@@ -229,6 +229,7 @@ class LangGraphWriteAgent:
     """
 
     name = "langgraph"
+    tasks: frozenset[str] = frozenset({"write"})
 
     def __init__(
         self,

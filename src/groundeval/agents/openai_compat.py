@@ -68,6 +68,7 @@ class OpenAICompatibleAgent:
     """
 
     name = "openai-compatible"
+    tasks: frozenset[str] = frozenset({"extraction"})
 
     def __init__(
         self,

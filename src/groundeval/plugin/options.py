@@ -167,12 +167,21 @@ class Settings:
     agent_options: dict[str, Any] = field(default_factory=dict)
 
 
-def _raw(config: pytest.Config, opt: Option) -> str | None:
+def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
+    """The raw value and where it came from (the command-line flag or the ini key)."""
     value = config.getoption(opt.dest, default=None)
-    if value is None:
-        ini = config.getini(opt.dest)
-        value = ini if isinstance(ini, str) and ini.strip() else None
-    return None if value is None else str(value)
+    if value is not None:
+        return str(value), f"--groundeval-{opt.name}"
+    ini = config.getini(opt.dest)
+    if isinstance(ini, str) and ini.strip():
+        return ini, f"ini {opt.dest}"
+    return None, ""
+
+
+_KINDS: dict[Callable[[str], Any], str] = {
+    _positive_int: "a whole number", _non_negative_int: "a whole number",
+    _unit_float: "a number", _positive_float: "a number", float: "a number",
+}
 
 
 def _task_default_agent(task: str) -> str:
@@ -182,27 +191,29 @@ def _task_default_agent(task: str) -> str:
 
 
 def read_settings(config: pytest.Config) -> Settings:
-    """Read and validate every option.
+    """Read and validate every option; with no task, read nothing else.
+
+    ``--groundeval-task=`` (empty) switches off a task set in the ini file.
 
     Raises:
-        pytest.UsageError: A value is invalid, or the data directory does not exist.
+        pytest.UsageError: A value is invalid (the message names the flag or ini key it came
+            from), the data directory does not exist or holds no case files.
     """
+    task_raw, _ = _raw(config, OPTIONS[0])
+    if task_raw is None or not task_raw.strip():
+        return Settings(task=None)  # the plugin is off: ordinary runs never see our options
     values: dict[str, Any] = {}
     for opt in OPTIONS:
-        raw = _raw(config, opt)
+        raw, source = _raw(config, opt)
         if raw is None:
             values[opt.key] = opt.default
             continue
         try:
             values[opt.key] = opt.convert(raw)
         except ValueError as exc:
-            reason = str(exc) if "must" in str(exc) else f"not a valid {opt.metavar}"
-            raise pytest.UsageError(
-                f"--groundeval-{opt.name}={raw!r}: {reason} (or set ini {opt.dest})"
-            ) from None
+            reason = str(exc) if "must" in str(exc) else f"not {_KINDS.get(opt.convert, 'valid')}"
+            raise pytest.UsageError(f"{source}={raw!r}: {reason}") from None
     task = values["task"]
-    if task is None:
-        return Settings(task=None)
     from groundeval.datasets import default_data_dir
     from groundeval.tasks import TASKS
 
@@ -217,6 +228,12 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"--groundeval-data-dir={str(data_dir)!r}: not a directory; give a directory of "
             f"{task} case files"
+        )
+    from groundeval.tasks import task_class
+
+    if not task_class(task).from_options({}).case_files(data_dir):
+        raise pytest.UsageError(
+            f"--groundeval-data-dir={str(data_dir)!r}: no {task} case files (*.json) in it"
         )
     return Settings(
         task=task,

@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 
-from groundeval.agents.base import Agent, AgentConfig, make_agent
+from groundeval.agents.base import Agent, AgentConfig, FunctionAgent, check_task, make_agent
 from groundeval.datasets import sha256_file
-from groundeval.errors import ConfigError, GroundevalError
+from groundeval.errors import AgentError, ConfigError, GroundevalError
 from groundeval.plugin.items import EvalDataset, EvalItem
 from groundeval.plugin.options import Settings
 from groundeval.plugin.summary import write_summary
+from groundeval.records import AgentRequest
 from groundeval.runner import RunInfo, ordered, summarize
 from groundeval.tasks import make_task
-from groundeval.tracing import RunRecord, RunWriter, new_run_id, package_versions
+from groundeval.tracing import RunRecord, RunWriter, new_run_id, package_versions, redact
 
 __all__ = ["GroundevalSession", "XdistHooks"]
 
@@ -44,9 +45,7 @@ class GroundevalSession:
         self.is_worker = hasattr(config, "workerinput")
         try:
             self.task = make_task(settings.task, settings.task_options)
-            self.agent: Agent = make_agent(
-                settings.agent, AgentConfig(model=settings.model, options=dict(settings.agent_options))
-            )
+            self.agent: Agent = self._build_agent(config, settings)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
@@ -57,6 +56,26 @@ class GroundevalSession:
         self.t0 = time.perf_counter()
         self.writer = RunWriter(settings.out_dir, run_id)
         self.record_path: Path | None = None
+
+    @staticmethod
+    def _build_agent(config: pytest.Config, settings: Settings) -> Agent:
+        """Build the agent once per process; listing cases (``--collect-only``) needs none.
+
+        Raises:
+            ConfigError: Bad spec, an agent that refuses its config or this task, or a
+                constructor that raised (its message is kept).
+        """
+        if config.getoption("collectonly", default=False):
+            return FunctionAgent(_never_called, name=settings.agent)
+        try:
+            agent = make_agent(settings.agent, AgentConfig(model=settings.model, options=dict(settings.agent_options)))
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise ConfigError(f"agent {settings.agent!r} could not be built: {type(exc).__name__}: {exc}") from exc
+        assert settings.task is not None
+        check_task(agent, settings.agent, settings.task)
+        return agent
 
     # -- collection -------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -86,6 +105,10 @@ class GroundevalSession:
         if failed_setup and call.excinfo is not None and isinstance(call.excinfo.value, GroundevalError):
             # A classified agent/API error explains itself; the agent's source lines do not help.
             report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+        if report.longrepr is not None:
+            text = str(report.longrepr)
+            if redact(text) != text:  # an agent put a secret in its error or answer
+                report.longrepr = redact(text)
         if item.record is not None and not item.record_sent and (call.when == "call" or failed_setup):
             report.groundeval = item.record
             item.record_sent = True
@@ -118,8 +141,14 @@ class GroundevalSession:
         self.writer.append(record)
 
     # -- end of run -------------------------------------------------------------------------
-    def build_record(self) -> RunRecord:
-        """The run record from everything gathered so far."""
+    def build_record(self, complete: bool = True, exit_status: int | None = None) -> RunRecord:
+        """The run record from everything gathered so far.
+
+        Args:
+            complete: False when the run was interrupted or stopped early (``-x``, Ctrl-C,
+                an auth error), so some selected cases never ran.
+            exit_status: pytest's exit status, when known.
+        """
         cases = ordered(list(self.records.values()))
         files = self.task.case_files(self.settings.data_dir)
         settings = self.settings
@@ -131,7 +160,8 @@ class GroundevalSession:
             started_at=self.started.isoformat(),
             finished_at=datetime.now(UTC).isoformat(),
             duration_s=round(time.perf_counter() - self.t0, 3),
-            complete=True,
+            complete=complete,
+            exit_status=exit_status,
             settings={
                 "agent_spec": settings.agent,
                 "limit": settings.limit,
@@ -152,13 +182,20 @@ class GroundevalSession:
         """Write the run record (controller only), even when the run was interrupted."""
         if self.is_worker or (not self.records and not self.collection_errors):
             return
-        self.record_path = self.writer.finish(self.build_record())
+        stopped = bool(session.shouldstop or session.shouldfail)
+        broken = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+        record = self.build_record(complete=not (stopped or broken), exit_status=int(exitstatus))
+        self.record_path = self.writer.finish(record)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         """Print the groundeval table after pytest's own summary."""
         if self.is_worker:
             return
         write_summary(terminalreporter, self)
+
+
+def _never_called(request: AgentRequest) -> str:
+    raise AgentError("no agent is built under --collect-only")
 
 
 class XdistHooks:

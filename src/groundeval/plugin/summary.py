@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from groundeval.records import Metric
 from groundeval.runner import summarize
+from groundeval.tracing import redact
 
 if TYPE_CHECKING:
     from groundeval.plugin.session import GroundevalSession
@@ -68,7 +69,7 @@ def write_summary(tr: Any, gs: GroundevalSession) -> None:
     tr.write_sep("=", f"groundeval {info.task}")
     header = f"agent: {info.agent}  model: {info.model or '-'}  run: {info.run_id}"
     for line in format_table(aggregate, header):
-        tr.write_line(line)
+        tr.write_line(redact(line))
     if gs.collection_errors:
         tr.write_line(f"malformed case files (collection errors): {len(gs.collection_errors)}")
     if gs.record_path is not None:
@@ -79,4 +80,4 @@ def write_summary(tr: Any, gs: GroundevalSession) -> None:
         for rec in partial:
             tr.write_line(f"PARTIAL {rec['nodeid']}")
             for line in str(rec.get("message", "")).splitlines():
-                tr.write_line(f"    {line}")
+                tr.write_line(f"    {redact(line)}")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from groundeval.datasets import Case, load_json, slug
-from groundeval.errors import ConfigError
+from groundeval.errors import ConfigError, DatasetError
 from groundeval.parsing import extract_json
 from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.extraction import aggregate_medications, score_medications
@@ -85,6 +85,10 @@ class ExtractionTask:
             DatasetError: Invalid JSON, not a Bundle, or not exactly one Patient.
         """
         bundle, digest = load_json(path)
+        if "resourceType" not in bundle and {"note", "expected"} <= bundle.keys():
+            raise DatasetError(
+                str(path), "this is a write-task case, not a FHIR Bundle; run it with --groundeval-task=write"
+            )
         patient, _ = find_patient(bundle, str(path))
         names = patient.get("name") or [{}]
         name = names[0] if isinstance(names[0], dict) else {}
@@ -121,14 +125,20 @@ class ExtractionTask:
         return Parsed(value=items, format_ok=parsed.format_ok, error=parsed.error)
 
     def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
-        """Delegate to ``score_medications`` with this task's thresholds."""
-        return score_medications(
+        """Delegate to ``score_medications`` with this task's thresholds.
+
+        A parse problem (no list found, or one recovered from prose) leads the failure text.
+        """
+        score = score_medications(
             truth["medications"],
             parsed.value,
             min_f1=self.min_f1,
             min_display_accuracy=self.min_display_accuracy,
             inactive=truth["inactive_codes"],
         )
+        if parsed.error and score.message:
+            return replace(score, message=f"answer format: {parsed.error}\n{score.message}")
+        return score
 
     def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
         """Micro/macro precision, recall, F1 and display accuracy (``aggregate_medications``)."""

@@ -170,6 +170,11 @@ class WriteTask:
                 the fixture's Patient, or an RxCUI/display not in the catalog.
         """
         data, digest = load_json(path)
+        if data.get("resourceType") == "Bundle":
+            raise DatasetError(
+                str(path), "this is a FHIR Bundle (an extraction case), not a write case; run it with "
+                "--groundeval-task=extraction",
+            )
         try:
             spec = WriteCase.model_validate(data)
         except ValidationError as exc:
