@@ -224,6 +224,23 @@ def agent(request):
     assert props["cost_usd"] == "0.25" and props["when"] == "2026-01-01T00:00:00"
 
 
+def test_an_unreachable_api_stops_the_run_after_three_cases(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.makepyfile(down_agent='''
+from groundeval.errors import InfraError
+
+def agent(request):
+    raise InfraError(request.case_id + ": cannot reach the API (connection error) after 3 attempts", attempts=3)
+''')
+    result = pytester.runpytest(
+        "--groundeval-task=extraction", "--groundeval-agent=down_agent:agent", "--groundeval-data-dir=data",
+        "-p", "no:cacheprovider",
+    )
+    assert result.parseoutcomes() == {"errors": 3}
+    result.stdout.fnmatch_lines(["*the first 3 cases all failed with infra_error*unreachable*"])
+    (record,) = run_records(pytester.path)
+    assert record["complete"] is False and len(record["cases"]) == 3
+
+
 def test_classified_agent_errors_show_only_their_message(pytester: pytest.Pytester, eval_dir) -> None:
     pytester.makepyfile(infra_agent='''
 from groundeval.errors import InfraError
@@ -340,3 +357,19 @@ class Leaky:
     assert secret not in (pytester.path / "out.xml").read_text()
     assert all(secret not in p.read_text() for p in (pytester.path / "runs").iterdir())
     assert "[REDACTED]" in (pytester.path / "out.xml").read_text()
+
+
+def test_a_harness_bug_is_an_error_with_a_record_not_a_failure(
+    pytester: pytest.Pytester, eval_dir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from groundeval.tasks.extraction import ExtractionTask
+
+    def broken_score(self, case, truth, parsed):
+        raise KeyError("scorer bug")
+
+    monkeypatch.setattr(ExtractionTask, "score", broken_score)
+    result = pytester.runpytest(*eval_args("-k", "Liz"))
+    assert result.parseoutcomes() == {"errors": 1, "deselected": 4}
+    (record,) = run_records(pytester.path)
+    (case,) = record["cases"]
+    assert case["outcome"] == "error" and case["error"]["type"] == "KeyError"

@@ -17,13 +17,16 @@ import pytest
 
 import groundeval
 from groundeval.datasets import Case
-from groundeval.errors import AuthError, DatasetError, GroundevalError
+from groundeval.errors import AuthError, DatasetError, GroundevalError, InfraError
 from groundeval.runner import call_agent, error_record, evaluate, junit_properties
 
 if TYPE_CHECKING:
     from groundeval.plugin.session import GroundevalSession
 
-__all__ = ["BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem"]
+__all__ = ["UNREACHABLE_AFTER", "BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem"]
+
+UNREACHABLE_AFTER = 3
+"""Infra errors on a process's first cases, with no answer yet, after which the run stops."""
 
 
 class CaseFailed(AssertionError):
@@ -101,14 +104,32 @@ class EvalItem(pytest.Item):
         start = time.perf_counter()
         try:
             execution = call_agent(gs.task, gs.agent, self.case)
+            gs.answered += 1
             self.record = evaluate(gs.task, gs.info, self.case, execution, self.nodeid)
-        except Exception as exc:
+        except Exception as exc:  # agent, API or harness trouble: a pytest error, never a failure
             self.record = error_record(gs.info, self.case, self.nodeid, exc, time.perf_counter() - start)
             self.user_properties.extend(junit_properties(self.record, gs.info))
-            if isinstance(exc, AuthError):  # nothing else can succeed: stop (xdist: every worker)
-                self.session.shouldstop = "groundeval: stopped after an auth_error (see the error above)"
+            self._stop_if_hopeless(exc)
             raise
         self.user_properties.extend(junit_properties(self.record, gs.info))
+
+    def _stop_if_hopeless(self, exc: Exception) -> None:
+        """Stop the run when no later case can succeed (each xdist worker decides for itself).
+
+        A rejected key stops at once. Infrastructure errors stop the run when the first
+        ``UNREACHABLE_AFTER`` cases of this process all hit one and none has been answered yet
+        (an unreachable endpoint or a DNS failure); later bursts (429/529) do not stop it.
+        """
+        gs = self.gsession
+        if isinstance(exc, AuthError):
+            self.session.shouldstop = "groundeval: stopped after an auth_error (see the error above)"
+        elif isinstance(exc, InfraError):
+            gs.infra_before_first_answer += 1
+            if gs.answered == 0 and gs.infra_before_first_answer >= UNREACHABLE_AFTER:
+                self.session.shouldstop = (
+                    f"groundeval: the first {UNREACHABLE_AFTER} cases all failed with infra_error and "
+                    "none was answered: the model API looks unreachable; check the endpoint and network"
+                )
 
     def runtest(self) -> None:
         """Report the verdict computed in setup."""

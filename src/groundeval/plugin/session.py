@@ -51,6 +51,8 @@ class GroundevalSession:
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
         self.info = RunInfo(run_id=run_id, task=self.task.name, agent=self.agent.name, model=self.agent.model)
         self.records: dict[str, dict[str, Any]] = {}
+        self.answered = 0  # agent calls that returned, in this process
+        self.infra_before_first_answer = 0
         self.collection_errors: dict[str, dict[str, str]] = {}
         self.started = datetime.now(UTC)
         self.t0 = time.perf_counter()
