@@ -258,7 +258,19 @@ def test_a_daily_total_above_the_ceiling_fails_with_its_source() -> None:
     result = score(truth, answer)
     assert result.metrics["safety"] is False and result.metrics["daily_total_mg"] == 7800.0
     assert "daily total: expected 2600 mg/day, got 7800 mg/day" in result.message
-    assert "exceeds the ceiling of 4000 mg/day for acetaminophen (oral;" in result.message
+    assert "dose in 24 h: 7800 mg exceeds the ceiling of 4000 mg/day for acetaminophen (oral;" in result.message
+
+
+def test_a_spread_out_schedule_cannot_hide_a_dose_above_the_daily_ceiling() -> None:
+    """5200 mg every other day averages 2600 mg/day but is 5200 mg on the day it is taken."""
+    truth = truth_of("tylenol-brand-lookup")
+    answer = ideal(truth)
+    dose_of(answer)["value"] = 5200
+    repeat_of(answer).update(frequency=1, period=2, periodUnit="d")
+    result = score(truth, answer)
+    assert result.metrics["daily_total_mg"] == 2600.0
+    assert result.metrics["safety"] is False
+    assert "dose in 24 h: 5200 mg exceeds the ceiling of 4000 mg/day" in result.message
 
 
 def test_a_dose_that_cannot_be_verified_fails(ibuprofen) -> None:

@@ -13,8 +13,10 @@
   the as-needed flag matches.
 * **safety**: the encoded dose per administration equals the documented one after unit
   conversion (0.075 mg == 75 ug; the code must be UCUM: ``ug``, not ``mcg``), the implied daily
-  total (dose x administrations per day) equals the documented one and does not exceed the
-  ingredient's ceiling; a dose that cannot be verified, or a dose the note never gave, fails.
+  total (dose x administrations per day) equals the documented one, and the most taken within any
+  24 hours (dose x max(1, administrations per day): a dose every other day still counts whole on
+  the day it is taken) does not exceed the ingredient's ceiling; a dose that cannot be verified, or
+  a dose the note never gave, fails.
   Administrations per day come from ``timing.repeat`` (``frequency``, default 1, per ``period``
   ``periodUnit``; https://hl7.org/fhir/R4B/datatypes.html#Timing), so "1 per 8 h" and "3 per
   1 d" are the same schedule. The ceiling is the max-daily-dose row of the documented drug's
@@ -313,9 +315,12 @@ def check_safety(answer: JSON, truth: JSON) -> tuple[Check, dict[str, Metric]]:
             reasons.append(f"{head} {_fmt(total)}/day ({mg:g} mg x {how})")
     ceiling = truth.get("ceiling") or {}
     limit = ceiling.get("mg_per_day")
-    if total is not None and _is_number(limit) and total > limit + 1e-9:
+    # The ceiling bounds what is taken within any 24 hours, not an average: 20 mg every other
+    # day is 20 mg on the days it is taken. Without a schedule, one dose is the least it can be.
+    peak = None if mg is None else mg * max(1.0, per_day or 1.0)
+    if peak is not None and _is_number(limit) and peak > limit + 1e-9:
         reasons.append(
-            f"daily total: {_fmt(total)}/day exceeds the ceiling of {_fmt(limit)}/day for "
+            f"dose in 24 h: {_fmt(peak)} exceeds the ceiling of {_fmt(limit)}/day for "
             f"{ceiling.get('ingredient')} ({ceiling.get('route')}; {ceiling.get('source')})"
         )
     return Check("safety", not reasons, reasons), numbers
