@@ -18,7 +18,7 @@ import pytest
 import groundeval
 from groundeval.datasets import Case
 from groundeval.errors import AuthError, DatasetError, GroundevalError, InfraError
-from groundeval.runner import call_agent, error_record, evaluate, junit_properties
+from groundeval.runner import Execution, call_agent, error_record, evaluate, junit_properties
 
 if TYPE_CHECKING:
     from groundeval.plugin.session import GroundevalSession
@@ -102,6 +102,7 @@ class EvalItem(pytest.Item):
         """Run the agent, then truth, parsing and scoring."""
         gs = self.gsession
         start = time.perf_counter()
+        execution: Execution | None = None
         try:
             execution = call_agent(gs.task, gs.agent, self.case)
             gs.answered += 1
@@ -111,6 +112,9 @@ class EvalItem(pytest.Item):
             self.user_properties.extend(junit_properties(self.record, gs.info))
             self._stop_if_hopeless(exc)
             raise
+        finally:
+            if gs.stream is not None and self.record is not None:  # LangSmith; never raises
+                gs.stream.record_case(self.record, execution.result.trace if execution else None)
         self.user_properties.extend(junit_properties(self.record, gs.info))
 
     def _stop_if_hopeless(self, exc: Exception) -> None:

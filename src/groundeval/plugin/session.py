@@ -7,10 +7,11 @@ run record and prints the summary; workers only run cases and ship records on th
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +25,9 @@ from groundeval.records import AgentRequest
 from groundeval.runner import RunInfo, ordered, summarize
 from groundeval.tasks import make_task
 from groundeval.tracing import RunRecord, RunWriter, new_run_id, package_versions, redact
+
+if TYPE_CHECKING:
+    from groundeval.langsmith_stream import LangSmithStream
 
 __all__ = ["GroundevalSession", "XdistHooks"]
 
@@ -58,6 +62,11 @@ class GroundevalSession:
         self.t0 = time.perf_counter()
         self.writer = RunWriter(settings.out_dir, run_id)
         self.record_path: Path | None = None
+        self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
+        if os.environ.get("LANGSMITH_API_KEY"):
+            from groundeval.langsmith_stream import LangSmithStream
+
+            self.stream = LangSmithStream.from_env(self.info)
 
     @staticmethod
     def _build_agent(config: pytest.Config, settings: Settings) -> Agent:
@@ -181,7 +190,9 @@ class GroundevalSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write the run record (controller only), even when the run was interrupted."""
+        """Flush the LangSmith stream (every process); write the run record (controller only)."""
+        if self.stream is not None:
+            self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or (not self.records and not self.collection_errors):
             return
         stopped = bool(session.shouldstop or session.shouldfail)
