@@ -80,3 +80,17 @@ def test_extraction_unparseable_answer_scores_as_empty_prediction_with_error() -
 def test_extraction_numeric_code_is_normalised_to_string() -> None:
     parsed = TASK.parse(None, '[{"rxnorm_code": 316049, "display": "x"}]')  # type: ignore[arg-type]
     assert parsed.value == [{"rxnorm_code": "316049", "display": "x"}]
+
+
+def test_system_prompt_example_agrees_with_an_independent_reader_and_is_cacheable() -> None:
+    from groundeval.agents.baseline import BaselineExtractionAgent
+    from groundeval.records import AgentRequest, Prompt
+    from groundeval.tasks.extraction_prompt import EXAMPLE_BUNDLE, example_answer, system_prompt
+
+    prompt = Prompt(system="", user="Bundle:\n" + json.dumps(EXAMPLE_BUNDLE))
+    text = BaselineExtractionAgent().run(AgentRequest(case_id="example", task="extraction", prompt=prompt)).text
+    by_code = lambda items: sorted(items, key=lambda i: (i["rxnorm_code"] or "", i["display"]))  # noqa: E731
+    assert by_code(json.loads(text)) == by_code(example_answer())
+    assert len(example_answer()) == 4  # metformin once, lisinopril, amlodipine, uncoded lidocaine
+    # Anthropic caches a prefix of at least 1,024 tokens (Opus); at ~4 characters a token, keep a margin.
+    assert len(system_prompt()) / 4 > 1300

@@ -18,29 +18,10 @@ from groundeval.errors import ConfigError, DatasetError
 from groundeval.parsing import extract_json
 from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.extraction import aggregate_medications, score_medications
+from groundeval.tasks.extraction_prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.medlist import active_medications, find_patient, inactive_codes
 
 __all__ = ["ANSWER_FORMAT", "ExtractionTask"]
-
-ANSWER_FORMAT = (
-    'A JSON array, one object per active medication: [{"rxnorm_code": "<RxCUI>", '
-    '"display": "<display exactly as in the record>"}]. List each medication once. If a '
-    "medication has no RxNorm code in the record, use null for rxnorm_code and the record's "
-    "text as display. If there are none, answer []."
-)
-
-INSTRUCTIONS = f"""You read FHIR R4 Bundles and report a patient's medications.
-
-List every medication the patient is currently prescribed: the MedicationRequest resources \
-whose status is "active" and whose subject is the patient. Ignore stopped, completed, cancelled \
-and other non-active requests. A MedicationRequest names its drug either in \
-medicationCodeableConcept or through medicationReference to a Medication resource (in the \
-Bundle or contained in the request). Use the RxNorm coding (system \
-http://www.nlm.nih.gov/research/umls/rxnorm), not NDC or other systems, and copy its display \
-character for character.
-
-Answer with only the JSON, no prose and no markdown fence. Format: {ANSWER_FORMAT}"""
-
 
 def _is_answer(value: object) -> bool:
     return isinstance(value, list) and all(
@@ -99,9 +80,9 @@ class ExtractionTask:
         return Case(case_id=f"{label}-{pid[:8]}", source=path, sha256=digest, data=bundle, meta=meta)
 
     def prompt(self, case: Case) -> Prompt:
-        """System: the fixed instructions; user: the Bundle JSON and the answer format."""
+        """System: instructions and a worked example (``extraction_prompt``); user: the Bundle."""
         bundle = json.dumps(case.data, ensure_ascii=False, separators=(",", ":"))
-        return Prompt(system=INSTRUCTIONS, user=f"Bundle:\n{bundle}\n\nAnswer format: {ANSWER_FORMAT}")
+        return Prompt(system=system_prompt(), user=f"Bundle:\n{bundle}\n\nAnswer format: {ANSWER_FORMAT}")
 
     def context(self, case: Case) -> dict[str, Any]:
         """No facts beyond the prompt."""
