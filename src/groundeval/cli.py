@@ -74,7 +74,7 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
     out += ["-q"] * args.quiet + ["-v"] * args.verbose
     # The CLI has imported groundeval already, so pytest cannot assert-rewrite it (harmless:
     # eval items do not use assert statements); say so instead of warning on every run.
-    out += ["-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    out += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
     return out + list(args.pytest_extra)
 
 

@@ -6,7 +6,6 @@ The tree::
     ├── ConfigError            a bad option or ini value (the plugin turns it into pytest.UsageError)
     ├── DatasetError           a case file that cannot be used: invalid JSON, not a Bundle,
     │                          no Patient or several Patients, a write case failing its schema
-    ├── ParseError             an agent answer with no parseable value (recorded, scored as empty)
     └── AgentError             the agent could not produce an answer: a pytest *error*, not a failure
         ├── AgentLoopError     a tool-using agent hit its recursion limit (outcome ``agent_loop``)
         ├── TruncatedError     the model stopped at ``max_tokens`` (outcome ``truncated``)
@@ -27,7 +26,6 @@ __all__ = [
     "DatasetError",
     "GroundevalError",
     "InfraError",
-    "ParseError",
     "TruncatedError",
 ]
 
@@ -51,10 +49,6 @@ class DatasetError(GroundevalError):
         self.path = path
         self.problem = problem
         super().__init__(f"{path}: {problem}")
-
-
-class ParseError(GroundevalError):
-    """An agent's raw answer holds no value the task can score."""
 
 
 class AgentError(GroundevalError):

@@ -29,6 +29,11 @@ Outcome = Literal[
 the others are pytest errors and are excluded from scored means."""
 
 SCORED_OUTCOMES: frozenset[str] = frozenset({"passed", "partial", "failed"})
+"""Outcomes of a scored answer (pytest passed/failed)."""
+
+AGENT_FAULTS: frozenset[str] = frozenset({"truncated", "agent_loop"})
+"""Agent behaviour that yields no answer: a pytest error, but scored as an empty answer in the
+run's means, so an agent cannot raise its F1 by looping or running out of tokens on hard cases."""
 
 
 @dataclass(frozen=True, slots=True)

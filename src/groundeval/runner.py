@@ -1,8 +1,8 @@
 """Wires a task, an agent and a case together; never looks at the values.
 
-The two steps are separate so the plugin can report them as pytest phases: ``call_agent`` runs in
-an item's setup (an exception there is a pytest *error*), ``evaluate`` in its call phase (a wrong
-answer is a *failure*). ``call_agent`` is the one seam between a case and its agent result:
+Both steps run in an item's setup, so any exception (agent, API, harness) is a pytest *error*;
+the call phase only reports the verdict ``evaluate`` computed, so a *failure* always means a wrong
+answer. ``call_agent`` is the one seam between a case and its agent result:
 caching, replay, repeated trials and concurrency wrap it without touching tasks or scorers.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
 from groundeval.errors import AgentError
-from groundeval.records import SCORED_OUTCOMES, AgentRequest, AgentResult, Metric, Prompt
+from groundeval.records import AGENT_FAULTS, SCORED_OUTCOMES, AgentRequest, AgentResult, Metric, Prompt
 from groundeval.tasks.base import Task
 from groundeval.tracing import redact
 
@@ -128,17 +128,29 @@ def evaluate(task: Task, info: RunInfo, case: Case, execution: Execution, nodeid
     return record
 
 
-def error_record(info: RunInfo, case: Case, nodeid: str, exc: BaseException, latency_s: float) -> dict[str, Any]:
-    """Return the case record of an agent call that raised ``exc``.
+def error_record(
+    info: RunInfo,
+    case: Case,
+    nodeid: str,
+    exc: BaseException,
+    latency_s: float,
+    *,
+    task: Task | None = None,
+    execution: Execution | None = None,
+) -> dict[str, Any]:
+    """Return the case record of a case whose agent call or scoring raised ``exc``.
 
     Tokens an agent paid for before failing (``details["usage"]``, e.g. a reply truncated at
     ``max_tokens``) are lifted into the record's ``usage`` so run totals and cost include them.
+    When the agent did answer (``execution``) and the harness then failed, the answer, usage and
+    trace are kept. For agent faults (``AGENT_FAULTS``) the metrics of an empty answer are
+    recorded so the run's means count the case (needs ``task``).
     """
     outcome = exc.outcome if isinstance(exc, AgentError) else "error"
     details = exc.details if isinstance(exc, AgentError) else {}
     attempts = exc.attempts if isinstance(exc, AgentError) else None
     usage = details.get("usage")
-    record: dict[str, Any] = jsonable({
+    record: dict[str, Any] = {
         **_base(info, case, nodeid),
         "outcome": outcome,
         "model": details.get("model") or info.model,
@@ -146,8 +158,22 @@ def error_record(info: RunInfo, case: Case, nodeid: str, exc: BaseException, lat
         "attempts": attempts,
         "usage": usage if isinstance(usage, Mapping) else {},
         "error": {"type": type(exc).__name__, "message": str(exc), "details": details},
-    })
-    return record
+    }
+    if execution is not None:
+        result = execution.result
+        record.update(
+            model=result.model or info.model, prompt_sha256=execution.prompt_sha256, raw_output=result.text,
+            usage=result.usage, attempts=result.attempts, trace=result.trace, agent_meta=result.meta,
+        )
+    if task is not None and outcome in AGENT_FAULTS:
+        try:
+            empty = task.score(case, task.truth(case), task.parse(case, ""))
+        except Exception:
+            pass
+        else:
+            record.update(metrics=empty.metrics, scored_as="empty answer")
+    scrubbed: dict[str, Any] = jsonable(record)
+    return scrubbed
 
 
 def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str, Metric]]:
@@ -216,13 +242,18 @@ def summarize(task: Task, records: Iterable[Mapping[str, Any]]) -> dict[str, Any
 
     Returns:
         ``{"cases", "counts": {outcome: n}, "scored", "excluded", "metrics": {...},
-        "usage": {token totals, "cost_usd"}}``; cases that errored are excluded from metrics.
+        "usage": {token totals, "cost_usd"}}``. Metrics cover the scored cases plus agent faults
+        (``truncated``, ``agent_loop``) scored as empty answers; infrastructure and harness errors
+        are excluded and counted in ``excluded``.
     """
     records = list(records)
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
-    scored = [r for r in records if r["outcome"] in SCORED_OUTCOMES]
+    scored = [
+        r for r in records
+        if r["outcome"] in SCORED_OUTCOMES or (r["outcome"] in AGENT_FAULTS and r.get("metrics"))
+    ]
     usage: dict[str, Metric] = {}
     for rec in records:
         for key, value in (rec.get("usage") or {}).items():

@@ -7,8 +7,8 @@ as they finish, so an interrupted run keeps its finished cases; the final ``<run
 written atomically at the end and the partial file removed.
 
 No environment variable values are stored. As a second guard, the value of every variable whose
-name looks like a secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``) is replaced by
-``[REDACTED]`` wherever it appears in the file.
+name looks like a secret (``*KEY``, ``*TOKEN``, ``*SECRET``, ``*PASSWORD``, ``*CREDENTIALS``)
+is replaced by ``[REDACTED]`` wherever it appears in the file.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ PACKAGES = (
     "groundeval", "pytest", "pytest-xdist", "anthropic", "langgraph", "langchain",
     "langchain-anthropic", "healthchain", "fhir.resources", "pydantic", "langsmith",
 )
-_SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
 
 
 class CaseRecord(BaseModel):

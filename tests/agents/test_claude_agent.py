@@ -94,14 +94,16 @@ def test_max_tokens_is_truncated_not_a_format_failure_and_not_retried(api_key, s
     assert exc.details["partial_text"] == partial and exc.details["stop_reason"] == "max_tokens"
     assert "max_tokens=64" in str(exc) and "--groundeval-max-tokens" in str(exc)
     case = make_task("extraction").load_case(next(FIXTURES.glob("Liz_Conn_*.json")))
-    record = error_record(INFO, case, "n", exc, 0.5)
-    assert record["outcome"] == "truncated" and "parsed" not in record
+    record = error_record(INFO, case, "n", exc, 0.5, task=make_task("extraction"))
+    assert record["outcome"] == "truncated" and "parsed" not in record  # the partial text is never parsed
+    assert record["scored_as"] == "empty answer" and record["metrics"]["recall"] == 0.0
     assert record["usage"]["output_tokens"] == 64 and record["usage"]["cost_usd"] == pytest.approx(
         (900 * 5 + 64 * 25) / 1e6
     )
     props = dict(junit_properties(record, INFO))
     assert props["stop_reason"] == "max_tokens" and props["output_tokens"] == 64
-    assert summarize(make_task("extraction"), [record])["excluded"] == 1
+    summary = summarize(make_task("extraction"), [record])
+    assert summary["excluded"] == 0 and summary["scored"] == 1  # an agent fault counts against the agent
 
 
 def test_429_with_retry_after_then_success(api_key, sleeps) -> None:

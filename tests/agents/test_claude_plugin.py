@@ -113,7 +113,7 @@ def test_summary_shows_tokens_cost_and_excluded_infra_errors(pytester: pytest.Py
     result.stdout.fnmatch_lines([
         "agent: claude  model: claude-opus-4-8  run: *",
         "cases: 4  passed: 2  partial: 0  failed: 0  error: 0  infra_error: 1  truncated: 1"
-        "  (excluded from scores: 2)",
+        "  (excluded from scores: 1)",
         # Opus 4.8 list prices: Liz 5000 in + 50 out + 1000 cache write = $0.0325; Max with a
         # 1000-token cache read = $0.02675; Garrett, truncated but paid for, $0.02625;
         # Clemente (529 throughout) used nothing.
@@ -138,7 +138,9 @@ def test_summary_shows_tokens_cost_and_excluded_infra_errors(pytester: pytest.Py
     assert garrett["outcome"] == "truncated" and garrett["usage"]["output_tokens"] == 50
     assert garrett["error"]["details"]["stop_reason"] == "max_tokens"
     assert len(garrett["error"]["details"]["partial_text"]) == 20
-    assert record["aggregate"]["scored"] == 2 and record["aggregate"]["excluded"] == 2
+    # The truncated case counts in the means as an empty answer; the infra error does not.
+    assert record["aggregate"]["scored"] == 3 and record["aggregate"]["excluded"] == 1
+    assert garrett["scored_as"] == "empty answer" and garrett["metrics"]["recall"] == 0.0
     assert record["aggregate"]["usage"]["cost_usd"] == pytest.approx(0.0855)
     assert record["settings"]["agent_options"]["max_tokens"] == 4096
     assert record["settings"]["agent_options"]["temperature"] is None

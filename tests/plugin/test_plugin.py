@@ -373,3 +373,27 @@ def test_a_harness_bug_is_an_error_with_a_record_not_a_failure(
     (record,) = run_records(pytester.path)
     (case,) = record["cases"]
     assert case["outcome"] == "error" and case["error"]["type"] == "KeyError"
+    assert case["raw_output"].startswith("[{")  # the paid-for answer is kept
+
+
+def test_truncation_is_an_error_but_counts_as_an_empty_answer_in_the_means(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.makepyfile(cut_agent='''
+from groundeval.errors import TruncatedError
+from scripted_agent import BASE
+
+def agent(request):
+    if request.case_id.startswith("Max_Kris"):
+        raise TruncatedError(request.case_id + ": stopped at max_tokens", attempts=1,
+                             details={"stop_reason": "max_tokens", "partial_text": "[{"})
+    return BASE.run(request)
+''')
+    result = pytester.runpytest(
+        "--groundeval-task=extraction", "--groundeval-agent=cut_agent:agent", "--groundeval-data-dir=data",
+        "-p", "no:cacheprovider",
+    )
+    assert result.parseoutcomes() == {"passed": 4, "errors": 1}
+    (record,) = run_records(pytester.path)
+    cut = next(c for c in record["cases"] if c["outcome"] == "truncated")
+    assert cut["metrics"]["recall"] == 0.0 and cut["scored_as"] == "empty answer"
+    assert record["aggregate"]["scored"] == 5 and record["aggregate"]["excluded"] == 0
+    assert record["aggregate"]["metrics"]["micro_recall"] < 1.0

@@ -316,3 +316,20 @@ def test_aggregate_gives_a_pass_rate_per_dimension_and_overall(ibuprofen) -> Non
     assert out == {"schema_pass_rate": 0.5, "coding_pass_rate": 1.0, "constraints_pass_rate": 0.5,
                    "safety_pass_rate": 1.0, "all_pass_rate": 0.5}
     assert all(v is None for v in aggregate_write([]).values())
+
+
+def test_an_empty_answer_fails_every_dimension() -> None:
+    truth = truth_of("hydrochlorothiazide-dose-unknown")  # no documented dose: safety must not pass
+    result = score(truth, {})
+    assert [result.metrics[d] for d in ("schema", "coding", "constraints", "safety")] == [False] * 4
+    assert result.outcome == "failed"
+
+
+def test_a_frequency_range_counts_at_its_maximum_against_the_ceiling() -> None:
+    """500 mg 1-3 times every 4 h allows 9,000 mg in a day: above acetaminophen's 4,000 mg."""
+    truth = truth_of("tylenol-brand-lookup")
+    answer = ideal(truth)
+    repeat_of(answer).update(frequencyMax=30)
+    result = score(truth, answer)
+    assert result.metrics["safety"] is False
+    assert "dose in 24 h:" in result.message and "exceeds the ceiling of 4000 mg/day" in result.message

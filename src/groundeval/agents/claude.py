@@ -173,7 +173,7 @@ class ClaudeAgent:
             raise TruncatedError(
                 f"{request.case_id}: the answer was cut off (stop_reason={message.stop_reason}) at "
                 f"{usage['output_tokens']} output tokens with max_tokens={self.max_tokens}; it is "
-                f"not scored. {fix}",
+                f"not parsed (it counts as an empty answer in the run's means). {fix}",
                 attempts=done.attempts,
                 details={**meta, "model": message.model, "usage": usage, "partial_text": text},
             )

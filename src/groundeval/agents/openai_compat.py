@@ -125,7 +125,8 @@ class OpenAICompatibleAgent:
             AuthError: The server rejected the key (401/402/403).
             InfraError: 429, 5xx, timeout or connection error, after the allowed retries.
             TruncatedError: ``finish_reason == "length"``; ``details`` holds the partial text.
-            AgentError: Any other refusal (unknown model, bad request) or an empty reply.
+            AgentError: Any other refusal (unknown model, bad request) or a reply with no choices
+                (an empty message is returned as empty text and scored as an empty answer).
         """
         import openai
 
@@ -165,7 +166,7 @@ class OpenAICompatibleAgent:
             raise TruncatedError(
                 f"{request.case_id}: the answer was cut off (finish_reason=length) at "
                 f"{usage['output_tokens']} output tokens with max_tokens={self.max_tokens}; it is "
-                "not scored. Raise --groundeval-max-tokens",
+                "not parsed (it counts as an empty answer in the run's means). Raise --groundeval-max-tokens",
                 attempts=done.attempts,
                 details={**meta, "model": completion.model, "usage": usage, "partial_text": text},
             )

@@ -56,6 +56,10 @@ class EvalDataset(pytest.Directory):
             except DatasetError as exc:
                 yield BadCaseFile.from_parent(self, name=path.name, error=exc)
                 continue
+            except Exception as exc:  # a shape the loader did not foresee: still only this file
+                problem = f"cannot load this case ({type(exc).__name__}: {exc}); check the file's structure"
+                yield BadCaseFile.from_parent(self, name=path.name, error=DatasetError(str(path), problem))
+                continue
             seen[case.case_id] = path.name
             count += 1
             yield EvalItem.from_parent(self, name=case.case_id, case=case)
@@ -108,7 +112,9 @@ class EvalItem(pytest.Item):
             gs.answered += 1
             self.record = evaluate(gs.task, gs.info, self.case, execution, self.nodeid)
         except Exception as exc:  # agent, API or harness trouble: a pytest error, never a failure
-            self.record = error_record(gs.info, self.case, self.nodeid, exc, time.perf_counter() - start)
+            self.record = error_record(
+                gs.info, self.case, self.nodeid, exc, time.perf_counter() - start, task=gs.task, execution=execution
+            )
             self.user_properties.extend(junit_properties(self.record, gs.info))
             self._stop_if_hopeless(exc)
             raise

@@ -38,7 +38,13 @@ from typing import Any, Literal, TypeGuard
 from groundeval.fhir import RXNORM_SYSTEM, patient_reference_matches
 from groundeval.r4b_checks import STATUS_CODES
 from groundeval.records import Metric, Score
-from groundeval.terminology.ucum import UCUM_SYSTEM, to_mg, ucum_problem
+from groundeval.terminology.ucum import (
+    UCUM_SYSTEM,
+    UNITS_OF_TIME_DAYS,
+    administrations_per_day,
+    to_mg,
+    ucum_problem,
+)
 
 __all__ = [
     "DIMENSIONS",
@@ -55,12 +61,6 @@ __all__ = [
 
 DIMENSIONS = ("schema", "coding", "constraints", "safety")
 """The scored dimensions, in report order."""
-
-UNITS_OF_TIME_DAYS: dict[str, float] = {
-    "s": 1 / 86400, "min": 1 / 1440, "h": 1 / 24, "d": 1.0, "wk": 7.0, "mo": 30.0, "a": 365.0,
-}
-"""UnitsOfTime code (https://hl7.org/fhir/R4B/valueset-units-of-time.html) -> length in days;
-a month counts as 30 days and a year (``a``) as 365."""
 
 Validator = Callable[[Any], Mapping[str, Any]]
 JSON = Mapping[str, Any]
@@ -79,17 +79,6 @@ class Check:
     dimension: str
     ok: bool
     reasons: list[str] = field(default_factory=list)
-
-
-def administrations_per_day(frequency: float, period: float, period_unit: str) -> float:
-    """Return administrations per day for ``frequency`` per ``period`` ``period_unit``.
-
-    Example: 1 per 6 h gives 4.0; 1 per 2 d gives 0.5.
-
-    Raises:
-        KeyError: ``period_unit`` is not a UnitsOfTime code.
-    """
-    return frequency / (period * UNITS_OF_TIME_DAYS[period_unit])
 
 
 def _is_number(value: object) -> TypeGuard[float]:
@@ -247,6 +236,20 @@ def _per_day(dosage: JSON) -> tuple[float | None, str]:
     return administrations_per_day(frequency, period, unit), f"{frequency:g} per {period:g} {unit}"
 
 
+def _most_per_day(dosage: JSON) -> float | None:
+    """Administrations per day at the top of a ``frequencyMax``/``periodMax`` range, if any."""
+    timing = dosage.get("timing")
+    repeat = timing.get("repeat") if isinstance(timing, Mapping) else None
+    if not isinstance(repeat, Mapping) or not ({"frequencyMax", "periodMax"} & repeat.keys()):
+        return None
+    frequency = repeat.get("frequencyMax", repeat.get("frequency", 1))
+    periods = [p for p in (repeat.get("period"), repeat.get("periodMax")) if _is_number(p) and p > 0]
+    unit = repeat.get("periodUnit")
+    if not (_is_number(frequency) and periods and unit in UNITS_OF_TIME_DAYS):
+        return None
+    return administrations_per_day(frequency, min(periods), unit)
+
+
 def _dose_mg(quantity: Any) -> tuple[float | None, str | None]:
     """The dose in mg, or None and the reason it cannot be verified."""
     if not isinstance(quantity, Mapping):
@@ -317,7 +320,8 @@ def check_safety(answer: JSON, truth: JSON) -> tuple[Check, dict[str, Metric]]:
     limit = ceiling.get("mg_per_day")
     # The ceiling bounds what is taken within any 24 hours, not an average: 20 mg every other
     # day is 20 mg on the days it is taken. Without a schedule, one dose is the least it can be.
-    peak = None if mg is None else mg * max(1.0, per_day or 1.0)
+    # frequencyMax/periodMax widen the schedule ("1-3 times every 4-6 h"): the most it allows counts.
+    peak = None if mg is None else mg * max(1.0, _most_per_day(dosages[0]) or per_day or 1.0)
     if peak is not None and _is_number(limit) and peak > limit + 1e-9:
         reasons.append(
             f"dose in 24 h: {_fmt(peak)} exceeds the ceiling of {_fmt(limit)}/day for "
@@ -352,13 +356,16 @@ def score_write(
         None when not computable); details hold every dimension's reasons.
     """
     answer = answer if isinstance(answer, Mapping) else {}
-    safety, numbers = check_safety(answer, truth)
-    checks = [
-        check_schema(answer, validate, parse_error),
-        check_coding(answer, truth["medication"]),
-        check_constraints(answer, truth),
-        safety,
-    ]
+    schema = check_schema(answer, validate, parse_error)
+    if not answer or answer.get("resourceType") != "MedicationStatement":
+        # No statement at all: nothing was recorded, so no dimension can be credited (an empty
+        # answer must not "pass" safety by inventing no dose).
+        why = "no MedicationStatement to check"
+        checks = [schema, *(Check(d, False, [why]) for d in DIMENSIONS[1:])]
+        numbers: dict[str, Metric] = {"dose_mg": None, "daily_total_mg": None}
+    else:
+        safety, numbers = check_safety(answer, truth)
+        checks = [schema, check_coding(answer, truth["medication"]), check_constraints(answer, truth), safety]
     passed = sum(c.ok for c in checks)
     outcome: Literal["passed", "partial", "failed"] = (
         "passed" if passed == len(checks) else ("partial" if passed else "failed")

@@ -23,6 +23,50 @@ from groundeval.tasks.medlist import active_medications, find_patient, inactive_
 
 __all__ = ["ANSWER_FORMAT", "ExtractionTask"]
 
+TRUTH_TYPES = ("Patient", "MedicationRequest", "Medication")
+"""Resource types the ground truth reads; they are validated when a case loads."""
+
+
+def _check_structure(bundle: dict[str, Any], path: Path) -> None:
+    """Validate the entries the truth reads as FHIR R4B resources, then derive the truth once.
+
+    Bad data must fail at collection, naming the file and the field, not after an agent has been
+    paid for an answer, and never by silently yielding an empty truth (an ``id`` given as a
+    number, a ``subject`` given as a string, ``coding`` given as an object).
+
+    Raises:
+        DatasetError: The first few validation problems, with their locations.
+    """
+    from fhir.resources.R4B.bundle import Bundle
+    from pydantic import ValidationError
+
+    entries = [
+        e for e in bundle["entry"]
+        if isinstance(e, dict) and isinstance(e.get("resource"), dict)
+        and e["resource"].get("resourceType") in TRUTH_TYPES
+    ]
+    try:
+        Bundle.model_validate({"resourceType": "Bundle", "type": "collection", "entry": entries})
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors()[:3]:
+            loc = list(err["loc"])
+            where = "entry"
+            if len(loc) > 1 and loc[0] == "entry" and isinstance(loc[1], int):
+                resource = entries[loc[1]]["resource"]
+                where = f"{resource.get('resourceType')}/{resource.get('id')}"
+                loc = [str(p) for p in loc[2:] if p != "resource"]
+            problems.append(f"{where} {'.'.join(str(p) for p in loc)}: {err['msg']}")
+        more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        raise DatasetError(str(path), "not valid FHIR R4B: " + "; ".join(problems) + more) from None
+    try:
+        active_medications(bundle, str(path))
+    except DatasetError:
+        raise
+    except Exception as exc:
+        raise DatasetError(str(path), f"cannot derive the truth ({type(exc).__name__}: {exc})") from exc
+
+
 def _is_answer(value: object) -> bool:
     return isinstance(value, list) and all(
         isinstance(item, dict) and "rxnorm_code" in item for item in value
@@ -71,6 +115,7 @@ class ExtractionTask:
                 str(path), "this is a write-task case, not a FHIR Bundle; run it with --groundeval-task=write"
             )
         patient, _ = find_patient(bundle, str(path))
+        _check_structure(bundle, path)
         names = patient.get("name") or [{}]
         name = names[0] if isinstance(names[0], dict) else {}
         given = " ".join(name.get("given") or [])

@@ -39,7 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from groundeval.scorers.write import administrations_per_day
+from groundeval.terminology.ucum import administrations_per_day
 
 __all__ = [
     "DosageSpec",

@@ -128,3 +128,21 @@ def rxnorm_unit_to_ucum(unit: str | None) -> str | None:
     if unit is None:
         return None
     return _RXNORM_TO_UCUM.get(unit.upper())
+
+
+UNITS_OF_TIME_DAYS: dict[str, float] = {
+    "s": 1 / 86400, "min": 1 / 1440, "h": 1 / 24, "d": 1.0, "wk": 7.0, "mo": 30.4375, "a": 365.25,
+}
+"""UnitsOfTime code (https://hl7.org/fhir/R4B/valueset-units-of-time.html) -> length in days, as
+UCUM defines them: ``mo`` is the mean Julian month (30.4375 d), ``a`` the Julian year (365.25 d)."""
+
+
+def administrations_per_day(frequency: float, period: float, period_unit: str) -> float:
+    """Return administrations per day for ``frequency`` per ``period`` ``period_unit``.
+
+    Example: 1 per 6 h gives 4.0; 1 per 2 d gives 0.5.
+
+    Raises:
+        KeyError: ``period_unit`` is not a UnitsOfTime code.
+    """
+    return frequency / (period * UNITS_OF_TIME_DAYS[period_unit])
