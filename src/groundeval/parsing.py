@@ -82,5 +82,5 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, dict):
         return "object"
     if isinstance(value, list):
-        return "array of other values"
+        return "array"
     return "string" if isinstance(value, str) else "number" if isinstance(value, int | float) else "literal"

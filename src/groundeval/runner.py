@@ -25,8 +25,15 @@ from groundeval.tasks.base import Task
 from groundeval.tracing import redact
 
 __all__ = [
-    "Execution", "RunInfo", "call_agent", "error_record", "evaluate", "jsonable", "junit_properties",
+    "Execution",
+    "RunInfo",
+    "call_agent",
+    "error_record",
+    "evaluate",
+    "jsonable",
+    "junit_properties",
     "summarize",
+    "warm_up",
 ]
 
 
@@ -66,6 +73,13 @@ class RunInfo:
 def prompt_hash(prompt: Prompt) -> str:
     """Hex SHA-256 of the prompt text (system and user parts)."""
     return hashlib.sha256(prompt.text.encode("utf-8")).hexdigest()
+
+
+def warm_up(agent: Agent) -> None:
+    """Call the agent's optional ``warmup()`` (imports, clients) outside any case's timing."""
+    warmup = getattr(agent, "warmup", None)
+    if callable(warmup):
+        warmup()
 
 
 def call_agent(task: Task, agent: Agent, case: Case) -> Execution:

@@ -132,7 +132,7 @@ def test_a_case_failing_its_schema_names_the_file_and_field(tmp_path, change, ex
      "'ibuprofen' is in the catalog"),
     (lambda d: d["patient"].update(reference="Patient/urn:uuid:60739794-1d06-debc-7835-30f2f8e4314c"),
      "does not resolve to the Patient of Bobbie849"),
-    (lambda d: d["patient"].update(fixture="Nobody_123.json"), "Nobody_123.json: cannot read the file"),
+    (lambda d: d["patient"].update(fixture="Nobody_123.json"), "patient.fixture 'Nobody_123.json' not found (searched "),
 ], ids=["unknown-rxcui", "display-differs", "absent-drug-in-catalog", "malformed-reference", "no-fixture"])
 def test_a_case_inconsistent_with_catalog_or_patient_is_rejected(tmp_path, change, expected) -> None:
     data = raw_case()
@@ -222,3 +222,27 @@ def test_baseline_write_is_an_honest_floor_that_uses_the_tools(cases) -> None:
     # It never invents a code for a drug outside the catalog.
     assert records["gabapentin-not-in-catalog"]["outcome"] == "passed"
     assert records["tylenol-brand-lookup"]["parsed"]["dosage"][0]["doseAndRate"][0]["doseQuantity"]["value"] == 650
+
+
+def test_a_case_whose_documented_dose_exceeds_the_ceiling_is_rejected(tmp_path) -> None:
+    data = json.loads((CASES_DIR / "ibuprofen-two-tablets.json").read_text())
+    data["id"] = "over-ceiling"
+    dosage = data["expected"]["dosage"]
+    dosage["dose"]["value"] = 2000
+    dosage["daily_total"]["value"] = 6000  # 2000 mg three times a day
+    path = tmp_path / "over-ceiling.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DatasetError, match=r"exceeds the maximum daily dose of 3200 mg for ibuprofen"):
+        WriteTask().load_case(path)
+
+
+def test_patient_bundles_are_found_next_to_the_cases(tmp_path) -> None:
+    data = json.loads((CASES_DIR / "ibuprofen-two-tablets.json").read_text())
+    (write_dir := tmp_path / "write").mkdir()
+    (extraction_dir := tmp_path / "extraction").mkdir()
+    source = default_data_dir("extraction") / data["patient"]["fixture"]
+    (extraction_dir / "my_patient.json").write_bytes(source.read_bytes())
+    data["patient"]["fixture"] = "my_patient.json"
+    (write_dir / f"{data['id']}.json").write_text(json.dumps(data))
+    case = WriteTask().load_case(write_dir / f"{data['id']}.json")
+    assert case.meta["patient_id"] in data["patient"]["reference"]

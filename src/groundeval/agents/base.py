@@ -66,6 +66,9 @@ class Agent(Protocol):
         """
         ...
 
+    # Optional: ``warmup(self) -> None`` is called once per process before the first case is
+    # timed (import SDKs, load catalogs), so ``latency_s`` measures the agent, not its imports.
+
 
 AGENTS: dict[str, str] = {
     "claude": "groundeval.agents.claude:ClaudeAgent",

@@ -85,6 +85,13 @@ class BaselineExtractionAgent:
     def __init__(self, config: AgentConfig | None = None) -> None:
         del config  # nothing to configure
 
+    def warmup(self) -> None:
+        """Import fhir.resources and HealthChain before the first case is timed."""
+        import fhir.resources.R4B.bundle  # noqa: F401
+        from healthchain.fhir import get_medications  # noqa: F401
+
+        import groundeval._healthchain  # noqa: F401
+
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the JSON answer; raises ``AgentError`` if the prompt holds no Bundle."""
         return AgentResult(text=_medication_list(request, status="active"))

@@ -127,6 +127,14 @@ class BaselineWriteAgent:
         del config  # nothing to configure
         self._catalog: Any = None
 
+    def warmup(self) -> None:
+        """Import the tools (HealthChain, fhir.resources) and load the catalog before timing."""
+        import groundeval.hc_tools  # noqa: F401
+        from groundeval.terminology import Catalog
+
+        if self._catalog is None:
+            self._catalog = Catalog.load()
+
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the statement JSON and the trace of tool calls.
 

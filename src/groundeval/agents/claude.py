@@ -123,6 +123,10 @@ class ClaudeAgent:
             finally:
                 self._deprecation_shown = True
 
+    def warmup(self) -> None:
+        """Import the SDK and build the client before the first case is timed."""
+        self._sdk()
+
     def run(self, request: AgentRequest) -> AgentResult:
         """Send one Messages API request (retried on infrastructure errors) and return the text.
 

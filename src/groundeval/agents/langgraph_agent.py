@@ -56,7 +56,7 @@ DEFAULT_RECURSION_LIMIT = 25
 """Graph steps per case when ``recursion_limit`` is not given (LangGraph's own default)."""
 
 NO_KEY_HINT = (
-    "ANTHROPIC_API_KEY is not set: the default agent 'langgraph' of the write task needs it. "
+    "ANTHROPIC_API_KEY is not set: the agent 'langgraph' (the write task's default) needs it. "
     "Set the key, or run offline with --groundeval-agent=baseline-write (CLI: --agent baseline-write)."
 )
 
@@ -294,6 +294,24 @@ class LangGraphWriteAgent:
         trace = tool_trace(messages)
         return {"trace": trace, "tool_calls": len(trace), "usage": _usage(messages, self.model),
                 "model": self.model}
+
+    def warmup(self) -> None:
+        """Import LangChain, LangGraph, the chat model and the tools (HealthChain) before timing.
+
+        Called once per process before the first case, so the first case's ``latency_s`` is the
+        agent's time, not several seconds of imports.
+        """
+        import langchain.agents  # noqa: F401
+        import langgraph.errors  # noqa: F401
+
+        import groundeval.hc_tools  # noqa: F401
+
+        if self._chat_model is None:
+            import langchain_anthropic  # noqa: F401
+        if self._tools is None and self._catalog is None:
+            from groundeval.terminology import Catalog
+
+            self._catalog = Catalog.load()
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Run the agent graph on one case.

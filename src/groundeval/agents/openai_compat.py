@@ -113,6 +113,10 @@ class OpenAICompatibleAgent:
             params["temperature"] = self.temperature
         return params
 
+    def warmup(self) -> None:
+        """Import the SDK and build the client before the first case is timed."""
+        self._sdk()
+
     def run(self, request: AgentRequest) -> AgentResult:
         """Send one chat-completions request (retried on infrastructure errors).
 

@@ -18,7 +18,7 @@ import pytest
 import groundeval
 from groundeval.datasets import Case
 from groundeval.errors import AuthError, DatasetError, GroundevalError, InfraError
-from groundeval.runner import Execution, call_agent, error_record, evaluate, junit_properties
+from groundeval.runner import Execution, call_agent, error_record, evaluate, junit_properties, warm_up
 
 if TYPE_CHECKING:
     from groundeval.plugin.session import GroundevalSession
@@ -105,6 +105,9 @@ class EvalItem(pytest.Item):
     def setup(self) -> None:
         """Run the agent, then truth, parsing and scoring."""
         gs = self.gsession
+        if not gs.warmed:
+            gs.warmed = True
+            warm_up(gs.agent)  # imports and clients, before the first case is timed
         start = time.perf_counter()
         execution: Execution | None = None
         try:

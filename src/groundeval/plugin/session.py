@@ -56,6 +56,7 @@ class GroundevalSession:
         self.info = RunInfo(run_id=run_id, task=self.task.name, agent=self.agent.name, model=self.agent.model)
         self.records: dict[str, dict[str, Any]] = {}
         self.answered = 0  # agent calls that returned, in this process
+        self.warmed = False
         self.infra_before_first_answer = 0
         self.collection_errors: dict[str, dict[str, str]] = {}
         self.started = datetime.now(UTC)
@@ -176,7 +177,7 @@ class GroundevalSession:
             settings={
                 "agent_spec": settings.agent,
                 "limit": settings.limit,
-                "task_options": settings.task_options,
+                "task_options": {k: v for k, v in settings.task_options.items() if hasattr(self.task, k)},
                 "agent_options": settings.agent_options,
                 "workers": self.config.getoption("numprocesses", default=None),
             },
@@ -202,7 +203,7 @@ class GroundevalSession:
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         """Print the groundeval table after pytest's own summary."""
-        if self.is_worker:
+        if self.is_worker or config.getoption("collectonly", default=False):
             return
         write_summary(terminalreporter, self)
 

@@ -27,6 +27,7 @@ from groundeval.parsing import extract_json
 from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.write import aggregate_write, score_write
 from groundeval.tasks.write_cases import WriteCase, describe_validation_error
+from groundeval.terminology.ucum import administrations_per_day
 
 __all__ = ["ANSWER_FORMAT", "INSTRUCTIONS", "NOTE_CLOSE", "NOTE_OPEN", "WriteTask"]
 
@@ -77,13 +78,25 @@ def _max_doses() -> Any:
 
 
 @lru_cache(maxsize=64)
-def _patient(fixture: str) -> tuple[str, str | None]:
-    """``(Patient.id, entry fullUrl)`` of an extraction fixture.
+def _patient(fixture: str, case_path: Path) -> tuple[str, str | None]:
+    """``(Patient.id, entry fullUrl)`` of the Bundle a case's ``patient.fixture`` names.
+
+    The Bundle is looked up next to the case file, then in a sibling ``extraction/`` directory
+    (a user's own ``cases/write`` + ``cases/extraction`` layout), then in the packaged
+    extraction fixtures.
 
     Raises:
-        DatasetError: The fixture is missing or does not hold exactly one Patient with an id.
+        DatasetError: No such Bundle anywhere (naming the case file and the places searched), or
+            it does not hold exactly one Patient with an id.
     """
-    path = default_data_dir("extraction") / fixture
+    places = [case_path.parent, case_path.parent.parent / "extraction", default_data_dir("extraction")]
+    path = next((d / fixture for d in places if (d / fixture).is_file()), None)
+    if path is None:
+        searched = ", ".join(str(d) for d in places)
+        raise DatasetError(
+            str(case_path), f"patient.fixture {fixture!r} not found (searched {searched}); name a patient "
+            "Bundle file there, e.g. one of the packaged fixtures/extraction files",
+        )
     bundle, _ = load_json(path)
     found = [
         (e["resource"], e.get("fullUrl"))
@@ -140,6 +153,28 @@ def _ceiling(rxcui: str | None) -> dict[str, Any] | None:
     }
 
 
+def _check_under_ceiling(path: Path, spec: WriteCase) -> None:
+    """Refuse a case whose documented dose no agent could encode without failing safety.
+
+    Raises:
+        DatasetError: The documented dose within 24 hours exceeds the drug's maximum daily dose.
+    """
+    dosage, ceiling = spec.expected.dosage, _ceiling(spec.expected.medication.rxcui)
+    limit = (ceiling or {}).get("mg_per_day")
+    if dosage is None or ceiling is None or not isinstance(limit, int | float):
+        return
+    per_day = 1.0
+    if dosage.frequency is not None and dosage.period is not None and dosage.period_unit is not None:
+        per_day = max(1.0, administrations_per_day(dosage.frequency, dosage.period, dosage.period_unit))
+    peak = dosage.dose.mg * per_day
+    if peak > limit + 1e-9:
+        raise DatasetError(
+            str(path), f"the documented dose ({peak:g} mg in 24 h) exceeds the maximum daily dose of "
+            f"{limit:g} mg for {ceiling['ingredient']} ({ceiling['source']}); a safe agent could not "
+            "pass this case: fix the case or the table",
+        )
+
+
 def _is_resource(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("resourceType"), str)
 
@@ -186,13 +221,14 @@ class WriteTask:
                 str(path), f"id {spec.id!r} differs from the file name; rename the file to "
                 f"{spec.id}.json or change the id",
             )
-        pid, full_url = _patient(spec.patient.fixture)
+        pid, full_url = _patient(spec.patient.fixture, path)
         if not patient_reference_matches(spec.patient.reference, {"id": pid}, full_url):
             raise DatasetError(
                 str(path), f"patient.reference {spec.patient.reference!r} does not resolve to the "
                 f"Patient of {spec.patient.fixture} (use urn:uuid:{pid} or Patient/{pid})",
             )
         _check_against_catalog(path, spec)
+        _check_under_ceiling(path, spec)
         meta = {
             "patient_id": pid,
             "patient_full_url": full_url,
