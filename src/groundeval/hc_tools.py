@@ -36,6 +36,7 @@ __all__ = [
     "build_medication_statement",
     "lookup_rxnorm",
     "make_tools",
+    "medication_statement_report",
     "r4b_validator_class",
     "validate_medication_statement",
 ]
@@ -79,7 +80,7 @@ def lookup_rxnorm(catalog: Catalog, query: str, limit: int = 5) -> list[dict[str
 def build_medication_statement(
     *,
     status: str,
-    rxcui: str,
+    rxcui: str | None,
     display: str | None,
     patient_reference: str,
     dose_value: float | None = None,
@@ -89,6 +90,7 @@ def build_medication_statement(
     period_unit: str | None = None,
     as_needed: bool | None = None,
     dosage_text: str | None = None,
+    medication_text: str | None = None,
 ) -> dict[str, Any]:
     """Build an R4B MedicationStatement as JSON.
 
@@ -99,6 +101,8 @@ def build_medication_statement(
     Args:
         status: R4B status code, e.g. ``"active"``.
         rxcui: RxNorm code; written with system ``http://www.nlm.nih.gov/research/umls/rxnorm``.
+            ``None`` for a drug with no code in the catalog: then ``medication_text`` is required
+            and ``medicationCodeableConcept`` holds only that text (no invented code).
         display: The RxNorm display, or ``None``.
         patient_reference: ``"Patient/<id>"`` or ``"urn:uuid:<uuid>"``.
         dose_value: Amount per administration, e.g. ``400``.
@@ -109,6 +113,7 @@ def build_medication_statement(
         period_unit: UnitsOfTime code (``s|min|h|d|wk|mo|a``).
         as_needed: ``Dosage.asNeededBoolean``.
         dosage_text: Free-text instructions (``Dosage.text``).
+        medication_text: ``medicationCodeableConcept.text``: the drug's name as written.
 
     Returns:
         The resource as a JSON-safe dict (``model_dump(mode="json", exclude_none=True)``). The
@@ -123,8 +128,12 @@ def build_medication_statement(
     from healthchain.fhir import create_dosage, create_medication_statement
     from pydantic import ValidationError
 
-    if not rxcui or not str(rxcui).strip():
-        raise ValueError("rxcui is empty; pass a code returned by lookup_rxnorm")
+    text_only = not rxcui or not str(rxcui).strip()
+    if text_only and not (medication_text and medication_text.strip()):
+        raise ValueError(
+            "rxcui is empty; pass a code returned by lookup_rxnorm, or medication_text (the drug's "
+            "name) for a drug the catalog does not have"
+        )
     if not patient_reference or not patient_reference.strip():
         raise ValueError("patient_reference is empty; pass 'Patient/<id>' or 'urn:uuid:<uuid>'")
     if (dose_value is None) != (dose_unit is None):
@@ -138,8 +147,10 @@ def build_medication_statement(
                 frequency=frequency, period=period, period_unit=period_unit, as_needed=as_needed,
             )
         resource = create_medication_statement(
-            subject=patient_reference.strip(), status=status, code=str(rxcui).strip(),
-            display=display, system=RXNORM_SYSTEM, dosage=dosage, generate_id=False, warn=False,
+            subject=patient_reference.strip(), status=status,
+            # HealthChain needs a code to build medication[x]; a text-only concept replaces it below.
+            code="0" if text_only else str(rxcui).strip(), display=None if text_only else display,
+            system=RXNORM_SYSTEM, dosage=dosage, generate_id=False, warn=False,
         )
     except ValidationError as exc:
         problems = "; ".join(
@@ -147,6 +158,10 @@ def build_medication_statement(
         )
         raise ValueError(f"the R4B model rejected the arguments: {problems}") from exc
     data: dict[str, Any] = resource.model_dump(mode="json", exclude_none=True)
+    if text_only:
+        data["medicationCodeableConcept"] = {"text": str(medication_text).strip()}
+    elif medication_text and medication_text.strip():
+        data["medicationCodeableConcept"]["text"] = medication_text.strip()
     for item in data.get("dosage", []):
         for rate in item.get("doseAndRate", []):
             qty = rate.get("doseQuantity")
@@ -198,19 +213,31 @@ def validate_medication_statement(resource: dict[str, Any]) -> dict[str, Any]:
         ``problem``, ``fix``, ``severity`` (``error``/``warning``) and ``kind``
         (see ``groundeval.r4b_checks.Issue``).
     """
-    if not isinstance(resource, dict):
-        issue = Issue(path="MedicationStatement", problem=f"expected a JSON object, got "
-                      f"{type(resource).__name__}", fix="pass the resource as a JSON object",
-                      severity="error", kind="structure")
-        return {"ok": False, "schema_valid": False, "fhir_version": "R4B", "issues": [issue]}
     try:
-        raw = check_medication_statement(resource)
-        model, schema_valid = _healthchain_issues(resource)
+        return medication_statement_report(resource)
     except Exception as exc:  # errors are values: a validator crash must not end the agent loop
         issue = Issue(path="MedicationStatement", problem=f"validator error: {exc!r}",
                       fix="check that the resource is plain FHIR JSON", severity="error",
                       kind="structure")
         return {"ok": False, "schema_valid": False, "fhir_version": "R4B", "issues": [issue]}
+
+
+def medication_statement_report(resource: Any) -> dict[str, Any]:
+    """The report of :func:`validate_medication_statement`, for scorers: a crash propagates.
+
+    A validator that breaks is a harness error, never a verdict on the answer, so the scorer
+    calls this and lets the exception end the case as a pytest error.
+
+    Raises:
+        Exception: Whatever HealthChain or the raw-JSON checks raised.
+    """
+    if not isinstance(resource, dict):
+        issue = Issue(path="MedicationStatement", problem=f"expected a JSON object, got "
+                      f"{type(resource).__name__}", fix="pass the resource as a JSON object",
+                      severity="error", kind="structure")
+        return {"ok": False, "schema_valid": False, "fhir_version": "R4B", "issues": [issue]}
+    raw = check_medication_statement(resource)
+    model, schema_valid = _healthchain_issues(resource)
     seen = {i["path"] for i in raw}
     issues = raw + [i for i in model if i["path"] not in seen]
     ok = not any(i["severity"] == "error" for i in issues)
@@ -256,7 +283,7 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
 
     def build(
         status: str,
-        rxcui: str,
+        rxcui: str | None = None,
         display: str | None = None,
         dose_value: float | None = None,
         dose_unit: str | None = None,
@@ -265,13 +292,15 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
         period_unit: str | None = None,
         as_needed: bool | None = None,
         dosage_text: str | None = None,
+        medication_text: str | None = None,
     ) -> dict[str, Any]:
         """Build and validate an R4B MedicationStatement for the patient.
 
         Args:
             status: R4B status: active, completed, entered-in-error, intended, stopped, on-hold,
                 unknown or not-taken.
-            rxcui: RxNorm code returned by lookup_rxnorm.
+            rxcui: RxNorm code returned by lookup_rxnorm; leave it out when lookup_rxnorm found
+                no match, and give medication_text instead (never invent a code).
             display: RxNorm display; defaults to the catalog display of rxcui.
             dose_value: Amount per administration, e.g. 400.
             dose_unit: UCUM unit of dose_value: mg, g, ug (not mcg), mL.
@@ -280,26 +309,27 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
             period_unit: UnitsOfTime code: s, min, h, d, wk, mo or a.
             as_needed: True when taken as needed (PRN).
             dosage_text: The dosage instructions as free text.
+            medication_text: The drug's name as written in the note (required without rxcui).
         """
         try:
-            entry = catalog.get(str(rxcui))
+            entry = catalog.get(str(rxcui)) if rxcui else None
             resource = build_medication_statement(
                 status=status, rxcui=rxcui,
                 display=display if display is not None else (entry.display if entry else None),
                 patient_reference=patient_reference, dose_value=dose_value, dose_unit=dose_unit,
                 frequency=frequency, period=period, period_unit=period_unit,
-                as_needed=as_needed, dosage_text=dosage_text,
+                as_needed=as_needed, dosage_text=dosage_text, medication_text=medication_text,
             )
             report = validate_medication_statement(resource)
         except Exception as exc:
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         issues: list[Issue] = list(report["issues"])
         path = "MedicationStatement.medicationCodeableConcept.coding[0]"
-        if entry is None:
+        if entry is None and rxcui:
             issues.append(Issue(path=f"{path}.code", problem=f"RxCUI {rxcui!r} is not in the "
                                 "site catalog", fix="call lookup_rxnorm and use a returned rxcui",
                                 severity="error", kind="coding"))
-        elif display is not None and display.lower() not in {
+        elif entry is not None and display is not None and display.lower() not in {
             d.lower() for d in (entry.display, *entry.aliases)
         }:
             issues.append(Issue(path=f"{path}.display", problem=f"display {display!r} differs "

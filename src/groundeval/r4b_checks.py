@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any, TypedDict
 
-from groundeval.fhir import is_rxnorm, is_valid_id
+from groundeval.fhir import RXNORM_SYSTEM, is_rxnorm, is_valid_id
 from groundeval.terminology.ucum import UCUM_SYSTEM, ucum_problem
 
 __all__ = [
@@ -123,6 +123,9 @@ def _medication(resource: dict[str, Any], out: list[Issue]) -> None:
                           "coding", "warning"))
     for n, coding in enumerate(codings):
         code = coding.get("code") if isinstance(coding, dict) else None
+        if coding in rxnorm and coding.get("system") != RXNORM_SYSTEM:
+            out.append(_issue(f"{base}.coding[{n}].system", "RxNorm given by its OID",
+                              f"use the canonical system URI '{RXNORM_SYSTEM}'", "coding", "warning"))
         if coding in rxnorm and not (isinstance(code, str) and code.isdigit()):
             out.append(_issue(f"{base}.coding[{n}].code", f"RxCUI {code!r} is not a digit string",
                               "give the RxCUI as a JSON string of digits, e.g. \"310965\"",

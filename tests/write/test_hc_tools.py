@@ -341,3 +341,16 @@ def test_healthchain_import_leaves_stdout_alone() -> None:
             "import healthchain; print(sys.stdout is out)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "True"
+
+
+def test_a_drug_missing_from_the_catalog_is_built_as_text_only_without_a_code() -> None:
+    from groundeval.hc_tools import build_medication_statement, validate_medication_statement
+
+    resource = build_medication_statement(
+        status="active", rxcui=None, display=None, patient_reference="Patient/p1", medication_text="gabapentin",
+    )
+    assert resource["medicationCodeableConcept"] == {"text": "gabapentin"}
+    report = validate_medication_statement(resource)
+    assert all(i["severity"] != "error" for i in report["issues"]), report
+    with pytest.raises(ValueError, match="medication_text"):
+        build_medication_statement(status="active", rxcui=None, display=None, patient_reference="Patient/p1")

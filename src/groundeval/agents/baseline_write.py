@@ -178,16 +178,14 @@ class BaselineWriteAgent:
                     args["as_needed"] = True
         if top is not None:
             args.update(rxcui=top["rxcui"], display=top["display"])
-        else:
-            args.update(rxcui="0", display=None)  # the builder needs a code; replaced below
+        else:  # not in the catalog: name the drug, invent no code
+            words = note[: amount.start()].split() if amount is not None else []
+            name = words[-1] if words else "unknown medication"
+            args.update(rxcui=None, display=None, medication_text=name.strip(",.;:"))
         built = calls("build_medication_statement", lambda: build_medication_statement(**args), dict(args))
         if not isinstance(built, dict) or built.get("ok") is False:
             raise AgentError(f"{request.case_id}: the builder refused the arguments: {built}")
         resource = copy.deepcopy(built)  # the trace keeps what the builder returned
-        if top is None:
-            words = note[: amount.start()].split() if amount is not None else []
-            name = words[-1] if words else "unknown medication"
-            resource["medicationCodeableConcept"] = {"text": name.strip(",.;:")}
         report = calls(
             "validate_medication_statement", lambda: validate_medication_statement(resource),
             {"resource": resource},

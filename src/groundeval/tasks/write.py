@@ -42,7 +42,8 @@ MedicationStatement, using the tools you are given.
 1. Find the drug with lookup_rxnorm (a brand name, a generic name, a strength and a release \
 form such as ER/XL all help). Use only an RxCUI and display that the tool returned, copied \
 exactly, with system http://www.nlm.nih.gov/research/umls/rxnorm. If the drug is not in the \
-catalog, do not invent a code: give medicationCodeableConcept with only "text" naming the drug.
+catalog, do not invent a code: give medicationCodeableConcept with only "text" naming the drug \
+(build_medication_statement with medication_text and no rxcui).
 2. status is one of the R4B codes active | completed | entered-in-error | intended | stopped | \
 on-hold | unknown | not-taken, chosen from the narrative: taking it now = active; finished a \
 course = completed; discontinued = stopped; never took it = not-taken; paused for now = on-hold; \
@@ -288,10 +289,10 @@ class WriteTask:
 
     def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
         """Score on the four dimensions (``scorers.write.score_write``)."""
-        from groundeval.hc_tools import validate_medication_statement
+        from groundeval.hc_tools import medication_statement_report
 
         return score_write(
-            truth, parsed.value, validate=validate_medication_statement, parse_error=parsed.error
+            truth, parsed.value, validate=medication_statement_report, parse_error=parsed.error
         )
 
     def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
