@@ -264,3 +264,10 @@ def test_chat_anthropic_failures_reuse_the_infra_classes(monkeypatch: pytest.Mon
         run(agent, "ibuprofen-two-tablets")
     assert info.value.outcome == "infra_error" and info.value.attempts == 3 and len(sleeps) == 2
     assert info.value.details["status_code"] == 529 and info.value.details["trace"] == []
+
+
+def test_the_case_timeout_bounds_every_model_turn() -> None:
+    model = ScriptedChatModel(steps=[call("lookup_rxnorm", query="ibuprofen")], repeat_last=True)
+    agent = LangGraphWriteAgent(AgentConfig(options={"timeout": 1e-6, "recursion_limit": 50}), chat_model=model)
+    with pytest.raises(InfraError, match=r"used its whole time budget .*--groundeval-timeout"):
+        run(agent, "ibuprofen-two-tablets")

@@ -36,7 +36,7 @@ from groundeval.agents._classify import advise, classify_anthropic_error
 from groundeval.agents._retry import CallSettings, GaveUp, RetryPolicy, call_with_retries
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import DEFAULT_MODEL, TRUNCATED, ClaudeAgent
-from groundeval.errors import AgentError, AgentLoopError, ConfigError, TruncatedError
+from groundeval.errors import AgentError, AgentLoopError, ConfigError, InfraError, TruncatedError
 from groundeval.records import AgentRequest, AgentResult, Metric
 
 if TYPE_CHECKING:
@@ -124,7 +124,14 @@ def _guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException],
             self.deadline = time.monotonic() + policy.timeout_s
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            left = replace(policy, timeout_s=max(self.deadline - time.monotonic(), 0.001))
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:  # --groundeval-timeout bounds the whole case, every turn included
+                raise InfraError(
+                    f"{case_id}: the case used its whole time budget ({policy.timeout_s:g} s, "
+                    "--groundeval-timeout) before this model turn; raise it or simplify the case",
+                    attempts=self.attempts,
+                )
+            left = replace(policy, timeout_s=remaining)
             try:
                 done = call_with_retries(
                     lambda _left: handler(request), left, errors=errors, advise=advise
