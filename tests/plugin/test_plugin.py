@@ -397,3 +397,10 @@ def agent(request):
     assert cut["metrics"]["recall"] == 0.0 and cut["scored_as"] == "empty answer"
     assert record["aggregate"]["scored"] == 5 and record["aggregate"]["excluded"] == 0
     assert record["aggregate"]["metrics"]["micro_recall"] < 1.0
+
+
+def test_case_ids_can_leave_patient_names_out(pytester: pytest.Pytester, eval_dir) -> None:
+    result = pytester.runpytest(*eval_args("--groundeval-case-ids=file", "--co", "-q"))
+    result.stdout.fnmatch_lines(["groundeval/extraction::Liz_Conn_27c911c6_f045_4ffa_af5d_6eba57ac94b2"])
+    result = pytester.runpytest(*eval_args("--groundeval-case-ids=names"))
+    result.stderr.fnmatch_lines(["ERROR: --groundeval-case-ids='names': must be 'name' * or 'file' *"])

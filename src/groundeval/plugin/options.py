@@ -45,6 +45,12 @@ def _positive_float(value: str) -> float:
     return number
 
 
+def _case_ids(value: str) -> str:
+    if value not in ("name", "file"):
+        raise ValueError("must be 'name' (patient name + id) or 'file' (the file name)")
+    return value
+
+
 def _text(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
@@ -102,6 +108,11 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "min-display-accuracy", _unit_float, 1.0,
         "Extraction: display accuracy a case needs to pass.", "X", "task",
+    ),
+    Option(
+        "case-ids", _case_ids, "name",
+        "Extraction: name cases by patient name + short id ('name') or by file name ('file', for "
+        "real data, so names stay out of node ids, junit files and logs).", "name|file", "task",
     ),
     Option("max-tokens", _positive_int, 4096, "Model output limit per call, tokens.", "N", "agent"),
     Option(

@@ -80,23 +80,32 @@ class ExtractionTask:
     Attributes:
         min_f1: RxNorm F1 a case needs to pass, in [0, 1] (default 1.0).
         min_display_accuracy: Display accuracy a case needs to pass, in [0, 1] (default 1.0).
+        case_ids: ``"name"``: ``<Given>_<Family>-<first 8 of Patient.id>``; ``"file"``: the file
+            name (keeps patient names out of node ids, junit files and logs on real data).
     """
 
     name: ClassVar[str] = "extraction"
     default_agent: ClassVar[str] = "claude"
     min_f1: float = 1.0
     min_display_accuracy: float = 1.0
+    case_ids: str = "name"
 
     def __post_init__(self) -> None:
         for field_name in ("min_f1", "min_display_accuracy"):
             value = getattr(self, field_name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{field_name} must be between 0 and 1, got {value!r}")
+        if self.case_ids not in ("name", "file"):
+            raise ConfigError(f"case_ids must be 'name' or 'file', got {self.case_ids!r}")
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ExtractionTask:
         """Build from run options; reads ``min_f1`` and ``min_display_accuracy`` when given."""
-        known = {k: float(options[k]) for k in ("min_f1", "min_display_accuracy") if options.get(k) is not None}
+        known: dict[str, Any] = {
+            k: float(options[k]) for k in ("min_f1", "min_display_accuracy") if options.get(k) is not None
+        }
+        if options.get("case_ids") is not None:
+            known["case_ids"] = str(options["case_ids"])
         return cls(**known)
 
     def case_files(self, data_dir: Path) -> list[Path]:
@@ -121,8 +130,9 @@ class ExtractionTask:
         given = " ".join(name.get("given") or [])
         label = slug(f"{given} {name.get('family', '')}") if (given or name.get("family")) else path.stem
         pid = str(patient.get("id") or digest)
+        case_id = slug(path.stem) if self.case_ids == "file" else f"{label}-{pid[:8]}"
         meta = {"patient_id": pid, "deceased": "deceasedDateTime" in patient or bool(patient.get("deceasedBoolean"))}
-        return Case(case_id=f"{label}-{pid[:8]}", source=path, sha256=digest, data=bundle, meta=meta)
+        return Case(case_id=case_id, source=path, sha256=digest, data=bundle, meta=meta)
 
     def prompt(self, case: Case) -> Prompt:
         """System: instructions and a worked example (``extraction_prompt``); user: the Bundle."""
