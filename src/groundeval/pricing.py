@@ -27,9 +27,12 @@ third-party clouds (Bedrock, Vertex, Foundry) are priced differently and are not
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["PRICES", "ModelPrice", "Price", "cost_usd", "price_for"]
+from groundeval.records import Metric
+
+__all__ = ["PRICES", "ModelPrice", "Price", "cost_usd", "price_for", "total_cost"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,3 +184,19 @@ def cost_usd(
         + read * rate.cache_read
     )
     return round(total / 1_000_000, 8)
+
+
+def total_cost(costs: Iterable[Metric]) -> float | None:
+    """Sum the costs of several calls or cases, USD.
+
+    Args:
+        costs: One cost per call or case, None where it is unpriced.
+
+    Returns:
+        The sum rounded to 1e-6, or None if any cost is None (a partly priced total would
+        understate the spend).
+    """
+    costs = list(costs)
+    if any(c is None for c in costs):
+        return None
+    return round(sum(float(c or 0.0) for c in costs), 6)

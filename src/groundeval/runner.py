@@ -20,6 +20,7 @@ from typing import Any
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
 from groundeval.errors import AgentError
+from groundeval.pricing import total_cost
 from groundeval.records import AGENT_FAULTS, SCORED_OUTCOMES, AgentRequest, AgentResult, Metric, Prompt
 from groundeval.tasks.base import Task
 from groundeval.tracing import redact
@@ -275,11 +276,9 @@ def summarize(task: Task, records: Iterable[Mapping[str, Any]]) -> dict[str, Any
                 continue
             if isinstance(value, int | float) and not isinstance(value, bool):
                 usage[key] = (usage.get(key) or 0) + value  # type: ignore[operator]
-    costs = [r.get("usage", {}).get("cost_usd", "absent") for r in records if r.get("usage")]
-    if costs:
-        usage["cost_usd"] = None if any(c is None for c in costs) else round(
-            sum(float(c) for c in costs if c != "absent"), 6
-        )
+    used = [r["usage"] for r in records if r.get("usage")]
+    if used:
+        usage["cost_usd"] = total_cost(u["cost_usd"] for u in used if "cost_usd" in u)
     return {
         "cases": len(records),
         "counts": dict(sorted(counts.items())),

@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from groundeval.agents._classify import advise, classify_anthropic_error
-from groundeval.agents._retry import CallSettings, Completed, GaveUp, call_with_retries
+from groundeval.agents._classify import classify_anthropic_error
+from groundeval.agents._retry import Completed
+from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig
-from groundeval.errors import ConfigError, TruncatedError
+from groundeval.errors import AgentError, ConfigError
 from groundeval.pricing import cost_usd
-from groundeval.records import AgentRequest, AgentResult, Metric
+from groundeval.records import AgentRequest, Metric
 
 if TYPE_CHECKING:
     import anthropic
-    import httpx2
 
 __all__ = ["DEFAULT_MODEL", "NO_KEY_HINT", "TRUNCATED", "ClaudeAgent"]
 
@@ -51,8 +50,15 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int) else 0
 
 
-class ClaudeAgent:
+class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
     """Asks Claude for the answer with the task's system prompt and the case as the user turn.
+
+    ``run`` sends one Messages API request (retried on infrastructure errors) and returns the
+    text blocks joined, with ``meta["stop_reason"]`` the Messages API ``stop_reason``. It raises
+    ``AuthError`` when the key was rejected (401) or the account or model refused (402/403),
+    ``InfraError`` for 429, 5xx, 529, timeout or connection error after the allowed retries,
+    ``TruncatedError`` when the reply stopped at ``max_tokens`` or the context window, and
+    ``AgentError`` for any other refusal by the API (bad request, unknown model).
 
     Args:
         config: ``model`` (default ``DEFAULT_MODEL``, any Claude model id); options
@@ -69,34 +75,17 @@ class ClaudeAgent:
     """
 
     name = "claude"
-    tasks: frozenset[str] = frozenset({"extraction"})
+    _deprecation_shown = False
 
-    def __init__(
-        self,
-        config: AgentConfig | None = None,
-        *,
-        http_client: httpx2.Client | None = None,
-        sleep: Callable[[float], None] | None = None,
-    ) -> None:
-        config = config or AgentConfig()
+    def _configure(self, config: AgentConfig) -> str | None:
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
-        self.model: str | None = config.model or DEFAULT_MODEL
-        settings = CallSettings.from_config(config, sleep)
-        self.max_tokens, self.temperature, self.retry = settings.max_tokens, settings.temperature, settings.retry
-        self._http_client = http_client
-        self._client: anthropic.Anthropic | None = None
-        self._deprecation_shown = False
+        return config.model or DEFAULT_MODEL
 
-    def _sdk(self) -> anthropic.Anthropic:
-        if self._client is None:
-            import anthropic
+    def _new_client(self, options: dict[str, Any]) -> anthropic.Anthropic:
+        import anthropic
 
-            if self._http_client is None:
-                self._client = anthropic.Anthropic(max_retries=0)
-            else:
-                self._client = anthropic.Anthropic(max_retries=0, http_client=self._http_client)
-        return self._client
+        return anthropic.Anthropic(**options)
 
     def params(self, request: AgentRequest) -> dict[str, Any]:
         """The ``messages.create`` arguments for a request (no timeout)."""
@@ -113,7 +102,12 @@ class ClaudeAgent:
             params["extra_body"] = {"temperature": self.temperature}
         return params
 
-    def _create(self, params: dict[str, Any], timeout_s: float) -> Any:
+    def _api_errors(self) -> tuple[type[BaseException], ...]:
+        import anthropic
+
+        return (anthropic.APIError,)
+
+    def _call(self, params: dict[str, Any], timeout_s: float) -> Any:
         """One API call. The SDK's deprecation warning for an old model id is let through once."""
         with warnings.catch_warnings():
             if self._deprecation_shown:
@@ -123,65 +117,25 @@ class ClaudeAgent:
             finally:
                 self._deprecation_shown = True
 
-    def warmup(self) -> None:
-        """Import the SDK and build the client before the first case is timed."""
-        self._sdk()
+    def _classify(self, exc: BaseException, case_id: str, *, attempts: int, note: str) -> AgentError:
+        return classify_anthropic_error(exc, case_id, attempts=attempts, note=note)
 
-    def run(self, request: AgentRequest) -> AgentResult:
-        """Send one Messages API request (retried on infrastructure errors) and return the text.
-
-        Returns:
-            The text blocks joined; ``usage`` with token counts and ``cost_usd``; ``attempts``;
-            ``meta`` with ``stop_reason``, ``request_id``, ``max_tokens``, ``temperature`` and
-            ``retry_wait_s`` (seconds).
-
-        Raises:
-            AuthError: The key was rejected (401), or the account or model refused (402/403).
-            InfraError: 429, 5xx, 529, timeout or connection error, after the allowed retries.
-            TruncatedError: The reply stopped at ``max_tokens``; ``details`` holds the partial
-                text, the stop reason and the usage.
-            AgentError: Any other refusal by the API (bad request, unknown model).
-        """
-        import anthropic
-
-        params = self.params(request)
-        try:
-            done = call_with_retries(
-                lambda left: self._create(params, left), self.retry,
-                errors=(anthropic.APIError,), advise=advise,
-            )
-        except GaveUp as gave_up:
-            error = classify_anthropic_error(
-                gave_up.error, request.case_id, attempts=gave_up.attempts, note=gave_up.note
-            )
-            error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
-            raise error from None  # the facts are in the message and details; the SDK chain is noise
-        return self._result(request, done)
-
-    def _result(self, request: AgentRequest, done: Completed[Any]) -> AgentResult:
+    def _reply(self, request: AgentRequest, done: Completed[Any]) -> Reply:
         message = done.value
-        text = "".join(b.text for b in message.content if getattr(b, "type", None) == "text")
-        usage = self.usage(message.model, message.usage)
-        meta: dict[str, Any] = {
-            "stop_reason": message.stop_reason,
-            "request_id": getattr(message, "_request_id", None),
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "retry_wait_s": done.waited_s,
-        }
-        if message.stop_reason in TRUNCATED:
-            fix = (
-                "Raise --groundeval-max-tokens" if message.stop_reason == "max_tokens"
-                else "The prompt and answer exceed the model's context window: use a shorter case"
-            )
-            raise TruncatedError(
-                f"{request.case_id}: the answer was cut off (stop_reason={message.stop_reason}) at "
-                f"{usage['output_tokens']} output tokens with max_tokens={self.max_tokens}; it is "
-                f"not parsed (it counts as an empty answer in the run's means). {fix}",
-                attempts=done.attempts,
-                details={**meta, "model": message.model, "usage": usage, "partial_text": text},
-            )
-        return AgentResult(text=text, model=message.model, usage=usage, attempts=done.attempts, meta=meta)
+        return Reply(
+            text="".join(b.text for b in message.content if getattr(b, "type", None) == "text"),
+            model=message.model,
+            stop_reason=message.stop_reason,
+            usage=self.usage(message.model, message.usage),
+            request_id=getattr(message, "_request_id", None),
+        )
+
+    def _truncation_fix(self, stop_reason: str | None) -> str | None:
+        if stop_reason not in TRUNCATED:
+            return None
+        if stop_reason == "max_tokens":
+            return "Raise --groundeval-max-tokens"
+        return "The prompt and answer exceed the model's context window: use a shorter case"
 
     @staticmethod
     def usage(model: str | None, usage: Any) -> dict[str, Metric]:

@@ -37,6 +37,7 @@ from groundeval.agents._retry import CallSettings, GaveUp, RetryPolicy, call_wit
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import DEFAULT_MODEL, TRUNCATED, ClaudeAgent
 from groundeval.errors import AgentError, AgentLoopError, ConfigError, InfraError, TruncatedError
+from groundeval.pricing import total_cost
 from groundeval.records import AgentRequest, AgentResult, Metric
 
 if TYPE_CHECKING:
@@ -209,9 +210,7 @@ def _usage(messages: Sequence[BaseMessage], model: str | None) -> dict[str, Metr
         for key, value in usage.items():
             totals[key] = int(totals.get(key) or 0) + int(value or 0)
     if costs:
-        totals["cost_usd"] = None if any(c is None for c in costs) else round(
-            sum(float(c or 0.0) for c in costs), 6
-        )
+        totals["cost_usd"] = total_cost(costs)
     return totals
 
 

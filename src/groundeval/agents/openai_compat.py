@@ -19,18 +19,17 @@ model with no known list price (any open-weight model) is ``None``, not 0.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from groundeval.agents._classify import advise, classify_openai_error
-from groundeval.agents._retry import CallSettings, Completed, GaveUp, call_with_retries
+from groundeval.agents._classify import classify_openai_error
+from groundeval.agents._retry import Completed
+from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig
-from groundeval.errors import AgentError, ConfigError, TruncatedError
+from groundeval.errors import AgentError, ConfigError
 from groundeval.pricing import cost_usd
-from groundeval.records import AgentRequest, AgentResult, Metric
+from groundeval.records import AgentRequest, Metric
 
 if TYPE_CHECKING:
-    import httpx2
     import openai
 
 __all__ = ["KEY_ENV", "OpenAICompatibleAgent"]
@@ -52,8 +51,16 @@ def _tokens(value: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
-class OpenAICompatibleAgent:
+class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
     """Asks a model behind an OpenAI-compatible chat-completions endpoint.
+
+    ``run`` sends one chat-completions request (retried on infrastructure errors) and returns
+    the first choice's text, with ``meta["stop_reason"]`` its ``finish_reason``. It raises
+    ``AuthError`` when the server rejected the key (401/402/403), ``InfraError`` for 429, 5xx,
+    timeout or connection error after the allowed retries, ``TruncatedError`` for
+    ``finish_reason == "length"``, and ``AgentError`` for any other refusal (unknown model, bad
+    request) or a reply with no choices (an empty message is returned as empty text and scored
+    as an empty answer).
 
     Args:
         config: ``model`` (required: the served model name); options ``base_url`` (required),
@@ -68,40 +75,23 @@ class OpenAICompatibleAgent:
     """
 
     name = "openai-compatible"
-    tasks: frozenset[str] = frozenset({"extraction"})
+    stop_field = "finish_reason"
+    base_url: str
 
-    def __init__(
-        self,
-        config: AgentConfig | None = None,
-        *,
-        http_client: httpx2.Client | None = None,
-        sleep: Callable[[float], None] | None = None,
-    ) -> None:
-        config = config or AgentConfig()
+    def _configure(self, config: AgentConfig) -> str | None:
         base_url = config.options.get("base_url")
         if not base_url:
             raise ConfigError(NEEDS_URL)
         if not config.model:
             raise ConfigError(NEEDS_MODEL)
         self.base_url = str(base_url).rstrip("/")
-        self.model: str | None = config.model
-        settings = CallSettings.from_config(config, sleep)
-        self.max_tokens, self.temperature, self.retry = settings.max_tokens, settings.temperature, settings.retry
-        self._http_client = http_client
-        self._client: openai.OpenAI | None = None
+        return config.model
 
-    def _sdk(self) -> openai.OpenAI:
-        if self._client is None:
-            import openai
+    def _new_client(self, options: dict[str, Any]) -> openai.OpenAI:
+        import openai
 
-            key = os.environ.get(KEY_ENV) or "EMPTY"
-            if self._http_client is None:
-                self._client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=0)
-            else:
-                self._client = openai.OpenAI(
-                    base_url=self.base_url, api_key=key, max_retries=0, http_client=self._http_client
-                )
-        return self._client
+        key = os.environ.get(KEY_ENV) or "EMPTY"
+        return openai.OpenAI(base_url=self.base_url, api_key=key, **options)
 
     def params(self, request: AgentRequest) -> dict[str, Any]:
         """The ``chat.completions.create`` arguments for a request (no timeout)."""
@@ -113,43 +103,18 @@ class OpenAICompatibleAgent:
             params["temperature"] = self.temperature
         return params
 
-    def warmup(self) -> None:
-        """Import the SDK and build the client before the first case is timed."""
-        self._sdk()
-
-    def run(self, request: AgentRequest) -> AgentResult:
-        """Send one chat-completions request (retried on infrastructure errors).
-
-        Returns:
-            The first choice's text; ``usage`` (tokens, ``cost_usd``); ``attempts``; ``meta`` with
-            ``stop_reason`` (the ``finish_reason``), ``request_id``, ``max_tokens``,
-            ``temperature`` and ``retry_wait_s`` (seconds).
-
-        Raises:
-            AuthError: The server rejected the key (401/402/403).
-            InfraError: 429, 5xx, timeout or connection error, after the allowed retries.
-            TruncatedError: ``finish_reason == "length"``; ``details`` holds the partial text.
-            AgentError: Any other refusal (unknown model, bad request) or a reply with no choices
-                (an empty message is returned as empty text and scored as an empty answer).
-        """
+    def _api_errors(self) -> tuple[type[BaseException], ...]:
         import openai
 
-        params = self.params(request)
-        try:
-            done = call_with_retries(
-                lambda left: self._sdk().chat.completions.create(**params, timeout=left),
-                self.retry, errors=(openai.APIError,), advise=advise,
-            )
-        except GaveUp as gave_up:
-            error = classify_openai_error(
-                gave_up.error, request.case_id, base_url=self.base_url,
-                attempts=gave_up.attempts, note=gave_up.note,
-            )
-            error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
-            raise error from None  # the facts are in the message and details; the SDK chain is noise
-        return self._result(request, done)
+        return (openai.APIError,)
 
-    def _result(self, request: AgentRequest, done: Completed[Any]) -> AgentResult:
+    def _call(self, params: dict[str, Any], timeout_s: float) -> Any:
+        return self._sdk().chat.completions.create(**params, timeout=timeout_s)
+
+    def _classify(self, exc: BaseException, case_id: str, *, attempts: int, note: str) -> AgentError:
+        return classify_openai_error(exc, case_id, base_url=self.base_url, attempts=attempts, note=note)
+
+    def _reply(self, request: AgentRequest, done: Completed[Any]) -> Reply:
         completion = done.value
         if not completion.choices:
             raise AgentError(
@@ -157,26 +122,16 @@ class OpenAICompatibleAgent:
                 attempts=done.attempts,
             )
         choice = completion.choices[0]
-        text = choice.message.content or ""
-        usage = self.usage(completion.model, completion.usage)
-        meta: dict[str, Any] = {
-            "stop_reason": choice.finish_reason,
-            "request_id": getattr(completion, "_request_id", None),
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "retry_wait_s": done.waited_s,
-        }
-        if choice.finish_reason == "length":
-            raise TruncatedError(
-                f"{request.case_id}: the answer was cut off (finish_reason=length) at "
-                f"{usage['output_tokens']} output tokens with max_tokens={self.max_tokens}; it is "
-                "not parsed (it counts as an empty answer in the run's means). Raise --groundeval-max-tokens",
-                attempts=done.attempts,
-                details={**meta, "model": completion.model, "usage": usage, "partial_text": text},
-            )
-        return AgentResult(
-            text=text, model=completion.model, usage=usage, attempts=done.attempts, meta=meta
+        return Reply(
+            text=choice.message.content or "",
+            model=completion.model,
+            stop_reason=choice.finish_reason,
+            usage=self.usage(completion.model, completion.usage),
+            request_id=getattr(completion, "_request_id", None),
         )
+
+    def _truncation_fix(self, stop_reason: str | None) -> str | None:
+        return "Raise --groundeval-max-tokens" if stop_reason == "length" else None
 
     @staticmethod
     def usage(model: str | None, usage: Any) -> dict[str, Metric]:

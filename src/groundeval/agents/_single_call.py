@@ -1,0 +1,186 @@
+"""The shared frame of agents that answer a case with one model API call.
+
+``SingleCallAgent`` holds what the Claude and OpenAI-compatible agents have in common: reading
+the shared options (``CallSettings``), the ``http_client`` and ``sleep`` test seams, the SDK
+client built on first use with ``max_retries=0`` (``groundeval.agents._retry`` is the one retry
+layer), ``warmup``, the retried call with its failure classification, and the result record,
+including the ``TruncatedError`` for a reply that was cut off. A provider supplies the pieces
+that differ: configuration checks, the SDK client, the request arguments, the call itself, the
+error classifier and the reading of the reply.
+
+Nothing here imports an SDK: subclasses import theirs inside the methods that need it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from groundeval.agents._classify import advise
+from groundeval.agents._retry import CallSettings, Completed, GaveUp, call_with_retries
+from groundeval.agents.base import AgentConfig
+from groundeval.errors import AgentError, TruncatedError
+from groundeval.records import AgentRequest, AgentResult, Metric
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["Reply", "SingleCallAgent"]
+
+ClientT = TypeVar("ClientT")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a provider's response says, in the terms the result record uses.
+
+    Attributes:
+        text: The answer text (possibly partial).
+        model: Model id as the server reported it.
+        stop_reason: Why generation stopped, as the provider names it.
+        usage: Token counts and ``cost_usd`` (see the agents' ``usage``).
+        request_id: The provider's request id, or None.
+    """
+
+    text: str
+    model: str | None
+    stop_reason: str | None
+    usage: dict[str, Metric]
+    request_id: str | None
+
+
+class SingleCallAgent(ABC, Generic[ClientT]):
+    """Base of agents that make one (retried) model call per case.
+
+    Args:
+        config: Model and options; ``max_tokens``, ``temperature``, ``max_retries`` and
+            ``timeout`` are read by ``CallSettings.from_config``, the rest by ``_configure``.
+        http_client: An ``httpx2.Client`` for the SDK (tests pass one with a ``MockTransport``).
+        sleep: Replacement for ``time.sleep`` between retries (tests).
+
+    Raises:
+        ConfigError: The provider's configuration check failed, or an option is out of range.
+    """
+
+    name: str
+    tasks: frozenset[str] = frozenset({"extraction"})
+    stop_field = "stop_reason"
+    """How the provider names the stop reason, in the ``TruncatedError`` message."""
+
+    def __init__(
+        self,
+        config: AgentConfig | None = None,
+        *,
+        http_client: httpx2.Client | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        config = config or AgentConfig()
+        self.model: str | None = self._configure(config)
+        settings = CallSettings.from_config(config, sleep)
+        self.max_tokens, self.temperature, self.retry = settings.max_tokens, settings.temperature, settings.retry
+        self._http_client = http_client
+        self._client: ClientT | None = None
+
+    @abstractmethod
+    def _configure(self, config: AgentConfig) -> str | None:
+        """Check the provider's own settings, keep what it needs, and return the model id.
+
+        Raises:
+            ConfigError: A required setting or key is missing.
+        """
+
+    @abstractmethod
+    def _new_client(self, options: dict[str, Any]) -> ClientT:
+        """Import the SDK and build its client with ``options`` (``max_retries``, ``http_client``)."""
+
+    @abstractmethod
+    def params(self, request: AgentRequest) -> dict[str, Any]:
+        """The SDK call's arguments for a request (no timeout)."""
+
+    @abstractmethod
+    def _api_errors(self) -> tuple[type[BaseException], ...]:
+        """The SDK's exception types that are attempt failures (imports the SDK)."""
+
+    @abstractmethod
+    def _call(self, params: dict[str, Any], timeout_s: float) -> Any:
+        """Make one API call with ``params`` and an HTTP timeout of ``timeout_s`` seconds."""
+
+    @abstractmethod
+    def _classify(self, exc: BaseException, case_id: str, *, attempts: int, note: str) -> AgentError:
+        """Turn the SDK exception of a failed call into the groundeval error that reports it."""
+
+    @abstractmethod
+    def _reply(self, request: AgentRequest, done: Completed[Any]) -> Reply:
+        """Read the text, model, stop reason, usage and request id from a response.
+
+        Raises:
+            AgentError: The response holds no answer at all.
+        """
+
+    @abstractmethod
+    def _truncation_fix(self, stop_reason: str | None) -> str | None:
+        """The advice for a reply cut off with ``stop_reason``, or None if it was not cut off."""
+
+    def _sdk(self) -> ClientT:
+        if self._client is None:
+            options: dict[str, Any] = {"max_retries": 0}
+            if self._http_client is not None:
+                options["http_client"] = self._http_client
+            self._client = self._new_client(options)
+        return self._client
+
+    def warmup(self) -> None:
+        """Import the SDK and build the client before the first case is timed."""
+        self._sdk()
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        """Send one request (retried on infrastructure errors) and return the answer.
+
+        Returns:
+            The answer text; ``usage`` with token counts and ``cost_usd``; ``attempts``; ``meta``
+            with ``stop_reason``, ``request_id``, ``max_tokens``, ``temperature`` and
+            ``retry_wait_s`` (seconds).
+
+        Raises:
+            AuthError: The key was rejected, or the account or model refused (401/402/403).
+            InfraError: 429, 5xx, timeout or connection error, after the allowed retries.
+            TruncatedError: The reply was cut off; ``details`` holds the partial text, the stop
+                reason and the usage.
+            AgentError: Any other refusal by the API (bad request, unknown model), or a reply
+                with no answer in it.
+        """
+        errors = self._api_errors()
+        params = self.params(request)
+        try:
+            done = call_with_retries(
+                lambda left: self._call(params, left), self.retry, errors=errors, advise=advise
+            )
+        except GaveUp as gave_up:
+            error = self._classify(gave_up.error, request.case_id, attempts=gave_up.attempts, note=gave_up.note)
+            error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
+            raise error from None  # the facts are in the message and details; the SDK chain is noise
+        return self._result(request, done)
+
+    def _result(self, request: AgentRequest, done: Completed[Any]) -> AgentResult:
+        reply = self._reply(request, done)
+        meta: dict[str, Any] = {
+            "stop_reason": reply.stop_reason,
+            "request_id": reply.request_id,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "retry_wait_s": done.waited_s,
+        }
+        fix = self._truncation_fix(reply.stop_reason)
+        if fix is not None:
+            raise TruncatedError(
+                f"{request.case_id}: the answer was cut off ({self.stop_field}={reply.stop_reason}) at "
+                f"{reply.usage['output_tokens']} output tokens with max_tokens={self.max_tokens}; it is "
+                f"not parsed (it counts as an empty answer in the run's means). {fix}",
+                attempts=done.attempts,
+                details={**meta, "model": reply.model, "usage": reply.usage, "partial_text": reply.text},
+            )
+        return AgentResult(
+            text=reply.text, model=reply.model, usage=reply.usage, attempts=done.attempts, meta=meta
+        )
