@@ -6,6 +6,8 @@ unit tests see the same paths; it defines fixtures only, no hooks.
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -27,3 +29,18 @@ def synthea_dir() -> Path:
 def extraction_fixtures() -> Path:
     """The committed, trimmed extraction fixtures."""
     return FIXTURES / "extraction"
+
+
+@pytest.fixture(scope="session")
+def copy_fixtures() -> Callable[[Path, Iterable[str]], Path]:
+    """Return ``copy(dest, prefixes)``: copy the extraction fixtures whose names start with each
+    prefix (``"Liz_Conn"``) into ``dest`` (created) and return ``dest``."""
+
+    def copy(dest: Path, prefixes: Iterable[str]) -> Path:
+        dest.mkdir(parents=True, exist_ok=True)
+        for prefix in prefixes:
+            (src,) = (FIXTURES / "extraction").glob(f"{prefix}_*.json")
+            shutil.copy(src, dest / src.name)
+        return dest
+
+    return copy

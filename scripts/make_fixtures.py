@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from groundeval.datasets import read_bundles
 from groundeval.tasks.medlist import active_medications
 
 KEEP = ("Patient", "MedicationRequest", "Medication")
@@ -75,12 +76,7 @@ def build(source: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
         raise SystemExit(f"no *.json bundles in {source}; pass --source DIR")
     outputs: dict[str, bytes] = {}
     rows = []
-    for path in files:
-        raw = path.read_bytes()
-        bundle = json.loads(raw)
-        if bundle.get("resourceType") != "Bundle":
-            print(f"skipping {path.name}: not a Bundle", file=sys.stderr)
-            continue
+    for path, raw, bundle in read_bundles(files):
         data = render(trim(bundle))
         outputs[path.name] = data
         truth = active_medications(json.loads(data), path.name)

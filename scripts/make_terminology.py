@@ -34,6 +34,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from groundeval.datasets import read_bundles
 from groundeval.fhir import RXNORM_SYSTEM, is_rxnorm
 from groundeval.terminology import CATALOG_FILE, parse_display
 
@@ -63,12 +64,7 @@ def collect(files: list[Path]) -> tuple[dict[str, Any], dict[str, Any], list[dic
     bundles: dict[str, set[str]] = defaultdict(set)
     allergens: dict[str, str] = {}
     sources = []
-    for path in files:
-        raw = path.read_bytes()
-        bundle = json.loads(raw)
-        if bundle.get("resourceType") != "Bundle":
-            print(f"skipping {path.name}: not a Bundle", file=sys.stderr)
-            continue
+    for path, raw, bundle in read_bundles(files):
         sources.append({"file": path.name, "sha256": hashlib.sha256(raw).hexdigest()})
         seen: set[tuple[str, str]] = set()
         for entry in bundle.get("entry") or []:

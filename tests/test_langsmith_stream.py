@@ -10,7 +10,6 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import json
-import shutil
 import socket
 import threading
 import time
@@ -159,13 +158,9 @@ def fake_langsmith(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLangSmith]:
 
 
 @pytest.fixture
-def data_dir(pytester: pytest.Pytester) -> Path:
+def data_dir(pytester: pytest.Pytester, copy_fixtures) -> Path:
     """Two real extraction fixtures in ``data/`` plus ``trace_agent.py``."""
-    data = pytester.path / "data"
-    data.mkdir()
-    for prefix in PICK:
-        (src,) = FIXTURES.glob(f"{prefix}_*.json")
-        shutil.copy(src, data / src.name)
+    data = copy_fixtures(pytester.path / "data", PICK)
     pytester.makepyfile(trace_agent=TRACE_AGENT)
     return data
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 
 from groundeval.errors import DatasetError
 
-__all__ = ["Case", "default_data_dir", "load_json", "sha256_file", "slug"]
+__all__ = ["Case", "default_data_dir", "load_json", "read_bundles", "sha256_file", "slug"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -75,6 +77,21 @@ def load_json(path: Path) -> tuple[dict[str, Any], str]:
     if not isinstance(data, dict):
         raise DatasetError(str(path), f"expected a JSON object, got {type(data).__name__}")
     return data, hashlib.sha256(raw).hexdigest()
+
+
+def read_bundles(files: Iterable[Path]) -> Iterator[tuple[Path, bytes, dict[str, Any]]]:
+    """Yield ``(path, raw bytes, parsed JSON)`` for each file holding a Bundle, in order.
+
+    Used by the fixture scripts over raw Synthea exports; files that are not a Bundle are skipped
+    with a note on stderr.
+    """
+    for path in files:
+        raw = path.read_bytes()
+        data = json.loads(raw)
+        if data.get("resourceType") != "Bundle":
+            print(f"skipping {path.name}: not a Bundle", file=sys.stderr)
+            continue
+        yield path, raw, data
 
 
 _SLUG_RE = re.compile(r"[^A-Za-z0-9]+")

@@ -11,7 +11,6 @@ counted.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -78,15 +77,11 @@ class MockClaude(ClaudeAgent):
 
 
 @pytest.fixture
-def run_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+def run_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, copy_fixtures) -> Path:
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     monkeypatch.setenv("MOCK_CALLS", str(pytester.path / "calls.txt"))
     monkeypatch.delenv("MOCK_MODE", raising=False)
-    data = pytester.path / "data"
-    data.mkdir()
-    for prefix in PATIENTS:
-        (src,) = FIXTURES.glob(f"{prefix}_*.json")
-        shutil.copy(src, data / src.name)
+    copy_fixtures(pytester.path / "data", PATIENTS)
     pytester.makepyfile(mock_claude=MOCK_MODULE)
     pytester.syspathinsert()
     return pytester.path

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -36,13 +35,9 @@ def agent(request):
 
 
 @pytest.fixture
-def eval_dir(pytester: pytest.Pytester) -> Path:
+def eval_dir(pytester: pytest.Pytester, copy_fixtures) -> Path:
     """A pytester directory with five real fixtures in ``data/`` and ``scripted_agent.py``."""
-    data = pytester.path / "data"
-    data.mkdir()
-    for prefix in PICK:
-        (src,) = FIXTURES.glob(f"{prefix}_*.json")
-        shutil.copy(src, data / src.name)
+    data = copy_fixtures(pytester.path / "data", PICK)
     pytester.makepyfile(scripted_agent=AGENT_MODULE)
     pytester.syspathinsert()
     return data
