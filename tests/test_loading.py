@@ -45,3 +45,21 @@ def test_shape_errors_are_dataset_errors_not_silent_empty_truth(tmp_path: Path, 
 def test_valid_fixture_loads(tmp_path: Path) -> None:
     case = ExtractionTask().load_case(FIXTURE)
     assert case.case_id == "Liz_Conn-ee9f8dd8"
+
+
+def test_a_request_status_outside_the_value_set_is_refused(tmp_path: Path) -> None:
+    bundle = copy.deepcopy(BASE)
+    _first(bundle, "MedicationRequest")["status"] = "ACTIVE"
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(bundle))
+    with pytest.raises(DatasetError, match=r"status 'ACTIVE' is not a MedicationRequest status code .*lower-case"):
+        ExtractionTask().load_case(path)
+
+
+def test_a_string_where_a_reference_belongs_gets_an_actionable_message(tmp_path: Path) -> None:
+    bundle = copy.deepcopy(BASE)
+    _first(bundle, "MedicationRequest")["subject"] = "Patient/x"
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(bundle))
+    with pytest.raises(DatasetError, match=r'subject: expected a JSON object \(e.g. a Reference .*\), got "Patient/x"'):
+        ExtractionTask().load_case(path)

@@ -72,9 +72,14 @@ def test_extraction_answer_empty_list_and_brackets_in_displays() -> None:
 
 def test_extraction_unparseable_answer_scores_as_empty_prediction_with_error() -> None:
     parsed = TASK.parse(None, '{"medications": "none"}')  # type: ignore[arg-type]
-    assert parsed.value == [] and parsed.format_ok is False and parsed.error
+    assert parsed.value == [] and parsed.format_ok is False and parsed.found is False
+    assert parsed.error == "the answer is a JSON object, not the requested array"
     truth = {"medications": [], "inactive_codes": {}}
-    assert TASK.score(None, truth, parsed).outcome == "passed"  # type: ignore[arg-type]
+    # Even for a patient with no active medication, a reply without a list is not the answer [].
+    score = TASK.score(None, truth, parsed)  # type: ignore[arg-type]
+    assert score.outcome == "failed" and score.metrics["f1"] == 0.0
+    assert score.message.startswith("answer format: the answer is a JSON object")
+    assert TASK.score(None, truth, TASK.parse(None, "[]")).outcome == "passed"  # type: ignore[arg-type]
 
 
 def test_extraction_numeric_code_is_normalised_to_string() -> None:

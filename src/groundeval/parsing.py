@@ -72,10 +72,12 @@ def extract_json(raw: str, opener: str, accept: Callable[[Any], bool], empty: An
             value=empty,
             format_ok=False,
             error=f"ambiguous answer: {len(found)} separate JSON values; answer with exactly one",
+            found=False,
         )
     if wrapper:
-        return Parsed(value=empty, format_ok=False, error=f"the answer is a JSON {wrapper}, not the requested {kind}")
-    return Parsed(value=empty, format_ok=False, error=f"no JSON {kind} of the requested shape found")
+        why = f"the answer is a JSON {wrapper}, not the requested {kind}"
+        return Parsed(value=empty, format_ok=False, error=why, found=False)
+    return Parsed(value=empty, format_ok=False, error=f"no JSON {kind} of the requested shape found", found=False)
 
 
 def _json_kind(value: Any) -> str:

@@ -29,11 +29,9 @@ Outcome = Literal[
 the others are pytest errors and are excluded from scored means."""
 
 SCORED_OUTCOMES: frozenset[str] = frozenset({"passed", "partial", "failed"})
-"""Outcomes of a scored answer (pytest passed/failed)."""
-
-AGENT_FAULTS: frozenset[str] = frozenset({"truncated", "agent_loop"})
-"""Agent behaviour that yields no answer: a pytest error, but scored as an empty answer in the
-run's means, so an agent cannot raise its F1 by looping or running out of tokens on hard cases."""
+"""Outcomes of a scored answer (pytest passed/failed). Cases where the agent itself failed to
+answer (``error``, ``truncated``, ``agent_loop``) are pytest errors but count in the run's means
+as empty answers; infrastructure and harness errors do not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +101,14 @@ class Parsed:
         value: The parsed answer (JSON-safe), or the task's empty value when nothing parsed.
         format_ok: True only when the answer was exactly in the requested format.
         error: Why parsing failed or needed repair, or None.
+        found: False when no answer of the requested shape was found at all (``value`` is then
+            the task's empty value and must not earn credit).
     """
 
     value: Any
     format_ok: bool
     error: str | None = None
+    found: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,9 @@ from typing import Any
 
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
-from groundeval.errors import AgentError
+from groundeval.errors import AgentError, InfraError
 from groundeval.pricing import total_cost
-from groundeval.records import AGENT_FAULTS, SCORED_OUTCOMES, AgentRequest, AgentResult, Metric, Prompt
+from groundeval.records import AgentRequest, AgentResult, Metric, Prompt
 from groundeval.tasks.base import Task
 from groundeval.tracing import redact
 
@@ -158,8 +158,10 @@ def error_record(
     Tokens an agent paid for before failing (``details["usage"]``, e.g. a reply truncated at
     ``max_tokens``) are lifted into the record's ``usage`` so run totals and cost include them.
     When the agent did answer (``execution``) and the harness then failed, the answer, usage and
-    trace are kept. For agent faults (``AGENT_FAULTS``) the metrics of an empty answer are
-    recorded so the run's means count the case (needs ``task``).
+    trace are kept. When the agent itself failed to answer (any exception from the agent other
+    than an ``InfraError``: a loop, a truncation, a crash, an ``AgentError``), the metrics of an
+    empty answer are recorded (needs ``task``), so the run's means count the case: an agent
+    cannot raise its scores by giving up on hard cases.
     """
     outcome = exc.outcome if isinstance(exc, AgentError) else "error"
     details = exc.details if isinstance(exc, AgentError) else {}
@@ -180,7 +182,7 @@ def error_record(
             model=result.model or info.model, prompt_sha256=execution.prompt_sha256, raw_output=result.text,
             usage=result.usage, attempts=result.attempts, trace=result.trace, agent_meta=result.meta,
         )
-    if task is not None and outcome in AGENT_FAULTS:
+    if task is not None and execution is None and not isinstance(exc, InfraError):
         try:
             empty = task.score(case, task.truth(case), task.parse(case, ""))
         except Exception:
@@ -257,18 +259,16 @@ def summarize(task: Task, records: Iterable[Mapping[str, Any]]) -> dict[str, Any
 
     Returns:
         ``{"cases", "counts": {outcome: n}, "scored", "excluded", "metrics": {...},
-        "usage": {token totals, "cost_usd"}}``. Metrics cover the scored cases plus agent faults
-        (``truncated``, ``agent_loop``) scored as empty answers; infrastructure and harness errors
-        are excluded and counted in ``excluded``.
+        "usage": {token totals, "cost_usd"}}``. Metrics cover every record that has metrics:
+        the scored cases, and agent failures scored as empty answers; infrastructure errors and
+        harness errors have none and are counted in ``excluded``. ``cost_usd`` is None when any
+        record with usage has no known cost.
     """
     records = list(records)
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
-    scored = [
-        r for r in records
-        if r["outcome"] in SCORED_OUTCOMES or (r["outcome"] in AGENT_FAULTS and r.get("metrics"))
-    ]
+    scored = [r for r in records if r.get("metrics")]
     usage: dict[str, Metric] = {}
     for rec in records:
         for key, value in (rec.get("usage") or {}).items():
@@ -278,7 +278,7 @@ def summarize(task: Task, records: Iterable[Mapping[str, Any]]) -> dict[str, Any
                 usage[key] = (usage.get(key) or 0) + value  # type: ignore[operator]
     used = [r["usage"] for r in records if r.get("usage")]
     if used:
-        usage["cost_usd"] = total_cost(u["cost_usd"] for u in used if "cost_usd" in u)
+        usage["cost_usd"] = total_cost(u.get("cost_usd") for u in used)  # missing = unknown
     return {
         "cases": len(records),
         "counts": dict(sorted(counts.items())),

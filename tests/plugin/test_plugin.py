@@ -16,7 +16,8 @@ def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir) -> 
     result.stdout.fnmatch_lines([
         "*groundeval extraction*",
         "agent: scripted_agent:agent  model: -  run: *",
-        "cases: 5  passed: 2  partial: 1  failed: 1  error: 1*(excluded from scores: 1)",
+        # The agent's own crash counts in the means as an empty answer: nothing is excluded.
+        "cases: 5  passed: 2  partial: 1  failed: 1  error: 1*(excluded from scores: 0)",
         "*precision*recall*f1*display_accuracy",
         "micro *", "macro *",
         "run record: *runs*.json",
@@ -76,7 +77,7 @@ def test_xdist_run_record_is_merged_once_by_the_controller(pytester: pytest.Pyte
     ids = [c["case_id"] for c in record["cases"]]
     assert len(ids) == len(set(ids)) == 5
     assert record["aggregate"]["counts"] == {"error": 1, "failed": 1, "partial": 1, "passed": 2}
-    assert record["aggregate"]["excluded"] == 1
+    assert record["aggregate"]["excluded"] == 0 and record["aggregate"]["scored"] == 5
     by_outcome = {c["outcome"]: c for c in record["cases"]}
     passed = by_outcome["passed"]
     for key in ("prompt_sha256", "raw_output", "parsed", "truth", "metrics", "latency_s", "fixture_sha256"):
@@ -404,3 +405,40 @@ def test_case_ids_can_leave_patient_names_out(pytester: pytest.Pytester, eval_di
     result.stdout.fnmatch_lines(["groundeval/extraction::Liz_Conn_27c911c6_f045_4ffa_af5d_6eba57ac94b2"])
     result = pytester.runpytest(*eval_args("--groundeval-case-ids=names"))
     result.stderr.fnmatch_lines(["ERROR: --groundeval-case-ids='names': must be 'name' * or 'file' *"])
+
+
+def test_a_task_option_for_the_other_task_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--groundeval-task=write", "--groundeval-agent=baseline-write", "--groundeval-min-f1=0.3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --groundeval-min-f1 does not apply to the write task; drop it"])
+
+
+def test_sigterm_still_writes_the_run_record(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.makepyfile(slow_agent='''
+import time
+from scripted_agent import BASE
+
+def agent(request):
+    if not request.case_id.startswith("Clemente"):
+        time.sleep(30)
+    return BASE.run(request)
+''')
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=slow_agent:agent",
+         "--groundeval-data-dir=data", "-p", "no:cacheprovider"],
+        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not list((pytester.path / "runs").glob("*.partial.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "INCOMPLETE: the run stopped early" in out
+    (record,) = run_records(pytester.path)
+    assert record["complete"] is False and [c["case_id"] for c in record["cases"]] == ["Clemente_Kreiger-d78af07c"]

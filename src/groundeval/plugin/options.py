@@ -214,11 +214,13 @@ def read_settings(config: pytest.Config) -> Settings:
     if task_raw is None or not task_raw.strip():
         return Settings(task=None)  # the plugin is off: ordinary runs never see our options
     values: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for opt in OPTIONS:
         raw, source = _raw(config, opt)
         if raw is None:
             values[opt.key] = opt.default
             continue
+        given[opt.key] = source
         try:
             values[opt.key] = opt.convert(raw)
         except ValueError as exc:
@@ -242,7 +244,12 @@ def read_settings(config: pytest.Config) -> Settings:
         )
     from groundeval.tasks import task_class
 
-    if not task_class(task).from_options({}).case_files(data_dir):
+    cls = task_class(task)
+    for opt in OPTIONS:
+        # A flag that cannot apply is a mistake; an ini value may serve the other task.
+        if opt.scope == "task" and given.get(opt.key, "").startswith("--") and not hasattr(cls, opt.key):
+            raise pytest.UsageError(f"{given[opt.key]} does not apply to the {task} task; drop it")
+    if not cls.from_options({}).case_files(data_dir):
         raise pytest.UsageError(
             f"--groundeval-data-dir={str(data_dir)!r}: no {task} case files (*.json) in it"
         )

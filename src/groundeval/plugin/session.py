@@ -8,6 +8,8 @@ run record and prints the summary; workers only run cases and ship records on th
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,6 +65,8 @@ class GroundevalSession:
         self.t0 = time.perf_counter()
         self.writer = RunWriter(settings.out_dir, run_id)
         self.record_path: Path | None = None
+        self.complete = True
+        self._previous_sigterm: Any = None
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
         if os.environ.get("LANGSMITH_API_KEY"):
             from groundeval.langsmith_stream import LangSmithStream
@@ -88,6 +92,20 @@ class GroundevalSession:
         assert settings.task is not None
         check_task(agent, settings.agent, settings.task)
         return agent
+
+    # -- signals -------------------------------------------------------------------------------
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Treat SIGTERM (a CI timeout, ``kill``) like Ctrl-C so the run record is still written."""
+        if self.is_worker or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """Put the SIGTERM handler back."""
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
 
     # -- collection -------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -198,7 +216,8 @@ class GroundevalSession:
             return
         stopped = bool(session.shouldstop or session.shouldfail)
         broken = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-        record = self.build_record(complete=not (stopped or broken), exit_status=int(exitstatus))
+        self.complete = not (stopped or broken)
+        record = self.build_record(complete=self.complete, exit_status=int(exitstatus))
         self.record_path = self.writer.finish(record)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -206,6 +225,10 @@ class GroundevalSession:
         if self.is_worker or config.getoption("collectonly", default=False):
             return
         write_summary(terminalreporter, self)
+
+
+def _sigterm_to_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"terminated by signal {signum}")
 
 
 def _never_called(request: AgentRequest) -> str:

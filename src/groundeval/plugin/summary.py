@@ -72,6 +72,11 @@ def write_summary(tr: Any, gs: GroundevalSession) -> None:
         tr.write_line(redact(line))
     if gs.collection_errors:
         tr.write_line(f"malformed case files (collection errors): {len(gs.collection_errors)}")
+    if not gs.complete:
+        tr.write_line(
+            "INCOMPLETE: the run stopped early (-x, Ctrl-C, a signal, an auth error or an unreachable "
+            "API); these numbers cover only the cases that ran", red=True, bold=True,
+        )
     if gs.record_path is not None:
         tr.write_line(f"run record: {gs.record_path}")
     partial = sorted((r for r in records if r["outcome"] == "partial"), key=lambda r: r["case_id"])

@@ -19,7 +19,7 @@ When truth and prediction are both empty all three are 1.0; otherwise an empty d
 Display accuracy: over the matched medications that have an expected display, the share whose
 predicted display equals the expected one exactly after trimming and collapsing internal runs of
 whitespace to one space. Case is significant: the record's own display is the truth.
-It is None (not applicable) when nothing was matched, except 1.0 for empty vs empty.
+It is None (not applicable) when nothing was matched, empty vs empty included.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def score_medications(
     precision = _ratio(tp, tp + fp, both_empty)
     recall = _ratio(tp, tp + fn, both_empty)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    display_accuracy = correct / checked if checked else (1.0 if both_empty else None)
+    display_accuracy = correct / checked if checked else None
     unmatched_uncoded = any(m.get("kind") == "uncoded" for m in missing)
     for extra in extras:
         code = extra["rxnorm_code"]

@@ -26,6 +26,23 @@ __all__ = ["ANSWER_FORMAT", "ExtractionTask"]
 TRUTH_TYPES = ("Patient", "MedicationRequest", "Medication")
 """Resource types the ground truth reads; they are validated when a case loads."""
 
+REQUEST_STATUSES = frozenset(
+    {"active", "on-hold", "cancelled", "completed", "entered-in-error", "stopped", "draft", "unknown"}
+)
+"""MedicationRequest.status, a required binding (https://hl7.org/fhir/R4/valueset-medicationrequest-status.html)
+that fhir.resources does not enforce: an unknown code would silently drop a drug from the truth."""
+
+
+def _problem(err: Mapping[str, Any]) -> str:
+    """A pydantic error in words a FHIR user can act on."""
+    given = err.get("input")
+    if err.get("type") in ("json_invalid", "model_type", "dict_type", "model_attributes_type") and not isinstance(
+        given, dict
+    ):
+        shown = json.dumps(given)[:60] if isinstance(given, str | int | float | bool | list) else type(given).__name__
+        return f"expected a JSON object (e.g. a Reference {{\"reference\": \"Patient/<id>\"}}), got {shown}"
+    return str(err["msg"])
+
 
 def _check_structure(bundle: dict[str, Any], path: Path) -> None:
     """Validate the entries the truth reads as FHIR R4B resources, then derive the truth once.
@@ -56,9 +73,17 @@ def _check_structure(bundle: dict[str, Any], path: Path) -> None:
                 resource = entries[loc[1]]["resource"]
                 where = f"{resource.get('resourceType')}/{resource.get('id')}"
                 loc = [str(p) for p in loc[2:] if p != "resource"]
-            problems.append(f"{where} {'.'.join(str(p) for p in loc)}: {err['msg']}")
+            problems.append(f"{where} {'.'.join(str(p) for p in loc)}: {_problem(err)}")
         more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
         raise DatasetError(str(path), "not valid FHIR R4B: " + "; ".join(problems) + more) from None
+    for entry in entries:
+        resource = entry["resource"]
+        status = resource.get("status")
+        if resource["resourceType"] == "MedicationRequest" and status not in REQUEST_STATUSES:
+            raise DatasetError(
+                str(path), f"MedicationRequest/{resource.get('id')} status {status!r} is not a "
+                f"MedicationRequest status code (one of: {', '.join(sorted(REQUEST_STATUSES))}; codes are lower-case)",
+            )
     try:
         active_medications(bundle, str(path))
     except DatasetError:
@@ -158,7 +183,7 @@ class ExtractionTask:
              "display": i.get("display") if isinstance(i.get("display"), str) else ""}
             for i in parsed.value
         ]
-        return Parsed(value=items, format_ok=parsed.format_ok, error=parsed.error)
+        return Parsed(value=items, format_ok=parsed.format_ok, error=parsed.error, found=parsed.found)
 
     def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
         """Delegate to ``score_medications`` with this task's thresholds.
@@ -172,6 +197,11 @@ class ExtractionTask:
             min_display_accuracy=self.min_display_accuracy,
             inactive=truth["inactive_codes"],
         )
+        if not parsed.found:
+            # No list at all is not the answer "none": even with no active medication it fails.
+            metrics = {**score.metrics, "precision": 0.0, "recall": 0.0, "f1": 0.0, "display_accuracy": None}
+            message = f"answer format: {parsed.error}; an answer without a JSON array cannot pass"
+            return replace(score, outcome="failed", metrics=metrics, message=f"{message}\n{score.message}".strip())
         if parsed.error and score.message:
             return replace(score, message=f"answer format: {parsed.error}\n{score.message}")
         return score
