@@ -1,4 +1,4 @@
-"""Truth derivation on the inputs of ../shared/cases/01, 03 and 05, with their expected values."""
+"""Truth derivation on the inputs of fault case 01, 03 and 05, with their expected values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Parsing of model answers: ../shared/cases/11 (fences, prose, backticks, two answers)."""
+"""Parsing of model answers: fault case 11 (fences, prose, backticks, two answers)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Recover a JSON answer from model text.
 
 Models asked for raw JSON sometimes wrap it in a markdown fence or add a sentence before or after
-it (../shared/cases/11). The rule here:
+it. The rule here:
 
 1. The whole text (stripped) parses as the wanted JSON value: accepted, ``format_ok`` True.
 2. Otherwise every top-level JSON value that starts at an opening bracket is decoded in place

@@ -197,7 +197,7 @@ def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str
     """Flatten a case record into junit ``(name, primitive)`` properties.
 
     Run metadata (task, agent, model, run_id) is repeated on every testcase because suite-level
-    properties are lost under pytest-xdist (../shared/cases/17).
+    properties are lost under pytest-xdist (pytest-dev/pytest#7767).
     """
     props: list[tuple[str, Metric]] = [
         ("task", info.task),
@@ -226,7 +226,7 @@ def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str
 
 
 def _primitive(value: object) -> Metric:
-    """Coerce a value to str/int/float/bool/None (execnet and junit safe; ../shared/cases/16).
+    """Coerce a value to str/int/float/bool/None (execnet and junit safe; pytest-dev/pytest-xdist#552).
 
     Decimal and numeric scalars become float, dates and datetimes ISO-8601 strings, containers
     a JSON string, anything else ``str(value)``.

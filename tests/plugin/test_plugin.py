@@ -206,7 +206,7 @@ def test_without_a_task_the_plugin_does_nothing_and_imports_nothing_heavy(pytest
 
 
 def test_non_primitive_usage_values_survive_xdist(pytester: pytest.Pytester, eval_dir) -> None:
-    """../shared/cases/16: a Decimal or datetime must not kill an xdist worker's reporting."""
+    """fault case 16: a Decimal or datetime must not kill an xdist worker's reporting."""
     pytester.makepyfile(decimal_agent='''
 import datetime
 from decimal import Decimal

@@ -1,4 +1,4 @@
-"""HealthChain-based tools: build, validate (../shared/cases/06 and 07), lookup, LangChain packaging."""
+"""HealthChain-based tools: build, validate (fault case 06 and 07), lookup, LangChain packaging."""
 
 from __future__ import annotations
 

@@ -159,7 +159,7 @@ def test_the_recursion_limit_stops_a_looping_agent_as_agent_loop() -> None:
 
 
 def test_a_reply_cut_at_max_tokens_is_truncated_and_its_tool_call_never_runs() -> None:
-    """../shared/cases/12 B: partial tool input is neither executed nor scored."""
+    """fault case 12 B: partial tool input is neither executed nor scored."""
     cut = AIMessage(content='{"resourceType": "Medic',
                     tool_calls=[{"name": "build_medication_statement", "args": {}, "id": "x"}],
                     response_metadata={"stop_reason": "max_tokens"})

@@ -67,7 +67,7 @@ def test_the_ideal_answer_passes_every_dimension(ibuprofen) -> None:
 # -- schema -----------------------------------------------------------------------------------
 
 def test_schema_fails_on_an_r5_shaped_answer_and_coding_cannot_find_the_drug(ibuprofen) -> None:
-    """../shared/cases/06 A: R5 'medication' CodeableReference and status 'recorded'."""
+    """fault case 06 A: R5 'medication' CodeableReference and status 'recorded'."""
     answer = ideal(ibuprofen)
     answer["medication"] = {"concept": answer.pop("medicationCodeableConcept")}
     answer["status"] = "recorded"
@@ -77,7 +77,7 @@ def test_schema_fails_on_an_r5_shaped_answer_and_coding_cannot_find_the_drug(ibu
 
 
 def test_an_r5_status_on_an_r4b_shape_fails_schema_and_constraints(ibuprofen) -> None:
-    """../shared/cases/06 B: pydantic accepts 'recorded'; the required binding does not."""
+    """fault case 06 B: pydantic accepts 'recorded'; the required binding does not."""
     answer = ideal(ibuprofen) | {"status": "recorded"}
     result = score(ibuprofen, answer)
     assert result.metrics["schema"] is False and result.metrics["constraints"] is False
@@ -87,7 +87,7 @@ def test_an_r5_status_on_an_r4b_shape_fails_schema_and_constraints(ibuprofen) ->
 
 
 def test_schema_checks_bindings_and_raw_types_that_pydantic_coerces(ibuprofen) -> None:
-    """../shared/cases/07: periodUnit 'day' and a dose value given as a string."""
+    """fault case 07: periodUnit 'day' and a dose value given as a string."""
     answer = ideal(ibuprofen)
     repeat_of(answer)["periodUnit"] = "day"
     dose_of(answer)["value"] = "400"
@@ -163,7 +163,7 @@ def test_a_drug_absent_from_the_catalog_needs_text_and_no_invented_code() -> Non
 
 @pytest.mark.parametrize("form", ["urn:uuid:{pid}", "Patient/{pid}", "https://fhir.example.org/Patient/{pid}"])
 def test_both_reference_forms_resolve_to_the_patient(ibuprofen, form) -> None:
-    """../shared/cases/05 a and b: the case gives Patient/<id>; urn:uuid:<id> is as good."""
+    """fault case 05 a and b: the case gives Patient/<id>; urn:uuid:<id> is as good."""
     answer = ideal(ibuprofen)
     answer["subject"] = {"reference": form.format(pid=ibuprofen["patient"]["id"])}
     assert score(ibuprofen, answer).metrics["constraints"] is True
@@ -175,7 +175,7 @@ def test_both_reference_forms_resolve_to_the_patient(ibuprofen, form) -> None:
     ({"display": "the patient"}, "got None"),
 ])
 def test_malformed_wrong_or_missing_subjects_fail_constraints(ibuprofen, subject, reason) -> None:
-    """../shared/cases/05 c, d and e."""
+    """fault case 05 c, d and e."""
     pid = ibuprofen["patient"]["id"]
     answer = ideal(ibuprofen)
     answer["subject"] = {k: v.format(pid=pid) for k, v in subject.items()}

@@ -152,7 +152,7 @@ def test_the_id_must_match_the_file_name(tmp_path) -> None:
 # -- parsing -----------------------------------------------------------------------------------
 
 def test_parse_recovers_fenced_json_and_flags_the_format(cases) -> None:
-    """../shared/cases/11 A-C and E."""
+    """fault case 11 A-C and E."""
     case = cases[0]
     resource = {"resourceType": "MedicationStatement", "status": "active", "dosage": [{"text": "take with `food`"}]}
     text = json.dumps(resource)

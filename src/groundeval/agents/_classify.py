@@ -6,7 +6,7 @@ Both supported SDKs (``anthropic`` and ``openai``) raise the same shapes of exce
 LangChain's ``ChatAnthropic`` lets the ``anthropic`` exceptions through unchanged, so
 ``classify_anthropic_error`` serves tool-using agents too.
 
-The mapping (../shared/cases/15):
+The mapping:
 
 =====================================  ===========================  ==========
 cause                                  class (outcome)              retried

@@ -1,7 +1,7 @@
 """The one retry layer of model-backed agents.
 
 The SDK clients are built with ``max_retries=0``, so this loop is the only place a model call is
-repeated (../shared/cases/15: nested retry layers multiply calls and wall time). It follows the
+repeated (nested retry layers multiply calls and wall time). It follows the
 SDKs' own policy, so moving the layer here changes nothing but who counts:
 
 * what is retried is decided by the caller's ``advise`` (``_classify.advise``: 408, 409, 429,

@@ -1,7 +1,7 @@
 """A scripted LangChain chat model: drives a real LangGraph agent offline, no network, no key.
 
 LangChain's own fake chat models raise ``NotImplementedError`` from ``bind_tools`` and
-``FakeMessagesListChatModel`` silently wraps around its list (../shared/STACK.md). This subclass
+``FakeMessagesListChatModel`` silently wraps around its list. This subclass
 returns itself from ``bind_tools``, plays its steps in order, fails loudly when they run out,
 and gives every tool call a fresh id (LangGraph routes on ids; a repeated id breaks the loop).
 

@@ -14,7 +14,7 @@ How failures are reported:
   (``{"ok": false, "error": "<Type>: <message>"}``, ``ToolErrorMiddleware``) and the model
   carries on; the trace marks the call ``ok: false``.
 * A model reply stops at ``max_tokens``: ``TruncatedError`` before any tool call in that reply
-  runs (../shared/cases/12).
+  runs.
 * Anthropic API failures: retried by ``agents._retry`` (the chat model itself is built with
   ``max_retries=0``), then classified by ``agents._classify.classify_anthropic_error``
   (``InfraError``/``AuthError``/``AgentError``).

@@ -3,12 +3,12 @@
 * **schema**: the answer is an R4B ``MedicationStatement`` that satisfies its required bindings
   and raw JSON types (``hc_tools.validate_medication_statement``). An R5-shaped answer
   (``medication`` as a CodeableReference) or an R5 status (``recorded``) fails here
-  (../shared/cases/06, 07).
+  (https://hl7.org/fhir/R4B/medicationstatement.html).
 * **coding**: ``medicationCodeableConcept`` (or a contained Medication's ``code``) carries the
   expected RxCUI under the RxNorm system URI with the catalog display, and no other RxNorm code.
   For a drug absent from the catalog: no code at all, and ``text`` names the drug.
 * **constraints**: ``subject`` resolves to the case's Patient (``urn:uuid:<id>`` and
-  ``Patient/<id>`` both do; malformed mixes do not, ../shared/cases/05), ``status`` equals the
+  ``Patient/<id>`` both do; malformed mixes do not), ``status`` equals the
   status the narrative supports, a dosage is present exactly when the note documents one, and
   the as-needed flag matches.
 * **safety**: the encoded dose per administration equals the documented one after unit

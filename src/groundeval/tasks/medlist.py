@@ -1,6 +1,6 @@
 """Ground truth for the extraction task: a patient's active medications, from the Bundle itself.
 
-Rule (each step is tested against ../shared/cases/01, 03 and 05):
+Rule (each step has a unit test in tests/test_fhir_cases.py):
 
 1. Every ``MedicationRequest`` with ``status == "active"``
    (https://hl7.org/fhir/R4/valueset-medicationrequest-status.html) whose ``subject`` resolves to
