@@ -1,17 +1,30 @@
 """Exceptions raised by groundeval.
 
-The tree::
+The tree (each class's ``outcome`` is the run-record outcome it maps to; the outcome policy, what
+counts in the means and what pytest shows, is ``groundeval.outcomes.POLICY``)::
 
-    GroundevalError            base class; never raised directly
-    ├── ConfigError            a bad option or ini value (the plugin turns it into pytest.UsageError)
-    ├── DatasetError           a case file that cannot be used: invalid JSON, not a Bundle,
-    │                          no Patient or several Patients, a write case failing its schema
-    └── AgentError             the agent could not produce an answer: a pytest *error*, not a failure
-        ├── AgentLoopError     a tool-using agent hit its recursion limit (outcome ``agent_loop``)
-        ├── TruncatedError     the model stopped at ``max_tokens`` (outcome ``truncated``)
-        └── InfraError         rate limit (429), overload (529), 5xx, timeout, connection error
-                               (outcome ``infra_error``); excluded from scored means
-            └── AuthError      missing or rejected API key (401/403); stops the whole run once
+    GroundevalError              base class; never raised directly
+    ├── ConfigError              a bad option, ini value or agent/task spec (pytest.UsageError)
+    ├── DatasetError             a case file that cannot be used: unreadable, not JSON, not a
+    │                            Bundle, no/several Patients, a write case failing its schema
+    └── AgentError               the agent did not answer (outcome ``no_answer``): a pytest
+        │                        *failure*, scored as an empty answer
+        ├── AgentLoopError       a tool-using agent hit its recursion limit (``agent_loop``)
+        ├── TruncatedError       the model stopped at ``max_tokens`` (``truncated``)
+        ├── RefusalError         the model declined to answer (``refusal``)
+        └── InfraError           the model API failed: retries exhausted on 429/529/5xx, a
+            │                    timeout, a connection error, a garbled response
+            │                    (``infra_error``): a pytest *error*, excluded from the means
+            ├── CaseTooLargeError    the API refused this case's content as too large for the
+            │                        model (a 400 "prompt is too long") (``case_too_large``)
+            └── RunStopError     no later case can succeed: 404 unknown model, 400 invalid
+                │                request parameters (``config_error``); the run stops at once
+                └── AuthError    missing or rejected API key (401/403) (``auth_error``)
+
+Any other exception raised by an agent's ``run`` is outcome ``agent_error`` (pytest error,
+excluded, with the agent's traceback); any exception raised by groundeval while rendering the
+prompt, deriving the truth, parsing, scoring or recording is ``harness_error`` (pytest error,
+excluded, with the full traceback).
 
 Every message names the case or file, the offending value and the fix.
 """
@@ -22,10 +35,13 @@ __all__ = [
     "AgentError",
     "AgentLoopError",
     "AuthError",
+    "CaseTooLargeError",
     "ConfigError",
     "DatasetError",
     "GroundevalError",
     "InfraError",
+    "RefusalError",
+    "RunStopError",
     "TruncatedError",
 ]
 
@@ -43,6 +59,7 @@ class DatasetError(GroundevalError):
 
     Attributes:
         path: The offending file.
+        problem: What is wrong with it and how to fix it.
     """
 
     def __init__(self, path: str, problem: str) -> None:
@@ -52,15 +69,19 @@ class DatasetError(GroundevalError):
 
 
 class AgentError(GroundevalError):
-    """The agent failed to answer. Reported as a pytest error, never as a wrong answer.
+    """The agent did not produce an answer: a pytest *failure*, scored as an empty answer.
+
+    Raise it from your own agent when it cannot answer a case. Subclasses refine the outcome;
+    ``InfraError`` and its subclasses are not the agent's doing and are excluded from the means.
 
     Attributes:
-        outcome: The run-record outcome this error maps to (``error`` by default).
+        outcome: The run-record outcome this error maps to.
         attempts: How many model calls were made before giving up, when known.
-        details: JSON-safe facts recorded with the case (status code, request id, partial text).
+        details: JSON-safe facts recorded with the case (status code, request id, partial text,
+            ``usage`` of tokens already paid for).
     """
 
-    outcome = "error"
+    outcome = "no_answer"
 
     def __init__(
         self, message: str, *, attempts: int | None = None, details: dict[str, object] | None = None
@@ -71,7 +92,10 @@ class AgentError(GroundevalError):
 
 
 class AgentLoopError(AgentError):
-    """A tool-using agent stopped at its recursion limit before giving a final answer."""
+    """A tool-using agent stopped at its recursion limit before giving a final answer.
+
+    ``details`` carries ``model_calls``, ``last_tool`` and ``limit`` (graph steps).
+    """
 
     outcome = "agent_loop"
 
@@ -82,13 +106,51 @@ class TruncatedError(AgentError):
     outcome = "truncated"
 
 
+class RefusalError(AgentError):
+    """The model declined to answer (a ``refusal`` stop reason or a content filter)."""
+
+    outcome = "refusal"
+
+
 class InfraError(AgentError):
-    """The model API could not be reached or refused service (429, 529, 5xx, timeout, network)."""
+    """The model API could not be reached or did not serve the request.
+
+    Attributes:
+        connection: True when no HTTP response came back at all (connection refused, DNS, TLS,
+            no response before the deadline). Only these count toward the "API unreachable"
+            stop; a burst of 429/529 is rate limiting, not an unreachable API.
+    """
 
     outcome = "infra_error"
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int | None = None,
+        details: dict[str, object] | None = None,
+        connection: bool = False,
+    ) -> None:
+        super().__init__(message, attempts=attempts, details=details)
+        self.connection = connection
 
-class AuthError(InfraError):
+
+class CaseTooLargeError(InfraError):
+    """The API refused this case's prompt as larger than the model's context window."""
+
+    outcome = "case_too_large"
+
+
+class RunStopError(InfraError):
+    """A configuration no later case can survive (unknown model id, invalid request parameters).
+
+    The run stops at once with this message; cases not yet run are recorded as ``not_run``.
+    """
+
+    outcome = "config_error"
+
+
+class AuthError(RunStopError):
     """The API key is missing or was rejected; nothing else in the run can succeed."""
 
     outcome = "auth_error"

@@ -1,0 +1,102 @@
+"""The outcome policy: every case outcome, how pytest shows it, and whether it counts.
+
+This table is the one place the policy is defined; the README's outcome table is rendered from
+the same rows (``tests/test_outcomes.py`` checks they agree). Outcomes fall in four classes:
+
+* **scored**: the agent answered and the scorer gave a verdict (``passed``, ``partial``,
+  ``failed``);
+* **agent behaviour**: the agent did not give a usable answer (``no_answer``, ``truncated``,
+  ``agent_loop``, ``refusal``): a pytest failure, scored as an empty answer in every mean, so an
+  agent cannot raise its figures by not answering;
+* **excluded**: the result says nothing about the agent's answer (``infra_error``,
+  ``case_too_large``, ``agent_error``, ``harness_error``, and the run-stopping ``config_error``
+  and ``auth_error``): a pytest error, excluded from the means and counted;
+* ``not_run``: a selected case that never ran because the run stopped (``-x``, Ctrl-C, a
+  configuration stop); recorded so the run record accounts for every selected case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "COUNTED",
+    "OUTCOMES",
+    "POLICY",
+    "SCORED",
+    "Outcome",
+    "OutcomeRule",
+    "outcome_table_markdown",
+]
+
+Outcome = Literal[
+    "passed", "partial", "failed",
+    "no_answer", "truncated", "agent_loop", "refusal",
+    "infra_error", "case_too_large", "agent_error", "harness_error", "config_error", "auth_error",
+    "not_run",
+]
+"""Per-case outcome in the run record and the junit ``outcome`` property."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeRule:
+    """How one outcome is reported and counted.
+
+    Attributes:
+        outcome: The outcome name.
+        pytest: What pytest shows (``passed``, ``failed``, ``error``, ``-`` for no item run).
+        counted: True when the case counts in the run's means (scored, or scored as empty).
+        stops_run: True when the run stops at once after this outcome.
+        meaning: One line for the README.
+    """
+
+    outcome: str
+    pytest: str
+    counted: bool
+    stops_run: bool
+    meaning: str
+
+
+POLICY: tuple[OutcomeRule, ...] = (
+    OutcomeRule("passed", "passed", True, False, "the answer met every threshold"),
+    OutcomeRule("partial", "failed (`P` PARTIAL)", True, False, "some credit, below a threshold"),
+    OutcomeRule("failed", "failed", True, False, "a wrong answer, no credit"),
+    OutcomeRule("no_answer", "failed", True, False,
+                "no parseable answer, an ambiguous answer (two JSON values), or the agent raised `AgentError`"),
+    OutcomeRule("truncated", "failed", True, False, "the reply stopped at `max_tokens`; never parsed"),
+    OutcomeRule("agent_loop", "failed", True, False,
+                "a tool-using agent hit its recursion limit (model calls, last tool and limit recorded)"),
+    OutcomeRule("refusal", "failed", True, False, "the model declined to answer"),
+    OutcomeRule("infra_error", "error", False, False,
+                "retries exhausted on 429/529/5xx, a timeout, a connection error or a garbled response"),
+    OutcomeRule("case_too_large", "error", False, False, "the API refused this case's prompt as too large for the model"),
+    OutcomeRule("agent_error", "error", False, False, "the agent's own code raised (traceback shown)"),
+    OutcomeRule("harness_error", "error", False, False,
+                "groundeval raised while rendering, deriving the truth, parsing, scoring or recording (full traceback)"),
+    OutcomeRule("config_error", "error", False, True,
+                "404 unknown model or 400 invalid request: no later case can succeed; the run stops"),
+    OutcomeRule("auth_error", "error", False, True, "missing or rejected API key (401/403); the run stops"),
+    OutcomeRule("not_run", "-", False, False, "selected but never run, because the run stopped early"),
+)
+
+OUTCOMES: dict[str, OutcomeRule] = {rule.outcome: rule for rule in POLICY}
+"""Outcome name -> rule."""
+
+SCORED: frozenset[str] = frozenset({"passed", "partial", "failed"})
+"""Outcomes where the agent gave a parseable answer that was scored."""
+
+COUNTED: frozenset[str] = frozenset(rule.outcome for rule in POLICY if rule.counted)
+"""Outcomes that count in the means (scored answers and agent-behaviour failures)."""
+
+
+def outcome_table_markdown() -> str:
+    """The policy as the Markdown table the README shows."""
+    lines = [
+        "| outcome | pytest | counted in means | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    for rule in POLICY:
+        counted = "yes" if rule.counted else ("no (run stops)" if rule.stops_run else "no")
+        lines.append(f"| `{rule.outcome}` | {rule.pytest} | {counted} | {rule.meaning} |")
+    return "\n".join(lines)
