@@ -21,7 +21,7 @@ counts in the means and what pytest shows, is ``groundeval.outcomes.POLICY``)::
                 │                request parameters (``config_error``); the run stops at once
                 └── AuthError    missing or rejected API key (401/403) (``auth_error``)
 
-Any other exception raised by an agent's ``run`` is outcome ``agent_error`` (pytest error,
+Any other exception raised by an agent's ``run`` (``AgentReturnedWrongType`` included) is outcome ``agent_error`` (pytest error,
 excluded, with the agent's traceback); any exception raised by groundeval while rendering the
 prompt, deriving the truth, parsing, scoring or recording is ``harness_error`` (pytest error,
 excluded, with the full traceback).
@@ -34,6 +34,7 @@ from __future__ import annotations
 __all__ = [
     "AgentError",
     "AgentLoopError",
+    "AgentReturnedWrongType",
     "AuthError",
     "CaseTooLargeError",
     "ConfigError",
@@ -89,6 +90,10 @@ class AgentError(GroundevalError):
         super().__init__(message)
         self.attempts = attempts
         self.details: dict[str, object] = dict(details or {})
+
+
+class AgentReturnedWrongType(TypeError):
+    """An agent's ``run`` returned something other than a ``str`` or an ``AgentResult`` (``agent_error``)."""
 
 
 class AgentLoopError(AgentError):

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from groundeval.tracing import redact
+from groundeval.redaction import redact
 
 if TYPE_CHECKING:
     from langsmith import Client

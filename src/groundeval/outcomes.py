@@ -9,8 +9,8 @@ the same rows (``tests/test_outcomes.py`` checks they agree). Outcomes fall in f
   ``agent_loop``, ``refusal``): a pytest failure, scored as an empty answer in every mean, so an
   agent cannot raise its figures by not answering;
 * **excluded**: the result says nothing about the agent's answer (``infra_error``,
-  ``case_too_large``, ``agent_error``, ``harness_error``, and the run-stopping ``config_error``
-  and ``auth_error``): a pytest error, excluded from the means and counted;
+  ``case_too_large``, ``agent_error``, ``harness_error``, ``worker_crashed``, and the run-stopping
+  ``config_error`` and ``auth_error``): a pytest error, excluded from the means and counted;
 * ``not_run``: a selected case that never ran because the run stopped (``-x``, Ctrl-C, a
   configuration stop); recorded so the run record accounts for every selected case.
 """
@@ -34,7 +34,7 @@ Outcome = Literal[
     "passed", "partial", "failed",
     "no_answer", "truncated", "agent_loop", "refusal",
     "infra_error", "case_too_large", "agent_error", "harness_error", "config_error", "auth_error",
-    "not_run",
+    "worker_crashed", "not_run",
 ]
 """Per-case outcome in the run record and the junit ``outcome`` property."""
 
@@ -77,6 +77,8 @@ POLICY: tuple[OutcomeRule, ...] = (
     OutcomeRule("config_error", "error", False, True,
                 "404 unknown model or 400 invalid request: no later case can succeed; the run stops"),
     OutcomeRule("auth_error", "error", False, True, "missing or rejected API key (401/403); the run stops"),
+    OutcomeRule("worker_crashed", "error", False, False,
+                "the pytest-xdist worker running the case died (os._exit, out of memory); the worker is named"),
     OutcomeRule("not_run", "-", False, False, "selected but never run, because the run stopped early"),
 )
 

@@ -13,7 +13,6 @@ __all__ = [
     "AgentRequest",
     "AgentResult",
     "Metric",
-    "Outcome",
     "Parsed",
     "Prompt",
     "Score",
@@ -21,18 +20,6 @@ __all__ = [
 
 Metric = str | int | float | bool | None
 """A primitive metric value, safe for junit XML and execnet."""
-
-Outcome = Literal[
-    "passed", "partial", "failed", "error", "infra_error", "auth_error", "truncated", "agent_loop"
-]
-"""Per-case outcome in the run record. ``passed``/``partial``/``failed`` are scored;
-the others are pytest errors and are excluded from scored means."""
-
-SCORED_OUTCOMES: frozenset[str] = frozenset({"passed", "partial", "failed"})
-"""Outcomes of a scored answer (pytest passed/failed). Cases where the agent itself failed to
-answer (``error``, ``truncated``, ``agent_loop``) are pytest errors but count in the run's means
-as empty answers; infrastructure and harness errors do not."""
-
 
 @dataclass(frozen=True, slots=True)
 class Prompt:

@@ -1,17 +1,27 @@
-"""Wires a task, an agent and a case together; never looks at the values.
+"""Runs one case: prompt, agent, truth, parsing, scoring; returns its ``CaseRecord``; never looks at values.
 
-Both steps run in an item's setup, so any exception (agent, API, harness) is a pytest *error*;
-the call phase only reports the verdict ``evaluate`` computed, so a *failure* always means a wrong
-answer. ``call_agent`` is the one seam between a case and its agent result:
-caching, replay, repeated trials and concurrency wrap it without touching tasks or scorers.
+``run_case`` applies the outcome policy (``groundeval.outcomes``) by where an exception came from,
+never by what a value holds:
+
+* the task's ``prompt``/``context`` raised: ``harness_error``;
+* the agent raised an ``AgentError``: its ``outcome`` (agent behaviour: scored as an empty answer;
+  an ``InfraError``: excluded);
+* the agent raised anything else, or returned neither a ``str`` nor an ``AgentResult``:
+  ``agent_error``;
+* the task's ``truth``/``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace
+  are kept);
+* otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text.
+
+``call_agent`` is the one seam between a case and its agent result: caching, replay, repeated
+trials and concurrency wrap it without touching tasks or scorers.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+import traceback
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from datetime import time as time_
@@ -19,22 +29,24 @@ from typing import Any
 
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
-from groundeval.errors import AgentError, InfraError
+from groundeval.errors import AgentError, AgentReturnedWrongType, InfraError
+from groundeval.outcomes import OUTCOMES
 from groundeval.pricing import total_cost
-from groundeval.records import AgentRequest, AgentResult, Metric, Prompt
+from groundeval.records import AgentRequest, AgentResult, Metric, Parsed, Prompt, Score
+from groundeval.redaction import clean
+from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, Aggregate, CaseRecord, ErrorInfo
 from groundeval.tasks.base import Task
-from groundeval.tracing import redact
 
 __all__ = [
+    "CaseRun",
     "Execution",
     "RunInfo",
     "call_agent",
-    "error_record",
-    "evaluate",
     "jsonable",
-    "junit_properties",
+    "not_run_record",
+    "prompt_hash",
+    "run_case",
     "summarize",
-    "warm_up",
 ]
 
 
@@ -62,181 +74,186 @@ class RunInfo:
         task: Task name.
         agent: Agent name.
         model: Model id requested (None for rule-based agents).
+        worker: This process's xdist worker id (``gw0``), or None.
     """
 
     run_id: str
     task: str
     agent: str
     model: str | None
+    worker: str | None = None
     extra: dict[str, Metric] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRun:
+    """A finished case: its record, and the exception to show when it is a pytest error.
+
+    Attributes:
+        record: The case record (built once; every output reads it).
+        exc: The exception behind an excluded outcome (pytest shows it as the error), else None.
+    """
+
+    record: CaseRecord
+    exc: BaseException | None = None
 
 
 def prompt_hash(prompt: Prompt) -> str:
     """Hex SHA-256 of the prompt text (system and user parts)."""
-    return hashlib.sha256(prompt.text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(prompt.text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def warm_up(agent: Agent) -> None:
-    """Call the agent's optional ``warmup()`` (imports, clients) outside any case's timing."""
-    warmup = getattr(agent, "warmup", None)
-    if callable(warmup):
-        warmup()
-
-
-def call_agent(task: Task, agent: Agent, case: Case) -> Execution:
-    """Render the prompt and run the agent once.
+def call_agent(agent: Agent, request: AgentRequest) -> Execution:
+    """Run the agent once on ``request``; a ``str`` answer becomes ``AgentResult(text=...)``.
 
     Raises:
-        AgentError: Whatever the agent raised (its subclasses carry the outcome class).
-        Exception: Any other exception from the agent is a harness/agent bug and propagates.
+        AgentError: Whatever the agent raised (its class carries the outcome).
+        AgentReturnedWrongType: The agent returned neither a str nor an AgentResult.
+        BaseException: Anything else the agent raised propagates unchanged.
     """
-    prompt = task.prompt(case)
-    request = AgentRequest(case_id=case.case_id, task=task.name, prompt=prompt, context=task.context(case))
     start = time.perf_counter()
-    result = agent.run(request)
+    out: Any = agent.run(request)
     latency = time.perf_counter() - start
-    if not isinstance(result, AgentResult):
-        raise AgentError(
-            f"{case.case_id}: agent {agent.name!r} returned {type(result).__name__}, "
-            "expected an AgentResult"
+    if isinstance(out, str):
+        out = AgentResult(text=out)
+    if not isinstance(out, AgentResult):
+        raise AgentReturnedWrongType(
+            f"{request.case_id}: agent {agent.name!r} returned {type(out).__name__}; "
+            "return a str or a groundeval.AgentResult"
         )
-    return Execution(prompt_sha256=prompt_hash(prompt), result=result, latency_s=round(latency, 6))
+    return Execution(prompt_sha256=prompt_hash(request.prompt), result=out, latency_s=round(latency, 6))
 
 
-def _base(info: RunInfo, case: Case, nodeid: str) -> dict[str, Any]:
+def _raw_fields(text: str) -> dict[str, Any]:
+    """The raw answer, capped at ``MAX_RAW_OUTPUT_CHARS`` with its full length and hash."""
+    fields: dict[str, Any] = {"raw_output": text, "raw_output_chars": len(text)}
+    if len(text) > MAX_RAW_OUTPUT_CHARS:
+        fields["raw_output"] = text[:MAX_RAW_OUTPUT_CHARS]
+        fields["raw_output_sha256"] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return fields
+
+
+def _error(exc: BaseException, *, with_traceback: bool) -> dict[str, Any]:
+    details = dict(exc.details) if isinstance(exc, AgentError) else {}
+    details.pop("partial_text", None)  # kept as the record's raw_output
+    tb = "".join(traceback.format_exception(exc)) if with_traceback else None
+    return {"type": type(exc).__name__, "message": str(exc), "details": details, "traceback": tb}
+
+
+def _record(info: RunInfo, case: Case, nodeid: str, outcome: str, fields: Mapping[str, Any]) -> CaseRecord:
+    data = {
+        "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent,
+        "source": case.source.name, "fixture_sha256": case.sha256, "meta": case.meta,
+        "model": info.model, "worker": info.worker, **fields,
+        "outcome": outcome, "counted": OUTCOMES[outcome].counted,
+    }
+    return CaseRecord.model_validate(clean(jsonable(data)))
+
+
+def _scored(parsed: Parsed, score: Score, truth: Any) -> dict[str, Any]:
     return {
-        "case_id": case.case_id,
-        "nodeid": nodeid,
-        "source": case.source.name,
-        "fixture_sha256": case.sha256,
-        "meta": case.meta,
-        "agent": info.agent,
-    }
-
-
-def evaluate(task: Task, info: RunInfo, case: Case, execution: Execution, nodeid: str) -> dict[str, Any]:
-    """Derive the truth, parse and score one answer; return the JSON-safe case record."""
-    truth = task.truth(case)
-    parsed = task.parse(case, execution.result.text)
-    score = task.score(case, truth, parsed)
-    result = execution.result
-    record: dict[str, Any] = jsonable({
-        **_base(info, case, nodeid),
-        "outcome": score.outcome,
-        "model": result.model or info.model,
-        "prompt_sha256": execution.prompt_sha256,
-        "raw_output": result.text,
-        "parsed": parsed.value,
-        "format_ok": parsed.format_ok,
-        "parse_error": parsed.error,
-        "truth": truth,
-        "metrics": score.metrics,
-        "details": score.details,
+        "parsed": parsed.value, "format_ok": parsed.format_ok, "parse_error": parsed.error,
+        "answered": parsed.found, "truth": truth, "metrics": score.metrics, "details": score.details,
         "message": score.message,
-        "latency_s": execution.latency_s,
-        "attempts": result.attempts,
-        "usage": result.usage,
-        "trace": result.trace,
-        "agent_meta": result.meta,
-        "error": None,
-    })
-    return record
-
-
-def error_record(
-    info: RunInfo,
-    case: Case,
-    nodeid: str,
-    exc: BaseException,
-    latency_s: float,
-    *,
-    task: Task | None = None,
-    execution: Execution | None = None,
-) -> dict[str, Any]:
-    """Return the case record of a case whose agent call or scoring raised ``exc``.
-
-    Tokens an agent paid for before failing (``details["usage"]``, e.g. a reply truncated at
-    ``max_tokens``) are lifted into the record's ``usage`` so run totals and cost include them.
-    When the agent did answer (``execution``) and the harness then failed, the answer, usage and
-    trace are kept. When the agent itself failed to answer (any exception from the agent other
-    than an ``InfraError``: a loop, a truncation, a crash, an ``AgentError``), the metrics of an
-    empty answer are recorded (needs ``task``), so the run's means count the case: an agent
-    cannot raise its scores by giving up on hard cases.
-    """
-    outcome = exc.outcome if isinstance(exc, AgentError) else "error"
-    details = exc.details if isinstance(exc, AgentError) else {}
-    attempts = exc.attempts if isinstance(exc, AgentError) else None
-    usage = details.get("usage")
-    record: dict[str, Any] = {
-        **_base(info, case, nodeid),
-        "outcome": outcome,
-        "model": details.get("model") or info.model,
-        "latency_s": round(latency_s, 6),
-        "attempts": attempts,
-        "usage": usage if isinstance(usage, Mapping) else {},
-        "error": {"type": type(exc).__name__, "message": str(exc), "details": details},
     }
-    if execution is not None:
-        result = execution.result
-        record.update(
-            model=result.model or info.model, prompt_sha256=execution.prompt_sha256, raw_output=result.text,
-            usage=result.usage, attempts=result.attempts, trace=result.trace, agent_meta=result.meta,
-        )
-    if task is not None and execution is None and not isinstance(exc, InfraError):
-        try:
-            empty = task.score(case, task.truth(case), task.parse(case, ""))
-        except Exception:
-            pass
-        else:
-            record.update(metrics=empty.metrics, scored_as="empty answer")
-    scrubbed: dict[str, Any] = jsonable(record)
-    return scrubbed
 
 
-def junit_properties(record: Mapping[str, Any], info: RunInfo) -> list[tuple[str, Metric]]:
-    """Flatten a case record into junit ``(name, primitive)`` properties.
+def _result_fields(execution: Execution, info: RunInfo) -> dict[str, Any]:
+    result = execution.result
+    return {
+        **_raw_fields(result.text), "model": result.model or info.model, "prompt_sha256": execution.prompt_sha256,
+        "latency_s": execution.latency_s, "attempts": result.attempts, "usage": result.usage,
+        "trace": result.trace, "agent_meta": result.meta,
+    }
 
-    Run metadata (task, agent, model, run_id) is repeated on every testcase because suite-level
-    properties are lost under pytest-xdist (pytest-dev/pytest#7767).
+
+def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str) -> CaseRun:
+    """Run ``agent`` on ``case`` and score the answer; never raises for a case-level problem.
+
+    Returns:
+        The ``CaseRun``: its record, and for excluded outcomes the exception to report.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C during the case (the run's end writes the record).
     """
-    props: list[tuple[str, Metric]] = [
-        ("task", info.task),
-        ("agent", info.agent),
-        ("model", str(record.get("model") or info.model or "")),
-        ("run_id", info.run_id),
-        ("outcome", record["outcome"]),
-    ]
-    for key, value in (record.get("metrics") or {}).items():
-        props.append((key, _primitive(value)))
-    if "format_ok" in record:
-        props.append(("format_ok", bool(record["format_ok"])))
-    props.append(("latency_s", round(float(record.get("latency_s") or 0.0), 3)))
-    if record.get("attempts") is not None:
-        props.append(("attempts", int(record["attempts"])))
-    for key, value in (record.get("usage") or {}).items():
-        props.append((key, _primitive(value)))
-    facts = dict(record.get("agent_meta") or (record.get("error") or {}).get("details") or {})
-    if "tool_calls" not in facts and record.get("trace"):
-        facts["tool_calls"] = len(record["trace"])  # agents that keep a trace but no count
-    for key in ("stop_reason", "request_id", "tool_calls"):
-        props.append((key, _primitive(facts.get(key))))
-    if record.get("error"):
-        props.append(("error_type", record["error"]["type"]))
-    return [(k, redact(v) if isinstance(v, str) else v) for k, v in props if v is not None]
+    try:
+        prompt = task.prompt(case)
+        request = AgentRequest(case_id=case.case_id, task=task.name, prompt=prompt, context=task.context(case))
+    except Exception as exc:
+        return CaseRun(_record(info, case, nodeid, "harness_error", {"error": _error(exc, with_traceback=True)}), exc)
+    start = time.perf_counter()
+    try:
+        execution = call_agent(agent, request)
+    except KeyboardInterrupt:
+        raise
+    except AgentError as exc:
+        return _agent_failed(task, info, case, nodeid, request, exc, time.perf_counter() - start)
+    except BaseException as exc:  # SystemExit included: the agent's own code, never the run's end
+        fields = {"prompt_sha256": prompt_hash(prompt), "latency_s": round(time.perf_counter() - start, 6),
+                  "error": _error(exc, with_traceback=True), "message": f"agent_error: {type(exc).__name__}: {exc}"}
+        return CaseRun(_record(info, case, nodeid, "agent_error", fields), exc)
+    fields = _result_fields(execution, info)
+    try:
+        truth = task.truth(case)
+        parsed = task.parse(case, execution.result.text)
+        score = task.score(case, truth, parsed)
+    except Exception as exc:
+        fields["error"] = _error(exc, with_traceback=True)
+        return CaseRun(_record(info, case, nodeid, "harness_error", fields), exc)
+    fields.update(_scored(parsed, score, truth))
+    outcome: str = score.outcome
+    if not parsed.found:
+        outcome = "no_answer"
+        fields["message"] = f"no_answer: {parsed.error or 'no answer in the requested format'}"
+    return CaseRun(_record(info, case, nodeid, outcome, fields))
+
+
+def _agent_failed(
+    task: Task, info: RunInfo, case: Case, nodeid: str, request: AgentRequest, exc: AgentError, latency: float
+) -> CaseRun:
+    """Record an ``AgentError``: agent behaviour is scored as an empty answer; infrastructure is excluded."""
+    usage = exc.details.get("usage")
+    fields: dict[str, Any] = {
+        "prompt_sha256": prompt_hash(request.prompt), "latency_s": round(latency, 6), "attempts": exc.attempts,
+        "usage": usage if isinstance(usage, Mapping) else {}, "model": exc.details.get("model") or info.model,
+        "error": _error(exc, with_traceback=False), "message": f"{exc.outcome}: {exc}",
+    }
+    partial = exc.details.get("partial_text")
+    if isinstance(partial, str):
+        fields.update(_raw_fields(partial))
+    if isinstance(exc, InfraError):
+        return CaseRun(_record(info, case, nodeid, exc.outcome, fields), exc)
+    try:
+        truth = task.truth(case)
+        empty = task.parse(case, "")
+        score = task.score(case, truth, empty)
+    except Exception as harness_exc:
+        fields["error"] = _error(harness_exc, with_traceback=True)
+        return CaseRun(_record(info, case, nodeid, "harness_error", fields), harness_exc)
+    scored = _scored(empty, score, truth)
+    scored.update(answered=False, message=fields["message"], parse_error=None, format_ok=None)
+    fields.update(scored)
+    return CaseRun(_record(info, case, nodeid, exc.outcome, fields))
+
+
+def not_run_record(info: RunInfo, nodeid: str, reason: str) -> CaseRecord:
+    """The record of a selected case that never ran (the run stopped first)."""
+    return CaseRecord(
+        case_id=nodeid.rpartition("::")[2], nodeid=nodeid, run_id=info.run_id, task=info.task, agent=info.agent, model=info.model,
+        outcome="not_run", counted=False, message=f"not_run: {reason}",
+    )
 
 
 def _primitive(value: object) -> Metric:
     """Coerce a value to str/int/float/bool/None (execnet and junit safe; pytest-dev/pytest-xdist#552).
 
-    Decimal and numeric scalars become float, dates and datetimes ISO-8601 strings, containers
-    a JSON string, anything else ``str(value)``.
+    Decimal and numeric scalars become float, dates and datetimes ISO-8601 strings, anything else
+    ``str(value)``.
     """
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, date | datetime | time_):
         return value.isoformat()
-    if isinstance(value, Mapping | list | tuple):
-        return json.dumps(jsonable(value), sort_keys=True)
     try:
         return float(value)  # type: ignore[arg-type]  # Decimal and numpy scalars
     except (TypeError, ValueError):
@@ -254,41 +271,42 @@ def jsonable(value: Any) -> Any:
     return _primitive(value)
 
 
-def summarize(task: Task, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Aggregate case records: outcome counts, scored-case means, tokens and cost.
+def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = None) -> Aggregate:
+    """Aggregate case records: outcome counts, pass and answer rates, the task's means, tokens and cost.
+
+    Args:
+        task: The task whose ``aggregate`` combines the counted cases' metrics.
+        records: Every case record of the run (``not_run`` ones included).
+        selected: Cases selected for the run; defaults to the number of records.
 
     Returns:
-        ``{"cases", "counts": {outcome: n}, "scored", "excluded", "metrics": {...},
-        "usage": {token totals, "cost_usd"}}``. Metrics cover every record that has metrics:
-        the scored cases, and agent failures scored as empty answers; infrastructure errors and
-        harness errors have none and are counted in ``excluded``. ``cost_usd`` is None when any
-        record with usage has no known cost.
+        The ``Aggregate``. ``cost_usd`` is None when any record with usage has no known cost.
     """
     records = list(records)
     counts: dict[str, int] = {}
     for rec in records:
-        counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
-    scored = [r for r in records if r.get("metrics")]
+        counts[rec.outcome] = counts.get(rec.outcome, 0) + 1
+    counted = [r for r in records if r.counted]
+    not_run = counts.get("not_run", 0)
     usage: dict[str, Metric] = {}
     for rec in records:
-        for key, value in (rec.get("usage") or {}).items():
-            if key == "cost_usd":
-                continue
-            if isinstance(value, int | float) and not isinstance(value, bool):
+        for key, value in rec.usage.items():
+            if key != "cost_usd" and isinstance(value, int | float) and not isinstance(value, bool):
                 usage[key] = (usage.get(key) or 0) + value  # type: ignore[operator]
-    used = [r["usage"] for r in records if r.get("usage")]
+    used = [r.usage for r in records if r.usage]
     if used:
         usage["cost_usd"] = total_cost(u.get("cost_usd") for u in used)  # missing = unknown
-    return {
-        "cases": len(records),
-        "counts": dict(sorted(counts.items())),
-        "scored": len(scored),
-        "excluded": len(records) - len(scored),
-        "metrics": task.aggregate([r["metrics"] for r in scored]),
-        "usage": usage,
-    }
+    n = len(counted)
+    return Aggregate(
+        selected=len(records) if selected is None else selected,
+        cases=len(records),
+        counts=dict(sorted(counts.items())),
+        counted=n,
+        excluded=len(records) - n - not_run,
+        not_run=not_run,
+        pass_rate=round(sum(r.outcome == "passed" for r in counted) / n, 6) if n else None,
+        answer_rate=round(sum(r.answered for r in counted) / n, 6) if n else None,
+        metrics=task.aggregate([r.metrics for r in counted]),
+        usage=usage,
+    )
 
-
-def ordered(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Records sorted by case id (workers finish in any order)."""
-    return sorted(records, key=lambda r: str(r["case_id"]))

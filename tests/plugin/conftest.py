@@ -18,10 +18,11 @@ AGENT_MODULE = '''
 from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
 
 BASE, NAIVE = BaselineExtractionAgent(), NaiveExtractionAgent()
+PREFIXES = ("Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen_McLaughlin")
 
 
 def agent(request):
-    name = request.case_id.rsplit("-", 1)[0]
+    name = next(p for p in PREFIXES if request.case_id.startswith(p))
     if name == "Liz_Conn":
         return BASE.run(request)
     if name == "Clemente_Kreiger":

@@ -14,25 +14,29 @@ def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir) -> 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.parseoutcomes() == {"passed": 2, "partial": 1, "failed": 1, "errors": 1}
     result.stdout.fnmatch_lines([
+        "PARTIAL groundeval/extraction::Garrett_Thompson*",
+        "*extra (in the answer*",
+        "*in the record as stopped, not active*",
         "*groundeval extraction*",
         "agent: scripted_agent:agent  model: -  run: *",
-        # The agent's own crash counts in the means as an empty answer: nothing is excluded.
-        "cases: 5  passed: 2  partial: 1  failed: 1  error: 1*(excluded from scores: 0)",
+        # The agent's own crash is excluded from the means, and the summary says so first.
+        "scored 4 of 5 cases: 1 excluded (agent_error 1), 0 not run",
+        "pass rate: 0.500 (2/4)  answer rate: 1.000*",
+        "outcomes: passed: 2  partial: 1  failed: 1  agent_error: 1",
         "*precision*recall*f1*display_accuracy",
         "micro *", "macro *",
         "run record: *runs*.json",
-        "PARTIAL groundeval/extraction::Garrett_Thompson-*",
-        "*extra (in the answer*",
-        "*in the record as stopped, not active*",
     ])
+    # The table is the last thing the run prints before pytest's closing line.
+    assert result.stdout.lines[-2].startswith("run record: ")
     # The failure text lists the missing medications; the agent crash is an error, not a failure.
     result.stdout.fnmatch_lines(
-        ["Max_Kris-* (Max_Kris_*.json): F1 0.000*", "missing (active in the record, not in the answer):"]
+        ["F1 0.000*", "missing (active in the record, not in the answer):"]
     )
     # An agent crash shows the agent's own frame, not pytest's plumbing.
     result.stdout.fnmatch_lines(["*raise RuntimeError(*", "E *RuntimeError: scripted agent crashed on Stephen*"])
     result.stdout.no_fnmatch_line("*_pytest/runner.py*")
-    result.stdout.fnmatch_lines(["ERROR groundeval/extraction::Stephen_McLaughlin-* - RuntimeError*"])
+    result.stdout.fnmatch_lines(["AGENT_ERROR groundeval/extraction::Stephen_McLaughlin* - RuntimeError*"])
     result.stdout.no_fnmatch_line("FAILED groundeval/extraction::Stephen*")
 
 
@@ -46,9 +50,11 @@ def test_junit_properties_are_primitive_and_complete(pytester: pytest.Pytester, 
                 "agent", "model", "latency_s", "task", "run_id"):
         assert key in garrett, key
     clemente = next(v for k, v in cases.items() if k.startswith("Clemente"))
-    assert clemente["format_ok"] == "False" and clemente["_result"] == "passed"
+    assert clemente["format_ok"] == "false" and clemente["_result"] == "passed"
     stephen = next(v for k, v in cases.items() if k.startswith("Stephen"))
-    assert stephen["_result"] == "error" and stephen["outcome"] == "error"
+    assert stephen["_result"] == "error" and stephen["outcome"] == "agent_error"
+    # every testcase carries the same property names, in the same order (dashboard columns line up)
+    assert len({tuple(props) for props in cases.values()}) == 1
     assert stephen["error_type"] == "RuntimeError"
 
 
@@ -72,17 +78,17 @@ def test_xdist_run_record_is_merged_once_by_the_controller(pytester: pytest.Pyte
     result.stdout.fnmatch_lines(["run record: *.json"])
     (record,) = run_records(pytester.path)
     assert not list((pytester.path / "runs").glob("*.partial.jsonl"))
-    assert record["schema_version"] == 1 and record["complete"] is True
+    assert record["schema_version"] == 2 and record["complete"] is True
     assert record["settings"]["workers"] == 2
     ids = [c["case_id"] for c in record["cases"]]
     assert len(ids) == len(set(ids)) == 5
-    assert record["aggregate"]["counts"] == {"error": 1, "failed": 1, "partial": 1, "passed": 2}
-    assert record["aggregate"]["excluded"] == 0 and record["aggregate"]["scored"] == 5
+    assert record["aggregate"]["counts"] == {"agent_error": 1, "failed": 1, "partial": 1, "passed": 2}
+    assert record["aggregate"]["excluded"] == 1 and record["aggregate"]["counted"] == 4
     by_outcome = {c["outcome"]: c for c in record["cases"]}
     passed = by_outcome["passed"]
     for key in ("prompt_sha256", "raw_output", "parsed", "truth", "metrics", "latency_s", "fixture_sha256"):
         assert key in passed, key
-    assert by_outcome["error"]["error"]["type"] == "RuntimeError"
+    assert by_outcome["agent_error"]["error"]["type"] == "RuntimeError"
     assert {f["source"] for f in record["fixtures"]} == {p.name for p in eval_dir.glob("*.json")}
     assert "pytest" in record["packages"] and "groundeval" in record["packages"]
 
@@ -102,9 +108,12 @@ def agent(request):
         "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2",
     )
     outcomes = result.parseoutcomes()
-    assert outcomes.get("passed") == 4 and outcomes.get("failed", 0) + outcomes.get("error", 0) >= 1
+    assert outcomes.get("passed") == 4 and outcomes.get("failed", 0) + outcomes.get("errors", 0) == 1
     (record,) = run_records(pytester.path)
     assert len([c for c in record["cases"] if c["outcome"] == "passed"]) == 4
+    (crashed,) = [c for c in record["cases"] if c["outcome"] == "worker_crashed"]
+    assert crashed["case_id"].startswith("Max_Kris") and crashed["worker"] in ("gw0", "gw1")
+    assert crashed["counted"] is False and len(record["cases"]) == 5
 
 
 def test_malformed_case_files_are_collection_errors_and_the_rest_run(pytester: pytest.Pytester, eval_dir) -> None:
@@ -201,7 +210,8 @@ def test_without_a_task_the_plugin_does_nothing_and_imports_nothing_heavy(pytest
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    assert "groundeval" not in result.stdout.str().split("short test summary")[0].split("passed")[-1]
+    result.stdout.no_fnmatch_line("*groundeval extraction*")
+    result.stdout.no_fnmatch_line("run record:*")
     assert not (pytester.path / "runs").exists()
 
 
@@ -230,16 +240,27 @@ def test_an_unreachable_api_stops_the_run_after_three_cases(pytester: pytest.Pyt
 from groundeval.errors import InfraError
 
 def agent(request):
-    raise InfraError(request.case_id + ": cannot reach the API (connection error) after 3 attempts", attempts=3)
+    raise InfraError(request.case_id + ": cannot reach the API (connection error) after 3 attempts", attempts=3,
+                     connection=True)
+
+def busy(request):
+    raise InfraError(request.case_id + ": rate limited (429) after 3 attempts", attempts=3)
 ''')
     result = pytester.runpytest(
         "--groundeval-task=extraction", "--groundeval-agent=down_agent:agent", "--groundeval-data-dir=data",
         "-p", "no:cacheprovider",
     )
     assert result.parseoutcomes() == {"errors": 3}
-    result.stdout.fnmatch_lines(["*the first 3 cases all failed with infra_error*unreachable*"])
+    result.stdout.fnmatch_lines(["*the first 3 cases all failed to connect*unreachable*"])
     (record,) = run_records(pytester.path)
-    assert record["complete"] is False and len(record["cases"]) == 3
+    assert record["complete"] is False and len(record["cases"]) == 5
+    assert [c["outcome"] for c in record["cases"]].count("not_run") == 2
+    # a burst of 429s is rate limiting, not an unreachable API: every case runs
+    result = pytester.runpytest(
+        "--groundeval-task=extraction", "--groundeval-agent=down_agent:busy", "--groundeval-data-dir=data",
+        "-p", "no:cacheprovider",
+    )
+    assert result.parseoutcomes() == {"errors": 5}
 
 
 def test_classified_agent_errors_show_only_their_message(pytester: pytest.Pytester, eval_dir) -> None:
@@ -254,13 +275,14 @@ def agent(request):
         "--groundeval-limit=1", "-p", "no:cacheprovider", "--junitxml=out.xml",
     )
     assert result.parseoutcomes() == {"errors": 1}
-    result.stdout.fnmatch_lines(["InfraError: Clemente_Kreiger-*: overloaded (529) after 3 attempts"])
+    result.stdout.fnmatch_lines(["infra_error: Clemente_Kreiger*: overloaded (529) after 3 attempts"])
     result.stdout.no_fnmatch_line("*def agent(request)*")
-    result.stdout.fnmatch_lines(["INFRA_ERROR groundeval/extraction::Clemente_Kreiger-* - InfraError*"])
+    result.stdout.fnmatch_lines(["INFRA_ERROR groundeval/extraction::Clemente_Kreiger*"])
     props = next(iter(junit_cases(pytester.path / "out.xml").values()))
     assert props["outcome"] == "infra_error" and props["attempts"] == "3" and props["_result"] == "error"
     (record,) = run_records(pytester.path)
-    assert record["aggregate"]["excluded"] == 1 and record["aggregate"]["scored"] == 0
+    assert record["aggregate"]["excluded"] == 1 and record["aggregate"]["counted"] == 0
+    result.stdout.fnmatch_lines(["scored 0 of 1 cases: 1 excluded (infra_error 1), 0 not run"])
 
 
 def test_bad_ini_values_do_not_touch_runs_without_a_task(pytester: pytest.Pytester) -> None:
@@ -288,7 +310,9 @@ def test_interrupted_or_stopped_runs_are_marked_incomplete(pytester: pytest.Pyte
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     (record,) = run_records(pytester.path)
     assert record["complete"] is False and record["exit_status"] == 1
-    assert len(record["cases"]) < 5
+    assert len(record["cases"]) == 5 and record["aggregate"]["not_run"] >= 1
+    assert record["stop_reason"]
+    result.stdout.fnmatch_lines(["INCOMPLETE: *selected case(s) did not run*"])
 
 
 def test_agents_that_do_not_fit_the_run_are_usage_errors(pytester: pytest.Pytester, eval_dir) -> None:
@@ -310,7 +334,7 @@ def returns_int(request):
     result.stderr.fnmatch_lines(["ERROR: agent 'odd_agents:InitRaises' could not be built: ValueError: model file missing"])
     result = pytester.runpytest(*eval_args("--groundeval-agent=odd_agents:returns_int", "-k", "Liz"))
     assert result.parseoutcomes() == {"errors": 1, "deselected": 4}
-    result.stdout.fnmatch_lines(["*returned int, expected str or AgentResult*"])
+    result.stdout.fnmatch_lines(["*returned int; return a str or a groundeval.AgentResult*"])
 
 
 def test_collect_only_needs_no_agent_and_no_key(pytester: pytest.Pytester, eval_dir, monkeypatch) -> None:
@@ -348,12 +372,16 @@ class Leaky:
     def __init__(self, config):
         self.model = "m-" + os.environ["ANTHROPIC_API_KEY"]
     def run(self, request):
+        print("debug: using key", os.environ["ANTHROPIC_API_KEY"])
         if request.case_id.startswith("Liz"):
             raise RuntimeError("bad key " + os.environ["ANTHROPIC_API_KEY"])
         return AgentResult(text="[] " + os.environ["ANTHROPIC_API_KEY"], model=self.model,
                            usage={"key": os.environ["ANTHROPIC_API_KEY"]})
 ''')
-    result = pytester.runpytest(*eval_args("--groundeval-agent=leaky:Leaky", "--junitxml=out.xml", "-rA"))
+    result = pytester.runpytest(
+        *eval_args("--groundeval-agent=leaky:Leaky", "--junitxml=out.xml", "-rA", "-o", "junit_logging=all")
+    )
+    assert "debug: using key [REDACTED]" in result.stdout.str()
     assert secret not in result.stdout.str() + result.stderr.str()
     assert secret not in (pytester.path / "out.xml").read_text()
     assert all(secret not in p.read_text() for p in (pytester.path / "runs").iterdir())
@@ -373,11 +401,11 @@ def test_a_harness_bug_is_an_error_with_a_record_not_a_failure(
     assert result.parseoutcomes() == {"errors": 1, "deselected": 4}
     (record,) = run_records(pytester.path)
     (case,) = record["cases"]
-    assert case["outcome"] == "error" and case["error"]["type"] == "KeyError"
+    assert case["outcome"] == "harness_error" and case["error"]["type"] == "KeyError"
     assert case["raw_output"].startswith("[{")  # the paid-for answer is kept
 
 
-def test_truncation_is_an_error_but_counts_as_an_empty_answer_in_the_means(pytester: pytest.Pytester, eval_dir) -> None:
+def test_truncation_is_a_failure_that_counts_as_an_empty_answer_in_the_means(pytester: pytest.Pytester, eval_dir) -> None:
     pytester.makepyfile(cut_agent='''
 from groundeval.errors import TruncatedError
 from scripted_agent import BASE
@@ -392,11 +420,11 @@ def agent(request):
         "--groundeval-task=extraction", "--groundeval-agent=cut_agent:agent", "--groundeval-data-dir=data",
         "-p", "no:cacheprovider",
     )
-    assert result.parseoutcomes() == {"passed": 4, "errors": 1}
+    assert result.parseoutcomes() == {"passed": 4, "failed": 1}
     (record,) = run_records(pytester.path)
     cut = next(c for c in record["cases"] if c["outcome"] == "truncated")
-    assert cut["metrics"]["recall"] == 0.0 and cut["scored_as"] == "empty answer"
-    assert record["aggregate"]["scored"] == 5 and record["aggregate"]["excluded"] == 0
+    assert cut["metrics"]["recall"] == 0.0 and cut["answered"] is False and cut["raw_output"] == "[{"
+    assert record["aggregate"]["counted"] == 5 and record["aggregate"]["excluded"] == 0
     assert record["aggregate"]["metrics"]["micro_recall"] < 1.0
 
 
@@ -439,6 +467,39 @@ def agent(request):
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    assert "INCOMPLETE: the run stopped early" in out
+    assert "INCOMPLETE: interrupted" in out
     (record,) = run_records(pytester.path)
-    assert record["complete"] is False and [c["case_id"] for c in record["cases"]] == ["Clemente_Kreiger-d78af07c"]
+    ran = [c["case_id"] for c in record["cases"] if c["outcome"] != "not_run"]
+    assert record["complete"] is False and len(ran) == 1 and ran[0].startswith("Clemente_Kreiger")
+    assert len(record["cases"]) == 5
+
+
+def test_an_interrupt_before_the_first_case_finishes_still_writes_a_record(pytester: pytest.Pytester, eval_dir) -> None:
+    pytester.makepyfile(stuck_agent='''
+import pathlib
+import time
+
+def agent(request):
+    pathlib.Path("started").touch()
+    time.sleep(30)
+    return "[]"
+''')
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=stuck_agent:agent",
+         "--groundeval-data-dir=data", "-p", "no:cacheprovider"],
+        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (pytester.path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "INCOMPLETE: interrupted; 5 selected case(s) did not run" in out
+    (record,) = run_records(pytester.path)
+    assert record["complete"] is False and record["aggregate"]["not_run"] == 5

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from groundeval.errors import AgentError, ConfigError
+from groundeval.errors import AgentReturnedWrongType, ConfigError
 from groundeval.records import AgentRequest, AgentResult
 
 __all__ = ["AGENTS", "Agent", "AgentConfig", "FunctionAgent", "check_task", "make_agent"]
@@ -93,16 +93,16 @@ class FunctionAgent:
         """Call the function; a string answer becomes ``AgentResult(text=...)``.
 
         Raises:
-            AgentError: The function returned something other than a str or an AgentResult.
+            AgentReturnedWrongType: The function returned something other than a str or an AgentResult.
         """
         out = self._fn(request)
         if isinstance(out, AgentResult):
             return out
         if isinstance(out, str):
             return AgentResult(text=out)
-        raise AgentError(
-            f"{request.case_id}: agent {self.name!r} returned {type(out).__name__}, "
-            "expected str or AgentResult"
+        raise AgentReturnedWrongType(
+            f"{request.case_id}: agent {self.name!r} returned {type(out).__name__}; "
+            "return a str or a groundeval.AgentResult"
         )
 
 

@@ -40,11 +40,13 @@ def pytest_configure(config: pytest.Config) -> None:
             "positional paths are not used with --groundeval-task: select cases with -k or "
             "--groundeval-limit, and give your own case files with --groundeval-data-dir"
         )
+    from groundeval.plugin.reporting import ReportHooks
     from groundeval.plugin.session import GroundevalSession, XdistHooks
 
     gsession = GroundevalSession(config, settings)
     config.args = [str(settings.data_dir)]
     config.option.continue_on_collection_errors = True
     config.pluginmanager.register(gsession, "groundeval-session")
+    config.pluginmanager.register(ReportHooks(), "groundeval-reporting")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(gsession), "groundeval-xdist")

@@ -1,14 +1,17 @@
 """The active run: built in ``pytest_configure`` when ``--groundeval-task`` is given.
 
-Holds the task, the agent and the run info on every process. On the controlling process
-(serial runs, or the xdist controller) it also gathers case records from the reports, writes the
-run record and prints the summary; workers only run cases and ship records on their reports.
+Modelled on pytest-xdist's ``DSession``: the plugin module stays thin and the run's state lives
+in this one class, registered only when a task is active. On every process that runs cases it
+owns running a case (``run_case``) and the stop policy; on the controlling process (a serial run,
+or the xdist controller) it gathers the case records from the reports, writes the run record and
+prints the summary. Workers only run cases and ship their records on the reports.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -17,31 +20,32 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.agents.base import Agent, AgentConfig, FunctionAgent, check_task, make_agent
-from groundeval.datasets import sha256_file
-from groundeval.errors import AgentError, ConfigError, GroundevalError
-from groundeval.plugin.items import EvalDataset, EvalItem
+from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent
+from groundeval.errors import ConfigError, InfraError
+from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.options import Settings
-from groundeval.plugin.summary import write_summary
-from groundeval.records import AgentRequest
-from groundeval.runner import RunInfo, ordered, summarize
+from groundeval.redaction import clean, clean_text, strip_userinfo
+from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
+from groundeval.runner import CaseRun, RunInfo, not_run_record, run_case, summarize
 from groundeval.tasks import make_task
-from groundeval.tracing import RunRecord, RunWriter, new_run_id, package_versions, redact
 
 if TYPE_CHECKING:
+    from groundeval.datasets import Case
     from groundeval.langsmith_stream import LangSmithStream
 
-__all__ = ["GroundevalSession", "XdistHooks"]
+__all__ = ["UNREACHABLE_AFTER", "GroundevalSession", "XdistHooks"]
 
 RUN_ID_KEY = "groundeval_run_id"
+UNREACHABLE_AFTER = 3
+"""Connection-level failures on a process's first cases, with no answer yet, after which the run stops."""
 
 
 class GroundevalSession:
     """Plugin object registered as ``groundeval-session`` while a task is active.
 
     Raises:
-        pytest.UsageError: The task options are invalid or the agent cannot be built
-            (e.g. ``claude`` without ``ANTHROPIC_API_KEY``).
+        pytest.UsageError: The task options are invalid, the out-dir is unusable, or the agent
+            cannot be built (e.g. ``claude`` without ``ANTHROPIC_API_KEY``).
     """
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
@@ -49,40 +53,47 @@ class GroundevalSession:
         self.config = config
         self.settings = settings
         self.is_worker = hasattr(config, "workerinput")
+        distributed = not self.is_worker and config.getoption("dist", default="no") not in ("no", None)
+        self.runs_cases = not distributed and not config.getoption("collectonly", default=False)
         try:
             self.task = make_task(settings.task, settings.task_options)
-            self.agent: Agent = self._build_agent(config, settings)
+            self._agent: Agent | None = self._build_agent(settings) if self.runs_cases else None
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if not self.is_worker:
+            _check_out_dir(settings.out_dir)
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
-        self.info = RunInfo(run_id=run_id, task=self.task.name, agent=self.agent.name, model=self.agent.model)
-        self.records: dict[str, dict[str, Any]] = {}
-        self.answered = 0  # agent calls that returned, in this process
-        self.warmed = False
-        self.infra_before_first_answer = 0
+        worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
+        agent_name = self._agent.name if self._agent is not None else settings.agent
+        model = self._agent.model if self._agent is not None else settings.model
+        self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker)
+        self.records: dict[str, CaseRecord] = {}
+        self.selected: list[str] = []
         self.collection_errors: dict[str, dict[str, str]] = {}
+        self.answered = 0  # agent calls that returned, in this process
+        self.unreachable = 0  # connection-level failures before the first answer, in this process
+        self.warmed = False
         self.started = datetime.now(UTC)
         self.t0 = time.perf_counter()
         self.writer = RunWriter(settings.out_dir, run_id)
+        self.run_record: RunRecord | None = None
         self.record_path: Path | None = None
-        self.complete = True
+        self.stop_reason: str | None = None
         self._previous_sigterm: Any = None
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
-        if os.environ.get("LANGSMITH_API_KEY"):
+        if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
             from groundeval.langsmith_stream import LangSmithStream
 
             self.stream = LangSmithStream.from_env(self.info)
 
     @staticmethod
-    def _build_agent(config: pytest.Config, settings: Settings) -> Agent:
-        """Build the agent once per process; listing cases (``--collect-only``) needs none.
+    def _build_agent(settings: Settings) -> Agent:
+        """Build the agent on a process that runs cases (never on the xdist controller).
 
         Raises:
             ConfigError: Bad spec, an agent that refuses its config or this task, or a
                 constructor that raised (its message is kept).
         """
-        if config.getoption("collectonly", default=False):
-            return FunctionAgent(_never_called, name=settings.agent)
         try:
             agent = make_agent(settings.agent, AgentConfig(model=settings.model, options=dict(settings.agent_options)))
         except ConfigError:
@@ -92,6 +103,41 @@ class GroundevalSession:
         assert settings.task is not None
         check_task(agent, settings.agent, settings.task)
         return agent
+
+    # -- running a case ----------------------------------------------------------------------
+    def run_case(self, case: Case, nodeid: str, session: pytest.Session) -> CaseRun:
+        """Run one case (warming the agent up first, once per process) and apply the stop policy."""
+        assert self._agent is not None, "cases run only where the agent was built"
+        if not self.warmed:
+            self.warmed = True
+            warmup = getattr(self._agent, "warmup", None)
+            if callable(warmup):
+                try:
+                    warmup()  # imports and clients, before the first case is timed
+                except Exception as warm_exc:
+                    run = _warmup_failed(self.info, case, nodeid, warm_exc)
+                    self._stop(session, f"groundeval: the agent's warmup() raised {type(warm_exc).__name__}: {warm_exc}")
+                    return run
+        run = run_case(self.task, self._agent, case, self.info, nodeid)
+        exc: BaseException | None = run.exc
+        if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
+            self.answered += 1
+        if OUTCOMES[run.record.outcome].stops_run and exc is not None:
+            self._stop(session, f"groundeval: {run.record.outcome}: {exc}")
+        elif isinstance(exc, InfraError) and exc.connection and self.answered == 0:
+            self.unreachable += 1
+            if self.unreachable >= UNREACHABLE_AFTER:
+                self._stop(session, (
+                    f"groundeval: the first {UNREACHABLE_AFTER} cases all failed to connect and none was "
+                    "answered: the model API looks unreachable; check the endpoint and network"
+                ))
+        if self.stream is not None:  # LangSmith; never raises
+            self.stream.record_case(run.record.model_dump(mode="json"))
+        return run
+
+    def _stop(self, session: pytest.Session, reason: str) -> None:
+        self.stop_reason = clean_text(reason.splitlines()[0] if reason else reason)
+        session.shouldstop = self.stop_reason
 
     # -- signals -------------------------------------------------------------------------------
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -111,6 +157,8 @@ class GroundevalSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         """Collect the data directory as an ``EvalDataset`` with a location-free node id."""
+        from groundeval.plugin.items import EvalDataset
+
         if path.resolve() != self.settings.data_dir:
             return None
         dataset = EvalDataset.from_parent(parent, path=path, nodeid=f"groundeval/{self.task.name}")
@@ -120,91 +168,67 @@ class GroundevalSession:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Keep malformed case files for the run record (controller only)."""
         if report.failed and not self.is_worker and report.nodeid.startswith("groundeval/"):
-            self.collection_errors[report.nodeid] = {
-                "nodeid": report.nodeid, "message": str(report.longrepr),
-            }
+            self.collection_errors[report.nodeid] = {"nodeid": report.nodeid, "message": str(report.longrepr)}
 
-    # -- reporting --------------------------------------------------------------------------
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        """Attach the case record to the report that decides the case (setup error or call)."""
-        report = yield
-        if not isinstance(item, EvalItem):
-            return report
-        failed_setup = call.when == "setup" and report.failed
-        if failed_setup and call.excinfo is not None and isinstance(call.excinfo.value, GroundevalError):
-            # A classified agent/API error explains itself; the agent's source lines do not help.
-            report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
-        if report.longrepr is not None:
-            text = str(report.longrepr)
-            if redact(text) != text:  # an agent put a secret in its error or answer
-                report.longrepr = redact(text)
-        if item.record is not None and not item.record_sent and (call.when == "call" or failed_setup):
-            report.groundeval = item.record
-            item.record_sent = True
-        return report
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Remember the selected cases (serial runs; the xdist controller hears them from workers)."""
+        from groundeval.plugin.items import EvalItem
 
-    def pytest_report_teststatus(
-        self, report: pytest.TestReport, config: pytest.Config
-    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-        """``partial`` (letter P) for partial credit; outcome names for classified errors."""
-        record = getattr(report, "groundeval", None)
-        if not isinstance(record, dict):
-            return None
-        outcome = record.get("outcome")
-        if report.when == "call" and outcome == "partial":
-            return "partial", "P", ("PARTIAL", {"yellow": True})
-        if report.when == "setup" and report.failed and outcome not in (None, "error"):
-            return "error", "E", (str(outcome).upper(), {"red": True})
-        return None
+        if not self.is_worker:
+            self.selected = [item.nodeid for item in session.items if isinstance(item, EvalItem)]
 
+    # -- gathering records ------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather case records on the controller and append each to the partial run file."""
-        record = getattr(report, "groundeval", None)
-        if self.is_worker or not isinstance(record, dict) or report.nodeid in self.records:
+        data = getattr(report, "groundeval", None)
+        if self.is_worker or not isinstance(data, dict) or report.nodeid in self.records:
             return
-        if record.get("outcome") == "auth_error":  # under xdist each worker may hit it once
-            first = next((n for n, r in self.records.items() if r.get("outcome") == "auth_error"), None)
+        record = CaseRecord.model_validate(data)
+        if record.outcome == "auth_error":  # under xdist each worker may hit it once
+            first = next((n for n, r in self.records.items() if r.outcome == "auth_error"), None)
             if first is not None:
                 report.longrepr = f"auth_error: the same rejected credentials as {first} (see above)"
         self.records[report.nodeid] = record
         self.writer.append(record)
 
     # -- end of run -------------------------------------------------------------------------
-    def build_record(self, complete: bool = True, exit_status: int | None = None) -> RunRecord:
-        """The run record from everything gathered so far.
+    def build_record(self, exit_status: int | None = None) -> RunRecord:
+        """The run record from everything gathered so far; not-run cases get a ``not_run`` record.
 
-        Args:
-            complete: False when the run was interrupted or stopped early (``-x``, Ctrl-C,
-                an auth error), so some selected cases never ran.
-            exit_status: pytest's exit status, when known.
+        ``complete`` is true only when every selected case has a record of a case that ran.
         """
-        cases = ordered(list(self.records.values()))
-        files = self.task.case_files(self.settings.data_dir)
+        reason = self.stop_reason or "the run stopped before this case (-x, --maxfail, Ctrl-C or a signal)"
+        missing = [n for n in self.selected if n not in self.records]
+        cases = sorted(
+            [*self.records.values(), *(not_run_record(self.info, n, reason) for n in missing)],
+            key=lambda r: r.case_id,
+        )
+        complete = not missing and bool(self.selected or not self.collection_errors)
+        model = self.info.model or next((c.model for c in cases if c.model), None)
         settings = self.settings
+        options = {k: v for k, v in settings.agent_options.items() if v is not None}
+        if isinstance(options.get("base_url"), str):
+            options["base_url"] = strip_userinfo(options["base_url"])
+        facts = getattr(self.task, "run_facts", None)
         return RunRecord(
-            run_id=self.info.run_id,
-            task=self.info.task,
-            agent=self.info.agent,
-            model=self.info.model,
-            started_at=self.started.isoformat(),
-            finished_at=datetime.now(UTC).isoformat(),
-            duration_s=round(time.perf_counter() - self.t0, 3),
-            complete=complete,
-            exit_status=exit_status,
-            settings={
-                "agent_spec": settings.agent,
-                "limit": settings.limit,
-                "task_options": {k: v for k, v in settings.task_options.items() if hasattr(self.task, k)},
-                "agent_options": settings.agent_options,
-                "workers": self.config.getoption("numprocesses", default=None),
-            },
-            packages=package_versions(),
-            data_dir=str(settings.data_dir),
-            fixtures=[{"source": p.name, "sha256": sha256_file(p)} for p in files],
+            run_id=self.info.run_id, task=self.info.task, agent=clean_text(self.info.agent),
+            model=clean_text(model) if model else None,
+            started_at=self.started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
+            duration_s=round(time.perf_counter() - self.t0, 3), complete=complete,
+            stop_reason=None if complete else (self.stop_reason or "interrupted"), exit_status=exit_status,
+            settings=clean({
+                "agent_spec": settings.agent, "limit": settings.limit, "task_options": settings.task_options,
+                "agent_options": options, "workers": self.config.getoption("numprocesses", default=None),
+            }),
+            task_facts=dict(facts() if callable(facts) else facts or {}),
+            packages=package_versions(), data_dir=str(settings.data_dir),
+            fixtures=sorted(
+                ({"source": c.source, "sha256": c.fixture_sha256} for c in cases if c.source and c.fixture_sha256),
+                key=lambda f: f["source"],
+            ),
             collection_errors=list(self.collection_errors.values()),
-            cases=cases,  # type: ignore[arg-type]  # validated into CaseRecord by pydantic
-            aggregate=summarize(self.task, cases),
+            cases=cases,
+            aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases)),
         )
 
     @pytest.hookimpl(trylast=True)
@@ -212,27 +236,61 @@ class GroundevalSession:
         """Flush the LangSmith stream (every process); write the run record (controller only)."""
         if self.stream is not None:
             self.stream.close()  # bounded wait; warns once on failure, never raises
-        if self.is_worker or (not self.records and not self.collection_errors):
+        if self.is_worker or self.config.getoption("collectonly", default=False):
             return
-        stopped = bool(session.shouldstop or session.shouldfail)
-        broken = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-        self.complete = not (stopped or broken)
-        record = self.build_record(complete=self.complete, exit_status=int(exitstatus))
-        self.record_path = self.writer.finish(record)
+        if session.shouldfail and not self.stop_reason:
+            self.stop_reason = str(session.shouldfail)
+        self.run_record = self.build_record(exit_status=int(exitstatus))
+        self.record_path = self.writer.finish(self.run_record)
 
-    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        """Print the groundeval table after pytest's own summary."""
-        if self.is_worker or config.getoption("collectonly", default=False):
-            return
-        write_summary(terminalreporter, self)
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> Any:
+        """Print the groundeval table last, after pytest's own summary and short summary."""
+        result = yield
+        if not self.is_worker and self.run_record is not None:
+            from groundeval.plugin.summary import write_summary
+
+            write_summary(terminalreporter, self)
+        return result
+
+
+def _check_out_dir(out_dir: Path) -> None:
+    """Refuse an out-dir that is a file or cannot be written, before any case runs.
+
+    Raises:
+        pytest.UsageError: Naming the directory and the fix.
+    """
+    problem = None
+    if out_dir.exists() and not out_dir.is_dir():
+        problem = "is a file, not a directory"
+    else:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".groundeval-probe-"):
+                pass
+        except OSError as exc:
+            problem = f"cannot be written ({exc.strerror or exc})"
+    if problem is not None:
+        raise pytest.UsageError(
+            f"--groundeval-out-dir={str(out_dir)!r} {problem}; give a writable directory for run records"
+        )
+
+
+def _warmup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception) -> CaseRun:
+    import traceback
+
+    record = CaseRecord.model_validate({
+        "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent, "model": info.model,
+        "source": case.source.name, "fixture_sha256": case.sha256, "outcome": "agent_error", "counted": False,
+        "worker": info.worker, "message": clean_text(f"agent_error: warmup() raised {type(exc).__name__}: {exc}"),
+        "error": {"type": type(exc).__name__, "message": clean_text(str(exc)),
+                  "traceback": clean_text("".join(traceback.format_exception(exc)))},
+    })
+    return CaseRun(record, exc)
 
 
 def _sigterm_to_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"terminated by signal {signum}")
-
-
-def _never_called(request: AgentRequest) -> str:
-    raise AgentError("no agent is built under --collect-only")
 
 
 class XdistHooks:
@@ -244,3 +302,18 @@ class XdistHooks:
     def pytest_configure_node(self, node: Any) -> None:
         """Give every worker the controller's run id."""
         node.workerinput[RUN_ID_KEY] = self.gsession.info.run_id
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """The selected cases, as the workers collected them (identical on every worker)."""
+        known = set(self.gsession.selected)
+        self.gsession.selected.extend(i for i in ids if i.startswith("groundeval/") and i not in known)
+
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """A worker died mid-case: give the case a ``worker_crashed`` record naming the worker."""
+        gs = self.gsession
+        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
+        record = not_run_record(gs.info, crashitem, "")
+        data = record.model_dump(mode="json")
+        data.update(outcome="worker_crashed", worker=worker,
+                    message=f"worker_crashed: pytest-xdist worker {worker} died while running this case")
+        report.groundeval = data  # type: ignore[attr-defined]

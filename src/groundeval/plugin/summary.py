@@ -1,19 +1,25 @@
-"""The terminal summary: one table of run-level numbers, then the partial cases."""
+"""The terminal summary, read from the finished run record: never recomputed here.
+
+It leads with what cannot be gamed (how many cases were scored, the pass rate, the answer rate),
+then the task's means, then usage; partial cases are listed above the table so that the table is
+the last thing a run prints.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from groundeval.outcomes import POLICY
 from groundeval.records import Metric
-from groundeval.runner import summarize
-from groundeval.tracing import redact
+from groundeval.redaction import clean_text
+from groundeval.run_record import Aggregate, RunRecord
 
 if TYPE_CHECKING:
     from groundeval.plugin.session import GroundevalSession
 
 __all__ = ["format_table", "write_summary"]
 
-COUNT_ORDER = ("passed", "partial", "failed", "error", "infra_error", "auth_error", "truncated", "agent_loop")
+ORDER = tuple(rule.outcome for rule in POLICY)
 
 
 def _fmt(value: Metric) -> str:
@@ -31,21 +37,30 @@ def _fmt_usage(key: str, value: Metric) -> str:
     return _fmt(value)
 
 
-def format_table(aggregate: dict[str, Any], header: str) -> list[str]:
-    """Render a run summary as text lines.
+def format_table(agg: Aggregate, header: str) -> list[str]:
+    """Render a run's aggregate as text lines.
 
     Metrics named ``micro_<m>``/``macro_<m>`` become a two-row table with one column per ``<m>``;
     other metrics are listed as ``name: value``.
     """
     lines = [header]
-    counts = aggregate.get("counts", {})
-    names = [k for k in COUNT_ORDER if k in counts or k in ("passed", "partial", "failed", "error")]
+    ran = agg.cases - agg.not_run
+    if agg.excluded or agg.not_run:
+        excluded = ", ".join(
+            f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts and k not in ("not_run",)
+            and k not in ("passed", "partial", "failed", "no_answer", "truncated", "agent_loop", "refusal")
+        )
+        lines.append(
+            f"scored {agg.counted} of {agg.selected} cases: {agg.excluded} excluded"
+            + (f" ({excluded})" if excluded else "") + f", {agg.not_run} not run"
+        )
+    passed = agg.counts.get("passed", 0)
     lines.append(
-        f"cases: {aggregate.get('cases', 0)}  "
-        + "  ".join(f"{k}: {counts.get(k, 0)}" for k in names)
-        + f"  (excluded from scores: {aggregate.get('excluded', 0)})"
+        f"pass rate: {_fmt(agg.pass_rate)} ({passed}/{agg.counted})  answer rate: {_fmt(agg.answer_rate)}"
+        f"  (over the {agg.counted} counted cases; {ran} ran)"
     )
-    metrics: dict[str, Metric] = aggregate.get("metrics", {})
+    lines.append("outcomes: " + "  ".join(f"{k}: {agg.counts[k]}" for k in ORDER if k in agg.counts))
+    metrics = agg.metrics
     columns = [k[len("micro_"):] for k in metrics if k.startswith("micro_")]
     if columns:
         width = max(12, *(len(c) + 2 for c in columns))
@@ -55,34 +70,33 @@ def format_table(aggregate: dict[str, Any], header: str) -> list[str]:
     for key, value in metrics.items():
         if not key.startswith(("micro_", "macro_")):
             lines.append(f"{key}: {_fmt(value)}")
-    usage = aggregate.get("usage") or {}
-    if usage:
-        lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in usage.items()))
+    if agg.usage:
+        lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in agg.usage.items()))
     return lines
 
 
 def write_summary(tr: Any, gs: GroundevalSession) -> None:
     """Write the groundeval section to pytest's terminal reporter."""
-    records = list(gs.records.values())
-    aggregate = summarize(gs.task, records)
-    info = gs.info
-    tr.write_sep("=", f"groundeval {info.task}")
-    header = f"agent: {info.agent}  model: {info.model or '-'}  run: {info.run_id}"
-    for line in format_table(aggregate, header):
-        tr.write_line(redact(line))
-    if gs.collection_errors:
-        tr.write_line(f"malformed case files (collection errors): {len(gs.collection_errors)}")
-    if not gs.complete:
+    record: RunRecord | None = gs.run_record
+    if record is None:
+        return
+    partial = [c for c in record.cases if c.outcome == "partial"]
+    if partial:
+        tr.write_sep("-", "partial cases")
+        for case in partial:
+            tr.write_line(f"PARTIAL {case.nodeid}")
+            for line in case.message.splitlines():
+                tr.write_line(f"    {clean_text(line)}")
+    tr.write_sep("=", f"groundeval {record.task}")
+    header = f"agent: {record.agent}  model: {record.model or '-'}  run: {record.run_id}"
+    for line in format_table(record.aggregate, header):
+        tr.write_line(clean_text(line))
+    if record.collection_errors:
+        tr.write_line(f"malformed case files (collection errors): {len(record.collection_errors)}")
+    if not record.complete:
         tr.write_line(
-            "INCOMPLETE: the run stopped early (-x, Ctrl-C, a signal, an auth error or an unreachable "
-            "API); these numbers cover only the cases that ran", red=True, bold=True,
+            f"INCOMPLETE: {record.stop_reason}; {record.aggregate.not_run} selected case(s) did not run and "
+            "these numbers cover only the cases that ran", red=True, bold=True,
         )
     if gs.record_path is not None:
         tr.write_line(f"run record: {gs.record_path}")
-    partial = sorted((r for r in records if r["outcome"] == "partial"), key=lambda r: r["case_id"])
-    if partial:
-        tr.write_sep("-", "partial cases")
-        for rec in partial:
-            tr.write_line(f"PARTIAL {rec['nodeid']}")
-            for line in str(rec.get("message", "")).splitlines():
-                tr.write_line(f"    {redact(line)}")

@@ -1,0 +1,62 @@
+"""junit XML properties of a case, read from its finished record.
+
+Every testcase carries the same property names in the same order, so dashboard columns line up:
+run metadata (repeated on every testcase because suite-level properties are lost under
+pytest-xdist, pytest-dev/pytest#7767), the outcome, every metric the task declares (empty when not
+applicable), then latency, attempts, usage and the agent's facts. Values are primitives; booleans
+are written ``true``/``false``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from groundeval.records import Metric
+from groundeval.run_record import CaseRecord
+
+__all__ = ["FACT_KEYS", "junit_properties"]
+
+FACT_KEYS = ("stop_reason", "request_id", "tool_calls", "model_calls", "last_tool", "recursion_limit")
+"""Agent facts copied into properties when the agent reported them (``agent_meta`` or error details)."""
+
+
+def _value(value: object) -> str | int | float:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def junit_properties(record: CaseRecord, metric_names: Sequence[str] = ()) -> list[tuple[str, Metric]]:
+    """Flatten a case record into junit ``(name, primitive)`` properties.
+
+    Args:
+        record: The finished case record.
+        metric_names: Every metric the task can emit; each appears on every testcase (empty when
+            the case has no value for it). Metrics outside the list follow in the record's order.
+    """
+    props: list[tuple[str, Metric]] = [
+        ("task", record.task),
+        ("agent", record.agent),
+        ("model", record.model or ""),
+        ("run_id", record.run_id),
+        ("outcome", record.outcome),
+        ("counted", _value(record.counted)),
+        ("answered", _value(record.answered)),
+    ]
+    names = list(metric_names) + [k for k in record.metrics if k not in metric_names]
+    props += [(name, _value(record.metrics.get(name))) for name in names]
+    props.append(("format_ok", _value(record.format_ok)))
+    props.append(("latency_s", round(record.latency_s or 0.0, 3)))
+    props.append(("attempts", _value(record.attempts)))
+    props += [(key, _value(value)) for key, value in record.usage.items()]
+    facts = {**(record.error.details if record.error else {}), **record.agent_meta}
+    if "tool_calls" not in facts and record.trace:
+        facts["tool_calls"] = len(record.trace)  # agents that keep a trace but no count
+    props += [(key, _value(facts.get(key))) for key in FACT_KEYS if key in facts]
+    props.append(("error_type", record.error.type if record.error else ""))
+    return props

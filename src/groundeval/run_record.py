@@ -1,0 +1,230 @@
+"""Case records and run records: the typed results every output is read from.
+
+The runner builds one ``CaseRecord`` per case, once; the run record (``RunRecord``, one versioned
+JSON file per run under ``runs/``) is assembled from them, and the terminal summary, junit
+properties and LangSmith read the finished records, never recompute them.
+
+A run record holds what is needed to audit or re-score a run without re-running the agent:
+settings, package versions, fixture hashes, and per case the prompt hash, raw output (capped at
+``MAX_RAW_OUTPUT_CHARS``, with its full length and hash), parsed answer, truth, scores, latency,
+usage and error. Cases are appended to ``<run_id>.partial.jsonl`` as they finish, so an
+interrupted run keeps its finished cases; the final ``<run_id>.json`` is written atomically at the
+end and the partial file removed. Every string was cleaned by ``groundeval.redaction.clean`` when
+the record was built (secrets redacted, lone surrogates and control characters replaced).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import secrets
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from groundeval.outcomes import Outcome
+from groundeval.records import Metric
+
+__all__ = [
+    "MAX_RAW_OUTPUT_CHARS",
+    "SCHEMA_VERSION",
+    "Aggregate",
+    "CaseRecord",
+    "ErrorInfo",
+    "RunRecord",
+    "RunWriter",
+    "new_run_id",
+    "package_versions",
+]
+
+SCHEMA_VERSION = 2
+MAX_RAW_OUTPUT_CHARS = 200_000
+"""Longest raw answer kept in a case record, characters; longer ones keep their length and hash."""
+PACKAGES = (
+    "groundeval", "pytest", "pytest-xdist", "anthropic", "openai", "langgraph", "langchain",
+    "langchain-anthropic", "healthchain", "fhir.resources", "pydantic", "langsmith",
+)
+
+
+class ErrorInfo(BaseModel):
+    """Why a case did not end in a scored answer.
+
+    Attributes:
+        type: The exception class name.
+        message: Its message (cleaned).
+        details: JSON-safe facts (status code, request id, ``model_calls``, ``last_tool``, ...).
+        traceback: The formatted traceback for ``agent_error``/``harness_error``, else None.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+    traceback: str | None = None
+
+
+class CaseRecord(BaseModel):
+    """One case's result, built once by the runner.
+
+    ``truth``, ``parsed`` and ``details`` are shaped by the task (JSON); ``metrics`` holds the
+    scorer's primitive per-case metrics (the task's ``metric_names``); everything else has the
+    same shape for every task.
+
+    Attributes:
+        case_id: The case's id (the pytest item name).
+        run_id: The run's id.
+        nodeid: The pytest node id (``groundeval/<task>::<case_id>``).
+        source: The case file's name, or None for a case that never ran.
+        fixture_sha256: Hex SHA-256 of the case file's bytes, hashed once at load.
+        outcome: See ``groundeval.outcomes.POLICY``.
+        counted: True when the case counts in the run's means.
+        answered: True when the agent gave a parseable answer.
+        raw_output_chars: Length of the full raw answer, characters.
+        raw_output_sha256: Hex SHA-256 of the full raw answer (UTF-8), when it was capped.
+        latency_s: Wall time of the agent call, seconds.
+        attempts: Model calls made, retries included.
+        usage: Tokens (``input_tokens``, ...) and ``cost_usd`` (USD, None when unpriced).
+        trace: Tool calls in order, each ``{"tool", "args", "result", "ok"}``.
+        worker: The xdist worker id that ran the case (``gw0``), or None when serial.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    case_id: str
+    nodeid: str
+    run_id: str
+    task: str
+    agent: str
+    outcome: Outcome
+    counted: bool
+    answered: bool = False
+    source: str | None = None
+    fixture_sha256: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = None
+    prompt_sha256: str | None = None
+    raw_output: str | None = None
+    raw_output_chars: int | None = None
+    raw_output_sha256: str | None = None
+    parsed: Any = None
+    format_ok: bool | None = None
+    parse_error: str | None = None
+    truth: Any = None
+    metrics: dict[str, Metric] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+    message: str = ""
+    latency_s: float | None = None
+    attempts: int | None = None
+    usage: dict[str, Metric] = Field(default_factory=dict)
+    trace: list[dict[str, Any]] = Field(default_factory=list)
+    agent_meta: dict[str, Any] = Field(default_factory=dict)
+    error: ErrorInfo | None = None
+    worker: str | None = None
+
+
+class Aggregate(BaseModel):
+    """Run-level figures, computed once from the case records.
+
+    Attributes:
+        selected: Cases selected for the run (after ``-k``/``--groundeval-limit``).
+        cases: Case records (not-run cases included).
+        counts: Outcome -> number of cases.
+        counted: Cases counted in the means (scored answers and agent-behaviour failures).
+        excluded: Cases that ran but are excluded from the means (errors).
+        not_run: Selected cases that never ran.
+        pass_rate: Passed / counted (None when nothing is counted).
+        answer_rate: Cases with a parseable answer / counted (None when nothing is counted).
+        metrics: The task's aggregate over the counted cases (micro/macro means, counts).
+        usage: Token totals and ``cost_usd`` (USD; None when any case's cost is unknown).
+    """
+
+    selected: int = 0
+    cases: int = 0
+    counts: dict[str, int] = Field(default_factory=dict)
+    counted: int = 0
+    excluded: int = 0
+    not_run: int = 0
+    pass_rate: float | None = None
+    answer_rate: float | None = None
+    metrics: dict[str, Metric] = Field(default_factory=dict)
+    usage: dict[str, Metric] = Field(default_factory=dict)
+
+
+class RunRecord(BaseModel):
+    """A whole run (``schema_version`` 2).
+
+    ``complete`` is true only when every selected case has a record of a case that ran.
+    """
+
+    schema_version: Literal[2] = 2
+    run_id: str
+    task: str
+    agent: str
+    model: str | None
+    started_at: str
+    finished_at: str | None = None
+    duration_s: float | None = None
+    complete: bool = False
+    stop_reason: str | None = None
+    exit_status: int | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    task_facts: dict[str, Any] = Field(default_factory=dict)
+    python: str = Field(default_factory=platform.python_version)
+    packages: dict[str, str] = Field(default_factory=dict)
+    data_dir: str = ""
+    fixtures: list[dict[str, str]] = Field(default_factory=list)
+    collection_errors: list[dict[str, str]] = Field(default_factory=list)
+    cases: list[CaseRecord] = Field(default_factory=list)
+    aggregate: Aggregate = Field(default_factory=Aggregate)
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Return a sortable, unique run id such as ``20261129T113000Z-3f9a1c``."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of groundeval and its main dependencies (missing ones are skipped)."""
+    found: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+class RunWriter:
+    """Writes one run's record incrementally and then atomically.
+
+    Args:
+        out_dir: Directory for run records (created if missing).
+        run_id: The run's id; files are ``<run_id>.partial.jsonl`` and ``<run_id>.json``.
+    """
+
+    def __init__(self, out_dir: Path, run_id: str) -> None:
+        self.out_dir = out_dir
+        self.path = out_dir / f"{run_id}.json"
+        self.partial = out_dir / f"{run_id}.partial.jsonl"
+
+    def append(self, case: CaseRecord) -> None:
+        """Append one finished case to the partial file (flushed at once)."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(case.model_dump(mode="json"), ensure_ascii=False)
+        with self.partial.open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+    def finish(self, record: RunRecord) -> Path:
+        """Write the complete record atomically, remove the partial file, return the path."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        text = record.model_dump_json(indent=2)
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(text + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+        self.partial.unlink(missing_ok=True)
+        return self.path
