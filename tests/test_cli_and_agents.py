@@ -46,7 +46,7 @@ def test_cli_runs_the_plugin_end_to_end(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "cases: 2  passed: 2" in run.stdout and "warning" not in run.stdout.lower()
+    assert "outcomes: passed: 2" in run.stdout and "warning" not in run.stdout.lower()
     (record,) = (tmp_path / "out").glob("*.json")
     assert json.loads(record.read_text())["aggregate"]["counts"] == {"passed": 2}
 

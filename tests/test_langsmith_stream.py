@@ -236,7 +236,7 @@ def test_tool_calls_become_child_runs_and_errors_the_runs_error(pytester: pytest
 
     assert fake_langsmith.children(crashed) == []
     assert crashed["error"] == "RuntimeError: agent crashed holding [REDACTED]"
-    assert crashed["outputs"] == {"outcome": "error"}
+    assert crashed["outputs"]["outcome"] == "agent_error" and crashed["outputs"]["metrics"] == {}
     assert crashed["extra"]["metadata"]["error_type"] == "RuntimeError"
     assert_no_key(fake_langsmith)
 

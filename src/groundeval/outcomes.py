@@ -93,12 +93,19 @@ COUNTED: frozenset[str] = frozenset(rule.outcome for rule in POLICY if rule.coun
 
 
 def outcome_table_markdown() -> str:
-    """The policy as the Markdown table the README shows."""
+    """The policy as the Markdown table the README shows.
+
+    The exit status is pytest's for a run whose worst case has this outcome: 0 when every case
+    passed, 1 (``TESTS_FAILED``) for any failure or error, 2 (``INTERRUPTED``) when the run stopped.
+    """
     lines = [
-        "| outcome | pytest | counted in means | meaning |",
-        "| --- | --- | --- | --- |",
+        "| outcome | pytest | counted in means | exit status | meaning |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for rule in POLICY:
         counted = "yes" if rule.counted else ("no (run stops)" if rule.stops_run else "no")
-        lines.append(f"| `{rule.outcome}` | {rule.pytest} | {counted} | {rule.meaning} |")
+        exit_status = "0" if rule.outcome == "passed" else ("2 (interrupted)" if rule.stops_run else "1")
+        if rule.outcome == "not_run":
+            exit_status = "the stop's"
+        lines.append(f"| `{rule.outcome}` | {rule.pytest} | {counted} | {exit_status} | {rule.meaning} |")
     return "\n".join(lines)

@@ -186,7 +186,18 @@ def test_unknown_task_is_a_usage_error(pytester: pytest.Pytester) -> None:
 def test_positional_paths_with_a_task_are_refused(pytester: pytest.Pytester, eval_dir) -> None:
     result = pytester.runpytest(*eval_args("tests/"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*positional paths are not used with --groundeval-task*-k*"])
+    result.stderr.fnmatch_lines(["*'tests/': with --groundeval-task, positional arguments are case node ids*-k*"])
+
+
+def test_a_case_reruns_by_the_node_id_printed_on_its_failed_line(pytester: pytest.Pytester, eval_dir) -> None:
+    first = pytester.runpytest(*eval_args("-rf"))
+    (line,) = [ln for ln in first.stdout.lines if ln.startswith("FAILED groundeval/")]
+    nodeid = line.split()[1]
+    again = pytester.runpytest(*eval_args(nodeid))
+    again.assert_outcomes(failed=1, deselected=4)
+    missing = pytester.runpytest(*eval_args("groundeval/extraction::Nobody-123"))
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    missing.stderr.fnmatch_lines(["*no case 'groundeval/extraction::Nobody-123'*case ids look like*"])
 
 
 def test_claude_without_key_stops_before_running_with_one_line_hint(

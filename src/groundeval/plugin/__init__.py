@@ -26,8 +26,12 @@ def pytest_configure(config: pytest.Config) -> None:
     collected), and collection errors do not stop the run: a malformed case file is reported and
     the other cases still run.
 
+    Positional arguments may only be case node ids as pytest prints them
+    (``groundeval/extraction::<case id>``, or ``groundeval/extraction`` for all), so a FAILED line
+    can be rerun as it is printed.
+
     Raises:
-        pytest.UsageError: Bad option values, positional paths given together with a task, or an
+        pytest.UsageError: Bad option values, positional paths that are not case node ids, or an
             agent that cannot run (e.g. ``claude`` without ``ANTHROPIC_API_KEY``).
     """
     config.addinivalue_line("markers", "live: calls a real model API (needs ANTHROPIC_API_KEY)")
@@ -36,10 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     is_worker = hasattr(config, "workerinput")
     if not is_worker and config.args_source == pytest.Config.ArgsSource.ARGS:
-        raise pytest.UsageError(
-            "positional paths are not used with --groundeval-task: select cases with -k or "
-            "--groundeval-limit, and give your own case files with --groundeval-data-dir"
-        )
+        config.option.groundeval_select = _node_ids(config.args, settings.task)
     from groundeval.plugin.reporting import ReportHooks
     from groundeval.plugin.session import GroundevalSession, XdistHooks
 
@@ -50,3 +51,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ReportHooks(), "groundeval-reporting")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(gsession), "groundeval-xdist")
+
+
+def _node_ids(args: list[str], task: str) -> list[str] | None:
+    """The case node ids given as positional arguments, or None to select every case.
+
+    Raises:
+        pytest.UsageError: An argument that is not a node id of this task.
+    """
+    prefix = f"groundeval/{task}"
+    ids: list[str] = []
+    for arg in args:
+        if arg == prefix or arg == prefix + "/":
+            return None
+        if not arg.startswith(prefix + "::"):
+            raise pytest.UsageError(
+                f"{arg!r}: with --groundeval-task, positional arguments are case node ids such as "
+                f"'{prefix}::<case id>' (as printed on a FAILED line); select cases with -k or "
+                "--groundeval-limit, and give your own case files with --groundeval-data-dir"
+            )
+        ids.append(arg)
+    return ids

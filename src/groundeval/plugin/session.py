@@ -170,6 +170,24 @@ class GroundevalSession:
         if report.failed and not self.is_worker and report.nodeid.startswith("groundeval/"):
             self.collection_errors[report.nodeid] = {"nodeid": report.nodeid, "message": str(report.longrepr)}
 
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
+        """Keep only the cases named by node id on the command line, if any were.
+
+        Raises:
+            pytest.UsageError: A named case does not exist; the message lists a few that do.
+        """
+        wanted = getattr(config.option, "groundeval_select", None)
+        if not wanted:
+            return
+        known = {item.nodeid for item in items}
+        unknown = [n for n in wanted if n not in known]
+        if unknown:
+            some = ", ".join(sorted(known)[:3])
+            raise pytest.UsageError(f"no case {unknown[0]!r} in {self.settings.data_dir}; case ids look like: {some}")
+        keep = set(wanted)
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in keep])
+        items[:] = [item for item in items if item.nodeid in keep]
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Remember the selected cases (serial runs; the xdist controller hears them from workers)."""
         from groundeval.plugin.items import EvalItem
