@@ -514,3 +514,46 @@ def agent(request):
     assert "INCOMPLETE: interrupted; 5 selected case(s) did not run" in out
     (record,) = run_records(pytester.path)
     assert record["complete"] is False and record["aggregate"]["not_run"] == 5
+
+
+def test_a_signal_to_the_xdist_controller_stops_workers_starting_cases(pytester: pytest.Pytester, copy_fixtures) -> None:
+    """The first SIGTERM stops new cases; a second one in that window still leaves the final record."""
+    signals = 2
+    names = ["Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen_McLaughlin", "Trey_Berge",
+             "Johnie961", "Tarra676", "Theodore876", "Gordon377"]
+    copy_fixtures(pytester.path / "data", names)
+    pytester.makepyfile(paced_agent='''
+import pathlib
+import time
+
+def agent(request):
+    pathlib.Path("started-" + request.case_id).touch()
+    time.sleep(0.5)
+    return "[]"
+''')
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=paced_agent:agent",
+         "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2"],
+        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    deadline = time.monotonic() + 90
+    while len(list(pytester.path.glob("started-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for _ in range(signals):
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.05)
+    out, _ = proc.communicate(timeout=90)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    started = len(list(pytester.path.glob("started-*")))
+    assert started <= 4, f"workers went on starting cases: {started} of {len(names)}"
+    (record,) = run_records(pytester.path)
+    assert record["complete"] is False and len(record["cases"]) == len(names)
+    ran = [c for c in record["cases"] if c["outcome"] != "not_run"]
+    assert 1 <= len(ran) <= started
+    assert "INCOMPLETE: interrupted by signal SIGTERM" in out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import _pytest
 import pluggy
@@ -19,9 +19,27 @@ from groundeval.datasets import Case
 from groundeval.errors import DatasetError
 from groundeval.plugin.junit import junit_properties
 from groundeval.run_record import CaseRecord
+from groundeval.runner import CaseRun
+from groundeval.tasks.base import Task
 
-if TYPE_CHECKING:
-    from groundeval.plugin.session import GroundevalSession
+
+class CaseRunner(Protocol):
+    """What the collection nodes need of the run (``GroundevalSession`` provides it)."""
+
+    task: Task
+
+    @property
+    def limit(self) -> int | None:
+        """Run only the first N cases, or None for all."""
+        ...
+
+    def run_case(self, case: Case, nodeid: str, session: pytest.Session) -> CaseRun:
+        """Run one case and apply the stop policy."""
+        ...
+
+    def stop_requested(self) -> bool:
+        """True when the run was told to stop and no new case may start."""
+        ...
 
 __all__ = ["BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem"]
 
@@ -33,11 +51,11 @@ class CaseFailed(AssertionError):
 class EvalDataset(pytest.Directory):
     """The directory of case files for the active task; yields one item per case."""
 
-    gsession: GroundevalSession
+    gsession: CaseRunner
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         """Yield an ``EvalItem`` per valid case and a ``BadCaseFile`` per malformed file."""
-        task, limit = self.gsession.task, self.gsession.settings.limit
+        task, limit = self.gsession.task, self.gsession.limit
         seen: dict[str, str] = {}
         count = 0
         for path in task.case_files(self.path):
@@ -93,7 +111,7 @@ class EvalItem(pytest.Item):
         self.record_sent = False
 
     @property
-    def gsession(self) -> GroundevalSession:
+    def gsession(self) -> CaseRunner:
         """The run's state (task, agent, run info)."""
         parent = self.parent
         assert isinstance(parent, EvalDataset)
@@ -102,6 +120,8 @@ class EvalItem(pytest.Item):
     def setup(self) -> None:
         """Run the case; re-raise what made it an excluded outcome."""
         gs = self.gsession
+        if gs.stop_requested():
+            pytest.skip("not run: the run was interrupted")
         run = gs.run_case(self.case, self.nodeid, self.session)
         self.record = run.record
         self.user_properties.extend(junit_properties(run.record, getattr(gs.task, "metric_names", ())))

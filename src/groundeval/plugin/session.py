@@ -79,12 +79,18 @@ class GroundevalSession:
         self.run_record: RunRecord | None = None
         self.record_path: Path | None = None
         self.stop_reason: str | None = None
-        self._previous_sigterm: Any = None
+        self._previous_handlers: dict[int, Any] = {}
+        self._signals = 0
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
         if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
             from groundeval.langsmith_stream import LangSmithStream
 
             self.stream = LangSmithStream.from_env(self.info)
+
+    @property
+    def limit(self) -> int | None:
+        """``--groundeval-limit``: run only the first N cases, or None for all."""
+        return self.settings.limit
 
     @staticmethod
     def _build_agent(settings: Settings) -> Agent:
@@ -140,18 +146,50 @@ class GroundevalSession:
         session.shouldstop = self.stop_reason
 
     # -- signals -------------------------------------------------------------------------------
+    @property
+    def stop_file(self) -> Path:
+        """Written by the controller when a signal stops the run; workers start no case after it."""
+        return self.settings.out_dir / f"{self.info.run_id}.stop"
+
+    def stop_requested(self) -> bool:
+        """True on a worker once the controller was told to stop (no new case may start)."""
+        return self.is_worker and self.stop_file.exists()
+
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """Treat SIGTERM (a CI timeout, ``kill``) like Ctrl-C so the run record is still written."""
+        """Handle SIGTERM (a CI timeout, ``kill``) and, under xdist, SIGINT so the run record is written.
+
+        Serial runs turn SIGTERM into Ctrl-C. Under pytest-xdist the first SIGTERM/SIGINT to the
+        controller stops the run gracefully: workers start no further case (they see the stop
+        file) and their finished results still arrive; a second signal in that window is absorbed
+        so that xdist's teardown is not interrupted; a third aborts at once.
+        """
         if self.is_worker or threading.current_thread() is not threading.main_thread():
             return
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            self._previous_sigterm = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+        distributed = not self.runs_cases and not self.config.getoption("collectonly", default=False)
+        for signum in (signal.SIGTERM, signal.SIGINT) if distributed else (signal.SIGTERM,):
+            current = signal.getsignal(signum)
+            if current in (signal.SIG_DFL, signal.default_int_handler):
+                self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._signals += 1
+        reason = f"interrupted by signal {signal.Signals(signum).name}"
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        if dsession is None or self._signals >= 3:
+            raise KeyboardInterrupt(reason)
+        if self._signals == 1:
+            self.stop_reason = reason
+            try:
+                self.stop_file.touch()
+            except OSError:
+                pass
+            dsession.shouldstop = reason
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """Put the SIGTERM handler back."""
-        if self._previous_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._previous_sigterm)
-            self._previous_sigterm = None
+        """Put the signal handlers back."""
+        for signum, handler in self._previous_handlers.items():
+            signal.signal(signum, handler)
+        self._previous_handlers.clear()
 
     # -- collection -------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -260,6 +298,7 @@ class GroundevalSession:
             self.stop_reason = str(session.shouldfail)
         self.run_record = self.build_record(exit_status=int(exitstatus))
         self.record_path = self.writer.finish(self.run_record)
+        self.stop_file.unlink(missing_ok=True)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> Any:
@@ -268,7 +307,7 @@ class GroundevalSession:
         if not self.is_worker and self.run_record is not None:
             from groundeval.plugin.summary import write_summary
 
-            write_summary(terminalreporter, self)
+            write_summary(terminalreporter, self.run_record, self.record_path)
         return result
 
 
@@ -305,10 +344,6 @@ def _warmup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception) -> Ca
                   "traceback": clean_text("".join(traceback.format_exception(exc)))},
     })
     return CaseRun(record, exc)
-
-
-def _sigterm_to_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"terminated by signal {signum}")
 
 
 class XdistHooks:

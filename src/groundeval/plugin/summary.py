@@ -7,15 +7,13 @@ the last thing a run prints.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from groundeval.outcomes import POLICY
 from groundeval.records import Metric
 from groundeval.redaction import clean_text
 from groundeval.run_record import Aggregate, RunRecord
-
-if TYPE_CHECKING:
-    from groundeval.plugin.session import GroundevalSession
 
 __all__ = ["format_table", "write_summary"]
 
@@ -75,11 +73,14 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     return lines
 
 
-def write_summary(tr: Any, gs: GroundevalSession) -> None:
-    """Write the groundeval section to pytest's terminal reporter."""
-    record: RunRecord | None = gs.run_record
-    if record is None:
-        return
+def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
+    """Write the groundeval section to pytest's terminal reporter.
+
+    Args:
+        tr: pytest's ``TerminalReporter``.
+        record: The finished run record (the summary reads it, never recomputes it).
+        path: Where the record was written, or None.
+    """
     partial = [c for c in record.cases if c.outcome == "partial"]
     if partial:
         tr.write_sep("-", "partial cases")
@@ -98,5 +99,5 @@ def write_summary(tr: Any, gs: GroundevalSession) -> None:
             f"INCOMPLETE: {record.stop_reason}; {record.aggregate.not_run} selected case(s) did not run and "
             "these numbers cover only the cases that ran", red=True, bold=True,
         )
-    if gs.record_path is not None:
-        tr.write_line(f"run record: {gs.record_path}")
+    if path is not None:
+        tr.write_line(f"run record: {path}")
