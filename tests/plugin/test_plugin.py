@@ -72,6 +72,20 @@ def test_properties_identical_with_and_without_xdist(pytester: pytest.Pytester, 
     assert serial == xdist
     assert len(serial) == 5
 
+    def suite(path: str) -> tuple[str | None, dict[str, str | None]]:
+        import xml.etree.ElementTree as ET
+
+        element = ET.parse(pytester.path / path).getroot().find("testsuite")
+        assert element is not None
+        props = {p.get("name"): p.get("value") for p in element.findall("properties/property")}
+        return element.get("name"), {k: v for k, v in props.items() if k not in VOLATILE}
+
+    # run-level headline figures on the <testsuite>, the same serially and under xdist (cases/17)
+    assert suite("serial.xml") == suite("xdist.xml")
+    name, props = suite("xdist.xml")
+    assert name == "groundeval-extraction"
+    assert props["pass_rate"] == "0.5" and props["counted"] == "4" and props["excluded"] == "1"
+
 
 def test_xdist_run_record_is_merged_once_by_the_controller(pytester: pytest.Pytester, eval_dir) -> None:
     result = pytester.runpytest_subprocess(*eval_args("-n", "2"))

@@ -47,6 +47,8 @@ def pytest_configure(config: pytest.Config) -> None:
     gsession = GroundevalSession(config, settings)
     config.args = [str(settings.data_dir)]
     config.option.continue_on_collection_errors = True
+    if config.getini("junit_suite_name") == "pytest":  # the default; read by junitxml, configured after us
+        config._inicache["junit_suite_name"] = f"groundeval-{settings.task}"
     config.pluginmanager.register(gsession, "groundeval-session")
     config.pluginmanager.register(ReportHooks(), "groundeval-reporting")
     if config.pluginmanager.hasplugin("xdist"):

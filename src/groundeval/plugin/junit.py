@@ -13,9 +13,9 @@ import json
 from collections.abc import Sequence
 
 from groundeval.records import Metric
-from groundeval.run_record import CaseRecord
+from groundeval.run_record import CaseRecord, RunRecord
 
-__all__ = ["FACT_KEYS", "junit_properties"]
+__all__ = ["FACT_KEYS", "junit_properties", "suite_properties"]
 
 FACT_KEYS = ("stop_reason", "request_id", "tool_calls", "model_calls", "last_tool", "recursion_limit")
 """Agent facts copied into properties when the agent reported them (``agent_meta`` or error details)."""
@@ -59,4 +59,24 @@ def junit_properties(record: CaseRecord, metric_names: Sequence[str] = ()) -> li
         facts["tool_calls"] = len(record.trace)  # agents that keep a trace but no count
     props += [(key, _value(facts.get(key))) for key in FACT_KEYS if key in facts]
     props.append(("error_type", record.error.type if record.error else ""))
+    return props
+
+
+def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
+    """Run-level headline figures for the ``<testsuite>`` element, written by the controlling process.
+
+    pytest's ``record_testsuite_property`` is lost under pytest-xdist (pytest-dev/pytest#7767)
+    because workers call it; these are added by the process that writes the junit file, from the
+    finished run record, so they are the same serially and under ``-n``.
+    """
+    agg = record.aggregate
+    props: list[tuple[str, str | int | float]] = [
+        ("groundeval_task", record.task), ("run_id", record.run_id), ("agent", record.agent),
+        ("model", record.model or ""), ("complete", _value(record.complete)),
+        ("selected", agg.selected), ("counted", agg.counted), ("excluded", agg.excluded), ("not_run", agg.not_run),
+        ("pass_rate", _value(agg.pass_rate)), ("answer_rate", _value(agg.answer_rate)),
+    ]
+    props += [(key, _value(value)) for key, value in agg.metrics.items()]
+    if "cost_usd" in agg.usage:
+        props.append(("cost_usd", _value(agg.usage["cost_usd"])))
     return props

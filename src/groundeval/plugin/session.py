@@ -287,9 +287,13 @@ class GroundevalSession:
             aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases)),
         )
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Flush the LangSmith stream (every process); write the run record (controller only)."""
+        """Flush the LangSmith stream (every process); write the run record (controller only).
+
+        Runs before pytest's junitxml plugin writes its file, so the run's headline figures can
+        go into the ``<testsuite>`` properties.
+        """
         if self.stream is not None:
             self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or self.config.getoption("collectonly", default=False):
@@ -299,6 +303,14 @@ class GroundevalSession:
         self.run_record = self.build_record(exit_status=int(exitstatus))
         self.record_path = self.writer.finish(self.run_record)
         self.stop_file.unlink(missing_ok=True)
+        from _pytest.junitxml import xml_key  # the LogXML object; pytest has no public accessor
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None:
+            from groundeval.plugin.junit import suite_properties
+
+            for name, value in suite_properties(self.run_record):
+                xml.add_global_property(name, value)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> Any:
