@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 from groundeval.errors import AgentReturnedWrongType, ConfigError
 from groundeval.records import AgentRequest, AgentResult
 
-__all__ = ["AGENTS", "Agent", "AgentConfig", "FunctionAgent", "check_task", "make_agent"]
+__all__ = ["AGENTS", "Agent", "AgentConfig", "FunctionAgent", "check_task", "make_agent", "preflight_agent"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +68,10 @@ class Agent(Protocol):
 
     # Optional: ``warmup(self) -> None`` is called once per process before the first case is
     # timed (import SDKs, load catalogs), so ``latency_s`` measures the agent, not its imports.
+    # Optional: a classmethod ``check_config(cls, config: AgentConfig) -> None`` that raises
+    # ``ConfigError`` for settings no case can survive (a missing key), without building the
+    # agent; the pytest-xdist controller, which never builds the agent, calls it before workers
+    # start. Keep ``__init__`` cheap and do heavy work in ``warmup()``.
 
 
 AGENTS: dict[str, str] = {
@@ -183,3 +187,28 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
         agent.model = config.model
     built: Agent = agent
     return built
+
+
+def preflight_agent(spec: str, config: AgentConfig, task: str) -> str:
+    """Check an agent spec without building the agent (for the pytest-xdist controller).
+
+    Imports the target, refuses a class that declares ``tasks`` without ``task``, and calls the
+    class's optional ``check_config(config)``.
+
+    Returns:
+        The agent's name as it will be recorded (the class's ``name``, else the spec).
+
+    Raises:
+        ConfigError: Unknown name, unimportable module, missing attribute, another task's agent,
+            or ``check_config`` refused the settings.
+    """
+    target = _load_target(AGENTS.get(spec, spec))
+    tasks = getattr(target, "tasks", None)
+    if tasks and task not in tasks:
+        names = ", ".join(sorted(tasks))
+        raise ConfigError(f"agent {spec!r} answers the {names} task, not {task!r}; pick an agent for {task!r}")
+    check = getattr(target, "check_config", None)
+    if inspect.isclass(target) and callable(check):
+        check(config)
+    name = getattr(target, "name", None)
+    return name if isinstance(name, str) else spec

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent
-from groundeval.errors import ConfigError, InfraError
+from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
+from groundeval.errors import ConfigError, InfraError, RunStopError
 from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.options import Settings
 from groundeval.redaction import clean, clean_text, strip_userinfo
@@ -55,16 +55,30 @@ class GroundevalSession:
         self.is_worker = hasattr(config, "workerinput")
         distributed = not self.is_worker and config.getoption("dist", default="no") not in ("no", None)
         self.runs_cases = not distributed and not config.getoption("collectonly", default=False)
+        self._agent: Agent | None = None
+        self._agent_problem: ConfigError | None = None  # a worker whose agent could not be built
+        agent_config = AgentConfig(model=settings.model, options=dict(settings.agent_options))
         try:
             self.task = make_task(settings.task, settings.task_options)
-            self._agent: Agent | None = self._build_agent(settings) if self.runs_cases else None
+            if distributed:
+                agent_name = preflight_agent(settings.agent, agent_config, settings.task)
+            elif self.runs_cases:
+                try:
+                    self._agent = self._build_agent(settings)
+                except ConfigError as exc:
+                    if not self.is_worker:
+                        raise
+                    self._agent_problem = exc  # reported as config_error on this worker's first case
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         if not self.is_worker:
             _check_out_dir(settings.out_dir)
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
         worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
-        agent_name = self._agent.name if self._agent is not None else settings.agent
+        if self._agent is not None:
+            agent_name = self._agent.name
+        elif not distributed:
+            agent_name = settings.agent
         model = self._agent.model if self._agent is not None else settings.model
         self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker)
         self.records: dict[str, CaseRecord] = {}
@@ -113,7 +127,11 @@ class GroundevalSession:
     # -- running a case ----------------------------------------------------------------------
     def run_case(self, case: Case, nodeid: str, session: pytest.Session) -> CaseRun:
         """Run one case (warming the agent up first, once per process) and apply the stop policy."""
-        assert self._agent is not None, "cases run only where the agent was built"
+        if self._agent is None:
+            problem = self._agent_problem or ConfigError("the agent was not built on this process")
+            run = _setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
+            self._stop(session, f"groundeval: config_error: {problem}")
+            return run
         if not self.warmed:
             self.warmed = True
             warmup = getattr(self._agent, "warmup", None)
@@ -121,7 +139,7 @@ class GroundevalSession:
                 try:
                     warmup()  # imports and clients, before the first case is timed
                 except Exception as warm_exc:
-                    run = _warmup_failed(self.info, case, nodeid, warm_exc)
+                    run = _setup_failed(self.info, case, nodeid, warm_exc, "agent_error")
                     self._stop(session, f"groundeval: the agent's warmup() raised {type(warm_exc).__name__}: {warm_exc}")
                     return run
         run = run_case(self.task, self._agent, case, self.info, nodeid)
@@ -345,15 +363,18 @@ def _check_out_dir(out_dir: Path) -> None:
         )
 
 
-def _warmup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception) -> CaseRun:
+def _setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str) -> CaseRun:
+    """The record of a case that could not start: the agent's warmup raised, or it was never built."""
     import traceback
 
+    what = "warmup() raised " if outcome == "agent_error" else ""
     record = CaseRecord.model_validate({
-        "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent, "model": info.model,
-        "source": case.source.name, "fixture_sha256": case.sha256, "outcome": "agent_error", "counted": False,
-        "worker": info.worker, "message": clean_text(f"agent_error: warmup() raised {type(exc).__name__}: {exc}"),
+        "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent,
+        "model": info.model, "source": case.source.name, "fixture_sha256": case.sha256, "outcome": outcome,
+        "counted": False, "worker": info.worker,
+        "message": clean_text(f"{outcome}: {what}{type(exc).__name__}: {exc}" if what else f"{outcome}: {exc}"),
         "error": {"type": type(exc).__name__, "message": clean_text(str(exc)),
-                  "traceback": clean_text("".join(traceback.format_exception(exc)))},
+                  "traceback": clean_text("".join(traceback.format_exception(exc))) if what else None},
     })
     return CaseRun(record, exc)
 
