@@ -334,7 +334,7 @@ def read_settings(config: pytest.Config) -> Settings:
         values[opt.key] = opt.default if raw is None else _convert(opt, raw, source)
     task = values["task"]
     cls = _task_class(task)
-    task_options = _task_options(config, cls, task)
+    task_options = _task_options(config, cls, str(cls.name))
     from groundeval.errors import ConfigError
 
     try:
