@@ -3,6 +3,10 @@
 Public API (imported lazily so that loading the pytest plugin stays cheap)::
 
     from groundeval import ExtractionTask, ScriptedAgent, make_agent, score_medications
+
+Writing a task takes only names from here (see README "Writing a task")::
+
+    from groundeval import BaseTask, Case, CodeSetScorer, Parsed, Prompt, TaskOption
 """
 
 from __future__ import annotations
@@ -11,30 +15,55 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "RXNORM_SYSTEMS",
+    "SNOMED_SYSTEM",
+    "TEXT_PROMPT",
+    "TOOLS",
     "Agent",
     "AgentConfig",
+    "AgentError",
     "AgentRequest",
     "AgentResult",
+    "BaseTask",
     "BaselineExtractionAgent",
     "BaselineWriteAgent",
     "Case",
     "Catalog",
     "ClaudeAgent",
+    "CodeSetScorer",
+    "ConfigError",
+    "DatasetError",
     "ExtractionTask",
     "LangGraphWriteAgent",
     "OpenAICompatibleAgent",
     "Parsed",
     "Prompt",
     "Score",
+    "Scorer",
     "ScriptedAgent",
     "ScriptedChatModel",
     "Task",
+    "TaskOption",
     "WriteTask",
+    "case_files",
+    "choice",
+    "codings_by_system",
+    "describe_validation_error",
+    "entry_resources",
+    "extract_json",
+    "find_patient",
+    "load_json",
     "make_agent",
     "make_task",
+    "patient_case_id",
+    "patient_reference_matches",
     "score_medications",
     "score_write",
+    "task_class",
+    "unit_interval",
+    "validate_entries",
     "validate_medication_statement",
+    "wrong_task_error",
 ]
 
 _WHERE = {
@@ -62,6 +91,31 @@ _WHERE = {
     "WriteTask": "groundeval.tasks.write",
     "score_write": "groundeval.scorers.write",
     "validate_medication_statement": "groundeval.hc_tools",
+    "BaseTask": "groundeval.tasks.base",
+    "Scorer": "groundeval.tasks.base",
+    "TaskOption": "groundeval.task_options",
+    "unit_interval": "groundeval.task_options",
+    "choice": "groundeval.task_options",
+    "case_files": "groundeval.tasks.base",
+    "TEXT_PROMPT": "groundeval.tasks.base",
+    "TOOLS": "groundeval.tasks.base",
+    "CodeSetScorer": "groundeval.scorers.codes",
+    "extract_json": "groundeval.parsing",
+    "load_json": "groundeval.datasets",
+    "find_patient": "groundeval.tasks.common",
+    "patient_case_id": "groundeval.tasks.common",
+    "describe_validation_error": "groundeval.tasks.common",
+    "validate_entries": "groundeval.tasks.common",
+    "wrong_task_error": "groundeval.tasks.common",
+    "codings_by_system": "groundeval.fhir",
+    "entry_resources": "groundeval.fhir",
+    "patient_reference_matches": "groundeval.fhir",
+    "SNOMED_SYSTEM": "groundeval.fhir",
+    "RXNORM_SYSTEMS": "groundeval.fhir",
+    "DatasetError": "groundeval.errors",
+    "ConfigError": "groundeval.errors",
+    "AgentError": "groundeval.errors",
+    "task_class": "groundeval.tasks",
 }
 
 if TYPE_CHECKING:
@@ -73,13 +127,31 @@ if TYPE_CHECKING:
     from groundeval.agents.langgraph_agent import LangGraphWriteAgent
     from groundeval.agents.openai_compat import OpenAICompatibleAgent
     from groundeval.agents.scripted import ScriptedAgent
-    from groundeval.datasets import Case
+    from groundeval.datasets import Case, load_json
+    from groundeval.errors import AgentError, ConfigError, DatasetError
+    from groundeval.fhir import (
+        RXNORM_SYSTEMS,
+        SNOMED_SYSTEM,
+        codings_by_system,
+        entry_resources,
+        patient_reference_matches,
+    )
     from groundeval.hc_tools import validate_medication_statement
+    from groundeval.parsing import extract_json
     from groundeval.records import AgentRequest, AgentResult, Parsed, Prompt, Score
+    from groundeval.scorers.codes import CodeSetScorer
     from groundeval.scorers.extraction import score_medications
     from groundeval.scorers.write import score_write
-    from groundeval.tasks import make_task
-    from groundeval.tasks.base import Task
+    from groundeval.task_options import TaskOption, choice, unit_interval
+    from groundeval.tasks import make_task, task_class
+    from groundeval.tasks.base import TEXT_PROMPT, TOOLS, BaseTask, Scorer, Task, case_files
+    from groundeval.tasks.common import (
+        describe_validation_error,
+        find_patient,
+        patient_case_id,
+        validate_entries,
+        wrong_task_error,
+    )
     from groundeval.tasks.extraction import ExtractionTask
     from groundeval.tasks.write import WriteTask
     from groundeval.terminology import Catalog

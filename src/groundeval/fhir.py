@@ -21,8 +21,11 @@ from typing import Any
 __all__ = [
     "RXNORM_SYSTEM",
     "RXNORM_SYSTEMS",
+    "SNOMED_SYSTEM",
     "BundleIndex",
     "Coding",
+    "codings_by_system",
+    "entry_resources",
     "is_rxnorm",
     "rxnorm_codings",
 ]
@@ -194,3 +197,37 @@ def patient_reference_matches(
         return True
     head, _, rid = reference.rpartition("/")
     return rid == pid and is_valid_id(rid) and head.rsplit("/", 1)[-1] == "Patient"
+
+
+SNOMED_SYSTEM = "http://snomed.info/sct"
+"""The SNOMED CT code system URI (https://terminology.hl7.org/CodeSystem-snomedct.html)."""
+
+
+def codings_by_system(concept: Mapping[str, Any] | None, systems: str | frozenset[str] | set[str]) -> list[Coding]:
+    """Return the codings of a CodeableConcept whose ``system`` is one of ``systems``, in order.
+
+    The generic form of ``rxnorm_codings``: codings are picked by system, never by position
+    (https://hl7.org/fhir/R4/datatypes.html#CodeableConcept).
+
+    Args:
+        concept: A CodeableConcept dict, or None.
+        systems: One system URI (e.g. ``SNOMED_SYSTEM``) or a set of equivalent ones
+            (e.g. ``RXNORM_SYSTEMS``); compared after stripping whitespace.
+
+    Returns:
+        One ``Coding`` per matching coding with a non-empty code (as a string); displays are
+        stripped and an empty display becomes None.
+    """
+    wanted = {systems} if isinstance(systems, str) else set(systems)
+    found: list[Coding] = []
+    for coding in (concept or {}).get("coding") or []:
+        system = coding.get("system") if isinstance(coding, Mapping) else None
+        if not isinstance(system, str) or system.strip() not in wanted:
+            continue
+        code = str(coding.get("code") or "").strip()
+        if not code:
+            continue
+        display = coding.get("display")
+        text = display.strip() if isinstance(display, str) else ""
+        found.append(Coding(code=code, display=text or None))
+    return found

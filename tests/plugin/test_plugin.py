@@ -231,7 +231,7 @@ def test_without_a_task_the_plugin_does_nothing_and_imports_nothing_heavy(pytest
 
         def test_nothing_heavy_loaded():
             loaded = {m for m in sys.modules if m.startswith(("groundeval.", "healthchain", "anthropic", "fhir"))}
-            assert loaded <= {"groundeval.plugin", "groundeval.plugin.options"}, sorted(loaded)
+            assert loaded <= {"groundeval.plugin", "groundeval.plugin.options", "groundeval.task_options"}, sorted(loaded)
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
@@ -374,9 +374,9 @@ def test_wrong_task_directory_and_empty_directory_get_hints(pytester: pytest.Pyt
     result = pytester.runpytest(
         "--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=writecases"
     )
-    result.stdout.fnmatch_lines(["*this is a write-task case, not a FHIR Bundle; run it with --groundeval-task=write"])
+    result.stdout.fnmatch_lines(["*this is a case of the write task, not of the extraction task; run it with --groundeval-task=write"])
     result = pytester.runpytest("--groundeval-task=write", "--groundeval-agent=baseline-write", "--groundeval-data-dir=data")
-    result.stdout.fnmatch_lines(["*this is a FHIR Bundle (an extraction case), not a write case*"])
+    result.stdout.fnmatch_lines(["*this is a case of the extraction task, not of the write task*"])
     (pytester.path / "empty").mkdir()
     result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=empty")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

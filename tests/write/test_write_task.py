@@ -43,7 +43,7 @@ def write_case(tmp_path: Path, data: dict[str, Any], name: str | None = None) ->
 
 def test_the_task_is_registered_with_langgraph_as_default_agent() -> None:
     assert task_class("write") is WriteTask
-    assert make_task("write", {"min_f1": 0.5}).name == "write"
+    assert make_task("write").name == "write"
     assert WriteTask.default_agent == "langgraph"
 
 

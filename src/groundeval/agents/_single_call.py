@@ -65,7 +65,8 @@ class SingleCallAgent(ABC, Generic[ClientT]):
     """
 
     name: str
-    tasks: frozenset[str] = frozenset({"extraction"})
+    requires: frozenset[str] = frozenset({"text_prompt"})
+    """Runs any task that renders a text prompt (see ``groundeval.agents.base``)."""
     stop_field = "stop_reason"
     """How the provider names the stop reason, in the ``TruncatedError`` message."""
 

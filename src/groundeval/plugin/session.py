@@ -49,7 +49,6 @@ class GroundevalSession:
     """
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
-        assert settings.task is not None
         self.config = config
         self.settings = settings
         self.is_worker = hasattr(config, "workerinput")
@@ -58,13 +57,15 @@ class GroundevalSession:
         self._agent: Agent | None = None
         self._agent_problem: ConfigError | None = None  # a worker whose agent could not be built
         agent_config = AgentConfig(model=settings.model, options=dict(settings.agent_options))
+        if settings.task is None:  # pragma: no cover - the plugin builds a session only with a task
+            raise pytest.UsageError("no --groundeval-task")
         try:
             self.task = make_task(settings.task, settings.task_options)
             if distributed:
-                agent_name = preflight_agent(settings.agent, agent_config, settings.task)
+                agent_name = preflight_agent(settings.agent, agent_config, self.task)
             elif self.runs_cases:
                 try:
-                    self._agent = self._build_agent(settings)
+                    self._agent = self._build_agent(settings, self.task)
                 except ConfigError as exc:
                     if not self.is_worker:
                         raise
@@ -107,7 +108,7 @@ class GroundevalSession:
         return self.settings.limit
 
     @staticmethod
-    def _build_agent(settings: Settings) -> Agent:
+    def _build_agent(settings: Settings, task: Any) -> Agent:
         """Build the agent on a process that runs cases (never on the xdist controller).
 
         Raises:
@@ -120,8 +121,7 @@ class GroundevalSession:
             raise
         except Exception as exc:
             raise ConfigError(f"agent {settings.agent!r} could not be built: {type(exc).__name__}: {exc}") from exc
-        assert settings.task is not None
-        check_task(agent, settings.agent, settings.task)
+        check_task(agent, settings.agent, task)
         return agent
 
     # -- running a case ----------------------------------------------------------------------

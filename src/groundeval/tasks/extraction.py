@@ -18,6 +18,9 @@ from groundeval.errors import ConfigError, DatasetError
 from groundeval.parsing import extract_json
 from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.extraction import aggregate_medications, score_medications
+from groundeval.task_options import EXTRACTION_OPTIONS
+from groundeval.tasks.base import BaseTask, TaskOption
+from groundeval.tasks.common import wrong_task_error
 from groundeval.tasks.extraction_prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.medlist import active_medications, find_patient, inactive_codes
 
@@ -99,7 +102,7 @@ def _is_answer(value: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractionTask:
+class ExtractionTask(BaseTask):
     """The medication-extraction task.
 
     Attributes:
@@ -111,6 +114,11 @@ class ExtractionTask:
 
     name: ClassVar[str] = "extraction"
     default_agent: ClassVar[str] = "claude"
+    options: ClassVar[tuple[TaskOption, ...]] = EXTRACTION_OPTIONS
+    metric_names: ClassVar[tuple[str, ...]] = (
+        "precision", "recall", "f1", "display_accuracy", "tp", "fp", "fn", "duplicates",
+        "display_checked", "display_correct",
+    )
     min_f1: float = 1.0
     min_display_accuracy: float = 1.0
     case_ids: str = "name"
@@ -123,20 +131,6 @@ class ExtractionTask:
         if self.case_ids not in ("name", "file"):
             raise ConfigError(f"case_ids must be 'name' or 'file', got {self.case_ids!r}")
 
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> ExtractionTask:
-        """Build from run options; reads ``min_f1`` and ``min_display_accuracy`` when given."""
-        known: dict[str, Any] = {
-            k: float(options[k]) for k in ("min_f1", "min_display_accuracy") if options.get(k) is not None
-        }
-        if options.get("case_ids") is not None:
-            known["case_ids"] = str(options["case_ids"])
-        return cls(**known)
-
-    def case_files(self, data_dir: Path) -> list[Path]:
-        """Every ``*.json`` under ``data_dir`` except ``MANIFEST.json``, sorted by name."""
-        return sorted(p for p in data_dir.glob("*.json") if p.name != "MANIFEST.json")
-
     def load_case(self, path: Path) -> Case:
         """Read a Bundle; the case id is ``<Given>_<Family>-<first 8 of Patient.id>``.
 
@@ -144,10 +138,8 @@ class ExtractionTask:
             DatasetError: Invalid JSON, not a Bundle, or not exactly one Patient.
         """
         bundle, digest = load_json(path)
-        if "resourceType" not in bundle and {"note", "expected"} <= bundle.keys():
-            raise DatasetError(
-                str(path), "this is a write-task case, not a FHIR Bundle; run it with --groundeval-task=write"
-            )
+        if not self.claims(bundle) and (other := wrong_task_error(bundle, path, self.name)) is not None:
+            raise other
         patient, _ = find_patient(bundle, str(path))
         _check_structure(bundle, path)
         names = patient.get("name") or [{}]
@@ -159,14 +151,15 @@ class ExtractionTask:
         meta = {"patient_id": pid, "deceased": "deceasedDateTime" in patient or bool(patient.get("deceasedBoolean"))}
         return Case(case_id=case_id, source=path, sha256=digest, data=bundle, meta=meta)
 
+    @classmethod
+    def claims(cls, data: Mapping[str, Any]) -> bool:
+        """A FHIR Bundle is an extraction case (for other tasks' wrong-task hints)."""
+        return data.get("resourceType") == "Bundle"
+
     def prompt(self, case: Case) -> Prompt:
         """System: instructions and a worked example (``extraction_prompt``); user: the Bundle."""
         bundle = json.dumps(case.data, ensure_ascii=False, separators=(",", ":"))
         return Prompt(system=system_prompt(), user=f"Bundle:\n{bundle}\n\nAnswer format: {ANSWER_FORMAT}")
-
-    def context(self, case: Case) -> dict[str, Any]:
-        """No facts beyond the prompt."""
-        return {}
 
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"medications": [TruthMedication...], "inactive_codes": {rxcui: [status...]}}``."""

@@ -26,6 +26,9 @@ from groundeval.fhir import patient_reference_matches
 from groundeval.parsing import extract_json
 from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.write import aggregate_write, score_write
+from groundeval.task_options import WRITE_OPTIONS
+from groundeval.tasks.base import BaseTask, TaskOption
+from groundeval.tasks.common import wrong_task_error
 from groundeval.tasks.write_cases import WriteCase, describe_validation_error
 from groundeval.terminology.ucum import administrations_per_day
 
@@ -181,21 +184,24 @@ def _is_resource(value: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class WriteTask:
-    """The write-and-validate task (no options)."""
+class WriteTask(BaseTask):
+    """The write-and-validate task (no options); it offers the agent three tools."""
 
     name: ClassVar[str] = "write"
     default_agent: ClassVar[str] = "langgraph"
+    options: ClassVar[tuple[TaskOption, ...]] = WRITE_OPTIONS
+    tools: ClassVar[tuple[str, ...]] = (
+        "lookup_rxnorm", "build_medication_statement", "validate_medication_statement"
+    )
+    """The tools of ``hc_tools.make_tools``."""
+    metric_names: ClassVar[tuple[str, ...]] = (
+        "schema", "coding", "constraints", "safety", "dimensions_passed", "dose_mg", "daily_total_mg"
+    )
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> WriteTask:
-        """Build the task; it reads no options."""
-        del options
-        return cls()
-
-    def case_files(self, data_dir: Path) -> list[Path]:
-        """Every ``*.json`` under ``data_dir`` except ``MANIFEST.json``, sorted by name."""
-        return sorted(p for p in data_dir.glob("*.json") if p.name != "MANIFEST.json")
+    def claims(cls, data: Mapping[str, Any]) -> bool:
+        """A JSON object with ``note`` and ``expected`` is a write case (for wrong-task hints)."""
+        return "resourceType" not in data and {"note", "expected"} <= data.keys()
 
     def load_case(self, path: Path) -> Case:
         """Read and validate one case file; the case id is its ``id`` (= the file stem).
@@ -206,11 +212,8 @@ class WriteTask:
                 the fixture's Patient, or an RxCUI/display not in the catalog.
         """
         data, digest = load_json(path)
-        if data.get("resourceType") == "Bundle":
-            raise DatasetError(
-                str(path), "this is a FHIR Bundle (an extraction case), not a write case; run it with "
-                "--groundeval-task=extraction",
-            )
+        if not self.claims(data) and (other := wrong_task_error(data, path, self.name)) is not None:
+            raise other
         try:
             spec = WriteCase.model_validate(data)
         except ValidationError as exc:
