@@ -107,7 +107,7 @@ def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases) -> None:
     (lambda d: d["expected"]["dosage"]["dose"].update(unit="mcg"), "expected.dosage.dose.unit"),
     (lambda d: d["expected"]["dosage"].update(frequency=2.5), "expected.dosage.frequency"),
     (lambda d: d["expected"]["dosage"]["daily_total"].update(value=400),
-     "daily_total 400 mg does not equal dose x administrations per day = 1200 mg"),
+     "daily_total 400 mg does not equal the most per administration x the most administrations per day = 1200 mg"),
     (lambda d: d["expected"]["dosage"].update(period=None), "give frequency, period and period_unit together"),
     (lambda d: d["expected"]["medication"].update(rxcui=None), "needs 'text' and no 'display'"),
     (lambda d: d.update(id="Not A Slug"), "id: String should match pattern"),
