@@ -52,6 +52,8 @@ planned to start = intended. R5 codes such as "recorded" are wrong.
 administration (two 200 mg tablets = 400 mg) in UCUM (system http://unitsofmeasure.org, code \
 mg, ug or g; "mcg" is not UCUM). timing.repeat has frequency, period and periodUnit (s, min, h, \
 d, wk, mo, a) only when the note gives the schedule; asNeededBoolean is true for as-needed use. \
+A range stays a range: "1-2 tablets" is doseRange (low and high), "two to four times a day" is \
+frequency 2 with frequencyMax 4 (build_medication_statement: dose_max, frequency_max). \
 Invent nothing the note does not say.
 5. Build the resource with build_medication_statement, check it with \
 validate_medication_statement, fix every issue and validate again.
