@@ -57,7 +57,8 @@ def test_at_least_24_cases_with_readable_unique_ids(cases) -> None:
 def test_cases_cover_every_required_situation(cases) -> None:
     covers = Counter(tag for c in cases for tag in c.meta["covers"])
     for tag in ("brand-name", "dose-arithmetic", "strength-release-disambiguation", "mcg-vs-mg",
-                "as-needed", "no-dose", "not-in-catalog", "prompt-injection"):
+                "as-needed", "no-dose", "not-in-catalog", "prompt-injection", "dose-range",
+                "frequency-range"):
         assert covers[tag] >= 1, tag
     statuses = {c.meta["status"] for c in cases}
     assert {"active", "completed", "stopped", "not-taken", "on-hold", "intended"} <= statuses
@@ -192,11 +193,17 @@ def test_answers_built_from_the_truth_pass_every_case(cases) -> None:
     for case in cases:
         truth = TASK.truth(case)
         med, dosage = truth["medication"], truth["dosage"]
-        kwargs = {} if dosage is None else {
-            "dose_value": dosage["dose"]["value"], "dose_unit": dosage["dose"]["unit"],
-            "frequency": dosage["frequency"], "period": dosage["period"],
-            "period_unit": dosage["period_unit"], "as_needed": dosage["as_needed"],
-        }
+        kwargs: dict[str, Any] = {}
+        if dosage is not None:
+            rng = dosage["dose_range"]
+            dose = dosage["dose"] or rng["low"]
+            kwargs = {
+                "dose_value": dose["value"], "dose_unit": dose["unit"],
+                "dose_max": None if rng is None else rng["high"]["value"],
+                "frequency": dosage["frequency"], "frequency_max": dosage["frequency_max"],
+                "period": dosage["period"], "period_unit": dosage["period_unit"],
+                "as_needed": dosage["as_needed"],
+            }
         resource = build_medication_statement(
             status=truth["status"], rxcui=med["rxcui"] or "0", display=med["display"],
             patient_reference=truth["patient"]["reference"], **kwargs,
