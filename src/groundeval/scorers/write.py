@@ -1,28 +1,26 @@
 """Score a written MedicationStatement on four independent pass/fail dimensions.
 
-* **schema**: the answer is an R4B ``MedicationStatement`` that satisfies its required bindings
-  and raw JSON types (``hc_tools.validate_medication_statement``). An R5-shaped answer
-  (``medication`` as a CodeableReference) or an R5 status (``recorded``) fails here
-  (https://hl7.org/fhir/R4B/medicationstatement.html).
+* **schema**: the answer is an R4B ``MedicationStatement`` that satisfies its required bindings,
+  raw JSON types and UCUM grammar: the errors of ``hc_tools.validate_medication_statement``, the
+  validator the agent itself calls, except those of kind ``coding`` (an RxNorm OID), which the
+  coding dimension scores. An R5-shaped answer (``medication`` as a CodeableReference) or an R5
+  status (``recorded``) fails here (https://hl7.org/fhir/R4B/medicationstatement.html).
 * **coding**: ``medicationCodeableConcept`` (or a contained Medication's ``code``) carries the
   expected RxCUI under the RxNorm system URI with the catalog display, and no other RxNorm code.
-  For a drug absent from the catalog: no code at all, and ``text`` names the drug.
+  For a drug absent from the catalog: no code at all, and ``text`` names the drug. A failure is
+  labelled (``coding_reason``): ``display_mismatch``, ``wrong_drug``, ``not_in_catalog``,
+  ``wrong_system``, ``missing`` (``write_checks.check_coding``).
 * **constraints**: ``subject`` resolves to the case's Patient (``urn:uuid:<id>`` and
   ``Patient/<id>`` both do; malformed mixes do not), ``status`` equals the
   status the narrative supports, a dosage is present exactly when the note documents one, and
   the as-needed flag matches.
-* **safety**: the encoded dose per administration equals the documented one after unit
-  conversion (0.075 mg == 75 ug; the code must be UCUM: ``ug``, not ``mcg``), the implied daily
-  total (dose x administrations per day) equals the documented one, and the most taken within any
-  24 hours (dose x max(1, administrations per day): a dose every other day still counts whole on
-  the day it is taken) does not exceed the ingredient's ceiling; a dose that cannot be verified, or
-  a dose the note never gave, fails.
-  Administrations per day come from ``timing.repeat`` (``frequency``, default 1, per ``period``
-  ``periodUnit``; https://hl7.org/fhir/R4B/datatypes.html#Timing), so "1 per 8 h" and "3 per
-  1 d" are the same schedule. The ceiling is the max-daily-dose row of the documented drug's
-  single ingredient and route (``terminology.load_max_daily_doses``, FDA labels); a drug with no
-  row, or a row with ``mg_per_day: null`` (titrated doses, opioids), has no ceiling check, and
-  its dose is still compared with the note.
+* **safety**: the dose per administration (``doseQuantity``, or ``doseRange`` for a documented
+  range) equals the documented one in mg (UCUM masses, or tablet counts times the coded drug's
+  strength), the schedule keeps a documented ``frequencyMax``, the most per day equals the
+  documented daily total, and the most taken within 24 hours stays under the ingredient's
+  ceiling (``terminology.load_max_daily_doses``, FDA labels; a drug with no row, or a row with
+  ``mg_per_day: null``, has no ceiling check). A dose that cannot be verified, or a dose or
+  schedule the note never gave, fails. Rules in ``scorers.write_safety``.
 
 A case passes only when all four pass; ``partial`` when some do; ``failed`` when none do.
 """
