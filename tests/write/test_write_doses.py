@@ -310,3 +310,40 @@ def test_scoring_does_not_change_the_answer(ibuprofen: Case) -> None:
     before = copy.deepcopy(answer)
     TASK.score(ibuprofen, TASK.truth(ibuprofen), Parsed(value=answer, format_ok=True))
     assert answer == before
+
+
+# -- the builder and validator for ranges --------------------------------------------------------
+
+def test_the_builder_writes_dose_range_and_frequency_max() -> None:
+    resource = build_medication_statement(
+        status="active", rxcui="835603", display="tramadol hydrochloride 50 MG Oral Tablet",
+        patient_reference="Patient/pt-1", dose_value=50, dose_max=100, dose_unit="mg",
+        frequency=1, frequency_max=2, period=6, period_unit="h", as_needed=True,
+    )
+    dosage = resource["dosage"][0]
+    assert dosage["doseAndRate"] == [{"doseRange": {
+        "low": {"value": 50, "unit": "mg", "system": UCUM, "code": "mg"},
+        "high": {"value": 100, "unit": "mg", "system": UCUM, "code": "mg"}}}]
+    assert dosage["timing"]["repeat"]["frequencyMax"] == 2
+    assert validate_medication_statement(resource)["ok"] is True
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"dose_max": 100}, "pass dose_value too"),
+    ({"dose_value": 50, "dose_unit": "mg", "frequency_max": 2}, "pass frequency too"),
+])
+def test_the_builder_refuses_half_a_range(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build_medication_statement(status="active", rxcui="835603", display=None,
+                                   patient_reference="Patient/pt-1", **kwargs)
+
+
+def test_the_validator_checks_both_ends_of_a_dose_range(tramadol: Case) -> None:
+    answer = ideal(tramadol)
+    rng = rate_of(answer)["doseRange"]
+    rng["high"].update(code="mcg", unit="mcg")
+    issues = validate_medication_statement(answer)["issues"]
+    assert [i["path"].rsplit(".", 2)[-2:] for i in issues if i["kind"] == "unit"] == [["high", "code"]]
+    rng["high"].update(code="mg", unit="mg", value=25)
+    [issue] = validate_medication_statement(answer)["issues"]
+    assert "rng-2" in issue["problem"] and issue["severity"] == "error"
