@@ -141,9 +141,10 @@ def _medication(resource: dict[str, Any], out: list[Issue]) -> None:
                               f"RxNorm given by its OID {coding.get('system')!r}; FHIR requires the URI",
                               f"use the canonical system URI '{RXNORM_SYSTEM}'", "coding"))
         if coding in rxnorm and not (isinstance(code, str) and code.isdigit()):
+            # A number where the code string belongs is a JSON type error; letters are a bad code.
             out.append(_issue(f"{base}.coding[{n}].code", f"RxCUI {code!r} is not a digit string",
                               "give the RxCUI as a JSON string of digits, e.g. \"310965\"",
-                              "coding"))
+                              "coding" if isinstance(code, str) else "type"))
 
 
 def _subject(resource: dict[str, Any], out: list[Issue]) -> None:

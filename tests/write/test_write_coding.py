@@ -156,3 +156,12 @@ def test_schema_passes_exactly_when_the_validator_has_no_non_coding_error(ibupro
     report = validate_medication_statement(answer)
     result = score(ibuprofen, answer)
     assert result.metrics["schema"] is report["ok"]
+
+
+def test_a_number_for_the_rxcui_is_a_schema_error_not_only_a_coding_one(ibuprofen: Case) -> None:
+    answer = answer_for(ibuprofen)
+    coding(answer)["code"] = 310965
+    [issue] = [i for i in validate_medication_statement(answer)["issues"] if i["severity"] == "error"]
+    assert issue["kind"] == "type"
+    result = score(ibuprofen, answer)
+    assert result.metrics["schema"] is False and "is not a digit string" in result.message

@@ -82,7 +82,8 @@ _RXNORM_TO_UCUM: dict[str, str] = {
     "MG/MG": "mg/mg", "MG/ACTUAT": "mg/{actuat}", "MCG/ACTUAT": "ug/{actuat}", "MG/24HR": "mg/(24.h)",
 }
 
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # builds the parser and the registry once
+_USE = threading.Lock()  # lark and pint objects are shared: one call at a time (calls are cached)
 _STATE: dict[str, Any] = {}
 
 
@@ -116,8 +117,10 @@ def ucum_grammar_error(code: str) -> str | None:
     """
     from ucumvert import InvalidUcumError, parse_ucum
 
+    parser = _parser()
     try:
-        parse_ucum(code, _parser())
+        with _USE:
+            parse_ucum(code, parser)
     except InvalidUcumError as exc:
         return str(exc).splitlines()[0]
     return None
@@ -181,11 +184,13 @@ def _mg_factor(code: str) -> float | None:
         return _MG_FACTOR[code]
     if ucum_problem(code) is not None or (code.startswith("{") and code.endswith("}")):
         return None
+    registry = _registry()
     try:
-        quantity = _registry().from_ucum(code)
-        if not quantity.check("[mass]"):
-            return None
-        return float(quantity.to("milligram").magnitude)
+        with _USE:
+            quantity = registry.from_ucum(code)
+            if not quantity.check("[mass]"):
+                return None
+            return float(quantity.to("milligram").magnitude)
     except Exception:  # ucumvert/pint cannot map every legal code; unmapped means unconvertible
         return None
 
