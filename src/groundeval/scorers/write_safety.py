@@ -94,8 +94,9 @@ def quantity_mg(quantity: Any, product: Any = None) -> tuple[float | None, str |
     if form is not None:
         strength = None if product is None else product.unit_strength_mg
         if strength is None or product.unit_form != form:
-            what = "no single catalog product" if product is None else repr(product.display)
-            return None, f"{value:g} {code} is a count of {form}s, and {what} gives a {form} strength in mg"
+            what = ("the answer codes no single catalog drug" if product is None
+                    else f"{product.display!r} has no single {form} strength in mg")
+            return None, f"{value:g} {code} is a count of {form}s, but {what}"
         return value * strength, None
     if system == ORDERABLE_DRUG_FORM_SYSTEM:
         return None, f"{code!r} is not a tablet or capsule code of {ORDERABLE_DRUG_FORM_SYSTEM}"
