@@ -14,7 +14,7 @@ from groundeval.agents.scripted import ScriptedAgent
 from groundeval.datasets import default_data_dir
 from groundeval.errors import DatasetError
 from groundeval.hc_tools import build_medication_statement
-from groundeval.runner import RunInfo, call_agent, evaluate
+from groundeval.runner import RunInfo, run_case as run_one
 from groundeval.tasks import make_task, task_class
 from groundeval.tasks.write import WriteTask
 
@@ -170,7 +170,9 @@ def test_parse_recovers_fenced_json_and_flags_the_format(cases) -> None:
 # -- agents through the task -------------------------------------------------------------------
 
 def run_case(agent: Any, case: Any) -> dict[str, Any]:
-    return evaluate(TASK, INFO, case, call_agent(TASK, agent, case), f"groundeval/write::{case.case_id}")
+    run = run_one(TASK, agent, case, INFO, f"groundeval/write::{case.case_id}")
+    assert run.exc is None, run.exc
+    return run.record.model_dump(mode="json")
 
 
 def test_a_guessing_agent_with_an_r5_status_and_a_made_up_code_fails_schema_and_coding(cases) -> None:
