@@ -17,7 +17,8 @@ A transformation targets the first active request (bundle order) whose RxCUIs no
 request carries, so excluding it changes the truth; ``display-not-borrowed`` targets the first
 active request whose RxCUI also sits on an inactive one. New ids are UUIDv5 of the transformation
 and the request id, so output is deterministic. Each variant declares its effect on the truth
-(``same``, ``drops``, ``uncoded``, ``unresolved``, ``display-unchecked``, ``two-displays``);
+(``same``, ``drops``, ``uncoded``, ``unresolved``, ``display-unchecked``, ``two-displays``,
+``two-codes``);
 the build stops if the truth code disagrees.
 
 ``--check`` writes nothing: it rebuilds every variant and the manifest in memory, compares them
@@ -48,6 +49,13 @@ DEFAULT_OUT = ROOT / "fixtures" / "extraction"
 MANIFEST = "MANIFEST.variants.json"
 NAMESPACE = uuid.UUID("6b0c3a52-5d1e-4f7a-9c1e-67726f756e64")  # fixed: ids never change between runs
 NDC = "http://hl7.org/fhir/sid/ndc"
+RXNORM_OID = "urn:oid:2.16.840.1.113883.6.88"  # https://terminology.hl7.org/CodeSystem-v3-rxNorm.html
+BRANDED_GENERIC = {
+    "209387": ("313782", "Acetaminophen 325 MG Oral Tablet"),
+    "866414": ("866412", "24 HR metoprolol succinate 100 MG Extended Release Oral Tablet"),
+}
+"""Branded (SBD) RxCUI -> its generic (SCD) RxCUI and display, two pairs that both occur in the
+Synthea bundles with these displays (RxNorm tradename_of, https://mor.nlm.nih.gov/RxNav/)."""
 JSON = dict[str, Any]
 
 
@@ -114,6 +122,26 @@ def _ndc_first(bundle: JSON, name: str) -> list[str]:
     coding = {"system": NDC, "code": "00000-0000-00", "display": "SYNTHETIC NDC placeholder (not a real product)"}
     entry["resource"]["medicationCodeableConcept"]["coding"].insert(0, coding)
     return [entry["resource"]["id"]]
+
+
+def _rxnorm_oid(bundle: JSON, name: str) -> list[str]:
+    (entry,) = _targets(bundle)
+    for coding in entry["resource"]["medicationCodeableConcept"]["coding"]:
+        coding["system"] = RXNORM_OID
+    return [entry["resource"]["id"]]
+
+
+def _branded_and_generic(bundle: JSON, name: str) -> list[str]:
+    """Add the generic coding after the branded one on the first active branded request."""
+    for entry in _requests(bundle):
+        if entry["resource"]["status"] != "active":
+            continue
+        codings = entry["resource"].get("medicationCodeableConcept", {}).get("coding", [{}])
+        if codings[0].get("code") in BRANDED_GENERIC:
+            code, display = BRANDED_GENERIC[codings[0]["code"]]
+            codings.append({"system": codings[0]["system"], "code": code, "display": display})
+            return [entry["resource"]["id"]]
+    raise SystemExit(f"variant {name}: no active request with a branded code of {sorted(BRANDED_GENERIC)}")
 
 
 def _subject_relative(bundle: JSON, name: str) -> list[str]:
@@ -196,6 +224,9 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("medref-contained", "Trey_Berge", lambda b, n: _move_drug(b, n, "contained"), "same",
             "medicationReference to a contained Medication (#id)"),
     Variant("ndc-first", "Janene3", _ndc_first, "same", "RxNorm picked by system: an NDC coding listed first"),
+    Variant("rxnorm-oid", "Sandee884", _rxnorm_oid, "same", "RxNorm given by its OID system"),
+    Variant("branded-and-generic", "Ellena683", _branded_and_generic, "two-codes",
+            "branded and generic RxNorm codings of one concept are one drug"),
     Variant("subject-relative", "Beatrice", _subject_relative, "same", "subject Patient/<id>"),
     Variant("subject-other-server", "Stephen_McLaughlin", _subject_other_server, "drops",
             "an absolute subject URL that is not the Patient's fullUrl names someone else"),
@@ -238,6 +269,8 @@ def _verify(variant: Variant, before: list[Any], after: list[Any], changed: list
         "uncoded": a["uncoded"] == b["uncoded"] + 1 and not codes & set(a["coded"]),
         "unresolved": a["unresolved"] == b["unresolved"] + 1 and not codes & set(a["coded"]),
         "display-unchecked": a == b and any(not m["displays"][c] for m in after for c in m["codes"] if c in codes),
+        "two-codes": a["active_medications"] == b["active_medications"]
+        and any(len(m["codes"]) == 2 for m in after if set(m["requests"]) & set(changed)),
         "two-displays": a == b and any(len(m["displays"][c]) == 2 for m in after for c in m["codes"] if c in codes),
     }[variant.effect]
     if not ok:

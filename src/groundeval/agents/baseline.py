@@ -2,7 +2,7 @@
 
 ``baseline`` is an honest, model-free reader built on HealthChain's FHIR helpers
 (``fhir.resources`` R4B models, ``healthchain.fhir.get_medications`` and ``get_resources``),
-independent of the ground-truth code (it must never import ``groundeval.tasks``). It reads the
+independent of the ground-truth code (it never imports ``groundeval.tasks`` or ``groundeval.fhir``). It reads the
 same FHIR R4 rules the truth states, implemented separately: ``status == "active"``, not
 ``doNotPerform``, an order intent, a subject that is the Patient entry's fullUrl or
 ``Patient/<id>``, the drug from ``medicationCodeableConcept`` or a resolved
@@ -22,10 +22,13 @@ from typing import Any
 
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
-from groundeval.fhir import is_rxnorm
 from groundeval.records import AgentRequest, AgentResult
 
 __all__ = ["BaselineExtractionAgent", "NaiveExtractionAgent"]
+
+_RXNORM = frozenset({"http://www.nlm.nih.gov/research/umls/rxnorm", "urn:oid:2.16.840.1.113883.6.88"})
+"""RxNorm's system URI and OID (https://terminology.hl7.org/CodeSystem-v3-rxNorm.html); kept here, not
+imported from groundeval.fhir, so the baseline stays an independent reader of the truth's rules."""
 
 _ORDERS = frozenset({"order", "original-order", "reflex-order", "filler-order", "instance-order"})
 """Intents that authorise a prescription (https://hl7.org/fhir/R4/valueset-medicationrequest-intent.html)."""
@@ -83,7 +86,7 @@ def _medication_list(request: AgentRequest, status: str | None) -> str:
     for entry in get_medications(bundle, status=status):
         if entry.resource_type != "MedicationRequest" or entry.subject not in patient or entry.resource_id in skip:
             continue
-        rxnorm = [c for c in entry.codings if c.code and is_rxnorm(c.system)]
+        rxnorm = [c for c in entry.codings if c.code and (c.system or "").strip() in _RXNORM]
         if rxnorm:
             if any(c.code in seen for c in rxnorm):
                 continue

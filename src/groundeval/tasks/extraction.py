@@ -39,7 +39,7 @@ REQUEST_INTENTS = frozenset(
 """MedicationRequest.intent, a required binding (https://hl7.org/fhir/R4/valueset-medicationrequest-intent.html),
 checked for the same reason: the truth keeps only the order intents (``medlist.ORDER_INTENTS``)."""
 
-_UUID_TAIL = re.compile(r"^(?P<head>.*?)(?P<uuid>[0-9a-fA-F]{8})-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_UUID_TAIL = re.compile(r"^(?P<head>.*?)(?P<uuid>[0-9a-fA-F]{8})(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
 """A file stem ending in a UUID (Synthea names files ``<Given>_<Family>_<uuid>.json``)."""
 
 
@@ -236,6 +236,9 @@ class ExtractionTask:
         return score
 
     def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
-        """Micro/macro precision, recall, F1 and display accuracy, n/a values skipped per metric,
-        plus format and duplicate counts (``aggregate_medications``)."""
+        """Micro/macro precision, recall, F1, display accuracy; n/a skipped per metric; counts.
+
+        See ``aggregate_medications``: macro means skip n/a values metric by metric; micro pools
+        tp/fp/fn; plus ``format_not_ok``, ``duplicates`` and ``cases_with_duplicates``.
+        """
         return aggregate_medications(metrics)

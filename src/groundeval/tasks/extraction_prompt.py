@@ -93,7 +93,8 @@ def example_answer() -> list[dict[str, str | None]]:
     for med in active_medications(EXAMPLE_BUNDLE, "example"):
         if med["kind"] == "coded":
             code = med["codes"][0]
-            answer.append({"rxnorm_code": code, "display": (med["displays"][code] or [None])[0]})
+            shown = med["displays"][code]
+            answer.append({"rxnorm_code": code, "display": shown[0] if shown else None})
         elif med["kind"] == "uncoded":
             answer.append({"rxnorm_code": None, "display": med["text"]})
     return answer
