@@ -125,7 +125,7 @@ class BundleIndex:
         """
         index = cls()
         for entry in bundle.get("entry") or []:
-            resource = entry.get("resource") if isinstance(entry, Mapping) else None
+            resource = entry.get("resource") if isinstance(entry, dict) else None
             if not isinstance(resource, dict):
                 continue
             full_url = entry.get("fullUrl")
@@ -176,10 +176,27 @@ def entry_resources(bundle: Mapping[str, Any], resource_type: str) -> list[JSON]
     """
     out: list[JSON] = []
     for entry in bundle.get("entry") or []:
-        resource = entry.get("resource") if isinstance(entry, Mapping) else None
+        resource = entry.get("resource") if isinstance(entry, dict) else None
         if isinstance(resource, dict) and resource.get("resourceType") == resource_type:
             out.append(resource)
     return out
+
+
+def patient_references(patient: Mapping[str, Any], full_url: str | None) -> frozenset[str]:
+    """Every reference string that resolves to ``patient`` (see ``patient_reference_matches``).
+
+    Args:
+        patient: The Patient resource.
+        full_url: The Patient entry's ``fullUrl``, if any.
+
+    Returns:
+        At most two strings: the exact ``fullUrl`` and ``Patient/<id>`` (when ``id`` is legal).
+    """
+    refs = {full_url} if full_url else set()
+    pid = patient.get("id")
+    if isinstance(pid, str) and is_valid_id(pid):
+        refs.add(f"Patient/{pid}")
+    return frozenset(refs)
 
 
 def patient_reference_matches(
@@ -199,9 +216,4 @@ def patient_reference_matches(
         patient: The Patient resource.
         full_url: The Patient entry's ``fullUrl``, if any.
     """
-    if not reference:
-        return False
-    if is_absolute(reference):
-        return bool(full_url) and reference == full_url
-    pid = patient.get("id")
-    return isinstance(pid, str) and bool(pid) and is_valid_id(pid) and reference == f"Patient/{pid}"
+    return bool(reference) and reference in patient_references(patient, full_url)

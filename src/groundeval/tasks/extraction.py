@@ -20,7 +20,7 @@ from groundeval.parsing import extract_json
 from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.extraction import aggregate_medications, score_medications
 from groundeval.tasks.extraction_prompt import ANSWER_FORMAT, system_prompt
-from groundeval.tasks.medlist import active_medications, find_patient, inactive_codes
+from groundeval.tasks.medlist import active_medications, find_patient, medication_truth
 
 __all__ = ["ANSWER_FORMAT", "ExtractionTask", "case_id_from_stem", "is_manifest"]
 
@@ -198,10 +198,8 @@ class ExtractionTask:
 
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"medications": [TruthMedication...], "inactive_codes": {rxcui: [status...]}}``."""
-        return {
-            "medications": active_medications(case.data, str(case.source)),
-            "inactive_codes": inactive_codes(case.data),
-        }
+        medications, inactive = medication_truth(case.data, str(case.source))
+        return {"medications": medications, "inactive_codes": inactive}
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Parse a JSON array of ``{"rxnorm_code", "display"}``; see ``groundeval.parsing``."""

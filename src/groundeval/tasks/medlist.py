@@ -46,7 +46,7 @@ from groundeval.errors import DatasetError
 from groundeval.fhir import (
     BundleIndex,
     entry_resources,
-    patient_reference_matches,
+    patient_references,
     rxnorm_codings,
 )
 
@@ -57,6 +57,7 @@ __all__ = [
     "exclusion",
     "find_patient",
     "inactive_codes",
+    "medication_truth",
 ]
 
 ORDER_INTENTS = frozenset({"order", "original-order", "reflex-order", "filler-order", "instance-order"})
@@ -123,7 +124,7 @@ def _drug_concept(
 ) -> tuple[Mapping[str, Any] | None, str | None]:
     """Return (concept, dangling reference) for a request's medication[x]."""
     concept = request.get("medicationCodeableConcept")
-    if isinstance(concept, Mapping):
+    if isinstance(concept, dict):
         return concept, None
     ref = (request.get("medicationReference") or {}).get("reference")
     target = index.resolve(ref, parent=request) if isinstance(ref, str) else None
@@ -133,8 +134,12 @@ def _drug_concept(
     return (code if isinstance(code, Mapping) else {}), None
 
 
-def exclusion(request: Mapping[str, Any], patient: Mapping[str, Any], full_url: str | None) -> str | None:
+def exclusion(request: Mapping[str, Any], subjects: frozenset[str]) -> str | None:
     """Why a MedicationRequest is not on the patient's active list (rules 1-4), or None if it is.
+
+    Args:
+        request: A MedicationRequest dict.
+        subjects: The references that resolve to the patient (``fhir.patient_references``).
 
     Returns:
         ``"<status>"`` for a non-active status, ``"doNotPerform"``, ``"intent <code>"`` or
@@ -149,7 +154,7 @@ def exclusion(request: Mapping[str, Any], patient: Mapping[str, Any], full_url: 
     if intent not in ORDER_INTENTS:
         return f"intent {intent}"
     subject = (request.get("subject") or {}).get("reference")
-    if not patient_reference_matches(subject, patient, full_url):
+    if subject not in subjects:
         return f"subject {subject}"
     return None
 
@@ -204,6 +209,9 @@ def _collapse(items: list[TruthMedication]) -> list[TruthMedication]:
         groups.setdefault(root(i), []).append(item)
     merged: list[TruthMedication] = []
     for members in groups.values():
+        if len(members) == 1:
+            merged.append(members[0])  # nothing to merge (the usual case)
+            continue
         displays: dict[str, list[str]] = {}
         for member in members:
             for code, shown in member["displays"].items():
@@ -219,6 +227,38 @@ def _collapse(items: list[TruthMedication]) -> list[TruthMedication]:
     return merged
 
 
+def medication_truth(
+    bundle: Mapping[str, Any], source: str = "bundle"
+) -> tuple[list[TruthMedication], dict[str, list[str]]]:
+    """Derive the active list and the excluded RxCUIs in one pass over the requests.
+
+    Args:
+        bundle: A parsed Bundle with exactly one Patient.
+        source: File name for error messages.
+
+    Returns:
+        ``(active_medications(bundle), inactive_codes(bundle))``.
+
+    Raises:
+        DatasetError: The bundle does not have exactly one Patient.
+    """
+    patient, full_url = find_patient(bundle, source)
+    subjects = patient_references(patient, full_url)
+    index = BundleIndex.of(bundle)
+    items: list[TruthMedication] = []
+    excluded: dict[str, set[str]] = {}
+    for request in entry_resources(bundle, "MedicationRequest"):
+        why = exclusion(request, subjects)
+        if why is None:
+            if (item := _item(request, index)) is not None:
+                items.append(item)
+            continue
+        for coding in rxnorm_codings(_drug_concept(request, index)[0]):
+            excluded.setdefault(coding.code, set()).add(why)
+    inactive = {code: sorted(reasons) for code, reasons in sorted(excluded.items())}
+    return sorted(_collapse(items), key=_sort_key), inactive
+
+
 def active_medications(bundle: Mapping[str, Any], source: str = "bundle") -> list[TruthMedication]:
     """Derive the patient's active medication list (see the module docstring for the rule).
 
@@ -232,13 +272,7 @@ def active_medications(bundle: Mapping[str, Any], source: str = "bundle") -> lis
     Raises:
         DatasetError: The bundle does not have exactly one Patient.
     """
-    patient, full_url = find_patient(bundle, source)
-    index = BundleIndex.of(bundle)
-    items = []
-    for request in entry_resources(bundle, "MedicationRequest"):
-        if exclusion(request, patient, full_url) is None and (item := _item(request, index)) is not None:
-            items.append(item)
-    return sorted(_collapse(items), key=_sort_key)
+    return medication_truth(bundle, source)[0]
 
 
 def _sort_key(med: TruthMedication) -> tuple[int, str, str]:
@@ -256,13 +290,4 @@ def inactive_codes(bundle: Mapping[str, Any]) -> dict[str, list[str]]:
     Raises:
         DatasetError: The bundle does not have exactly one Patient.
     """
-    patient, full_url = find_patient(bundle, "bundle")
-    index = BundleIndex.of(bundle)
-    found: dict[str, set[str]] = {}
-    for request in entry_resources(bundle, "MedicationRequest"):
-        why = exclusion(request, patient, full_url)
-        if why is None:
-            continue
-        for coding in rxnorm_codings(_drug_concept(request, index)[0]):
-            found.setdefault(coding.code, set()).add(why)
-    return {code: sorted(reasons) for code, reasons in sorted(found.items())}
+    return medication_truth(bundle)[1]
