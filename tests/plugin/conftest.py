@@ -21,7 +21,7 @@ BASE, NAIVE = BaselineExtractionAgent(), NaiveExtractionAgent()
 
 
 def agent(request):
-    name = request.case_id.rsplit("-", 1)[0]
+    name = request.case_id.rsplit("_", 1)[0]
     if name == "Liz_Conn":
         return BASE.run(request)
     if name == "Clemente_Kreiger":
