@@ -158,3 +158,22 @@ def test_aggregate_of_nothing_has_no_averages_and_zero_counts() -> None:
         ["micro_precision", "micro_recall", "micro_f1", "micro_display_accuracy",
          "macro_precision", "macro_recall", "macro_f1", "macro_display_accuracy"])
     assert (agg["format_not_ok"], agg["duplicates"], agg["cases_with_duplicates"]) == (0, 0, 0)
+
+
+def test_task_scores_a_missing_answer_on_an_empty_truth_as_a_failure() -> None:
+    """The runner scores no_answer/truncated cases as ``task.parse(case, "")``: that must cost F1 and pass."""
+    from pathlib import Path
+
+    from groundeval.tasks.extraction import ExtractionTask
+
+    task = ExtractionTask()
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+    (path,) = fixtures.glob("Clemente_Kreiger_*.json")  # no active medication
+    case = task.load_case(path)
+    truth = task.truth(case)
+    assert truth["medications"] == []
+    missing = task.score(case, truth, task.parse(case, ""))
+    assert missing.outcome == "failed" and _prf(missing) == (None, None, 0.0)
+    assert missing.metrics["format_ok"] is False and "cannot pass" in missing.message
+    none = task.score(case, truth, task.parse(case, "[]"))
+    assert none.outcome == "passed" and _prf(none) == (None, None, 1.0) and none.metrics["format_ok"] is True
