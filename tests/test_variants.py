@@ -87,6 +87,10 @@ def _rule_hits(bundle: JSON) -> set[str]:
     truth_codes = {c for m in truth for c in m["codes"]}
     hits: set[str] = set()
     displays: dict[str, set[str]] = {}
+    displayed_anywhere = {  # RxCUIs some request (of any status) gives a display
+        c["code"] for r in _requests(bundle) for c in (r.get("medicationCodeableConcept") or {}).get("coding", [])
+        if c.get("display")
+    }
     active_codes: list[str] = []
     for request in _requests(bundle):
         concept = request.get("medicationCodeableConcept")
@@ -138,8 +142,9 @@ def _rule_hits(bundle: JSON) -> set[str]:
             if coding.get("system") in RX:
                 if coding.get("display"):
                     displays.setdefault(coding["code"], set()).add(coding["display"])
-                elif not (concept or {}).get("text"):
-                    hits.add("display not borrowed")
+                elif (not (concept or {}).get("text") and coding["code"] in displayed_anywhere
+                      and not any(m["displays"].get(coding["code"]) for m in truth)):
+                    hits.add("display not borrowed")  # a display exists elsewhere, yet is not expected
         active_codes += sorted(codes)
     if len(active_codes) > len(set(active_codes)):
         hits.add("collapse")
