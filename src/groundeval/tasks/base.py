@@ -153,10 +153,15 @@ class Task(Protocol):
 def case_files(data_dir: Path, pattern: str = "*.json") -> list[Path]:
     """The case files of a data directory: ``pattern`` matches directly in it, sorted by name.
 
-    Not recursive (a sibling directory of patient Bundles or notes is not read as cases), and
-    ``MANIFEST.json`` (the fixture scripts' provenance file) is never a case.
+    Not recursive (a sibling directory of patient Bundles or notes is not read as cases), and a
+    manifest (``MANIFEST.json``, ``MANIFEST.<name>.json``: the fixture scripts' provenance files)
+    is never a case.
     """
-    return sorted(p for p in data_dir.glob(pattern) if p.is_file() and p.name != "MANIFEST.json")
+    return sorted(p for p in data_dir.glob(pattern) if p.is_file() and not _is_manifest(p))
+
+
+def _is_manifest(path: Path) -> bool:
+    return path.name == "MANIFEST.json" or (path.name.startswith("MANIFEST.") and path.suffix == ".json")
 
 
 class BaseTask:
@@ -230,7 +235,7 @@ class BaseTask:
         return False
 
     def case_files(self, data_dir: Path) -> list[Path]:
-        """Every ``*.json`` directly in ``data_dir`` except ``MANIFEST.json``, sorted by name."""
+        """Every ``*.json`` directly in ``data_dir`` except manifests, sorted by name."""
         return case_files(data_dir)
 
     def load_case(self, path: Path) -> Case:
