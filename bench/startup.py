@@ -11,7 +11,9 @@ Usage::
 2. Install footprint: a trivial 2-test project run by ``python -m pytest`` in three fresh venvs
    built here with uv from the lockfile's versions: pytest alone; groundeval from a wheel without
    extras; groundeval with every extra (``[write,langsmith]``), also with
-   ``-p no:langsmith_plugin``. Target: groundeval without extras within 1.1x of pytest alone.
+   ``-p no:langsmith_plugin``, and without extras with ``-p no:groundeval`` (groundeval's own
+   plugin idle). Target: groundeval without extras within 1.1x of pytest alone.
+3. The baseline extraction run (25 cases) serial against ``-n 2``: reported, no target.
 
 Runs are interleaved (one warm-up round discarded), medians reported, CPU time beside wall time.
 The venvs are rebuilt on every run (uv's cache makes that a few seconds) under ``--venvs``
@@ -95,6 +97,7 @@ def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> No
     pythons = build_venvs(base)
     variants = {name: ([str(py), *PYTEST], project) for name, py in pythons.items()}
     every = pythons["groundeval[write,langsmith]"]
+    variants["groundeval -p no:groundeval"] = ([str(pythons["groundeval"]), *PYTEST, "-p", "no:groundeval"], project)
     variants["groundeval[write,langsmith] -p no:langsmith_plugin"] = (
         [str(every), *PYTEST, "-p", "no:langsmith_plugin"], project)
     samples = interleaved(variants, rounds, ok=lambda name, status: status == 0, env=env)
@@ -108,11 +111,24 @@ def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> No
           f"{'ok' if ratio <= 1.1 else 'MISSED'}")
 
 
+def xdist(rounds: int, out: Path, env: dict[str, str]) -> None:
+    base = [sys.executable, *PYTEST, "--groundeval-task=extraction", "--groundeval-agent=baseline",
+            f"--groundeval-out-dir={out}"]
+    samples = interleaved({"serial": (base, ROOT), "-n 2": ([*base, "-n", "2"], ROOT)}, rounds,
+                          ok=lambda name, status: status == 0, env=env)
+    serial = samples["serial"]
+    print("3. the baseline extraction run (25 cases), serial against -n 2 (dev env), median of", rounds)
+    for name, sample in samples.items():
+        print(_row(name, sample, serial))
+    print("  (reported, no target: each xdist worker re-collects and re-validates every case)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="timed rounds per variant (default: 7)")
     parser.add_argument("--venvs", type=Path, default=None, help="where to build the venvs (default: a temp dir)")
-    parser.add_argument("--skip-footprint", action="store_true", help="only the collection figure")
+    parser.add_argument("--skip-footprint", action="store_true", help="leave out the install footprint (2.)")
+    parser.add_argument("--skip-xdist", action="store_true", help="leave out serial against -n 2 (3.)")
     parser.add_argument(
         "--no-bytecode", action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE for the runs (default: unset it, as in a user's shell, so "
@@ -136,6 +152,8 @@ def main() -> None:
             venvs = args.venvs or Path(tmp, "venvs")
             venvs.mkdir(parents=True, exist_ok=True)
             footprint(args.rounds, venvs, project, env)
+        if not args.skip_xdist:
+            xdist(max(1, args.rounds // 2), Path(tmp, "runs"), env)
 
 
 if __name__ == "__main__":
