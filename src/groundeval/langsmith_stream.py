@@ -10,7 +10,7 @@ Each case becomes one LangSmith run in the project ``LANGSMITH_PROJECT`` (defaul
 * one child run of type ``tool`` per entry of ``AgentResult.trace`` (``{"tool", "args",
   "result", "ok"}``), in order; tool runs carry order, not timing (the trace has none).
 
-Every string is passed through ``groundeval.tracing.redact`` and every field longer than
+Every string is passed through ``groundeval.redaction.redact`` and every field longer than
 ``MAX_FIELD_CHARS`` characters of JSON is cut, so secrets never leave the process and payloads
 stay small.
 
@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from groundeval.extras import extra_missing_message, has_module
 from groundeval.redaction import redact
 
 if TYPE_CHECKING:
@@ -89,8 +90,16 @@ class LangSmithStream:
 
     @classmethod
     def from_env(cls, info: RunInfo) -> LangSmithStream | None:
-        """A stream for ``LANGSMITH_PROJECT`` when ``enabled()``, else None."""
+        """A stream for ``LANGSMITH_PROJECT`` when ``enabled()``, else None.
+
+        Without the ``langsmith`` extra installed this returns None and emits one
+        ``LangSmithStreamWarning`` naming the extra: streaming never stops an eval.
+        """
         if not enabled():
+            return None
+        if not has_module("langsmith"):  # LANGSMITH_API_KEY set in an install without the extra
+            what = "streaming to LangSmith (LANGSMITH_API_KEY is set)"
+            warnings.warn(LangSmithStreamWarning(extra_missing_message("langsmith", "langsmith", what)), stacklevel=2)
             return None
         return cls(info, os.environ.get("LANGSMITH_PROJECT") or DEFAULT_PROJECT)
 

@@ -37,6 +37,7 @@ from groundeval.agents._retry import CallSettings, GaveUp, RetryPolicy, call_wit
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import DEFAULT_MODEL, TRUNCATED, ClaudeAgent
 from groundeval.errors import AgentError, AgentLoopError, ConfigError, InfraError, TruncatedError
+from groundeval.extras import require_extra
 from groundeval.pricing import total_cost
 from groundeval.records import AgentRequest, AgentResult, Metric
 
@@ -246,6 +247,7 @@ class LangGraphWriteAgent:
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         config = config or AgentConfig()
+        require_extra("write", "langchain", "the agent 'langgraph'")
         if chat_model is None and not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.settings = CallSettings.from_config(config, sleep)
