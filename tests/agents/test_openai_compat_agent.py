@@ -17,7 +17,6 @@ from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.agents.baseline import BaselineExtractionAgent
 from groundeval.agents.openai_compat import KEY_ENV, OpenAICompatibleAgent
 from groundeval.errors import (
-    AgentError,
     AuthError,
     CaseTooLargeError,
     ConfigError,
@@ -163,7 +162,7 @@ def test_context_length_400_is_case_too_large(server: Server, sleeps) -> None:
 
 def test_unknown_parameter_400_stops_the_run(server: Server, sleeps) -> None:
     server.replies = [error(400, "Unrecognized request argument supplied: foo")]
-    with pytest.raises(RunStopError, match="refused the request for model 'llama-3.3-70b-instruct' as invalid"):
+    with pytest.raises(RunStopError, match=r"refused the request for model 'llama-3\.3-70b-instruct' as invalid"):
         server.agent(sleeps).run(REQUEST)
 
 

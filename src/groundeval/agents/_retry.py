@@ -237,6 +237,7 @@ def call_with_retries(
     errors: tuple[type[BaseException], ...],
     advise: Callable[[BaseException], Advice],
     abandon: Callable[[], None] | None = None,
+    started: float | None = None,
 ) -> Completed[T]:
     """Call ``call(remaining_s)`` until it succeeds, may not be retried, or the budget is spent.
 
@@ -251,6 +252,8 @@ def call_with_retries(
             exception is a bug and propagates unchanged.
         advise: Says whether an error may be retried and how long the server asked to wait.
         abandon: Called when an attempt is abandoned at the deadline (close the SDK client).
+        started: When the case started (``policy.clock`` time), if before this call: the budget
+            runs from there (a LangGraph case makes one such call per model turn).
 
     Returns:
         The value with the number of attempts and the time waited.
@@ -260,7 +263,7 @@ def call_with_retries(
             pass the time budget, or an attempt outlived the budget (``error`` is then a
             ``DeadlineExceeded`` with the time the case ran and its bound).
     """
-    start = policy.clock()
+    start = policy.clock() if started is None else started
     deadline = start + policy.timeout_s
     attempts = 0
     waited = 0.0

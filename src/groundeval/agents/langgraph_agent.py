@@ -14,7 +14,10 @@ How failures are reported:
   (``{"ok": false, "error": "<Type>: <message>"}``, ``ToolErrorMiddleware``) and the model
   carries on; the trace marks the call ``ok: false``.
 * A model reply stops at ``max_tokens``: ``TruncatedError`` before any tool call in that reply
-  runs.
+  runs; a reply with ``stop_reason`` ``refusal``: ``RefusalError``.
+* The case outlives ``timeout``: each model turn runs under what is left of the case's budget
+  (``agents._retry.call_with_retries`` with the case's start), so a turn started with 1 s left
+  is abandoned after about 1 s: ``InfraError`` whose details hold ``ran_s`` and ``timeout_s``.
 * Anthropic API failures: retried by ``agents._retry`` (the chat model itself is built with
   ``max_retries=0``), then classified by ``agents._classify.classify_anthropic_error``
   (``InfraError``/``AuthError``/``AgentError``).
@@ -26,17 +29,16 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agents._classify import advise, classify_anthropic_error
 from groundeval.agents._retry import CallSettings, GaveUp, RetryPolicy, call_with_retries
+from groundeval.agents._single_call import check_temperature
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import DEFAULT_MODEL, TRUNCATED, ClaudeAgent
-from groundeval.errors import AgentError, AgentLoopError, ConfigError, InfraError, TruncatedError
+from groundeval.errors import AgentError, AgentLoopError, ConfigError, InfraError, RefusalError, TruncatedError
 from groundeval.pricing import total_cost
 from groundeval.records import AgentRequest, AgentResult, Metric
 
@@ -122,20 +124,19 @@ def _guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException],
             super().__init__()
             self.attempts = 0
             self.cut: AIMessage | None = None
-            self.deadline = time.monotonic() + policy.timeout_s
+            self.started = policy.clock()
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:  # --groundeval-timeout bounds the whole case, every turn included
+            ran = policy.clock() - self.started
+            if ran >= policy.timeout_s:  # --groundeval-timeout bounds the whole case, every turn included
                 raise InfraError(
-                    f"{case_id}: the case used its whole time budget ({policy.timeout_s:g} s, "
-                    "--groundeval-timeout) before this model turn; raise it or simplify the case",
-                    attempts=self.attempts,
+                    f"{case_id}: the case ran {ran:.2f} s, its whole {policy.timeout_s:g} s bound "
+                    "(--groundeval-timeout), before this model turn; raise it or simplify the case",
+                    attempts=self.attempts, details={"ran_s": round(ran, 3), "timeout_s": policy.timeout_s},
                 )
-            left = replace(policy, timeout_s=remaining)
-            try:
+            try:  # each turn is bounded by what is left of the case's budget (call_with_retries)
                 done = call_with_retries(
-                    lambda _left: handler(request), left, errors=errors, advise=advise
+                    lambda _left: handler(request), policy, errors=errors, advise=advise, started=self.started
                 )
             except GaveUp as gave_up:
                 self.attempts += gave_up.attempts
@@ -144,6 +145,12 @@ def _guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException],
             result = getattr(done.value, "result", [done.value])
             message = next((m for m in reversed(result) if isinstance(m, AIMessage)), None)
             stop = None if message is None else message.response_metadata.get("stop_reason")
+            if stop == "refusal":
+                raise RefusalError(
+                    f"{case_id}: the model declined to answer (stop_reason=refusal); it counts as an empty "
+                    "answer in the run's means",
+                    details={"stop_reason": stop, "partial_text": message.text if message else ""},
+                )
             if stop in TRUNCATED:
                 assert message is not None
                 self.cut = message
@@ -220,8 +227,9 @@ class LangGraphWriteAgent:
     Args:
         config: ``model`` (default ``agents.claude.DEFAULT_MODEL``); options ``max_tokens``
             (tokens per reply), ``temperature`` (not sent when None), ``max_retries``,
-            ``timeout`` (seconds: each model call's HTTP timeout, and the case's budget for retry
-            waits) and ``recursion_limit`` (graph steps per case, default
+            ``timeout`` (seconds: the wall-clock bound of the whole case; each model turn gets
+            what is left of it, and a turn still running at the bound is abandoned) and
+            ``recursion_limit`` (graph steps per case, default
             ``DEFAULT_RECURSION_LIMIT``).
         chat_model: A chat model to use instead of ChatAnthropic, or a function building one per
             request (tests pass ``ScriptedChatModel``); no API key is needed then.
@@ -249,6 +257,7 @@ class LangGraphWriteAgent:
         if chat_model is None and not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.settings = CallSettings.from_config(config, sleep)
+        check_temperature(self.settings.temperature, ClaudeAgent.temperature_range, self.name)
         raw_limit = config.options.get("recursion_limit")
         try:
             self.recursion_limit = DEFAULT_RECURSION_LIMIT if raw_limit is None else int(raw_limit)
@@ -357,17 +366,20 @@ class LangGraphWriteAgent:
             ):
                 state = chunk
         except GraphRecursionError as exc:
-            trace = tool_trace(state["messages"])
+            facts = self._facts(state, guard)
+            trace = facts["trace"]
+            last = trace[-1]["tool"] if trace else None
             raise AgentLoopError(
                 f"{case}: no final answer within recursion_limit={self.recursion_limit} graph "
-                f"steps ({len(trace)} tool calls made); the agent is looping. Raise "
-                "recursion_limit only if the trace shows progress",
+                f"steps ({guard.attempts} model calls, {len(trace)} tool calls, the last {last!r}); the agent "
+                "is looping. Raise recursion_limit only if the trace shows progress",
                 attempts=guard.attempts,
-                details={"recursion_limit": self.recursion_limit, **self._facts(state, guard)},
+                details={"recursion_limit": self.recursion_limit, "limit": self.recursion_limit,
+                         "model_calls": guard.attempts, "last_tool": last, **facts},
             ) from exc
         except GaveUp as gave_up:
             error = classify_anthropic_error(
-                gave_up.error, case, attempts=guard.attempts, note=gave_up.note
+                gave_up.error, case, attempts=guard.attempts, note=gave_up.note, model=self.model
             )
             error.details.update(self._facts(state, guard))
             raise error from gave_up.error
