@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from groundeval import _healthchain
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
 from groundeval.fhir import is_rxnorm
@@ -39,7 +40,7 @@ def _bundle_from_prompt(request: AgentRequest) -> Any:
 
 
 def _patient_refs(bundle: Any) -> set[str]:
-    from healthchain.fhir import get_resources
+    get_resources = _healthchain.fhir().get_resources
 
     refs: set[str] = set()
     for entry in bundle.entry or []:
@@ -53,7 +54,7 @@ def _patient_refs(bundle: Any) -> set[str]:
 
 
 def _medication_list(request: AgentRequest, status: str | None) -> str:
-    from healthchain.fhir import get_medications
+    get_medications = _healthchain.fhir().get_medications
 
     bundle = _bundle_from_prompt(request)
     patient = _patient_refs(bundle)
@@ -88,9 +89,7 @@ class BaselineExtractionAgent:
     def warmup(self) -> None:
         """Import fhir.resources and HealthChain before the first case is timed."""
         import fhir.resources.R4B.bundle  # noqa: F401
-        from healthchain.fhir import get_medications  # noqa: F401
-
-        import groundeval._healthchain  # noqa: F401
+        _healthchain.fhir()
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the JSON answer; raises ``AgentError`` if the prompt holds no Bundle."""
