@@ -201,7 +201,7 @@ class GroundevalSession:
             },
             packages=package_versions(),
             data_dir=str(settings.data_dir),
-            fixtures=[{"source": p.name, "sha256": sha256_file(p)} for p in files],
+            fixtures=[{"source": p.name, "sha256": sha256_file(p)} for p in files if p.is_file()],
             collection_errors=list(self.collection_errors.values()),
             cases=cases,  # type: ignore[arg-type]  # validated into CaseRecord by pydantic
             aggregate=summarize(self.task, cases),
