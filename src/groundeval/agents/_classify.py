@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import os
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -334,7 +335,8 @@ def classify_anthropic_error(
         it ``from exc``.
     """
     return _classify(
-        exc, case_id, provider="Anthropic", model=model, attempts=attempts, note=note, where="", secrets=[],
+        exc, case_id, provider="Anthropic", model=model, attempts=attempts, note=note, where="",
+        secrets=_userinfo_secrets(os.environ.get("ANTHROPIC_BASE_URL")),
         key_hint="set a valid ANTHROPIC_API_KEY, or run offline with --groundeval-agent=baseline",
     )
 

@@ -57,8 +57,11 @@ class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
     text blocks joined, with ``meta["stop_reason"]`` the Messages API ``stop_reason``. It raises
     ``AuthError`` when the key was rejected (401) or the account or model refused (402/403),
     ``InfraError`` for 429, 5xx, 529, timeout or connection error after the allowed retries,
-    ``TruncatedError`` when the reply stopped at ``max_tokens`` or the context window, and
-    ``AgentError`` for any other refusal by the API (bad request, unknown model).
+    ``TruncatedError`` when the reply stopped at ``max_tokens`` or the context window,
+    ``RefusalError`` for ``stop_reason`` ``refusal``, ``CaseTooLargeError`` for a case too large
+    for the model (estimated before the call, or a 400 "prompt is too long"), and
+    ``RunStopError`` for an unknown model (404) or any other invalid request (4xx); see
+    ``agents._classify`` for the whole table.
 
     Args:
         config: ``model`` (default ``DEFAULT_MODEL``, any Claude model id); options

@@ -58,9 +58,12 @@ class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
     the first choice's text, with ``meta["stop_reason"]`` its ``finish_reason``. It raises
     ``AuthError`` when the server rejected the key (401/402/403), ``InfraError`` for 429, 5xx,
     timeout or connection error after the allowed retries, ``TruncatedError`` for
-    ``finish_reason == "length"``, and ``AgentError`` for any other refusal (unknown model, bad
-    request) or a reply with no choices (an empty message is returned as empty text and scored
-    as an empty answer).
+    ``finish_reason == "length"``, ``RefusalError`` for ``content_filter``,
+    ``CaseTooLargeError`` for a context-length 400, ``RunStopError`` for an unknown model (404),
+    any other invalid request (4xx) or an HTML page on every attempt of the first case, and
+    ``AgentError`` for a reply with no choices (an empty message is returned as empty text and
+    scored as an empty answer). Credentials in the base URL are sent as HTTP Basic auth and
+    never shown: ``base_url`` is the URL without them.
 
     Args:
         config: ``model`` (required: the served model name); options ``base_url`` (required),
