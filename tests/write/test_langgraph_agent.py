@@ -237,6 +237,9 @@ def claude_agent(monkeypatch: pytest.MonkeyPatch, responses: list[Any], sleeps: 
 
     def handler(request: Any) -> Any:
         status, body = responses.pop(0)
+        if isinstance(body, bytes):  # a raw body: an HTML page, cut-off JSON
+            kind = "text/html" if body.startswith(b"<") else "application/json"
+            return httpx2.Response(status, content=body, headers={"content-type": kind})
         return httpx2.Response(status, json=body, headers={"retry-after": "0.01"} if status == 529 else {})
 
     client = httpx2.Client(transport=httpx2.MockTransport(handler))
@@ -275,6 +278,18 @@ def test_chat_anthropic_failures_reuse_the_infra_classes(monkeypatch: pytest.Mon
         run(agent, "ibuprofen-two-tablets")
     assert info.value.outcome == "infra_error" and info.value.attempts == 3 and len(sleeps) == 2
     assert info.value.details["status_code"] == 529 and info.value.details["trace"] == []
+
+
+@pytest.mark.parametrize("body", [b"<!DOCTYPE html><html><body>Welcome</body></html>", b'{"id": "msg_1", "ty',
+                                  b'{"hello": "world"}'])
+def test_chat_anthropic_2xx_that_is_not_an_answer_is_an_infra_error(monkeypatch: pytest.MonkeyPatch,
+                                                                    body: bytes) -> None:
+    sleeps: list[float] = []
+    agent = claude_agent(monkeypatch, [(200, body)] * 3, sleeps)
+    with pytest.raises(InfraError, match="answered with") as info:
+        run(agent, "ibuprofen-two-tablets")
+    assert type(info.value) is InfraError and info.value.attempts == 3 and len(sleeps) == 2
+    assert info.value.details["bad_response"] in ("html", "not_json", "unreadable")
 
 
 def test_the_case_timeout_bounds_every_model_turn() -> None:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from groundeval.agents._classify import advise, classify_anthropic_error
+from groundeval.agents._classify import BadResponse, advise, classify_anthropic_error
 from groundeval.agents._retry import CallSettings, GaveUp, RetryPolicy, call_with_retries
 from groundeval.agents._single_call import check_temperature
 from groundeval.agents.base import AgentConfig
@@ -134,10 +134,24 @@ def _guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException],
                     "(--groundeval-timeout), before this model turn; raise it or simplify the case",
                     attempts=self.attempts, details={"ran_s": round(ran, 3), "timeout_s": policy.timeout_s},
                 )
+            def attempt(_left: float) -> Any:
+                if not errors:  # a scripted model: its exceptions are the test's, let them through
+                    return handler(request)
+                try:
+                    return handler(request)
+                except errors:
+                    raise
+                except json.JSONDecodeError as exc:  # a 2xx body that is not JSON (cut off)
+                    raise BadResponse.from_text(exc.doc) from exc
+                except (AttributeError, TypeError) as exc:  # ChatAnthropic reading an HTML page or odd JSON
+                    raise BadResponse(
+                        "unreadable", f"a 2xx body ChatAnthropic could not read ({type(exc).__name__}: {exc}); "
+                        "an HTML page or JSON that is not a Messages API answer",
+                    ) from exc
+
             try:  # each turn is bounded by what is left of the case's budget (call_with_retries)
-                done = call_with_retries(
-                    lambda _left: handler(request), policy, errors=errors, advise=advise, started=self.started
-                )
+                done = call_with_retries(attempt, policy, errors=(*errors, BadResponse), advise=advise,
+                                         started=self.started)
             except GaveUp as gave_up:
                 self.attempts += gave_up.attempts
                 raise
