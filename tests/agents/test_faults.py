@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from groundeval.agents._classify import redact, strip_userinfo
+from groundeval.redaction import redact, strip_userinfo
 from groundeval.agents._single_call import SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import ClaudeAgent

@@ -32,17 +32,16 @@ server echoes back in its error body (``redact``), so no key can leak into a rec
 
 from __future__ import annotations
 
-import base64
 import email.utils
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from groundeval.agents._retry import DeadlineExceeded
 from groundeval.errors import AgentError, AuthError, CaseTooLargeError, InfraError, RunStopError
+from groundeval.redaction import redact, strip_userinfo, url_secrets
 
 __all__ = [
     "BadResponse",
@@ -67,51 +66,6 @@ TOO_LARGE = re.compile(
 """Error messages that mean the case's content does not fit the model (Anthropic says
 ``prompt is too long: 212345 tokens > 200000 maximum``; OpenAI-compatible servers say
 ``This model's maximum context length is ...`` or ``context_length_exceeded``)."""
-
-_TOKEN = re.compile(r"\b(Basic|Bearer)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
-
-
-def strip_userinfo(url: str) -> str:
-    """The URL without its ``user:password@`` part, for messages, metadata and run records.
-
-    ``http://user:pass@host:8000/v1`` -> ``http://host:8000/v1``; a URL without userinfo, or a
-    string that is not a URL, comes back unchanged.
-    """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-
-
-def _userinfo_secrets(url: str | None) -> list[str]:
-    """The credentials inside ``url`` in every form a server may echo them (raw, Basic token)."""
-    if not url:
-        return []
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return []
-    if "@" not in parts.netloc:
-        return []
-    raw = parts.netloc.rpartition("@")[0]
-    found: list[str] = []
-    for userinfo in {raw, unquote(raw)}:
-        password = userinfo.partition(":")[2]
-        found += [userinfo, password, base64.b64encode(userinfo.encode()).decode()]
-    return [s for s in found if len(s) >= 3]
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with ``Basic``/``Bearer`` tokens and each of ``secrets`` replaced by ``[redacted]``."""
-    text = _TOKEN.sub(lambda m: f"{m.group(1)} [redacted]", text)
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(secret, "[redacted]")
-    return text
-
 
 def too_large(message: str) -> bool:
     """True when an API error message says the prompt does not fit the model's context."""
@@ -336,7 +290,7 @@ def classify_anthropic_error(
     """
     return _classify(
         exc, case_id, provider="Anthropic", model=model, attempts=attempts, note=note, where="",
-        secrets=_userinfo_secrets(os.environ.get("ANTHROPIC_BASE_URL")),
+        secrets=url_secrets(os.environ.get("ANTHROPIC_BASE_URL")),
         key_hint="set a valid ANTHROPIC_API_KEY, or run offline with --groundeval-agent=baseline",
     )
 
@@ -367,6 +321,6 @@ def classify_openai_error(
     server = f"the server at {strip_userinfo(base_url)}" if base_url else "the OpenAI-compatible server"
     return _classify(
         exc, case_id, provider=server, model=model, attempts=attempts, note=note,
-        where=" and --groundeval-base-url", secrets=_userinfo_secrets(base_url),
+        where=" and --groundeval-base-url", secrets=url_secrets(base_url),
         key_hint="set GROUNDEVAL_OPENAI_API_KEY to the key the server expects",
     )
