@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from groundeval.redaction import redact, strip_userinfo
+from groundeval.agents._classify import too_large
 from groundeval.agents._single_call import SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import ClaudeAgent
@@ -29,6 +29,7 @@ from groundeval.errors import (
     RunStopError,
 )
 from groundeval.records import AgentRequest, Prompt
+from groundeval.redaction import redact, strip_userinfo
 
 from .conftest import FAKE_KEY
 from .loopback import Answer, Loopback, anthropic_message, chat_completion, serve
@@ -184,6 +185,22 @@ def test_a_case_far_over_the_context_window_is_refused_before_any_call(
     loop.plan = lambda path, body: Answer.json(200, chat_completion())
     agent = OpenAICompatibleAgent(AgentConfig(model="m", options={"base_url": f"{loop.root}/v1"}))
     assert agent.run(big).text == "[]"
+
+
+@pytest.mark.parametrize(
+    ("message", "large"),
+    [
+        ("prompt is too long: 212345 tokens > 200000 maximum", True),
+        ("input length and `max_tokens` exceed context limit: 198000 + 4096 > 200000, decrease input length", True),
+        ("This model's maximum context length is 8192 tokens. However, you requested 9000 tokens", True),
+        ("context_length_exceeded", True),
+        ("max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens", False),
+        ("temperature: Input should be less than or equal to 1", False),
+        ("Unrecognized request argument supplied: top_k", False),
+    ],
+)
+def test_too_large_tells_size_errors_from_invalid_parameters(message: str, large: bool) -> None:
+    assert too_large(message) is large
 
 
 # -- 4. temperature ranges -------------------------------------------------------------------

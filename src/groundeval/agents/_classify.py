@@ -59,8 +59,8 @@ AUTH_STATUS = frozenset({401, 402, 403})
 _MAX_TEXT = 300
 
 TOO_LARGE = re.compile(
-    r"prompt is too long|too many (input )?tokens|context (length|window)|maximum context|"
-    r"exceeds? the (model's )?(context|maximum)|request_too_large|input is too long|reduce the length",
+    r"prompt is too long|too many (input )?tokens|context[ _](length|window)|maximum context|"
+    r"exceeds? (the )?(model's )?(context|maximum)|request_too_large|input is too long|reduce the length",
     re.IGNORECASE,
 )
 """Error messages that mean the case's content does not fit the model (Anthropic says

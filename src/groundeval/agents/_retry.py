@@ -282,7 +282,9 @@ def call_with_retries(
             if not retry:
                 raise GaveUp(exc, attempts, waited_s=waited) from exc
             if attempts > policy.max_retries:
-                note = f"no retries left (max_retries={policy.max_retries})"
+                ran = policy.clock() - start
+                note = (f"no retries left (max_retries={policy.max_retries}); the case ran {ran:.1f} s of its "
+                        f"{policy.timeout_s:g} s bound")
                 raise GaveUp(exc, attempts, note, waited) from exc
             wait = policy.backoff(attempts) if asked is None else asked
             left = deadline - policy.clock()
