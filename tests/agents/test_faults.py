@@ -116,10 +116,12 @@ def test_a_2xx_that_is_not_an_answer_is_retried_then_an_infra_error(
     assert error.details["bad_response"] in (kind, "not_json", "shape")
 
 
+@pytest.mark.parametrize("content_type", ["text/html", "application/json"])
 def test_html_on_every_call_of_the_first_case_stops_the_run_naming_the_url(
-    make: MakeAgent, loop: Loopback
+    make: MakeAgent, loop: Loopback, content_type: str
 ) -> None:
-    loop.plan = lambda path, body: HTML
+    page = Answer(200, HTML.body, content_type)  # some servers label their error page JSON
+    loop.plan = lambda path, body: page
     with pytest.raises(RunStopError, match=r"got an HTML page from http://127\.0\.0\.1:") as info:
         make(max_retries=1).run(REQUEST)
     assert info.value.outcome == "config_error" and info.value.attempts == 2

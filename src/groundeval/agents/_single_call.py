@@ -189,9 +189,10 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         try:
             value = self._call(params, timeout_s)
         except json.JSONDecodeError as exc:  # the SDK decodes a JSON content type and lets this out
-            raise BadResponse.from_text(exc.doc) from None
-        if isinstance(value, str):  # the SDK hands back the text of a non-JSON body
-            bad = BadResponse.from_text(value)
+            bad: BadResponse | None = BadResponse.from_text(exc.doc)
+        else:  # the SDK hands back the text of a non-JSON content type as a str
+            bad = BadResponse.from_text(value) if isinstance(value, str) else None
+        if bad is not None:
             if bad.kind == "html":
                 html.append(1)
             raise bad
