@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from groundeval._healthchain import import_healthchain
+from groundeval._healthchain import fhir, import_healthchain
 from groundeval.fhir import RXNORM_SYSTEM
 from groundeval.r4b_checks import STATUS_CODES, UNITS_OF_TIME, Issue, check_medication_statement
 from groundeval.terminology import UCUM_SYSTEM, Catalog
@@ -133,7 +133,7 @@ def build_medication_statement(
             message names the argument.
     """
     import_healthchain()
-    from healthchain.fhir import create_dosage, create_medication_statement
+    create_dosage, create_medication_statement = fhir().create_dosage, fhir().create_medication_statement
     from pydantic import ValidationError
 
     text_only = not rxcui or not str(rxcui).strip()
@@ -190,7 +190,7 @@ def build_medication_statement(
 
 def _healthchain_issues(resource: dict[str, Any]) -> tuple[list[Issue], bool]:
     import_healthchain()
-    from healthchain.fhir import validate_resource
+    validate_resource = fhir().validate_resource
 
     report = validate_resource(resource, resource_type="MedicationStatement", version="R4B")
     if report.fhir_version != "R4B":  # pragma: no cover - guards a HealthChain default change

@@ -14,7 +14,15 @@ import pytest
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.agents.baseline import BaselineExtractionAgent
 from groundeval.agents.claude import NO_KEY_HINT, ClaudeAgent
-from groundeval.errors import AgentError, AuthError, ConfigError, InfraError, TruncatedError
+from groundeval.errors import (
+    AgentError,
+    AuthError,
+    CaseTooLargeError,
+    ConfigError,
+    InfraError,
+    RunStopError,
+    TruncatedError,
+)
 from groundeval.records import AgentRequest, Prompt
 from groundeval.runner import RunInfo, call_agent, error_record, evaluate, junit_properties, summarize
 from groundeval.tasks import make_task
@@ -140,7 +148,7 @@ def test_retry_after_longer_than_the_time_budget_fails_at_once(api_key, sleeps) 
     with pytest.raises(InfraError) as info:
         agent_for(api, sleeps, timeout=60).run(REQUEST)
     assert len(api.requests) == 1 and sleeps == []
-    assert "the server asked to wait 171 s" in str(info.value) and "60 s timeout" in str(info.value)
+    assert "the server asked to wait 171 s" in str(info.value) and "of its 60 s bound" in str(info.value)
     assert info.value.details["retry_after_s"] == 171.0
 
 
@@ -181,8 +189,15 @@ def test_timeout_is_an_infra_error(api_key, sleeps) -> None:
     ("reply", "cls", "text"),
     [
         (api_error(400, "invalid_request_error", "`temperature` is deprecated for this model."),
-         AgentError, "drop --groundeval-temperature"),
-        (api_error(404, "not_found_error", "model: claude-nope"), AgentError, "check --groundeval-model"),
+         RunStopError, "drop --groundeval-temperature"),
+        (api_error(400, "invalid_request_error", "top_k: Extra inputs are not permitted"), RunStopError,
+         r"refused the request for model 'claude-opus-4-8' as invalid"),
+        (api_error(404, "not_found_error", "model: claude-nope"), RunStopError,
+         r"no model 'claude-opus-4-8'.*check --groundeval-model"),
+        (api_error(400, "invalid_request_error", "prompt is too long: 212345 tokens > 200000 maximum"),
+         CaseTooLargeError, "c1: the case is too large for the model claude-opus-4-8"),
+        (api_error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes."),
+         CaseTooLargeError, "too large for the model"),
         (api_error(403, "permission_error", "no access"), AuthError, "may not use this model"),
         (api_error(500, "api_error", x_should_retry="false"), InfraError, "server error"),
     ],

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from groundeval import _healthchain
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
 from groundeval.records import AgentRequest, AgentResult
@@ -50,7 +51,7 @@ def _bundle_from_prompt(request: AgentRequest) -> Any:
 
 
 def _patient_refs(bundle: Any) -> set[str]:
-    from healthchain.fhir import get_resources
+    get_resources = _healthchain.fhir().get_resources
 
     # An absolute reference resolves only to the entry with that exact fullUrl
     # (https://hl7.org/fhir/R4/bundle.html#references); the relative form is Patient/<id>.
@@ -67,8 +68,7 @@ def _patient_refs(bundle: Any) -> set[str]:
 
 def _not_orders(bundle: Any) -> set[str]:
     """Ids of MedicationRequests that prohibit (doNotPerform) or do not order (proposal, plan, option)."""
-    from healthchain.fhir import get_resources
-
+    get_resources = _healthchain.fhir().get_resources
     return {
         str(r.id) for r in get_resources(bundle, "MedicationRequest")
         if r.doNotPerform is True or r.intent not in _ORDERS
@@ -76,7 +76,7 @@ def _not_orders(bundle: Any) -> set[str]:
 
 
 def _medication_list(request: AgentRequest, status: str | None) -> str:
-    from healthchain.fhir import get_medications
+    get_medications = _healthchain.fhir().get_medications
 
     bundle = _bundle_from_prompt(request)
     patient = _patient_refs(bundle)
@@ -112,9 +112,7 @@ class BaselineExtractionAgent:
     def warmup(self) -> None:
         """Import fhir.resources and HealthChain before the first case is timed."""
         import fhir.resources.R4B.bundle  # noqa: F401
-        from healthchain.fhir import get_medications  # noqa: F401
-
-        import groundeval._healthchain  # noqa: F401
+        _healthchain.fhir()
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the JSON answer; raises ``AgentError`` if the prompt holds no Bundle."""

@@ -9,6 +9,7 @@ prints the summary. Workers only run cases and ship their records on the reports
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
@@ -140,7 +141,8 @@ class GroundevalSession:
                     warmup()  # imports and clients, before the first case is timed
                 except Exception as warm_exc:
                     run = _setup_failed(self.info, case, nodeid, warm_exc, "agent_error")
-                    self._stop(session, f"groundeval: the agent's warmup() raised {type(warm_exc).__name__}: {warm_exc}")
+                    name = type(warm_exc).__name__
+                    self._stop(session, f"groundeval: the agent's warmup() raised {name}: {warm_exc}")
                     return run
         run = run_case(self.task, self._agent, case, self.info, nodeid)
         exc: BaseException | None = run.exc
@@ -197,10 +199,8 @@ class GroundevalSession:
             raise KeyboardInterrupt(reason)
         if self._signals == 1:
             self.stop_reason = reason
-            try:
+            with contextlib.suppress(OSError):  # a read-only out-dir: workers then finish their cases
                 self.stop_file.touch()
-            except OSError:
-                pass
             dsession.shouldstop = reason
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -20,7 +20,7 @@ from groundeval.terminology.rxnorm import BRAND_INGREDIENTS, CatalogEntry, Ingre
 from groundeval.terminology.ucum import to_mg
 
 if TYPE_CHECKING:
-    from healthchain.terminology import Coding
+    from healthchain.terminology import Coding  # noqa: TID251  # for types only, never imported at run time
 
 __all__ = ["CATALOG_FILE", "Catalog", "Match"]
 
@@ -274,10 +274,9 @@ class Catalog:
             ``healthchain.terminology.Coding`` objects (code, display, system), best first
             (see :meth:`rank` for the order).
         """
-        from groundeval._healthchain import import_healthchain
+        from groundeval._healthchain import terminology
 
-        import_healthchain()
-        from healthchain.terminology import Coding
+        Coding = terminology().Coding  # the HealthChain class, imported through the accessor
 
         if system is not None and system.strip() not in RXNORM_SYSTEMS:
             return []
