@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groundeval._healthchain import fhir, import_healthchain
+from groundeval.extras import require_extra
 from groundeval.fhir import RXNORM_SYSTEM
 from groundeval.r4b_checks import STATUS_CODES, UNITS_OF_TIME, Issue, check_medication_statement
 from groundeval.terminology import UCUM_SYSTEM, Catalog
@@ -277,7 +278,11 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
         ``[lookup_rxnorm, build_medication_statement, validate_medication_statement]`` as
         ``StructuredTool`` objects. Every tool returns a dict; failures, bad arguments included,
         come back as ``{"ok": false, "error": ...}`` and never raise into the agent loop.
+
+    Raises:
+        ConfigError: LangChain is not installed (the ``write`` extra).
     """
+    require_extra("write", "langchain_core", "the write task's LangChain tools")
     from langchain_core.tools import StructuredTool
 
     def lookup(query: str, limit: int = 5) -> dict[str, Any]:

@@ -231,7 +231,7 @@ def _agent_failed(
         fields["error"] = _error(harness_exc, with_traceback=True)
         return CaseRun(_record(info, case, nodeid, "harness_error", fields), harness_exc)
     scored = _scored(empty, score, truth)
-    scored.update(answered=False, message=fields["message"], parse_error=None, format_ok=None)
+    scored.update(answered=False, message=fields["message"], parsed=None, parse_error=None, format_ok=None)
     fields.update(scored)
     return CaseRun(_record(info, case, nodeid, exc.outcome, fields))
 

@@ -115,6 +115,18 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         self._client: ClientT | None = None
         self._answered = False  # any real answer yet? (the HTML run stop only looks at the first case)
 
+    @classmethod
+    def check_config(cls, config: AgentConfig) -> None:
+        """Validate ``config`` without building the agent (the pytest-xdist controller calls this).
+
+        Raises:
+            ConfigError: What the constructor would raise: a missing key or setting, or an
+                option out of range.
+        """
+        probe = cls.__new__(cls)  # _configure only checks and keeps settings: no client, no I/O
+        probe._configure(config)
+        check_temperature(CallSettings.from_config(config, None).temperature, cls.temperature_range, cls.name)
+
     @abstractmethod
     def _configure(self, config: AgentConfig) -> str | None:
         """Check the provider's own settings, keep what it needs, and return the model id.

@@ -138,6 +138,12 @@ def _load_target(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        from groundeval.extras import EXTRAS, extra_missing_message
+
+        missing = (exc.name or "").split(".")[0]
+        for extra, modules in EXTRAS.items():
+            if missing and missing in {m.split(".")[0] for m in modules}:
+                raise ConfigError(extra_missing_message(extra, missing, f"agent {spec!r}")) from exc
         raise ConfigError(
             f"agent {spec!r}: cannot import {module_name!r} ({exc}); run from the directory that "
             "holds it, or add that directory to PYTHONPATH"

@@ -184,6 +184,20 @@ class LangGraphWriteAgent:
 
     name = "langgraph"
     tasks: frozenset[str] = frozenset({"write"})
+    requires: frozenset[str] = frozenset({"tools"})
+
+    @classmethod
+    def check_config(cls, config: AgentConfig) -> None:
+        """Validate ``config`` without building the agent (the pytest-xdist controller calls this).
+
+        Raises:
+            ConfigError: The ``write`` extra is missing, ``ANTHROPIC_API_KEY`` is not set, or an
+                option is out of range.
+        """
+        require_extra("write", "langchain", "the agent 'langgraph'")
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise ConfigError(NO_KEY_HINT)
+        check_temperature(CallSettings.from_config(config, None).temperature, ClaudeAgent.temperature_range, cls.name)
 
     def __init__(
         self,
