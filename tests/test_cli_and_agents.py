@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from groundeval.agents.base import AgentConfig, FunctionAgent, make_agent
-from groundeval.agents.scripted import ScriptedAgent
+from groundeval.testing.scripted_agent import ScriptedAgent
 from groundeval.cli import pytest_args
 from groundeval.errors import AgentError, ConfigError
 from groundeval.records import AgentRequest, AgentResult, Prompt

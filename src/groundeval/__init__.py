@@ -2,7 +2,10 @@
 
 Public API (imported lazily so that loading the pytest plugin stays cheap)::
 
-    from groundeval import ExtractionTask, ScriptedAgent, make_agent, score_medications
+    from groundeval import ExtractionTask, make_agent, score_medications, InfraError
+
+Test doubles (``ScriptedAgent``, ``ScriptedChatModel``) live in ``groundeval.testing``; the
+exception tree is documented in ``groundeval.errors`` and exported here.
 
 Writing a task takes only names from here (see README "Writing a task")::
 
@@ -22,28 +25,37 @@ __all__ = [
     "Agent",
     "AgentConfig",
     "AgentError",
+    "AgentLoopError",
     "AgentRequest",
     "AgentResult",
+    "AgentReturnedWrongType",
+    "AuthError",
     "BaseTask",
     "BaselineExtractionAgent",
     "BaselineWriteAgent",
     "Case",
+    "CaseRecord",
+    "CaseTooLargeError",
     "Catalog",
     "ClaudeAgent",
     "CodeSetScorer",
     "ConfigError",
     "DatasetError",
     "ExtractionTask",
+    "GroundevalError",
+    "InfraError",
     "LangGraphWriteAgent",
     "OpenAICompatibleAgent",
     "Parsed",
     "Prompt",
+    "RefusalError",
+    "RunRecord",
+    "RunStopError",
     "Score",
     "Scorer",
-    "ScriptedAgent",
-    "ScriptedChatModel",
     "Task",
     "TaskOption",
+    "TruncatedError",
     "WriteTask",
     "case_files",
     "choice",
@@ -79,14 +91,12 @@ _WHERE = {
     "ExtractionTask": "groundeval.tasks.extraction",
     "Task": "groundeval.tasks.base",
     "make_task": "groundeval.tasks",
-    "ScriptedAgent": "groundeval.agents.scripted",
     "score_medications": "groundeval.scorers.extraction",
     "BaselineExtractionAgent": "groundeval.agents.baseline",
     "BaselineWriteAgent": "groundeval.agents.baseline_write",
     "ClaudeAgent": "groundeval.agents.claude",
     "OpenAICompatibleAgent": "groundeval.agents.openai_compat",
     "LangGraphWriteAgent": "groundeval.agents.langgraph_agent",
-    "ScriptedChatModel": "groundeval.agents.fake_chat",
     "Catalog": "groundeval.terminology",
     "WriteTask": "groundeval.tasks.write",
     "score_write": "groundeval.scorers.write",
@@ -115,6 +125,17 @@ _WHERE = {
     "DatasetError": "groundeval.errors",
     "ConfigError": "groundeval.errors",
     "AgentError": "groundeval.errors",
+    "AgentLoopError": "groundeval.errors",
+    "AgentReturnedWrongType": "groundeval.errors",
+    "AuthError": "groundeval.errors",
+    "CaseTooLargeError": "groundeval.errors",
+    "GroundevalError": "groundeval.errors",
+    "InfraError": "groundeval.errors",
+    "RefusalError": "groundeval.errors",
+    "RunStopError": "groundeval.errors",
+    "TruncatedError": "groundeval.errors",
+    "CaseRecord": "groundeval.run_record",
+    "RunRecord": "groundeval.run_record",
     "task_class": "groundeval.tasks",
 }
 
@@ -123,12 +144,23 @@ if TYPE_CHECKING:
     from groundeval.agents.baseline import BaselineExtractionAgent
     from groundeval.agents.baseline_write import BaselineWriteAgent
     from groundeval.agents.claude import ClaudeAgent
-    from groundeval.agents.fake_chat import ScriptedChatModel
     from groundeval.agents.langgraph_agent import LangGraphWriteAgent
     from groundeval.agents.openai_compat import OpenAICompatibleAgent
-    from groundeval.agents.scripted import ScriptedAgent
     from groundeval.datasets import Case, load_json
-    from groundeval.errors import AgentError, ConfigError, DatasetError
+    from groundeval.errors import (
+        AgentError,
+        AgentLoopError,
+        AgentReturnedWrongType,
+        AuthError,
+        CaseTooLargeError,
+        ConfigError,
+        DatasetError,
+        GroundevalError,
+        InfraError,
+        RefusalError,
+        RunStopError,
+        TruncatedError,
+    )
     from groundeval.fhir import (
         RXNORM_SYSTEMS,
         SNOMED_SYSTEM,
@@ -139,6 +171,7 @@ if TYPE_CHECKING:
     from groundeval.hc_tools import validate_medication_statement
     from groundeval.parsing import extract_json
     from groundeval.records import AgentRequest, AgentResult, Parsed, Prompt, Score
+    from groundeval.run_record import CaseRecord, RunRecord
     from groundeval.scorers.codes import CodeSetScorer
     from groundeval.scorers.extraction import score_medications
     from groundeval.scorers.write import score_write

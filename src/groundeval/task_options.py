@@ -98,9 +98,10 @@ EXTRACTION_OPTIONS: tuple[TaskOption, ...] = (
     TaskOption("min_f1", unit_interval, 1.0, "Extraction: RxNorm F1 a case needs to pass.", "X"),
     TaskOption("min_display_accuracy", unit_interval, 1.0, "Extraction: display accuracy a case needs to pass.", "X"),
     TaskOption(
-        "case_ids", choice("name", "file", why="must be 'name' (patient name + id) or 'file' (the file name)"), "name",
-        "Extraction: name cases by patient name + short id ('name') or by file name ('file', for "
-        "real data, so names stay out of node ids, junit files and logs).", "name|file",
+        "case_ids", choice("name", "file", why="must be 'name' (the file stem, UUID cut to 8 characters) or "
+                           "'file' (the whole file stem)"), "name",
+        "Extraction: case ids from the file stem with a trailing UUID cut to 8 characters ('name') or from "
+        "the whole file stem ('file').", "name|file",
     ),
 )
 

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
 from groundeval.agents.base import AgentConfig, make_agent
-from groundeval.agents.fake_chat import (
+from groundeval.testing.scripted_chat import (
     ScriptedChatModel,
     ScriptExhaustedError,
     answer_with_last_result,

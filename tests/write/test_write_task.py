@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from groundeval.agents.base import make_agent
-from groundeval.agents.scripted import ScriptedAgent
+from groundeval.testing.scripted_agent import ScriptedAgent
 from groundeval.datasets import default_data_dir
 from groundeval.errors import DatasetError
 from groundeval.hc_tools import build_medication_statement

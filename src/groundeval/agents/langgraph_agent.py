@@ -144,7 +144,7 @@ def build_write_graph(
 
     Args:
         chat_model: Any LangChain chat model with ``bind_tools`` (ChatAnthropic, or the scripted
-            ``agents.fake_chat.ScriptedChatModel`` in tests).
+            ``groundeval.testing.ScriptedChatModel`` in tests).
         tools: The case's tools.
         system_prompt: The task's instructions.
         middleware: Extra middleware, outermost first (the model-call guard).
