@@ -24,7 +24,7 @@ from groundeval.errors import ConfigError
 __all__ = ["EXTRAS", "extra_missing_message", "has_module", "require_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "write": ("langchain", "langgraph", "langchain_anthropic", "langchain_core"),
+    "write": ("langchain", "langgraph", "langchain_anthropic"),
     "langsmith": ("langsmith",),
 }
 """Extra name -> top-level modules it installs (as imported, not as distribution names)."""

@@ -45,6 +45,7 @@ __all__ = [
     "jsonable",
     "not_run_record",
     "prompt_hash",
+    "request_for",
     "run_case",
     "summarize",
 ]
@@ -103,6 +104,11 @@ def prompt_hash(prompt: Prompt) -> str:
     return hashlib.sha256(prompt.text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def request_for(task: Task, case: Case) -> AgentRequest:
+    """The request an agent gets for ``case``: the task's prompt and context."""
+    return AgentRequest(case_id=case.case_id, task=task.name, prompt=task.prompt(case), context=task.context(case))
+
+
 def call_agent(agent: Agent, request: AgentRequest) -> Execution:
     """Run the agent once on ``request``; a ``str`` answer becomes ``AgentResult(text=...)``.
 
@@ -136,6 +142,7 @@ def _raw_fields(text: str) -> dict[str, Any]:
 def _error(exc: BaseException, *, with_traceback: bool) -> dict[str, Any]:
     details = dict(exc.details) if isinstance(exc, AgentError) else {}
     details.pop("partial_text", None)  # kept as the record's raw_output
+    details.pop("trace", None)  # kept as the record's trace
     tb = "".join(traceback.format_exception(exc)) if with_traceback else None
     return {"type": type(exc).__name__, "message": str(exc), "details": details, "traceback": tb}
 
@@ -177,8 +184,8 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str) -
         KeyboardInterrupt: Ctrl-C during the case (the run's end writes the record).
     """
     try:
-        prompt = task.prompt(case)
-        request = AgentRequest(case_id=case.case_id, task=task.name, prompt=prompt, context=task.context(case))
+        request = request_for(task, case)
+        prompt = request.prompt
     except Exception as exc:
         return CaseRun(_record(info, case, nodeid, "harness_error", {"error": _error(exc, with_traceback=True)}), exc)
     start = time.perf_counter()
@@ -221,6 +228,9 @@ def _agent_failed(
     partial = exc.details.get("partial_text")
     if isinstance(partial, str):
         fields.update(_raw_fields(partial))
+    trace = exc.details.get("trace")
+    if isinstance(trace, list):
+        fields["trace"] = trace  # the tool calls made before the agent gave up
     if isinstance(exc, InfraError):
         return CaseRun(_record(info, case, nodeid, exc.outcome, fields), exc)
     try:

@@ -14,13 +14,13 @@ def test_warming_and_running_the_baseline_agent_leaves_the_streams_alone() -> No
         "import sys; out, err = sys.stdout, sys.stderr\n"
         "from groundeval.agents.baseline import BaselineExtractionAgent\n"
         "from groundeval.datasets import default_data_dir\n"
-        "from groundeval.runner import call_agent\n"
+        "from groundeval.runner import call_agent, request_for\n"
         "from groundeval.tasks import make_task\n"
         "agent = BaselineExtractionAgent(); agent.warmup()\n"
         "warm = sys.stdout is out and sys.stderr is err\n"
         "task = make_task('extraction')\n"
         "case = task.load_case(task.case_files(default_data_dir('extraction'))[0])\n"
-        "call_agent(task, agent, case)\n"
+        "call_agent(agent, request_for(task, case))\n"
         "print(warm, sys.stdout is out and sys.stderr is err, 'healthchain.fhir' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)

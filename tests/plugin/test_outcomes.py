@@ -173,8 +173,9 @@ def agent(request):
 ''')
     result = pytester.runpytest(*_args("stop_agent:agent"))
     assert result.parseoutcomes()["errors"] == 1
-    stops = [line for line in result.stdout.lines if line.startswith("! Interrupted") and hint in line]
-    assert len(stops) == 1, result.stdout.str()
+    stops = [line for line in result.stdout.lines if line.startswith("! Interrupted")]
+    assert len(stops) == 1 and f"stopped after {outcome} on " in stops[0], result.stdout.str()
+    result.stdout.fnmatch_lines([f"{outcome}: *{hint}*"])  # the error names the cause and the fix
     (record,) = run_records(pytester.path)
     outcomes = [c["outcome"] for c in record["cases"]]
     assert outcomes.count(outcome) == 1 and outcomes.count("not_run") == len(MATRIX) - 1

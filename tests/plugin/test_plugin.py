@@ -374,9 +374,15 @@ def test_wrong_task_directory_and_empty_directory_get_hints(pytester: pytest.Pyt
     result = pytester.runpytest(
         "--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=writecases"
     )
-    result.stdout.fnmatch_lines(["*this is a case of the write task, not of the extraction task; run it with --groundeval-task=write"])
+    # a directory of the other task's files is one usage error, not one collection error per file
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: --groundeval-data-dir=*writecases*: none of its 1 case files is a case of the extraction task; this is a case of "
+        "the write task, not of the extraction task; run it with --groundeval-task=write"
+    ])
     result = pytester.runpytest("--groundeval-task=write", "--groundeval-agent=baseline-write", "--groundeval-data-dir=data")
-    result.stdout.fnmatch_lines(["*this is a case of the extraction task, not of the write task*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*none of its 5 case files is a case of the write task; this is a case of the extraction task*"])
     (pytester.path / "empty").mkdir()
     result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=empty")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

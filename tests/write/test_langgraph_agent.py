@@ -31,7 +31,7 @@ from groundeval.errors import (
 )
 from groundeval.hc_tools import make_tools
 from groundeval.records import AgentRequest
-from groundeval.runner import call_agent
+from groundeval.runner import call_agent, request_for
 from groundeval.tasks.write import WriteTask
 from groundeval.terminology import Catalog
 
@@ -48,7 +48,7 @@ def load(case_id: str) -> Any:
 def run(agent: LangGraphWriteAgent, case_id: str) -> tuple[Any, Any]:
     """Run the agent on a case through the runner; return (result, score)."""
     case = load(case_id)
-    result = call_agent(TASK, agent, case).result
+    result = call_agent(agent, request_for(TASK, case)).result
     return result, TASK.score(case, TASK.truth(case), TASK.parse(case, result.text))
 
 

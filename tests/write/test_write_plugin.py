@@ -68,9 +68,11 @@ def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: py
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.parseoutcomes() == {"passed": 2, "partial": 2, "errors": 1}
     result.stdout.fnmatch_lines([
+        "PARTIAL groundeval/write::crestor-brand-generic-in-catalog",
         "*groundeval write*",
         "agent: baseline-write  model: -  run: *",
-        "cases: 4  passed: 2  partial: 2  failed: 0  error: 0*",
+        "pass rate: 0.500 (2/4)  answer rate: 1.000*",
+        "outcomes: passed: 2  partial: 2",
         "schema_pass_rate: 1.000",
         "coding_pass_rate: 0.750",
         "constraints_pass_rate: 0.750",
@@ -96,8 +98,8 @@ def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: py
     crestor = cases["crestor-brand-generic-in-catalog"]
     assert crestor["_result"] == "failure" and crestor["outcome"] == "partial"
     assert (crestor["schema"], crestor["coding"], crestor["constraints"], crestor["safety"]) == (
-        "True", "False", "True", "True")
-    assert crestor["tool_calls"] == "3" and crestor["format_ok"] == "True"
+        "true", "false", "true", "true")
+    assert crestor["tool_calls"] == "3" and crestor["format_ok"] == "true"
     assert cases["tylenol-brand-lookup"]["_result"] == "passed"
 
 
@@ -135,16 +137,18 @@ def test_the_langgraph_agent_in_the_plugin_passes_or_stops_as_agent_loop(pyteste
     pytester.makepyfile(lg_agent=LANGGRAPH_AGENT)
     pytester.syspathinsert()
     result = pytester.runpytest(*args("lg_agent:agent", "--junitxml=out.xml", "-v"))
-    assert result.parseoutcomes() == {"passed": 1, "errors": 1}
+    # agent_loop is the agent's behaviour: a failure, scored as an empty answer
+    assert result.parseoutcomes() == {"passed": 1, "failed": 1}
     result.stdout.fnmatch_lines(["*gabapentin-not-in-catalog*AGENT_LOOP*"])
-    result.stdout.fnmatch_lines(["*AgentLoopError: gabapentin-not-in-catalog: no final answer within recursion_limit=25*"])
+    result.stdout.fnmatch_lines(["agent_loop: gabapentin-not-in-catalog: no final answer within recursion_limit=25*"])
     cases = junit(pytester.path / "out.xml")
     assert cases["gabapentin-not-in-catalog"]["error_type"] == "AgentLoopError"
     assert int(cases["gabapentin-not-in-catalog"]["tool_calls"]) >= 5
     assert cases["tylenol-brand-lookup"]["tool_calls"] == "2"
     (path,) = (pytester.path / "runs").glob("*.json")
     loop = next(c for c in json.loads(path.read_text())["cases"] if c["outcome"] == "agent_loop")
-    assert loop["error"]["details"]["trace"][0]["tool"] == "lookup_rxnorm"
+    assert loop["trace"][0]["tool"] == "lookup_rxnorm" and loop["counted"] is True
+    assert loop["error"]["details"]["model_calls"] >= 5 and loop["error"]["details"]["last_tool"]
 
 
 def test_the_default_agent_needs_a_key_and_names_the_offline_agent(

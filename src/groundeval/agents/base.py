@@ -142,7 +142,7 @@ def _load_target(spec: str) -> Any:
 
         missing = (exc.name or "").split(".")[0]
         for extra, modules in EXTRAS.items():
-            if missing and missing in {m.split(".")[0] for m in modules}:
+            if missing and (missing in modules or (extra == "write" and missing == "langchain_core")):
                 raise ConfigError(extra_missing_message(extra, missing, f"agent {spec!r}")) from exc
         raise ConfigError(
             f"agent {spec!r}: cannot import {module_name!r} ({exc}); run from the directory that "

@@ -75,6 +75,7 @@ class GroundevalSession:
             raise pytest.UsageError(str(exc)) from None
         if not self.is_worker:
             _check_out_dir(settings.out_dir)
+            _check_data_dir_task(self.task, settings.data_dir)
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
         worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
         if self._agent is not None:
@@ -131,7 +132,7 @@ class GroundevalSession:
         if self._agent is None:
             problem = self._agent_problem or ConfigError("the agent was not built on this process")
             run = _setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
-            self._stop(session, f"groundeval: config_error: {problem}")
+            self._stop(session, f"groundeval: stopped after config_error on {case.case_id} (see the error above)")
             return run
         if not self.warmed:
             self.warmed = True
@@ -149,7 +150,7 @@ class GroundevalSession:
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
         if OUTCOMES[run.record.outcome].stops_run and exc is not None:
-            self._stop(session, f"groundeval: {run.record.outcome}: {exc}")
+            self._stop(session, f"groundeval: stopped after {run.record.outcome} on {case.case_id} (see the error above)")
         elif isinstance(exc, InfraError) and exc.connection and self.answered == 0:
             self.unreachable += 1
             if self.unreachable >= UNREACHABLE_AFTER:
@@ -280,7 +281,7 @@ class GroundevalSession:
         complete = not missing and bool(self.selected or not self.collection_errors)
         model = self.info.model or next((c.model for c in cases if c.model), None)
         settings = self.settings
-        options = {k: v for k, v in settings.agent_options.items() if v is not None}
+        options = dict(settings.agent_options)
         if isinstance(options.get("base_url"), str):
             options["base_url"] = strip_userinfo(options["base_url"])
         facts = getattr(self.task, "run_facts", None)
@@ -360,6 +361,41 @@ def _check_out_dir(out_dir: Path) -> None:
     if problem is not None:
         raise pytest.UsageError(
             f"--groundeval-out-dir={str(out_dir)!r} {problem}; give a writable directory for run records"
+        )
+
+
+def _check_data_dir_task(task: Any, data_dir: Path) -> None:
+    """Refuse a data directory whose case files are all another task's, as one usage error.
+
+    Reads case files only until one is this task's (normally the first), so a good directory
+    costs one JSON parse.
+
+    Raises:
+        pytest.UsageError: No file is this task's and the first is another task's; the message
+            names the directory, the other task and the fix.
+    """
+    from groundeval.datasets import load_json
+    from groundeval.errors import DatasetError
+    from groundeval.tasks.common import wrong_task_error
+
+    claims = getattr(task, "claims", None)
+    files = task.case_files(data_dir)
+    if not callable(claims) or not files:
+        return
+    first_other: DatasetError | None = None
+    for path in files:
+        try:
+            data, _ = load_json(path)
+        except DatasetError:
+            continue
+        if claims(data):
+            return
+        if first_other is None:
+            first_other = wrong_task_error(data, path, task.name)
+    if first_other is not None:
+        raise pytest.UsageError(
+            f"--groundeval-data-dir={str(data_dir)!r}: none of its {len(files)} case files is a case of the {task.name} task; "
+            f"{first_other.problem}"
         )
 
 

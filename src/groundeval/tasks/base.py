@@ -154,10 +154,12 @@ def case_files(data_dir: Path, pattern: str = "*.json") -> list[Path]:
     """The case files of a data directory: ``pattern`` matches directly in it, sorted by name.
 
     Not recursive (a sibling directory of patient Bundles or notes is not read as cases), and a
+    matching entry that is not a readable regular file (a directory named ``x.json``, a FIFO, a
+    dangling symlink) is still listed, so that loading it reports a collection error naming it;
     manifest (``MANIFEST.json``, ``MANIFEST.<name>.json``: the fixture scripts' provenance files)
     is never a case.
     """
-    return sorted(p for p in data_dir.glob(pattern) if p.is_file() and not _is_manifest(p))
+    return sorted(p for p in data_dir.glob(pattern) if not _is_manifest(p))
 
 
 def _is_manifest(path: Path) -> bool:
