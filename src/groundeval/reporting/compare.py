@@ -280,17 +280,19 @@ class Figure:
         b: Run B's value, or None.
         interval: Paired interval of the per-case difference when the figure is a mean of a
             per-case dimension (pass rate, macro means, dimension pass rates), else None.
+        comparable: False when the runs are not comparable (different tasks): no difference.
     """
 
     name: str
     a: float | None
     b: float | None
     interval: Interval | None = None
+    comparable: bool = True
 
     @property
     def diff(self) -> float | None:
-        """``b - a``, or None when either is missing."""
-        return None if self.a is None or self.b is None else self.b - self.a
+        """``b - a``, or None when either is missing or the runs are not comparable."""
+        return None if self.a is None or self.b is None or not self.comparable else self.b - self.a
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,13 +404,13 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
             cases.append(CaseDiff(case_id, ca, cb, changes, gate.verdict))
     if changed_fixtures:
         warns.append(f"{changed_fixtures} case file(s) changed between the runs (fixture SHA-256): not compared")
-    figures = _figures(a, b, cases)
+    figures = _figures(a, b, cases, comparable=not problems)
     pass_iv = next((f.interval for f in figures if f.name == "pass_rate"), None)
     gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems))
     return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate)
 
 
-def _figures(a: RunRecord, b: RunRecord, cases: Sequence[CaseDiff]) -> list[Figure]:
+def _figures(a: RunRecord, b: RunRecord, cases: Sequence[CaseDiff], comparable: bool) -> list[Figure]:
     ga, gb = a.aggregate, b.aggregate
     rows: list[tuple[str, float | None, float | None]] = [
         ("pass_rate", ga.pass_rate, gb.pass_rate), ("answer_rate", ga.answer_rate, gb.answer_rate),
@@ -424,5 +426,5 @@ def _figures(a: RunRecord, b: RunRecord, cases: Sequence[CaseDiff]) -> list[Figu
         if dim is not None:
             diffs = [c.b.values[dim] - c.a.values[dim] for c in cases if dim in c.a.values and dim in c.b.values]
             interval = paired_interval(diffs)
-        figures.append(Figure(name, x, y, interval))
+        figures.append(Figure(name, x, y, interval, comparable))
     return figures

@@ -104,7 +104,8 @@ def comparison_text(comp: Comparison) -> str:
         else:
             label = "mixed"
         lines.append(f"  {label:<9} {c.case_id}: {_change_text(c)}")
-    lines += [f"  only in A {k}" for k in comp.only_a]
-    lines += [f"  only in B {k}" for k in comp.only_b]
+    if not comp.problems:  # with different tasks every case is in one run only: counted above
+        lines += [f"  only in A {k}" for k in comp.only_a]
+        lines += [f"  only in B {k}" for k in comp.only_b]
     lines += [f"  not compared {k}: {why}" for k, why in gate.not_compared.items()]
     return "\n".join(lines)

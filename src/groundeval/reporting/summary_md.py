@@ -140,9 +140,9 @@ def comparison_markdown(comp: Comparison) -> str:
         for c in comp.changed[:MAX_LISTED]:
             changes = ", ".join(f"{k} {fmt(x)}→{fmt(y)}" for k, (x, y) in c.changes.items())
             lines.append(f"| `{md_escape(c.case_id)}` | {c.verdict} | {md_escape(changes)} |")
-    if comp.only_a:
+    if comp.only_a and not comp.problems:
         lines += ["", f"only in A: {_listed(comp.only_a)}"]
-    if comp.only_b:
+    if comp.only_b and not comp.problems:
         lines += ["", f"only in B: {_listed(comp.only_b)}"]
     if gate.not_compared:
         lines += ["", "not compared: " + "; ".join(f"`{md_escape(k)}` ({md_escape(v)})"
