@@ -17,6 +17,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from groundeval.run_record import RunRecord
 
 __all__ = ["SUBCOMMANDS", "compare_main", "main", "report_main"]
 
@@ -43,11 +47,13 @@ def _report_parser() -> argparse.ArgumentParser:
         prog="groundeval report", description="Write a self-contained HTML report of one run (or two, compared).",
     )
     parser.add_argument("runs", nargs="+", metavar="RUN.json", help="one run record, or a baseline and a current one")
-    parser.add_argument("-o", "--output", default="report.html", metavar="PATH", help="HTML file (default: report.html)")
+    parser.add_argument(
+        "-o", "--output", default="report.html", metavar="PATH", help="HTML file (default: report.html)",
+    )
     return parser
 
 
-def _load(parser: argparse.ArgumentParser, path: str) -> object:
+def _load(parser: argparse.ArgumentParser, path: str) -> RunRecord:
     from groundeval.reporting.compare import load_record
 
     try:
@@ -61,12 +67,9 @@ def compare_main(argv: Sequence[str]) -> int:
     from groundeval.reporting.compare import compare_runs
     from groundeval.reporting.render import comparison_json, comparison_text
     from groundeval.reporting.summary_md import comparison_markdown
-    from groundeval.run_record import RunRecord
-
     parser = _compare_parser()
     args = parser.parse_args(list(argv))
     a, b = _load(parser, args.baseline), _load(parser, args.current)
-    assert isinstance(a, RunRecord) and isinstance(b, RunRecord)
     comp = compare_runs(a, b)
     render = {"text": comparison_text, "markdown": comparison_markdown, "json": comparison_json}[args.format]
     text = render(comp)
@@ -81,16 +84,13 @@ def compare_main(argv: Sequence[str]) -> int:
 def report_main(argv: Sequence[str]) -> int:
     """``groundeval report``; returns the exit status."""
     from groundeval.reporting.html import write_report
-    from groundeval.run_record import RunRecord
-
     parser = _report_parser()
     args = parser.parse_args(list(argv))
     if len(args.runs) > 2:
         parser.error("give one run record, or two (baseline, current)")
     records = [_load(parser, p) for p in args.runs]
-    assert all(isinstance(r, RunRecord) for r in records)
     first, *rest = records
-    path = write_report(args.output, first, rest[0] if rest else None)  # type: ignore[arg-type]
+    path = write_report(args.output, first, rest[0] if rest else None)
     print(f"report: {path}")
     return 0
 

@@ -36,8 +36,8 @@ __all__ = [
     "Figure",
     "GateResult",
     "case_values",
-    "figure_dimension",
     "compare_runs",
+    "figure_dimension",
     "load_record",
     "regressions",
 ]
@@ -399,9 +399,9 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
                 k: (ca.values[k], cb.values[k]) for k in DIMENSIONS
                 if k in ca.values and k in cb.values and abs(ca.values[k] - cb.values[k]) > EPS
             }
-            gate = _gate_case(ca, cb)
-            gates.append(gate)
-            cases.append(CaseDiff(case_id, ca, cb, changes, gate.verdict))
+            verdict = _gate_case(ca, cb)
+            gates.append(verdict)
+            cases.append(CaseDiff(case_id, ca, cb, changes, verdict.verdict))
     if changed_fixtures:
         warns.append(f"{changed_fixtures} case file(s) changed between the runs (fixture SHA-256): not compared")
     figures = _figures(a, b, cases, comparable=not problems)

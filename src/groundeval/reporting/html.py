@@ -40,7 +40,8 @@ def _meds(items: object) -> list[str]:
 
 def _case_row(case: CaseRecord) -> dict[str, Any]:
     details = case.details
-    dims = details.get("dimensions") if isinstance(details.get("dimensions"), Mapping) else {}
+    found = details.get("dimensions")
+    dims: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     mismatches = [
         f"{d.get('rxnorm_code') or '(uncoded)'}: expected {d.get('expected')!r}, got {d.get('got')!r}"
         for d in details.get("display_mismatches") or [] if isinstance(d, Mapping)
@@ -66,18 +67,19 @@ def _case_row(case: CaseRecord) -> dict[str, Any]:
 def _run_view(record: RunRecord) -> dict[str, Any]:
     agg = record.aggregate
     ivs = figure_intervals(record)
-    figures = [{"name": "pass_rate", "value": agg.pass_rate, "interval": ivs.get("pass_rate")},
-               {"name": "answer_rate", "value": agg.answer_rate, "interval": ivs.get("answer_rate")}]
-    figures += [{"name": k, "value": v, "interval": ivs.get(k)} for k, v in agg.metrics.items()]
+    values: list[tuple[str, Any]] = [("pass_rate", agg.pass_rate), ("answer_rate", agg.answer_rate)]
+    values += list(agg.metrics.items())
+    figures: list[dict[str, Any]] = []
+    for name, value in values:
+        iv = ivs.get(name)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        figures.append({"name": name, "value": value, "shown": fmt(value) if number else str(value),
+                        "interval": iv.text(sign=False) if iv is not None else ""})
     bars = [
         {"name": f["name"], "value": float(f["value"]), "pct": round(100 * float(f["value"]), 1)}
         for f in figures
         if isinstance(f["value"], int | float) and not isinstance(f["value"], bool) and 0 <= f["value"] <= 1
     ]
-    for f in figures:
-        value = f["value"]
-        f["shown"] = fmt(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
-        f["interval"] = f["interval"].text(sign=False) if f["interval"] is not None else ""
     usage = {k: ("unknown" if v is None and k == "cost_usd" else v) for k, v in agg.usage.items()}
     return {
         "record": record, "figures": figures, "bars": bars, "usage": usage,

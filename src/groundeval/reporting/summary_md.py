@@ -98,7 +98,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
             why = (c.message or (c.error.message if c.error else "")).splitlines()[:1]
             lines.append(f"| `{md_escape(c.case_id)}` | {c.outcome} | {md_escape(why[0] if why else '')} |")
         lines += ["", "</details>"]
-    lines += ["", f"<sub>intervals: bootstrap of the mean over cases (scipy.stats.bootstrap, BCa, 95%)</sub>", ""]
+    lines += ["", "<sub>intervals: bootstrap of the mean over cases (scipy.stats.bootstrap, BCa, 95%)</sub>", ""]
     return "\n".join(lines)
 
 
