@@ -101,4 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] not in SUBCOMMANDS:
         print(f"usage: groundeval {{{','.join(sorted(SUBCOMMANDS))}}} ...", file=sys.stderr)
         return 2
-    return compare_main(args[1:]) if args[0] == "compare" else report_main(args[1:])
+    try:
+        return compare_main(args[1:]) if args[0] == "compare" else report_main(args[1:])
+    except BrokenPipeError:  # `groundeval compare ... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
