@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from groundeval.cli import main as cli_main
-from groundeval.reporting import compare_runs, load_record, regressions
+from groundeval.reporting import BaselineGate, compare_runs, load_record, regressions
 from groundeval.reporting.render import comparison_dict, comparison_text
 from groundeval.reporting.stats import fisher_one_sided, paired_interval
 from groundeval.reporting.summary_md import comparison_markdown
@@ -63,6 +63,19 @@ def test_trials_use_pass_rates_and_fisher_not_one_sample() -> None:
     c1 = next(c for c in comp.cases if c.case_id == "c1")
     assert c1.changes["passed"] == pytest.approx((1.0, 2 / 3))
     assert "(Fisher p=0.050)" in comp.gate.regressed[0].text()
+
+
+def test_baseline_gate_per_case_while_running() -> None:
+    a = run([case("c1"), case("c2"), case("c3", "infra_error"), case("c4", sha="old")], run_id="A")
+    gate = BaselineGate(a)
+    assert gate.regressed([case("c1", "partial", run_id="B")])
+    assert not gate.regressed([case("c2", run_id="B")])
+    assert gate.verdict([case("c3", run_id="B")]) is None  # excluded in the baseline
+    assert gate.verdict([case("c4", "failed", run_id="B")]) is None  # case file changed
+    assert gate.verdict([case("new", run_id="B")]) is None and gate.verdict([]) is None
+    trials = [case("c1", run_id="B", trial=t) for t in range(2)] + [case("c1", "failed", run_id="B")]
+    found = gate.verdict(trials)
+    assert found is not None and (found.current_passes, found.current_trials, found.verdict) == (2, 3, "unchanged")
 
 
 def test_different_tasks_are_reported_not_compared() -> None:

@@ -12,6 +12,7 @@ import pytest
 from groundeval.cli import main as cli_main
 from groundeval.reporting import regressions, summary_markdown
 from groundeval.reporting.html import render_report, write_report
+from groundeval.reporting.summary_md import write_summary_markdown
 from groundeval.run_record import CaseRecord, RunRecord
 
 from ._records import case, run
@@ -51,6 +52,18 @@ def test_summary_markdown_headline_intervals_regressions_usage() -> None:
     assert "| cost_usd | $0.0010 |" in md and "| input_tokens | 10 |" in md
     assert "1 case(s) not passed" in md
     assert "regressions" not in summary_markdown(a)
+
+
+def test_write_summary_markdown_to_a_file_and_the_step_summary(tmp_path: Path) -> None:
+    a, b = _extraction_runs()
+    step = tmp_path / "step.md"
+    step.write_text("earlier step\n", encoding="utf-8")
+    out = tmp_path / "out" / "summary.md"
+    written = write_summary_markdown(b, regressions(a, b), out, environ={"GITHUB_STEP_SUMMARY": str(step)})
+    assert written == [out, step]
+    assert out.read_text(encoding="utf-8").startswith("### groundeval extraction")
+    assert step.read_text(encoding="utf-8").startswith("earlier step\n### groundeval extraction")
+    assert write_summary_markdown(b, None, None, environ={}) == []
 
 
 def test_summary_markdown_write_task_dimensions() -> None:

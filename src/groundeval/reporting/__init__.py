@@ -15,9 +15,11 @@ from groundeval.reporting.compare import (
     load_record,
     regressions,
 )
-from groundeval.reporting.summary_md import comparison_markdown, summary_markdown
+from groundeval.reporting.gate import BaselineGate
+from groundeval.reporting.summary_md import comparison_markdown, summary_markdown, write_summary_markdown
 
 __all__ = [
+    "BaselineGate",
     "CaseGate",
     "Comparison",
     "GateResult",
@@ -27,4 +29,5 @@ __all__ = [
     "load_record",
     "regressions",
     "summary_markdown",
+    "write_summary_markdown",
 ]

@@ -7,7 +7,9 @@ message cannot break the table or inject HTML into a PR comment.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from groundeval.outcomes import POLICY
 from groundeval.reporting.compare import Comparison, GateResult, case_values, figure_dimension
@@ -15,7 +17,7 @@ from groundeval.reporting.render import fmt, run_line
 from groundeval.reporting.stats import METHOD, Interval, paired_interval
 from groundeval.run_record import RunRecord
 
-__all__ = ["comparison_markdown", "figure_intervals", "md_escape", "summary_markdown"]
+__all__ = ["comparison_markdown", "figure_intervals", "md_escape", "summary_markdown", "write_summary_markdown"]
 
 ORDER = tuple(rule.outcome for rule in POLICY)
 MAX_LISTED = 50
@@ -100,6 +102,40 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         lines += ["", "</details>"]
     lines += ["", "<sub>intervals: bootstrap of the mean over cases (scipy.stats.bootstrap, BCa, 95%)</sub>", ""]
     return "\n".join(lines)
+
+
+def write_summary_markdown(
+    record: RunRecord, gate: GateResult | None = None, path: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[Path]:
+    """Write ``summary_markdown`` to ``path`` (replaced) and append it to ``$GITHUB_STEP_SUMMARY`` when set.
+
+    Args:
+        record: The finished run record.
+        gate: The regression gate, or None.
+        path: The ``--groundeval-summary-md`` file, or None.
+        environ: The environment (default ``os.environ``), read for ``GITHUB_STEP_SUMMARY``.
+
+    Returns:
+        The files written, in that order.
+
+    Raises:
+        OSError: A file cannot be written (the caller decides whether that fails the run).
+    """
+    env = os.environ if environ is None else environ
+    text = summary_markdown(record, gate)
+    written: list[Path] = []
+    if path is not None:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    step = env.get("GITHUB_STEP_SUMMARY")
+    if step:
+        with Path(step).open("a", encoding="utf-8") as fh:
+            fh.write(text)
+        written.append(Path(step))
+    return written
 
 
 def _gate_md(gate: GateResult) -> list[str]:
