@@ -4,10 +4,14 @@ Run it::
 
     PYTHONPATH=examples uv run groundeval --agent custom_agent:CodeableConceptOnlyAgent
 
-It lists active MedicationRequests from ``medicationCodeableConcept`` only. On the packaged
-Synthea fixtures that is enough (Synthea writes ``medicationReference`` only on completed
-requests), but on a Bundle that names drugs through ``medicationReference`` (bundled or
-contained Medication resources) it misses them, and groundeval's recall shows it.
+It lists active MedicationRequests from ``medicationCodeableConcept`` only, by the exact RxNorm
+system URI, and ignores ``subject``, ``intent`` and ``doNotPerform``. On the 25 real Synthea
+patients that is enough (Synthea writes ``medicationReference`` only on completed requests, and
+every request is an order for the patient), so it passes all of them. The packaged variant cases
+(``scripts/make_variants.py``) show its blind spots: it misses drugs named through
+``medicationReference`` (bundled or contained Medication) or coded with RxNorm's OID or only as
+text (recall drops), and lists a drug that is forbidden (``doNotPerform``), only proposed,
+planned or an option, or ordered for a subject URL that is not this patient (precision drops).
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ Usage::
 
 Reads every ``*.json`` Bundle in ``--source`` (default ``../shared/data/synthea``) and writes a
 trimmed copy with the same file name to ``--out`` (default ``fixtures/extraction``), plus
-``MANIFEST.json``. ``--check`` rewrites nothing and exits 1 if any committed fixture differs from
-what the sources produce.
+``MANIFEST.json``. ``--check`` rewrites nothing, prints what it compared, and exits 1 if any
+committed fixture differs from what the sources produce. The variant cases beside them are made
+by ``scripts/make_variants.py`` from the same sources.
 
 What is kept, and why: only the entries the extraction task needs, each resource unchanged.
 
@@ -112,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         stale = [n for n, d in outputs.items() if not (args.out / n).is_file() or (args.out / n).read_bytes() != d]
         for name in stale:
             print(f"stale or missing: {args.out / name}", file=sys.stderr)
+        print(
+            f"checked {len(outputs) - 1} fixtures and MANIFEST.json in {args.out} byte for byte against "
+            f"the bundles in {args.source}: " + (f"{len(stale)} stale or missing" if stale else "all current")
+        )
         return 1 if stale else 0
     args.out.mkdir(parents=True, exist_ok=True)
     for name, data in outputs.items():

@@ -18,7 +18,10 @@ Each entry holds the display (the spelling used by most bundles; ties go to the 
 order; other spellings are kept in ``aliases``) and its parse by
 ``groundeval.terminology.parse_display``: ingredients with strength and unit, dose form, release
 modifier, brand. ``route`` (from the dose form), ``resource_types`` and ``bundles`` (how many
-bundles use the code) are for readers; ``Catalog.load`` ignores them.
+bundles use the code) are for readers; ``Catalog.load`` ignores them. The top level names the
+``source`` and a ``snapshot_date``: the latest ``MedicationRequest.authoredOn`` date in the
+sources (the catalog reflects prescribing up to that day; derived from the data, so the output
+stays deterministic).
 
 Output is deterministic: entries sorted by display (case-insensitive) then RxCUI, two-space JSON
 indentation, UTF-8, final newline, no timestamps.
@@ -64,12 +67,15 @@ def collect(files: list[Path]) -> tuple[dict[str, Any], dict[str, Any], list[dic
     bundles: dict[str, set[str]] = defaultdict(set)
     allergens: dict[str, str] = {}
     sources = []
+    latest = ""
     for path, raw, bundle in read_bundles(files):
         sources.append({"file": path.name, "sha256": hashlib.sha256(raw).hexdigest()})
         seen: set[tuple[str, str]] = set()
         for entry in bundle.get("entry") or []:
             resource = entry.get("resource") or {}
             rtype = resource.get("resourceType")
+            if rtype == "MedicationRequest" and isinstance(resource.get("authoredOn"), str):
+                latest = max(latest, resource["authoredOn"][:10])
             if rtype in FIELDS:
                 for code, display in codings(resource, FIELDS[rtype]):
                     types[code].add(rtype)
@@ -86,7 +92,7 @@ def collect(files: list[Path]) -> tuple[dict[str, Any], dict[str, Any], list[dic
         if code not in types
     ]
     found = {"displays": displays, "types": types, "bundles": bundles}
-    return found, {"sources": sources}, excluded
+    return found, {"sources": sources, "snapshot_date": latest or None}, excluded
 
 
 def entry_json(code: str, names: Counter[str], types: set[str], n_bundles: int) -> dict[str, Any]:
@@ -125,6 +131,8 @@ def build(source: Path) -> bytes:
         "generator": "scripts/make_terminology.py",
         "system": RXNORM_SYSTEM,
         "description": "RxNorm concepts used by the site's Synthea records, parsed from displays.",
+        "source": f"Synthea synthetic patient bundles ({len(meta['sources'])} files, listed in 'sources')",
+        "snapshot_date": meta["snapshot_date"],
         "resource_types": sorted(FIELDS),
         "sources": meta["sources"],
         "excluded": excluded,

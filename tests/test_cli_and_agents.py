@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from groundeval.agents.base import AgentConfig, FunctionAgent, make_agent
-from groundeval.agents.scripted import ScriptedAgent
+from groundeval.testing.scripted_agent import ScriptedAgent
 from groundeval.cli import pytest_args
 from groundeval.errors import AgentError, ConfigError
 from groundeval.records import AgentRequest, AgentResult, Prompt
@@ -31,7 +31,7 @@ def test_cli_unknown_flag_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         pytest_args(["--agnet", "baseline"])
     assert info.value.code == 2
-    assert "unrecognized arguments: --agnet" in capsys.readouterr().err
+    assert "groundeval: error: unknown flag --agnet; did you mean --agent?" in capsys.readouterr().err
 
 
 def test_cli_runs_the_plugin_end_to_end(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -56,11 +57,11 @@ def test_case01_four_active_medications_through_every_reference_form() -> None:
     meds = active_medications(CASE_01)
     coded = {tuple(m["codes"]): m for m in meds if m["kind"] == "coded"}
     assert len(meds) == 4
-    assert coded[("313782",)]["displays"]["313782"] == "Acetaminophen 325 MG Oral Tablet"
+    assert coded[("313782",)]["displays"]["313782"] == ["Acetaminophen 325 MG Oral Tablet"]
     assert coded[("205323", "213469")]["displays"] == {
-        "213469": "celecoxib 200 MG Oral Capsule [Celebrex]", "205323": "celecoxib 200 MG Oral Capsule",
+        "213469": ["celecoxib 200 MG Oral Capsule [Celebrex]"], "205323": ["celecoxib 200 MG Oral Capsule"],
     }
-    assert coded[("310965",)]["displays"]["310965"] == "Ibuprofen 200 MG Oral Tablet"
+    assert coded[("310965",)]["displays"]["310965"] == ["Ibuprofen 200 MG Oral Tablet"]
     uncoded = [m for m in meds if m["kind"] == "uncoded"]
     assert uncoded == [{"codes": [], "displays": {}, "text": "ondansetron 4 mg tablet", "kind": "uncoded", "requests": ["mr-c"]}]
 
@@ -152,13 +153,40 @@ def test_case03_rxnorm_picked_by_system_never_the_ndc() -> None:
 
 def test_case03_missing_display_filled_from_text_never_empty() -> None:
     (med,) = active_medications(_case03_bundle())
-    assert med["displays"]["313782"] == "Tylenol 325 mg tablet"
-    assert med["displays"]["209387"] == "Acetaminophen 325 MG Oral Tablet [Tylenol]"
+    assert med["displays"]["313782"] == ["Tylenol 325 mg tablet"]
+    assert med["displays"]["209387"] == ["Acetaminophen 325 MG Oral Tablet [Tylenol]"]
 
 
-def test_case03_missing_display_prefers_the_bundles_own_display_for_that_code() -> None:
+def test_case03_missing_display_is_never_borrowed_from_another_request() -> None:
+    # The completed request's display for 313782 is not this request's: its own text stays the truth.
     (med,) = active_medications(_case03_bundle(with_lookup=True))
-    assert med["displays"]["313782"] == "Acetaminophen 325 MG Oral Tablet"
+    assert med["displays"]["313782"] == ["Tylenol 325 mg tablet"]
+
+
+def test_a_coding_with_neither_display_nor_text_is_not_display_checked() -> None:
+    bundle = _case03_bundle(with_lookup=True)
+    concept = bundle["entry"][1]["resource"]["medicationCodeableConcept"]
+    del concept["text"]
+    (med,) = active_medications(bundle)
+    assert med["displays"]["313782"] == []
+    score = score_medications([med], [{"rxnorm_code": "313782", "display": "Acetaminophen 325 MG Oral Tablet"}])
+    assert score.metrics["display_checked"] == 0 and score.metrics["display_accuracy"] is None
+
+
+def test_two_displays_for_one_rxcui_on_active_requests_are_both_accepted() -> None:
+    bundle = copy.deepcopy(CASE_01)
+    refill = copy.deepcopy(bundle["entry"][-1])
+    refill["resource"]["id"] = "mr-d2"
+    refill["resource"]["medicationCodeableConcept"]["coding"][0]["display"] = "ibuprofen 200 MG Oral Tablet"
+    bundle["entry"].append(refill)
+    (ibuprofen,) = [m for m in active_medications(bundle) if m["codes"] == ["310965"]]
+    assert ibuprofen["displays"]["310965"] == ["Ibuprofen 200 MG Oral Tablet", "ibuprofen 200 MG Oral Tablet"]
+    for shown in ibuprofen["displays"]["310965"]:
+        score = score_medications([ibuprofen], [{"rxnorm_code": "310965", "display": shown}])
+        assert score.metrics["display_accuracy"] == 1.0, shown
+    wrong = score_medications([ibuprofen], [{"rxnorm_code": "310965", "display": "IBUPROFEN 200 MG Oral Tablet"}])
+    assert wrong.metrics["display_accuracy"] == 0.0
+    assert "'Ibuprofen 200 MG Oral Tablet' or 'ibuprofen 200 MG Oral Tablet'" in wrong.message
 
 
 @pytest.mark.parametrize("code", ["209387", "313782"])
@@ -191,12 +219,62 @@ PATIENT = {"resourceType": "Patient", "id": PID}
         (f"Patient/urn:uuid:{PID}", False),  # c: malformed, an id cannot contain ':'
         ("Patient/pt-999", False),  # d: wrong patient
         (None, False),  # e: display-only subject
-        (f"https://example.org/fhir/Patient/{PID}", True),
+        # An absolute reference resolves only to the entry with that fullUrl (R4 bundle.html#references).
+        (f"https://example.org/fhir/Patient/{PID}", False),
         (f"Practitioner/{PID}", False),
     ],
 )
 def test_case05_subject_reference_forms(reference: str | None, expected: bool) -> None:
     assert patient_reference_matches(reference, PATIENT, f"urn:uuid:{PID}") is expected
+
+
+@pytest.mark.parametrize(
+    ("reference", "full_url", "expected"),
+    [
+        (f"https://example.org/fhir/Patient/{PID}", f"https://example.org/fhir/Patient/{PID}", True),
+        (f"urn:uuid:{PID}", f"https://example.org/fhir/Patient/{PID}", False),  # fullUrl is not urn:uuid
+        (f"urn:uuid:{PID}", None, False),  # no fullUrl: nothing for an absolute reference to match
+        (f"Patient/{PID}", None, True),
+    ],
+)
+def test_absolute_subjects_match_only_the_patient_fullurl(reference: str, full_url: str | None, expected: bool) -> None:
+    assert patient_reference_matches(reference, PATIENT, full_url) is expected
+
+
+def _with_request(**changes: object) -> dict[str, Any]:
+    """CASE_01 with the ibuprofen request (the last entry) changed."""
+    bundle = copy.deepcopy(CASE_01)
+    bundle["entry"][-1]["resource"].update(changes)
+    return bundle
+
+
+def _has_ibuprofen(bundle: dict[str, Any]) -> bool:
+    return any(m["codes"] == ["310965"] for m in active_medications(bundle))
+
+
+def test_do_not_perform_true_is_a_prohibition_not_a_prescription() -> None:
+    assert not _has_ibuprofen(_with_request(doNotPerform=True))
+    assert _has_ibuprofen(_with_request(doNotPerform=False))
+
+
+@pytest.mark.parametrize(
+    ("intent", "counts"),
+    [("order", True), ("original-order", True), ("reflex-order", True), ("filler-order", True),
+     ("instance-order", True), ("proposal", False), ("plan", False), ("option", False)],
+)
+def test_only_order_intents_count(intent: str, counts: bool) -> None:
+    assert _has_ibuprofen(_with_request(intent=intent)) is counts
+
+
+def test_absolute_subject_url_not_matching_the_fullurl_names_someone_else() -> None:
+    assert not _has_ibuprofen(_with_request(subject={"reference": f"https://example.org/fhir/Patient/{PID}"}))
+
+
+def test_excluded_active_requests_explain_extras() -> None:
+    from groundeval.tasks.medlist import inactive_codes
+
+    assert inactive_codes(_with_request(intent="plan")) == {"310965": ["intent plan"]}
+    assert inactive_codes(_with_request(doNotPerform=True)) == {"310965": ["doNotPerform"]}
 
 
 def test_case05_requests_with_patient_slash_form_are_attributed_to_the_patient() -> None:
@@ -233,6 +311,20 @@ def test_bundle_index_resolves_each_reference_form() -> None:
     assert index.resolve("#medB") is None
     assert index.resolve("Medication/does-not-exist") is None
     assert index.resolve("") is None
+    # An absolute URL is matched against fullUrl only, whatever its path ends with.
+    assert index.resolve(f"https://example.org/fhir/Medication/{med_url.removeprefix('urn:uuid:')}") is None
+
+
+def test_overlapping_codings_collapse_transitively() -> None:
+    # a shares 1 with b, b shares 2 with c: one drug, whatever order they come in.
+    concepts = [["1"], ["3"], ["2"], ["1", "2"]]
+    entries = [_entry(PATIENT, f"urn:uuid:{PID}")] + [
+        _entry({"resourceType": "MedicationRequest", "id": f"r{i}", "status": "active", "intent": "order",
+                "subject": SUBJECT, "medicationCodeableConcept": {"coding": [{"system": RX, "code": c} for c in codes]}})
+        for i, codes in enumerate(concepts)
+    ]
+    meds = active_medications({"resourceType": "Bundle", "entry": entries})
+    assert [(m["codes"], m["requests"]) for m in meds] == [(["1", "2"], ["r0", "r2", "r3"]), (["3"], ["r1"])]
 
 
 @pytest.mark.parametrize(

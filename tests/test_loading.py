@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from groundeval.errors import DatasetError
-from groundeval.tasks.extraction import ExtractionTask
+from groundeval.tasks.extraction import ExtractionTask, case_id_from_stem, is_manifest
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "extraction" / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"
 BASE = json.loads(FIXTURE.read_text())
@@ -47,9 +47,46 @@ def test_shape_errors_are_dataset_errors_not_silent_empty_truth(tmp_path: Path, 
     assert fnmatch.fnmatch(str(info.value), f"*{message}*"), str(info.value)
 
 
-def test_valid_fixture_loads(tmp_path: Path) -> None:
+def test_valid_fixture_loads_with_an_id_that_is_a_prefix_of_its_file_name() -> None:
     case = ExtractionTask().load_case(FIXTURE)
-    assert case.case_id == "Liz_Conn-ee9f8dd8"
+    assert case.case_id == "Liz_Conn_27c911c6"  # the file's UUID, not Patient.id (ee9f8dd8...)
+    assert FIXTURE.name.startswith(case.case_id)
+    assert ExtractionTask(case_ids="file").load_case(FIXTURE).case_id == "Liz_Conn_27c911c6_f045_4ffa_af5d_6eba57ac94b2"
+
+
+@pytest.mark.parametrize(
+    ("stem", "case_id"),
+    [
+        ("Ellena683_Allene83_Reilly981_3f7e3cbc-a278-a448-e30a-24ef17ed8c99", "Ellena683_Allene83_Reilly981_3f7e3cbc"),
+        ("variant-status-draft--Jacquelyn628_Sophia44_Bosco882_6456c0a5", "variant-status-draft--Jacquelyn628_Sophia44_Bosco882_6456c0a5"),
+        ("my patient (copy)", "my_patient_copy"),
+        ("3f7e3cbc-a278-a448-e30a-24ef17ed8c99", "3f7e3cbc"),
+    ],
+)
+def test_default_case_id_shortens_a_trailing_uuid_only(stem: str, case_id: str) -> None:
+    assert case_id_from_stem(stem) == case_id
+
+
+def test_every_packaged_case_id_is_a_prefix_of_its_file_name_and_unique() -> None:
+    task = ExtractionTask()
+    paths = task.case_files(FIXTURE.parent)
+    ids = [case_id_from_stem(p.stem) for p in paths]
+    assert all(p.name.startswith(i) for p, i in zip(paths, ids, strict=True))
+    assert len(set(ids)) == len(ids)
+
+
+def test_manifests_are_not_cases(tmp_path: Path) -> None:
+    for name in ("MANIFEST.json", "MANIFEST.variants.json", "a.json"):
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in ExtractionTask().case_files(tmp_path)] == ["a.json"]
+    assert not any(is_manifest(p) for p in ExtractionTask().case_files(FIXTURE.parent))
+    assert {"MANIFEST.json", "MANIFEST.variants.json"} <= {p.name for p in FIXTURE.parent.iterdir()}
+
+
+def test_a_request_intent_outside_the_value_set_is_refused(tmp_path: Path) -> None:
+    path = _mutated(tmp_path, lambda b: _first(b, "MedicationRequest").update(intent="prescription"))
+    with pytest.raises(DatasetError, match=r"intent 'prescription' is not a MedicationRequest intent code .*plan"):
+        ExtractionTask().load_case(path)
 
 
 def test_a_request_status_outside_the_value_set_is_refused(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from groundeval.parsing import extract_json
+import pytest
+
+from groundeval.parsing import MAX_DEPTH, MAX_FAILED_DECODES, extract_json
 from groundeval.tasks.extraction import ExtractionTask
 
 MS = {"resourceType": "MedicationStatement", "status": "active", "subject": {"reference": "Patient/p"},
@@ -99,3 +101,39 @@ def test_system_prompt_example_agrees_with_an_independent_reader_and_is_cacheabl
     assert len(example_answer()) == 4  # metformin once, lisinopril, amlodipine, uncoded lidocaine
     # Anthropic caches a prefix of at least 1,024 tokens (Opus); at ~4 characters a token, keep a margin.
     assert len(system_prompt()) / 4 > 1300
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 5000 + "]" * 5000,  # valid JSON, deeper than the decoder's recursion limit
+        "[" * 100_000,  # never closed
+        "The list: " + '{"a": ' * 3000 + "1" + "}" * 3000,
+        json.dumps(MS)[:-1] + ', "x": ' + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1) + "}",  # decodes, too deep
+    ],
+)
+def test_pathologically_nested_answers_are_failed_answers_in_both_tasks(raw: str) -> None:
+    from groundeval.tasks.write import WriteTask
+
+    for task in (ExtractionTask(), WriteTask()):
+        parsed = task.parse(None, raw)  # type: ignore[arg-type]  # parse reads only the text
+        error = parsed.error or ""
+        assert parsed.found is False and "no JSON" in error, error
+        if isinstance(task, WriteTask):  # an object answer: the nesting itself is the reason
+            assert "too deeply" in error or "levels deep" in error, error
+
+
+def test_nesting_up_to_the_limit_is_still_an_answer() -> None:
+    deep = {"resourceType": "MedicationStatement", "note": "[" * 10 + "]" * 10}
+    nested: object = "leaf"
+    for _ in range(MAX_DEPTH - 2):
+        nested = [nested]
+    deep["extension"] = nested  # type: ignore[assignment]
+    parsed = parse_object(json.dumps(deep))
+    assert parsed.found and parsed.format_ok and parsed.value == deep
+
+
+def test_thousands_of_brackets_that_start_nothing_stop_the_search() -> None:
+    parsed = parse_object("{ x " * (MAX_FAILED_DECODES + 1) + MS_TEXT)
+    assert parsed.found is False and f"over {MAX_FAILED_DECODES} brackets" in (parsed.error or "")
+    assert parse_object("{ x " * 50 + MS_TEXT).value == MS  # a little noise is still searched

@@ -2,7 +2,14 @@
 
 Public API (imported lazily so that loading the pytest plugin stays cheap)::
 
-    from groundeval import ExtractionTask, ScriptedAgent, make_agent, score_medications
+    from groundeval import ExtractionTask, make_agent, score_medications, InfraError
+
+Test doubles (``ScriptedAgent``, ``ScriptedChatModel``) live in ``groundeval.testing``; the
+exception tree is documented in ``groundeval.errors`` and exported here.
+
+Writing a task takes only names from here (see README "Writing a task")::
+
+    from groundeval import BaseTask, Case, CodeSetScorer, Parsed, Prompt, TaskOption
 """
 
 from __future__ import annotations
@@ -11,30 +18,64 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "RXNORM_SYSTEMS",
+    "SNOMED_SYSTEM",
+    "TEXT_PROMPT",
+    "TOOLS",
     "Agent",
     "AgentConfig",
+    "AgentError",
+    "AgentLoopError",
     "AgentRequest",
     "AgentResult",
+    "AgentReturnedWrongType",
+    "AuthError",
+    "BaseTask",
     "BaselineExtractionAgent",
     "BaselineWriteAgent",
     "Case",
+    "CaseRecord",
+    "CaseTooLargeError",
     "Catalog",
     "ClaudeAgent",
+    "CodeSetScorer",
+    "ConfigError",
+    "DatasetError",
     "ExtractionTask",
+    "GroundevalError",
+    "InfraError",
     "LangGraphWriteAgent",
     "OpenAICompatibleAgent",
     "Parsed",
     "Prompt",
+    "RefusalError",
+    "RunRecord",
+    "RunStopError",
     "Score",
-    "ScriptedAgent",
-    "ScriptedChatModel",
+    "Scorer",
     "Task",
+    "TaskOption",
+    "TruncatedError",
     "WriteTask",
+    "case_files",
+    "choice",
+    "codings_by_system",
+    "describe_validation_error",
+    "entry_resources",
+    "extract_json",
+    "find_patient",
+    "load_json",
     "make_agent",
     "make_task",
+    "patient_case_id",
+    "patient_reference_matches",
     "score_medications",
     "score_write",
+    "task_class",
+    "unit_interval",
+    "validate_entries",
     "validate_medication_statement",
+    "wrong_task_error",
 ]
 
 _WHERE = {
@@ -50,18 +91,52 @@ _WHERE = {
     "ExtractionTask": "groundeval.tasks.extraction",
     "Task": "groundeval.tasks.base",
     "make_task": "groundeval.tasks",
-    "ScriptedAgent": "groundeval.agents.scripted",
     "score_medications": "groundeval.scorers.extraction",
     "BaselineExtractionAgent": "groundeval.agents.baseline",
     "BaselineWriteAgent": "groundeval.agents.baseline_write",
     "ClaudeAgent": "groundeval.agents.claude",
     "OpenAICompatibleAgent": "groundeval.agents.openai_compat",
     "LangGraphWriteAgent": "groundeval.agents.langgraph_agent",
-    "ScriptedChatModel": "groundeval.agents.fake_chat",
     "Catalog": "groundeval.terminology",
     "WriteTask": "groundeval.tasks.write",
     "score_write": "groundeval.scorers.write",
     "validate_medication_statement": "groundeval.hc_tools",
+    "BaseTask": "groundeval.tasks.base",
+    "Scorer": "groundeval.tasks.base",
+    "TaskOption": "groundeval.task_options",
+    "unit_interval": "groundeval.task_options",
+    "choice": "groundeval.task_options",
+    "case_files": "groundeval.tasks.base",
+    "TEXT_PROMPT": "groundeval.tasks.base",
+    "TOOLS": "groundeval.tasks.base",
+    "CodeSetScorer": "groundeval.scorers.codes",
+    "extract_json": "groundeval.parsing",
+    "load_json": "groundeval.datasets",
+    "find_patient": "groundeval.tasks.common",
+    "patient_case_id": "groundeval.tasks.common",
+    "describe_validation_error": "groundeval.tasks.common",
+    "validate_entries": "groundeval.tasks.common",
+    "wrong_task_error": "groundeval.tasks.common",
+    "codings_by_system": "groundeval.fhir",
+    "entry_resources": "groundeval.fhir",
+    "patient_reference_matches": "groundeval.fhir",
+    "SNOMED_SYSTEM": "groundeval.fhir",
+    "RXNORM_SYSTEMS": "groundeval.fhir",
+    "DatasetError": "groundeval.errors",
+    "ConfigError": "groundeval.errors",
+    "AgentError": "groundeval.errors",
+    "AgentLoopError": "groundeval.errors",
+    "AgentReturnedWrongType": "groundeval.errors",
+    "AuthError": "groundeval.errors",
+    "CaseTooLargeError": "groundeval.errors",
+    "GroundevalError": "groundeval.errors",
+    "InfraError": "groundeval.errors",
+    "RefusalError": "groundeval.errors",
+    "RunStopError": "groundeval.errors",
+    "TruncatedError": "groundeval.errors",
+    "CaseRecord": "groundeval.run_record",
+    "RunRecord": "groundeval.run_record",
+    "task_class": "groundeval.tasks",
 }
 
 if TYPE_CHECKING:
@@ -69,17 +144,47 @@ if TYPE_CHECKING:
     from groundeval.agents.baseline import BaselineExtractionAgent
     from groundeval.agents.baseline_write import BaselineWriteAgent
     from groundeval.agents.claude import ClaudeAgent
-    from groundeval.agents.fake_chat import ScriptedChatModel
     from groundeval.agents.langgraph_agent import LangGraphWriteAgent
     from groundeval.agents.openai_compat import OpenAICompatibleAgent
-    from groundeval.agents.scripted import ScriptedAgent
-    from groundeval.datasets import Case
+    from groundeval.datasets import Case, load_json
+    from groundeval.errors import (
+        AgentError,
+        AgentLoopError,
+        AgentReturnedWrongType,
+        AuthError,
+        CaseTooLargeError,
+        ConfigError,
+        DatasetError,
+        GroundevalError,
+        InfraError,
+        RefusalError,
+        RunStopError,
+        TruncatedError,
+    )
+    from groundeval.fhir import (
+        RXNORM_SYSTEMS,
+        SNOMED_SYSTEM,
+        codings_by_system,
+        entry_resources,
+        patient_reference_matches,
+    )
     from groundeval.hc_tools import validate_medication_statement
+    from groundeval.parsing import extract_json
     from groundeval.records import AgentRequest, AgentResult, Parsed, Prompt, Score
+    from groundeval.run_record import CaseRecord, RunRecord
+    from groundeval.scorers.codes import CodeSetScorer
     from groundeval.scorers.extraction import score_medications
     from groundeval.scorers.write import score_write
-    from groundeval.tasks import make_task
-    from groundeval.tasks.base import Task
+    from groundeval.task_options import TaskOption, choice, unit_interval
+    from groundeval.tasks import make_task, task_class
+    from groundeval.tasks.base import TEXT_PROMPT, TOOLS, BaseTask, Scorer, Task, case_files
+    from groundeval.tasks.common import (
+        describe_validation_error,
+        find_patient,
+        patient_case_id,
+        validate_entries,
+        wrong_task_error,
+    )
     from groundeval.tasks.extraction import ExtractionTask
     from groundeval.tasks.write import WriteTask
     from groundeval.terminology import Catalog

@@ -3,17 +3,46 @@
 ``import healthchain`` runs ``colorama.init(autoreset=True)`` (``healthchain/utils/logger.py``),
 which replaces ``sys.stdout`` and ``sys.stderr`` with colorama wrappers for the rest of the
 process; under pytest that wraps the capture streams of whichever test imported it first.
-:func:`import_healthchain` does the first import and puts the streams back. HealthChain's
-``ColorFormatter`` still adds ANSI codes to the ``healthchain`` loggers' records (visible in
-``caplog``); groundeval calls the helpers with ``warn=False`` so they do not log.
+Every HealthChain import in groundeval goes through this module (:func:`module`, :func:`fhir`,
+:func:`terminology`), which does the import and puts the streams back; ruff's banned-api rule
+(TID251, ``pyproject.toml``) refuses a direct ``import healthchain`` anywhere else in ``src``.
+HealthChain's ``ColorFormatter`` still adds ANSI codes to the ``healthchain`` loggers' records
+(visible in ``caplog``); groundeval calls the helpers with ``warn=False`` so they do not log.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from types import ModuleType
 
-__all__ = ["import_healthchain"]
+__all__ = ["fhir", "import_healthchain", "module", "terminology"]
+
+
+def module(name: str) -> ModuleType:
+    """Import the HealthChain module ``name`` (e.g. ``"healthchain.fhir"``), keeping stdout/stderr.
+
+    Raises:
+        ImportError: HealthChain is not installed (it is a groundeval dependency).
+    """
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    out, err = sys.stdout, sys.stderr
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def fhir() -> ModuleType:
+    """``healthchain.fhir`` (``get_resources``, ``get_medications``, ``create_*``, ``validate_resource``)."""
+    return module("healthchain.fhir")
+
+
+def terminology() -> ModuleType:
+    """``healthchain.terminology`` (``Coding``, ``TerminologyLookup``)."""
+    return module("healthchain.terminology")
 
 
 def import_healthchain() -> None:
@@ -22,11 +51,5 @@ def import_healthchain() -> None:
     Raises:
         ImportError: HealthChain is not installed (it is a groundeval dependency).
     """
-    if "healthchain.fhir" in sys.modules and "healthchain.terminology" in sys.modules:
-        return
-    out, err = sys.stdout, sys.stderr
-    try:
-        importlib.import_module("healthchain.fhir")
-        importlib.import_module("healthchain.terminology")
-    finally:
-        sys.stdout, sys.stderr = out, err
+    fhir()
+    terminology()

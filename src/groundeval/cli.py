@@ -8,58 +8,140 @@ Examples::
     uv run groundeval --agent baseline
     uv run groundeval --task write --agent baseline-write --limit 5
     uv run groundeval --agent baseline -n 2 -- --junitxml=out.xml -k Liz
+    uv run groundeval --version
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main", "pytest_args"]
+__all__ = ["CLI_DEFAULTS", "build_parser", "main", "pytest_args", "version"]
+
+MODEL_DEFAULT = "claude-opus-4-8"
+"""Default model id of the ``claude`` and ``langgraph`` agents (``groundeval.agents.claude.DEFAULT_MODEL``;
+kept as a literal so ``--help`` imports no agent; a test checks that the two agree)."""
+
+CLI_DEFAULTS: dict[str, str] = {
+    "task": "extraction",
+    "agent": "the task's own: claude for extraction, langgraph for write",
+    "model": f"{MODEL_DEFAULT} for claude and langgraph; openai-compatible needs one",
+    "limit": "all cases",
+    "data-dir": "the packaged fixtures",
+    "temperature": "none sent, so the model's own; Claude Opus 4.7 and later reject an explicit one",
+    "recursion-limit": "25",
+    "base-url": "none; openai-compatible needs one",
+}
+"""Shown default of each option whose plugin default is ``None`` (meaning "decided later")."""
+
+_OWN_DEFAULT = re.compile(r"\s*\(default: [^()]*\)|\s*Default: (?:[^.()]|\([^()]*\))*\.\s*$")
+"""A default already written into a plugin option's help: "(default: X)" or a final "Default: X." sentence."""
+
+
+def version() -> str:
+    """The installed groundeval version (package metadata), or ``"unknown"`` from a bare checkout."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("groundeval")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _help(text: str, default: str) -> str:
+    """The option's help without its own default, ending in ``(default: X).``: one style for all."""
+    return f"{_OWN_DEFAULT.sub('', text).rstrip().rstrip('.')} (default: {default})."
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser; one flag per ``--groundeval-*`` plugin option, same names."""
+    """The argument parser; one flag per ``--groundeval-*`` plugin option, same names.
+
+    Every flag's help ends in ``(default: ...)``.
+    """
     from groundeval.plugin.options import OPTIONS
 
     parser = argparse.ArgumentParser(
         prog="groundeval",
         description="Run a groundeval task (a pytest run with the groundeval plugin switched on).",
-        epilog="Arguments after '--' go to pytest unchanged (e.g. -- --junitxml=out.xml -x).",
+        epilog="Arguments after '--' go to pytest unchanged, e.g. groundeval --agent baseline -- --junitxml=out.xml",
     )
+    parser.add_argument("--version", action="version", version=f"groundeval {version()}")
     for opt in OPTIONS:
+        shown = f"{opt.default:g}" if isinstance(opt.default, float) else str(opt.default)
+        default = CLI_DEFAULTS.get(opt.name, shown)
         if opt.name == "task":
             parser.add_argument(
                 "--task", dest="task", default="extraction", metavar=opt.metavar,
-                help="the eval task: extraction or write (default: extraction)",
+                help=_help("The eval task: extraction or write.", default),
             )
             continue
-        shown = "" if opt.default is None else f" (default: {opt.default})"
-        parser.add_argument(f"--{opt.name}", dest=opt.key, default=None, metavar=opt.metavar, help=opt.help + shown)
+        parser.add_argument(
+            f"--{opt.name}", dest=opt.key, default=None, metavar=opt.metavar, help=_help(opt.help, default)
+        )
     parser.add_argument(
         "-n", "--workers", default=None, metavar="N",
-        help="run cases in N parallel processes (pytest-xdist; 'auto' = one per core)",
+        help=_help("Run cases in N parallel processes (pytest-xdist; 'auto' = one per core).", "serial"),
     )
     parser.add_argument(
-        "-k", dest="keyword", default=None, metavar="EXPR", help="run only cases matching EXPR (pytest -k)"
+        "-k", dest="keyword", default=None, metavar="EXPR",
+        help=_help("Run only cases matching EXPR (pytest -k).", "every case"),
     )
-    parser.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failing case")
-    parser.add_argument("-q", "--quiet", action="count", default=0, help="less output (repeatable)")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="one line per case")
+    parser.add_argument(
+        "-x", "--exitfirst", action="store_true", help=_help("Stop at the first failing case.", "off")
+    )
+    parser.add_argument("-q", "--quiet", action="count", default=0, help=_help("Less output (repeatable).", "off"))
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=_help("One line per case.", "off"))
     parser.add_argument("pytest_extra", nargs="*", help=argparse.SUPPRESS)
     return parser
+
+
+def _flags(parser: argparse.ArgumentParser) -> list[str]:
+    return [s for action in parser._actions for s in action.option_strings if s.startswith("--")]
+
+
+def _unknown_flag_message(parser: argparse.ArgumentParser, argv: Sequence[str], unknown: list[str]) -> str:
+    """One line: the first unknown flag, a close known flag if any, else the ``--`` form."""
+    flag = unknown[0].partition("=")[0]
+    close = difflib.get_close_matches(flag, _flags(parser), n=1, cutoff=0.75)
+    if close:
+        return f"unknown flag {flag}; did you mean {close[0]}? (pytest options go after --)"
+    # The suggested command: the known flags as given, then "--", then the unknown ones (with a
+    # value that followed an unknown flag as its own word).
+    moved: list[str] = []
+    kept: list[str] = []
+    after_unknown = False
+    for arg in argv:
+        if arg in unknown:
+            moved.append(arg)
+            after_unknown = "=" not in arg
+        elif after_unknown and not arg.startswith("-"):
+            moved.append(arg)
+            after_unknown = False
+        else:
+            kept.append(arg)
+            after_unknown = False
+    suggestion = " ".join(["groundeval", *kept, "--", *moved])
+    return f"unknown flag {flag}; pass pytest options after --: {suggestion}"
 
 
 def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
     """Translate CLI arguments into the pytest command line.
 
     Raises:
-        SystemExit: Unknown flags (argparse prints usage; exit status 2).
+        SystemExit: Unknown flags (status 2; the message names the flag and shows the same
+            command with pytest's options after ``--``), ``--help`` and ``--version`` (status 0).
     """
     from groundeval.plugin.options import OPTIONS
 
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(_unknown_flag_message(parser, argv, unknown))
     out: list[str] = []
     for opt in OPTIONS:
         value = getattr(args, opt.key)
@@ -85,9 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from groundeval.cli_tools import main as tools_main
 
         return tools_main(args)
+    pargs = pytest_args(args)
     import pytest
 
-    return int(pytest.main(pytest_args(args)))
+    return int(pytest.main(pargs))
 
 
 if __name__ == "__main__":

@@ -4,13 +4,23 @@ A ``Case`` is one unit of evaluation: one patient bundle for the extraction task
 note for the write task. Tasks build cases from files; this module holds the shared pieces:
 the ``Case`` record, hashing, JSON loading with file-named errors, and the location of the
 fixtures shipped with the package.
+
+A file in the data directory that matches a task's pattern but is not a readable regular file
+(a dangling symlink, a symlink loop, a directory named ``x.json``, a FIFO, a socket, a device)
+is a ``DatasetError`` naming it, found with ``os.stat`` before anything is opened: it becomes a
+collection error, never a crash, and never a hang (opening a FIFO for reading blocks until a
+writer appears). Each file is read once, at load; ``Case.sha256`` is the hash of those bytes, so
+nothing needs to read a case file again (the run record takes the hash from the case).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,7 +30,7 @@ from typing import Any
 
 from groundeval.errors import DatasetError
 
-__all__ = ["Case", "default_data_dir", "load_json", "read_bundles", "sha256_file", "slug"]
+__all__ = ["Case", "default_data_dir", "load_json", "read_bundles", "read_case_bytes", "sha256_file", "slug"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -43,29 +53,71 @@ class Case:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def read_case_bytes(path: Path) -> bytes:
+    """Read a case file's bytes, refusing anything that is not a readable regular file.
+
+    The file is checked with ``os.stat`` (following symlinks) before it is opened, so a FIFO
+    is never opened (which would block) and a directory is never read.
+
+    Raises:
+        DatasetError: A dangling symlink, a symlink loop, no permission, or a directory, FIFO,
+            socket or device; the message names the kind and the fix.
+    """
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            problem = "it is a symlink loop (the links point at each other); remove or fix the link"
+        elif exc.errno == errno.ENOENT and path.is_symlink():
+            problem = f"it is a symlink to {os.readlink(path)!r}, which does not exist; fix or remove the link"
+        else:
+            problem = f"cannot read the file ({exc.strerror}); fix its permissions or remove it"
+        raise DatasetError(str(path), problem) from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+        raise DatasetError(
+            str(path), f"it is {kind}, not a case file; move it out of the data directory or rename it"
+        )
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(str(path), f"cannot read the file ({exc.strerror})") from None
+
+
 def sha256_file(path: Path) -> str:
-    """Return the hex SHA-256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """Return the hex SHA-256 of a file's bytes.
+
+    Raises:
+        DatasetError: The file is not a readable regular file (see ``read_case_bytes``).
+    """
+    return hashlib.sha256(read_case_bytes(path)).hexdigest()
 
 
 def load_json(path: Path) -> tuple[dict[str, Any], str]:
-    """Read a JSON object from ``path``.
+    """Read a JSON object from ``path``, once.
 
     Args:
-        path: A UTF-8 JSON file.
+        path: A UTF-8 JSON file; a leading UTF-8 byte order mark is accepted.
 
     Returns:
-        ``(object, sha256)`` of the file.
+        ``(object, sha256)``: the object and the hex SHA-256 of the file's bytes as read.
 
     Raises:
-        DatasetError: The file is unreadable, not UTF-8, not JSON, or not a JSON object.
+        DatasetError: The file is not a readable regular file, not UTF-8, not JSON, or not a
+            JSON object.
     """
+    raw = read_case_bytes(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DatasetError(str(path), f"cannot read the file ({exc.strerror})") from exc
-    try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise DatasetError(str(path), "the file is not UTF-8 text; save it as UTF-8") from exc
     except json.JSONDecodeError as exc:
@@ -74,6 +126,8 @@ def load_json(path: Path) -> tuple[dict[str, Any], str]:
             f"invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); "
             "fix the file or move it out of the data directory",
         ) from exc
+    except RecursionError:
+        raise DatasetError(str(path), "the JSON nests too deeply to be read; this is not a case file") from None
     if not isinstance(data, dict):
         raise DatasetError(str(path), f"expected a JSON object, got {type(data).__name__}")
     return data, hashlib.sha256(raw).hexdigest()

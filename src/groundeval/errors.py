@@ -21,10 +21,10 @@ counts in the means and what pytest shows, is ``groundeval.outcomes.POLICY``)::
                 │                request parameters (``config_error``); the run stops at once
                 └── AuthError    missing or rejected API key (401/403) (``auth_error``)
 
-Any other exception raised by an agent's ``run`` (``AgentReturnedWrongType`` included) is outcome ``agent_error`` (pytest error,
-excluded, with the agent's traceback); any exception raised by groundeval while rendering the
-prompt, deriving the truth, parsing, scoring or recording is ``harness_error`` (pytest error,
-excluded, with the full traceback).
+Any other exception raised by an agent's ``run`` (``AgentReturnedWrongType`` included) is
+outcome ``agent_error`` (pytest error, excluded, with the agent's traceback); any exception
+raised by groundeval while rendering the prompt, deriving the truth, parsing, scoring or
+recording is ``harness_error`` (pytest error, excluded, with the full traceback).
 
 Every message names the case or file, the offending value and the fix.
 """

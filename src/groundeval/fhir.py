@@ -6,9 +6,12 @@ and the truth must not depend on the same library the baseline agent uses.
 
 Reference resolution follows the FHIR R4 rules for resolving references in bundles
 (https://hl7.org/fhir/R4/bundle.html#references): a ``#id`` reference points into the
-referring resource's ``contained`` list; an absolute or ``urn:uuid:`` reference matches an
-entry's ``fullUrl``; a relative ``Type/id`` reference matches the entry whose resource has that
-type and id.
+referring resource's ``contained`` list; an absolute reference (any ``scheme:`` URI, so
+``urn:uuid:...`` and ``https://...`` alike) matches only the entry whose ``fullUrl`` is that
+exact string, and otherwise is not resolvable inside the bundle (it points to a server, not to an
+entry, whatever its path ends with); a relative ``Type/id`` reference matches the entry whose
+resource has that type and id (Synthea's ``urn:uuid:`` fullUrls give no RESTful base to
+resolve it against).
 """
 
 from __future__ import annotations
@@ -21,8 +24,12 @@ from typing import Any
 __all__ = [
     "RXNORM_SYSTEM",
     "RXNORM_SYSTEMS",
+    "SNOMED_SYSTEM",
     "BundleIndex",
     "Coding",
+    "codings_by_system",
+    "entry_resources",
+    "is_absolute",
     "is_rxnorm",
     "rxnorm_codings",
 ]
@@ -41,6 +48,9 @@ in ``CodeableConcept.coding``.
 
 _ID_RE = re.compile(r"^[A-Za-z0-9\-.]{1,64}$")
 """FHIR ``id`` datatype (https://hl7.org/fhir/R4/datatypes.html#id)."""
+
+_ABSOLUTE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+"""An absolute URI starts with a scheme (RFC 3986 section 3.1): ``urn:``, ``http:``, ``https:``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +94,11 @@ def rxnorm_codings(concept: Mapping[str, Any] | None) -> list[Coding]:
     return found
 
 
+def is_absolute(reference: str) -> bool:
+    """Return True when a reference is an absolute URI (``urn:uuid:...``, ``https://...``)."""
+    return bool(_ABSOLUTE_RE.match(reference))
+
+
 def is_valid_id(value: str) -> bool:
     """Return True when ``value`` is a legal FHIR ``id`` (letters, digits, ``-``, ``.``; 1-64)."""
     return bool(_ID_RE.match(value))
@@ -113,7 +128,7 @@ class BundleIndex:
         """
         index = cls()
         for entry in bundle.get("entry") or []:
-            resource = entry.get("resource") if isinstance(entry, Mapping) else None
+            resource = entry.get("resource") if isinstance(entry, dict) else None
             if not isinstance(resource, dict):
                 continue
             full_url = entry.get("fullUrl")
@@ -128,12 +143,14 @@ class BundleIndex:
         """Resolve a reference string to the resource it points to, or None.
 
         Args:
-            reference: ``#id`` (contained), a ``fullUrl`` (``urn:uuid:...`` or absolute URL),
-                or a relative ``Type/id``.
+            reference: ``#id`` (contained), an absolute URI (``urn:uuid:...`` or a URL, matched
+                against ``fullUrl`` only), or a relative ``Type/id``.
             parent: The referring resource; needed for ``#id`` references.
 
         Returns:
             The target resource dict, or None when it is not in the bundle. Never raises.
+            ``https://other.example/fhir/Medication/x`` does not resolve to an entry whose
+            fullUrl is ``urn:uuid:x`` (https://hl7.org/fhir/R4/bundle.html#references).
         """
         if not reference:
             return None
@@ -142,10 +159,9 @@ class BundleIndex:
                 if isinstance(contained, dict) and contained.get("id") == reference[1:]:
                     return contained
             return None
-        if reference in self.by_full_url:
-            return self.by_full_url[reference]
-        head, _, rid = reference.rpartition("/")
-        rtype = head.rsplit("/", 1)[-1]
+        if is_absolute(reference):
+            return self.by_full_url.get(reference)
+        rtype, _, rid = reference.partition("/")
         if rtype and rid and is_valid_id(rid):
             return self.by_type_id.get(f"{rtype}/{rid}")
         return None
@@ -163,10 +179,27 @@ def entry_resources(bundle: Mapping[str, Any], resource_type: str) -> list[JSON]
     """
     out: list[JSON] = []
     for entry in bundle.get("entry") or []:
-        resource = entry.get("resource") if isinstance(entry, Mapping) else None
+        resource = entry.get("resource") if isinstance(entry, dict) else None
         if isinstance(resource, dict) and resource.get("resourceType") == resource_type:
             out.append(resource)
     return out
+
+
+def patient_references(patient: Mapping[str, Any], full_url: str | None) -> frozenset[str]:
+    """Every reference string that resolves to ``patient`` (see ``patient_reference_matches``).
+
+    Args:
+        patient: The Patient resource.
+        full_url: The Patient entry's ``fullUrl``, if any.
+
+    Returns:
+        At most two strings: the exact ``fullUrl`` and ``Patient/<id>`` (when ``id`` is legal).
+    """
+    refs = {full_url} if full_url else set()
+    pid = patient.get("id")
+    if isinstance(pid, str) and is_valid_id(pid):
+        refs.add(f"Patient/{pid}")
+    return frozenset(refs)
 
 
 def patient_reference_matches(
@@ -174,8 +207,11 @@ def patient_reference_matches(
 ) -> bool:
     """Return True when a subject reference points at ``patient``.
 
-    Accepted forms: the Patient entry's ``fullUrl`` (Synthea writes ``urn:uuid:<id>``),
-    ``urn:uuid:<id>``, ``Patient/<id>``, and an absolute URL ending in ``/Patient/<id>``.
+    Accepted forms (https://hl7.org/fhir/R4/bundle.html#references): the Patient entry's exact
+    ``fullUrl`` (Synthea writes ``urn:uuid:<id>``) and the relative ``Patient/<id>``. Any other
+    absolute reference does not resolve to the entry, even one ending in ``/Patient/<id>``
+    (``https://example.org/fhir/Patient/<id>`` names a patient on some server, not this entry),
+    nor does ``urn:uuid:<id>`` when the entry's fullUrl is something else.
     ``Patient/urn:uuid:<id>`` is malformed (an id cannot contain ``:``) and never matches.
 
     Args:
@@ -183,14 +219,38 @@ def patient_reference_matches(
         patient: The Patient resource.
         full_url: The Patient entry's ``fullUrl``, if any.
     """
-    if not reference:
-        return False
-    pid = patient.get("id")
-    if full_url and reference == full_url:
-        return True
-    if not isinstance(pid, str) or not pid:
-        return False
-    if reference == f"urn:uuid:{pid}":
-        return True
-    head, _, rid = reference.rpartition("/")
-    return rid == pid and is_valid_id(rid) and head.rsplit("/", 1)[-1] == "Patient"
+    return bool(reference) and reference in patient_references(patient, full_url)
+
+
+SNOMED_SYSTEM = "http://snomed.info/sct"
+"""The SNOMED CT code system URI (https://terminology.hl7.org/CodeSystem-snomedct.html)."""
+
+
+def codings_by_system(concept: Mapping[str, Any] | None, systems: str | frozenset[str] | set[str]) -> list[Coding]:
+    """Return the codings of a CodeableConcept whose ``system`` is one of ``systems``, in order.
+
+    The generic form of ``rxnorm_codings``: codings are picked by system, never by position
+    (https://hl7.org/fhir/R4/datatypes.html#CodeableConcept).
+
+    Args:
+        concept: A CodeableConcept dict, or None.
+        systems: One system URI (e.g. ``SNOMED_SYSTEM``) or a set of equivalent ones
+            (e.g. ``RXNORM_SYSTEMS``); compared after stripping whitespace.
+
+    Returns:
+        One ``Coding`` per matching coding with a non-empty code (as a string); displays are
+        stripped and an empty display becomes None.
+    """
+    wanted = {systems} if isinstance(systems, str) else set(systems)
+    found: list[Coding] = []
+    for coding in (concept or {}).get("coding") or []:
+        system = coding.get("system") if isinstance(coding, Mapping) else None
+        if not isinstance(system, str) or system.strip() not in wanted:
+            continue
+        code = str(coding.get("code") or "").strip()
+        if not code:
+            continue
+        display = coding.get("display")
+        text = display.strip() if isinstance(display, str) else ""
+        found.append(Coding(code=code, display=text or None))
+    return found

@@ -22,7 +22,8 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from groundeval._healthchain import import_healthchain
+from groundeval._healthchain import fhir, import_healthchain
+from groundeval.extras import require_extra
 from groundeval.fhir import RXNORM_SYSTEM
 from groundeval.r4b_checks import STATUS_CODES, UNITS_OF_TIME, Issue, check_medication_statement
 from groundeval.terminology import UCUM_SYSTEM, Catalog
@@ -91,6 +92,8 @@ def build_medication_statement(
     as_needed: bool | None = None,
     dosage_text: str | None = None,
     medication_text: str | None = None,
+    dose_max: float | None = None,
+    frequency_max: int | None = None,
 ) -> dict[str, Any]:
     """Build an R4B MedicationStatement as JSON.
 
@@ -114,18 +117,24 @@ def build_medication_statement(
         as_needed: ``Dosage.asNeededBoolean``.
         dosage_text: Free-text instructions (``Dosage.text``).
         medication_text: ``medicationCodeableConcept.text``: the drug's name as written.
+        dose_max: The top of a dose range ("1-2 tablets"): ``dose_value`` is then the bottom,
+            and both are written as ``doseRange`` (``low``/``high``, same unit) instead of
+            ``doseQuantity`` (https://hl7.org/fhir/R4B/dosage.html).
+        frequency_max: The most administrations per period ("two to four times a day":
+            ``frequency`` 2, ``frequency_max`` 4): ``Timing.repeat.frequencyMax``.
 
     Returns:
         The resource as a JSON-safe dict (``model_dump(mode="json", exclude_none=True)``). The
         ``dosage`` element is omitted when no dose argument is given.
 
     Raises:
-        ValueError: ``dose_value`` without ``dose_unit`` or the reverse, an empty ``rxcui`` or
+        ValueError: ``dose_value`` without ``dose_unit`` or the reverse, ``dose_max`` without
+            ``dose_value``, ``frequency_max`` without ``frequency``, an empty ``rxcui`` or
             ``patient_reference``, or values the R4B model rejects (``frequency`` 2.5); the
             message names the argument.
     """
     import_healthchain()
-    from healthchain.fhir import create_dosage, create_medication_statement
+    create_dosage, create_medication_statement = fhir().create_dosage, fhir().create_medication_statement
     from pydantic import ValidationError
 
     text_only = not rxcui or not str(rxcui).strip()
@@ -138,6 +147,10 @@ def build_medication_statement(
         raise ValueError("patient_reference is empty; pass 'Patient/<id>' or 'urn:uuid:<uuid>'")
     if (dose_value is None) != (dose_unit is None):
         raise ValueError("dose_value and dose_unit go together; pass both or neither")
+    if dose_max is not None and dose_value is None:
+        raise ValueError("dose_max is the top of a range whose bottom is dose_value; pass dose_value too")
+    if frequency_max is not None and frequency is None:
+        raise ValueError("frequency_max is the top of a range whose bottom is frequency; pass frequency too")
     dose_args = (dose_value, frequency, period, period_unit, as_needed, dosage_text)
     try:
         dosage = None
@@ -168,12 +181,17 @@ def build_medication_statement(
             if qty is not None and "unit" in qty:  # create_dosage sets unit only
                 qty["system"] = UCUM_SYSTEM
                 qty["code"] = qty["unit"]
+            if qty is not None and dose_max is not None:
+                rate["doseRange"] = {"low": rate.pop("doseQuantity"), "high": {**qty, "value": dose_max}}
+        repeat = item.get("timing", {}).get("repeat")
+        if frequency_max is not None and repeat is not None:
+            repeat["frequencyMax"] = frequency_max
     return data
 
 
 def _healthchain_issues(resource: dict[str, Any]) -> tuple[list[Issue], bool]:
     import_healthchain()
-    from healthchain.fhir import validate_resource
+    validate_resource = fhir().validate_resource
 
     report = validate_resource(resource, resource_type="MedicationStatement", version="R4B")
     if report.fhir_version != "R4B":  # pragma: no cover - guards a HealthChain default change
@@ -260,7 +278,11 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
         ``[lookup_rxnorm, build_medication_statement, validate_medication_statement]`` as
         ``StructuredTool`` objects. Every tool returns a dict; failures, bad arguments included,
         come back as ``{"ok": false, "error": ...}`` and never raise into the agent loop.
+
+    Raises:
+        ConfigError: LangChain is not installed (the ``write`` extra).
     """
+    require_extra("write", "langchain_core", "the write task's LangChain tools")
     from langchain_core.tools import StructuredTool
 
     def lookup(query: str, limit: int = 5) -> dict[str, Any]:
@@ -293,6 +315,8 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
         as_needed: bool | None = None,
         dosage_text: str | None = None,
         medication_text: str | None = None,
+        dose_max: float | None = None,
+        frequency_max: int | None = None,
     ) -> dict[str, Any]:
         """Build and validate an R4B MedicationStatement for the patient.
 
@@ -310,6 +334,9 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
             as_needed: True when taken as needed (PRN).
             dosage_text: The dosage instructions as free text.
             medication_text: The drug's name as written in the note (required without rxcui).
+            dose_max: Top of a dose range ("1-2 tablets"); dose_value is then the bottom.
+            frequency_max: Most administrations per period ("2 to 4 times a day": frequency 2,
+                frequency_max 4).
         """
         try:
             entry = catalog.get(str(rxcui)) if rxcui else None
@@ -319,6 +346,7 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
                 patient_reference=patient_reference, dose_value=dose_value, dose_unit=dose_unit,
                 frequency=frequency, period=period, period_unit=period_unit,
                 as_needed=as_needed, dosage_text=dosage_text, medication_text=medication_text,
+                dose_max=dose_max, frequency_max=frequency_max,
             )
             report = validate_medication_statement(resource)
         except Exception as exc:
@@ -360,7 +388,8 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
          "Build a FHIR R4B MedicationStatement for the patient from flat fields and validate it. "
          "Returns {ok, resource, issues}; when ok is false, fix each issue and call again. "
          f"status is one of {', '.join(STATUS_CODES)}; period_unit one of "
-         f"{', '.join(UNITS_OF_TIME)}; dose_unit a UCUM code (mg, ug, mL)."),
+         f"{', '.join(UNITS_OF_TIME)}; dose_unit a UCUM code (mg, ug, mL, or {{tablet}} for a count "
+         "of tablets); a range uses dose_max and frequency_max."),
         (validate, "validate_medication_statement",
          "Validate MedicationStatement JSON against FHIR R4B, including required value sets, "
          "JSON types and UCUM units. Returns {ok, issues[{path, problem, fix}]}. Call it on any "

@@ -17,7 +17,8 @@ process creates it with ``upsert=True`` and gets the same project back. Per case
   counted cases (``groundeval.outcomes``), so LangSmith can chart and compare experiments.
 
 Every string is passed through ``groundeval.redaction.redact`` and every field longer than
-``MAX_FIELD_CHARS`` characters of JSON is cut, so secrets never leave the process.
+``MAX_FIELD_CHARS`` characters of JSON is cut, so secrets never leave the process and payloads
+stay small.
 
 Sending uses the langsmith client's own background batching (``Client(auto_batch_tracing=True)``:
 runs and feedback are queued and posted to ``/runs/multipart`` by the client's thread);
@@ -40,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from groundeval.extras import extra_missing_message, has_module
 from groundeval.redaction import redact
 
 if TYPE_CHECKING:
@@ -138,8 +140,16 @@ class LangSmithStream:
 
     @classmethod
     def from_env(cls, info: RunInfo) -> LangSmithStream | None:
-        """A stream into ``experiment_name(info.run_id, LANGSMITH_PROJECT)`` when ``enabled()``, else None."""
+        """A stream into ``experiment_name(info.run_id, LANGSMITH_PROJECT)`` when ``enabled()``, else None.
+
+        Without the ``langsmith`` extra installed this returns None and emits one
+        ``LangSmithStreamWarning`` naming the extra: streaming never stops an eval.
+        """
         if not enabled():
+            return None
+        if not has_module("langsmith"):  # LANGSMITH_API_KEY set in an install without the extra
+            what = "streaming to LangSmith (LANGSMITH_API_KEY is set)"
+            warnings.warn(LangSmithStreamWarning(extra_missing_message("langsmith", "langsmith", what)), stacklevel=2)
             return None
         return cls(info, experiment_name(info.run_id, os.environ.get("LANGSMITH_PROJECT") or DEFAULT_PROJECT))
 

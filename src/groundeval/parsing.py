@@ -9,6 +9,12 @@ it. The rule here:
    touched). Exactly one acceptable value: recovered, ``format_ok`` False. Two or more:
    ambiguous, nothing is scored (a model that answers twice has not answered).
 3. None: no answer, with the reason recorded.
+
+A pathological answer is a failed answer, never an exception: JSON nested deeper than
+``MAX_DEPTH`` levels (Python's decoder raises ``RecursionError`` near 1,000 levels, and deep values
+would break the scorers and the run record later), or more than ``MAX_FAILED_DECODES`` openers
+that start no JSON value (each failed decode can scan to the end of the text), gives
+``Parsed(found=False)`` with the reason.
 """
 
 from __future__ import annotations
@@ -19,9 +25,18 @@ from typing import Any
 
 from groundeval.records import Parsed
 
-__all__ = ["extract_json"]
+__all__ = ["MAX_DEPTH", "MAX_FAILED_DECODES", "extract_json"]
 
 _DECODER = json.JSONDecoder()
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted in an answer (a FHIR resource needs under 10)."""
+MAX_FAILED_DECODES = 1000
+"""Openers tried that start no JSON value before the search gives up."""
+
+
+class _Pathological(Exception):
+    """The answer cannot be searched safely; the message says why."""
 
 
 def extract_json(raw: str, opener: str, accept: Callable[[Any], bool], empty: Any) -> Parsed:
@@ -34,12 +49,42 @@ def extract_json(raw: str, opener: str, accept: Callable[[Any], bool], empty: An
         empty: The value returned when nothing acceptable is found.
 
     Returns:
-        ``Parsed(value, format_ok, error)``; never raises.
+        ``Parsed(value, format_ok, error)``; never raises, also not for pathological text
+        (``found=False`` with the reason).
     """
+    kind = "array" if opener == "[" else "object"
+    try:
+        return _extract(raw, opener, accept, empty)
+    except (_Pathological, RecursionError) as exc:
+        why = str(exc) if isinstance(exc, _Pathological) else (
+            f"the answer nests brackets too deeply to be parsed (over {MAX_DEPTH} levels)")
+        return Parsed(value=empty, format_ok=False, error=f"{why}; no JSON {kind} was recovered", found=False)
+
+
+def _depth_ok(value: Any) -> bool:
+    """True when ``value`` nests at most ``MAX_DEPTH`` arrays/objects (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def _checked(value: Any) -> Any:
+    if not _depth_ok(value):
+        raise _Pathological(f"the answer nests JSON more than {MAX_DEPTH} levels deep")
+    return value
+
+
+def _extract(raw: str, opener: str, accept: Callable[[Any], bool], empty: Any) -> Parsed:
     text = raw.strip()
     wrapper: str | None = None
     try:
-        whole = json.loads(text)
+        whole = _checked(json.loads(text))
     except json.JSONDecodeError:
         pass
     else:
@@ -47,13 +92,19 @@ def extract_json(raw: str, opener: str, accept: Callable[[Any], bool], empty: An
             return Parsed(value=whole, format_ok=True)
         wrapper = _json_kind(whole)
     found: list[Any] = []
+    failed = 0
     i = text.find(opener)
     while i != -1:
         try:
             value, end = _DECODER.raw_decode(text, i)
         except json.JSONDecodeError:
+            failed += 1
+            if failed > MAX_FAILED_DECODES:
+                why = f"the answer holds over {MAX_FAILED_DECODES} brackets that start no JSON value"
+                raise _Pathological(why) from None
             i = text.find(opener, i + 1)
             continue
+        _checked(value)
         if accept(value):
             found.append(value)
             i = text.find(opener, end)

@@ -32,7 +32,18 @@ from dataclasses import dataclass
 
 from groundeval.records import Metric
 
-__all__ = ["PRICES", "ModelPrice", "Price", "cost_usd", "price_for", "total_cost"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "CONTEXT_TOKENS",
+    "PRICES",
+    "ModelPrice",
+    "Price",
+    "context_window",
+    "cost_usd",
+    "estimate_tokens",
+    "price_for",
+    "total_cost",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,3 +211,30 @@ def total_cost(costs: Iterable[Metric]) -> float | None:
     if any(c is None for c in costs):
         return None
     return round(sum(float(c or 0.0) for c in costs), 6)
+
+
+CONTEXT_TOKENS = 200_000
+"""Context window of the Claude models priced here without the 1M-token option, tokens.
+
+Anthropic's models overview (https://platform.claude.com/docs/en/about-claude/models/overview,
+"Context window") gives 200K for these models; the 1M window is opt-in (``[1m]`` model ids or a
+beta header, which groundeval does not send). The Sonnet 4/4.5 long-prompt rate above 200,000
+input tokens above is that same boundary."""
+LONG_CONTEXT_TOKENS = 1_000_000
+"""Context window of a ``[1m]`` model id, tokens."""
+CHARS_PER_TOKEN = 4
+"""Characters per token of the pre-flight estimate. English prose runs about 4 characters per
+token; FHIR JSON (ids, codes, punctuation) runs fewer, so ``chars / 4`` undercounts a Bundle and
+the pre-flight refuses only cases that clearly do not fit."""
+
+
+def context_window(model: str | None) -> int | None:
+    """The model's context window in tokens, or None when it is not known (no pre-flight)."""
+    if price_for(model) is None:
+        return None
+    return LONG_CONTEXT_TOKENS if str(model).strip().lower().endswith("[1m]") else CONTEXT_TOKENS
+
+
+def estimate_tokens(*texts: str) -> int:
+    """A cheap lower-bound-ish estimate of the tokens in ``texts``: characters / ``CHARS_PER_TOKEN``."""
+    return -(-sum(len(t) for t in texts) // CHARS_PER_TOKEN)

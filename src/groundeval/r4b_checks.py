@@ -14,7 +14,13 @@ Rules and their sources:
   durationUnit) and tim-2 (period needs periodUnit) (https://hl7.org/fhir/R4B/datatypes.html#Timing).
 * JSON primitive types: boolean, positiveInt, decimal must be JSON booleans/integers/numbers, not
   strings (https://hl7.org/fhir/R4B/json.html#primitive).
-* ``doseQuantity``: UCUM code when ``system`` is UCUM (https://hl7.org/fhir/R4B/datatypes.html#Quantity).
+* ``doseQuantity`` and ``doseRange.low``/``high``: a legal UCUM code (by the UCUM grammar) when
+  ``system`` is UCUM; a code with no system breaks invariant qty-3; a count under the orderable
+  drug form system (``TAB``) is never read as UCUM; rng-2 (low <= high)
+  (https://hl7.org/fhir/R4B/datatypes.html#Quantity, #Range).
+* RxNorm codings use the URI ``http://www.nlm.nih.gov/research/umls/rxnorm``, not the OID
+  ``urn:oid:2.16.840.1.113883.6.88``: "For URIs specified here ... they SHALL be used in
+  preference to any other identifying mechanisms" (https://hl7.org/fhir/R4B/terminologies-systems.html).
 * Literal references: ``Type/id`` with a FHIR id, ``urn:uuid:``, or an absolute URL
   (https://hl7.org/fhir/R4B/references.html#literal).
 """
@@ -25,7 +31,12 @@ import re
 from typing import Any, TypedDict
 
 from groundeval.fhir import RXNORM_SYSTEM, is_rxnorm, is_valid_id
-from groundeval.terminology.ucum import UCUM_SYSTEM, ucum_problem
+from groundeval.terminology.ucum import (
+    DOSE_FORM_CODES,
+    ORDERABLE_DRUG_FORM_SYSTEM,
+    UCUM_SYSTEM,
+    ucum_problem,
+)
 
 __all__ = [
     "R5_ONLY_STATUS",
@@ -124,12 +135,16 @@ def _medication(resource: dict[str, Any], out: list[Issue]) -> None:
     for n, coding in enumerate(codings):
         code = coding.get("code") if isinstance(coding, dict) else None
         if coding in rxnorm and coding.get("system") != RXNORM_SYSTEM:
-            out.append(_issue(f"{base}.coding[{n}].system", "RxNorm given by its OID",
-                              f"use the canonical system URI '{RXNORM_SYSTEM}'", "coding", "warning"))
+            # "For URIs specified here ... they SHALL be used in preference to any other
+            # identifying mechanisms" (terminologies-systems): the OID is not conformant.
+            out.append(_issue(f"{base}.coding[{n}].system",
+                              f"RxNorm given by its OID {coding.get('system')!r}; FHIR requires the URI",
+                              f"use the canonical system URI '{RXNORM_SYSTEM}'", "coding"))
         if coding in rxnorm and not (isinstance(code, str) and code.isdigit()):
+            # A number where the code string belongs is a JSON type error; letters are a bad code.
             out.append(_issue(f"{base}.coding[{n}].code", f"RxCUI {code!r} is not a digit string",
                               "give the RxCUI as a JSON string of digits, e.g. \"310965\"",
-                              "coding"))
+                              "coding" if isinstance(code, str) else "type"))
 
 
 def _subject(resource: dict[str, Any], out: list[Issue]) -> None:
@@ -200,17 +215,44 @@ def _dose_quantity(qty: dict[str, Any], base: str, out: list[Issue]) -> None:
                           "write the number without quotes, e.g. 400", "type"))
     system = qty.get("system")
     code = qty.get("code")
+    unverifiable = "groundeval cannot compare this dose with the note"
+    if system == ORDERABLE_DRUG_FORM_SYSTEM:
+        # A count of tablets or capsules: the code is an orderable drug form, never UCUM.
+        if code not in DOSE_FORM_CODES:
+            out.append(_issue(f"{base}.code", f"{code!r} is not a tablet or capsule code of "
+                              f"{ORDERABLE_DRUG_FORM_SYSTEM} ({unverifiable})",
+                              f"use one of {', '.join(DOSE_FORM_CODES)}, or a UCUM mass such as 'mg'",
+                              "unit", "warning"))
+        return
     if system is not None and system != UCUM_SYSTEM:
-        out.append(_issue(f"{base}.system", f"system {system!r} is not UCUM",
+        out.append(_issue(f"{base}.system", f"system {system!r} is not UCUM ({unverifiable})",
                           f"use '{UCUM_SYSTEM}' with a UCUM code", "unit", "warning"))
-    elif system is None:
-        out.append(_issue(f"{base}.system", "dose quantity has no system",
-                          f"add system '{UCUM_SYSTEM}' and a UCUM code", "unit", "warning"))
+        return
+    if system is None:
+        if code is not None:
+            out.append(_issue(f"{base}.system", "code given without system (invariant qty-3)",
+                              f"add system '{UCUM_SYSTEM}'", "invariant"))
+        else:
+            out.append(_issue(f"{base}.system", f"dose quantity has no system ({unverifiable})",
+                              f"add system '{UCUM_SYSTEM}' and a UCUM code", "unit", "warning"))
+            return
     checked = code if code is not None else qty.get("unit")
     problem = ucum_problem(checked if isinstance(checked, str) else None)
     if problem is not None:
         field = "code" if code is not None else "unit"
         out.append(_issue(f"{base}.{field}", problem[0], problem[1], "unit"))
+
+
+def _dose_range(rng: dict[str, Any], base: str, out: list[Issue]) -> None:
+    low, high = rng.get("low"), rng.get("high")
+    for name, qty in (("low", low), ("high", high)):
+        if isinstance(qty, dict):
+            _dose_quantity(qty, f"{base}.{name}", out)
+    if isinstance(low, dict) and isinstance(high, dict):
+        lo, hi = low.get("value"), high.get("value")
+        if isinstance(lo, int | float) and isinstance(hi, int | float) and lo > hi:
+            out.append(_issue(base, f"low {lo!r} is above high {hi!r} (invariant rng-2)",
+                              "swap low and high", "invariant"))
 
 
 def _dosage(dosage: dict[str, Any], base: str, out: list[Issue]) -> None:
@@ -224,9 +266,12 @@ def _dosage(dosage: dict[str, Any], base: str, out: list[Issue]) -> None:
     if isinstance(repeat, dict):
         _repeat(repeat, f"{base}.timing.repeat", out)
     for n, rate in enumerate(_list(dosage.get("doseAndRate"))):
-        qty = rate.get("doseQuantity") if isinstance(rate, dict) else None
-        if isinstance(qty, dict):
-            _dose_quantity(qty, f"{base}.doseAndRate[{n}].doseQuantity", out)
+        if not isinstance(rate, dict):
+            continue
+        if isinstance(rate.get("doseQuantity"), dict):
+            _dose_quantity(rate["doseQuantity"], f"{base}.doseAndRate[{n}].doseQuantity", out)
+        if isinstance(rate.get("doseRange"), dict):
+            _dose_range(rate["doseRange"], f"{base}.doseAndRate[{n}].doseRange", out)
 
 
 def check_medication_statement(resource: dict[str, Any]) -> list[Issue]:

@@ -1,50 +1,89 @@
-"""One rule for every text that leaves the process: secrets redacted, text made writable.
+r"""One rule for every text that leaves the process: secrets redacted, text made writable.
 
 Every output (run record, partial lines, junit properties, terminal lines, LangSmith) is built from
 the case record, and the case record's strings pass through ``clean`` once, when the runner builds
-it; anything written outside the record (failure text, captured output) passes through ``clean``
-again where it is written.
+it; anything written outside the record (failure text, captured output) passes through
+``clean_text`` where it is written.
 
-* Secrets: the value of every environment variable whose name looks like a secret (``*KEY``,
-  ``*TOKEN``, ``*SECRET``, ``*PASSWORD``, ``*CREDENTIALS``), 8 characters or longer, is replaced
-  by ``[REDACTED]``; so is the userinfo of any ``scheme://user:pass@host`` URL and the value of
-  an ``Authorization: Basic ...``/``Bearer ...`` header echoed in text.
-* Text: a lone UTF-16 surrogate (half of an emoji, from a JSON escape such as ``\\ud83c``) becomes
-  U+FFFD, so the text can be encoded as UTF-8; C0 control characters other than tab, newline and
-  carriage return become U+FFFD, so no output carries terminal escape sequences or characters XML
-  1.0 forbids.
+* Secrets (``redact``): the value of every environment variable whose name looks like a secret
+  (``*KEY``, ``*TOKEN``, ``*SECRET``, ``*PASSWORD``, ``*CREDENTIALS``), 8 characters or longer,
+  becomes ``[REDACTED]``; so does the userinfo of any ``scheme://user:pass@host`` URL, a
+  ``Basic``/``Bearer`` token a server echoes (``Basic [redacted]``), and any secret passed in
+  (``url_secrets`` lists the forms a URL's credentials can take).
+* Text (``clean_text``): a lone UTF-16 surrogate (half of an emoji, from a JSON escape such as
+  ``\ud83c``) becomes U+FFFD, so the text can be encoded as UTF-8; so do C0 control characters
+  other than tab, newline and carriage return, so no output carries terminal escape sequences or
+  characters XML 1.0 forbids.
+
+Nothing here imports anything beyond the standard library.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-__all__ = ["REDACTED", "clean", "clean_text", "redact", "strip_userinfo"]
+__all__ = ["REDACTED", "clean", "clean_text", "redact", "strip_userinfo", "url_secrets"]
 
 REDACTED = "[REDACTED]"
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@]+)@")
-_AUTH_HEADER = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer)\s+)([A-Za-z0-9+/=._~-]+)")
+_TOKEN = re.compile(r"\b(Basic|Bearer)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
 _BAD_CHARS = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def strip_userinfo(url: str) -> str:
-    """Return ``url`` without its ``user:password@`` part (``http://u:p@h/v1`` -> ``http://h/v1``)."""
-    return _USERINFO.sub(lambda m: m.group("scheme"), url)
+    """The URL without its ``user:password@`` part, for messages, metadata and run records.
+
+    ``http://user:pass@host:8000/v1`` -> ``http://host:8000/v1``; a URL without userinfo, or a
+    string that is not a URL, comes back unchanged.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
-def redact(text: str) -> str:
-    """Replace secret environment values, URL userinfo and echoed auth headers in ``text``."""
+def url_secrets(url: str | None) -> list[str]:
+    """The credentials inside ``url`` in every form a server may echo them (raw, Basic token).
+
+    Returns:
+        Strings of at least 3 characters; empty when ``url`` has no userinfo.
+    """
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    if "@" not in parts.netloc:
+        return []
+    raw = parts.netloc.rpartition("@")[0]
+    found: list[str] = []
+    for userinfo in {raw, unquote(raw)}:
+        password = userinfo.partition(":")[2]
+        found += [userinfo, password, base64.b64encode(userinfo.encode()).decode()]
+    return [s for s in found if len(s) >= 3]
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with secret environment values, URL userinfo, echoed auth tokens and ``secrets`` replaced."""
     for name, value in os.environ.items():
         if value and len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
             text = text.replace(value, REDACTED)
     if "@" in text:
         text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
-    if "uthorization" in text or "UTHORIZATION" in text:
-        text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _TOKEN.sub(lambda m: f"{m.group(1)} [redacted]", text)
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        text = text.replace(secret, "[redacted]")
     return text
 
 

@@ -34,7 +34,7 @@ from groundeval.outcomes import OUTCOMES
 from groundeval.pricing import total_cost
 from groundeval.records import AgentRequest, AgentResult, Metric, Parsed, Prompt, Score
 from groundeval.redaction import clean
-from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, Aggregate, CaseRecord, ErrorInfo
+from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, Aggregate, CaseRecord
 from groundeval.tasks.base import Task
 
 __all__ = [
@@ -231,7 +231,7 @@ def _agent_failed(
         fields["error"] = _error(harness_exc, with_traceback=True)
         return CaseRun(_record(info, case, nodeid, "harness_error", fields), harness_exc)
     scored = _scored(empty, score, truth)
-    scored.update(answered=False, message=fields["message"], parse_error=None, format_ok=None)
+    scored.update(answered=False, message=fields["message"], parsed=None, parse_error=None, format_ok=None)
     fields.update(scored)
     return CaseRun(_record(info, case, nodeid, exc.outcome, fields))
 
@@ -239,7 +239,8 @@ def _agent_failed(
 def not_run_record(info: RunInfo, nodeid: str, reason: str) -> CaseRecord:
     """The record of a selected case that never ran (the run stopped first)."""
     return CaseRecord(
-        case_id=nodeid.rpartition("::")[2], nodeid=nodeid, run_id=info.run_id, task=info.task, agent=info.agent, model=info.model,
+        case_id=nodeid.rpartition("::")[2], nodeid=nodeid, run_id=info.run_id, task=info.task, agent=info.agent,
+        model=info.model,
         outcome="not_run", counted=False, message=f"not_run: {reason}",
     )
 

@@ -14,9 +14,18 @@ import pytest
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.agents.baseline import BaselineExtractionAgent
 from groundeval.agents.claude import NO_KEY_HINT, ClaudeAgent
-from groundeval.errors import AgentError, AuthError, ConfigError, InfraError, TruncatedError
+from groundeval.errors import (
+    AgentError,
+    AuthError,
+    CaseTooLargeError,
+    ConfigError,
+    InfraError,
+    RunStopError,
+    TruncatedError,
+)
 from groundeval.records import AgentRequest, Prompt
-from groundeval.runner import RunInfo, call_agent, error_record, evaluate, junit_properties, summarize
+from groundeval.plugin.junit import junit_properties
+from groundeval.runner import RunInfo, run_case, summarize
 from groundeval.tasks import make_task
 
 from .conftest import FAKE_KEY, ScriptedAPI, api_error, message
@@ -76,11 +85,12 @@ def test_fenced_json_is_kept_raw_and_scored_with_format_ok_false(api_key, sleeps
     ).text
     fenced = f"Here is the list:\n```json\n{answer}\n```"
     api = ScriptedAPI([message(fenced)])
-    record = evaluate(task, INFO, case, call_agent(task, agent_for(api, sleeps), case), "n")
-    assert record["raw_output"] == fenced
-    assert record["outcome"] == "passed" and record["format_ok"] is False
-    assert record["agent_meta"]["stop_reason"] == "end_turn"
-    assert ("stop_reason", "end_turn") in junit_properties(record, INFO)
+    run = run_case(task, agent_for(api, sleeps), case, INFO, "n")
+    record = run.record
+    assert record.raw_output == fenced
+    assert record.outcome == "passed" and record.format_ok is False
+    assert record.agent_meta["stop_reason"] == "end_turn"
+    assert ("stop_reason", "end_turn") in junit_properties(record, task.metric_names)
 
 
 def test_max_tokens_is_truncated_not_a_format_failure_and_not_retried(api_key, sleeps) -> None:
@@ -93,17 +103,20 @@ def test_max_tokens_is_truncated_not_a_format_failure_and_not_retried(api_key, s
     assert exc.outcome == "truncated"
     assert exc.details["partial_text"] == partial and exc.details["stop_reason"] == "max_tokens"
     assert "max_tokens=64" in str(exc) and "--groundeval-max-tokens" in str(exc)
-    case = make_task("extraction").load_case(next(FIXTURES.glob("Liz_Conn_*.json")))
-    record = error_record(INFO, case, "n", exc, 0.5, task=make_task("extraction"))
-    assert record["outcome"] == "truncated" and "parsed" not in record  # the partial text is never parsed
-    assert record["scored_as"] == "empty answer" and record["metrics"]["recall"] == 0.0
-    assert record["usage"]["output_tokens"] == 64 and record["usage"]["cost_usd"] == pytest.approx(
+    task = make_task("extraction")
+    case = task.load_case(next(FIXTURES.glob("Liz_Conn_*.json")))
+    record = run_case(task, agent_for(ScriptedAPI([message(partial, stop_reason="max_tokens", input_tokens=900,
+                                                               output_tokens=64)]), sleeps, max_tokens=64),
+                      case, INFO, "n").record
+    assert record.outcome == "truncated" and record.parsed is None  # the partial text is never parsed
+    assert record.raw_output == partial and record.answered is False and record.metrics["recall"] == 0.0
+    assert record.usage["output_tokens"] == 64 and record.usage["cost_usd"] == pytest.approx(
         (900 * 5 + 64 * 25) / 1e6
     )
-    props = dict(junit_properties(record, INFO))
+    props = dict(junit_properties(record, task.metric_names))
     assert props["stop_reason"] == "max_tokens" and props["output_tokens"] == 64
-    summary = summarize(make_task("extraction"), [record])
-    assert summary["excluded"] == 0 and summary["scored"] == 1  # an agent fault counts against the agent
+    summary = summarize(task, [record])
+    assert summary.excluded == 0 and summary.counted == 1  # an agent fault counts against the agent
 
 
 def test_429_with_retry_after_then_success(api_key, sleeps) -> None:
@@ -140,7 +153,7 @@ def test_retry_after_longer_than_the_time_budget_fails_at_once(api_key, sleeps) 
     with pytest.raises(InfraError) as info:
         agent_for(api, sleeps, timeout=60).run(REQUEST)
     assert len(api.requests) == 1 and sleeps == []
-    assert "the server asked to wait 171 s" in str(info.value) and "60 s timeout" in str(info.value)
+    assert "the server asked to wait 171 s" in str(info.value) and "of its 60 s bound" in str(info.value)
     assert info.value.details["retry_after_s"] == 171.0
 
 
@@ -181,8 +194,15 @@ def test_timeout_is_an_infra_error(api_key, sleeps) -> None:
     ("reply", "cls", "text"),
     [
         (api_error(400, "invalid_request_error", "`temperature` is deprecated for this model."),
-         AgentError, "drop --groundeval-temperature"),
-        (api_error(404, "not_found_error", "model: claude-nope"), AgentError, "check --groundeval-model"),
+         RunStopError, "drop --groundeval-temperature"),
+        (api_error(400, "invalid_request_error", "top_k: Extra inputs are not permitted"), RunStopError,
+         r"refused the request for model 'claude-opus-4-8' as invalid"),
+        (api_error(404, "not_found_error", "model: claude-nope"), RunStopError,
+         r"no model 'claude-opus-4-8'.*check --groundeval-model"),
+        (api_error(400, "invalid_request_error", "prompt is too long: 212345 tokens > 200000 maximum"),
+         CaseTooLargeError, "c1: the case is too large for the model claude-opus-4-8"),
+        (api_error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes."),
+         CaseTooLargeError, "too large for the model"),
         (api_error(403, "permission_error", "no access"), AuthError, "may not use this model"),
         (api_error(500, "api_error", x_should_retry="false"), InfraError, "server error"),
     ],

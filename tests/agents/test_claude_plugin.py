@@ -117,7 +117,7 @@ def test_summary_shows_tokens_cost_and_excluded_infra_errors(pytester: pytest.Py
     ])
     assert len(calls(run_dir)) == 1 + 2 + 3 + 1  # Liz, Max (429 + retry), Clemente (3 tries), Garrett
     record = record_of(run_dir)
-    cases = {c["case_id"].rsplit("-", 1)[0]: c for c in record["cases"]}
+    cases = {c["case_id"].rsplit("_", 1)[0]: c for c in record["cases"]}
     liz, max_kris = cases["Liz_Conn"], cases["Max_Kris"]
     assert liz["outcome"] == "passed" and liz["model"] == "claude-opus-4-8-20260528"
     assert liz["attempts"] == 1 and liz["agent_meta"]["stop_reason"] == "end_turn"

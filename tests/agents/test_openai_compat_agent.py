@@ -16,7 +16,14 @@ import pytest
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.agents.baseline import BaselineExtractionAgent
 from groundeval.agents.openai_compat import KEY_ENV, OpenAICompatibleAgent
-from groundeval.errors import AgentError, AuthError, ConfigError, InfraError, TruncatedError
+from groundeval.errors import (
+    AuthError,
+    CaseTooLargeError,
+    ConfigError,
+    InfraError,
+    RunStopError,
+    TruncatedError,
+)
 from groundeval.records import AgentRequest, Prompt
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
@@ -138,11 +145,25 @@ def test_401_is_an_auth_error_without_retry(server: Server, sleeps) -> None:
     assert len(server.requests) == 1
 
 
-def test_404_unknown_model_is_an_agent_error(server: Server, sleeps) -> None:
+def test_404_unknown_model_stops_the_run(server: Server, sleeps) -> None:
     server.replies = [error(404, "The model `nope` does not exist.")]
-    with pytest.raises(AgentError, match="check --groundeval-model and --groundeval-base-url") as info:
+    with pytest.raises(RunStopError, match="check --groundeval-model and --groundeval-base-url") as info:
         server.agent(sleeps).run(REQUEST)
-    assert type(info.value) is AgentError and len(server.requests) == 1
+    assert type(info.value) is RunStopError and len(server.requests) == 1
+    assert "'llama-3.3-70b-instruct'" in str(info.value)
+
+
+def test_context_length_400_is_case_too_large(server: Server, sleeps) -> None:
+    server.replies = [error(400, "This model's maximum context length is 8192 tokens. However, you requested 9000")]
+    with pytest.raises(CaseTooLargeError, match="c1: the case is too large for the model llama") as info:
+        server.agent(sleeps).run(REQUEST)
+    assert len(server.requests) == 1 and info.value.outcome == "case_too_large"
+
+
+def test_unknown_parameter_400_stops_the_run(server: Server, sleeps) -> None:
+    server.replies = [error(400, "Unrecognized request argument supplied: foo")]
+    with pytest.raises(RunStopError, match=r"refused the request for model 'llama-3\.3-70b-instruct' as invalid"):
+        server.agent(sleeps).run(REQUEST)
 
 
 def test_finish_reason_length_is_truncated(server: Server, sleeps) -> None:

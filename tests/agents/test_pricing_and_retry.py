@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import threading
+
 import httpx2
 import pytest
 
 from groundeval.agents._classify import advise, parse_retry_after
-from groundeval.agents._retry import CallSettings, GaveUp, RetryPolicy, call_with_retries
+from groundeval.agents._retry import (
+    CallSettings,
+    DeadlineExceeded,
+    GaveUp,
+    RetryPolicy,
+    call_with_retries,
+    within,
+)
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import ConfigError
 from groundeval.pricing import PRICES, cost_usd, price_for
@@ -115,7 +124,41 @@ def test_a_wait_past_the_budget_is_not_started() -> None:
         call_with_retries(lambda left: (_ for _ in ()).throw(Flaky()), policy(clock, timeout_s=60),
                           errors=(Flaky,), advise=lambda e: (True, 171.0))
     assert clock.slept == [] and info.value.attempts == 1
-    assert info.value.note == "the server asked to wait 171 s but only 60.0 s of the 60 s timeout remain"
+    assert info.value.note == ("the server asked to wait 171 s but the case had run 0.0 s of its 60 s bound "
+                               "(--groundeval-timeout)")
+
+
+def test_the_last_note_says_how_long_the_case_ran_and_its_bound() -> None:
+    clock = FakeClock()
+
+    def call(left: float) -> str:
+        clock.now += 3.0  # each attempt times out after 3 s
+        raise Flaky
+
+    with pytest.raises(GaveUp) as info:
+        call_with_retries(call, policy(clock, timeout_s=100, max_retries=1), errors=(Flaky,),
+                          advise=lambda e: (True, 1.0))
+    assert info.value.note == "no retries left (max_retries=1); the case ran 7.0 s of its 100 s bound"
+
+
+def test_an_attempt_still_running_at_the_bound_is_abandoned() -> None:
+    release, abandoned = threading.Event(), []
+    try:
+        with pytest.raises(GaveUp) as info:
+            call_with_retries(lambda left: release.wait(30), RetryPolicy(timeout_s=0.05), errors=(Flaky,),
+                              advise=lambda e: (True, None), abandon=lambda: abandoned.append(True))
+    finally:
+        release.set()
+    error = info.value.error
+    assert isinstance(error, DeadlineExceeded) and error.bound_s == 0.05 and error.ran_s >= 0.05
+    assert abandoned == [True] and info.value.attempts == 1
+    assert "was stopped at its 0.05 s bound (--groundeval-timeout)" in info.value.note
+
+
+def test_within_returns_and_raises_what_the_call_did() -> None:
+    assert within(lambda: 42, 5.0) == 42
+    with pytest.raises(KeyError):
+        within(lambda: {}["x"], 5.0)
 
 
 def test_other_exceptions_are_bugs_and_propagate() -> None:

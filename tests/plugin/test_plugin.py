@@ -16,7 +16,7 @@ def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir) -> 
     result.stdout.fnmatch_lines([
         "PARTIAL groundeval/extraction::Garrett_Thompson*",
         "*extra (in the answer*",
-        "*in the record as stopped, not active*",
+        "*in the record, but not an active order: stopped*",
         "*groundeval extraction*",
         "agent: scripted_agent:agent  model: -  run: *",
         # The agent's own crash is excluded from the means, and the summary says so first.
@@ -154,8 +154,8 @@ def test_k_and_limit_select_cases(pytester: pytest.Pytester, eval_dir) -> None:
     result.assert_outcomes(passed=2, deselected=3)
     result = pytester.runpytest(*eval_args("--groundeval-limit=2", "--co", "-q"))
     result.stdout.fnmatch_lines([
-        "groundeval/extraction::Clemente_Kreiger-d78af07c",
-        "groundeval/extraction::Garrett_Thompson-3ed2a74a",
+        "groundeval/extraction::Clemente_Kreiger_1484a42d",
+        "groundeval/extraction::Garrett_Thompson_5a72e290",
         "2 tests collected*",
     ])
 
@@ -231,7 +231,7 @@ def test_without_a_task_the_plugin_does_nothing_and_imports_nothing_heavy(pytest
 
         def test_nothing_heavy_loaded():
             loaded = {m for m in sys.modules if m.startswith(("groundeval.", "healthchain", "anthropic", "fhir"))}
-            assert loaded <= {"groundeval.plugin", "groundeval.plugin.options"}, sorted(loaded)
+            assert loaded <= {"groundeval.plugin", "groundeval.plugin.options", "groundeval.task_options"}, sorted(loaded)
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
@@ -365,7 +365,7 @@ def returns_int(request):
 def test_collect_only_needs_no_agent_and_no_key(pytester: pytest.Pytester, eval_dir, monkeypatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-data-dir=data", "--co", "-q")
-    result.stdout.fnmatch_lines(["groundeval/extraction::Clemente_Kreiger-d78af07c", "5 tests collected*"])
+    result.stdout.fnmatch_lines(["groundeval/extraction::Clemente_Kreiger_1484a42d", "5 tests collected*"])
 
 
 def test_wrong_task_directory_and_empty_directory_get_hints(pytester: pytest.Pytester, eval_dir) -> None:
@@ -374,9 +374,9 @@ def test_wrong_task_directory_and_empty_directory_get_hints(pytester: pytest.Pyt
     result = pytester.runpytest(
         "--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=writecases"
     )
-    result.stdout.fnmatch_lines(["*this is a write-task case, not a FHIR Bundle; run it with --groundeval-task=write"])
+    result.stdout.fnmatch_lines(["*this is a case of the write task, not of the extraction task; run it with --groundeval-task=write"])
     result = pytester.runpytest("--groundeval-task=write", "--groundeval-agent=baseline-write", "--groundeval-data-dir=data")
-    result.stdout.fnmatch_lines(["*this is a FHIR Bundle (an extraction case), not a write case*"])
+    result.stdout.fnmatch_lines(["*this is a case of the extraction task, not of the write task*"])
     (pytester.path / "empty").mkdir()
     result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=empty")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

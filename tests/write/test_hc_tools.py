@@ -128,6 +128,10 @@ def test_case_06_r4b_shape_with_r5_status_fails_constraints_only() -> None:
         (lambda r: r["dosage"][0]["doseAndRate"][0]["doseQuantity"].update(code="MG"),
          "dosage[0].doseAndRate[0].doseQuantity.code", "error", "'mg'"),
         (lambda r: r["dosage"][0]["doseAndRate"][0]["doseQuantity"].pop("system"),
+         "dosage[0].doseAndRate[0].doseQuantity.system", "error", UCUM),
+        (lambda r: [r["dosage"][0]["doseAndRate"][0]["doseQuantity"].pop(k) for k in ("system", "code")],
+         "dosage[0].doseAndRate[0].doseQuantity.system", "warning", UCUM),
+        (lambda r: r["dosage"][0]["doseAndRate"][0]["doseQuantity"].update(system="http://example.org/units"),
          "dosage[0].doseAndRate[0].doseQuantity.system", "warning", UCUM),
         (lambda r: r.update(subject={"reference": "Patient/urn:uuid:00000000-0000-4000-8000-"
                                                   "000000000001"}),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
 from groundeval.agents.base import AgentConfig, make_agent
-from groundeval.agents.fake_chat import (
+from groundeval.testing.scripted_chat import (
     ScriptedChatModel,
     ScriptExhaustedError,
     answer_with_last_result,
@@ -19,7 +20,15 @@ from groundeval.agents.fake_chat import (
 )
 from groundeval.agents.langgraph_agent import LangGraphWriteAgent, tool_trace
 from groundeval.datasets import default_data_dir
-from groundeval.errors import AgentError, AgentLoopError, AuthError, ConfigError, InfraError, TruncatedError
+from groundeval.errors import (
+    AgentError,
+    AgentLoopError,
+    AuthError,
+    ConfigError,
+    InfraError,
+    RefusalError,
+    TruncatedError,
+)
 from groundeval.hc_tools import make_tools
 from groundeval.records import AgentRequest
 from groundeval.runner import call_agent
@@ -155,6 +164,8 @@ def test_the_recursion_limit_stops_a_looping_agent_as_agent_loop() -> None:
     trace = error.details["trace"]
     assert len(trace) >= 2 and {t["tool"] for t in trace} == {"lookup_rxnorm"}
     assert error.attempts == model.calls
+    assert error.details["model_calls"] == model.calls and error.details["limit"] == 7
+    assert error.details["last_tool"] == "lookup_rxnorm"
     json.dumps(error.details)
 
 
@@ -226,6 +237,9 @@ def claude_agent(monkeypatch: pytest.MonkeyPatch, responses: list[Any], sleeps: 
 
     def handler(request: Any) -> Any:
         status, body = responses.pop(0)
+        if isinstance(body, bytes):  # a raw body: an HTML page, cut-off JSON
+            kind = "text/html" if body.startswith(b"<") else "application/json"
+            return httpx2.Response(status, content=body, headers={"content-type": kind})
         return httpx2.Response(status, json=body, headers={"retry-after": "0.01"} if status == 529 else {})
 
     client = httpx2.Client(transport=httpx2.MockTransport(handler))
@@ -266,8 +280,54 @@ def test_chat_anthropic_failures_reuse_the_infra_classes(monkeypatch: pytest.Mon
     assert info.value.details["status_code"] == 529 and info.value.details["trace"] == []
 
 
+@pytest.mark.parametrize("body", [b"<!DOCTYPE html><html><body>Welcome</body></html>", b'{"id": "msg_1", "ty',
+                                  b'{"hello": "world"}'])
+def test_chat_anthropic_2xx_that_is_not_an_answer_is_an_infra_error(monkeypatch: pytest.MonkeyPatch,
+                                                                    body: bytes) -> None:
+    sleeps: list[float] = []
+    agent = claude_agent(monkeypatch, [(200, body)] * 3, sleeps)
+    with pytest.raises(InfraError, match="answered with") as info:
+        run(agent, "ibuprofen-two-tablets")
+    assert type(info.value) is InfraError and info.value.attempts == 3 and len(sleeps) == 2
+    assert info.value.details["bad_response"] in ("html", "not_json", "unreadable")
+
+
 def test_the_case_timeout_bounds_every_model_turn() -> None:
     model = ScriptedChatModel(steps=[call("lookup_rxnorm", query="ibuprofen")], repeat_last=True)
     agent = LangGraphWriteAgent(AgentConfig(options={"timeout": 1e-6, "recursion_limit": 50}), chat_model=model)
-    with pytest.raises(InfraError, match=r"used its whole time budget .*--groundeval-timeout"):
+    with pytest.raises(InfraError, match=r"its whole 1e-06 s bound \(--groundeval-timeout\)"):
         run(agent, "ibuprofen-two-tablets")
+
+
+def test_a_model_turn_is_bounded_by_what_is_left_of_the_case_budget() -> None:
+    release = threading.Event()
+
+    def slow(messages: list[BaseMessage]) -> str:
+        release.wait(10)  # a turn that would outlive the case; released at teardown
+        return "{}"
+
+    model = ScriptedChatModel(steps=[call("lookup_rxnorm", query="ibuprofen"), slow])
+    agent = LangGraphWriteAgent(AgentConfig(options={"timeout": 0.2}), chat_model=model)
+    try:
+        with pytest.raises(InfraError, match=r"stopped at its 0.2 s bound \(--groundeval-timeout\)") as info:
+            run(agent, "ibuprofen-two-tablets")
+    finally:
+        release.set()
+    assert info.value.outcome == "infra_error" and not info.value.connection
+    ran, trace = info.value.details["ran_s"], info.value.details["trace"]
+    assert info.value.details["timeout_s"] == 0.2 and isinstance(ran, float) and ran >= 0.2
+    assert isinstance(trace, list) and [t["tool"] for t in trace] == ["lookup_rxnorm"]  # the first turn ran
+
+
+def test_a_refusal_stop_reason_is_a_refusal() -> None:
+    refused = AIMessage(content="I can't help with that.", response_metadata={"stop_reason": "refusal"})
+    agent, _ = scripted(refused)
+    with pytest.raises(RefusalError) as info:
+        run(agent, "ibuprofen-two-tablets")
+    assert info.value.outcome == "refusal" and info.value.details["partial_text"] == "I can't help with that."
+
+
+@pytest.mark.parametrize("temperature", [-0.1, 1.5])
+def test_a_temperature_outside_anthropic_range_is_refused(temperature: float) -> None:
+    with pytest.raises(ConfigError, match=rf"--groundeval-temperature={temperature:g} .*\(0 to 1\)"):
+        LangGraphWriteAgent(AgentConfig(options={"temperature": temperature}), chat_model=ScriptedChatModel())

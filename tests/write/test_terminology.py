@@ -335,3 +335,12 @@ def test_make_terminology_check_reports_a_stale_file(synthea_dir: Path, tmp_path
     target = tmp_path / "rxnorm_catalog.json"
     target.write_bytes(target.read_bytes().replace(b"Tylenol", b"Tylenox"))
     assert script.main(["--source", str(synthea_dir), "--out", str(tmp_path), "--check"]) == 1
+
+
+def test_catalog_facts_name_the_file_source_and_snapshot() -> None:
+    facts = Catalog.load().facts
+    assert facts["file"] == "rxnorm_catalog.json" and len(facts["sha256"]) == 64
+    assert facts["snapshot_date"] == "2025-08-18" and facts["source"].startswith("Synthea")
+    assert facts["entries"] == len(Catalog.load())
+    memory = Catalog([]).facts
+    assert memory["file"] == "<memory>" and memory["snapshot_date"] is None and memory["entries"] == 0

@@ -17,7 +17,7 @@ PICK = ("tylenol-brand-lookup", "gabapentin-not-in-catalog", "crestor-brand-gene
 VOLATILE = {"latency_s", "run_id"}
 
 LANGGRAPH_AGENT = '''
-from groundeval.agents.fake_chat import ScriptedChatModel, answer_with_last_result, call
+from groundeval.testing.scripted_chat import ScriptedChatModel, answer_with_last_result, call
 from groundeval.agents.langgraph_agent import LangGraphWriteAgent
 
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from groundeval.agents.base import make_agent
-from groundeval.agents.scripted import ScriptedAgent
+from groundeval.testing.scripted_agent import ScriptedAgent
 from groundeval.datasets import default_data_dir
 from groundeval.errors import DatasetError
 from groundeval.hc_tools import build_medication_statement
-from groundeval.runner import RunInfo, call_agent, evaluate
+from groundeval.runner import RunInfo, run_case as run_one
 from groundeval.tasks import make_task, task_class
 from groundeval.tasks.write import WriteTask
 
@@ -43,7 +43,7 @@ def write_case(tmp_path: Path, data: dict[str, Any], name: str | None = None) ->
 
 def test_the_task_is_registered_with_langgraph_as_default_agent() -> None:
     assert task_class("write") is WriteTask
-    assert make_task("write", {"min_f1": 0.5}).name == "write"
+    assert make_task("write").name == "write"
     assert WriteTask.default_agent == "langgraph"
 
 
@@ -57,7 +57,8 @@ def test_at_least_24_cases_with_readable_unique_ids(cases) -> None:
 def test_cases_cover_every_required_situation(cases) -> None:
     covers = Counter(tag for c in cases for tag in c.meta["covers"])
     for tag in ("brand-name", "dose-arithmetic", "strength-release-disambiguation", "mcg-vs-mg",
-                "as-needed", "no-dose", "not-in-catalog", "prompt-injection"):
+                "as-needed", "no-dose", "not-in-catalog", "prompt-injection", "dose-range",
+                "frequency-range"):
         assert covers[tag] >= 1, tag
     statuses = {c.meta["status"] for c in cases}
     assert {"active", "completed", "stopped", "not-taken", "on-hold", "intended"} <= statuses
@@ -107,7 +108,7 @@ def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases) -> None:
     (lambda d: d["expected"]["dosage"]["dose"].update(unit="mcg"), "expected.dosage.dose.unit"),
     (lambda d: d["expected"]["dosage"].update(frequency=2.5), "expected.dosage.frequency"),
     (lambda d: d["expected"]["dosage"]["daily_total"].update(value=400),
-     "daily_total 400 mg does not equal dose x administrations per day = 1200 mg"),
+     "daily_total 400 mg does not equal the most per administration x the most administrations per day = 1200 mg"),
     (lambda d: d["expected"]["dosage"].update(period=None), "give frequency, period and period_unit together"),
     (lambda d: d["expected"]["medication"].update(rxcui=None), "needs 'text' and no 'display'"),
     (lambda d: d.update(id="Not A Slug"), "id: String should match pattern"),
@@ -169,7 +170,9 @@ def test_parse_recovers_fenced_json_and_flags_the_format(cases) -> None:
 # -- agents through the task -------------------------------------------------------------------
 
 def run_case(agent: Any, case: Any) -> dict[str, Any]:
-    return evaluate(TASK, INFO, case, call_agent(TASK, agent, case), f"groundeval/write::{case.case_id}")
+    run = run_one(TASK, agent, case, INFO, f"groundeval/write::{case.case_id}")
+    assert run.exc is None, run.exc
+    return run.record.model_dump(mode="json")
 
 
 def test_a_guessing_agent_with_an_r5_status_and_a_made_up_code_fails_schema_and_coding(cases) -> None:
@@ -192,11 +195,17 @@ def test_answers_built_from_the_truth_pass_every_case(cases) -> None:
     for case in cases:
         truth = TASK.truth(case)
         med, dosage = truth["medication"], truth["dosage"]
-        kwargs = {} if dosage is None else {
-            "dose_value": dosage["dose"]["value"], "dose_unit": dosage["dose"]["unit"],
-            "frequency": dosage["frequency"], "period": dosage["period"],
-            "period_unit": dosage["period_unit"], "as_needed": dosage["as_needed"],
-        }
+        kwargs: dict[str, Any] = {}
+        if dosage is not None:
+            rng = dosage["dose_range"]
+            dose = dosage["dose"] or rng["low"]
+            kwargs = {
+                "dose_value": dose["value"], "dose_unit": dose["unit"],
+                "dose_max": None if rng is None else rng["high"]["value"],
+                "frequency": dosage["frequency"], "frequency_max": dosage["frequency_max"],
+                "period": dosage["period"], "period_unit": dosage["period_unit"],
+                "as_needed": dosage["as_needed"],
+            }
         resource = build_medication_statement(
             status=truth["status"], rxcui=med["rxcui"] or "0", display=med["display"],
             patient_reference=truth["patient"]["reference"], **kwargs,

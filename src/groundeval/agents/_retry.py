@@ -10,14 +10,29 @@ SDKs' own policy, so moving the layer here changes nothing but who counts:
   0.5 s doubling to at most 8 s, minus up to 25% jitter;
 * every attempt and every wait must fit in one time budget per case (``timeout_s``): each
   attempt's HTTP timeout is what is left of it, and a wait that would pass it (say a
-  ``Retry-After`` of 171 s with 60 s left) is not started: the call fails at once instead.
+  ``Retry-After`` of 171 s with 60 s left) is not started: the call fails at once instead;
+* the budget is a wall-clock deadline, whatever the server does. httpx's timeouts are per
+  operation (a read timeout restarts on every byte, so a server trickling a byte a second is
+  never cut off) and httpx has no total timeout for synchronous clients. So each attempt runs
+  in a worker thread (``within``) and the case stops waiting for it at the deadline plus a
+  short grace (``DEADLINE_GRACE_S``, so that the SDK's own timeout, which says more, usually
+  fires first); the abandoned attempt is handed to ``abandon`` (the agents close the SDK
+  client, which closes its sockets) and ends on its own.
+
+Why not tenacity (in uv.lock through langchain-core; it has ``stop_before_delay``): its
+clock is ``time.monotonic`` with no seam, so the budget rules could not be tested without real
+waits; the ``Retry-After`` wait and the per-attempt deadline would still be ours; and what it
+would replace is the 30-line loop below. The loop stays, with every rule tested on a fake clock.
 
 Attempts are counted here and recorded with the case, whether it succeeds or not.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,14 +42,18 @@ from groundeval.agents.base import AgentConfig
 from groundeval.errors import ConfigError
 
 __all__ = [
+    "DEADLINE_GRACE_S",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_TIMEOUT_S",
+    "Abandoned",
     "CallSettings",
     "Completed",
+    "DeadlineExceeded",
     "GaveUp",
     "RetryPolicy",
     "call_with_retries",
+    "within",
 ]
 
 T = TypeVar("T")
@@ -45,6 +64,61 @@ DEFAULT_MAX_RETRIES = 2
 """Retries per case when ``max_retries`` is not given (so at most 3 calls)."""
 DEFAULT_TIMEOUT_S = 600.0
 """Time budget of one case's model calls and retry waits when ``timeout`` is not given, seconds."""
+DEADLINE_GRACE_S = 0.25
+"""How long past the deadline a case still waits for the SDK's own timeout to fire, seconds."""
+
+
+class DeadlineExceeded(Exception):
+    """An attempt was still running when its case's time budget ran out.
+
+    Attributes:
+        ran_s: How long the case had run when it stopped waiting, seconds.
+        bound_s: The case's time budget (``--groundeval-timeout``), seconds.
+    """
+
+    def __init__(self, ran_s: float, bound_s: float) -> None:
+        super().__init__(
+            f"the case ran {ran_s:.2f} s and was stopped at its {bound_s:g} s bound (--groundeval-timeout)"
+        )
+        self.ran_s = ran_s
+        self.bound_s = bound_s
+
+
+class Abandoned(Exception):
+    """``within`` stopped waiting for a call that had not finished."""
+
+
+def within(fn: Callable[[], T], seconds: float) -> T:
+    """Run ``fn()`` in a worker thread and wait at most ``seconds`` for it.
+
+    The thread runs in a copy of the caller's context (so tracing and LangChain's run config
+    follow it) and is a daemon: an attempt abandoned at the deadline never holds up the exit.
+
+    Returns:
+        What ``fn`` returned; what it raised is raised here.
+
+    Raises:
+        Abandoned: ``fn`` had not finished after ``seconds``; it keeps running unobserved.
+    """
+    context = contextvars.copy_context()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = context.run(fn)
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="groundeval-model-call", daemon=True).start()
+    if not done.wait(max(seconds, 0.0)):
+        raise Abandoned(f"no result after {seconds:.2f} s")
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +236,13 @@ def call_with_retries(
     *,
     errors: tuple[type[BaseException], ...],
     advise: Callable[[BaseException], Advice],
+    abandon: Callable[[], None] | None = None,
+    started: float | None = None,
 ) -> Completed[T]:
     """Call ``call(remaining_s)`` until it succeeds, may not be retried, or the budget is spent.
+
+    Each attempt runs under ``within``: the case stops waiting for it at the deadline (plus
+    ``DEADLINE_GRACE_S``), whatever the server does.
 
     Args:
         call: Makes one attempt; its argument is the time left in the budget (seconds), to be
@@ -172,34 +251,49 @@ def call_with_retries(
         errors: Exception types that are attempt failures (the SDK's API errors). Any other
             exception is a bug and propagates unchanged.
         advise: Says whether an error may be retried and how long the server asked to wait.
+        abandon: Called when an attempt is abandoned at the deadline (close the SDK client).
+        started: When the case started (``policy.clock`` time), if before this call: the budget
+            runs from there (a LangGraph case makes one such call per model turn).
 
     Returns:
         The value with the number of attempts and the time waited.
 
     Raises:
-        GaveUp: The last error could not be retried, the retries ran out, or the next wait
-            would pass the time budget.
+        GaveUp: The last error could not be retried, the retries ran out, the next wait would
+            pass the time budget, or an attempt outlived the budget (``error`` is then a
+            ``DeadlineExceeded`` with the time the case ran and its bound).
     """
-    deadline = policy.clock() + policy.timeout_s
+    start = policy.clock() if started is None else started
+    deadline = start + policy.timeout_s
     attempts = 0
     waited = 0.0
     while True:
         attempts += 1
+        left = max(deadline - policy.clock(), 0.001)
         try:
-            value = call(max(deadline - policy.clock(), 0.001))
+            value = within(functools.partial(call, left), left + DEADLINE_GRACE_S)
+        except Abandoned:
+            if abandon is not None:
+                abandon()
+            late = DeadlineExceeded(round(policy.clock() - start, 3), policy.timeout_s)
+            raise GaveUp(late, attempts, str(late), waited) from None
         except errors as exc:
             retry, asked = advise(exc)
             if not retry:
                 raise GaveUp(exc, attempts, waited_s=waited) from exc
             if attempts > policy.max_retries:
-                note = f"no retries left (max_retries={policy.max_retries})"
+                ran = policy.clock() - start
+                note = (f"no retries left (max_retries={policy.max_retries}); the case ran {ran:.1f} s of its "
+                        f"{policy.timeout_s:g} s bound")
                 raise GaveUp(exc, attempts, note, waited) from exc
             wait = policy.backoff(attempts) if asked is None else asked
             left = deadline - policy.clock()
             if wait >= left:
                 what = (f"the server asked to wait {wait:g} s" if asked is not None
                         else f"a retry would wait {wait:.1f} s")
-                note = f"{what} but only {max(left, 0.0):.1f} s of the {policy.timeout_s:g} s timeout remain"
+                ran = policy.clock() - start
+                note = (f"{what} but the case had run {ran:.1f} s of its {policy.timeout_s:g} s bound "
+                        "(--groundeval-timeout)")
                 raise GaveUp(exc, attempts, note, waited) from exc
             policy.sleep(wait)
             waited += wait

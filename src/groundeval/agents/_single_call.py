@@ -13,21 +13,31 @@ Nothing here imports an SDK: subclasses import theirs inside the methods that ne
 
 from __future__ import annotations
 
+import contextlib
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from groundeval.agents._classify import advise
+from groundeval.agents._classify import BadResponse, advise
 from groundeval.agents._retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.agents.base import AgentConfig
-from groundeval.errors import AgentError, TruncatedError
+from groundeval.errors import (
+    AgentError,
+    CaseTooLargeError,
+    ConfigError,
+    RefusalError,
+    RunStopError,
+    TruncatedError,
+)
+from groundeval.pricing import CHARS_PER_TOKEN, context_window, estimate_tokens
 from groundeval.records import AgentRequest, AgentResult, Metric
 
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["Reply", "SingleCallAgent"]
+__all__ = ["Reply", "SingleCallAgent", "check_temperature"]
 
 ClientT = TypeVar("ClientT")
 
@@ -51,6 +61,21 @@ class Reply:
     request_id: str | None
 
 
+def check_temperature(value: float | None, allowed: tuple[float, float], agent: str) -> None:
+    """Refuse a sampling temperature the provider would reject on every case.
+
+    Raises:
+        ConfigError: ``value`` is outside ``allowed`` (inclusive); the message names the option,
+            the value and the range.
+    """
+    low, high = allowed
+    if value is not None and not low <= value <= high:
+        raise ConfigError(
+            f"--groundeval-temperature={value:g} is outside the range the '{agent}' agent's API accepts "
+            f"({low:g} to {high:g}); give a value in that range or leave it out"
+        )
+
+
 class SingleCallAgent(ABC, Generic[ClientT]):
     """Base of agents that make one (retried) model call per case.
 
@@ -65,9 +90,14 @@ class SingleCallAgent(ABC, Generic[ClientT]):
     """
 
     name: str
-    tasks: frozenset[str] = frozenset({"extraction"})
+    requires: frozenset[str] = frozenset({"text_prompt"})
+    """Runs any task that renders a text prompt (see ``groundeval.agents.base``)."""
     stop_field = "stop_reason"
     """How the provider names the stop reason, in the ``TruncatedError`` message."""
+    refusal_reasons: frozenset[str] = frozenset()
+    """Stop reasons meaning the model declined to answer (``RefusalError``)."""
+    temperature_range: tuple[float, float] = (0.0, 1.0)
+    """Sampling temperatures the provider accepts (inclusive)."""
 
     def __init__(
         self,
@@ -80,8 +110,22 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         self.model: str | None = self._configure(config)
         settings = CallSettings.from_config(config, sleep)
         self.max_tokens, self.temperature, self.retry = settings.max_tokens, settings.temperature, settings.retry
+        check_temperature(self.temperature, self.temperature_range, self.name)
         self._http_client = http_client
         self._client: ClientT | None = None
+        self._answered = False  # any real answer yet? (the HTML run stop only looks at the first case)
+
+    @classmethod
+    def check_config(cls, config: AgentConfig) -> None:
+        """Validate ``config`` without building the agent (the pytest-xdist controller calls this).
+
+        Raises:
+            ConfigError: What the constructor would raise: a missing key or setting, or an
+                option out of range.
+        """
+        probe = cls.__new__(cls)  # _configure only checks and keeps settings: no client, no I/O
+        probe._configure(config)
+        check_temperature(CallSettings.from_config(config, None).temperature, cls.temperature_range, cls.name)
 
     @abstractmethod
     def _configure(self, config: AgentConfig) -> str | None:
@@ -108,6 +152,14 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         """Make one API call with ``params`` and an HTTP timeout of ``timeout_s`` seconds."""
 
     @abstractmethod
+    def _check(self, value: Any) -> None:
+        """Raise ``BadResponse`` when a successful call's value is not an answer of the API's shape."""
+
+    @abstractmethod
+    def _endpoint(self) -> str:
+        """The API root the client talks to, without credentials (for messages)."""
+
+    @abstractmethod
     def _classify(self, exc: BaseException, case_id: str, *, attempts: int, note: str) -> AgentError:
         """Turn the SDK exception of a failed call into the groundeval error that reports it."""
 
@@ -131,9 +183,58 @@ class SingleCallAgent(ABC, Generic[ClientT]):
             self._client = self._new_client(options)
         return self._client
 
+    def _abandon(self) -> None:
+        """Close the client of an attempt abandoned at the deadline (its sockets with it).
+
+        A client the caller passed in (``http_client``) is left open: it is the caller's.
+        """
+        client, self._client = self._client, None
+        if client is not None and self._http_client is None:
+            with contextlib.suppress(Exception):  # best effort; the next case builds a new client
+                getattr(client, "close", lambda: None)()
+
     def warmup(self) -> None:
         """Import the SDK and build the client before the first case is timed."""
         self._sdk()
+
+    def _attempt(self, params: dict[str, Any], timeout_s: float, html: list[int]) -> Any:
+        """One call, with a 2xx that is not an answer turned into ``BadResponse``."""
+        try:
+            value = self._call(params, timeout_s)
+        except json.JSONDecodeError as exc:  # the SDK decodes a JSON content type and lets this out
+            bad: BadResponse | None = BadResponse.from_text(exc.doc)
+        else:  # the SDK hands back the text of a non-JSON content type as a str
+            bad = BadResponse.from_text(value) if isinstance(value, str) else None
+        if bad is not None:
+            if bad.kind == "html":
+                html.append(1)
+            raise bad
+        self._check(value)
+        return value
+
+    def preflight(self, request: AgentRequest) -> None:
+        """Refuse a case that clearly cannot fit the model's context window, before paying.
+
+        The estimate is ``estimate_tokens(system, user)`` (characters / ``CHARS_PER_TOKEN``,
+        which undercounts JSON) plus ``max_tokens``, against ``pricing.context_window(model)``;
+        models of unknown context (any OpenAI-compatible model) are not checked.
+
+        Raises:
+            CaseTooLargeError: The estimate exceeds the window; ``details`` hold both numbers.
+        """
+        window = context_window(self.model)
+        if window is None:
+            return
+        estimate = estimate_tokens(request.prompt.system, request.prompt.user)
+        if estimate + self.max_tokens > window:
+            raise CaseTooLargeError(
+                f"{request.case_id}: the case is too large for the model {self.model}: about {estimate:,} "
+                f"prompt tokens (characters / {CHARS_PER_TOKEN}) plus max_tokens={self.max_tokens} exceed its "
+                f"{window:,}-token context window; no call was made. Use a smaller case or a model with a "
+                "larger window",
+                attempts=0,
+                details={"estimated_tokens": estimate, "context_tokens": window, "max_tokens": self.max_tokens},
+            )
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Send one request (retried on infrastructure errors) and return the answer.
@@ -145,22 +246,37 @@ class SingleCallAgent(ABC, Generic[ClientT]):
 
         Raises:
             AuthError: The key was rejected, or the account or model refused (401/402/403).
-            InfraError: 429, 5xx, timeout or connection error, after the allowed retries.
+            RunStopError: Unknown model (404), an invalid request (other 4xx), or every attempt
+                of this agent's first case got an HTML page (the base URL is a web site).
+            CaseTooLargeError: The pre-flight estimate or the API says the case does not fit.
+            InfraError: 429, 5xx, timeout, connection error or a 2xx that is not an answer,
+                after the allowed retries, or the case outlived ``timeout``.
+            RefusalError: The model declined to answer.
             TruncatedError: The reply was cut off; ``details`` holds the partial text, the stop
                 reason and the usage.
-            AgentError: Any other refusal by the API (bad request, unknown model), or a reply
-                with no answer in it.
+            AgentError: A reply with no answer in it.
         """
-        errors = self._api_errors()
+        errors = (*self._api_errors(), BadResponse)
         params = self.params(request)
+        self.preflight(request)
+        html: list[int] = []
         try:
             done = call_with_retries(
-                lambda left: self._call(params, left), self.retry, errors=errors, advise=advise
+                lambda left: self._attempt(params, left, html), self.retry, errors=errors, advise=advise,
+                abandon=self._abandon,
             )
         except GaveUp as gave_up:
             error = self._classify(gave_up.error, request.case_id, attempts=gave_up.attempts, note=gave_up.note)
             error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
+            if not self._answered and len(html) == gave_up.attempts:
+                error = RunStopError(
+                    f"every call of the first case ({request.case_id}, {gave_up.attempts} attempts) got an HTML "
+                    f"page from {self._endpoint()}, not the API: the base URL points at a web site. Check "
+                    "--groundeval-base-url (an OpenAI-compatible root ends in /v1)",
+                    attempts=gave_up.attempts, details=error.details,
+                )
             raise error from None  # the facts are in the message and details; the SDK chain is noise
+        self._answered = True
         return self._result(request, done)
 
     def _result(self, request: AgentRequest, done: Completed[Any]) -> AgentResult:
@@ -172,6 +288,13 @@ class SingleCallAgent(ABC, Generic[ClientT]):
             "temperature": self.temperature,
             "retry_wait_s": done.waited_s,
         }
+        if reply.stop_reason in self.refusal_reasons:
+            raise RefusalError(
+                f"{request.case_id}: the model declined to answer ({self.stop_field}={reply.stop_reason}); it "
+                "counts as an empty answer in the run's means",
+                attempts=done.attempts,
+                details={**meta, "model": reply.model, "usage": reply.usage, "partial_text": reply.text},
+            )
         fix = self._truncation_fix(reply.stop_reason)
         if fix is not None:
             raise TruncatedError(

@@ -12,8 +12,17 @@ are looked up by name in ``AGENTS`` (their modules import lazily); a user's own 
 The current working directory is importable for ``module:attribute`` specs (as with
 ``python -m pytest`` or uvicorn), so ``my_agents.py`` next to where you run works.
 
-An agent may declare ``tasks`` (a set of task names); asking it to run another task is a
-configuration error rather than a run of identical failures.
+Agents declare what they need from a task, not which tasks they serve: ``requires`` is a set of
+capability names (``groundeval.tasks.base.CAPABILITIES``) that the task must ``provide``:
+
+* ``"text_prompt"``: a single-call text agent (``claude``, ``openai-compatible``, a plain
+  function) runs any task that renders a text prompt;
+* ``"tools"``: a tool-using agent runs only a task that offers tools.
+
+An agent with no ``requires`` is taken to need ``{"text_prompt"}``. An agent built for one task's
+answer format only (a rule-based baseline) may also declare ``tasks``, a set of task names.
+Either mismatch is a configuration error naming what is missing, rather than a run of identical
+failures.
 """
 
 from __future__ import annotations
@@ -29,7 +38,12 @@ from typing import Any, Protocol, runtime_checkable
 from groundeval.errors import AgentReturnedWrongType, ConfigError
 from groundeval.records import AgentRequest, AgentResult
 
-__all__ = ["AGENTS", "Agent", "AgentConfig", "FunctionAgent", "check_task", "make_agent"]
+__all__ = [
+    "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires", "check_task", "make_agent", "preflight_agent",
+]
+
+DEFAULT_REQUIRES: frozenset[str] = frozenset({"text_prompt"})
+"""What an agent that declares no ``requires`` needs: a text prompt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +82,10 @@ class Agent(Protocol):
 
     # Optional: ``warmup(self) -> None`` is called once per process before the first case is
     # timed (import SDKs, load catalogs), so ``latency_s`` measures the agent, not its imports.
+    # Optional: a classmethod ``check_config(cls, config: AgentConfig) -> None`` that raises
+    # ``ConfigError`` for settings no case can survive (a missing key), without building the
+    # agent; the pytest-xdist controller, which never builds the agent, calls it before workers
+    # start. Keep ``__init__`` cheap and do heavy work in ``warmup()``.
 
 
 AGENTS: dict[str, str] = {
@@ -120,6 +138,12 @@ def _load_target(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        from groundeval.extras import EXTRAS, extra_missing_message
+
+        missing = (exc.name or "").split(".")[0]
+        for extra, modules in EXTRAS.items():
+            if missing and missing in {m.split(".")[0] for m in modules}:
+                raise ConfigError(extra_missing_message(extra, missing, f"agent {spec!r}")) from exc
         raise ConfigError(
             f"agent {spec!r}: cannot import {module_name!r} ({exc}); run from the directory that "
             "holds it, or add that directory to PYTHONPATH"
@@ -133,16 +157,44 @@ def _load_target(spec: str) -> Any:
     return target
 
 
-def check_task(agent: Agent, spec: str, task: str) -> None:
-    """Refuse an agent that declares ``tasks`` without ``task``.
+def agent_requires(agent: object) -> frozenset[str]:
+    """The capabilities ``agent`` needs: its ``requires``, or ``{"text_prompt"}`` if it has none."""
+    declared = getattr(agent, "requires", None)
+    return frozenset(declared) if declared else DEFAULT_REQUIRES
+
+
+def check_task(agent: Agent, spec: str, task: Any) -> None:
+    """Refuse an agent that needs something the task does not provide.
+
+    Args:
+        agent: The built agent.
+        spec: The agent spec as given (for the message).
+        task: The task object (or its class, or a task spec string, resolved with ``task_class``).
 
     Raises:
-        ConfigError: The agent is built for other tasks; the message names them.
+        ConfigError: The agent requires a capability the task does not provide, or declares
+            ``tasks`` without this task; the message names what is missing.
     """
+    if isinstance(task, str):
+        from groundeval.tasks import task_class
+
+        task = task_class(task)
+    name = str(getattr(task, "name", task))
+    provides = getattr(task, "provides", None)
+    if not isinstance(provides, frozenset | set):  # a class: the property is not evaluated
+        tools = getattr(task, "tools", ())
+        provides = frozenset({"text_prompt", *(("tools",) if isinstance(tools, tuple | list) and tools else ())})
+    missing = sorted(agent_requires(agent) - set(provides))
+    if missing:
+        offered = ", ".join(sorted(provides)) or "nothing"
+        raise ConfigError(
+            f"agent {spec!r} requires {', '.join(missing)}, which the {name} task does not provide "
+            f"(it provides: {offered}); pick an agent for {name!r}"
+        )
     tasks = getattr(agent, "tasks", None)
-    if tasks and task not in tasks:
+    if tasks and name not in tasks:
         names = ", ".join(sorted(tasks))
-        raise ConfigError(f"agent {spec!r} answers the {names} task, not {task!r}; pick an agent for {task!r}")
+        raise ConfigError(f"agent {spec!r} answers the {names} task, not {name!r}; pick an agent for {name!r}")
 
 
 def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
@@ -183,3 +235,30 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
         agent.model = config.model
     built: Agent = agent
     return built
+
+
+def preflight_agent(spec: str, config: AgentConfig, task: Any) -> str:
+    """Check an agent spec without building the agent (for the pytest-xdist controller).
+
+    Imports the target, applies ``check_task`` to it (its class-level ``requires``/``tasks``), and
+    calls the class's optional ``check_config(config)``.
+
+    Args:
+        spec: The agent spec as given.
+        config: The settings the agent would be built with.
+        task: The task object (as for ``check_task``).
+
+    Returns:
+        The agent's name as it will be recorded (the class's ``name``, else the spec).
+
+    Raises:
+        ConfigError: Unknown name, unimportable module, missing attribute, an agent the task
+            cannot serve, or ``check_config`` refused the settings.
+    """
+    target = _load_target(AGENTS.get(spec, spec))
+    check_task(target, spec, task)
+    check = getattr(target, "check_config", None)
+    if inspect.isclass(target) and callable(check):
+        check(config)
+    name = getattr(target, "name", None)
+    return name if isinstance(name, str) else spec

@@ -2,11 +2,16 @@
 
 ``baseline`` is an honest, model-free reader built on HealthChain's FHIR helpers
 (``fhir.resources`` R4B models, ``healthchain.fhir.get_medications`` and ``get_resources``),
-independent of the ground-truth code. It should score perfectly on Synthea data; where it does
-not, either it or the truth has a bug worth a look.
+independent of the ground-truth code (it never imports ``groundeval.tasks`` or ``groundeval.fhir``). It reads the
+same FHIR R4 rules the truth states, implemented separately: ``status == "active"``, not
+``doNotPerform``, an order intent, a subject that is the Patient entry's fullUrl or
+``Patient/<id>``, the drug from ``medicationCodeableConcept`` or a resolved
+``medicationReference``, RxNorm picked by system. It should score perfectly on the packaged
+fixtures and variants; where it does not, either it or the truth has a bug worth a look.
 
-``naive`` is a negative control: it lists every MedicationRequest whatever its status, so it
-loses precision on any patient with a stopped or completed prescription. If it ever passes the
+``naive`` is a negative control: it lists every MedicationRequest whatever its status, intent or
+``doNotPerform``, so it loses precision on any patient with a stopped or completed prescription
+and on the status, intent and doNotPerform variants. If it ever passes the
 eval, the eval does not bite.
 """
 
@@ -15,12 +20,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from groundeval import _healthchain
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
-from groundeval.fhir import is_rxnorm
 from groundeval.records import AgentRequest, AgentResult
 
 __all__ = ["BaselineExtractionAgent", "NaiveExtractionAgent"]
+
+_RXNORM = frozenset({"http://www.nlm.nih.gov/research/umls/rxnorm", "urn:oid:2.16.840.1.113883.6.88"})
+"""RxNorm's system URI and OID (https://terminology.hl7.org/CodeSystem-v3-rxNorm.html); kept here, not
+imported from groundeval.fhir, so the baseline stays an independent reader of the truth's rules."""
+
+_ORDERS = frozenset({"order", "original-order", "reflex-order", "filler-order", "instance-order"})
+"""Intents that authorise a prescription (https://hl7.org/fhir/R4/valueset-medicationrequest-intent.html)."""
 
 
 def _bundle_from_prompt(request: AgentRequest) -> Any:
@@ -39,12 +51,14 @@ def _bundle_from_prompt(request: AgentRequest) -> Any:
 
 
 def _patient_refs(bundle: Any) -> set[str]:
-    from healthchain.fhir import get_resources
+    get_resources = _healthchain.fhir().get_resources
 
+    # An absolute reference resolves only to the entry with that exact fullUrl
+    # (https://hl7.org/fhir/R4/bundle.html#references); the relative form is Patient/<id>.
     refs: set[str] = set()
     for entry in bundle.entry or []:
         if entry.resource is not None and type(entry.resource).__name__ == "Patient":
-            refs |= {f"Patient/{entry.resource.id}", f"urn:uuid:{entry.resource.id}"}
+            refs.add(f"Patient/{entry.resource.id}")
             if entry.fullUrl:
                 refs.add(entry.fullUrl)
     if not refs:  # fall back to the helper's view (no fullUrl known)
@@ -52,17 +66,27 @@ def _patient_refs(bundle: Any) -> set[str]:
     return refs
 
 
+def _not_orders(bundle: Any) -> set[str]:
+    """Ids of MedicationRequests that prohibit (doNotPerform) or do not order (proposal, plan, option)."""
+    get_resources = _healthchain.fhir().get_resources
+    return {
+        str(r.id) for r in get_resources(bundle, "MedicationRequest")
+        if r.doNotPerform is True or r.intent not in _ORDERS
+    }
+
+
 def _medication_list(request: AgentRequest, status: str | None) -> str:
-    from healthchain.fhir import get_medications
+    get_medications = _healthchain.fhir().get_medications
 
     bundle = _bundle_from_prompt(request)
     patient = _patient_refs(bundle)
+    skip = _not_orders(bundle) if status is not None else set()
     answer: list[dict[str, Any]] = []
     seen: set[str] = set()
     for entry in get_medications(bundle, status=status):
-        if entry.resource_type != "MedicationRequest" or entry.subject not in patient:
+        if entry.resource_type != "MedicationRequest" or entry.subject not in patient or entry.resource_id in skip:
             continue
-        rxnorm = [c for c in entry.codings if c.code and is_rxnorm(c.system)]
+        rxnorm = [c for c in entry.codings if c.code and (c.system or "").strip() in _RXNORM]
         if rxnorm:
             if any(c.code in seen for c in rxnorm):
                 continue
@@ -88,9 +112,7 @@ class BaselineExtractionAgent:
     def warmup(self) -> None:
         """Import fhir.resources and HealthChain before the first case is timed."""
         import fhir.resources.R4B.bundle  # noqa: F401
-        from healthchain.fhir import get_medications  # noqa: F401
-
-        import groundeval._healthchain  # noqa: F401
+        _healthchain.fhir()
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the JSON answer; raises ``AgentError`` if the prompt holds no Bundle."""
@@ -98,7 +120,7 @@ class BaselineExtractionAgent:
 
 
 class NaiveExtractionAgent(BaselineExtractionAgent):
-    """Negative control: lists every MedicationRequest regardless of status."""
+    """Negative control: lists every MedicationRequest regardless of status, intent or doNotPerform."""
 
     name = "naive"
 

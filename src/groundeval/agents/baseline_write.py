@@ -10,9 +10,11 @@ trace. The patterns:
   strength is written as ``medicationCodeableConcept.text`` and no code is given.
 * **dose** (only when a schedule, a tablet count or as-needed use is written, since a strength
   alone names a product, not a dose): the first amount, times a tablet count written next to
-  it ("2 tablets", "two 200 mg tablets"); ``mcg``/micrograms become UCUM ``ug``.
-* **schedule**: every N hours, every other day, once/twice/three/four times a day (and
-  BID/TID/QID), daily, every morning/evening, nightly, at bedtime.
+  it ("2 tablets", "two 200 mg tablets"); a count range right after it ("50 mg tablets: 1-2
+  tablets") is a dose range; ``mcg``/micrograms become UCUM ``ug``.
+* **schedule**: "N to M times a day" (frequency N, frequencyMax M), every N hours, every other
+  day, once/twice/three/four times a day (and BID/TID/QID), daily, every morning/evening,
+  nightly, at bedtime.
 * **as needed**: "as needed", "if needed", "when needed", "PRN".
 * **status**, first rule that matches: never took/started = not-taken; on hold/held = on-hold;
   a plan to start = intended; discontinued/stopped = stopped; finished/completed = completed;
@@ -44,6 +46,15 @@ _AMOUNT_RE = re.compile(
 _FORM = r"(?:tablets?|tabs?|capsules?|caps?)"
 _COUNT_AFTER_RE = re.compile(rf"^\s*{_FORM}?[\s,:]*{_COUNT}\s+{_FORM}\b", re.IGNORECASE)
 _COUNT_BEFORE_RE = re.compile(rf"\b{_COUNT}\s+$", re.IGNORECASE)
+_TO = r"\s*(?:-|\u2013|to)\s*"
+_COUNT_RANGE_RE = re.compile(
+    rf"^\s*{_FORM}?[\s,:]*(?P<low>\d+|one|two|three|four){_TO}(?P<high>\d+|two|three|four|five|six)\s+{_FORM}\b",
+    re.IGNORECASE,
+)
+_TIMES_RANGE_RE = re.compile(
+    rf"\b(?P<low>\d+|one|two|three|four){_TO}(?P<high>\d+|two|three|four|five|six) times (?:a|per) day\b",
+    re.IGNORECASE,
+)
 _UNITS = {"mg": "mg", "g": "g", "mcg": "ug", "microgram": "ug", "micrograms": "ug"}
 _SCHEDULES: tuple[tuple[re.Pattern[str], tuple[int, float, str] | None], ...] = (
     (re.compile(r"\bevery (\d+) hours?\b|\bq(\d+)h\b", re.IGNORECASE), None),
@@ -82,6 +93,9 @@ def _count(word: str | None) -> int:
 
 
 def _schedule(note: str) -> tuple[int, float, str] | None:
+    ranged = _TIMES_RANGE_RE.search(note)
+    if ranged is not None:
+        return _count(ranged["low"]), 1, "d"
     for pattern, value in _SCHEDULES:
         match = pattern.search(note)
         if match is None:
@@ -168,12 +182,20 @@ class BaselineWriteAgent:
         args: dict[str, Any] = {"status": _status(note), "patient_reference": reference}
         schedule, prn = _schedule(note), bool(_PRN_RE.search(note))
         if amount is not None:
-            count = _COUNT_AFTER_RE.match(note[amount.end():]) or _COUNT_BEFORE_RE.search(note[:amount.start()])
-            if schedule is not None or prn or count is not None:
-                value = float(amount["value"]) * _count(count["count"] if count else None)
-                args.update(dose_value=round(value, 6), dose_unit=_UNITS[amount["unit"].lower()])
+            after = note[amount.end():]
+            counts = _COUNT_RANGE_RE.match(after)
+            count = None if counts else (_COUNT_AFTER_RE.match(after) or _COUNT_BEFORE_RE.search(note[:amount.start()]))
+            if schedule is not None or prn or count is not None or counts is not None:
+                strength = float(amount["value"])
+                low = _count(counts["low"]) if counts else _count(count["count"] if count else None)
+                args.update(dose_value=round(strength * low, 6), dose_unit=_UNITS[amount["unit"].lower()])
+                if counts is not None:
+                    args["dose_max"] = round(strength * _count(counts["high"]), 6)
                 if schedule is not None:
                     args.update(frequency=schedule[0], period=schedule[1], period_unit=schedule[2])
+                    times = _TIMES_RANGE_RE.search(note)
+                    if times is not None:
+                        args["frequency_max"] = _count(times["high"])
                 if prn:
                     args["as_needed"] = True
         if top is not None:

@@ -21,7 +21,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from groundeval.agents._classify import classify_anthropic_error
+from groundeval.agents._classify import BadResponse, classify_anthropic_error, strip_userinfo
 from groundeval.agents._retry import Completed
 from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig
@@ -57,8 +57,11 @@ class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
     text blocks joined, with ``meta["stop_reason"]`` the Messages API ``stop_reason``. It raises
     ``AuthError`` when the key was rejected (401) or the account or model refused (402/403),
     ``InfraError`` for 429, 5xx, 529, timeout or connection error after the allowed retries,
-    ``TruncatedError`` when the reply stopped at ``max_tokens`` or the context window, and
-    ``AgentError`` for any other refusal by the API (bad request, unknown model).
+    ``TruncatedError`` when the reply stopped at ``max_tokens`` or the context window,
+    ``RefusalError`` for ``stop_reason`` ``refusal``, ``CaseTooLargeError`` for a case too large
+    for the model (estimated before the call, or a 400 "prompt is too long"), and
+    ``RunStopError`` for an unknown model (404) or any other invalid request (4xx); see
+    ``agents._classify`` for the whole table.
 
     Args:
         config: ``model`` (default ``DEFAULT_MODEL``, any Claude model id); options
@@ -75,6 +78,8 @@ class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
     """
 
     name = "claude"
+    refusal_reasons = frozenset({"refusal"})
+    temperature_range = (0.0, 1.0)  # https://platform.claude.com/docs/en/api/messages ("temperature")
     _deprecation_shown = False
 
     def _configure(self, config: AgentConfig) -> str | None:
@@ -118,7 +123,14 @@ class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
                 self._deprecation_shown = True
 
     def _classify(self, exc: BaseException, case_id: str, *, attempts: int, note: str) -> AgentError:
-        return classify_anthropic_error(exc, case_id, attempts=attempts, note=note)
+        return classify_anthropic_error(exc, case_id, attempts=attempts, note=note, model=self.model)
+
+    def _check(self, value: Any) -> None:
+        if not isinstance(getattr(value, "content", None), list):
+            raise BadResponse("shape", "JSON that is not a Messages API answer (no content list)")
+
+    def _endpoint(self) -> str:
+        return strip_userinfo(str(self._sdk().base_url))
 
     def _reply(self, request: AgentRequest, done: Completed[Any]) -> Reply:
         message = done.value

@@ -14,7 +14,10 @@ How failures are reported:
   (``{"ok": false, "error": "<Type>: <message>"}``, ``ToolErrorMiddleware``) and the model
   carries on; the trace marks the call ``ok: false``.
 * A model reply stops at ``max_tokens``: ``TruncatedError`` before any tool call in that reply
-  runs.
+  runs; a reply with ``stop_reason`` ``refusal``: ``RefusalError``.
+* The case outlives ``timeout``: each model turn runs under what is left of the case's budget
+  (``agents._retry.call_with_retries`` with the case's start), so a turn started with 1 s left
+  is abandoned after about 1 s: ``InfraError`` whose details hold ``ran_s`` and ``timeout_s``.
 * Anthropic API failures: retried by ``agents._retry`` (the chat model itself is built with
   ``max_retries=0``), then classified by ``agents._classify.classify_anthropic_error``
   (``InfraError``/``AuthError``/``AgentError``).
@@ -26,19 +29,18 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from groundeval.agents._classify import advise, classify_anthropic_error
+from groundeval.agents._classify import BadResponse, advise, classify_anthropic_error
+from groundeval.agents._langgraph_trace import message_usage, tool_trace
 from groundeval.agents._retry import CallSettings, GaveUp, RetryPolicy, call_with_retries
+from groundeval.agents._single_call import check_temperature
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import DEFAULT_MODEL, TRUNCATED, ClaudeAgent
-from groundeval.errors import AgentError, AgentLoopError, ConfigError, InfraError, TruncatedError
-from groundeval.pricing import total_cost
-from groundeval.records import AgentRequest, AgentResult, Metric
+from groundeval.errors import AgentError, AgentLoopError, ConfigError, InfraError, RefusalError, TruncatedError
+from groundeval.extras import require_extra
+from groundeval.records import AgentRequest, AgentResult
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -64,48 +66,6 @@ NO_KEY_HINT = (
 ToolsFactory = Callable[[str], "list[BaseTool]"]
 
 
-def _decode(content: object) -> Any:
-    """A tool message's content as JSON when it is JSON text, else unchanged."""
-    if isinstance(content, str):
-        try:
-            return json.loads(content)
-        except json.JSONDecodeError:
-            return content
-    return content
-
-
-def tool_trace(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """Pair every tool call of the conversation with its result.
-
-    Args:
-        messages: The agent's messages (``AIMessage`` tool calls, ``ToolMessage`` results).
-
-    Returns:
-        One dict per tool call, in call order: ``tool`` (name), ``args`` (as the model sent
-        them), ``result`` (decoded JSON, or text; None when the call never ran) and ``ok``
-        (False when the tool message has status ``error``, the result says ``"ok": false``, or
-        the call never ran).
-    """
-    from langchain_core.messages import AIMessage, ToolMessage
-
-    calls: list[Any] = []
-    results: dict[str, ToolMessage] = {}
-    for message in messages:
-        if isinstance(message, AIMessage):
-            calls.extend(message.tool_calls)
-        elif isinstance(message, ToolMessage):
-            results[message.tool_call_id] = message
-    trace = []
-    for call in calls:
-        done = results.get(str(call.get("id")))
-        result = None if done is None else _decode(done.content)
-        ok = done is not None and done.status != "error" and not (
-            isinstance(result, dict) and result.get("ok") is False
-        )
-        trace.append({"tool": call["name"], "args": call.get("args", {}), "result": result, "ok": ok})
-    return trace
-
-
 def _tool_error(exc: Exception, request: Any) -> str:
     """Content of the error ToolMessage that replaces a tool exception."""
     del request
@@ -122,21 +82,34 @@ def _guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException],
             super().__init__()
             self.attempts = 0
             self.cut: AIMessage | None = None
-            self.deadline = time.monotonic() + policy.timeout_s
+            self.started = policy.clock()
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:  # --groundeval-timeout bounds the whole case, every turn included
+            ran = policy.clock() - self.started
+            if ran >= policy.timeout_s:  # --groundeval-timeout bounds the whole case, every turn included
                 raise InfraError(
-                    f"{case_id}: the case used its whole time budget ({policy.timeout_s:g} s, "
-                    "--groundeval-timeout) before this model turn; raise it or simplify the case",
-                    attempts=self.attempts,
+                    f"{case_id}: the case ran {ran:.2f} s, its whole {policy.timeout_s:g} s bound "
+                    "(--groundeval-timeout), before this model turn; raise it or simplify the case",
+                    attempts=self.attempts, details={"ran_s": round(ran, 3), "timeout_s": policy.timeout_s},
                 )
-            left = replace(policy, timeout_s=remaining)
-            try:
-                done = call_with_retries(
-                    lambda _left: handler(request), left, errors=errors, advise=advise
-                )
+            def attempt(_left: float) -> Any:
+                if not errors:  # a scripted model: its exceptions are the test's, let them through
+                    return handler(request)
+                try:
+                    return handler(request)
+                except errors:
+                    raise
+                except json.JSONDecodeError as exc:  # a 2xx body that is not JSON (cut off)
+                    raise BadResponse.from_text(exc.doc) from exc
+                except (AttributeError, TypeError) as exc:  # ChatAnthropic reading an HTML page or odd JSON
+                    raise BadResponse(
+                        "unreadable", f"a 2xx body ChatAnthropic could not read ({type(exc).__name__}: {exc}); "
+                        "an HTML page or JSON that is not a Messages API answer",
+                    ) from exc
+
+            try:  # each turn is bounded by what is left of the case's budget (call_with_retries)
+                done = call_with_retries(attempt, policy, errors=(*errors, BadResponse), advise=advise,
+                                         started=self.started)
             except GaveUp as gave_up:
                 self.attempts += gave_up.attempts
                 raise
@@ -144,6 +117,12 @@ def _guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException],
             result = getattr(done.value, "result", [done.value])
             message = next((m for m in reversed(result) if isinstance(m, AIMessage)), None)
             stop = None if message is None else message.response_metadata.get("stop_reason")
+            if stop == "refusal":
+                raise RefusalError(
+                    f"{case_id}: the model declined to answer (stop_reason=refusal); it counts as an empty "
+                    "answer in the run's means",
+                    details={"stop_reason": stop, "partial_text": message.text if message else ""},
+                )
             if stop in TRUNCATED:
                 assert message is not None
                 self.cut = message
@@ -165,7 +144,7 @@ def build_write_graph(
 
     Args:
         chat_model: Any LangChain chat model with ``bind_tools`` (ChatAnthropic, or the scripted
-            ``agents.fake_chat.ScriptedChatModel`` in tests).
+            ``groundeval.testing.ScriptedChatModel`` in tests).
         tools: The case's tools.
         system_prompt: The task's instructions.
         middleware: Extra middleware, outermost first (the model-call guard).
@@ -182,46 +161,15 @@ def build_write_graph(
     )
 
 
-def _usage(messages: Sequence[BaseMessage], model: str | None) -> dict[str, Metric]:
-    """Token counts summed over the model replies, and their list price (None when unknown)."""
-    from langchain_core.messages import AIMessage
-
-    totals: dict[str, Metric] = {}
-    costs: list[Metric] = []
-    for message in messages:
-        if not isinstance(message, AIMessage):
-            continue
-        raw = message.response_metadata.get("usage")
-        if isinstance(raw, dict):  # the Anthropic usage object, as ChatAnthropic passes it on
-            fields = {k: SimpleNamespace(**v) if isinstance(v, dict) else v for k, v in raw.items()}
-        elif message.usage_metadata:
-            meta = message.usage_metadata
-            details: dict[str, Any] = dict(meta.get("input_token_details") or {})
-            cached = int(details.get("cache_read") or 0) + int(details.get("cache_creation") or 0)
-            fields = {
-                "input_tokens": meta["input_tokens"] - cached, "output_tokens": meta["output_tokens"],
-                "cache_read_input_tokens": details.get("cache_read"),
-                "cache_creation_input_tokens": details.get("cache_creation"),
-            }
-        else:
-            continue
-        usage = ClaudeAgent.usage(model, SimpleNamespace(**fields))
-        costs.append(usage.pop("cost_usd"))
-        for key, value in usage.items():
-            totals[key] = int(totals.get(key) or 0) + int(value or 0)
-    if costs:
-        totals["cost_usd"] = total_cost(costs)
-    return totals
-
-
 class LangGraphWriteAgent:
     """Tool-using write agent on LangGraph (``create_agent``) with Claude via ``ChatAnthropic``.
 
     Args:
         config: ``model`` (default ``agents.claude.DEFAULT_MODEL``); options ``max_tokens``
             (tokens per reply), ``temperature`` (not sent when None), ``max_retries``,
-            ``timeout`` (seconds: each model call's HTTP timeout, and the case's budget for retry
-            waits) and ``recursion_limit`` (graph steps per case, default
+            ``timeout`` (seconds: the wall-clock bound of the whole case; each model turn gets
+            what is left of it, and a turn still running at the bound is abandoned) and
+            ``recursion_limit`` (graph steps per case, default
             ``DEFAULT_RECURSION_LIMIT``).
         chat_model: A chat model to use instead of ChatAnthropic, or a function building one per
             request (tests pass ``ScriptedChatModel``); no API key is needed then.
@@ -236,6 +184,20 @@ class LangGraphWriteAgent:
 
     name = "langgraph"
     tasks: frozenset[str] = frozenset({"write"})
+    requires: frozenset[str] = frozenset({"tools"})
+
+    @classmethod
+    def check_config(cls, config: AgentConfig) -> None:
+        """Validate ``config`` without building the agent (the pytest-xdist controller calls this).
+
+        Raises:
+            ConfigError: The ``write`` extra is missing, ``ANTHROPIC_API_KEY`` is not set, or an
+                option is out of range.
+        """
+        require_extra("write", "langchain", "the agent 'langgraph'")
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise ConfigError(NO_KEY_HINT)
+        check_temperature(CallSettings.from_config(config, None).temperature, ClaudeAgent.temperature_range, cls.name)
 
     def __init__(
         self,
@@ -246,9 +208,11 @@ class LangGraphWriteAgent:
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         config = config or AgentConfig()
+        require_extra("write", "langchain", "the agent 'langgraph'")
         if chat_model is None and not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.settings = CallSettings.from_config(config, sleep)
+        check_temperature(self.settings.temperature, ClaudeAgent.temperature_range, self.name)
         raw_limit = config.options.get("recursion_limit")
         try:
             self.recursion_limit = DEFAULT_RECURSION_LIMIT if raw_limit is None else int(raw_limit)
@@ -298,7 +262,7 @@ class LangGraphWriteAgent:
         """What a stopped run leaves: its trace, tool-call count and the tokens already paid."""
         messages = [*state["messages"], *([guard.cut] if guard.cut is not None else [])]
         trace = tool_trace(messages)
-        return {"trace": trace, "tool_calls": len(trace), "usage": _usage(messages, self.model),
+        return {"trace": trace, "tool_calls": len(trace), "usage": message_usage(messages, self.model),
                 "model": self.model}
 
     def warmup(self) -> None:
@@ -357,17 +321,20 @@ class LangGraphWriteAgent:
             ):
                 state = chunk
         except GraphRecursionError as exc:
-            trace = tool_trace(state["messages"])
+            facts = self._facts(state, guard)
+            trace = facts["trace"]
+            last = trace[-1]["tool"] if trace else None
             raise AgentLoopError(
                 f"{case}: no final answer within recursion_limit={self.recursion_limit} graph "
-                f"steps ({len(trace)} tool calls made); the agent is looping. Raise "
-                "recursion_limit only if the trace shows progress",
+                f"steps ({guard.attempts} model calls, {len(trace)} tool calls, the last {last!r}); the agent "
+                "is looping. Raise recursion_limit only if the trace shows progress",
                 attempts=guard.attempts,
-                details={"recursion_limit": self.recursion_limit, **self._facts(state, guard)},
+                details={"recursion_limit": self.recursion_limit, "limit": self.recursion_limit,
+                         "model_calls": guard.attempts, "last_tool": last, **facts},
             ) from exc
         except GaveUp as gave_up:
             error = classify_anthropic_error(
-                gave_up.error, case, attempts=guard.attempts, note=gave_up.note
+                gave_up.error, case, attempts=guard.attempts, note=gave_up.note, model=self.model
             )
             error.details.update(self._facts(state, guard))
             raise error from gave_up.error
@@ -386,7 +353,7 @@ class LangGraphWriteAgent:
         return AgentResult(
             text=final.text,
             model=str(reported) if reported else self.model,
-            usage=_usage(messages, str(reported or self.model)),
+            usage=message_usage(messages, str(reported or self.model)),
             attempts=guard.attempts,
             trace=trace,
             meta={

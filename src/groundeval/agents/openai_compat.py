@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from groundeval.agents._classify import classify_openai_error
+from groundeval.agents._classify import BadResponse, classify_openai_error, strip_userinfo
 from groundeval.agents._retry import Completed
 from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig
@@ -58,9 +58,12 @@ class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
     the first choice's text, with ``meta["stop_reason"]`` its ``finish_reason``. It raises
     ``AuthError`` when the server rejected the key (401/402/403), ``InfraError`` for 429, 5xx,
     timeout or connection error after the allowed retries, ``TruncatedError`` for
-    ``finish_reason == "length"``, and ``AgentError`` for any other refusal (unknown model, bad
-    request) or a reply with no choices (an empty message is returned as empty text and scored
-    as an empty answer).
+    ``finish_reason == "length"``, ``RefusalError`` for ``content_filter``,
+    ``CaseTooLargeError`` for a context-length 400, ``RunStopError`` for an unknown model (404),
+    any other invalid request (4xx) or an HTML page on every attempt of the first case, and
+    ``AgentError`` for a reply with no choices (an empty message is returned as empty text and
+    scored as an empty answer). Credentials in the base URL are sent as HTTP Basic auth and
+    never shown: ``base_url`` is the URL without them.
 
     Args:
         config: ``model`` (required: the served model name); options ``base_url`` (required),
@@ -76,7 +79,10 @@ class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
 
     name = "openai-compatible"
     stop_field = "finish_reason"
+    refusal_reasons = frozenset({"content_filter"})
+    temperature_range = (0.0, 2.0)  # https://platform.openai.com/docs/api-reference/chat/create ("temperature")
     base_url: str
+    """The server's URL without credentials: what messages and metadata show."""
 
     def _configure(self, config: AgentConfig) -> str | None:
         base_url = config.options.get("base_url")
@@ -84,14 +90,15 @@ class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
             raise ConfigError(NEEDS_URL)
         if not config.model:
             raise ConfigError(NEEDS_MODEL)
-        self.base_url = str(base_url).rstrip("/")
+        self._url = str(base_url).rstrip("/")  # credentials in it reach the SDK only (HTTP Basic auth)
+        self.base_url = strip_userinfo(self._url)
         return config.model
 
     def _new_client(self, options: dict[str, Any]) -> openai.OpenAI:
         import openai
 
         key = os.environ.get(KEY_ENV) or "EMPTY"
-        return openai.OpenAI(base_url=self.base_url, api_key=key, **options)
+        return openai.OpenAI(base_url=self._url, api_key=key, **options)
 
     def params(self, request: AgentRequest) -> dict[str, Any]:
         """The ``chat.completions.create`` arguments for a request (no timeout)."""
@@ -112,7 +119,15 @@ class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
         return self._sdk().chat.completions.create(**params, timeout=timeout_s)
 
     def _classify(self, exc: BaseException, case_id: str, *, attempts: int, note: str) -> AgentError:
-        return classify_openai_error(exc, case_id, base_url=self.base_url, attempts=attempts, note=note)
+        return classify_openai_error(exc, case_id, base_url=self._url, attempts=attempts, note=note, model=self.model)
+
+    def _check(self, value: Any) -> None:
+        choices = getattr(value, "choices", None)
+        if not isinstance(choices, list) or any(getattr(c, "message", None) is None for c in choices):
+            raise BadResponse("shape", "JSON that is not a chat-completions answer (no choices with a message)")
+
+    def _endpoint(self) -> str:
+        return self.base_url
 
     def _reply(self, request: AgentRequest, done: Completed[Any]) -> Reply:
         completion = done.value

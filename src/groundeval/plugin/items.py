@@ -124,7 +124,7 @@ class EvalItem(pytest.Item):
             pytest.skip("not run: the run was interrupted")
         run = gs.run_case(self.case, self.nodeid, self.session)
         self.record = run.record
-        self.user_properties.extend(junit_properties(run.record, getattr(gs.task, "metric_names", ())))
+        self.user_properties.extend(junit_properties(run.record, gs.task.metric_names))
         if run.exc is not None:
             raise run.exc
 

@@ -2,6 +2,15 @@
 
 Every option ``--groundeval-x-y`` has an ini twin ``groundeval_x_y``; the command line wins.
 Bad values raise ``pytest.UsageError`` naming the option and the fix.
+
+Task options are declared by the tasks (``Task.options``, a tuple of ``TaskOption``), not here:
+
+* the built-in tasks' options get first-class flags (``--groundeval-min-f1``), generated from
+  ``groundeval.task_options`` (standard library only: no task is imported);
+* any task's options, a task from outside included, are given as
+  ``--groundeval-option=KEY=VALUE`` (repeatable) or ini lines ``groundeval_option = KEY=VALUE``.
+
+An unknown key or a bad value is a usage error naming the task and the key.
 """
 
 from __future__ import annotations
@@ -45,12 +54,6 @@ def _positive_float(value: str) -> float:
     return number
 
 
-def _case_ids(value: str) -> str:
-    if value not in ("name", "file"):
-        raise ValueError("must be 'name' (patient name + id) or 'file' (the file name)")
-    return value
-
-
 def _text(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
@@ -88,11 +91,12 @@ class Option:
         return self.name.replace("-", "_")
 
 
-OPTIONS: tuple[Option, ...] = (
+RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "task", _text, None,
-        "Run this eval task: extraction (read active medications from a FHIR Bundle) or write "
-        "(write an R4B MedicationStatement from a note). Without it the plugin is off.", "NAME",
+        "Run this eval task: extraction (read active medications from a FHIR Bundle), write "
+        "(write an R4B MedicationStatement from a note), a task registered under the entry-point "
+        "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME",
     ),
     Option(
         "agent", _text, None,
@@ -104,16 +108,6 @@ OPTIONS: tuple[Option, ...] = (
     Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
     Option("data-dir", _text, None, "Directory of case files (default: the packaged fixtures).", "DIR"),
     Option("out-dir", _text, "runs", "Directory for JSON run records.", "DIR"),
-    Option("min-f1", _unit_float, 1.0, "Extraction: RxNorm F1 a case needs to pass.", "X", "task"),
-    Option(
-        "min-display-accuracy", _unit_float, 1.0,
-        "Extraction: display accuracy a case needs to pass.", "X", "task",
-    ),
-    Option(
-        "case-ids", _case_ids, "name",
-        "Extraction: name cases by patient name + short id ('name') or by file name ('file', for "
-        "real data, so names stay out of node ids, junit files and logs).", "name|file", "task",
-    ),
     Option("max-tokens", _positive_int, 4096, "Model output limit per call, tokens.", "N", "agent"),
     Option(
         "temperature", float, None,
@@ -141,6 +135,25 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+def _builtin_task_flags() -> tuple[Option, ...]:
+    """First-class flags for the built-in tasks' declared options (one per option name)."""
+    from groundeval.task_options import BUILTIN_OPTIONS
+
+    seen: dict[str, Option] = {}
+    for declared in BUILTIN_OPTIONS.values():
+        for topt in declared:
+            name = topt.name.replace("_", "-")
+            seen.setdefault(name, Option(name, topt.value, topt.default, topt.help, topt.metavar, "task"))
+    return tuple(seen.values())
+
+
+OPTIONS: tuple[Option, ...] = RUN_OPTIONS[:6] + _builtin_task_flags() + RUN_OPTIONS[6:]
+"""Every ``--groundeval-*`` flag with a value of its own (the CLI mirrors these)."""
+
+GENERIC = "option"
+"""``--groundeval-option=KEY=VALUE`` / ini ``groundeval_option``: any task's declared option."""
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register every option in the ``groundeval`` group, each with an ini twin."""
     group = parser.getgroup("groundeval", "groundeval: evals of healthcare AI agents")
@@ -151,6 +164,15 @@ def add_options(parser: pytest.Parser) -> None:
             help=opt.help + shown,
         )
         parser.addini(opt.dest, opt.help + shown, type="string", default="")
+    generic = (
+        "Set an option the task declares, KEY=VALUE (repeatable), e.g. min_f1=0.8; for any task, "
+        "including tasks from outside groundeval."
+    )
+    group.addoption(
+        f"--groundeval-{GENERIC}", dest=f"groundeval_{GENERIC}", action="append", default=None,
+        metavar="KEY=VALUE", help=generic,
+    )
+    parser.addini(f"groundeval_{GENERIC}", generic + " One KEY=VALUE per line.", type="linelist", default=[])
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,14 +180,16 @@ class Settings:
     """Validated run settings.
 
     Attributes:
-        task: Task name, or None when the plugin is off.
+        task: Task spec as given (a built-in name, an entry-point name or ``module:Class``;
+            ``make_task`` accepts it), or None when the plugin is off.
         agent: Agent spec.
         limit: Case limit, or None for all.
         data_dir: Directory holding the case files.
         out_dir: Directory for run records.
-        task_options: Options handed to the task (thresholds).
+        task_options: Every option the task declares, converted (defaults for those not given).
         agent_options: Options handed to the agent (model settings; never secrets).
         model: Model id, or None for the agent's default.
+        task_name: The task's ``name`` (``"extraction"``; for ``module:Class`` specs, the class's).
     """
 
     task: str | None
@@ -176,6 +200,7 @@ class Settings:
     model: str | None = None
     task_options: dict[str, Any] = field(default_factory=dict)
     agent_options: dict[str, Any] = field(default_factory=dict)
+    task_name: str = ""
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -195,10 +220,99 @@ _KINDS: dict[Callable[[str], Any], str] = {
 }
 
 
-def _task_default_agent(task: str) -> str:
-    from groundeval.tasks import task_class
+def _convert(opt: Option, raw: str, source: str) -> Any:
+    try:
+        return opt.convert(raw)
+    except ValueError as exc:
+        text = str(exc)
+        reason = text if text.startswith(("must", "not ")) else f"not {_KINDS.get(opt.convert, 'valid')}"
+        raise pytest.UsageError(f"{source}={raw!r}: {reason}") from None
 
-    return str(task_class(task).default_agent)
+
+def _generic_pairs(config: pytest.Config) -> list[tuple[str, str, str]]:
+    """``(key, raw value, source)`` from ini ``groundeval_option`` lines, then the command line.
+
+    Raises:
+        pytest.UsageError: An entry without ``=``.
+    """
+    dest = f"groundeval_{GENERIC}"
+    ini = config.getini(dest)
+    entries = [(line, f"ini {dest}") for line in (ini if isinstance(ini, list) else []) if line.strip()]
+    entries += [(item, f"--groundeval-{GENERIC}") for item in config.getoption(dest, default=None) or []]
+    pairs = []
+    for entry, source in entries:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip():
+            raise pytest.UsageError(f"{source}={entry!r}: expected KEY=VALUE, e.g. min_f1=0.8")
+        pairs.append((key.strip().replace("-", "_"), value.strip(), source))
+    return pairs
+
+
+def _task_options(config: pytest.Config, cls: Any, task: str) -> dict[str, Any]:
+    """The values of every option the task declares, from flags, ``groundeval_option`` and ini.
+
+    Precedence: the command line (first-class flag, then ``--groundeval-option``) over the ini
+    file (``groundeval_option`` lines, then the flag's ini twin), then the declared default.
+
+    Raises:
+        pytest.UsageError: A first-class flag the task does not declare, an unknown
+            ``groundeval_option`` key, or a bad value (naming the task and the key).
+    """
+    declared = {o.name: o for o in getattr(cls, "options", ())}
+    chosen: dict[str, tuple[int, str, str]] = {}  # key -> (rank, raw, source); lower rank wins
+
+    def offer(key: str, raw: str, source: str, rank: int) -> None:
+        if key not in chosen or rank <= chosen[key][0]:
+            chosen[key] = (rank, raw, source)
+
+    for opt in OPTIONS:
+        if opt.scope != "task":
+            continue
+        raw, source = _raw(config, opt)
+        if raw is None:
+            continue
+        if opt.key not in declared:
+            if source.startswith("--"):  # a flag that cannot apply is a mistake
+                raise pytest.UsageError(f"{source} does not apply to the {task} task; drop it")
+            continue  # an ini value may serve another task
+        offer(opt.key, raw, source, 0 if source.startswith("--") else 3)
+    for key, raw, source in _generic_pairs(config):
+        if key not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise pytest.UsageError(
+                f"{source}={key}={raw}: the {task} task has no option {key!r} (its options: {known})"
+            )
+        offer(key, raw, source, 1 if source.startswith("--") else 2)
+    values: dict[str, Any] = {}
+    for key, topt in declared.items():
+        if key not in chosen:
+            values[key] = topt.default
+            continue
+        _, raw, source = chosen[key]
+        try:
+            values[key] = topt.value(raw)
+        except ValueError as exc:
+            if GENERIC in source:
+                raise pytest.UsageError(f"{source} {key}={raw!r}: {exc} (option {key} of the {task} task)") from None
+            raise pytest.UsageError(f"{source}={raw!r}: {exc}") from None
+    return values
+
+
+def _task_class(task: str) -> Any:
+    """The task class for a spec, or a usage error naming the choices."""
+    from groundeval.errors import ConfigError
+    from groundeval.tasks import available_tasks, task_class
+
+    if ":" not in task and task not in available_tasks():
+        names = ", ".join(sorted(available_tasks()))
+        raise pytest.UsageError(
+            f"--groundeval-task={task!r}: unknown task; choose one of: {names}, or package.module:Class "
+            "for your own task"
+        )
+    try:
+        return task_class(task)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"--groundeval-task={task!r}: {exc}") from None
 
 
 def read_settings(config: pytest.Config) -> Settings:
@@ -208,58 +322,64 @@ def read_settings(config: pytest.Config) -> Settings:
 
     Raises:
         pytest.UsageError: A value is invalid (the message names the flag or ini key it came
-            from), the data directory does not exist or holds no case files.
+            from, and for task options the task and the key), the task cannot be found, the data
+            directory does not exist or holds no case files.
     """
-    task_raw, _ = _raw(config, OPTIONS[0])
+    task_raw, _ = _raw(config, RUN_OPTIONS[0])
     if task_raw is None or not task_raw.strip():
         return Settings(task=None)  # the plugin is off: ordinary runs never see our options
     values: dict[str, Any] = {}
-    given: dict[str, str] = {}
-    for opt in OPTIONS:
+    for opt in RUN_OPTIONS:
         raw, source = _raw(config, opt)
-        if raw is None:
-            values[opt.key] = opt.default
-            continue
-        given[opt.key] = source
-        try:
-            values[opt.key] = opt.convert(raw)
-        except ValueError as exc:
-            reason = str(exc) if "must" in str(exc) else f"not {_KINDS.get(opt.convert, 'valid')}"
-            raise pytest.UsageError(f"{source}={raw!r}: {reason}") from None
+        values[opt.key] = opt.default if raw is None else _convert(opt, raw, source)
     task = values["task"]
-    from groundeval.datasets import default_data_dir
-    from groundeval.tasks import TASKS
+    cls = _task_class(task)
+    task_options = _task_options(config, cls, str(cls.name))
+    from groundeval.errors import ConfigError
 
-    if task not in TASKS:
-        raise pytest.UsageError(
-            f"--groundeval-task={task!r}: unknown task; choose one of: {', '.join(sorted(TASKS))}"
-        )
+    try:
+        built = cls.from_options(task_options)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    name = str(cls.name)
     base = config.invocation_params.dir
-    data_dir = Path(values["data_dir"]).expanduser() if values["data_dir"] else default_data_dir(task)
+    if values["data_dir"]:
+        data_dir = Path(values["data_dir"]).expanduser()
+    elif getattr(cls, "data_dir", None) is not None:
+        data_dir = Path(cls.data_dir)
+    elif task in _builtin_names():
+        from groundeval.datasets import default_data_dir
+
+        data_dir = default_data_dir(name)
+    else:
+        raise pytest.UsageError(
+            f"--groundeval-task={task!r} ships no cases (its class sets no data_dir); give "
+            "--groundeval-data-dir=DIR"
+        )
     data_dir = (base / data_dir).resolve()
     if not data_dir.is_dir():
         raise pytest.UsageError(
             f"--groundeval-data-dir={str(data_dir)!r}: not a directory; give a directory of "
-            f"{task} case files"
+            f"{name} case files"
         )
-    from groundeval.tasks import task_class
-
-    cls = task_class(task)
-    for opt in OPTIONS:
-        # A flag that cannot apply is a mistake; an ini value may serve the other task.
-        if opt.scope == "task" and given.get(opt.key, "").startswith("--") and not hasattr(cls, opt.key):
-            raise pytest.UsageError(f"{given[opt.key]} does not apply to the {task} task; drop it")
-    if not cls.from_options({}).case_files(data_dir):
+    if not built.case_files(data_dir):
         raise pytest.UsageError(
-            f"--groundeval-data-dir={str(data_dir)!r}: no {task} case files (*.json) in it"
+            f"--groundeval-data-dir={str(data_dir)!r}: no {name} case files (*.json) in it"
         )
     return Settings(
         task=task,
-        agent=values["agent"] or _task_default_agent(task),
+        agent=values["agent"] or str(cls.default_agent),
         limit=values["limit"],
         data_dir=data_dir,
         out_dir=(base / os.path.expanduser(values["out_dir"])).resolve(),
         model=values["model"],
-        task_options={o.key: values[o.key] for o in OPTIONS if o.scope == "task"},
-        agent_options={o.key: values[o.key] for o in OPTIONS if o.scope == "agent" and o.key != "model"},
+        task_options=task_options,
+        agent_options={o.key: values[o.key] for o in RUN_OPTIONS if o.scope == "agent" and o.key != "model"},
+        task_name=name,
     )
+
+
+def _builtin_names() -> frozenset[str]:
+    from groundeval.tasks import TASKS
+
+    return frozenset(TASKS)

@@ -9,6 +9,7 @@ prints the summary. Workers only run cases and ship their records on the reports
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
@@ -20,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent
-from groundeval.errors import ConfigError, InfraError
+from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
+from groundeval.errors import ConfigError, InfraError, RunStopError
 from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.options import Settings
 from groundeval.redaction import clean, clean_text, strip_userinfo
@@ -49,22 +50,37 @@ class GroundevalSession:
     """
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
-        assert settings.task is not None
         self.config = config
         self.settings = settings
         self.is_worker = hasattr(config, "workerinput")
         distributed = not self.is_worker and config.getoption("dist", default="no") not in ("no", None)
         self.runs_cases = not distributed and not config.getoption("collectonly", default=False)
+        self._agent: Agent | None = None
+        self._agent_problem: ConfigError | None = None  # a worker whose agent could not be built
+        agent_config = AgentConfig(model=settings.model, options=dict(settings.agent_options))
+        if settings.task is None:  # pragma: no cover - the plugin builds a session only with a task
+            raise pytest.UsageError("no --groundeval-task")
         try:
             self.task = make_task(settings.task, settings.task_options)
-            self._agent: Agent | None = self._build_agent(settings) if self.runs_cases else None
+            if distributed:
+                agent_name = preflight_agent(settings.agent, agent_config, self.task)
+            elif self.runs_cases:
+                try:
+                    self._agent = self._build_agent(settings, self.task)
+                except ConfigError as exc:
+                    if not self.is_worker:
+                        raise
+                    self._agent_problem = exc  # reported as config_error on this worker's first case
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         if not self.is_worker:
             _check_out_dir(settings.out_dir)
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
         worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
-        agent_name = self._agent.name if self._agent is not None else settings.agent
+        if self._agent is not None:
+            agent_name = self._agent.name
+        elif not distributed:
+            agent_name = settings.agent
         model = self._agent.model if self._agent is not None else settings.model
         self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker)
         self.records: dict[str, CaseRecord] = {}
@@ -93,7 +109,7 @@ class GroundevalSession:
         return self.settings.limit
 
     @staticmethod
-    def _build_agent(settings: Settings) -> Agent:
+    def _build_agent(settings: Settings, task: Any) -> Agent:
         """Build the agent on a process that runs cases (never on the xdist controller).
 
         Raises:
@@ -106,14 +122,17 @@ class GroundevalSession:
             raise
         except Exception as exc:
             raise ConfigError(f"agent {settings.agent!r} could not be built: {type(exc).__name__}: {exc}") from exc
-        assert settings.task is not None
-        check_task(agent, settings.agent, settings.task)
+        check_task(agent, settings.agent, task)
         return agent
 
     # -- running a case ----------------------------------------------------------------------
     def run_case(self, case: Case, nodeid: str, session: pytest.Session) -> CaseRun:
         """Run one case (warming the agent up first, once per process) and apply the stop policy."""
-        assert self._agent is not None, "cases run only where the agent was built"
+        if self._agent is None:
+            problem = self._agent_problem or ConfigError("the agent was not built on this process")
+            run = _setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
+            self._stop(session, f"groundeval: config_error: {problem}")
+            return run
         if not self.warmed:
             self.warmed = True
             warmup = getattr(self._agent, "warmup", None)
@@ -121,8 +140,9 @@ class GroundevalSession:
                 try:
                     warmup()  # imports and clients, before the first case is timed
                 except Exception as warm_exc:
-                    run = _warmup_failed(self.info, case, nodeid, warm_exc)
-                    self._stop(session, f"groundeval: the agent's warmup() raised {type(warm_exc).__name__}: {warm_exc}")
+                    run = _setup_failed(self.info, case, nodeid, warm_exc, "agent_error")
+                    name = type(warm_exc).__name__
+                    self._stop(session, f"groundeval: the agent's warmup() raised {name}: {warm_exc}")
                     return run
         run = run_case(self.task, self._agent, case, self.info, nodeid)
         exc: BaseException | None = run.exc
@@ -179,10 +199,8 @@ class GroundevalSession:
             raise KeyboardInterrupt(reason)
         if self._signals == 1:
             self.stop_reason = reason
-            try:
+            with contextlib.suppress(OSError):  # a read-only out-dir: workers then finish their cases
                 self.stop_file.touch()
-            except OSError:
-                pass
             dsession.shouldstop = reason
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -345,15 +363,18 @@ def _check_out_dir(out_dir: Path) -> None:
         )
 
 
-def _warmup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception) -> CaseRun:
+def _setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str) -> CaseRun:
+    """The record of a case that could not start: the agent's warmup raised, or it was never built."""
     import traceback
 
+    what = "warmup() raised " if outcome == "agent_error" else ""
     record = CaseRecord.model_validate({
-        "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent, "model": info.model,
-        "source": case.source.name, "fixture_sha256": case.sha256, "outcome": "agent_error", "counted": False,
-        "worker": info.worker, "message": clean_text(f"agent_error: warmup() raised {type(exc).__name__}: {exc}"),
+        "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent,
+        "model": info.model, "source": case.source.name, "fixture_sha256": case.sha256, "outcome": outcome,
+        "counted": False, "worker": info.worker,
+        "message": clean_text(f"{outcome}: {what}{type(exc).__name__}: {exc}" if what else f"{outcome}: {exc}"),
         "error": {"type": type(exc).__name__, "message": clean_text(str(exc)),
-                  "traceback": clean_text("".join(traceback.format_exception(exc)))},
+                  "traceback": clean_text("".join(traceback.format_exception(exc))) if what else None},
     })
     return CaseRun(record, exc)
 

@@ -13,13 +13,20 @@ Matching (see ``tasks/medlist.py`` for how the truth is built):
 * ``unresolved`` truth entries (a dangling medicationReference) are not scored.
 
 Metrics: precision = tp / (tp + fp), recall = tp / (tp + fn), F1 = their harmonic mean.
-When truth and prediction are both empty all three are 1.0; otherwise an empty denominator gives
-0.0 (scikit-learn's ``zero_division=0``), so any prediction against empty truth has precision 0.
+Empty denominators are not applicable, never a made-up number:
+
+* ``recall`` is None when the (scored) truth is empty: there was nothing to find.
+* ``precision`` is None when the answer is empty: nothing was claimed.
+* ``f1`` is always a number: 1.0 when both are empty and an answer was found (``[]`` is the
+  answer "none"), 0.0 when exactly one side is empty, and 0.0 whenever no answer was found
+  (``found=False``: no JSON array, an ambiguous reply, or an agent that did not answer at all,
+  which the runner scores as an empty, not-found answer). So F1 carries the pass/fail signal of
+  every case, and an empty-truth case can still fail.
 
 Display accuracy: over the matched medications that have an expected display, the share whose
-predicted display equals the expected one exactly after trimming and collapsing internal runs of
-whitespace to one space. Case is significant: the record's own display is the truth.
-It is None (not applicable) when nothing was matched, empty vs empty included.
+predicted display equals one of the accepted displays exactly after trimming and collapsing
+internal runs of whitespace to one space. Case is significant: the record's own display is the
+truth. It is None (not applicable) when nothing was matched, empty vs empty included.
 """
 
 from __future__ import annotations
@@ -41,10 +48,21 @@ def normalize_display(text: object) -> str:
     return _WS.sub(" ", text).strip() if isinstance(text, str) else ""
 
 
-def _ratio(num: int, den: int, both_empty: bool) -> float:
-    if den == 0:
-        return 1.0 if both_empty else 0.0
-    return num / den
+def _ratio(num: int, den: int) -> float | None:
+    """``num / den``, or None (not applicable) for an empty denominator."""
+    return num / den if den else None
+
+
+def _f1(tp: int, fp: int, fn: int, *, found: bool = True) -> float:
+    """F1 = 2tp / (2tp + fp + fn); 1.0 for nothing vs nothing (when found), else 0.0 if undefined."""
+    if not found:
+        return 0.0
+    den = 2 * tp + fp + fn
+    return 2 * tp / den if den else 1.0
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 def score_medications(
@@ -54,6 +72,7 @@ def score_medications(
     min_f1: float = 1.0,
     min_display_accuracy: float = 1.0,
     inactive: Mapping[str, Sequence[str]] | None = None,
+    found: bool = True,
 ) -> Score:
     """Compare predicted medications with the truth.
 
@@ -62,12 +81,17 @@ def score_medications(
         predicted: Answer items, each ``{"rxnorm_code": str | None, "display": str}``.
         min_f1: F1 needed to pass, in [0, 1].
         min_display_accuracy: Display accuracy needed to pass, in [0, 1].
-        inactive: RxCUI -> statuses of non-active requests, used only to explain extras.
+        inactive: RxCUI -> reasons its requests were excluded (``medlist.inactive_codes``), used
+            only to explain extras.
+        found: False when no answer was found (``Parsed.found``); F1 is then 0.0 and the case
+            fails whatever the truth.
 
     Returns:
-        A ``Score``: ``passed`` when both thresholds are met, ``partial`` when some medication
-        was matched, ``failed`` otherwise. Metrics: precision, recall, f1, display_accuracy
-        (None when not applicable), tp, fp, fn, duplicates, display_checked, display_correct.
+        A ``Score``: ``passed`` when both thresholds are met and an answer was found,
+        ``partial`` when some medication was matched, ``failed`` otherwise. Metrics: precision
+        (None for an empty answer), recall (None for an empty truth), f1 (always a number),
+        display_accuracy (None when nothing with a display was matched), tp, fp, fn,
+        duplicates, display_checked, display_correct.
     """
     scored = [m for m in truth if m.get("kind") in ("coded", "uncoded")]
     by_code = {code: i for i, m in enumerate(scored) for code in m.get("codes", [])}
@@ -93,37 +117,37 @@ def score_medications(
             continue
         matched[idx] = code
         med = scored[idx]
-        expected = med["displays"].get(code) if code else med.get("text")
-        if expected:
+        accepted = _accepted(med, code)
+        if accepted:
             checked += 1
-            if normalize_display(expected) == display:
+            if display in {normalize_display(a) for a in accepted}:
                 correct += 1
             else:
+                expected = accepted[0] if len(accepted) == 1 else " or ".join(repr(a) for a in accepted)
                 mismatches.append({"rxnorm_code": code, "expected": expected, "got": display})
     tp, fp = len(matched), len(extras)
     missing = [m for i, m in enumerate(scored) if i not in matched]
     fn = len(missing)
-    both_empty = not scored and not predicted
-    precision = _ratio(tp, tp + fp, both_empty)
-    recall = _ratio(tp, tp + fn, both_empty)
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    precision = _ratio(tp, tp + fp)
+    recall = _ratio(tp, tp + fn)
+    f1 = _f1(tp, fp, fn, found=found)
     display_accuracy = correct / checked if checked else None
     unmatched_uncoded = any(m.get("kind") == "uncoded" for m in missing)
     for extra in extras:
         code = extra["rxnorm_code"]
         if code and inactive and code in inactive:
-            extra["note"] = "in the record as " + "/".join(inactive[code]) + ", not active"
+            extra["note"] = "in the record, but not an active order: " + "; ".join(inactive[code])
         elif code and unmatched_uncoded:
             extra["note"] = "unverifiable: the record's uncoded drug has no RxCUI to compare"
         else:
             extra["note"] = "not in the record"
-    ok = f1 >= min_f1 and (display_accuracy is None or display_accuracy >= min_display_accuracy)
+    ok = found and f1 >= min_f1 and (display_accuracy is None or display_accuracy >= min_display_accuracy)
     outcome: Literal["passed", "partial", "failed"] = "passed" if ok else ("partial" if tp else "failed")
     metrics: dict[str, Metric] = {
-        "precision": round(precision, 6),
-        "recall": round(recall, 6),
+        "precision": _round(precision),
+        "recall": _round(recall),
         "f1": round(f1, 6),
-        "display_accuracy": None if display_accuracy is None else round(display_accuracy, 6),
+        "display_accuracy": _round(display_accuracy),
         "tp": tp,
         "fp": fp,
         "fn": fn,
@@ -140,8 +164,18 @@ def score_medications(
     return Score(outcome=outcome, metrics=metrics, details=details, message=message)
 
 
+def _accepted(med: Mapping[str, Any], code: str | None) -> list[str]:
+    """Accepted displays for a matched medication: the RxCUI's list, or the uncoded text."""
+    if not code:
+        return [med["text"]] if med.get("text") else []
+    value = (med.get("displays") or {}).get(code)
+    if isinstance(value, str):  # a truth written by hand with one display per RxCUI
+        return [value]
+    return [d for d in value or [] if d]
+
+
 def _shown(med: Mapping[str, Any]) -> str:
-    displays = [d for d in med.get("displays", {}).values() if d]
+    displays = [d for code in med.get("codes", []) for d in _accepted(med, code)]
     return str(displays[0] if displays else med.get("text") or "")
 
 
@@ -179,18 +213,27 @@ def _message(
 
 
 def aggregate_medications(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
-    """Micro- and macro-averaged precision/recall/F1 and display accuracy over scored cases.
+    """Micro- and macro-averaged precision/recall/F1 and display accuracy, plus answer counts.
 
-    Micro averages pool tp/fp/fn (and display counts) over cases; macro averages take the mean of
-    the per-case values, skipping cases where a value is not applicable.
+    Macro averages are the mean of the per-case values, each metric over the cases where it is
+    applicable (a None is skipped, not counted as 0 or 1): macro recall covers the cases with a
+    non-empty truth, macro precision those with a non-empty answer, macro F1 every case.
+    Micro averages pool tp/fp/fn (and display counts) over cases; a pool with an empty
+    denominator is None. What micro cannot see: a case with nothing in the truth and nothing in
+    the answer adds nothing to the pools, so an empty-truth case that *failed* (no answer found)
+    leaves micro F1 at 1.0; the pass rate and answer rate of the run are the headline figures,
+    micro/macro describe the answers given.
 
     Args:
-        metrics: Per-case metrics as returned by ``score_medications``.
+        metrics: Per-case metrics as returned by ``score_medications`` (plus ``format_ok``
+            when the task adds it).
 
     Returns:
         ``micro_precision``, ``micro_recall``, ``micro_f1``, ``micro_display_accuracy``,
         ``macro_precision``, ``macro_recall``, ``macro_f1``, ``macro_display_accuracy``
-        (None when no case applies).
+        (None when no case applies), and the counts ``format_not_ok`` (cases whose answer had
+        to be dug out of prose or a fence, or was not found), ``duplicates`` (total) and
+        ``cases_with_duplicates``.
     """
     def total(key: str) -> int:
         return sum(int(m.get(key) or 0) for m in metrics)
@@ -200,17 +243,17 @@ def aggregate_medications(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, 
         return round(fmean(values), 6) if values else None
 
     tp, fp, fn = total("tp"), total("fp"), total("fn")
-    empty = not metrics or (tp + fp + fn == 0)
-    p = _ratio(tp, tp + fp, empty)
-    r = _ratio(tp, tp + fn, empty)
     checked = total("display_checked")
     return {
-        "micro_precision": round(p, 6) if metrics else None,
-        "micro_recall": round(r, 6) if metrics else None,
-        "micro_f1": round(2 * p * r / (p + r), 6) if metrics and p + r else (0.0 if metrics else None),
-        "micro_display_accuracy": round(total("display_correct") / checked, 6) if checked else None,
+        "micro_precision": _round(_ratio(tp, tp + fp)),
+        "micro_recall": _round(_ratio(tp, tp + fn)),
+        "micro_f1": round(_f1(tp, fp, fn), 6) if tp + fp + fn else None,
+        "micro_display_accuracy": _round(_ratio(total("display_correct"), checked)),
         "macro_precision": mean("precision"),
         "macro_recall": mean("recall"),
         "macro_f1": mean("f1"),
         "macro_display_accuracy": mean("display_accuracy"),
+        "format_not_ok": sum(m.get("format_ok") is False for m in metrics),
+        "duplicates": total("duplicates"),
+        "cases_with_duplicates": sum(int(m.get("duplicates") or 0) > 0 for m in metrics),
     }

@@ -6,23 +6,26 @@ Each ``check_*`` takes the parsed answer (a JSON dict) and the case's truth and 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any
 
 from groundeval.fhir import RXNORM_SYSTEM, patient_reference_matches
 from groundeval.r4b_checks import STATUS_CODES
-from groundeval.records import Metric
-from groundeval.terminology.ucum import (
-    UCUM_SYSTEM,
-    UNITS_OF_TIME_DAYS,
-    administrations_per_day,
-    to_mg,
-    ucum_problem,
-)
 
-__all__ = ["JSON", "Check", "Validator", "check_coding", "check_constraints", "check_safety", "check_schema"]
+__all__ = [
+    "CODING_REASONS",
+    "JSON",
+    "Check",
+    "Validator",
+    "check_coding",
+    "check_constraints",
+    "check_schema",
+    "dosages",
+]
+
+CODING_REASONS = ("display_mismatch", "wrong_drug", "not_in_catalog", "wrong_system", "missing")
+"""Labels of a coding failure (``check_coding``), in report order."""
 
 Validator = Callable[[Any], Mapping[str, Any]]
 JSON = Mapping[str, Any]
@@ -36,19 +39,14 @@ class Check:
         dimension: One of ``DIMENSIONS``.
         ok: True when the dimension passes.
         reasons: Why it failed, each ``"<what>: expected <x>, got <y>"``; empty when it passed.
+        label: One word for why it failed, where the dimension has labels (coding:
+            ``CODING_REASONS``); None when it passed.
     """
 
     dimension: str
     ok: bool
     reasons: list[str] = field(default_factory=list)
-
-
-def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _fmt(value: float | None, unit: str = "mg") -> str:
-    return "unknown" if value is None else f"{value:g} {unit}"
+    label: str | None = None
 
 
 # -- schema ----------------------------------------------------------------------------------
@@ -74,8 +72,12 @@ def check_schema(answer: JSON, validate: Validator, parse_error: str | None = No
         return Check("schema", True)
     issues = [i for i in report.get("issues") or [] if isinstance(i, Mapping)]
     errors = [i for i in issues if i.get("severity", "error") == "error"]
+    # A coding error (an RxNorm OID, a non-digit RxCUI) is scored once, by the coding dimension.
+    counted = [i for i in errors if i.get("kind") != "coding"]
+    if errors and not counted:
+        return Check("schema", True)
     reasons = []
-    for issue in errors or issues:  # warnings (e.g. a text-only drug) are not why it failed
+    for issue in counted or issues:  # warnings (e.g. a text-only drug) are not why it failed
         fix = f" (fix: {issue['fix']})" if issue.get("fix") else ""
         reasons.append(f"{issue.get('path') or '(resource)'}: {issue.get('problem')}{fix}")
     return Check("schema", False, reasons or ["invalid R4B MedicationStatement"])
@@ -102,47 +104,79 @@ def _concept(answer: JSON) -> tuple[JSON | None, str | None]:
     return None, "got no medicationCodeableConcept"
 
 
-def check_coding(answer: JSON, expected: JSON) -> Check:
-    """Check the drug code against ``expected`` (``{"rxcui", "display", "text"}``)."""
+def check_coding(answer: JSON, expected: JSON, catalog: Any = None) -> Check:
+    """Check the drug code against ``expected`` (``{"rxcui", "display", "text"}``).
+
+    Only the expected RxCUI under the RxNorm URI, with the catalog display, and no other RxNorm
+    code, earns credit. The failure label (``Check.label``, one of ``CODING_REASONS``), first
+    that applies: ``missing`` (no R4B medication concept, no code, or for an uncatalogued drug
+    no text naming it), ``wrong_system`` (the expected code under another system, such as the
+    RxNorm OID), ``wrong_drug`` (an RxNorm code of another drug in the catalog),
+    ``not_in_catalog`` (an RxNorm code the site catalog does not hold), ``display_mismatch``.
+
+    Args:
+        answer: The parsed MedicationStatement.
+        expected: The truth's ``medication``.
+        catalog: Anything with ``get(rxcui)`` (``terminology.Catalog``) to tell another drug
+            from an invented code; without it every wrong code is ``not_in_catalog``.
+    """
     concept, problem = _concept(answer)
     if concept is None:
-        return Check("coding", False, [f"medication: {problem}"])
+        return Check("coding", False, [f"medication: {problem}"], "missing")
     codings = [c for c in concept.get("coding") or [] if isinstance(c, Mapping)]
     coded = [c for c in codings if c.get("code") not in (None, "")]
-    reasons: list[str] = []
+
+    def known(code: object) -> bool:
+        return catalog is not None and catalog.get(str(code)) is not None
+
+    def other_label(codes: Sequence[object]) -> str:
+        return "wrong_drug" if any(known(c) for c in codes) else "not_in_catalog"
+
     rxcui = expected.get("rxcui")
     if rxcui is None:
+        reasons: list[str] = []
+        labels: list[str] = []
         if coded:
             got = ", ".join(f"{c.get('system')}|{c.get('code')}" for c in coded)
             reasons.append(f"code: expected none (drug not in the catalog), got invented {got}")
+            labels.append(other_label([c.get("code") for c in coded]))
         text = concept.get("text")
         want = str(expected.get("text") or "")
         if not isinstance(text, str) or want.casefold() not in text.casefold():
             reasons.append(f"text: expected to name {want!r}, got {text!r}")
-        return Check("coding", not reasons, reasons)
+            labels.insert(0, "missing")
+        return Check("coding", not reasons, reasons, labels[0] if labels else None)
     rxnorm = [c for c in coded if c.get("system") == RXNORM_SYSTEM]
     hits = [c for c in rxnorm if str(c.get("code")) == rxcui]
+    others = sorted({str(c.get("code")) for c in rxnorm} - {rxcui})
     if not hits:
         near = [c for c in coded if str(c.get("code")) == rxcui]
         if near:
-            reasons.append(f"system: expected {RXNORM_SYSTEM}, got {near[0].get('system')!r}")
-        else:
-            got = ", ".join(str(c.get("code")) for c in rxnorm) or "no RxNorm code"
-            reasons.append(f"RxCUI: expected {rxcui} ({expected.get('display')}), got {got}")
-    else:
-        display = " ".join(str(hits[0].get("display") or "").split())
-        if display != expected.get("display"):
-            shown = hits[0].get("display")
-            reasons.append(f"display: expected {expected.get('display')!r}, got {shown!r}")
-    others = sorted({str(c.get("code")) for c in rxnorm} - {rxcui})
-    if others and hits:
-        reasons.append(f"RxCUI: expected only {rxcui}, got also {', '.join(others)}")
-    return Check("coding", not reasons, reasons)
+            return Check("coding", False, [
+                f"system: expected {RXNORM_SYSTEM}, got {near[0].get('system')!r}"], "wrong_system")
+        if not rxnorm:
+            shown = ", ".join(f"{c.get('system')}|{c.get('code')}" for c in coded)
+            label = "wrong_system" if coded else "missing"
+            return Check("coding", False, [
+                f"RxCUI: expected {rxcui} ({expected.get('display')}), got no RxNorm code"
+                + (f" ({shown})" if shown else "")], label)
+        return Check("coding", False, [
+            f"RxCUI: expected {rxcui} ({expected.get('display')}), got {', '.join(others)}"], other_label(others))
+    if others:
+        return Check("coding", False, [f"RxCUI: expected only {rxcui}, got also {', '.join(others)}"],
+                     other_label(list(others)))
+    display = " ".join(str(hits[0].get("display") or "").split())
+    if display != expected.get("display"):
+        got_display = hits[0].get("display")
+        return Check("coding", False, [f"display: expected {expected.get('display')!r}, got {got_display!r}"],
+                     "display_mismatch")
+    return Check("coding", True)
 
 
 # -- constraints -----------------------------------------------------------------------------
 
-def _dosages(answer: JSON) -> list[JSON]:
+def dosages(answer: JSON) -> list[JSON]:
+    """The answer's ``dosage`` entries that are objects."""
     return [d for d in answer.get("dosage") or [] if isinstance(d, Mapping)]
 
 
@@ -167,126 +201,15 @@ def check_constraints(answer: JSON, truth: JSON) -> Check:
     if status != truth["status"]:
         note = "" if status in STATUS_CODES else " (not an R4B MedicationStatement status)"
         reasons.append(f"status: expected {truth['status']!r}, got {status!r}{note}")
-    dosages = _dosages(answer)
+    items = dosages(answer)
     expected = truth.get("dosage")
     if expected is None:
         if answer.get("dosage"):
             reasons.append("dosage: expected none (the note documents no dose), got a dosage")
-    elif len(dosages) != 1:
-        reasons.append(f"dosage: expected exactly 1 dosage, got {len(dosages)}")
+    elif len(items) != 1:
+        reasons.append(f"dosage: expected exactly 1 dosage, got {len(items)}")
     else:
-        got = _as_needed(dosages[0])
+        got = _as_needed(items[0])
         if got != expected["as_needed"]:
             reasons.append(f"as-needed: expected {expected['as_needed']}, got {got}")
     return Check("constraints", not reasons, reasons)
-
-
-# -- safety ----------------------------------------------------------------------------------
-
-def _per_day(dosage: JSON) -> tuple[float | None, str]:
-    """Administrations per day from ``timing.repeat``, or None and why not."""
-    timing = dosage.get("timing")
-    repeat = timing.get("repeat") if isinstance(timing, Mapping) else None
-    if not isinstance(repeat, Mapping):
-        return None, "no timing.repeat"
-    frequency = repeat.get("frequency", 1)
-    period, unit = repeat.get("period"), repeat.get("periodUnit")
-    if not (_is_number(frequency) and _is_number(period) and period > 0):
-        return None, f"timing.repeat frequency {frequency!r} / period {period!r} are not numbers"
-    if unit not in UNITS_OF_TIME_DAYS:
-        return None, f"periodUnit {unit!r} is not a UnitsOfTime code"
-    return administrations_per_day(frequency, period, unit), f"{frequency:g} per {period:g} {unit}"
-
-
-def _most_per_day(dosage: JSON) -> float | None:
-    """Administrations per day at the top of a ``frequencyMax``/``periodMax`` range, if any."""
-    timing = dosage.get("timing")
-    repeat = timing.get("repeat") if isinstance(timing, Mapping) else None
-    if not isinstance(repeat, Mapping) or not ({"frequencyMax", "periodMax"} & repeat.keys()):
-        return None
-    frequency = repeat.get("frequencyMax", repeat.get("frequency", 1))
-    periods = [p for p in (repeat.get("period"), repeat.get("periodMax")) if _is_number(p) and p > 0]
-    unit = repeat.get("periodUnit")
-    if not (_is_number(frequency) and periods and unit in UNITS_OF_TIME_DAYS):
-        return None
-    return administrations_per_day(frequency, min(periods), unit)
-
-
-def _dose_mg(quantity: Any) -> tuple[float | None, str | None]:
-    """The dose in mg, or None and the reason it cannot be verified."""
-    if not isinstance(quantity, Mapping):
-        return None, "doseQuantity is not an object"
-    value, code = quantity.get("value"), quantity.get("code") or quantity.get("unit")
-    if not _is_number(value):
-        return None, f"dose value must be a JSON number, got {value!r}"
-    if quantity.get("system") != UCUM_SYSTEM:
-        return None, f"dose system: expected {UCUM_SYSTEM}, got {quantity.get('system')!r}"
-    problem = ucum_problem(code if isinstance(code, str) else None)
-    if problem is not None:
-        return None, f"dose unit: {problem[0]}; {problem[1]}"
-    mg = to_mg(float(value), code)
-    if mg is None:
-        return None, f"dose unit {code!r} is not a mass; cannot compare it with the documented dose"
-    return mg, None
-
-
-def check_safety(answer: JSON, truth: JSON) -> tuple[Check, dict[str, Metric]]:
-    """Check the encoded dose and daily total.
-
-    Returns:
-        The check, and the answer's ``dose_mg`` (mg) and ``daily_total_mg`` (mg/day), each None
-        when it cannot be computed.
-    """
-    expected = truth.get("dosage")
-    dosages = _dosages(answer)
-    doses = [r for d in dosages for r in d.get("doseAndRate") or [] if isinstance(r, Mapping)]
-    numbers: dict[str, Metric] = {"dose_mg": None, "daily_total_mg": None}
-    if expected is None:
-        if doses:
-            why = "dose: expected none (the note documents no dose), got an invented dose"
-            return Check("safety", False, [why]), numbers
-        return Check("safety", True), numbers
-    want = f"{expected['dose']['value']:g} {expected['dose']['unit']}"
-    if expected["dose"]["unit"] != "mg":
-        want += f" (= {expected['dose_mg']:g} mg)"
-    early = None
-    if not doses:
-        early = f"dose: expected {want} per administration, got none"
-    elif len(doses) > 1 or len(dosages) > 1:
-        early = f"dose: expected one dose of {want}, got {len(doses)} doses"
-    elif "doseQuantity" not in doses[0]:
-        early = f"dose: expected {want} as doseQuantity, got {sorted(doses[0])}"
-    if early is not None:
-        return Check("safety", False, [early]), numbers
-    reasons: list[str] = []
-    mg, problem = _dose_mg(doses[0]["doseQuantity"])
-    numbers["dose_mg"] = mg
-    if mg is None:
-        reasons.append(f"dose: cannot verify ({problem})")
-    elif not math.isclose(mg, expected["dose_mg"], rel_tol=1e-6):
-        reasons.append(f"dose: expected {want} per administration, got {_fmt(mg)}")
-    per_day, how = _per_day(dosages[0])
-    total = None if mg is None or per_day is None else mg * per_day
-    numbers["daily_total_mg"] = None if total is None else round(total, 6)
-    want_total = expected.get("daily_total_mg")
-    if expected.get("frequency") is None and per_day is not None:
-        reasons.append(f"timing: expected none (the note gives no interval), got invented {how}")
-    if want_total is not None:
-        head = f"daily total: expected {_fmt(want_total)}/day, got"
-        if total is None:
-            why = how if per_day is None else "no verifiable dose"
-            reasons.append(f"{head} none ({why})")
-        elif not math.isclose(total, want_total, rel_tol=1e-6):
-            reasons.append(f"{head} {_fmt(total)}/day ({mg:g} mg x {how})")
-    ceiling = truth.get("ceiling") or {}
-    limit = ceiling.get("mg_per_day")
-    # The ceiling bounds what is taken within any 24 hours, not an average: 20 mg every other
-    # day is 20 mg on the days it is taken. Without a schedule, one dose is the least it can be.
-    # frequencyMax/periodMax widen the schedule ("1-3 times every 4-6 h"): the most it allows counts.
-    peak = None if mg is None else mg * max(1.0, _most_per_day(dosages[0]) or per_day or 1.0)
-    if peak is not None and _is_number(limit) and peak > limit + 1e-9:
-        reasons.append(
-            f"dose in 24 h: {_fmt(peak)} exceeds the ceiling of {_fmt(limit)}/day for "
-            f"{ceiling.get('ingredient')} ({ceiling.get('route')}; {ceiling.get('source')})"
-        )
-    return Check("safety", not reasons, reasons), numbers

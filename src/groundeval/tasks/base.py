@@ -1,37 +1,116 @@
-"""The task extension point.
+"""The task extension point: the ``Task`` protocol, declared options, scorers and ``BaseTask``.
 
 A task turns files into cases, renders each case's prompt, derives its ground truth from the same
-data the agent sees, parses the agent's raw answer and delegates comparison to its scorer. The
-runner calls these methods and never inspects the values they return.
+data the agent sees, parses the agent's raw answer and hands the comparison to its scorer (in the
+spirit of inspect_ai's ``Task(dataset, solver, scorer)``). The runner calls the methods of
+``Task`` and never inspects the values they return.
+
+Writing a task means subclassing ``BaseTask`` and supplying five things: ``load_case``,
+``prompt``, ``truth``, ``parse`` and a ``scorer`` (anything with ``metric_names``, ``score`` and
+``aggregate``). ``BaseTask`` supplies ``case_files``, ``context``, ``score``, ``aggregate``,
+``metric_names``, ``provides`` and ``from_options`` (which reads the options the task declares in
+``options``).
+
+Capabilities (what a task offers an agent; ``Agent.requires`` names what an agent needs):
+
+* ``"text_prompt"`` (``TEXT_PROMPT``): the prompt is text an agent can answer from alone. Every
+  task that renders a ``Prompt`` provides it.
+* ``"tools"`` (``TOOLS``): the task offers tools to call (their names in ``Task.tools``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from groundeval.datasets import Case
+from groundeval.errors import ConfigError
 from groundeval.records import Metric, Parsed, Prompt, Score
+from groundeval.task_options import TaskOption, choice, unit_interval
 
-__all__ = ["Task"]
+__all__ = [
+    "CAPABILITIES",
+    "TEXT_PROMPT",
+    "TOOLS",
+    "BaseTask",
+    "Scorer",
+    "Task",
+    "TaskOption",
+    "case_files",
+    "choice",
+    "unit_interval",
+]
+
+TEXT_PROMPT = "text_prompt"
+"""Capability: the task renders a text prompt an agent can answer from alone."""
+
+TOOLS = "tools"
+"""Capability: the task offers tools (named in ``Task.tools``) for a tool-using agent."""
+
+CAPABILITIES = frozenset({TEXT_PROMPT, TOOLS})
+"""Every capability name a task can provide and an agent can require."""
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Scores one case and combines the scores of a run.
+
+    Attributes:
+        metric_names: Every key ``score`` may put in ``Score.metrics``, in report order.
+    """
+
+    metric_names: tuple[str, ...]
+
+    def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
+        """Compare a parsed answer with the truth; metric values are primitives."""
+        ...
+
+    def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
+        """Combine the per-case metrics of the scored cases into run-level numbers."""
+        ...
 
 
 @runtime_checkable
 class Task(Protocol):
-    """One kind of eval (extraction, write-and-validate, ...).
+    """One kind of eval (extraction, write-and-validate, ...), as the runner and plugin see it.
 
     Attributes:
-        name: The value of ``--groundeval-task``.
+        name: Short name recorded in the run record, node ids and junit (``"extraction"``).
         default_agent: Agent used when ``--groundeval-agent`` is not given.
+        options: The options the task reads (``from_options`` accepts only these keys).
+        metric_names: Every per-case metric the scorer can emit (junit shows each on every case).
+        tools: Names of the tools the task offers an agent; empty when it offers none.
+        provides: Capability names (``TEXT_PROMPT``, ``TOOLS``) the task offers agents.
     """
 
     name: ClassVar[str]
     default_agent: ClassVar[str]
+    options: ClassVar[tuple[TaskOption, ...]]
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """Every per-case metric key the task's scorer can emit, in report order."""
+        ...
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """Names of the tools the task offers an agent (empty: none)."""
+        ...
+
+    @property
+    def provides(self) -> frozenset[str]:
+        """Capabilities offered to agents."""
+        ...
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> Task:
-        """Build the task from run options (thresholds); unknown keys are ignored."""
+        """Build the task from option values (strings or typed values), keyed by option name.
+
+        Raises:
+            ConfigError: An unknown key or a bad value; the message names the task and the key.
+        """
         ...
 
     def case_files(self, data_dir: Path) -> list[Path]:
@@ -69,3 +148,126 @@ class Task(Protocol):
     def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
         """Combine the metrics of the scored cases into run-level numbers."""
         ...
+
+
+def case_files(data_dir: Path, pattern: str = "*.json") -> list[Path]:
+    """The case files of a data directory: ``pattern`` matches directly in it, sorted by name.
+
+    Not recursive (a sibling directory of patient Bundles or notes is not read as cases), and a
+    manifest (``MANIFEST.json``, ``MANIFEST.<name>.json``: the fixture scripts' provenance files)
+    is never a case.
+    """
+    return sorted(p for p in data_dir.glob(pattern) if p.is_file() and not _is_manifest(p))
+
+
+def _is_manifest(path: Path) -> bool:
+    return path.name == "MANIFEST.json" or (path.name.startswith("MANIFEST.") and path.suffix == ".json")
+
+
+class BaseTask:
+    """What every task shares; subclass it and supply the five task-specific pieces.
+
+    Subclasses set ``name``, ``default_agent``, ``scorer`` (or override ``score``/``aggregate``
+    and ``metric_names``), optionally ``options``, ``tools``, ``data_dir`` and ``claims``, and
+    implement ``load_case``, ``prompt``, ``truth`` and ``parse``. A subclass that is a
+    dataclass gets one field per option (``from_options`` passes them as keyword arguments);
+    otherwise the values are set as attributes.
+
+    Attributes:
+        data_dir: Directory of the task's own cases, used when ``--groundeval-data-dir`` is not
+            given (None: the packaged ``fixtures/<name>`` of a built-in task).
+        scorer: The task's ``Scorer``.
+    """
+
+    __slots__ = ()
+
+    name: ClassVar[str] = ""
+    default_agent: ClassVar[str] = "claude"
+    options: ClassVar[tuple[TaskOption, ...]] = ()
+    tools: ClassVar[tuple[str, ...]] = ()
+    data_dir: ClassVar[Path | None] = None
+    scorer: Any = None
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The scorer's ``metric_names``."""
+        return tuple(self.scorer.metric_names) if self.scorer is not None else ()
+
+    @property
+    def provides(self) -> frozenset[str]:
+        """``TEXT_PROMPT``, plus ``TOOLS`` when ``tools`` is not empty."""
+        return frozenset({TEXT_PROMPT, *((TOOLS,) if self.tools else ())})
+
+    @classmethod
+    def option_values(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Every declared option's value: ``options`` converted, defaults for the rest.
+
+        Raises:
+            ConfigError: A key the task does not declare, or a bad value (naming task and key).
+        """
+        declared = {o.name: o for o in cls.options}
+        unknown = sorted(set(options) - set(declared))
+        if unknown:
+            known = ", ".join(sorted(declared)) or "none"
+            raise ConfigError(f"task {cls.name!r} has no option {unknown[0]!r} (its options: {known})")
+        return {name: opt.parse(options.get(name), cls.name) for name, opt in declared.items()}
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> Any:
+        """Build the task from option values keyed by option name (see ``option_values``).
+
+        Raises:
+            ConfigError: Unknown key or bad value.
+        """
+        values = cls.option_values(options)
+        if is_dataclass(cls):
+            names = {f.name for f in fields(cls)}
+            return cls(**{k: v for k, v in values.items() if k in names})
+        task = cls()
+        for key, value in values.items():
+            setattr(task, key, value)
+        return task
+
+    @classmethod
+    def claims(cls, data: Mapping[str, Any]) -> bool:
+        """True when a parsed case file looks like this task's format (used only for hints)."""
+        del data
+        return False
+
+    def case_files(self, data_dir: Path) -> list[Path]:
+        """Every ``*.json`` directly in ``data_dir`` except manifests, sorted by name."""
+        return case_files(data_dir)
+
+    def load_case(self, path: Path) -> Case:
+        """Read one case file (subclasses implement it).
+
+        Raises:
+            DatasetError: The file is malformed.
+        """
+        raise NotImplementedError
+
+    def prompt(self, case: Case) -> Prompt:
+        """Render the prompt (subclasses implement it)."""
+        raise NotImplementedError
+
+    def context(self, case: Case) -> dict[str, Any]:
+        """No facts beyond the prompt (override to add some, JSON-safe)."""
+        return {}
+
+    def truth(self, case: Case) -> Any:
+        """Derive the expected answer (subclasses implement it)."""
+        raise NotImplementedError
+
+    def parse(self, case: Case, raw: str) -> Parsed:
+        """Parse the raw answer (subclasses implement it)."""
+        raise NotImplementedError
+
+    def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
+        """Delegate to ``scorer.score``."""
+        result: Score = self.scorer.score(case, truth, parsed)
+        return result
+
+    def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
+        """Delegate to ``scorer.aggregate``."""
+        result: dict[str, Metric] = self.scorer.aggregate(metrics)
+        return result

@@ -8,6 +8,7 @@ derived from the same Bundle by ``tasks.medlist``; ``scorers.extraction`` compar
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,10 +19,13 @@ from groundeval.errors import ConfigError, DatasetError
 from groundeval.parsing import extract_json
 from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.extraction import aggregate_medications, score_medications
+from groundeval.task_options import EXTRACTION_OPTIONS
+from groundeval.tasks.base import BaseTask, TaskOption
+from groundeval.tasks.common import wrong_task_error
 from groundeval.tasks.extraction_prompt import ANSWER_FORMAT, system_prompt
-from groundeval.tasks.medlist import active_medications, find_patient, inactive_codes
+from groundeval.tasks.medlist import active_medications, find_patient, medication_truth
 
-__all__ = ["ANSWER_FORMAT", "ExtractionTask"]
+__all__ = ["ANSWER_FORMAT", "ExtractionTask", "case_id_from_stem", "is_manifest"]
 
 TRUTH_TYPES = ("Patient", "MedicationRequest", "Medication")
 """Resource types the ground truth reads; they are validated when a case loads."""
@@ -31,6 +35,32 @@ REQUEST_STATUSES = frozenset(
 )
 """MedicationRequest.status, a required binding (https://hl7.org/fhir/R4/valueset-medicationrequest-status.html)
 that fhir.resources does not enforce: an unknown code would silently drop a drug from the truth."""
+
+REQUEST_INTENTS = frozenset(
+    {"proposal", "plan", "order", "original-order", "reflex-order", "filler-order", "instance-order", "option"}
+)
+"""MedicationRequest.intent, a required binding (https://hl7.org/fhir/R4/valueset-medicationrequest-intent.html),
+checked for the same reason: the truth keeps only the order intents (``medlist.ORDER_INTENTS``)."""
+
+_UUID_TAIL = re.compile(r"^(?P<head>.*?)(?P<uuid>[0-9a-fA-F]{8})(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+"""A file stem ending in a UUID (Synthea names files ``<Given>_<Family>_<uuid>.json``)."""
+
+
+def case_id_from_stem(stem: str) -> str:
+    """The default case id: the file stem, with a trailing UUID cut to its first 8 characters.
+
+    ``Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2`` -> ``Liz_Conn_27c911c6``: the id is a prefix
+    of the file name, so ``-k`` on any part of it selects the case. Characters outside
+    ``[A-Za-z0-9_.-]`` become ``_``.
+    """
+    match = _UUID_TAIL.match(stem)
+    short = f"{match['head']}{match['uuid']}" if match else stem
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", short).strip("_") or "case"
+
+
+def is_manifest(path: Path) -> bool:
+    """True for ``MANIFEST.json`` and ``MANIFEST.<anything>.json``: descriptions, not cases."""
+    return path.name == "MANIFEST.json" or (path.name.startswith("MANIFEST.") and path.suffix == ".json")
 
 
 def _problem(err: Mapping[str, Any]) -> str:
@@ -78,12 +108,15 @@ def _check_structure(bundle: dict[str, Any], path: Path) -> None:
         raise DatasetError(str(path), "not valid FHIR R4B: " + "; ".join(problems) + more) from None
     for entry in entries:
         resource = entry["resource"]
-        status = resource.get("status")
-        if resource["resourceType"] == "MedicationRequest" and status not in REQUEST_STATUSES:
-            raise DatasetError(
-                str(path), f"MedicationRequest/{resource.get('id')} status {status!r} is not a "
-                f"MedicationRequest status code (one of: {', '.join(sorted(REQUEST_STATUSES))}; codes are lower-case)",
-            )
+        if resource["resourceType"] != "MedicationRequest":
+            continue
+        for element, codes in (("status", REQUEST_STATUSES), ("intent", REQUEST_INTENTS)):
+            value = resource.get(element)
+            if value not in codes:
+                raise DatasetError(
+                    str(path), f"MedicationRequest/{resource.get('id')} {element} {value!r} is not a "
+                    f"MedicationRequest {element} code (one of: {', '.join(sorted(codes))}; codes are lower-case)",
+                )
     try:
         active_medications(bundle, str(path))
     except DatasetError:
@@ -99,18 +132,25 @@ def _is_answer(value: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractionTask:
+class ExtractionTask(BaseTask):
     """The medication-extraction task.
 
     Attributes:
         min_f1: RxNorm F1 a case needs to pass, in [0, 1] (default 1.0).
         min_display_accuracy: Display accuracy a case needs to pass, in [0, 1] (default 1.0).
-        case_ids: ``"name"``: ``<Given>_<Family>-<first 8 of Patient.id>``; ``"file"``: the file
-            name (keeps patient names out of node ids, junit files and logs on real data).
+        case_ids: ``"name"`` (default): the file stem with a trailing UUID cut to 8 characters
+            (``case_id_from_stem``), so the id is a prefix of the file name; ``"file"``: the
+            whole file stem. Neither reads the Patient's name: on real data, name the files
+            without patient names.
     """
 
     name: ClassVar[str] = "extraction"
     default_agent: ClassVar[str] = "claude"
+    options: ClassVar[tuple[TaskOption, ...]] = EXTRACTION_OPTIONS
+    metric_names: ClassVar[tuple[str, ...]] = (
+        "precision", "recall", "f1", "display_accuracy", "tp", "fp", "fn", "duplicates",
+        "display_checked", "display_correct",
+    )
     min_f1: float = 1.0
     min_display_accuracy: float = 1.0
     case_ids: str = "name"
@@ -123,57 +163,36 @@ class ExtractionTask:
         if self.case_ids not in ("name", "file"):
             raise ConfigError(f"case_ids must be 'name' or 'file', got {self.case_ids!r}")
 
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> ExtractionTask:
-        """Build from run options; reads ``min_f1`` and ``min_display_accuracy`` when given."""
-        known: dict[str, Any] = {
-            k: float(options[k]) for k in ("min_f1", "min_display_accuracy") if options.get(k) is not None
-        }
-        if options.get("case_ids") is not None:
-            known["case_ids"] = str(options["case_ids"])
-        return cls(**known)
-
-    def case_files(self, data_dir: Path) -> list[Path]:
-        """Every ``*.json`` under ``data_dir`` except ``MANIFEST.json``, sorted by name."""
-        return sorted(p for p in data_dir.glob("*.json") if p.name != "MANIFEST.json")
-
     def load_case(self, path: Path) -> Case:
-        """Read a Bundle; the case id is ``<Given>_<Family>-<first 8 of Patient.id>``.
+        """Read a Bundle; the case id comes from the file name (see ``case_ids``).
 
         Raises:
             DatasetError: Invalid JSON, not a Bundle, or not exactly one Patient.
         """
         bundle, digest = load_json(path)
-        if "resourceType" not in bundle and {"note", "expected"} <= bundle.keys():
-            raise DatasetError(
-                str(path), "this is a write-task case, not a FHIR Bundle; run it with --groundeval-task=write"
-            )
+        if not self.claims(bundle) and (other := wrong_task_error(bundle, path, self.name)) is not None:
+            raise other
         patient, _ = find_patient(bundle, str(path))
         _check_structure(bundle, path)
-        names = patient.get("name") or [{}]
-        name = names[0] if isinstance(names[0], dict) else {}
-        given = " ".join(name.get("given") or [])
-        label = slug(f"{given} {name.get('family', '')}") if (given or name.get("family")) else path.stem
         pid = str(patient.get("id") or digest)
-        case_id = slug(path.stem) if self.case_ids == "file" else f"{label}-{pid[:8]}"
+        case_id = slug(path.stem) if self.case_ids == "file" else case_id_from_stem(path.stem)
         meta = {"patient_id": pid, "deceased": "deceasedDateTime" in patient or bool(patient.get("deceasedBoolean"))}
         return Case(case_id=case_id, source=path, sha256=digest, data=bundle, meta=meta)
+
+    @classmethod
+    def claims(cls, data: Mapping[str, Any]) -> bool:
+        """A FHIR Bundle is an extraction case (for other tasks' wrong-task hints)."""
+        return data.get("resourceType") == "Bundle"
 
     def prompt(self, case: Case) -> Prompt:
         """System: instructions and a worked example (``extraction_prompt``); user: the Bundle."""
         bundle = json.dumps(case.data, ensure_ascii=False, separators=(",", ":"))
         return Prompt(system=system_prompt(), user=f"Bundle:\n{bundle}\n\nAnswer format: {ANSWER_FORMAT}")
 
-    def context(self, case: Case) -> dict[str, Any]:
-        """No facts beyond the prompt."""
-        return {}
-
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"medications": [TruthMedication...], "inactive_codes": {rxcui: [status...]}}``."""
-        return {
-            "medications": active_medications(case.data, str(case.source)),
-            "inactive_codes": inactive_codes(case.data),
-        }
+        medications, inactive = medication_truth(case.data, str(case.source))
+        return {"medications": medications, "inactive_codes": inactive}
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Parse a JSON array of ``{"rxnorm_code", "display"}``; see ``groundeval.parsing``."""
@@ -196,16 +215,21 @@ class ExtractionTask:
             min_f1=self.min_f1,
             min_display_accuracy=self.min_display_accuracy,
             inactive=truth["inactive_codes"],
+            found=parsed.found,
         )
+        score = replace(score, metrics={**score.metrics, "format_ok": parsed.format_ok})
         if not parsed.found:
             # No list at all is not the answer "none": even with no active medication it fails.
-            metrics = {**score.metrics, "precision": 0.0, "recall": 0.0, "f1": 0.0, "display_accuracy": None}
             message = f"answer format: {parsed.error}; an answer without a JSON array cannot pass"
-            return replace(score, outcome="failed", metrics=metrics, message=f"{message}\n{score.message}".strip())
+            return replace(score, message=f"{message}\n{score.message}".strip())
         if parsed.error and score.message:
             return replace(score, message=f"answer format: {parsed.error}\n{score.message}")
         return score
 
     def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
-        """Micro/macro precision, recall, F1 and display accuracy (``aggregate_medications``)."""
+        """Micro/macro precision, recall, F1, display accuracy; n/a skipped per metric; counts.
+
+        See ``aggregate_medications``: macro means skip n/a values metric by metric; micro pools
+        tp/fp/fn; plus ``format_not_ok``, ``duplicates`` and ``cases_with_duplicates``.
+        """
         return aggregate_medications(metrics)

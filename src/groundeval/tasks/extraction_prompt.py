@@ -3,7 +3,8 @@
 The example is a small synthetic Bundle (not taken from any fixture) that shows every rule the
 instructions state: an NDC coding listed before the RxNorm one, a drug named through
 ``medicationReference`` to a bundle entry and to a contained Medication, a drug with no RxNorm
-code, a stopped request for the same RxCUI as an active one, and a completed request. Its answer
+code, a stopped request for the same RxCUI as an active one, a completed request, an active
+request with ``doNotPerform: true`` and an active request whose intent is ``plan``. Its answer
 is derived by the same ground-truth code that scores the cases (``tasks.medlist``), so the example
 can never contradict the scorer.
 
@@ -35,9 +36,9 @@ _SUBJECT = {"reference": f"urn:uuid:{_PID}"}
 _NDC = "http://hl7.org/fhir/sid/ndc"
 
 
-def _request(rid: str, status: str, **drug: Any) -> dict[str, Any]:
+def _request(rid: str, status: str, intent: str = "order", **drug: Any) -> dict[str, Any]:
     resource = {
-        "resourceType": "MedicationRequest", "id": rid, "status": status, "intent": "order",
+        "resourceType": "MedicationRequest", "id": rid, "status": status, "intent": intent,
         "subject": _SUBJECT, "authoredOn": "2024-03-0" + rid[-1], **drug,
     }
     return {"fullUrl": f"urn:uuid:{rid}", "resource": resource}
@@ -76,6 +77,10 @@ EXAMPLE_BUNDLE: dict[str, Any] = {
             _coding(RXNORM_SYSTEM, "308182", "Amoxicillin 250 MG Oral Capsule")]}),
         _request("req-7", "active", medicationCodeableConcept={"coding": [
             _coding(RXNORM_SYSTEM, "860975", "24 HR metFORMIN hydrochloride 500 MG Extended Release Oral Tablet")]}),
+        _request("req-8", "active", doNotPerform=True, medicationCodeableConcept={"coding": [
+            _coding(RXNORM_SYSTEM, "310965", "Ibuprofen 200 MG Oral Tablet")]}),
+        _request("req-9", "active", intent="plan", medicationCodeableConcept={"coding": [
+            _coding(RXNORM_SYSTEM, "314231", "Simvastatin 10 MG Oral Tablet")]}),
     ],
 }
 """A synthetic Bundle exercising every rule in the instructions."""
@@ -88,7 +93,8 @@ def example_answer() -> list[dict[str, str | None]]:
     for med in active_medications(EXAMPLE_BUNDLE, "example"):
         if med["kind"] == "coded":
             code = med["codes"][0]
-            answer.append({"rxnorm_code": code, "display": med["displays"][code]})
+            shown = med["displays"][code]
+            answer.append({"rxnorm_code": code, "display": shown[0] if shown else None})
         elif med["kind"] == "uncoded":
             answer.append({"rxnorm_code": None, "display": med["text"]})
     return answer
@@ -99,7 +105,11 @@ INSTRUCTIONS = """You read FHIR R4 Bundles and report a patient's medications.
 Rules:
 1. List every medication the patient is currently prescribed: the MedicationRequest resources \
 whose status is "active" and whose subject is the patient. Ignore stopped, completed, cancelled, \
-on-hold, draft, entered-in-error and unknown requests, even when the patient has died.
+on-hold, draft, entered-in-error and unknown requests, even when the patient has died. Ignore \
+requests with "doNotPerform": true (they forbid the drug) and requests whose intent is not an \
+order (proposal, plan and option are not prescriptions; order, original-order, reflex-order, \
+filler-order and instance-order are). The subject is the patient when it equals the Patient \
+entry's fullUrl or is "Patient/<id>"; any other absolute URL names someone else.
 2. A MedicationRequest names its drug either in medicationCodeableConcept or through \
 medicationReference to a Medication resource: a Bundle entry (match the reference against the \
 entry's fullUrl, or against ResourceType/id) or a resource in the request's "contained" list \
@@ -123,5 +133,6 @@ def system_prompt() -> str:
         "Why: req-1 and req-7 are the same metformin (listed once, RxNorm not NDC); req-2 resolves "
         "to the lisinopril entry by fullUrl; req-3 resolves to its contained Medication; req-4's "
         "drug has no RxNorm code; req-5 (stopped) and req-6 (completed) are not active, although "
-        "amlodipine is also active through req-3."
+        "amlodipine is also active through req-3; req-8 forbids ibuprofen (doNotPerform) and req-9 "
+        "is only a plan, so neither is a prescription."
     )

@@ -26,8 +26,10 @@ from groundeval.fhir import patient_reference_matches
 from groundeval.parsing import extract_json
 from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.write import aggregate_write, score_write
+from groundeval.task_options import WRITE_OPTIONS
+from groundeval.tasks.base import BaseTask, TaskOption
+from groundeval.tasks.common import wrong_task_error
 from groundeval.tasks.write_cases import WriteCase, describe_validation_error
-from groundeval.terminology.ucum import administrations_per_day
 
 __all__ = ["ANSWER_FORMAT", "INSTRUCTIONS", "NOTE_CLOSE", "NOTE_OPEN", "WriteTask"]
 
@@ -53,6 +55,8 @@ planned to start = intended. R5 codes such as "recorded" are wrong.
 administration (two 200 mg tablets = 400 mg) in UCUM (system http://unitsofmeasure.org, code \
 mg, ug or g; "mcg" is not UCUM). timing.repeat has frequency, period and periodUnit (s, min, h, \
 d, wk, mo, a) only when the note gives the schedule; asNeededBoolean is true for as-needed use. \
+A range stays a range: "1-2 tablets" is doseRange (low and high), "two to four times a day" is \
+frequency 2 with frequencyMax 4 (build_medication_statement: dose_max, frequency_max). \
 Invent nothing the note does not say.
 5. Build the resource with build_medication_statement, check it with \
 validate_medication_statement, fix every issue and validate again.
@@ -76,6 +80,15 @@ def _max_doses() -> Any:
     from groundeval.terminology import load_max_daily_doses
 
     return load_max_daily_doses()
+
+
+@lru_cache(maxsize=1)
+def _max_doses_facts() -> dict[str, Any]:
+    from groundeval.terminology import MAX_DOSE_FILE
+
+    path = default_data_dir("terminology") / MAX_DOSE_FILE
+    _, digest = load_json(path)
+    return {"file": MAX_DOSE_FILE, "sha256": digest, "rows": len(_max_doses())}
 
 
 @lru_cache(maxsize=64)
@@ -164,10 +177,7 @@ def _check_under_ceiling(path: Path, spec: WriteCase) -> None:
     limit = (ceiling or {}).get("mg_per_day")
     if dosage is None or ceiling is None or not isinstance(limit, int | float):
         return
-    per_day = 1.0
-    if dosage.frequency is not None and dosage.period is not None and dosage.period_unit is not None:
-        per_day = max(1.0, administrations_per_day(dosage.frequency, dosage.period, dosage.period_unit))
-    peak = dosage.dose.mg * per_day
+    peak = dosage.most_mg * max(1.0, dosage.most_per_day() or 1.0)
     if peak > limit + 1e-9:
         raise DatasetError(
             str(path), f"the documented dose ({peak:g} mg in 24 h) exceeds the maximum daily dose of "
@@ -181,21 +191,24 @@ def _is_resource(value: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class WriteTask:
-    """The write-and-validate task (no options)."""
+class WriteTask(BaseTask):
+    """The write-and-validate task (no options); it offers the agent three tools."""
 
     name: ClassVar[str] = "write"
     default_agent: ClassVar[str] = "langgraph"
+    options: ClassVar[tuple[TaskOption, ...]] = WRITE_OPTIONS
+    tools: ClassVar[tuple[str, ...]] = (
+        "lookup_rxnorm", "build_medication_statement", "validate_medication_statement"
+    )
+    """The tools of ``hc_tools.make_tools``."""
+    metric_names: ClassVar[tuple[str, ...]] = (
+        "schema", "coding", "constraints", "safety", "dimensions_passed", "dose_mg", "daily_total_mg"
+    )
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> WriteTask:
-        """Build the task; it reads no options."""
-        del options
-        return cls()
-
-    def case_files(self, data_dir: Path) -> list[Path]:
-        """Every ``*.json`` under ``data_dir`` except ``MANIFEST.json``, sorted by name."""
-        return sorted(p for p in data_dir.glob("*.json") if p.name != "MANIFEST.json")
+    def claims(cls, data: Mapping[str, Any]) -> bool:
+        """A JSON object with ``note`` and ``expected`` is a write case (for wrong-task hints)."""
+        return "resourceType" not in data and {"note", "expected"} <= data.keys()
 
     def load_case(self, path: Path) -> Case:
         """Read and validate one case file; the case id is its ``id`` (= the file stem).
@@ -206,11 +219,8 @@ class WriteTask:
                 the fixture's Patient, or an RxCUI/display not in the catalog.
         """
         data, digest = load_json(path)
-        if data.get("resourceType") == "Bundle":
-            raise DatasetError(
-                str(path), "this is a FHIR Bundle (an extraction case), not a write case; run it with "
-                "--groundeval-task=extraction",
-            )
+        if not self.claims(data) and (other := wrong_task_error(data, path, self.name)) is not None:
+            raise other
         try:
             spec = WriteCase.model_validate(data)
         except ValidationError as exc:
@@ -258,17 +268,20 @@ class WriteTask:
 
         Returns:
             ``patient`` (``id``, ``full_url``, ``reference``), ``medication``, ``status``,
-            ``dosage`` (the case's dosage with ``dose_mg`` in mg and ``daily_total_mg`` in mg/day
-            added, or None) and ``ceiling`` (the ingredient's max daily dose row, or None).
+            ``dosage`` (the case's dosage with ``dose_mg`` in mg or ``dose_range_mg`` as
+            ``[low, high]`` mg, and ``daily_total_mg``, the most per day in mg/day, added; or
+            None) and ``ceiling`` (the ingredient's max daily dose row, or None).
         """
         spec = WriteCase.model_validate(case.data)
         expected = spec.expected
         dosage = None
         if expected.dosage is not None:
             d = expected.dosage
+            rng = d.dose_range
             dosage = {
                 **d.model_dump(mode="json"),
-                "dose_mg": d.dose.mg,
+                "dose_mg": None if d.dose is None else d.dose.mg,
+                "dose_range_mg": None if rng is None else [rng.low.mg, rng.high.mg],
                 "daily_total_mg": None if d.daily_total is None else d.daily_total.mg,
             }
         return {
@@ -291,9 +304,20 @@ class WriteTask:
         """Score on the four dimensions (``scorers.write.score_write``)."""
         from groundeval.hc_tools import medication_statement_report
 
+        catalog = _catalog()
         return score_write(
-            truth, parsed.value, validate=medication_statement_report, parse_error=parsed.error
+            truth, parsed.value, validate=medication_statement_report, parse_error=parsed.error,
+            catalog=catalog, catalog_facts=catalog.facts,
         )
+
+    def run_facts(self) -> dict[str, Any]:
+        """Facts about this run's reference data, for the run record (JSON-safe).
+
+        Returns:
+            ``{"catalog": Catalog.facts, "max_daily_doses": {"file", "sha256", "rows"}}``: the
+            RxNorm catalog's file, SHA-256, source and snapshot date, and the ceiling table's.
+        """
+        return {"catalog": _catalog().facts, "max_daily_doses": _max_doses_facts()}
 
     def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
         """Pass rate per dimension and overall (``scorers.write.aggregate_write``)."""

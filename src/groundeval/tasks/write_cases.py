@@ -21,7 +21,10 @@ One JSON file per case, named ``<id>.json``::
     }
 
 ``medication`` is ``{"rxcui": null, "text": "<drug name>"}`` for a drug absent from the catalog
-(the agent must not invent a code). ``dosage`` is ``null`` when the note documents no dose
+(the agent must not invent a code). A documented range uses
+``"dose_range": {"low": {...}, "high": {...}}`` instead of ``dose``, and "two to four times a
+day" adds ``"frequency_max": 4`` to ``"frequency": 2``; ``daily_total`` is then the most per day
+(see ``DosageSpec``). ``dosage`` is ``null`` when the note documents no dose
 (the answer must then carry no dosage). ``status`` uses the FHIR R4B MedicationStatement status
 codes (https://hl7.org/fhir/R4B/valueset-medication-statement-status.html); ``period_unit`` the
 UnitsOfTime codes (https://hl7.org/fhir/R4B/valueset-units-of-time.html); dose units are UCUM
@@ -47,6 +50,7 @@ __all__ = [
     "MedicationSpec",
     "PatientSpec",
     "QuantitySpec",
+    "RangeSpec",
     "WriteCase",
     "describe_validation_error",
 ]
@@ -76,39 +80,75 @@ class QuantitySpec(_Strict):
         return self.value * _MG[self.unit]
 
 
+class RangeSpec(_Strict):
+    """A dose range per administration ("1-2 tablets" of 50 mg: low 50 mg, high 100 mg)."""
+
+    low: QuantitySpec
+    high: QuantitySpec
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RangeSpec:
+        if self.low.mg >= self.high.mg:
+            raise ValueError("dose_range.low must be below dose_range.high")
+        return self
+
+
 class DosageSpec(_Strict):
     """The documented dosage: dose per administration, timing, as-needed flag, daily total.
 
+    Exactly one of ``dose`` and ``dose_range`` (FHIR ``doseQuantity`` / ``doseRange``).
     ``frequency``/``period``/``period_unit`` are given together or not at all (an as-needed dose
-    with no stated interval); ``daily_total`` is given exactly when they are.
+    with no stated interval); ``frequency_max`` ("two to four times a day": frequency 2,
+    frequency_max 4; FHIR ``Timing.repeat.frequencyMax``) needs them and exceeds ``frequency``.
+    ``daily_total`` is given exactly when the timing is: the most the schedule allows in a day
+    (top of the dose range x ``frequency_max`` or ``frequency`` per period), which for a fixed
+    schedule is the exact total.
     """
 
-    dose: QuantitySpec
+    dose: QuantitySpec | None = None
+    dose_range: RangeSpec | None = None
     frequency: int | None = Field(default=None, gt=0)
+    frequency_max: int | None = Field(default=None, gt=0)
     period: float | None = Field(default=None, gt=0)
     period_unit: PeriodUnit | None = None
     as_needed: bool
     daily_total: QuantitySpec | None = None
 
+    @property
+    def most_mg(self) -> float:
+        """The most per administration, mg (the dose, or the top of the range)."""
+        if self.dose_range is not None:
+            return self.dose_range.high.mg
+        assert self.dose is not None
+        return self.dose.mg
+
+    def most_per_day(self) -> float | None:
+        """The most administrations per day, or None without a schedule."""
+        if self.frequency is None or self.period is None or self.period_unit is None:
+            return None
+        return administrations_per_day(self.frequency_max or self.frequency, self.period, self.period_unit)
+
     @model_validator(mode="after")
     def _consistent(self) -> DosageSpec:
+        if (self.dose is None) == (self.dose_range is None):
+            raise ValueError("give exactly one of dose and dose_range")
         timing = (self.frequency, self.period, self.period_unit)
         if any(v is None for v in timing) and any(v is not None for v in timing):
             raise ValueError("give frequency, period and period_unit together, or none of them")
-        if self.frequency is None:
+        if self.frequency_max is not None and (self.frequency is None or self.frequency_max <= self.frequency):
+            raise ValueError("frequency_max needs frequency, period and period_unit, and must exceed frequency")
+        per_day = self.most_per_day()
+        if per_day is None:
             if self.daily_total is not None:
                 raise ValueError("daily_total needs frequency, period and period_unit")
             return self
         if self.daily_total is None:
             raise ValueError("daily_total is required when the timing is given")
-        assert self.period is not None
-        assert self.period_unit is not None
-        per_day = administrations_per_day(self.frequency, self.period, self.period_unit)
-        implied = self.dose.mg * per_day
+        implied = self.most_mg * per_day
         if not math.isclose(implied, self.daily_total.mg, rel_tol=1e-6):
             raise ValueError(
                 f"daily_total {self.daily_total.value:g} {self.daily_total.unit} does not equal "
-                f"dose x administrations per day = {implied:g} mg"
+                f"the most per administration x the most administrations per day = {implied:g} mg"
             )
         return self
 

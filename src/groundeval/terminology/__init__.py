@@ -1,8 +1,9 @@
 """Site terminology: the RxNorm catalog, maximum daily doses and UCUM helpers.
 
 ``Catalog`` (a HealthChain ``TerminologyLookup``), ``parse_display`` for RxNorm names,
-``load_max_daily_doses`` for the dose-ceiling table, ``to_mg``/``ucum_problem`` for units. No
-module here imports HealthChain at import time.
+``load_max_daily_doses`` for the dose-ceiling table, ``to_mg``/``ucum_problem``/``count_form``
+for units (UCUM by its grammar, through ``ucumvert``). No module here imports HealthChain or
+ucumvert at import time.
 """
 
 from __future__ import annotations
@@ -22,18 +23,27 @@ from groundeval.terminology.rxnorm import (
     parse_display,
     route_of,
 )
-from groundeval.terminology.ucum import UCUM_SYSTEM, rxnorm_unit_to_ucum, to_mg, ucum_problem
+from groundeval.terminology.ucum import (
+    ORDERABLE_DRUG_FORM_SYSTEM,
+    UCUM_SYSTEM,
+    count_form,
+    rxnorm_unit_to_ucum,
+    to_mg,
+    ucum_problem,
+)
 
 __all__ = [
     "BRAND_INGREDIENTS",
     "CATALOG_FILE",
     "MAX_DOSE_FILE",
+    "ORDERABLE_DRUG_FORM_SYSTEM",
     "UCUM_SYSTEM",
     "Catalog",
     "CatalogEntry",
     "Ingredient",
     "Match",
     "MaxDoseRow",
+    "count_form",
     "find_max_dose",
     "format_strength",
     "load_max_daily_doses",

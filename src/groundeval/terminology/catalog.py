@@ -20,7 +20,7 @@ from groundeval.terminology.rxnorm import BRAND_INGREDIENTS, CatalogEntry, Ingre
 from groundeval.terminology.ucum import to_mg
 
 if TYPE_CHECKING:
-    from healthchain.terminology import Coding
+    from healthchain.terminology import Coding  # noqa: TID251  # for types only, never imported at run time
 
 __all__ = ["CATALOG_FILE", "Catalog", "Match"]
 
@@ -124,8 +124,12 @@ class Catalog:
         DatasetError: Two entries share an RxCUI.
     """
 
-    def __init__(self, entries: Iterable[CatalogEntry], *, source: str = "<memory>") -> None:
+    def __init__(
+        self, entries: Iterable[CatalogEntry], *, source: str = "<memory>", facts: dict[str, Any] | None = None
+    ) -> None:
         self._entries = tuple(entries)
+        self._facts = {"file": source, "sha256": None, "source": None, "snapshot_date": None, **(facts or {})}
+        self._facts["entries"] = len(self._entries)
         self._by_code: dict[str, CatalogEntry] = {}
         for entry in self._entries:
             if entry.rxcui in self._by_code:
@@ -155,7 +159,7 @@ class Catalog:
         from pydantic import TypeAdapter, ValidationError
 
         path = path or default_data_dir("terminology") / CATALOG_FILE
-        data, _ = load_json(path)
+        data, digest = load_json(path)
         raw = data.get("entries")
         if not isinstance(raw, list):
             raise DatasetError(str(path), "no 'entries' list; regenerate with make_terminology.py")
@@ -163,7 +167,20 @@ class Catalog:
             entries = TypeAdapter(list[CatalogEntry]).validate_python(raw)
         except ValidationError as exc:
             raise DatasetError(str(path), f"invalid catalog entry: {exc}") from exc
-        return cls(entries, source=str(path))
+        facts = {
+            "file": path.name, "sha256": digest, "source": data.get("source"),
+            "snapshot_date": data.get("snapshot_date"), "generator": data.get("generator"),
+        }
+        return cls(entries, source=str(path), facts=facts)
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """Where the catalog comes from, JSON-safe (a copy).
+
+        Keys: ``file`` (name), ``sha256`` (of the file), ``source`` and ``snapshot_date`` (as
+        ``make_terminology.py`` wrote them; None when absent), ``generator``, ``entries`` (count).
+        """
+        return dict(self._facts)
 
     @property
     def entries(self) -> tuple[CatalogEntry, ...]:
@@ -257,10 +274,9 @@ class Catalog:
             ``healthchain.terminology.Coding`` objects (code, display, system), best first
             (see :meth:`rank` for the order).
         """
-        from groundeval._healthchain import import_healthchain
+        from groundeval._healthchain import terminology
 
-        import_healthchain()
-        from healthchain.terminology import Coding
+        Coding = terminology().Coding  # the HealthChain class, imported through the accessor
 
         if system is not None and system.strip() not in RXNORM_SYSTEMS:
             return []

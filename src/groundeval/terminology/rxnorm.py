@@ -132,6 +132,30 @@ class CatalogEntry:
     aliases: tuple[str, ...] = ()
 
     @property
+    def unit_form(self) -> str | None:
+        """The unit a count of this product counts: ``"tablet"``, ``"capsule"`` or ``None``.
+
+        From the dose form words (``Oral Tablet``, ``Extended Release Oral Capsule``).
+        """
+        words = (self.dose_form or "").lower().split()
+        return "tablet" if "tablet" in words else ("capsule" if "capsule" in words else None)
+
+    @property
+    def unit_strength_mg(self) -> float | None:
+        """Mg of active ingredient in one tablet or capsule, for converting a count to mg.
+
+        ``None`` unless the product is a tablet or capsule (``unit_form``) of exactly one
+        ingredient whose strength is a mass (``MG``, ``MCG``, ``G``): a combination product has
+        no single strength to multiply.
+        """
+        if self.unit_form is None or len(self.ingredients) != 1:
+            return None
+        ing = self.ingredients[0]
+        if ing.strength is None or ing.unit not in ("MG", "MCG", "G"):
+            return None
+        return ing.strength * {"MG": 1.0, "MCG": 1e-3, "G": 1e3}[ing.unit]
+
+    @property
     def route(self) -> str | None:
         """Route implied by the dose form (``"oral"``, ``"injection"``, ``"inhalation"``...)."""
         return route_of(self.dose_form)

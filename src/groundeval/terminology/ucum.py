@@ -1,122 +1,216 @@
-"""UCUM units for dose quantities: normalising RxNorm units, converting masses to mg.
+"""Units of dose quantities: UCUM validity by its grammar, conversion to mg, tablet counts.
 
-FHIR R4B ``Dosage.doseAndRate.doseQuantity`` is a ``SimpleQuantity`` whose ``code`` should be a
-UCUM code when ``system`` is ``http://unitsofmeasure.org``
+FHIR R4B ``Dosage.doseAndRate.doseQuantity`` is a ``SimpleQuantity``; when ``system`` is
+``http://unitsofmeasure.org`` its ``code`` is a UCUM expression
 (https://hl7.org/fhir/R4B/datatypes.html#Quantity). UCUM codes are case-sensitive
-(https://ucum.org/ucum#section-Character-Set-and-Lexical-Rules): milligram is ``mg``, microgram is
-``ug`` (``mcg`` is not UCUM), millilitre is ``mL``.
+(https://ucum.org/ucum#section-Character-Set-and-Lexical-Rules): milligram is ``mg``, ``MG`` is a
+megagram; microgram is ``ug`` (``mcg`` is not UCUM). Validity is decided by the UCUM grammar
+(``ucumvert``, a lark parser generated from the official ``ucum-essence.xml``), so any legal
+expression (``mg/h``, ``ug/h``, ``mg/kg``, ``mg/{actuat}``) is accepted, never an allow-list.
+Conversion to mg goes through pint's UCUM registry (``ucumvert.PintUcumRegistry``), except for
+the five metric mass codes, whose factors are the UCUM prefix definitions.
+
+A dose may also be a count of tablets or capsules: a UCUM annotation (``{tablet}``; UCUM
+annotations carry no unit meaning, https://ucum.org/ucum#section-Curly-Braces) or a code of the
+HL7 orderable drug form system (``TAB``, ``CAP``:
+https://terminology.hl7.org/CodeSystem-v3-orderableDrugForm.html). A code under a non-UCUM
+system is never read as UCUM. Converting a count to mg needs the product's strength
+(``count_form`` here, the strength in ``terminology.rxnorm.CatalogEntry.unit_strength_mg``).
+
+``ucumvert`` (which imports pint, about 0.6 s) is imported on first use, never at import time.
 """
 
 from __future__ import annotations
 
+import threading
+from functools import lru_cache
+from typing import Any
+
 __all__ = [
+    "DOSE_FORM_CODES",
+    "ORDERABLE_DRUG_FORM_SYSTEM",
     "UCUM_SYSTEM",
+    "UNITS_OF_TIME_DAYS",
+    "administrations_per_day",
+    "count_form",
     "rxnorm_unit_to_ucum",
     "to_mg",
+    "ucum_grammar_error",
     "ucum_problem",
 ]
 
 UCUM_SYSTEM = "http://unitsofmeasure.org"
+ORDERABLE_DRUG_FORM_SYSTEM = "http://terminology.hl7.org/CodeSystem/v3-orderableDrugForm"
 
-#: Mass units (UCUM, case-sensitive) and their factor to milligrams.
-_MG_FACTOR: dict[str, float] = {"kg": 1e6, "g": 1e3, "mg": 1.0, "ug": 1e-3, "ng": 1e-6}
-
-#: Unit spellings seen in clinical text or model output that are not UCUM, with the UCUM code.
-_NOT_UCUM: dict[str, str] = {
-    "mcg": "ug",
-    "MCG": "ug",
-    "µg": "ug",
-    "μg": "ug",
-    "MG": "mg",
-    "Mg": "mg",
-    "mgs": "mg",
-    "G": "g",
-    "gm": "g",
-    "gram": "g",
-    "grams": "g",
-    "milligram": "mg",
-    "milligrams": "mg",
-    "microgram": "ug",
-    "micrograms": "ug",
-    "ML": "mL",
-    "ml": "mL",
-    "cc": "mL",
-    "IU": "[iU]",
-    "units": "U",
-    "unit": "U",
-    "UNT": "U",
+#: Orderable drug form codes that name one tablet or one capsule, with the form they count
+#: (https://terminology.hl7.org/ValueSet-v3-TabletDrugForm.html and v3-CapsuleDrugForm).
+DOSE_FORM_CODES: dict[str, str] = {
+    "TAB": "tablet", "ORTAB": "tablet", "CHEWTAB": "tablet", "FILMTAB": "tablet",
+    "ERTAB": "tablet", "DRTAB": "tablet", "SLTAB": "tablet",
+    "CAP": "capsule", "ORCAP": "capsule", "ERCAP": "capsule", "ENTCAP": "capsule",
 }
 
-#: Count units ("2 tablets"): UCUM has no tablet unit; an annotation is the UCUM spelling.
+#: UCUM annotations read as a count of one dose form (case-insensitive inside the braces).
+_COUNT_ANNOTATIONS: dict[str, str] = {
+    "tablet": "tablet", "tablets": "tablet", "tab": "tablet", "tabs": "tablet", "tbl": "tablet",
+    "capsule": "capsule", "capsules": "capsule", "cap": "capsule", "caps": "capsule",
+}
+
+#: Exact mg factors of the metric mass codes (UCUM prefixes k, m, u, n on the gram).
+_MG_FACTOR: dict[str, float] = {"kg": 1e6, "g": 1e3, "mg": 1.0, "ug": 1e-3, "ng": 1e-6}
+
+#: Spellings seen in clinical text or model output that are not what the writer meant, with the
+#: UCUM code. Some are legal UCUM with another meaning (``MG`` megagram, ``Mg`` megagram, ``ML``
+#: megalitre, ``G`` gauss): the grammar accepts them, so they are checked first.
+_NOT_UCUM: dict[str, str] = {
+    "mcg": "ug", "MCG": "ug", "µg": "ug", "μg": "ug", "MG": "mg", "Mg": "mg", "mgs": "mg",
+    "G": "g", "gm": "g", "gram": "g", "grams": "g", "milligram": "mg", "milligrams": "mg",
+    "microgram": "ug", "micrograms": "ug", "ML": "mL", "cc": "mL", "IU": "[iU]", "units": "U",
+    "unit": "U", "UNT": "U",
+}
+_LEGAL_BUT_WRONG = {"MG": "megagram", "Mg": "megagram", "ML": "megalitre", "G": "gauss"}
+
+#: Count words ("2 tablets"): UCUM has no tablet unit; an annotation is the UCUM spelling.
 _COUNT_WORDS = frozenset(
     {"tab", "tabs", "tablet", "tablets", "cap", "caps", "capsule", "capsules", "puff", "puffs"}
 )
 
-#: UCUM codes accepted as dose units without comment.
-_KNOWN_UCUM = frozenset(
-    {*_MG_FACTOR, "mL", "L", "U", "[iU]", "[IU]", "meq", "mmol", "mg/mL", "ug/mL", "U/mL", "1"}
-)
-
 #: RxNorm strength units (as in RxNorm display names) to UCUM.
 _RXNORM_TO_UCUM: dict[str, str] = {
-    "MG": "mg",
-    "MCG": "ug",
-    "G": "g",
-    "ML": "mL",
-    "UNT": "U",
-    "MEQ": "meq",
-    "MG/ML": "mg/mL",
-    "MCG/ML": "ug/mL",
-    "UNT/ML": "U/mL",
-    "MEQ/ML": "meq/mL",
-    "MG/HR": "mg/h",
-    "MCG/HR": "ug/h",
-    "MG/MG": "mg/mg",
-    "MG/ACTUAT": "mg/{actuat}",
-    "MCG/ACTUAT": "ug/{actuat}",
-    "MG/24HR": "mg/(24.h)",
+    "MG": "mg", "MCG": "ug", "G": "g", "ML": "mL", "UNT": "U", "MEQ": "meq", "MG/ML": "mg/mL",
+    "MCG/ML": "ug/mL", "UNT/ML": "U/mL", "MEQ/ML": "meq/mL", "MG/HR": "mg/h", "MCG/HR": "ug/h",
+    "MG/MG": "mg/mg", "MG/ACTUAT": "mg/{actuat}", "MCG/ACTUAT": "ug/{actuat}", "MG/24HR": "mg/(24.h)",
 }
 
+_LOCK = threading.Lock()  # builds the parser and the registry once
+_USE = threading.Lock()  # lark and pint objects are shared: one call at a time (calls are cached)
+_STATE: dict[str, Any] = {}
 
-def to_mg(value: float, ucum_unit: str | None) -> float | None:
-    """Convert a mass to milligrams.
 
-    Args:
-        value: The amount.
-        ucum_unit: A UCUM mass code, case-sensitive: ``kg``, ``g``, ``mg``, ``ug`` or ``ng``.
+def _parser() -> Any:
+    """The UCUM lark parser (built once, about 0.1 s after a 0.6 s import)."""
+    with _LOCK:
+        if "parser" not in _STATE:
+            from ucumvert import get_ucum_parser  # type: ignore[import-untyped]
+
+            _STATE["parser"] = get_ucum_parser()
+        return _STATE["parser"]
+
+
+def _registry() -> Any:
+    """Pint's UnitRegistry with the UCUM definitions (built once, about 1 s)."""
+    with _LOCK:
+        if "registry" not in _STATE:
+            from ucumvert import PintUcumRegistry
+
+            _STATE["registry"] = PintUcumRegistry()
+        return _STATE["registry"]
+
+
+@lru_cache(maxsize=512)
+def ucum_grammar_error(code: str) -> str | None:
+    """Parse ``code`` with the UCUM grammar.
 
     Returns:
-        The amount in mg, or ``None`` when the unit is not a UCUM mass unit (``mcg``, ``MG``,
-        ``tablet``, ``mL``, ``None``): the caller decides what an unconvertible dose means.
+        ``None`` when ``code`` is a legal UCUM expression, else the parser's one-line reason
+        (``"'mcg' is not a valid UCUM unit: unexpected character 'c' at column 2."``).
     """
-    factor = _MG_FACTOR.get(ucum_unit or "")
-    return None if factor is None else value * factor
+    from ucumvert import InvalidUcumError, parse_ucum
+
+    parser = _parser()
+    try:
+        with _USE:
+            parse_ucum(code, parser)
+    except InvalidUcumError as exc:
+        return str(exc).splitlines()[0]
+    return None
 
 
 def ucum_problem(unit: str | None) -> tuple[str, str] | None:
-    """Say what is wrong with a dose unit, if anything.
+    """Say what is wrong with a UCUM dose unit, if anything.
+
+    Known mistakes come first (``mcg``, and legal codes that surely mean something else, such as
+    ``MG`` = megagram), then count words (``tablets``), then the UCUM grammar.
 
     Args:
-        unit: ``doseQuantity.code`` (or ``unit`` when there is no code).
+        unit: ``doseQuantity.code`` under the UCUM system (or ``unit`` when there is no code).
 
     Returns:
-        ``None`` for a UCUM code (including ``{annotation}`` forms such as ``{tablet}``),
-        otherwise ``(problem, fix)`` sentences, e.g. for ``"mcg"``:
-        ``("'mcg' is not a UCUM code", "use 'ug' (UCUM for microgram)")``.
+        ``None`` for a legal UCUM code (``mg``, ``mg/h``, ``{tablet}``), otherwise
+        ``(problem, fix)`` sentences, e.g. for ``"mcg"``:
+        ``("'mcg' is not a UCUM code", "use 'ug' (UCUM is case-sensitive)")``.
     """
     if unit is None or not unit.strip():
         return ("the dose has no unit", "give a UCUM unit such as 'mg'")
-    if unit in _KNOWN_UCUM or (unit.startswith("{") and unit.endswith("}")):
-        return None
     if unit in _NOT_UCUM:
-        return (f"'{unit}' is not a UCUM code", f"use '{_NOT_UCUM[unit]}' (UCUM is case-sensitive)")
+        meaning = _LEGAL_BUT_WRONG.get(unit)
+        problem = f"'{unit}' is UCUM for {meaning}" if meaning else f"'{unit}' is not a UCUM code"
+        return (problem, f"use '{_NOT_UCUM[unit]}' (UCUM is case-sensitive)")
     if unit.lower() in _COUNT_WORDS:
         return (
             f"'{unit}' is not a UCUM code",
             "give the dose as a mass (tablets x strength, e.g. 2 x 200 mg = 400 'mg') "
             "or use a UCUM annotation such as '{tablet}'",
         )
-    return (f"'{unit}' is not a UCUM code known to groundeval", "use a UCUM code such as 'mg'")
+    error = ucum_grammar_error(unit)
+    if error is not None:
+        return (error, "use a UCUM code such as 'mg', 'ug', 'mL' or '{tablet}'")
+    return None
+
+
+def count_form(code: str | None, system: str | None) -> str | None:
+    """The dose form a quantity counts, if it is a count of tablets or capsules.
+
+    Args:
+        code: ``Quantity.code``.
+        system: ``Quantity.system``: UCUM (annotation ``{tablet}``) or the orderable drug form
+            system (``TAB``, ``CAP``...).
+
+    Returns:
+        ``"tablet"``, ``"capsule"`` or ``None``.
+    """
+    if not isinstance(code, str):
+        return None
+    if system == ORDERABLE_DRUG_FORM_SYSTEM:
+        return DOSE_FORM_CODES.get(code)
+    if system == UCUM_SYSTEM and code.startswith("{") and code.endswith("}"):
+        return _COUNT_ANNOTATIONS.get(code[1:-1].strip().lower())
+    return None
+
+
+@lru_cache(maxsize=512)
+def _mg_factor(code: str) -> float | None:
+    if code in _MG_FACTOR:
+        return _MG_FACTOR[code]
+    if ucum_problem(code) is not None or (code.startswith("{") and code.endswith("}")):
+        return None
+    registry = _registry()
+    try:
+        with _USE:
+            quantity = registry.from_ucum(code)
+            if not quantity.check("[mass]"):
+                return None
+            return float(quantity.to("milligram").magnitude)
+    except Exception:  # ucumvert/pint cannot map every legal code; unmapped means unconvertible
+        return None
+
+
+def to_mg(value: float, ucum_unit: str | None) -> float | None:
+    """Convert an amount in a UCUM mass unit to milligrams.
+
+    Args:
+        value: The amount.
+        ucum_unit: A UCUM code, case-sensitive (``mg``, ``ug``, ``g``, ``[gr]``...).
+
+    Returns:
+        The amount in mg, or ``None`` when the code is not legal UCUM or not a mass (``mcg``,
+        ``MG``, ``mL``, ``mg/h``, ``mg/kg``, ``{tablet}``, ``None``): the caller decides what an
+        unconvertible dose means. UCUM annotations are unity, so ``mg/{actuat}`` is mg.
+    """
+    if not ucum_unit:
+        return None
+    factor = _mg_factor(ucum_unit)
+    return None if factor is None else value * factor
 
 
 def rxnorm_unit_to_ucum(unit: str | None) -> str | None:

@@ -1,0 +1,111 @@
+"""Harness cost per extraction case against ``json.loads`` of the same file.
+
+Usage::
+
+    uv run python bench/overhead.py [--repeat 21]
+
+For every packaged extraction fixture (25 trimmed Synthea bundles), in this process, the median
+over ``--repeat`` calls of each stage the harness runs for a case, through the public task API
+(``groundeval.tasks.make_task``):
+
+* ``load``: ``task.load_case(path)`` (read, JSON, patient, R4B structure check of the entries the
+  truth reads, truth derivation once);
+* ``truth``: ``task.truth(case)``;
+* ``prompt``: ``task.prompt(case)``;
+* ``parse``: ``task.parse(case, answer)`` of the baseline agent's answer;
+* ``score``: ``task.score(case, truth, parsed)``;
+* ``record``: ``json.dumps`` of the case's record fields (truth, parsed answer, metrics), what
+  the run writer serialises per case;
+
+and, beside them, the agent: ``make_agent("baseline").run(request)`` (it validates the whole
+Bundle with fhir.resources, as a model-based reader would). The reference is ``json.loads`` of
+the file's bytes. Reported: median ms per case of each stage and of the harness total (sum of
+the six stages), and harness / json.loads (median over cases of the per-case ratio). Target:
+at most 3x. ``load`` runs at collection (once per process: once per xdist worker too), the
+other stages per case; both ratios are printed. The runner itself is not timed (it is being
+rewritten), only the calls it makes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from _timing import ROOT, machine, median_ms
+
+from groundeval.agents.base import make_agent
+from groundeval.records import AgentRequest
+from groundeval.tasks import make_task
+
+FIXTURES = ROOT / "fixtures" / "extraction"
+STAGES = ("load", "truth", "prompt", "parse", "score", "record")
+
+
+def _record(case_id: str, truth: Any, parsed: Any, score: Any) -> str:
+    return json.dumps(
+        {"case_id": case_id, "truth": truth, "answer": parsed.value, "metrics": score.metrics,
+         "outcome": score.outcome, "message": score.message},
+        ensure_ascii=False, default=str,
+    )
+
+
+def measure(path: Path, repeat: int) -> dict[str, float]:
+    """Median ms of each stage, the agent and json.loads for one case file."""
+    task = make_task("extraction")
+    agent = make_agent("baseline")
+    case = task.load_case(path)
+    truth = task.truth(case)
+    prompt = task.prompt(case)
+    request = AgentRequest(case_id=case.case_id, task=task.name, prompt=prompt, context=task.context(case))
+    raw = agent.run(request).text
+    parsed = task.parse(case, raw)
+    score = task.score(case, truth, parsed)
+    if score.outcome != "passed":  # the baseline answers every packaged case correctly
+        raise SystemExit(f"{path.name}: baseline scored {score.outcome}: {score.message}")
+    data = path.read_bytes()
+    out = {
+        "json.loads": median_ms(lambda: json.loads(path.read_bytes()), repeat),
+        "load": median_ms(lambda: task.load_case(path), repeat),
+        "truth": median_ms(lambda: task.truth(case), repeat),
+        "prompt": median_ms(lambda: task.prompt(case), repeat),
+        "parse": median_ms(lambda: task.parse(case, raw), repeat),
+        "score": median_ms(lambda: task.score(case, truth, parsed), repeat),
+        "record": median_ms(lambda: _record(case.case_id, truth, parsed, score), repeat),
+        "agent (baseline)": median_ms(lambda: agent.run(request), repeat),
+        "kB": len(data) / 1000,
+    }
+    out["harness"] = sum(out[s] for s in STAGES)
+    out["harness without load"] = out["harness"] - out["load"]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=21, help="calls per stage and case (default: 21)")
+    args = parser.parse_args()
+    print(machine())
+    files = sorted(p for p in FIXTURES.glob("*.json") if p.name != "MANIFEST.json")
+    warm = make_agent("baseline")
+    getattr(warm, "warmup", lambda: None)()  # imports (fhir.resources, HealthChain) outside the timing
+    measure(files[0], 1)
+    rows = [measure(p, args.repeat) for p in files]
+    print(f"extraction harness cost per case, {len(rows)} fixtures "
+          f"(median {statistics.median(r['kB'] for r in rows):.1f} kB), median of {args.repeat} calls each")
+    print(f"  {'stage':<18} {'median ms/case':>14}")
+    for key in ("json.loads", *STAGES, "harness", "harness without load", "agent (baseline)"):
+        print(f"  {key:<18} {statistics.median(r[key] for r in rows):14.3f}")
+    ratio = statistics.median(r["harness"] / r["json.loads"] for r in rows)
+    worst = max(r["harness"] / r["json.loads"] for r in rows)
+    verdict = "ok" if ratio <= 3 else "MISSED"
+    print(f"  harness / json.loads: median {ratio:.1f}x, worst case {worst:.1f}x (target <= 3x) {verdict}")
+    load_share = statistics.median(r["load"] / r["harness"] for r in rows)
+    print(f"  share of the harness spent in load_case: {load_share:.0%} (its R4B check of the entries the truth reads)")
+    rest = statistics.median(r["harness without load"] / r["json.loads"] for r in rows)
+    print(f"  the stages after collection (truth, prompt, parse, score, record) / json.loads: median {rest:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Start-up cost of groundeval: collecting the eval, and what installing it costs other test runs.
+
+Usage::
+
+    uv run python bench/startup.py [--rounds 7] [--venvs DIR]
+
+1. Collection: ``pytest --collect-only --groundeval-task=extraction`` (25 packaged cases) against
+   the same pytest invocation with the plugin disabled (``-p no:groundeval``, no task), both in
+   this interpreter (the dev environment, every extra installed) from an empty directory.
+   Target: under 0.5 s added (wall), reported with CPU time.
+2. Install footprint: a trivial 2-test project run by ``python -m pytest`` in three fresh venvs
+   built here with uv from the lockfile's versions: pytest alone; pytest with the anthropic SDK
+   (what a project that calls Claude has anyway: it brings anyio, whose pytest plugin loads in
+   every run); groundeval from a wheel without extras; groundeval with every extra
+   (``[write,langsmith]``), also with
+   ``-p no:langsmith_plugin``, and without extras with ``-p no:groundeval`` (groundeval's own
+   plugin idle). Target: groundeval without extras within 1.1x of pytest alone.
+3. The baseline extraction run (25 cases) serial against ``-n 2``: reported, no target.
+
+Runs are interleaved (one warm-up round discarded), medians reported, CPU time beside wall time.
+The venvs are rebuilt on every run (uv's cache makes that a few seconds) under ``--venvs``
+(default: a temporary directory, removed afterwards).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _timing import ROOT, Sample, interleaved, machine
+
+TWO_TESTS = "def test_a():\n    assert 1 + 1 == 2\n\n\ndef test_b():\n    assert 'a' in 'abc'\n"
+PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
+
+
+def _uv(*args: str) -> None:
+    subprocess.run(["uv", *args], cwd=ROOT, check=True, capture_output=True, text=True)
+
+
+def build_venvs(base: Path) -> dict[str, Path]:
+    """Three venvs under ``base``; returns name -> its python."""
+    dist = base / "dist"
+    _uv("build", "--wheel", "--out-dir", str(dist))
+    wheel = next(dist.glob("groundeval-*.whl"))
+    core, every = base / "core.txt", base / "all.txt"
+    _uv("export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "-q", "-o", str(core))
+    _uv("export", "--frozen", "--no-dev", "--all-extras", "--no-emit-project", "--no-hashes", "-q", "-o", str(every))
+    specs = {  # -c: the lockfile's versions as constraints
+        "pytest alone": ["-c", str(core), "pytest"],
+        "pytest + anthropic": ["-c", str(core), "pytest", "anthropic"],
+        "groundeval": ["-r", str(core), str(wheel)],
+        "groundeval[write,langsmith]": ["-r", str(every), f"groundeval[write,langsmith] @ {wheel.as_uri()}"],
+    }
+    pythons = {}
+    for i, (name, args) in enumerate(specs.items()):
+        venv = base / f"venv{i}"
+        _uv("venv", "-q", "--python", sys.executable, str(venv))
+        python = venv / "bin" / "python"
+        # --compile-bytecode: as pip does by default, so the runs do not time Python's compiler
+        _uv("pip", "install", "-q", "--compile-bytecode", "--python", str(python), *args)
+        pythons[name] = python
+    return pythons
+
+
+def _row(name: str, sample: Sample, ref: Sample) -> str:
+    return (f"  {name:<44} wall {sample.wall_s:6.3f} s ({sample.wall_s / ref.wall_s:4.2f}x)   "
+            f"cpu {sample.cpu_s:6.3f} s ({sample.cpu_s / ref.cpu_s:4.2f}x)")
+
+
+def collection(rounds: int, empty: Path, env: dict[str, str]) -> None:
+    base = [sys.executable, *PYTEST, "--collect-only"]
+    samples = interleaved(
+        {
+            "-p no:groundeval": ([*base, "-p", "no:groundeval"], empty),
+            "--groundeval-task=extraction": ([*base, "--groundeval-task=extraction"], empty),
+        },
+        rounds,
+        ok=lambda name, status: status in (0, 5),  # 5: no tests collected (the plugin is off)
+        env=env,
+    )
+    off, on = samples["-p no:groundeval"], samples["--groundeval-task=extraction"]
+    added = on.wall_s - off.wall_s
+    print("1. collection (dev env, every extra), 25 extraction cases, median of", rounds)
+    print(_row("pytest --collect-only -p no:groundeval", off, off))
+    print(_row("pytest --collect-only --groundeval-task=extraction", on, off))
+    verdict = "ok" if added < 0.5 else "MISSED"
+    print(f"  added by collecting the eval: wall {added:.3f} s, cpu {on.cpu_s - off.cpu_s:.3f} s"
+          f"  (target < 0.5 s wall) {verdict}")
+
+
+def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> None:
+    pythons = build_venvs(base)
+    variants = {name: ([str(py), *PYTEST], project) for name, py in pythons.items()}
+    every = pythons["groundeval[write,langsmith]"]
+    variants["groundeval -p no:groundeval"] = ([str(pythons["groundeval"]), *PYTEST, "-p", "no:groundeval"], project)
+    variants["groundeval[write,langsmith] -p no:langsmith_plugin"] = (
+        [str(every), *PYTEST, "-p", "no:langsmith_plugin"], project)
+    samples = interleaved(variants, rounds, ok=lambda name, status: status == 0, env=env)
+    ref = samples["pytest alone"]
+    print("2. install footprint: a 2-test project, `python -m pytest -q`, median of", rounds)
+    for name, sample in samples.items():
+        print(_row(name, sample, ref))
+    plain = samples["groundeval"]
+    for name in ("pytest alone", "pytest + anthropic"):
+        base = samples[name]
+        ratio = max(plain.wall_s / base.wall_s, plain.cpu_s / base.cpu_s)
+        print(f"  groundeval without extras / {name}: {ratio:.2f}x (worse of wall and cpu; target <= 1.1x) "
+              f"{'ok' if ratio <= 1.1 else 'MISSED'}")
+
+
+def xdist(rounds: int, out: Path, env: dict[str, str]) -> None:
+    base = [sys.executable, *PYTEST, "--groundeval-task=extraction", "--groundeval-agent=baseline",
+            f"--groundeval-out-dir={out}"]
+    samples = interleaved({"serial": (base, ROOT), "-n 2": ([*base, "-n", "2"], ROOT)}, rounds,
+                          ok=lambda name, status: status == 0, env=env)
+    serial = samples["serial"]
+    print("3. the baseline extraction run (25 cases), serial against -n 2 (dev env), median of", rounds)
+    for name, sample in samples.items():
+        print(_row(name, sample, serial))
+    print("  (reported, no target: each xdist worker re-collects and re-validates every case)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="timed rounds per variant (default: 7)")
+    parser.add_argument("--venvs", type=Path, default=None, help="where to build the venvs (default: a temp dir)")
+    parser.add_argument("--skip-footprint", action="store_true", help="leave out the install footprint (2.)")
+    parser.add_argument("--skip-xdist", action="store_true", help="leave out serial against -n 2 (3.)")
+    parser.add_argument(
+        "--no-bytecode", action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE for the runs (default: unset it, as in a user's shell, so "
+        "pytest caches its assertion rewriting of plugins after the warm-up round)",
+    )
+    args = parser.parse_args()
+    env = dict(os.environ)
+    if not args.no_bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    print(machine())
+    print("runs:", "PYTHONDONTWRITEBYTECODE=1" if env.get("PYTHONDONTWRITEBYTECODE") else "bytecode and pytest's "
+          "rewrite cache written (warm-up round discarded)")
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = Path(tmp, "empty")
+        project = Path(tmp, "project")
+        empty.mkdir()
+        project.mkdir()
+        (project / "test_two.py").write_text(TWO_TESTS)
+        collection(args.rounds, empty, env)
+        if not args.skip_footprint:
+            venvs = args.venvs or Path(tmp, "venvs")
+            venvs.mkdir(parents=True, exist_ok=True)
+            footprint(args.rounds, venvs, project, env)
+        if not args.skip_xdist:
+            xdist(max(1, args.rounds // 2), Path(tmp, "runs"), env)
+
+
+if __name__ == "__main__":
+    main()

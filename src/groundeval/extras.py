@@ -1,0 +1,83 @@
+"""Optional dependency groups ("extras") and the one-line error when one is missing.
+
+A plain ``pip install groundeval`` installs what the extraction task, the ``claude``,
+``openai-compatible``, ``baseline``, ``naive`` and ``baseline-write`` agents need. Two extras
+add the rest:
+
+* ``write``: LangGraph, LangChain and ``langchain-anthropic`` for the ``langgraph`` write agent
+  (and ``groundeval.ScriptedChatModel``).
+* ``langsmith``: the LangSmith SDK for streaming cases to LangSmith (``LANGSMITH_API_KEY``).
+
+They are extras because ``langchain-core`` depends on ``langsmith``, whose ``pytest11`` plugin
+loads in every pytest run of the environment, eval or not (see FRICTION.md, "LangSmith").
+
+Whether an extra is installed is decided with ``importlib.util.find_spec`` on its top-level
+module, which finds the package without importing it (no import cost).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from groundeval.errors import ConfigError
+
+__all__ = ["EXTRAS", "extra_missing_message", "has_module", "require_extra"]
+
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "write": ("langchain", "langgraph", "langchain_anthropic", "langchain_core"),
+    "langsmith": ("langsmith",),
+}
+"""Extra name -> top-level modules it installs (as imported, not as distribution names)."""
+
+
+def has_module(module: str) -> bool:
+    """True when the top-level ``module`` can be imported; nothing is imported.
+
+    Args:
+        module: A module name such as ``"langchain"``; only its first dotted part is looked up.
+    """
+    top = module.partition(".")[0]
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):  # a broken or half-removed install counts as missing
+        return False
+
+
+def extra_missing_message(extra: str, module: str, what: str) -> str:
+    """The one-line message for a missing extra.
+
+    Args:
+        extra: The extra's name, a key of ``EXTRAS`` (e.g. ``"write"``).
+        module: The module that is missing (e.g. ``"langchain"``).
+        what: What needs it, as the user named it (e.g. ``"the agent 'langgraph'"``).
+
+    Returns:
+        e.g. ``"the agent 'langgraph' needs the 'write' extra (langchain is not installed):
+        pip install 'groundeval[write]' (uv: uv add 'groundeval[write]')"``.
+    """
+    return (
+        f"{what} needs the '{extra}' extra ({module} is not installed): "
+        f"pip install 'groundeval[{extra}]' (uv: uv add 'groundeval[{extra}]')"
+    )
+
+
+def require_extra(extra: str, module: str, what: str) -> None:
+    """Raise a one-line ``ConfigError`` naming the extra when ``module`` is not installed.
+
+    Call it where an agent or option is resolved (an agent's constructor), so the run stops
+    before any case with ``pytest.UsageError`` (the plugin turns ``ConfigError`` into one).
+
+    Args:
+        extra: The extra's name, a key of ``EXTRAS``.
+        module: The module the extra provides and the caller needs.
+        what: What needs it, as the user named it (e.g. ``"the agent 'langgraph'"``).
+
+    Raises:
+        ConfigError: ``module`` cannot be found; the message names the extra and the install
+            command.
+        ValueError: ``extra`` is not a known extra (a programming error).
+    """
+    if extra not in EXTRAS:
+        raise ValueError(f"unknown extra {extra!r}; known: {', '.join(sorted(EXTRAS))}")
+    if not has_module(module):
+        raise ConfigError(extra_missing_message(extra, module, what))

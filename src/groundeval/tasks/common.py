@@ -1,0 +1,152 @@
+"""Pieces every task needs once: patient lookup, case ids, pydantic error text, wrong-task hints.
+
+Public helpers for task authors (re-exported at the ``groundeval`` top level)::
+
+    find_patient(bundle, source) -> (Patient dict, entry fullUrl or None)
+    patient_case_id(patient, path, digest, case_ids="name") -> "Liz_Conn-27c911c6"
+    describe_validation_error(exc, entries=None, limit=None) -> "where: problem; ..."
+    wrong_task_error(data, path, this_task) -> DatasetError | None
+    validate_entries(bundle, resource_types, path) -> None  (FHIR R4B shape check)
+
+``case_files`` lives in ``groundeval.tasks.base``; FHIR coding by system in
+``groundeval.fhir.codings_by_system``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from groundeval.datasets import slug
+from groundeval.errors import DatasetError
+from groundeval.tasks.medlist import find_patient
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+__all__ = [
+    "describe_validation_error",
+    "find_patient",
+    "patient_case_id",
+    "validate_entries",
+    "wrong_task_error",
+]
+
+REFERENCE_HINT = ' (e.g. a Reference {"reference": "Patient/<id>"})'
+"""Shown when a FHIR field that must be an object was given a string or number."""
+
+
+def patient_case_id(patient: Mapping[str, Any], path: Path, digest: str, case_ids: str = "name") -> str:
+    """The case id of a one-patient file.
+
+    Args:
+        patient: The Patient resource.
+        path: The case file.
+        digest: The file's SHA-256 (used when the Patient has no id).
+        case_ids: ``"name"``: ``<Given>_<Family>-<first 8 of Patient.id>`` (the file stem when the
+            Patient has no name); ``"file"``: the file stem only (keeps patient names out of node
+            ids, junit files and logs on real data).
+    """
+    if case_ids == "file":
+        return slug(path.stem)
+    names = patient.get("name") or [{}]
+    name = names[0] if isinstance(names, list) and isinstance(names[0], dict) else {}
+    given = " ".join(name.get("given") or [])
+    label = slug(f"{given} {name.get('family', '')}") if (given or name.get("family")) else slug(path.stem)
+    return f"{label}-{str(patient.get('id') or digest)[:8]}"
+
+
+def _problem(err: Mapping[str, Any], object_hint: str) -> str:
+    """A pydantic error in words a user can act on."""
+    given = err.get("input")
+    if err.get("type") in ("json_invalid", "model_type", "dict_type", "model_attributes_type") and not isinstance(
+        given, dict
+    ):
+        shown = json.dumps(given)[:60] if isinstance(given, str | int | float | bool | list) else type(given).__name__
+        return f"expected a JSON object{object_hint}, got {shown}"
+    return str(err["msg"])
+
+
+def describe_validation_error(
+    exc: ValidationError,
+    entries: Sequence[Mapping[str, Any]] | None = None,
+    limit: int | None = None,
+    object_hint: str = "",
+) -> str:
+    """Render a pydantic ``ValidationError`` as ``where: problem`` parts joined by ``; ``.
+
+    Args:
+        exc: The error.
+        entries: The ``Bundle.entry`` list that was validated: locations ``entry.<i>.resource.x``
+            are then shown as ``<resourceType>/<id> x``.
+        limit: Show at most this many problems, then ``(+N more)``; None shows all.
+        object_hint: Appended to "expected a JSON object" (e.g. ``REFERENCE_HINT``).
+    """
+    errors = exc.errors()
+    shown = errors if limit is None else errors[:limit]
+    parts = []
+    for err in shown:
+        loc: list[Any] = list(err["loc"])
+        where = ""
+        if entries is not None and len(loc) > 1 and loc[0] == "entry" and isinstance(loc[1], int):
+            resource = entries[loc[1]].get("resource") or {}
+            where = f"{resource.get('resourceType')}/{resource.get('id')} "
+            loc = [p for p in loc[2:] if p != "resource"]
+        path = ".".join(str(p) for p in loc)
+        parts.append(f"{where}{path or '(file)'}: {_problem(err, object_hint)}")
+    more = f" (+{len(errors) - len(shown)} more)" if len(errors) > len(shown) else ""
+    return "; ".join(parts) + more
+
+
+def validate_entries(bundle: Mapping[str, Any], resource_types: Iterable[str], path: Path) -> list[dict[str, Any]]:
+    """Validate a Bundle's entries of the given types as FHIR R4B resources (``fhir.resources``).
+
+    Only shape is checked (types, required elements, no unknown fields): fhir.resources does not
+    enforce required code bindings, so a task checks the codes its truth reads itself.
+
+    Returns:
+        The validated entries (dicts, unchanged), in bundle order.
+
+    Raises:
+        DatasetError: The first three problems, located as ``<resourceType>/<id> <path>``.
+    """
+    from fhir.resources.R4B.bundle import Bundle
+    from pydantic import ValidationError
+
+    wanted = set(resource_types)
+    entries = [
+        e for e in bundle.get("entry") or []
+        if isinstance(e, dict) and isinstance(e.get("resource"), dict) and e["resource"].get("resourceType") in wanted
+    ]
+    try:
+        Bundle.model_validate({"resourceType": "Bundle", "type": "collection", "entry": entries})
+    except ValidationError as exc:
+        text = describe_validation_error(exc, entries, limit=3, object_hint=REFERENCE_HINT)
+        raise DatasetError(str(path), "not valid FHIR R4B: " + text) from None
+    return entries
+
+
+def wrong_task_error(data: Mapping[str, Any], path: Path, this_task: str) -> DatasetError | None:
+    """A ``DatasetError`` naming the other task(s) whose format ``data`` is, or None.
+
+    Asks every task class the registry knows (built-in and entry-point tasks, see
+    ``groundeval.tasks.task_classes``) whether it ``claims`` the data; only called when a file
+    is not this task's format, so the imports cost nothing on good data.
+    """
+    from groundeval.tasks import task_classes
+
+    others = []
+    for name, cls in task_classes().items():
+        claims = getattr(cls, "claims", None)
+        if name != this_task and callable(claims) and claims(data):
+            others.append(name)
+    if not others:
+        return None
+    first, rest = others[0], others[1:]
+    also = f" (or {', '.join(rest)})" if rest else ""
+    return DatasetError(
+        str(path), f"this is a case of the {first} task{also}, not of the {this_task} task; run it with "
+        f"--groundeval-task={first}",
+    )

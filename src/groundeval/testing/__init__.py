@@ -1,0 +1,34 @@
+"""Test doubles that ship with groundeval, like inspect_ai's mock model or httpx's ``MockTransport``.
+
+* ``ScriptedAgent``: an agent whose answers come from a table, a list or a function (no model,
+  no network), for testing tasks, scorers and the plugin.
+* ``ScriptedChatModel`` (needs the ``write`` extra): a LangChain chat model that replays scripted
+  messages and tool calls, so a tool-using agent's real LangGraph loop runs offline; with the
+  helpers ``call``, ``answer_with_last_result`` and ``reply``.
+
+Imported lazily: ``import groundeval.testing`` loads neither LangChain nor a model SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["ScriptedAgent", "ScriptedChatModel", "answer_with_last_result", "call"]
+
+_WHERE = {
+    "ScriptedAgent": "groundeval.testing.scripted_agent",
+    "ScriptedChatModel": "groundeval.testing.scripted_chat",
+    "answer_with_last_result": "groundeval.testing.scripted_chat",
+    "call": "groundeval.testing.scripted_chat",
+}
+
+if TYPE_CHECKING:
+    from groundeval.testing.scripted_agent import ScriptedAgent
+    from groundeval.testing.scripted_chat import ScriptedChatModel, answer_with_last_result, call
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'groundeval.testing' has no attribute {name!r}")

@@ -1,0 +1,276 @@
+"""Faults at the transport level, over both SDKs against a raw loopback server.
+
+Each test provokes one fault and checks the class it is reported as (and so its outcome):
+a trickling server, 2xx bodies that are not answers, an HTML page at the base URL, connection
+failures, refusals, out-of-range temperatures, cases too large for the model, and credentials
+in the base URL. No test asserts on elapsed time; bounds are fractions of a second.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from groundeval.agents._classify import too_large
+from groundeval.agents._single_call import SingleCallAgent
+from groundeval.agents.base import AgentConfig
+from groundeval.agents.claude import ClaudeAgent
+from groundeval.agents.openai_compat import OpenAICompatibleAgent
+from groundeval.errors import (
+    CaseTooLargeError,
+    ConfigError,
+    InfraError,
+    RefusalError,
+    RunStopError,
+)
+from groundeval.records import AgentRequest, Prompt
+from groundeval.redaction import redact, strip_userinfo
+
+from .conftest import FAKE_KEY
+from .loopback import Answer, Loopback, anthropic_message, chat_completion, serve
+
+REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))
+HTML = Answer(200, b"<!DOCTYPE html><html><head><title>Welcome</title></head><body>Hi</body></html>", "text/html")
+
+MakeAgent = Callable[..., SingleCallAgent[Any]]
+
+
+@pytest.fixture
+def loop() -> Iterator[Loopback]:
+    yield from serve(lambda path, body: Answer.json(500, {"error": {"message": "no plan"}}))
+
+
+@pytest.fixture(params=["claude", "openai"])
+def make(request: pytest.FixtureRequest, loop: Loopback, monkeypatch: pytest.MonkeyPatch,
+         sleeps: list[float]) -> MakeAgent:
+    """Build the agent of one SDK path, talking to ``loop``."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", loop.root)
+
+    def build(**options: Any) -> SingleCallAgent[Any]:
+        if request.param == "claude":
+            return ClaudeAgent(AgentConfig(options=options), sleep=sleeps.append)
+        config = AgentConfig(model="m", options={"base_url": f"{loop.root}/v1", **options})
+        return OpenAICompatibleAgent(config, sleep=sleeps.append)
+
+    build.sdk = request.param  # type: ignore[attr-defined]
+    return build
+
+
+def answer_for(make: MakeAgent, text: str = "[]") -> Answer:
+    body = anthropic_message(text) if make.sdk == "claude" else chat_completion(text)  # type: ignore[attr-defined]
+    return Answer.json(200, body)
+
+
+# -- 1. deadlines ---------------------------------------------------------------------------
+
+def test_a_trickling_server_is_cut_off_at_the_case_bound(make: MakeAgent, loop: Loopback) -> None:
+    full = answer_for(make)
+    full.gap_s = 0.02  # a byte every 20 ms: every read succeeds, the answer would take ~10 s
+    loop.plan = lambda path, body: full
+    with pytest.raises(InfraError, match=r"the case ran \d+\.\d+ s and was stopped at its 0.3 s bound") as info:
+        make(timeout=0.3, max_retries=2).run(REQUEST)
+    error = info.value
+    assert error.outcome == "infra_error" and error.attempts == 1 and len(loop.requests) == 1
+    ran = error.details["ran_s"]
+    assert error.details["timeout_s"] == 0.3 and isinstance(ran, float) and ran >= 0.3
+    assert not error.connection  # bytes were coming back: the API is reachable
+
+
+def test_the_agent_answers_again_after_an_abandoned_attempt(make: MakeAgent, loop: Loopback) -> None:
+    slow = answer_for(make)
+    slow.gap_s = 0.02
+    answers = [slow, answer_for(make, '[{"rxnorm_code": "1", "display": "x"}]')]
+    loop.plan = lambda path, body: answers[min(len(loop.requests), 2) - 1]
+    agent = make(timeout=0.3)
+    with pytest.raises(InfraError):
+        agent.run(REQUEST)
+    assert agent.run(REQUEST).text == '[{"rxnorm_code": "1", "display": "x"}]'  # a fresh client
+
+
+# -- 2. 2xx responses that are not answers ---------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("answer", "kind", "says"),
+    [
+        (Answer(200, b'{"id": "msg_01", "type": "mess'), "not_json", "a body that is not valid JSON"),
+        (Answer.json(200, {"hello": "world"}), "shape", "JSON that is not a"),
+        (Answer.json(200, [1, 2]), "shape", "not valid JSON|JSON that is not a"),
+        (Answer(200, b"upstream connect error", "text/plain"), "not_json", "not valid JSON"),
+    ],
+)
+def test_a_2xx_that_is_not_an_answer_is_retried_then_an_infra_error(
+    make: MakeAgent, loop: Loopback, sleeps: list[float], answer: Answer, kind: str, says: str
+) -> None:
+    loop.plan = lambda path, body: answer
+    with pytest.raises(InfraError, match=says) as info:
+        make(max_retries=1).run(REQUEST)
+    error = info.value
+    assert type(error) is InfraError and error.outcome == "infra_error"
+    assert error.attempts == 2 and len(loop.requests) == 2 and len(sleeps) == 1
+    assert error.details["bad_response"] in (kind, "not_json", "shape")
+
+
+@pytest.mark.parametrize("content_type", ["text/html", "application/json"])
+def test_html_on_every_call_of_the_first_case_stops_the_run_naming_the_url(
+    make: MakeAgent, loop: Loopback, content_type: str
+) -> None:
+    page = Answer(200, HTML.body, content_type)  # some servers label their error page JSON
+    loop.plan = lambda path, body: page
+    with pytest.raises(RunStopError, match=r"got an HTML page from http://127\.0\.0\.1:") as info:
+        make(max_retries=1).run(REQUEST)
+    assert info.value.outcome == "config_error" and info.value.attempts == 2
+    assert loop.root in str(info.value) and "--groundeval-base-url" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_html_after_a_real_answer_is_only_an_infra_error(make: MakeAgent, loop: Loopback) -> None:
+    answers = [answer_for(make), HTML]
+    loop.plan = lambda path, body: answers[min(len(loop.requests), 2) - 1]
+    agent = make(max_retries=0)
+    assert agent.run(REQUEST).text == "[]"
+    with pytest.raises(InfraError, match="an HTML page") as info:
+        agent.run(REQUEST)
+    assert type(info.value) is InfraError and info.value.details["bad_response"] == "html"
+
+
+# -- 3. classification -----------------------------------------------------------------------
+
+def test_only_connection_failures_are_flagged_connection(make: MakeAgent, loop: Loopback) -> None:
+    loop.plan = lambda path, body: Answer.json(503, {"error": {"message": "loading"}})
+    with pytest.raises(InfraError) as info:
+        make(max_retries=0).run(REQUEST)
+    assert not info.value.connection  # a 503 came back
+
+
+def test_nothing_listening_is_a_connection_infra_error(monkeypatch: pytest.MonkeyPatch, sleeps: list[float]) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again when the block ends: nobody listens there
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
+    for agent in (ClaudeAgent(AgentConfig(options={"max_retries": 0}), sleep=sleeps.append),
+                  OpenAICompatibleAgent(AgentConfig(model="m", options={"base_url": f"http://127.0.0.1:{port}/v1",
+                                                                        "max_retries": 0}))):
+        with pytest.raises(InfraError, match="cannot reach") as info:
+            agent.run(REQUEST)
+        assert info.value.connection and type(info.value) is InfraError
+
+
+def test_a_refusal_stop_reason_is_a_refusal(make: MakeAgent, loop: Loopback) -> None:
+    if make.sdk == "claude":  # type: ignore[attr-defined]
+        body = anthropic_message("", stop_reason="refusal")
+    else:
+        body = chat_completion("", finish="content_filter")
+    loop.plan = lambda path, req: Answer.json(200, body)
+    with pytest.raises(RefusalError, match="c1: the model declined to answer") as info:
+        make().run(REQUEST)
+    assert info.value.outcome == "refusal" and len(loop.requests) == 1
+
+
+def test_a_case_far_over_the_context_window_is_refused_before_any_call(
+    monkeypatch: pytest.MonkeyPatch, loop: Loopback
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", loop.root)
+    big = AgentRequest(case_id="big", task="extraction", prompt=Prompt(system="Rules.", user="x" * 800_004))
+    with pytest.raises(CaseTooLargeError, match="big: the case is too large for the model claude-opus-4-8") as info:
+        ClaudeAgent().run(big)
+    assert loop.requests == [] and info.value.attempts == 0
+    assert info.value.details == {"estimated_tokens": 200_003, "context_tokens": 200_000, "max_tokens": 4096}
+    # a model of unknown context (open weights) is not pre-checked: the server decides
+    loop.plan = lambda path, body: Answer.json(200, chat_completion())
+    agent = OpenAICompatibleAgent(AgentConfig(model="m", options={"base_url": f"{loop.root}/v1"}))
+    assert agent.run(big).text == "[]"
+
+
+@pytest.mark.parametrize(
+    ("message", "large"),
+    [
+        ("prompt is too long: 212345 tokens > 200000 maximum", True),
+        ("input length and `max_tokens` exceed context limit: 198000 + 4096 > 200000, decrease input length", True),
+        ("This model's maximum context length is 8192 tokens. However, you requested 9000 tokens", True),
+        ("context_length_exceeded", True),
+        ("max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens", False),
+        ("temperature: Input should be less than or equal to 1", False),
+        ("Unrecognized request argument supplied: top_k", False),
+    ],
+)
+def test_too_large_tells_size_errors_from_invalid_parameters(message: str, large: bool) -> None:
+    assert too_large(message) is large
+
+
+# -- 4. temperature ranges -------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("agent", "value", "ok"),
+    [("claude", 1.5, False), ("claude", -0.5, False), ("claude", 1.0, True),
+     ("openai", 2.5, False), ("openai", 1.5, True), ("openai", 0.0, True)],
+)
+def test_a_temperature_outside_the_provider_range_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, agent: str, value: float, ok: bool
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    cls, config = ((ClaudeAgent, AgentConfig(options={"temperature": value})) if agent == "claude" else
+                   (OpenAICompatibleAgent, AgentConfig(model="m", options={"base_url": "http://h/v1",
+                                                                           "temperature": value})))
+    if ok:
+        assert cls(config).temperature == value
+        return
+    high = "1" if agent == "claude" else "2"
+    with pytest.raises(ConfigError, match=rf"--groundeval-temperature={value:g} is outside .* \(0 to {high}\)"):
+        cls(config)
+
+
+# -- 9. credentials in the base URL ----------------------------------------------------------
+
+def test_credentials_in_the_base_url_never_reach_messages_or_metadata(loop: Loopback, sleeps: list[float]) -> None:
+    def echo(path: str, body: dict[str, Any]) -> Answer:
+        auth = loop.requests[-1][1].get("Authorization", "")
+        return Answer.json(401, {"error": {"message": f"bad credentials in header Authorization: {auth}"}})
+
+    loop.plan = echo
+    url = loop.root.replace("http://", "http://alice:s3cret-pw@") + "/v1"
+    agent = OpenAICompatibleAgent(AgentConfig(model="m", options={"base_url": url, "max_retries": 0}),
+                                  sleep=sleeps.append)
+    assert agent.base_url == f"{loop.root}/v1"
+    with pytest.raises(RunStopError) as info:
+        agent.run(REQUEST)
+    text = str(info.value) + json.dumps(info.value.details)
+    token = base64.b64encode(b"alice:s3cret-pw").decode()
+    assert "s3cret-pw" not in text and token not in text and "alice:" not in text
+    assert loop.root in text
+
+
+def test_a_basic_auth_header_echoed_in_an_error_body_is_redacted(loop: Loopback, sleeps: list[float]) -> None:
+    token = base64.b64encode(b"bob:hunter22").decode()
+    loop.plan = lambda path, body: Answer.json(400, {"error": {"message": f"rejected Authorization: Basic {token}"}})
+    agent = OpenAICompatibleAgent(AgentConfig(model="m", options={"base_url": f"{loop.root}/v1"}))
+    with pytest.raises(RunStopError) as info:
+        agent.run(REQUEST)
+    text = str(info.value) + json.dumps(info.value.details)
+    assert token not in text and "Basic [redacted]" in text
+
+
+@pytest.mark.parametrize(
+    ("url", "stripped"),
+    [
+        ("http://user:pass@host:8000/v1", "http://host:8000/v1"),
+        ("https://tok@gateway.example/v1?x=1", "https://gateway.example/v1?x=1"),
+        ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+        ("not a url", "not a url"),
+    ],
+)
+def test_strip_userinfo(url: str, stripped: str) -> None:
+    assert strip_userinfo(url) == stripped
+
+
+def test_redact_hides_tokens_and_given_secrets() -> None:
+    assert redact("Authorization: Bearer sk-abc.def and pw=xyz1", ["xyz1"]) == (
+        "Authorization: Bearer [redacted] and pw=[redacted]"
+    )
