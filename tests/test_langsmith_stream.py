@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import json
+import os
 import socket
 import threading
 import uuid
@@ -267,9 +268,13 @@ def test_cases_become_runs_with_feedback_and_tool_children(fake_langsmith: FakeL
     crashed = case_record("c2", "agent_error", error={"type": "RuntimeError", "message": f"boom {FAKE_KEY}",
                                                       "details": {}, "traceback": None})
     stream = new_stream()
+    before = set(threading.enumerate())
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no LangSmithStreamWarning, no langsmith deprecation warning
         stream.record_case(case_record("c1", "partial", trace=trace, model="m-2", attempts=2))
+        started = set(threading.enumerate()) - before
+        assert started and all(t.daemon for t in started)  # the client's batching never holds the process at exit
+        assert "LANGSMITH_USE_DAEMON" not in os.environ  # set only while the client is built
         stream.record_case(crashed)
         stream.close(timeout_s=30)
     assert stream.error is None and stream.queued == 2

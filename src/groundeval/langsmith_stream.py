@@ -71,6 +71,7 @@ FEEDBACK_KEYS = (
 )
 """Feedback keys, one per scored dimension (``passed`` is 1/0 from the outcome; the rest are case metrics)."""
 _OFF = frozenset({"false", "0", "no", "off"})
+_DAEMON_ENV = "LANGSMITH_USE_DAEMON"
 
 logger = logging.getLogger(__name__)
 
@@ -206,8 +207,9 @@ class LangSmithStream:
         except Exception:  # pragma: no cover - last line of defence
             logger.debug("closing the LangSmith stream failed", exc_info=True)
         finally:
-            for name in _LANGSMITH_LOGGERS:
-                logging.getLogger(name).removeFilter(self._quiet)
+            if self._error is None:  # else the client may still log each failed batch: stay quiet
+                for name in _LANGSMITH_LOGGERS:
+                    logging.getLogger(name).removeFilter(self._quiet)
 
     # -- internals ----------------------------------------------------------------------------
     def _setup(self) -> tuple[Client, str]:
@@ -254,15 +256,28 @@ def _make_client(on_error: Any) -> Client:
     must not hold up the first case or the end of the run.
     """
     from langsmith import Client
+    from langsmith import utils as ls_utils
     from urllib3.util.retry import Retry
 
     retry = Retry(
         total=1, backoff_factor=0.25, status_forcelist=[429, 500, 502, 503, 504], allowed_methods=None,
         raise_on_status=False, raise_on_redirect=False, respect_retry_after_header=False,
     )
-    return Client(
-        auto_batch_tracing=True, retry_config=retry, timeout_ms=(3_000, 10_000), tracing_error_callback=on_error,
-    )
+    # The client's batching thread is not a daemon by default and drains its queue after the main
+    # thread ends: against a hung server that held the process for a minute after the run.
+    # LANGSMITH_USE_DAEMON=true (read once, in the constructor) makes it a daemon; what is still
+    # queued after close() is then dropped, and close() has said so in its warning.
+    previous = os.environ.get(_DAEMON_ENV)
+    os.environ.setdefault(_DAEMON_ENV, "true")
+    ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]  # langsmith caches env reads
+    try:
+        return Client(
+            auto_batch_tracing=True, retry_config=retry, timeout_ms=(3_000, 10_000), tracing_error_callback=on_error,
+        )
+    finally:
+        if previous is None:
+            os.environ.pop(_DAEMON_ENV, None)
+        ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]
 
 
 def case_payload(info: RunInfo, record: Mapping[str, Any], trace: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
