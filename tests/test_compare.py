@@ -187,3 +187,20 @@ def test_real_runs_baseline_vs_naive(pytester: pytest.Pytester, tmp_path: Path) 
     assert len(gate.cases) == 4 and not gate.not_compared
     assert {c.case_id for c in gate.regressed} == {c.case_id for c in naive.cases if c.outcome != "passed"}
     assert gate.regressed  # the negative control lists stopped prescriptions
+
+
+def test_ci_example_workflow_uses_the_real_commands() -> None:
+    yaml = pytest.importorskip("yaml")
+    path = Path(__file__).resolve().parents[1] / "examples" / "ci" / "groundeval.yml"
+    workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
+    steps = workflow["jobs"]["eval"]["steps"]
+    script = "\n".join(step.get("run", "") for step in steps)
+    assert "groundeval compare" in script and "--fail-on-regression" in script and "--format markdown" in script
+    assert '>> "$GITHUB_STEP_SUMMARY"' in script and "groundeval report" in script
+    assert "echo \"agent=baseline\"" in script  # the no-key fallback
+    assert set(workflow[True]) == {"pull_request", "push"}  # YAML 1.1 reads the key `on` as True
+    # the flags the workflow passes exist
+    from groundeval.cli_tools import _compare_parser
+
+    args = _compare_parser().parse_args(["a.json", "b.json", "--format", "markdown", "--fail-on-regression"])
+    assert args.fail_on_regression and args.format == "markdown"
