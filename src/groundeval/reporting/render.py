@@ -81,12 +81,13 @@ def comparison_text(comp: Comparison) -> str:
         lines.append("comparable: same task, groundeval version, task facts, task options and case files")
     tasks = comp.a.task if comp.a.task == comp.b.task else f"{comp.a.task} | {comp.b.task}"
     lines.append(f"== {tasks} ==")
-    lines.append(f"{'figure':<26}{'A':>10}{'B':>10}{'B-A':>10}  {'95% interval':<18}{'Wilcoxon p':>11}")
+    w = max([26, *(len(f.name) + 2 for f in comp.figures)])
+    lines.append(f"{'figure':<{w}}{'A':>10}{'B':>10}{'B-A':>10}  {'95% interval':<18}{'Wilcoxon p':>11}")
     for f in comp.figures:
         iv = f.interval
         ivs = iv.text() + (" *" if iv.distinguishable else "") if iv else ""
         p = fmt(iv.p_value) if iv else ""
-        lines.append(f"{f.name:<26}{fmt(f.a):>10}{fmt(f.b):>10}{fmt(f.diff, sign=True):>10}  {ivs:<18}{p:>11}")
+        lines.append(f"{f.name:<{w}}{fmt(f.a):>10}{fmt(f.b):>10}{fmt(f.diff, sign=True):>10}  {ivs:<18}{p:>11}")
     lines.append(f"interval: {METHOD}; * = the interval excludes 0")
     gate = comp.gate
     lines.append(
