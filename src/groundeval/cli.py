@@ -162,10 +162,15 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``groundeval`` console script; returns pytest's exit code."""
-    args = pytest_args(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("compare", "report"):  # read run records; no pytest run
+        from groundeval.cli_tools import main as tools_main
+
+        return tools_main(args)
+    pargs = pytest_args(args)
     import pytest
 
-    return int(pytest.main(args))
+    return int(pytest.main(pargs))
 
 
 if __name__ == "__main__":

@@ -1,25 +1,33 @@
-"""Stream finished eval cases to LangSmith (on when ``LANGSMITH_API_KEY`` is set).
+"""Stream finished eval cases to LangSmith as one experiment (on when ``LANGSMITH_API_KEY`` is set).
 
-Each case becomes one LangSmith run in the project ``LANGSMITH_PROJECT`` (default
-``groundeval``):
+All cases of a run go into one LangSmith project (an experiment) named ``groundeval-<run_id>``
+(``LANGSMITH_PROJECT``, when set, is used as the prefix instead of ``groundeval``). Every
+pytest-xdist worker shares the run id, so all workers write into the same experiment: each
+process creates it with ``upsert=True`` and gets the same project back. Per case:
 
 * the root run: name = case id, run type ``chain``; inputs = case id, task, prompt SHA-256 and
   fixture SHA-256 (never the prompt or the bundle); outputs = the raw answer, outcome, metrics
   and failure message; metadata = run id, task, agent, model, outcome, latency, attempts, usage
   (tokens, ``cost_usd``) and error type; an agent error becomes the run's ``error``;
-* one child run of type ``tool`` per entry of ``AgentResult.trace`` (``{"tool", "args",
-  "result", "ok"}``), in order; tool runs carry order, not timing (the trace has none).
+* one child run of type ``tool`` per entry of the record's ``trace`` (``{"tool", "args",
+  "result", "ok"}``, e.g. the LangGraph agent's tool calls), in order; they carry order, not timing;
+* feedback on the root run, one key per scored dimension (``FEEDBACK_KEYS``: ``passed``, ``f1``,
+  ``precision``, ``recall``, ``display_accuracy``, ``schema``, ``coding``, ``constraints``,
+  ``safety``; those the task does not emit, or that are not applicable, are left out), only for
+  counted cases (``groundeval.outcomes``), so LangSmith can chart and compare experiments.
 
 Every string is passed through ``groundeval.redaction.redact`` and every field longer than
 ``MAX_FIELD_CHARS`` characters of JSON is cut, so secrets never leave the process and payloads
 stay small.
 
-Streaming never changes an outcome and never slows the eval: ``record_case`` only builds a small
-dict and queues it; one daemon thread imports ``langsmith`` and posts batches
-(``Client.multipart_ingest``, ``POST /runs/multipart``). The first failure (bad key, server error,
-no network) stops streaming for the rest of the run; ``close`` waits at most ``timeout_s``
-seconds and then emits a single ``LangSmithStreamWarning``. The plugin imports this module only
-when ``LANGSMITH_API_KEY`` is set.
+Sending uses the langsmith client's own background batching (``Client(auto_batch_tracing=True)``:
+runs and feedback are queued and posted to ``/runs/multipart`` by the client's thread);
+``record_case`` only builds and queues. The first call of a process makes two short synchronous
+requests (``GET /info``, ``POST /sessions``), bounded by the client timeouts below. ``close``
+calls ``Client.flush(timeout=...)``. The first failure (bad key, server error, no network) stops
+streaming for the rest of the process and shows up as one ``LangSmithStreamWarning``. No method
+raises. The plugin imports this module only when ``LANGSMITH_API_KEY`` is set; without it
+nothing touches the network.
 """
 
 from __future__ import annotations
@@ -27,7 +35,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
@@ -43,17 +50,28 @@ if TYPE_CHECKING:
 
     from groundeval.runner import RunInfo
 
-__all__ = ["DEFAULT_PROJECT", "LangSmithStream", "LangSmithStreamWarning", "enabled"]
+__all__ = [
+    "DEFAULT_PROJECT",
+    "FEEDBACK_KEYS",
+    "LangSmithStream",
+    "LangSmithStreamWarning",
+    "case_payload",
+    "enabled",
+    "experiment_name",
+    "feedback_scores",
+]
 
 DEFAULT_PROJECT = "groundeval"
 FLUSH_TIMEOUT_S = 5.0
-"""Default wait for queued cases at the end of the run, seconds."""
+"""Default wait for queued runs and feedback at the end of the run, seconds."""
 MAX_FIELD_CHARS = 2_000
 """Longest JSON text kept for one input/output field, characters."""
-MAX_BATCH_CASES = 20
-"""Cases sent in one request at most."""
+FEEDBACK_KEYS = (
+    "passed", "f1", "precision", "recall", "display_accuracy", "schema", "coding", "constraints", "safety",
+)
+"""Feedback keys, one per scored dimension (``passed`` is 1/0 from the outcome; the rest are case metrics)."""
 _OFF = frozenset({"false", "0", "no", "off"})
-_LANGSMITH_LOGGERS = ("langsmith.client", "langsmith._internal._operations")
+_DAEMON_ENV = "LANGSMITH_USE_DAEMON"
 
 logger = logging.getLogger(__name__)
 
@@ -68,29 +86,62 @@ def enabled(environ: Mapping[str, str] | None = None) -> bool:
     return bool(env.get("LANGSMITH_API_KEY")) and env.get("LANGSMITH_TRACING", "").strip().lower() not in _OFF
 
 
+def experiment_name(run_id: str, prefix: str = DEFAULT_PROJECT) -> str:
+    """The LangSmith project (experiment) of a run: ``<prefix>-<run_id>``."""
+    return f"{prefix}-{run_id}"
+
+
+def feedback_scores(record: Mapping[str, Any]) -> dict[str, float]:
+    """Feedback key -> score (0..1) for a counted case record; ``{}`` for an excluded or not-run case."""
+    if not record.get("counted"):
+        return {}
+    scores = {"passed": 1.0 if record.get("outcome") == "passed" else 0.0}
+    metrics = record.get("metrics") or {}
+    for key in FEEDBACK_KEYS[1:]:
+        value = metrics.get(key)
+        if isinstance(value, bool | int | float) and value is not None:
+            scores[key] = float(value)
+    return scores
+
+
+class _Quiet(logging.Filter):
+    """Drops the langsmith client's own failure logs while a stream is open (it warns once instead)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for every record (attached only to langsmith's loggers)."""
+        return False
+
+
+_LANGSMITH_LOGGERS = ("langsmith.client", "langsmith._internal._background_thread", "langsmith._internal._operations")
+
+
 class LangSmithStream:
-    """Sends case records to LangSmith from one background thread; no method ever raises.
+    """Sends case records to LangSmith through the client's background batching; no method raises.
 
     Args:
         info: Run-wide facts (run id, task, agent, model) copied into every run's metadata.
-        project: LangSmith project name.
+        project: The experiment (LangSmith project) name.
+        client: A ``langsmith.Client`` to use (tests); by default one is built on first use.
     """
 
-    def __init__(self, info: RunInfo, project: str = DEFAULT_PROJECT) -> None:
+    def __init__(self, info: RunInfo, project: str, client: Client | None = None) -> None:
         self.info = info
         self.project = project
-        self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._client: Client | None = client
+        self._project_id: str | None = None
         self._lock = threading.Lock()
         self._cases = 0
-        self._sent = 0
+        self._queued = 0
         self._error: str | None = None
         self._closed = False
         self._warned = False
+        self._quiet = _Quiet()
+        for name in _LANGSMITH_LOGGERS:
+            logging.getLogger(name).addFilter(self._quiet)
 
     @classmethod
     def from_env(cls, info: RunInfo) -> LangSmithStream | None:
-        """A stream for ``LANGSMITH_PROJECT`` when ``enabled()``, else None.
+        """A stream into ``experiment_name(info.run_id, LANGSMITH_PROJECT)`` when ``enabled()``, else None.
 
         Without the ``langsmith`` extra installed this returns None and emits one
         ``LangSmithStreamWarning`` naming the extra: streaming never stops an eval.
@@ -101,7 +152,7 @@ class LangSmithStream:
             what = "streaming to LangSmith (LANGSMITH_API_KEY is set)"
             warnings.warn(LangSmithStreamWarning(extra_missing_message("langsmith", "langsmith", what)), stacklevel=2)
             return None
-        return cls(info, os.environ.get("LANGSMITH_PROJECT") or DEFAULT_PROJECT)
+        return cls(info, experiment_name(info.run_id, os.environ.get("LANGSMITH_PROJECT") or DEFAULT_PROJECT))
 
     @property
     def error(self) -> str | None:
@@ -109,15 +160,15 @@ class LangSmithStream:
         return self._error
 
     @property
-    def sent(self) -> int:
-        """Cases accepted by the LangSmith API so far."""
-        return self._sent
+    def queued(self) -> int:
+        """Cases handed to the client's batch queue so far."""
+        return self._queued
 
     def record_case(self, record: Mapping[str, Any], trace: Sequence[Mapping[str, Any]] | None = None) -> None:
-        """Queue one finished case (a success or an error record) for sending.
+        """Queue one finished case: its run, its tool runs and its feedback.
 
         Args:
-            record: The case record (``runner.evaluate`` or ``runner.error_record``).
+            record: ``CaseRecord.model_dump(mode="json")`` (with ``"trace"`` inside).
             trace: The agent's tool calls; defaults to ``record["trace"]``.
         """
         if self._closed:
@@ -126,31 +177,55 @@ class LangSmithStream:
         if self._error is not None:
             return
         try:
-            payload = case_payload(self.info, record, record.get("trace") if trace is None else trace)
             with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name="groundeval-langsmith", daemon=True)
-                    self._thread.start()
-            self._queue.put(payload)
+                client, project_id = self._setup()
+                payload = case_payload(self.info, record, record.get("trace") if trace is None else trace)
+                runs = _run_trees(payload, self.project, client)
+                for run in runs:
+                    run.post()
+                root = runs[0]
+                for key, score in feedback_scores(record).items():
+                    client.create_feedback(root.id, key, score=score, trace_id=root.id, session_id=project_id)
+                self._queued += 1
         except Exception as exc:
             self._fail(exc)
 
     def close(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
-        """Send what is queued, waiting at most ``timeout_s`` seconds; warn once if anything failed."""
+        """Flush the client's queue, waiting at most ``timeout_s`` seconds; warn once if anything failed."""
         try:
+            if self._closed:
+                return
             self._closed = True
-            thread = self._thread
-            if thread is not None:
-                self._queue.put(None)
-                thread.join(timeout_s)
-                if thread.is_alive() and self._error is None:
-                    self._error = f"cases were still being sent after {timeout_s:g} s"
+            client = self._client
+            if client is not None and self._queued:
+                client.flush(timeout=timeout_s)
+                queue = getattr(client, "tracing_queue", None)
+                if queue is not None and queue.unfinished_tasks and self._error is None:
+                    self._error = f"runs were still being sent after {timeout_s:g} s"
             if self._error is not None:
                 self._warn()
         except Exception:  # pragma: no cover - last line of defence
             logger.debug("closing the LangSmith stream failed", exc_info=True)
+        finally:
+            if self._error is None:  # else the client may still log each failed batch: stay quiet
+                for name in _LANGSMITH_LOGGERS:
+                    logging.getLogger(name).removeFilter(self._quiet)
 
     # -- internals ----------------------------------------------------------------------------
+    def _setup(self) -> tuple[Client, str]:
+        """The client and the experiment's project id (created on the first case of the process)."""
+        if self._client is None:
+            self._client = _make_client(self._fail)
+        if self._project_id is None:
+            project = self._client.create_project(
+                self.project, upsert=True, description="groundeval run", metadata={
+                    "run_id": self.info.run_id, "task": self.info.task, "agent": self.info.agent,
+                    "model": self.info.model,
+                },
+            )
+            self._project_id = str(project.id)
+        return self._client, self._project_id
+
     def _fail(self, exc: BaseException) -> None:
         """Keep the first failure (also the Client's ``tracing_error_callback``); stops streaming."""
         if self._error is None:
@@ -164,78 +239,45 @@ class LangSmithStream:
             return
         self._warned = True
         message = (
-            f"groundeval: streaming to LangSmith failed, {self._cases - self._sent} of {self._cases} case(s) "
-            f"not recorded there ({self._error}). The eval results are unaffected; set LANGSMITH_TRACING=false "
-            "or unset LANGSMITH_API_KEY to stop streaming."
+            f"groundeval: streaming to LangSmith failed, some of {self._cases} case(s) may not be recorded in "
+            f"experiment {self.project!r} ({self._error}). The eval results are unaffected; set "
+            "LANGSMITH_TRACING=false or unset LANGSMITH_API_KEY to stop streaming."
         )
         try:
             warnings.warn(LangSmithStreamWarning(message), stacklevel=2)
         except Exception:  # warnings turned into errors: never let that break the run
             logger.warning(message)
 
-    def _run(self) -> None:
-        """Thread body: build the client, then post batches until the ``None`` sentinel."""
-        quiet = _ThreadFilter(threading.get_ident())
-        for name in _LANGSMITH_LOGGERS:  # the Client logs each failure itself; we warn once instead
-            logging.getLogger(name).addFilter(quiet)
-        try:
-            client: Client | None = None
-            done = False
-            while not done:
-                batch = [self._queue.get()]
-                while len(batch) < MAX_BATCH_CASES:
-                    try:
-                        batch.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
-                done = None in batch
-                cases = [case for case in batch if case is not None]
-                if not cases or self._error is not None:
-                    continue
-                try:
-                    client = client or self._client()
-                    runs = [run.model_dump() for case in cases for run in _run_trees(case, self.project)]
-                    client.multipart_ingest(create=runs)
-                except Exception as exc:
-                    self._fail(exc)
-                if self._error is None:  # the Client reports HTTP failures through _fail
-                    with self._lock:
-                        self._sent += len(cases)
-        except BaseException as exc:  # pragma: no cover - e.g. interpreter shutdown
-            self._fail(exc)
-        finally:
-            for name in _LANGSMITH_LOGGERS:
-                logging.getLogger(name).removeFilter(quiet)
 
-    def _client(self) -> Client:
-        """A synchronous Client (endpoint and key from ``LANGSMITH_ENDPOINT``/``LANGSMITH_API_KEY``).
+def _make_client(on_error: Any) -> Client:
+    """A batching Client (endpoint and key from ``LANGSMITH_ENDPOINT``/``LANGSMITH_API_KEY``).
 
-        Few, short retries: a failure stops streaming anyway, and a dead endpoint must not keep
-        the thread busy past the end of the run.
-        """
-        from langsmith import Client
-        from urllib3.util.retry import Retry
+    Few, short retries and short timeouts: a failure stops streaming anyway, and a dead endpoint
+    must not hold up the first case or the end of the run.
+    """
+    from langsmith import Client
+    from langsmith import utils as ls_utils
+    from urllib3.util.retry import Retry
 
-        retry = Retry(
-            total=1, backoff_factor=0.25, status_forcelist=[429, 500, 502, 503, 504], allowed_methods=None,
-            raise_on_status=False, raise_on_redirect=False, respect_retry_after_header=False,
-        )
+    retry = Retry(
+        total=1, backoff_factor=0.25, status_forcelist=[429, 500, 502, 503, 504], allowed_methods=None,
+        raise_on_status=False, raise_on_redirect=False, respect_retry_after_header=False,
+    )
+    # The client's batching thread is not a daemon by default and drains its queue after the main
+    # thread ends: against a hung server that held the process for a minute after the run.
+    # LANGSMITH_USE_DAEMON=true (read once, in the constructor) makes it a daemon; what is still
+    # queued after close() is then dropped, and close() has said so in its warning.
+    previous = os.environ.get(_DAEMON_ENV)
+    os.environ.setdefault(_DAEMON_ENV, "true")
+    ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]  # langsmith caches env reads
+    try:
         return Client(
-            auto_batch_tracing=False, retry_config=retry, timeout_ms=(3_000, 10_000),
-            tracing_error_callback=self._fail,
+            auto_batch_tracing=True, retry_config=retry, timeout_ms=(3_000, 10_000), tracing_error_callback=on_error,
         )
-
-
-class _ThreadFilter(logging.Filter):
-    """Drops log records emitted by one thread (the stream's own)."""
-
-    def __init__(self, ident: int) -> None:
-        super().__init__()
-        self.ident = ident
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        """False for records from the stream's thread."""
-        return record.thread != self.ident
+    finally:
+        if previous is None:
+            os.environ.pop(_DAEMON_ENV, None)
+        ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]
 
 
 def case_payload(info: RunInfo, record: Mapping[str, Any], trace: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
@@ -311,12 +353,12 @@ def _redacted(value: Any) -> Any:
     return value
 
 
-def _run_trees(case: Mapping[str, Any], project: str) -> list[RunTree]:
+def _run_trees(case: Mapping[str, Any], project: str, client: Client) -> list[RunTree]:
     """The root run and its tool runs for one ``case_payload``, finished and ready to post."""
     from langsmith.run_trees import RunTree
 
     root = RunTree(
-        name=case["name"], run_type="chain", inputs=case["inputs"], project_name=project,
+        name=case["name"], run_type="chain", inputs=case["inputs"], project_name=project, ls_client=client,
         start_time=case["start_time"], extra={"metadata": case["metadata"]}, tags=["groundeval"],
     )
     for i, tool in enumerate(case["tools"], start=1):

@@ -1,0 +1,227 @@
+"""Compare two run records case by case: headline figures, per-case changes, the regression gate.
+
+Cases are pooled over their trials (``groundeval.reporting.cases``); the gate is
+``groundeval.reporting.gate``. What makes two runs comparable is checked and reported, never
+assumed: the task, each case's fixture SHA-256 (a case whose file changed is not compared), the
+groundeval version (there is no scorer version yet; the package version stands for it),
+``task_facts`` and the task options (thresholds decide ``passed``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from groundeval.reporting.cases import DIMENSIONS, EPS, CaseValues, case_values, load_record
+from groundeval.reporting.gate import CaseGate, GateResult, gate_case
+from groundeval.reporting.stats import Interval, paired_interval
+from groundeval.run_record import RunRecord
+
+__all__ = [
+    "DIMENSIONS",
+    "CaseDiff",
+    "CaseGate",
+    "CaseValues",
+    "Comparison",
+    "Figure",
+    "GateResult",
+    "case_values",
+    "compare_runs",
+    "figure_dimension",
+    "load_record",
+    "regressions",
+]
+
+
+def regressions(baseline: RunRecord, current: RunRecord) -> GateResult:
+    """The regression gate of ``current`` against ``baseline`` (see ``GateResult``)."""
+    return compare_runs(baseline, current).gate
+
+
+@dataclass(frozen=True, slots=True)
+class CaseDiff:
+    """One case present in both runs.
+
+    Attributes:
+        case_id: The case id.
+        a: The case in run A.
+        b: The case in run B.
+        changes: Dimension -> (A value, B value) for every dimension whose value changed.
+        verdict: The gate's verdict on the case's pass rate.
+    """
+
+    case_id: str
+    a: CaseValues
+    b: CaseValues
+    changes: dict[str, tuple[float, float]]
+    verdict: Literal["regressed", "improved", "unchanged"]
+
+    def regressed_dims(self) -> list[str]:
+        """Dimensions whose value went down."""
+        return [k for k, (x, y) in self.changes.items() if y < x]
+
+    def improved_dims(self) -> list[str]:
+        """Dimensions whose value went up."""
+        return [k for k, (x, y) in self.changes.items() if y > x]
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One headline figure side by side.
+
+    Attributes:
+        name: The aggregate's name (``pass_rate``, ``micro_f1``, ``cost_usd``, ...).
+        a: Run A's value, or None.
+        b: Run B's value, or None.
+        interval: Paired interval of the per-case difference when the figure is a mean of a
+            per-case dimension (pass rate, macro means, dimension pass rates), else None.
+        comparable: False when the runs are not comparable (different tasks): no difference.
+    """
+
+    name: str
+    a: float | None
+    b: float | None
+    interval: Interval | None = None
+    comparable: bool = True
+
+    @property
+    def diff(self) -> float | None:
+        """``b - a``, or None when either is missing or the runs are not comparable."""
+        return None if self.a is None or self.b is None or not self.comparable else self.b - self.a
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Run A (baseline) against run B (current).
+
+    Attributes:
+        a: Run A.
+        b: Run B.
+        checked: What was compared to decide comparability, one line each.
+        warnings: Differences that make figures not strictly comparable (groundeval version,
+            task facts, thresholds, fixture hashes); the figures are still shown.
+        problems: Differences that stop a case-level comparison (different tasks).
+        figures: Headline figures.
+        cases: Cases compared (in both runs, counted on both sides, same fixture).
+        only_a: Case ids only in run A.
+        only_b: Case ids only in run B.
+        gate: The regression gate.
+    """
+
+    a: RunRecord
+    b: RunRecord
+    checked: list[str]
+    warnings: list[str]
+    problems: list[str]
+    figures: list[Figure]
+    cases: list[CaseDiff]
+    only_a: list[str]
+    only_b: list[str]
+    gate: GateResult
+
+    @property
+    def changed(self) -> list[CaseDiff]:
+        """Compared cases with at least one changed dimension."""
+        return [c for c in self.cases if c.changes]
+
+
+def figure_dimension(name: str) -> str | None:
+    """The per-case dimension whose mean a headline figure is, or None (micro means, usage)."""
+    if name in ("pass_rate", "all_pass_rate"):
+        return "passed"
+    if name == "answer_rate":
+        return "answered"
+    if name.startswith("macro_"):
+        return name[len("macro_"):]
+    if name.endswith("_pass_rate"):
+        return name[: -len("_pass_rate")]
+    return None
+
+
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]]:
+    checked = ["task", "groundeval version (no scorer version field yet)", "task_facts", "task options (thresholds)",
+               "fixture SHA-256 per case"]
+    warnings: list[str] = []
+    problems: list[str] = []
+    if a.task != b.task:
+        problems.append(f"different tasks: {a.task} vs {b.task}")
+    va, vb = a.packages.get("groundeval", "?"), b.packages.get("groundeval", "?")
+    if va != vb:
+        warnings.append(f"groundeval version differs ({va} vs {vb}): scorers may differ")
+    if a.task_facts != b.task_facts:
+        warnings.append(f"task_facts differ: {json.dumps(a.task_facts, sort_keys=True)} vs "
+                        f"{json.dumps(b.task_facts, sort_keys=True)}")
+    oa, ob = a.settings.get("task_options", {}), b.settings.get("task_options", {})
+    if oa != ob:
+        warnings.append(f"task options differ: {json.dumps(oa, sort_keys=True)} vs {json.dumps(ob, sort_keys=True)}")
+    return checked, warnings, problems
+
+
+def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
+    """Compare run B (current) with run A (baseline).
+
+    Returns:
+        The comparison; when the tasks differ, only the headline figures are filled and
+        ``problems`` says why (nothing is compared case by case or gated).
+    """
+    checked, warns, problems = _checks(a, b)
+    va, vb = case_values(a.cases), case_values(b.cases)
+    only_a = [k for k in va if k not in vb]
+    only_b = [k for k in vb if k not in va]
+    cases: list[CaseDiff] = []
+    gates: list[CaseGate] = []
+    not_compared: dict[str, str] = {}
+    changed_fixtures = 0
+    if not problems:
+        for case_id, cb in vb.items():
+            ca = va.get(case_id)
+            if ca is None:
+                continue
+            if ca.fixture_sha256 and cb.fixture_sha256 and ca.fixture_sha256 != cb.fixture_sha256:
+                not_compared[case_id] = "the case file changed (fixture SHA-256 differs)"
+                changed_fixtures += 1
+                continue
+            if not ca.counted or not cb.counted:
+                side = "baseline" if not ca.counted else "current run"
+                outcomes = ca.outcomes if not ca.counted else cb.outcomes
+                not_compared[case_id] = f"not counted in the {side} ({', '.join(sorted(set(outcomes)))})"
+                continue
+            changes = {
+                k: (ca.values[k], cb.values[k]) for k in DIMENSIONS
+                if k in ca.values and k in cb.values and abs(ca.values[k] - cb.values[k]) > EPS
+            }
+            verdict = gate_case(ca, cb)
+            gates.append(verdict)
+            cases.append(CaseDiff(case_id, ca, cb, changes, verdict.verdict))
+    if changed_fixtures:
+        warns.append(f"{changed_fixtures} case file(s) changed between the runs (fixture SHA-256): not compared")
+    figures = _figures(a, b, cases, comparable=not problems)
+    pass_iv = next((f.interval for f in figures if f.name == "pass_rate"), None)
+    gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems))
+    return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate)
+
+
+def _figures(a: RunRecord, b: RunRecord, cases: Sequence[CaseDiff], comparable: bool) -> list[Figure]:
+    ga, gb = a.aggregate, b.aggregate
+    rows: list[tuple[str, float | None, float | None]] = [
+        ("pass_rate", ga.pass_rate, gb.pass_rate), ("answer_rate", ga.answer_rate, gb.answer_rate),
+    ]
+    names = list(ga.metrics) + [k for k in gb.metrics if k not in ga.metrics]
+    rows += [(k, _num(ga.metrics.get(k)), _num(gb.metrics.get(k))) for k in names if k != "all_pass_rate"]
+    usage = list(ga.usage) + [k for k in gb.usage if k not in ga.usage]
+    rows += [(k, _num(ga.usage.get(k)), _num(gb.usage.get(k))) for k in usage]
+    figures = []
+    for name, x, y in rows:
+        dim = figure_dimension(name)
+        interval = None
+        if dim is not None:
+            diffs = [c.b.values[dim] - c.a.values[dim] for c in cases if dim in c.a.values and dim in c.b.values]
+            interval = paired_interval(diffs)
+        figures.append(Figure(name, x, y, interval, comparable))
+    return figures

@@ -1,0 +1,112 @@
+"""Render a comparison as plain text (terminal) or JSON (scripts); both read ``comparison_dict``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groundeval.reporting.compare import CaseDiff, Comparison, Figure
+from groundeval.reporting.stats import METHOD, Interval
+from groundeval.run_record import RunRecord
+
+__all__ = ["comparison_dict", "comparison_json", "comparison_text", "fmt", "run_line"]
+
+
+def fmt(value: float | None, digits: int = 3, sign: bool = False) -> str:
+    """A number to ``digits`` decimals (``+`` sign when asked), ``-`` for None."""
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def run_line(record: RunRecord) -> str:
+    """``20261201T...  extraction  agent baseline  model -  25 cases``."""
+    n = len({c.case_id for c in record.cases})
+    return f"{record.run_id}  {record.task}  agent {record.agent}  model {record.model or '-'}  {n} cases"
+
+
+def _interval(iv: Interval | None) -> dict[str, Any] | None:
+    if iv is None:
+        return None
+    return {"mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n, "p_value": iv.p_value,
+            "method": iv.method, "distinguishable": iv.distinguishable}
+
+
+def _figure(f: Figure) -> dict[str, Any]:
+    return {"name": f.name, "a": f.a, "b": f.b, "diff": f.diff, "interval": _interval(f.interval)}
+
+
+def _case(c: CaseDiff) -> dict[str, Any]:
+    return {
+        "case_id": c.case_id, "verdict": c.verdict,
+        "outcomes_a": list(c.a.outcomes), "outcomes_b": list(c.b.outcomes),
+        "pass_rate_a": c.a.pass_rate, "pass_rate_b": c.b.pass_rate,
+        "changes": {k: {"a": x, "b": y, "diff": y - x} for k, (x, y) in c.changes.items()},
+    }
+
+
+def comparison_dict(comp: Comparison) -> dict[str, Any]:
+    """The comparison as JSON-safe data (the ``--format json`` output)."""
+    gate = comp.gate
+    return {
+        "a": {"run_id": comp.a.run_id, "task": comp.a.task, "agent": comp.a.agent, "model": comp.a.model},
+        "b": {"run_id": comp.b.run_id, "task": comp.b.task, "agent": comp.b.agent, "model": comp.b.model},
+        "checked": comp.checked, "warnings": comp.warnings, "problems": comp.problems,
+        "interval_method": METHOD,
+        "figures": [_figure(f) for f in comp.figures],
+        "cases": [_case(c) for c in comp.cases],
+        "only_a": comp.only_a, "only_b": comp.only_b,
+        "not_compared": gate.not_compared,
+        "regressed": [c.case_id for c in gate.regressed], "improved": [c.case_id for c in gate.improved],
+        "gate_failed": gate.failed,
+    }
+
+
+def comparison_json(comp: Comparison) -> str:
+    """``comparison_dict`` as indented JSON."""
+    return json.dumps(comparison_dict(comp), indent=2, ensure_ascii=False)
+
+
+def _change_text(c: CaseDiff) -> str:
+    return ", ".join(f"{k} {fmt(x)}->{fmt(y)}" for k, (x, y) in c.changes.items())
+
+
+def comparison_text(comp: Comparison) -> str:
+    """The terminal report: runs, checks, headline figures per task, changed cases, one-sided cases."""
+    lines = [f"A (baseline): {run_line(comp.a)}", f"B (current):  {run_line(comp.b)}"]
+    lines.append("checked: " + "; ".join(comp.checked))
+    lines += [f"PROBLEM: {p}: not compared case by case" for p in comp.problems]
+    lines += [f"WARNING: {w}" for w in comp.warnings]
+    if not comp.problems and not comp.warnings:
+        lines.append("comparable: same task, groundeval version, task facts, task options and case files")
+    tasks = comp.a.task if comp.a.task == comp.b.task else f"{comp.a.task} | {comp.b.task}"
+    lines.append(f"== {tasks} ==")
+    w = max([26, *(len(f.name) + 2 for f in comp.figures)])
+    lines.append(f"{'figure':<{w}}{'A':>10}{'B':>10}{'B-A':>10}  {'95% interval':<18}{'Wilcoxon p':>11}")
+    for f in comp.figures:
+        iv = f.interval
+        ivs = iv.text() + (" *" if iv.distinguishable else "") if iv else ""
+        p = fmt(iv.p_value) if iv else ""
+        lines.append(f"{f.name:<{w}}{fmt(f.a):>10}{fmt(f.b):>10}{fmt(f.diff, sign=True):>10}  {ivs:<18}{p:>11}")
+    lines.append(f"interval: {METHOD}; * = the interval excludes 0")
+    gate = comp.gate
+    lines.append(
+        f"cases: {len(comp.cases)} compared, {len(comp.changed)} changed; passed->not: {len(gate.regressed)}, "
+        f"not->passed: {len(gate.improved)}; only in A: {len(comp.only_a)}; only in B: {len(comp.only_b)}; "
+        f"not compared: {len(gate.not_compared)}"
+    )
+    for c in comp.changed:
+        if c.verdict != "unchanged":
+            label = c.verdict.upper()
+        elif c.regressed_dims() and not c.improved_dims():
+            label = "worse"
+        elif c.improved_dims() and not c.regressed_dims():
+            label = "better"
+        else:
+            label = "mixed"
+        lines.append(f"  {label:<9} {c.case_id}: {_change_text(c)}")
+    if not comp.problems:  # with different tasks every case is in one run only: counted above
+        lines += [f"  only in A {k}" for k in comp.only_a]
+        lines += [f"  only in B {k}" for k in comp.only_b]
+    lines += [f"  not compared {k}: {why}" for k, why in gate.not_compared.items()]
+    return "\n".join(lines)

@@ -1,0 +1,186 @@
+"""Markdown: a run's summary (``--groundeval-summary-md``, ``$GITHUB_STEP_SUMMARY``) and a comparison.
+
+GitHub-flavoured Markdown (tables, ``<details>``); case text is escaped so a case id or a failure
+message cannot break the table or inject HTML into a PR comment.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from groundeval.outcomes import POLICY
+from groundeval.reporting.compare import Comparison, GateResult, case_values, figure_dimension
+from groundeval.reporting.render import fmt, run_line
+from groundeval.reporting.stats import METHOD, Interval, paired_interval
+from groundeval.run_record import RunRecord
+
+__all__ = ["comparison_markdown", "figure_intervals", "md_escape", "summary_markdown", "write_summary_markdown"]
+
+ORDER = tuple(rule.outcome for rule in POLICY)
+MAX_LISTED = 50
+"""Cases listed by name at most, per list."""
+
+
+def md_escape(text: str) -> str:
+    """Escape text for a Markdown table cell: HTML-escaped, ``|`` and newlines neutralised."""
+    return html.escape(text).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
+
+
+def figure_intervals(record: RunRecord) -> dict[str, Interval | None]:
+    """Figure name -> bootstrap interval of its mean over cases (trials pooled per case).
+
+    Only figures that are means of a per-case dimension get one (pass rate, answer rate, macro
+    means, dimension pass rates); micro means and usage get None.
+    """
+    values = case_values(record.cases)
+    names = ["pass_rate", "answer_rate", *record.aggregate.metrics]
+    out: dict[str, Interval | None] = {}
+    for name in names:
+        dim = figure_dimension(name)
+        per_case = [v.values[dim] for v in values.values() if dim is not None and dim in v.values]
+        out[name] = paired_interval(per_case, test=False) if dim is not None else None
+    return out
+
+
+def _iv(iv: Interval | None) -> str:
+    return iv.text(sign=False) if iv is not None else ""
+
+
+def _listed(ids: Sequence[str]) -> str:
+    shown = ", ".join(f"`{md_escape(i)}`" for i in ids[:MAX_LISTED])
+    return shown + (f" and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else "")
+
+
+def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
+    """The run's summary as Markdown.
+
+    Args:
+        record: The finished run record.
+        gate: The regression gate against a baseline, or None.
+
+    Returns:
+        Headline figures with 95% intervals, per-dimension rates, outcomes, regressions (when a
+        gate is given), tokens and cost (USD), and the non-passing cases.
+    """
+    agg = record.aggregate
+    ivs = figure_intervals(record)
+    title = f"### groundeval {md_escape(record.task)}: {md_escape(record.agent)}"
+    lines = [title, "", f"run `{record.run_id}`, model `{md_escape(record.model or '-')}`"
+             + ("" if record.complete else f" — **INCOMPLETE**: {md_escape(record.stop_reason or '')}"), ""]
+    passed = agg.counts.get("passed", 0)
+    lines.append(
+        f"**pass rate {fmt(agg.pass_rate)}** ({passed}/{agg.counted}) 95% interval {_iv(ivs.get('pass_rate'))}"
+        f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} cases"
+        f" ({agg.excluded} excluded, {agg.not_run} not run)"
+    )
+    lines += ["", "| figure | value | 95% interval |", "| --- | ---: | --- |"]
+    for name in ["answer_rate", *agg.metrics]:
+        value = agg.answer_rate if name == "answer_rate" else agg.metrics.get(name)
+        shown = fmt(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
+        lines.append(f"| {md_escape(name)} | {shown} | {_iv(ivs.get(name))} |")
+    lines += ["", "outcomes: " + ", ".join(f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts)]
+    if gate is not None:
+        lines += ["", *_gate_md(gate)]
+    if agg.usage:
+        lines += ["", "| usage | total |", "| --- | ---: |"]
+        for key, value in agg.usage.items():
+            if key == "cost_usd":
+                shown = "unknown (no list price)" if value is None else f"${float(value):.4f}"
+            else:
+                shown = str(value)
+            lines.append(f"| {md_escape(key)} | {shown} |")
+    bad = [c for c in record.cases if c.outcome != "passed"]
+    if bad:
+        lines += ["", f"<details><summary>{len(bad)} case(s) not passed</summary>", "",
+                  "| case | outcome | why |", "| --- | --- | --- |"]
+        for c in bad[:MAX_LISTED]:
+            why = (c.message or (c.error.message if c.error else "")).splitlines()[:1]
+            lines.append(f"| `{md_escape(c.case_id)}` | {c.outcome} | {md_escape(why[0] if why else '')} |")
+        lines += ["", "</details>"]
+    lines += ["", "<sub>intervals: bootstrap of the mean over cases (scipy.stats.bootstrap, BCa, 95%)</sub>", ""]
+    return "\n".join(lines)
+
+
+def write_summary_markdown(
+    record: RunRecord, gate: GateResult | None = None, path: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[Path]:
+    """Write ``summary_markdown`` to ``path`` (replaced) and append it to ``$GITHUB_STEP_SUMMARY`` when set.
+
+    Args:
+        record: The finished run record.
+        gate: The regression gate, or None.
+        path: The ``--groundeval-summary-md`` file, or None.
+        environ: The environment (default ``os.environ``), read for ``GITHUB_STEP_SUMMARY``.
+
+    Returns:
+        The files written, in that order.
+
+    Raises:
+        OSError: A file cannot be written (the caller decides whether that fails the run).
+    """
+    env = os.environ if environ is None else environ
+    text = summary_markdown(record, gate)
+    written: list[Path] = []
+    if path is not None:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    step = env.get("GITHUB_STEP_SUMMARY")
+    if step:
+        with Path(step).open("a", encoding="utf-8") as fh:
+            fh.write(text)
+        written.append(Path(step))
+    return written
+
+
+def _gate_md(gate: GateResult) -> list[str]:
+    if gate.problems:
+        return [f"regression gate: not applied ({md_escape('; '.join(gate.problems))})"]
+    head = f"**regressions vs `{gate.baseline_run_id}`: {len(gate.regressed)}**, improved: {len(gate.improved)}"
+    lines = [head + f" (of {len(gate.cases)} compared cases)"]
+    if gate.pass_rate_interval is not None:
+        iv = gate.pass_rate_interval
+        lines[0] += f"; pass rate change {iv.mean:+.3f}, 95% interval {iv.text()}"
+    if gate.regressed:
+        lines += ["", "| regressed case | baseline | now |", "| --- | ---: | ---: |"]
+        lines += [f"| `{md_escape(c.case_id)}` | {c.baseline_passes}/{c.baseline_trials} | "
+                  f"{c.current_passes}/{c.current_trials} |" for c in gate.regressed[:MAX_LISTED]]
+    return lines
+
+
+def comparison_markdown(comp: Comparison) -> str:
+    """The comparison (``groundeval compare --format markdown``) as Markdown."""
+    lines = ["### groundeval compare", "", f"- A (baseline): `{md_escape(run_line(comp.a))}`",
+             f"- B (current): `{md_escape(run_line(comp.b))}`",
+             f"- checked: {md_escape('; '.join(comp.checked))}"]
+    lines += [f"- **problem**: {md_escape(p)}: not compared case by case" for p in comp.problems]
+    lines += [f"- **warning**: {md_escape(w)}" for w in comp.warnings]
+    lines += ["", f"#### {md_escape(comp.b.task)}", "", "| figure | A | B | B-A | 95% interval | Wilcoxon p |",
+              "| --- | ---: | ---: | ---: | --- | ---: |"]
+    for f in comp.figures:
+        iv = f.interval
+        ivs = (iv.text() + (" **\\***" if iv.distinguishable else "")) if iv else ""
+        lines.append(f"| {md_escape(f.name)} | {fmt(f.a)} | {fmt(f.b)} | {fmt(f.diff, sign=True)} | {ivs} | "
+                     f"{fmt(iv.p_value) if iv else ''} |")
+    lines += ["", f"<sub>{md_escape(METHOD)}; \\* = the interval excludes 0</sub>", ""]
+    gate = comp.gate
+    lines.append(f"{len(comp.cases)} cases compared, {len(comp.changed)} changed: **{len(gate.regressed)} regressed**, "
+                 f"{len(gate.improved)} improved")
+    if comp.changed:
+        lines += ["", "| case | verdict | changed dimensions |", "| --- | --- | --- |"]
+        for c in comp.changed[:MAX_LISTED]:
+            changes = ", ".join(f"{k} {fmt(x)}→{fmt(y)}" for k, (x, y) in c.changes.items())
+            lines.append(f"| `{md_escape(c.case_id)}` | {c.verdict} | {md_escape(changes)} |")
+    if comp.only_a and not comp.problems:
+        lines += ["", f"only in A: {_listed(comp.only_a)}"]
+    if comp.only_b and not comp.problems:
+        lines += ["", f"only in B: {_listed(comp.only_b)}"]
+    if gate.not_compared:
+        lines += ["", "not compared: " + "; ".join(f"`{md_escape(k)}` ({md_escape(v)})"
+                                                   for k, v in list(gate.not_compared.items())[:MAX_LISTED])]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,147 @@
+"""The Markdown summary and the self-contained HTML report, the latter checked in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from groundeval.cli import main as cli_main
+from groundeval.reporting import regressions, summary_markdown
+from groundeval.reporting.html import render_report, write_report
+from groundeval.reporting.summary_md import write_summary_markdown
+from groundeval.run_record import CaseRecord, RunRecord
+
+from ._records import case, run
+
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--enable-logging=stderr", "--v=0",
+)
+CONSOLE = re.compile(r":CONSOLE[(:]")
+
+
+def _write_case(case_id: str, run_id: str, ok: dict[str, bool]) -> CaseRecord:
+    dims = {k: {"ok": v, "reasons": [] if v else [f"{k} wrong <script>alert(1)</script>"]} for k, v in ok.items()}
+    outcome = "passed" if all(ok.values()) else "partial"
+    return case(case_id, outcome, run_id=run_id, task="write", metrics=dict(ok), details={"dimensions": dims})
+
+
+def _extraction_runs() -> tuple[RunRecord, RunRecord]:
+    missing = {"missing": [{"codes": ["316049"], "display": "Hydrochlorothiazide 25 MG"}],
+               "extra": [{"rxnorm_code": "562251", "display": "Amoxicillin <b>250</b>", "note": "completed"}],
+               "display_mismatches": []}
+    a = run([case("c1"), case("c2"), case("c3")], run_id="A")
+    b = run([case("c1", run_id="B"), case("c2", "partial", run_id="B", f1=0.5, details=missing),
+             case("c3", run_id="B", usage={"input_tokens": 10, "cost_usd": 0.001})], run_id="B",
+            )
+    b = b.model_copy(update={"aggregate": b.aggregate.model_copy(update={"usage": {"input_tokens": 10,
+                                                                                    "cost_usd": 0.001}})})
+    return a, b
+
+
+def test_summary_markdown_headline_intervals_regressions_usage() -> None:
+    a, b = _extraction_runs()
+    md = summary_markdown(b, regressions(a, b))
+    assert "**pass rate 0.667** (2/3) 95% interval [" in md
+    assert "| macro_f1 | 0.833 | [" in md
+    assert "**regressions vs `A`: 1**" in md and "| `c2` | 1/1 | 0/1 |" in md
+    assert "| cost_usd | $0.0010 |" in md and "| input_tokens | 10 |" in md
+    assert "1 case(s) not passed" in md
+    assert "regressions" not in summary_markdown(a)
+
+
+def test_write_summary_markdown_to_a_file_and_the_step_summary(tmp_path: Path) -> None:
+    a, b = _extraction_runs()
+    step = tmp_path / "step.md"
+    step.write_text("earlier step\n", encoding="utf-8")
+    out = tmp_path / "out" / "summary.md"
+    written = write_summary_markdown(b, regressions(a, b), out, environ={"GITHUB_STEP_SUMMARY": str(step)})
+    assert written == [out, step]
+    assert out.read_text(encoding="utf-8").startswith("### groundeval extraction")
+    assert step.read_text(encoding="utf-8").startswith("earlier step\n### groundeval extraction")
+    assert write_summary_markdown(b, None, None, environ={}) == []
+
+
+def test_summary_markdown_write_task_dimensions() -> None:
+    cases = [_write_case("w1", "W", {"schema": True, "coding": True, "constraints": True, "safety": True}),
+             _write_case("w2", "W", {"schema": True, "coding": False, "constraints": True, "safety": True})]
+    rec = run(cases, run_id="W", task="write")
+    rec = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(update={"metrics": {
+        "schema_pass_rate": 1.0, "coding_pass_rate": 0.5}})})
+    md = summary_markdown(rec)
+    assert "| coding_pass_rate | 0.500 | [0.000, 1.000] |" in md
+    assert "| schema_pass_rate | 1.000 | [1.000, 1.000] |" in md
+
+
+def test_html_is_self_contained_and_escapes_case_text() -> None:
+    a, b = _extraction_runs()
+    page = render_report(a, b)
+    assert "<script" not in page and "src=" not in page and "href=" not in page
+    assert "http://" not in page and "https://" not in page
+    assert "Amoxicillin &lt;b&gt;250&lt;/b&gt;" in page and "316049 Hydrochlorothiazide 25 MG" in page
+    assert 'id="regressed-count">1<' in page and "Comparison: B (B) against A (A)" in page
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip("Chromium is not installed (apt-get install -y chromium); .ci/run installs it")
+
+
+def _load_in_chromium(page: Path, profile: Path) -> tuple[str, list[str]]:
+    """Load a file in headless Chromium; return the DOM after load and the console lines."""
+    binary = _chromium()
+    try:
+        proc = subprocess.run(
+            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+            capture_output=True, text=True, timeout=120, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"Chromium could not start here: {exc}")
+    if proc.returncode != 0 or "<html" not in proc.stdout:
+        pytest.skip(f"Chromium could not start here (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
+    return proc.stdout, [line for line in proc.stderr.splitlines() if CONSOLE.search(line)]
+
+
+def test_the_console_check_catches_errors(tmp_path: Path) -> None:
+    """The harness sees console errors: a script error and a blocked network load both show up."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html><body><p>x</p><script>undefinedFn();</script></body></html>', "utf-8")
+    _, console = _load_in_chromium(bad, tmp_path / "profile")
+    assert any("undefinedFn is not defined" in line for line in console)
+
+
+def test_report_loads_in_chromium_without_console_errors(tmp_path: Path) -> None:
+    cases = [_write_case(f"w{i}", "W", {"schema": True, "coding": i != 1, "constraints": True, "safety": True})
+             for i in range(5)]
+    rec = run(cases, run_id="W", task="write")
+    rec = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(update={"metrics": {"coding_pass_rate": 0.8}})})
+    path = write_report(tmp_path / "report.html", rec)
+    dom, console = _load_in_chromium(path, tmp_path / "profile")
+    assert console == []
+    assert '<strong class="case-count">5</strong>' in dom
+    assert dom.count('<tr class="case"') == 5
+    assert '<td class="num" data-figure="pass_rate">0.800</td>' in dom
+    assert '<td class="num" data-figure="coding_pass_rate">0.800</td>' in dom
+    assert "coding wrong &lt;script&gt;alert(1)&lt;/script&gt;" in dom  # escaped, not executed
+
+
+def test_cli_report_of_two_real_runs_in_chromium(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    for agent in ("baseline", "naive"):
+        pytester.runpytest(
+            "--groundeval-task=extraction", f"--groundeval-agent={agent}", "--groundeval-limit=3",
+            f"--groundeval-out-dir={tmp_path / agent}", "-q", "-p", "no:randomly",
+        )
+    (pa,), (pb,) = (tmp_path / "baseline").glob("*.json"), (tmp_path / "naive").glob("*.json")
+    out = tmp_path / "report.html"
+    assert cli_main(["report", str(pa), str(pb), "-o", str(out)]) == 0
+    dom, console = _load_in_chromium(out, tmp_path / "profile")
+    assert console == []
+    assert dom.count('<strong class="case-count">3</strong>') == 2
+    assert 'id="comparison"' in dom and dom.count('<tr class="case"') == 6
