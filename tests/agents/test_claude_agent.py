@@ -23,8 +23,8 @@ from groundeval.errors import (
     RunStopError,
     TruncatedError,
 )
-from groundeval.records import AgentRequest, Prompt
 from groundeval.plugin.junit import junit_properties
+from groundeval.records import AgentRequest, Prompt
 from groundeval.runner import RunInfo, run_case, summarize
 from groundeval.tasks import make_task
 

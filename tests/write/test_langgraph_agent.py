@@ -11,13 +11,6 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
 from groundeval.agents.base import AgentConfig, make_agent
-from groundeval.testing.scripted_chat import (
-    ScriptedChatModel,
-    ScriptExhaustedError,
-    answer_with_last_result,
-    call,
-    last_tool_result,
-)
 from groundeval.agents.langgraph_agent import LangGraphWriteAgent, tool_trace
 from groundeval.datasets import default_data_dir
 from groundeval.errors import (
@@ -34,6 +27,13 @@ from groundeval.records import AgentRequest
 from groundeval.runner import call_agent
 from groundeval.tasks.write import WriteTask
 from groundeval.terminology import Catalog
+from groundeval.testing.scripted_chat import (
+    ScriptedChatModel,
+    ScriptExhaustedError,
+    answer_with_last_result,
+    call,
+    last_tool_result,
+)
 
 TASK = WriteTask()
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from groundeval.agents.base import make_agent
-from groundeval.testing.scripted_agent import ScriptedAgent
 from groundeval.datasets import default_data_dir
 from groundeval.errors import DatasetError
 from groundeval.hc_tools import build_medication_statement
-from groundeval.runner import RunInfo, run_case as run_one
+from groundeval.runner import RunInfo
+from groundeval.runner import run_case as run_one
 from groundeval.tasks import make_task, task_class
 from groundeval.tasks.write import WriteTask
+from groundeval.testing.scripted_agent import ScriptedAgent
 
 TASK = WriteTask()
 CASES_DIR = default_data_dir("write")
