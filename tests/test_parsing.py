@@ -129,11 +129,11 @@ def test_pathologically_nested_answers_are_failed_answers_in_both_tasks(raw: str
 
 
 def test_nesting_up_to_the_limit_is_still_an_answer() -> None:
-    deep = {"resourceType": "MedicationStatement", "note": "[" * 10 + "]" * 10}
+    deep: dict[str, object] = {"resourceType": "MedicationStatement", "note": "[" * 10 + "]" * 10}
     nested: object = "leaf"
     for _ in range(MAX_DEPTH - 2):
         nested = [nested]
-    deep["extension"] = nested  # type: ignore[assignment]
+    deep["extension"] = nested
     parsed = parse_object(json.dumps(deep))
     assert parsed.found and parsed.format_ok and parsed.value == deep
 
