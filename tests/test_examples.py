@@ -12,11 +12,13 @@ import pytest
 from groundeval import AgentConfig, ExtractionTask
 from groundeval.records import AgentRequest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "examples"), str(ROOT / "tests")]
+from .test_fhir_cases import CASE_01
 
-from custom_agent import CodeableConceptOnlyAgent  # noqa: E402
-from test_fhir_cases import CASE_01  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # ``examples`` is importable from the repository root, as for a user
+
+from examples.custom_agent import CodeableConceptOnlyAgent  # noqa: E402
 
 
 def test_example_agent_passes_synthea_fixtures_through_the_plugin(pytester: pytest.Pytester) -> None:

@@ -15,17 +15,18 @@ from groundeval.tasks.medlist import active_medications, find_patient
 RX = "http://www.nlm.nih.gov/research/umls/rxnorm"
 PID = "00000000-0000-4000-8000-000000000001"
 SUBJECT = {"reference": f"urn:uuid:{PID}"}
+JSON = dict[str, Any]
 
 
-def _entry(resource: dict, full_url: str | None = None) -> dict:
-    entry = {"resource": resource}
+def _entry(resource: JSON, full_url: str | None = None) -> JSON:
+    entry: JSON = {"resource": resource}
     if full_url:
         entry["fullUrl"] = full_url
     return entry
 
 
 # Case 01 input, verbatim in content.
-CASE_01 = {
+CASE_01: JSON = {
     "resourceType": "Bundle", "type": "collection", "entry": [
         _entry({"resourceType": "Patient", "id": PID}, f"urn:uuid:{PID}"),
         _entry({"resourceType": "Medication", "id": "00000000-0000-4000-8000-0000000000a1", "status": "active",
@@ -79,7 +80,7 @@ def test_case01_codeable_concept_only_reader_scores_recall_one_quarter() -> None
 def test_case01_either_celecoxib_code_matches(code: str) -> None:
     truth = active_medications(CASE_01)
     display = {"213469": "celecoxib 200 MG Oral Capsule [Celebrex]", "205323": "celecoxib 200 MG Oral Capsule"}[code]
-    answer = [
+    answer: list[JSON] = [
         {"rxnorm_code": "313782", "display": "Acetaminophen 325 MG Oral Tablet"},
         {"rxnorm_code": code, "display": display},
         {"rxnorm_code": None, "display": "Ondansetron 4 mg tablet"},
@@ -108,7 +109,7 @@ def test_case01_variant_e_unresolvable_reference_is_kept_unresolved_and_never_ra
     unresolved = [m for m in meds if m["kind"] == "unresolved"]
     assert [m["text"] for m in unresolved] == ["Medication/does-not-exist"]
     # Unresolved entries are not scored: a perfect answer for the other four still passes.
-    answer = [
+    answer: list[JSON] = [
         {"rxnorm_code": "313782", "display": "Acetaminophen 325 MG Oral Tablet"},
         {"rxnorm_code": "213469", "display": "celecoxib 200 MG Oral Capsule [Celebrex]"},
         {"rxnorm_code": None, "display": "ondansetron 4 mg tablet"},
@@ -118,7 +119,7 @@ def test_case01_variant_e_unresolvable_reference_is_kept_unresolved_and_never_ra
 
 
 # Case 03: NDC first, branded RxNorm second, generic RxNorm without display third.
-CASE_03_CONCEPT = {
+CASE_03_CONCEPT: JSON = {
     "coding": [
         {"system": "http://hl7.org/fhir/sid/ndc", "code": "99999-9999-99", "display": "SYNTHETIC NDC placeholder"},
         {"system": RX, "code": "209387", "display": "Acetaminophen 325 MG Oral Tablet [Tylenol]"},
@@ -128,7 +129,7 @@ CASE_03_CONCEPT = {
 }
 
 
-def _case03_bundle(system: str = RX, *, with_lookup: bool = False) -> dict:
+def _case03_bundle(system: str = RX, *, with_lookup: bool = False) -> JSON:
     concept = copy.deepcopy(CASE_03_CONCEPT)
     for coding in concept["coding"][1:]:
         coding["system"] = system
@@ -304,10 +305,10 @@ def test_duplicate_requests_for_one_rxcui_collapse() -> None:
 def test_bundle_index_resolves_each_reference_form() -> None:
     index = BundleIndex.of(CASE_01)
     med_url = "urn:uuid:00000000-0000-4000-8000-0000000000a1"
-    assert index.resolve(med_url)["id"] == med_url.removeprefix("urn:uuid:")
+    assert (index.resolve(med_url) or {}).get("id") == med_url.removeprefix("urn:uuid:")
     assert index.resolve(f"Medication/{med_url.removeprefix('urn:uuid:')}") is not None
     parent = CASE_01["entry"][3]["resource"]
-    assert index.resolve("#medB", parent)["id"] == "medB"
+    assert (index.resolve("#medB", parent) or {}).get("id") == "medB"
     assert index.resolve("#medB") is None
     assert index.resolve("Medication/does-not-exist") is None
     assert index.resolve("") is None
@@ -336,7 +337,7 @@ def test_overlapping_codings_collapse_transitively() -> None:
         ({"resourceType": "Bundle", "entry": [_entry(PATIENT), _entry(PATIENT)]}, "2 Patient entries"),
     ],
 )
-def test_malformed_bundles_raise_dataset_error_naming_the_file(bundle: dict, problem: str) -> None:
+def test_malformed_bundles_raise_dataset_error_naming_the_file(bundle: JSON, problem: str) -> None:
     with pytest.raises(DatasetError, match=problem) as info:
         find_patient(bundle, "broken.json")
     assert str(info.value).startswith("broken.json: ")

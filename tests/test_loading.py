@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import fnmatch
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +18,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "extraction" / "Liz
 BASE = json.loads(FIXTURE.read_text())
 
 
-def _mutated(tmp_path: Path, mutate) -> Path:
+def _mutated(tmp_path: Path, mutate: Callable[[dict[str, Any]], object]) -> Path:
     """Write a copy of the fixture changed by ``mutate`` and return its path."""
     bundle = copy.deepcopy(BASE)
     mutate(bundle)
@@ -25,8 +27,9 @@ def _mutated(tmp_path: Path, mutate) -> Path:
     return path
 
 
-def _first(bundle: dict, rtype: str) -> dict:
-    return next(e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == rtype)
+def _first(bundle: dict[str, Any], rtype: str) -> dict[str, Any]:
+    resource: dict[str, Any] = next(e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == rtype)
+    return resource
 
 
 @pytest.mark.parametrize(
@@ -39,7 +42,9 @@ def _first(bundle: dict, rtype: str) -> dict:
         (lambda b: _first(b, "Patient").update(name={"given": ["A"]}), "Patient/* name: Input should be a valid list"),
     ],
 )
-def test_shape_errors_are_dataset_errors_not_silent_empty_truth(tmp_path: Path, mutate, message: str) -> None:
+def test_shape_errors_are_dataset_errors_not_silent_empty_truth(
+    tmp_path: Path, mutate: Callable[[dict[str, Any]], object], message: str
+) -> None:
     path = _mutated(tmp_path, mutate)
     with pytest.raises(DatasetError) as info:
         ExtractionTask().load_case(path)

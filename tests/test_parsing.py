@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from groundeval.parsing import MAX_DEPTH, MAX_FAILED_DECODES, extract_json
+from groundeval.records import Parsed
 from groundeval.tasks.extraction import ExtractionTask
 
 MS = {"resourceType": "MedicationStatement", "status": "active", "subject": {"reference": "Patient/p"},
@@ -14,13 +16,13 @@ MS = {"resourceType": "MedicationStatement", "status": "active", "subject": {"re
 MS_TEXT = json.dumps(MS)
 
 
-def parse_object(raw: str):
+def parse_object(raw: str) -> Parsed:
     return extract_json(raw, "{", lambda v: isinstance(v, dict) and "resourceType" in v, None)
 
 
 def test_case11_a_fenced_object_is_recovered_with_format_ok_false() -> None:
     parsed = parse_object(f"```json\n{MS_TEXT}\n```")
-    assert parsed.value == MS and parsed.format_ok is False and "fence" in parsed.error
+    assert parsed.value == MS and parsed.format_ok is False and "fence" in (parsed.error or "")
 
 
 def test_case11_b_prose_and_fence_around_object() -> None:
@@ -42,12 +44,12 @@ def test_case11_d_backticks_inside_strings_are_untouched_and_format_ok() -> None
 def test_case11_e_two_objects_are_ambiguous_and_not_scored() -> None:
     second = dict(MS, status="completed")
     parsed = parse_object(f"First attempt: {MS_TEXT}\nCorrected version: {json.dumps(second)}")
-    assert parsed.value is None and parsed.format_ok is False and "ambiguous" in parsed.error
+    assert parsed.value is None and parsed.format_ok is False and "ambiguous" in (parsed.error or "")
 
 
 def test_no_json_at_all() -> None:
     parsed = parse_object("I cannot help with that.")
-    assert parsed.value is None and "no JSON object" in parsed.error
+    assert parsed.value is None and "no JSON object" in (parsed.error or "")
 
 
 TASK = ExtractionTask()
@@ -76,7 +78,7 @@ def test_extraction_unparseable_answer_scores_as_empty_prediction_with_error() -
     parsed = TASK.parse(None, '{"medications": "none"}')  # type: ignore[arg-type]
     assert parsed.value == [] and parsed.format_ok is False and parsed.found is False
     assert parsed.error == "the answer is a JSON object, not the requested array"
-    truth = {"medications": [], "inactive_codes": {}}
+    truth: dict[str, Any] = {"medications": [], "inactive_codes": {}}
     # Even for a patient with no active medication, a reply without a list is not the answer [].
     score = TASK.score(None, truth, parsed)  # type: ignore[arg-type]
     assert score.outcome == "failed" and score.metrics["f1"] == 0.0
@@ -96,7 +98,10 @@ def test_system_prompt_example_agrees_with_an_independent_reader_and_is_cacheabl
 
     prompt = Prompt(system="", user="Bundle:\n" + json.dumps(EXAMPLE_BUNDLE))
     text = BaselineExtractionAgent().run(AgentRequest(case_id="example", task="extraction", prompt=prompt)).text
-    by_code = lambda items: sorted(items, key=lambda i: (i["rxnorm_code"] or "", i["display"]))  # noqa: E731
+
+    def by_code(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(items, key=lambda i: (i["rxnorm_code"] or "", i["display"]))
+
     assert by_code(json.loads(text)) == by_code(example_answer())
     assert len(example_answer()) == 4  # metformin once, lisinopril, amlodipine, uncoded lidocaine
     # Anthropic caches a prefix of at least 1,024 tokens (Opus); at ~4 characters a token, keep a margin.
@@ -124,11 +129,11 @@ def test_pathologically_nested_answers_are_failed_answers_in_both_tasks(raw: str
 
 
 def test_nesting_up_to_the_limit_is_still_an_answer() -> None:
-    deep = {"resourceType": "MedicationStatement", "note": "[" * 10 + "]" * 10}
+    deep: dict[str, object] = {"resourceType": "MedicationStatement", "note": "[" * 10 + "]" * 10}
     nested: object = "leaf"
     for _ in range(MAX_DEPTH - 2):
         nested = [nested]
-    deep["extension"] = nested  # type: ignore[assignment]
+    deep["extension"] = nested
     parsed = parse_object(json.dumps(deep))
     assert parsed.found and parsed.format_ok and parsed.value == deep
 

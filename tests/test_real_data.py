@@ -8,9 +8,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+from groundeval.agents.base import Agent
 from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
-from groundeval.records import AgentRequest
+from groundeval.records import AgentRequest, Parsed
 from groundeval.tasks.extraction import ExtractionTask
 from groundeval.tasks.medlist import active_medications
 
@@ -90,10 +92,10 @@ def test_fixture_selection_covers_the_required_situations(extraction_fixtures: P
     assert deceased >= 1 and references >= 1 and overlap >= 1 and generations == {True, False}
 
 
-def _answer(agent: object, path: Path) -> tuple[dict, object]:
+def _answer(agent: Agent, path: Path) -> tuple[dict[str, Any], Parsed]:
     case = TASK.load_case(path)
     prompt = TASK.prompt(case)
-    result = agent.run(AgentRequest(case_id=case.case_id, task="extraction", prompt=prompt))  # type: ignore[attr-defined]
+    result = agent.run(AgentRequest(case_id=case.case_id, task="extraction", prompt=prompt))
     return TASK.truth(case), TASK.parse(case, result.text)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -10,11 +11,11 @@ from groundeval.records import Metric, Score
 from groundeval.scorers.extraction import aggregate_medications, normalize_display, score_medications
 
 
-def med(code: str, display: str) -> dict:
+def med(code: str, display: str) -> dict[str, Any]:
     return {"codes": [code], "displays": {code: [display]}, "text": None, "kind": "coded", "requests": ["r"]}
 
 
-def ans(code: str | None, display: str) -> dict:
+def ans(code: str | None, display: str) -> dict[str, Any]:
     return {"rxnorm_code": code, "display": display}
 
 

@@ -20,9 +20,10 @@ FIXTURES = ROOT / "fixtures" / "extraction"
 TASK = ExtractionTask()
 RX = {"http://www.nlm.nih.gov/research/umls/rxnorm", "urn:oid:2.16.840.1.113883.6.88"}
 ORDERS = {"order", "original-order", "reflex-order", "filler-order", "instance-order"}
-sys.path.insert(0, str(ROOT / "examples"))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # ``examples`` is importable from the repository root, as for a user
 
-from custom_agent import CodeableConceptOnlyAgent  # type: ignore[import-not-found]  # noqa: E402
+from examples.custom_agent import CodeableConceptOnlyAgent  # noqa: E402
 
 JSON = dict[str, Any]
 

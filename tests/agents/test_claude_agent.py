@@ -23,8 +23,8 @@ from groundeval.errors import (
     RunStopError,
     TruncatedError,
 )
-from groundeval.records import AgentRequest, Prompt
 from groundeval.plugin.junit import junit_properties
+from groundeval.records import AgentRequest, Prompt
 from groundeval.runner import RunInfo, run_case, summarize
 from groundeval.tasks import make_task
 
@@ -39,7 +39,7 @@ def agent_for(api: ScriptedAPI, sleeps: list[float], **options: object) -> Claud
     return ClaudeAgent(AgentConfig(options=dict(options)), http_client=api.client(), sleep=sleeps.append)
 
 
-def test_normal_answer_records_usage_cache_fields_cost_and_request_shape(api_key, sleeps) -> None:
+def test_normal_answer_records_usage_cache_fields_cost_and_request_shape(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([message("[]", model="claude-opus-4-8-20260528", input_tokens=1000, output_tokens=200,
                                cache_creation=2000, cache_read=0, request_id="req_011abc")])
     result = agent_for(api, sleeps).run(REQUEST)
@@ -61,7 +61,7 @@ def test_normal_answer_records_usage_cache_fields_cost_and_request_shape(api_key
     assert api.requests[0].headers["authorization"] == f"Bearer {FAKE_KEY}"
 
 
-def test_second_case_reads_the_cached_prefix_at_the_cache_read_price(api_key, sleeps) -> None:
+def test_second_case_reads_the_cached_prefix_at_the_cache_read_price(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([message(input_tokens=1000, output_tokens=0, cache_read=2000)])
     result = agent_for(api, sleeps, temperature=0.0, max_tokens=512).run(REQUEST)
     assert result.usage["cost_usd"] == pytest.approx(0.005 + 2000 * 0.50 / 1e6)
@@ -69,14 +69,14 @@ def test_second_case_reads_the_cached_prefix_at_the_cache_read_price(api_key, sl
     assert result.meta["temperature"] == 0.0 and result.meta["max_tokens"] == 512
 
 
-def test_unknown_model_costs_none_not_zero(api_key, sleeps) -> None:
+def test_unknown_model_costs_none_not_zero(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([message(model="claude-fable-5-2")])
     result = ClaudeAgent(AgentConfig(model="claude-fable-5-2"), http_client=api.client(), sleep=sleeps.append).run(REQUEST)
     assert result.usage["cost_usd"] is None and result.usage["input_tokens"] == 1200
     assert api.body()["model"] == "claude-fable-5-2"
 
 
-def test_fenced_json_is_kept_raw_and_scored_with_format_ok_false(api_key, sleeps) -> None:
+def test_fenced_json_is_kept_raw_and_scored_with_format_ok_false(api_key: str, sleeps: list[float]) -> None:
     task = make_task("extraction")
     (path,) = FIXTURES.glob("Liz_Conn_*.json")
     case = task.load_case(path)
@@ -93,7 +93,7 @@ def test_fenced_json_is_kept_raw_and_scored_with_format_ok_false(api_key, sleeps
     assert ("stop_reason", "end_turn") in junit_properties(record, task.metric_names)
 
 
-def test_max_tokens_is_truncated_not_a_format_failure_and_not_retried(api_key, sleeps) -> None:
+def test_max_tokens_is_truncated_not_a_format_failure_and_not_retried(api_key: str, sleeps: list[float]) -> None:
     partial = '[{"rxnorm_code": "3109'
     api = ScriptedAPI([message(partial, stop_reason="max_tokens", input_tokens=900, output_tokens=64)])
     with pytest.raises(TruncatedError) as info:
@@ -119,7 +119,7 @@ def test_max_tokens_is_truncated_not_a_format_failure_and_not_retried(api_key, s
     assert summary.excluded == 0 and summary.counted == 1  # an agent fault counts against the agent
 
 
-def test_429_with_retry_after_then_success(api_key, sleeps) -> None:
+def test_429_with_retry_after_then_success(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([api_error(429, "rate_limit_error", retry_after="30"), message()])
     result = agent_for(api, sleeps).run(REQUEST)
     assert len(api.requests) == 2 and result.attempts == 2
@@ -128,7 +128,7 @@ def test_429_with_retry_after_then_success(api_key, sleeps) -> None:
     assert api.requests[1].headers["x-stainless-retry-count"] == "0"  # the SDK itself never retried
 
 
-def test_529_until_retries_run_out_is_an_infra_error(api_key, sleeps) -> None:
+def test_529_until_retries_run_out_is_an_infra_error(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([api_error(529, "overloaded_error", "Overloaded")], repeat_last=True)
     with pytest.raises(InfraError) as info:
         agent_for(api, sleeps).run(REQUEST)
@@ -141,14 +141,14 @@ def test_529_until_retries_run_out_is_an_infra_error(api_key, sleeps) -> None:
     assert "overloaded" in str(exc) and "after 3 attempts" in str(exc)
 
 
-def test_529_three_times_then_success_with_a_budget_of_four(api_key, sleeps) -> None:
+def test_529_three_times_then_success_with_a_budget_of_four(api_key: str, sleeps: list[float]) -> None:
     overloaded = api_error(529, "overloaded_error")
     api = ScriptedAPI([overloaded, overloaded, overloaded, message()])
     result = agent_for(api, sleeps, max_retries=3).run(REQUEST)
     assert result.attempts == 4 and len(api.requests) == 4 and len(sleeps) == 3
 
 
-def test_retry_after_longer_than_the_time_budget_fails_at_once(api_key, sleeps) -> None:
+def test_retry_after_longer_than_the_time_budget_fails_at_once(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([api_error(429, "rate_limit_error", retry_after="171")])
     with pytest.raises(InfraError) as info:
         agent_for(api, sleeps, timeout=60).run(REQUEST)
@@ -157,13 +157,13 @@ def test_retry_after_longer_than_the_time_budget_fails_at_once(api_key, sleeps) 
     assert info.value.details["retry_after_s"] == 171.0
 
 
-def test_each_attempt_gets_what_is_left_of_the_case_timeout(api_key, sleeps) -> None:
+def test_each_attempt_gets_what_is_left_of_the_case_timeout(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([message()])
     agent_for(api, sleeps, timeout=7.5).run(REQUEST)
     assert 7.0 < api.requests[0].extensions["timeout"]["read"] <= 7.5
 
 
-def test_401_fails_fast_with_one_call_and_the_hint(api_key, sleeps) -> None:
+def test_401_fails_fast_with_one_call_and_the_hint(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([api_error(401, "authentication_error", "invalid x-api-key")], repeat_last=True)
     with pytest.raises(AuthError) as info:
         agent_for(api, sleeps).run(REQUEST)
@@ -174,7 +174,7 @@ def test_401_fails_fast_with_one_call_and_the_hint(api_key, sleeps) -> None:
     assert FAKE_KEY not in str(exc) and FAKE_KEY not in repr(exc.details)
 
 
-def test_connection_error_is_retried_then_an_infra_error(api_key, sleeps) -> None:
+def test_connection_error_is_retried_then_an_infra_error(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([httpx2.ConnectError("[Errno 111] Connection refused")], repeat_last=True)
     with pytest.raises(InfraError) as info:
         agent_for(api, sleeps, max_retries=1).run(REQUEST)
@@ -182,7 +182,7 @@ def test_connection_error_is_retried_then_an_infra_error(api_key, sleeps) -> Non
     assert "cannot reach Anthropic" in str(info.value) and "Connection refused" in str(info.value)
 
 
-def test_timeout_is_an_infra_error(api_key, sleeps) -> None:
+def test_timeout_is_an_infra_error(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([httpx2.ReadTimeout("timed out"), message()])
     assert agent_for(api, sleeps).run(REQUEST).attempts == 2
     api = ScriptedAPI([httpx2.ReadTimeout("timed out")], repeat_last=True)
@@ -207,14 +207,16 @@ def test_timeout_is_an_infra_error(api_key, sleeps) -> None:
         (api_error(500, "api_error", x_should_retry="false"), InfraError, "server error"),
     ],
 )
-def test_refusals_are_not_retried(api_key, sleeps, reply, cls, text) -> None:
+def test_refusals_are_not_retried(
+    api_key: str, sleeps: list[float], reply: httpx2.Response, cls: type[Exception], text: str
+) -> None:
     api = ScriptedAPI([reply], repeat_last=True)
     with pytest.raises(cls, match=text) as info:
         agent_for(api, sleeps).run(REQUEST)
     assert type(info.value) is cls and len(api.requests) == 1 and sleeps == []
 
 
-def test_a_deprecated_model_warns_once_per_agent_not_per_case(api_key, sleeps) -> None:
+def test_a_deprecated_model_warns_once_per_agent_not_per_case(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([message(model="claude-sonnet-4-5")], repeat_last=True)
     agent = ClaudeAgent(AgentConfig(model="claude-sonnet-4-5"), http_client=api.client(), sleep=sleeps.append)
     with warnings.catch_warnings(record=True) as caught:
@@ -225,7 +227,7 @@ def test_a_deprecated_model_warns_once_per_agent_not_per_case(api_key, sleeps) -
     assert len(deprecations) == 1 and "claude-sonnet-4-5' is deprecated" in str(deprecations[0].message)
 
 
-def test_missing_key_is_a_config_error_with_the_one_line_hint(monkeypatch) -> None:
+def test_missing_key_is_a_config_error_with_the_one_line_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ConfigError) as info:
         make_agent("claude")
@@ -233,12 +235,12 @@ def test_missing_key_is_a_config_error_with_the_one_line_hint(monkeypatch) -> No
 
 
 @pytest.mark.parametrize("options", [{"max_tokens": 0}, {"timeout": -1}, {"max_retries": "x"}])
-def test_bad_options_are_config_errors(api_key, options) -> None:
+def test_bad_options_are_config_errors(api_key: str, options: dict[str, object]) -> None:
     with pytest.raises(ConfigError, match="agent options"):
         ClaudeAgent(AgentConfig(options=options))
 
 
-def test_the_sdk_client_has_no_retry_layer_of_its_own(api_key, sleeps) -> None:
+def test_the_sdk_client_has_no_retry_layer_of_its_own(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([message()])
     agent = agent_for(api, sleeps)
     agent.run(REQUEST)
@@ -258,7 +260,7 @@ def test_classify_anthropic_error_for_langchain_style_callers() -> None:
     assert type(classify_anthropic_error(ValueError("odd"), "c")) is AgentError
 
 
-def test_importing_the_agents_does_not_import_the_sdks(tmp_path) -> None:
+def test_importing_the_agents_does_not_import_the_sdks(tmp_path: Path) -> None:
     code = (
         "import sys, os\n"
         "os.environ['ANTHROPIC_API_KEY'] = 'x'\n"

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,7 +79,7 @@ class MockClaude(ClaudeAgent):
 
 
 @pytest.fixture
-def run_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, copy_fixtures) -> Path:
+def run_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, copy_fixtures: Callable[[Path, Iterable[str]], Path]) -> Path:
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     monkeypatch.setenv("MOCK_CALLS", str(pytester.path / "calls.txt"))
     monkeypatch.delenv("MOCK_MODE", raising=False)
@@ -97,9 +99,10 @@ def calls(base: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-def record_of(base: Path) -> dict:
+def record_of(base: Path) -> dict[str, Any]:
     (path,) = (base / "runs").glob("*.json")
-    return json.loads(path.read_text())
+    record: dict[str, Any] = json.loads(path.read_text())
+    return record
 
 
 def test_summary_shows_tokens_cost_and_excluded_infra_errors(pytester: pytest.Pytester, run_dir: Path) -> None:

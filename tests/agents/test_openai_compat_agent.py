@@ -6,10 +6,10 @@ import json
 import shutil
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -30,6 +30,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))
 
 Reply = tuple[int, dict[str, Any], dict[str, str]]
+Responder = Callable[[dict[str, Any]], Reply]  # computes the reply from the request body
 
 
 def completion(text: str = "[]", *, finish: str = "stop", prompt: int = 900, out: int = 30, cached: int = 0,
@@ -51,7 +52,7 @@ class Server:
     """A chat-completions server that answers from ``replies`` (the last one repeats)."""
 
     def __init__(self) -> None:
-        self.replies: list[Reply | str] = [completion()]
+        self.replies: list[Reply | Responder] = [completion()]
         self.requests: list[dict[str, Any]] = []
         outer = self
 
@@ -94,7 +95,7 @@ def server() -> Iterator[Server]:
     srv.httpd.server_close()
 
 
-def test_normal_answer_with_usage_in_anthropic_terms(server: Server, sleeps, monkeypatch) -> None:
+def test_normal_answer_with_usage_in_anthropic_terms(server: Server, sleeps: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-real-key-must-not-leave")
     server.replies = [completion('[{"rxnorm_code": "123", "display": "x"}]', prompt=900, out=30, cached=200)]
@@ -114,7 +115,7 @@ def test_normal_answer_with_usage_in_anthropic_terms(server: Server, sleeps, mon
     assert auth == "Bearer EMPTY"  # OPENAI_API_KEY is never sent to another host
 
 
-def test_key_and_temperature_when_given(server: Server, sleeps, monkeypatch, caplog) -> None:
+def test_key_and_temperature_when_given(server: Server, sleeps: list[float], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv(KEY_ENV, "local-server-key-123456")
     caplog.set_level("DEBUG")
     result = server.agent(sleeps, temperature=0.0).run(REQUEST)
@@ -124,13 +125,13 @@ def test_key_and_temperature_when_given(server: Server, sleeps, monkeypatch, cap
     assert "chat/completions" in caplog.text and "local-server-key-123456" not in caplog.text
 
 
-def test_503_then_success_is_retried_once(server: Server, sleeps) -> None:
+def test_503_then_success_is_retried_once(server: Server, sleeps: list[float]) -> None:
     server.replies = [error(503, "loading model", retry_after="2"), completion()]
     result = server.agent(sleeps).run(REQUEST)
     assert result.attempts == 2 and len(server.requests) == 2 and sleeps == [2.0]
 
 
-def test_5xx_until_retries_run_out_is_an_infra_error(server: Server, sleeps) -> None:
+def test_5xx_until_retries_run_out_is_an_infra_error(server: Server, sleeps: list[float]) -> None:
     server.replies = [error(500, "CUDA out of memory")]
     with pytest.raises(InfraError) as info:
         server.agent(sleeps, max_retries=1).run(REQUEST)
@@ -138,14 +139,14 @@ def test_5xx_until_retries_run_out_is_an_infra_error(server: Server, sleeps) -> 
     assert info.value.details["status_code"] == 500 and server.url in str(info.value)
 
 
-def test_401_is_an_auth_error_without_retry(server: Server, sleeps) -> None:
+def test_401_is_an_auth_error_without_retry(server: Server, sleeps: list[float]) -> None:
     server.replies = [error(401, "Invalid API key")]
     with pytest.raises(AuthError, match=f"set {KEY_ENV}"):
         server.agent(sleeps).run(REQUEST)
     assert len(server.requests) == 1
 
 
-def test_404_unknown_model_stops_the_run(server: Server, sleeps) -> None:
+def test_404_unknown_model_stops_the_run(server: Server, sleeps: list[float]) -> None:
     server.replies = [error(404, "The model `nope` does not exist.")]
     with pytest.raises(RunStopError, match="check --groundeval-model and --groundeval-base-url") as info:
         server.agent(sleeps).run(REQUEST)
@@ -153,28 +154,28 @@ def test_404_unknown_model_stops_the_run(server: Server, sleeps) -> None:
     assert "'llama-3.3-70b-instruct'" in str(info.value)
 
 
-def test_context_length_400_is_case_too_large(server: Server, sleeps) -> None:
+def test_context_length_400_is_case_too_large(server: Server, sleeps: list[float]) -> None:
     server.replies = [error(400, "This model's maximum context length is 8192 tokens. However, you requested 9000")]
     with pytest.raises(CaseTooLargeError, match="c1: the case is too large for the model llama") as info:
         server.agent(sleeps).run(REQUEST)
     assert len(server.requests) == 1 and info.value.outcome == "case_too_large"
 
 
-def test_unknown_parameter_400_stops_the_run(server: Server, sleeps) -> None:
+def test_unknown_parameter_400_stops_the_run(server: Server, sleeps: list[float]) -> None:
     server.replies = [error(400, "Unrecognized request argument supplied: foo")]
     with pytest.raises(RunStopError, match=r"refused the request for model 'llama-3\.3-70b-instruct' as invalid"):
         server.agent(sleeps).run(REQUEST)
 
 
-def test_finish_reason_length_is_truncated(server: Server, sleeps) -> None:
+def test_finish_reason_length_is_truncated(server: Server, sleeps: list[float]) -> None:
     server.replies = [completion('[{"rxnorm_code": "31', finish="length", out=16)]
     with pytest.raises(TruncatedError) as info:
         server.agent(sleeps, max_tokens=16).run(REQUEST)
     assert info.value.details["partial_text"] == '[{"rxnorm_code": "31' and len(server.requests) == 1
-    assert info.value.details["usage"]["output_tokens"] == 16
+    assert cast(dict[str, Any], info.value.details["usage"])["output_tokens"] == 16
 
 
-def test_nothing_listening_is_an_infra_error(sleeps) -> None:
+def test_nothing_listening_is_an_infra_error(sleeps: list[float]) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again when the block ends: nobody listens there
@@ -194,7 +195,7 @@ def test_base_url_and_model_are_required(config: AgentConfig, message: str) -> N
         make_agent("openai-compatible", config)
 
 
-def test_plugin_run_compares_an_open_weight_model_on_the_same_cases(server: Server, pytester) -> None:
+def test_plugin_run_compares_an_open_weight_model_on_the_same_cases(server: Server, pytester: pytest.Pytester) -> None:
     baseline = BaselineExtractionAgent()
 
     def answer(body: dict[str, Any]) -> Reply:

@@ -157,13 +157,15 @@ def test_an_attempt_still_running_at_the_bound_is_abandoned() -> None:
 
 def test_within_returns_and_raises_what_the_call_did() -> None:
     assert within(lambda: 42, 5.0) == 42
+    empty: dict[str, int] = {}
     with pytest.raises(KeyError):
-        within(lambda: {}["x"], 5.0)
+        within(lambda: empty["x"], 5.0)
 
 
 def test_other_exceptions_are_bugs_and_propagate() -> None:
+    empty: dict[str, int] = {}
     with pytest.raises(KeyError):
-        call_with_retries(lambda left: {}["x"], RetryPolicy(), errors=(Flaky,), advise=lambda e: (True, None))
+        call_with_retries(lambda left: empty["x"], RetryPolicy(), errors=(Flaky,), advise=lambda e: (True, None))
 
 
 def response(status: int, **headers: str) -> httpx2.Response:
@@ -191,7 +193,7 @@ class StatusError(Exception):
         (401, {"x_should_retry": "true"}, (False, None)),
     ],
 )
-def test_advise_follows_the_sdk_retry_policy(status: int, headers: dict[str, str], expected: tuple) -> None:
+def test_advise_follows_the_sdk_retry_policy(status: int, headers: dict[str, str], expected: tuple[bool, float | None]) -> None:
     assert advise(StatusError(status, **headers)) == expected
 
 

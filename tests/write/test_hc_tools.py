@@ -301,13 +301,13 @@ def test_make_tools_errors_are_values(catalog: Catalog, monkeypatch: pytest.Monk
 def test_tools_run_inside_create_agent(catalog: Catalog) -> None:
     from langchain.agents import create_agent
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
     class Scripted(FakeMessagesListChatModel):
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
-    script = [
+    script: list[BaseMessage] = [
         AIMessage("", tool_calls=[{"name": "lookup_rxnorm", "args": {"query": "ibuprofen 200"},
                                    "id": "1"}]),
         AIMessage("", tool_calls=[{"name": "build_medication_statement", "id": "2", "args": {
@@ -319,7 +319,7 @@ def test_tools_run_inside_create_agent(catalog: Catalog) -> None:
         AIMessage("done"),
     ]
     agent = create_agent(Scripted(responses=script), make_tools(catalog, "Patient/pt-001"))
-    messages = agent.invoke({"messages": [("user", "ibuprofen 400 mg tid")]})["messages"]
+    messages = agent.invoke({"messages": [HumanMessage("ibuprofen 400 mg tid")]})["messages"]
     tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
     # errors are values: a tool body's failure keeps status "success"; LangChain marks an argument
     # validation failure "error" even when handle_validation_error turns it into content

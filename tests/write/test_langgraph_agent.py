@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
 from groundeval.agents.base import AgentConfig, make_agent
-from groundeval.testing.scripted_chat import (
-    ScriptedChatModel,
-    ScriptExhaustedError,
-    answer_with_last_result,
-    call,
-    last_tool_result,
-)
 from groundeval.agents.langgraph_agent import LangGraphWriteAgent, tool_trace
 from groundeval.datasets import default_data_dir
 from groundeval.errors import (
@@ -34,6 +27,16 @@ from groundeval.records import AgentRequest
 from groundeval.runner import call_agent, request_for
 from groundeval.tasks.write import WriteTask
 from groundeval.terminology import Catalog
+from groundeval.testing.scripted_chat import (
+    ScriptedChatModel,
+    ScriptExhaustedError,
+    answer_with_last_result,
+    call,
+    last_tool_result,
+)
+
+if TYPE_CHECKING:
+    from langchain_anthropic import ChatAnthropic
 
 TASK = WriteTask()
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
@@ -136,7 +139,7 @@ def test_a_tool_that_raises_becomes_an_error_value_and_the_agent_carries_on() ->
     seen: list[ToolMessage] = []
 
     def after_error(messages: list[BaseMessage]) -> AIMessage:
-        seen.append(messages[-1])
+        seen.append(cast(ToolMessage, messages[-1]))
         return call("lookup_rxnorm", query="ibuprofen 200 mg")
 
     model = ScriptedChatModel(steps=[
@@ -161,7 +164,7 @@ def test_the_recursion_limit_stops_a_looping_agent_as_agent_loop() -> None:
     error = info.value
     assert error.outcome == "agent_loop"
     assert "recursion_limit=7" in str(error) and error.details["recursion_limit"] == 7
-    trace = error.details["trace"]
+    trace = cast(list[dict[str, Any]], error.details["trace"])
     assert len(trace) >= 2 and {t["tool"] for t in trace} == {"lookup_rxnorm"}
     assert error.attempts == model.calls
     assert error.details["model_calls"] == model.calls and error.details["limit"] == 7
@@ -181,7 +184,7 @@ def test_a_reply_cut_at_max_tokens_is_truncated_and_its_tool_call_never_runs() -
     assert info.value.outcome == "truncated"
     assert details["partial_tool_calls"] == 1 and details["partial_text"] == '{"resourceType": "Medic'
     # The cut call is in the trace as never run: no result, not ok.
-    assert [(t["tool"], t["ok"], t["result"] is None) for t in details["trace"]] == [
+    assert [(t["tool"], t["ok"], t["result"] is None) for t in cast(list[dict[str, Any]], details["trace"])] == [
         ("lookup_rxnorm", True, False), ("build_medication_statement", False, True)]
     assert details["tool_calls"] == 2 and "usage" in details
 
@@ -233,6 +236,7 @@ def claude_agent(monkeypatch: pytest.MonkeyPatch, responses: list[Any], sleeps: 
     agent = LangGraphWriteAgent(AgentConfig(options={"max_retries": 2}), sleep=sleeps.append)
     model = agent._model_for(AgentRequest(case_id="x", task="write", prompt=TASK.prompt(load("ibuprofen-two-tablets"))))
     assert type(model).__name__ == "ChatAnthropic"
+    model = cast("ChatAnthropic", model)
     assert model.model == "claude-opus-4-8" and model.max_retries == 0  # agents._retry is the one layer
 
     def handler(request: Any) -> Any:

@@ -55,15 +55,15 @@ def args(agent: str = "baseline-write", *extra: str) -> list[str]:
 
 
 def junit(path: Path) -> dict[str, dict[str, str]]:
-    out = {}
+    out: dict[str, dict[str, str]] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        props = {p.attrib["name"]: p.attrib["value"] for p in case.iter("property")}
         props["_result"] = next((t for t in ("failure", "error") if case.find(t) is not None), "passed")
-        out[case.get("name")] = props
+        out[case.attrib["name"]] = props
     return out
 
 
-def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: pytest.Pytester, write_dir) -> None:
+def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: pytest.Pytester, write_dir: Path) -> None:
     result = pytester.runpytest(*args("baseline-write", "--junitxml=out.xml", "-rA"))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.parseoutcomes() == {"passed": 2, "partial": 2, "errors": 1}
@@ -103,7 +103,7 @@ def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: py
     assert cases["tylenol-brand-lookup"]["_result"] == "passed"
 
 
-def test_the_run_record_keeps_the_tool_traces(pytester: pytest.Pytester, write_dir) -> None:
+def test_the_run_record_keeps_the_tool_traces(pytester: pytest.Pytester, write_dir: Path) -> None:
     pytester.runpytest(*args())
     (path,) = (pytester.path / "runs").glob("*.json")
     record = json.loads(path.read_text())
@@ -117,7 +117,7 @@ def test_the_run_record_keeps_the_tool_traces(pytester: pytest.Pytester, write_d
     assert tylenol["details"]["dimensions"]["safety"] == {"ok": True, "reasons": []}
 
 
-def test_xdist_gives_the_same_properties_as_a_serial_run(pytester: pytest.Pytester, write_dir) -> None:
+def test_xdist_gives_the_same_properties_as_a_serial_run(pytester: pytest.Pytester, write_dir: Path) -> None:
     pytester.runpytest(*args("baseline-write", "--junitxml=serial.xml"))
     result = pytester.runpytest_subprocess(*args("baseline-write", "-n", "2", "--junitxml=xdist.xml"))
     assert result.parseoutcomes() == {"passed": 2, "partial": 2, "errors": 1}
@@ -130,7 +130,7 @@ def test_xdist_gives_the_same_properties_as_a_serial_run(pytester: pytest.Pytest
     assert stable("serial.xml") == stable("xdist.xml")
 
 
-def test_the_langgraph_agent_in_the_plugin_passes_or_stops_as_agent_loop(pytester: pytest.Pytester, write_dir) -> None:
+def test_the_langgraph_agent_in_the_plugin_passes_or_stops_as_agent_loop(pytester: pytest.Pytester, write_dir: Path) -> None:
     for name in PICK[2:]:
         (write_dir / f"{name}.json").unlink()
     (write_dir / "ibuprofen-two-tablets.json").unlink()
@@ -152,7 +152,7 @@ def test_the_langgraph_agent_in_the_plugin_passes_or_stops_as_agent_loop(pyteste
 
 
 def test_the_default_agent_needs_a_key_and_names_the_offline_agent(
-    pytester: pytest.Pytester, write_dir, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, write_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     result = pytester.runpytest("--groundeval-task=write", "--groundeval-data-dir=data")
@@ -162,7 +162,7 @@ def test_the_default_agent_needs_a_key_and_names_the_offline_agent(
 
 
 def test_collection_imports_no_model_or_agent_framework(
-    pytester: pytest.Pytester, write_dir, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, write_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-key")  # lets the langgraph agent be built
     pytester.makeconftest("""

@@ -9,6 +9,7 @@ import pytest
 
 from groundeval.datasets import default_data_dir
 from groundeval.hc_tools import build_medication_statement, validate_medication_statement
+from groundeval.records import Score
 from groundeval.scorers.write import aggregate_write, score_write
 from groundeval.tasks.write import WriteTask
 
@@ -39,7 +40,7 @@ def ideal(truth: dict[str, Any]) -> dict[str, Any]:
     return resource
 
 
-def score(truth: dict[str, Any], answer: dict[str, Any], parse_error: str | None = None):
+def score(truth: dict[str, Any], answer: dict[str, Any], parse_error: str | None = None) -> Score:
     return score_write(truth, answer, validate=validate_medication_statement, parse_error=parse_error)
 
 
@@ -49,14 +50,16 @@ def ibuprofen() -> dict[str, Any]:
 
 
 def dose_of(answer: dict[str, Any]) -> dict[str, Any]:
-    return answer["dosage"][0]["doseAndRate"][0]["doseQuantity"]
+    dose: dict[str, Any] = answer["dosage"][0]["doseAndRate"][0]["doseQuantity"]
+    return dose
 
 
 def repeat_of(answer: dict[str, Any]) -> dict[str, Any]:
-    return answer["dosage"][0]["timing"]["repeat"]
+    repeat: dict[str, Any] = answer["dosage"][0]["timing"]["repeat"]
+    return repeat
 
 
-def test_the_ideal_answer_passes_every_dimension(ibuprofen) -> None:
+def test_the_ideal_answer_passes_every_dimension(ibuprofen: dict[str, Any]) -> None:
     result = score(ibuprofen, ideal(ibuprofen))
     assert result.outcome == "passed" and result.message == ""
     assert result.metrics == {"schema": True, "coding": True, "constraints": True, "safety": True,
@@ -67,7 +70,7 @@ def test_the_ideal_answer_passes_every_dimension(ibuprofen) -> None:
 
 # -- schema -----------------------------------------------------------------------------------
 
-def test_schema_fails_on_an_r5_shaped_answer_and_coding_cannot_find_the_drug(ibuprofen) -> None:
+def test_schema_fails_on_an_r5_shaped_answer_and_coding_cannot_find_the_drug(ibuprofen: dict[str, Any]) -> None:
     """fault case 06 A: R5 'medication' CodeableReference and status 'recorded'."""
     answer = ideal(ibuprofen)
     answer["medication"] = {"concept": answer.pop("medicationCodeableConcept")}
@@ -77,7 +80,7 @@ def test_schema_fails_on_an_r5_shaped_answer_and_coding_cannot_find_the_drug(ibu
     assert "R5" in result.message and "medicationCodeableConcept" in result.message
 
 
-def test_an_r5_status_on_an_r4b_shape_fails_schema_and_constraints(ibuprofen) -> None:
+def test_an_r5_status_on_an_r4b_shape_fails_schema_and_constraints(ibuprofen: dict[str, Any]) -> None:
     """fault case 06 B: pydantic accepts 'recorded'; the required binding does not."""
     answer = ideal(ibuprofen) | {"status": "recorded"}
     result = score(ibuprofen, answer)
@@ -87,7 +90,7 @@ def test_an_r5_status_on_an_r4b_shape_fails_schema_and_constraints(ibuprofen) ->
     assert "status: expected 'active', got 'recorded' (not an R4B MedicationStatement status)" in result.message
 
 
-def test_schema_checks_bindings_and_raw_types_that_pydantic_coerces(ibuprofen) -> None:
+def test_schema_checks_bindings_and_raw_types_that_pydantic_coerces(ibuprofen: dict[str, Any]) -> None:
     """fault case 07: periodUnit 'day' and a dose value given as a string."""
     answer = ideal(ibuprofen)
     repeat_of(answer)["periodUnit"] = "day"
@@ -100,7 +103,7 @@ def test_schema_checks_bindings_and_raw_types_that_pydantic_coerces(ibuprofen) -
     assert result.metrics["safety"] is False and result.metrics["dose_mg"] is None
 
 
-def test_schema_reports_a_missing_answer_with_the_parse_error(ibuprofen) -> None:
+def test_schema_reports_a_missing_answer_with_the_parse_error(ibuprofen: dict[str, Any]) -> None:
     result = score(ibuprofen, {}, parse_error="no JSON object of the requested shape found")
     assert result.outcome == "failed" and result.metrics["dimensions_passed"] == 0
     assert "got none (no JSON object of the requested shape found)" in result.message
@@ -109,7 +112,7 @@ def test_schema_reports_a_missing_answer_with_the_parse_error(ibuprofen) -> None
 
 # -- coding -----------------------------------------------------------------------------------
 
-def test_coding_fails_on_a_wrong_rxcui_with_expected_and_got(ibuprofen) -> None:
+def test_coding_fails_on_a_wrong_rxcui_with_expected_and_got(ibuprofen: dict[str, Any]) -> None:
     answer = ideal(ibuprofen)
     answer["medicationCodeableConcept"]["coding"][0].update(code="198405", display="Ibuprofen 100 MG Oral Tablet")
     result = score(ibuprofen, answer)
@@ -122,7 +125,9 @@ def test_coding_fails_on_a_wrong_rxcui_with_expected_and_got(ibuprofen) -> None:
     ("system", "urn:oid:2.16.840.1.113883.6.88", f"system: expected {RXNORM}"),
     ("system", "http://snomed.info/sct", f"system: expected {RXNORM}"),
 ])
-def test_coding_needs_the_catalog_display_and_the_rxnorm_uri(ibuprofen, field, value, reason) -> None:
+def test_coding_needs_the_catalog_display_and_the_rxnorm_uri(
+    ibuprofen: dict[str, Any], field: str, value: str, reason: str
+) -> None:
     answer = ideal(ibuprofen)
     answer["medicationCodeableConcept"]["coding"][0][field] = value
     result = score(ibuprofen, answer)
@@ -130,14 +135,14 @@ def test_coding_needs_the_catalog_display_and_the_rxnorm_uri(ibuprofen, field, v
     assert reason in result.message
 
 
-def test_coding_rejects_a_second_rxnorm_code(ibuprofen) -> None:
+def test_coding_rejects_a_second_rxnorm_code(ibuprofen: dict[str, Any]) -> None:
     answer = ideal(ibuprofen)
     answer["medicationCodeableConcept"]["coding"].append({"system": RXNORM, "code": "198405"})
     result = score(ibuprofen, answer)
     assert result.metrics["coding"] is False and "got also 198405" in result.message
 
 
-def test_coding_reads_a_contained_medication(ibuprofen) -> None:
+def test_coding_reads_a_contained_medication(ibuprofen: dict[str, Any]) -> None:
     answer = ideal(ibuprofen)
     concept = answer.pop("medicationCodeableConcept")
     answer["contained"] = [{"resourceType": "Medication", "id": "med1", "code": concept}]
@@ -163,7 +168,7 @@ def test_a_drug_absent_from_the_catalog_needs_text_and_no_invented_code() -> Non
 # -- constraints ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("form", ["urn:uuid:{pid}", "Patient/{pid}"])
-def test_both_reference_forms_resolve_to_the_patient(ibuprofen, form) -> None:
+def test_both_reference_forms_resolve_to_the_patient(ibuprofen: dict[str, Any], form: str) -> None:
     """fault case 05 a and b: the case gives Patient/<id>; urn:uuid:<id> is as good."""
     answer = ideal(ibuprofen)
     answer["subject"] = {"reference": form.format(pid=ibuprofen["patient"]["id"])}
@@ -177,7 +182,7 @@ def test_both_reference_forms_resolve_to_the_patient(ibuprofen, form) -> None:
     # An absolute URL resolves only to the entry with that fullUrl (https://hl7.org/fhir/R4/bundle.html#references).
     ({"reference": "https://fhir.example.org/Patient/{pid}"}, "got 'https://fhir.example.org/Patient/"),
 ])
-def test_malformed_wrong_or_missing_subjects_fail_constraints(ibuprofen, subject, reason) -> None:
+def test_malformed_wrong_or_missing_subjects_fail_constraints(ibuprofen: dict[str, Any], subject: dict[str, str], reason: str) -> None:
     """fault case 05 c, d and e."""
     pid = ibuprofen["patient"]["id"]
     answer = ideal(ibuprofen)
@@ -187,7 +192,7 @@ def test_malformed_wrong_or_missing_subjects_fail_constraints(ibuprofen, subject
     assert f"subject: expected urn:uuid:{pid} or Patient/{pid}" in result.message and reason in result.message
 
 
-def test_status_must_match_the_narrative(ibuprofen) -> None:
+def test_status_must_match_the_narrative(ibuprofen: dict[str, Any]) -> None:
     result = score(ibuprofen, ideal(ibuprofen) | {"status": "completed"})
     assert result.metrics["constraints"] is False
     assert "status: expected 'active', got 'completed'" in result.message
@@ -221,7 +226,7 @@ def test_dosage_and_as_needed_must_be_present_when_documented() -> None:
 # -- safety -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("value", "code"), [(0.075, "mg"), (75, "ug"), (75000, "ng")])
-def test_equal_amounts_in_other_units_are_the_same_dose(value, code) -> None:
+def test_equal_amounts_in_other_units_are_the_same_dose(value: float, code: str) -> None:
     truth = truth_of("levothyroxine-micrograms")
     answer = ideal(truth)
     dose_of(answer).update(value=value, unit=code, code=code)
@@ -239,7 +244,7 @@ def test_mcg_is_not_ucum_and_cannot_be_verified() -> None:
     assert "dose: cannot verify (dose unit: 'mcg' is not a UCUM code; use 'ug'" in result.message
 
 
-def test_a_per_tablet_dose_is_not_the_documented_dose(ibuprofen) -> None:
+def test_a_per_tablet_dose_is_not_the_documented_dose(ibuprofen: dict[str, Any]) -> None:
     answer = ideal(ibuprofen)
     dose_of(answer)["value"] = 200
     result = score(ibuprofen, answer)
@@ -248,7 +253,7 @@ def test_a_per_tablet_dose_is_not_the_documented_dose(ibuprofen) -> None:
     assert "daily total: expected 1200 mg/day, got 600 mg/day (200 mg x 3 per 1 d)" in result.message
 
 
-def test_an_equivalent_schedule_gives_the_same_daily_total(ibuprofen) -> None:
+def test_an_equivalent_schedule_gives_the_same_daily_total(ibuprofen: dict[str, Any]) -> None:
     answer = ideal(ibuprofen)
     repeat_of(answer).update(frequency=1, period=8, periodUnit="h")
     assert score(ibuprofen, answer).metrics["safety"] is True
@@ -276,7 +281,7 @@ def test_a_spread_out_schedule_cannot_hide_a_dose_above_the_daily_ceiling() -> N
     assert "dose in 24 h: 5200 mg exceeds the ceiling of 4000 mg/day" in result.message
 
 
-def test_a_dose_that_cannot_be_verified_fails(ibuprofen) -> None:
+def test_a_dose_that_cannot_be_verified_fails(ibuprofen: dict[str, Any]) -> None:
     answer = ideal(ibuprofen)
     answer["dosage"][0]["doseAndRate"] = [{"doseRange": {"low": {"value": 200}, "high": {"value": 400}}}]
     assert "dose: cannot verify (doseRange low: dose system" in score(ibuprofen, answer).message
@@ -303,7 +308,7 @@ def test_a_schedule_the_note_never_gave_is_invented() -> None:
 
 # -- outcome, message, aggregate ---------------------------------------------------------------
 
-def test_message_lists_each_failing_dimension_with_expected_and_got(ibuprofen) -> None:
+def test_message_lists_each_failing_dimension_with_expected_and_got(ibuprofen: dict[str, Any]) -> None:
     answer = ideal(ibuprofen) | {"status": "stopped"}
     answer["medicationCodeableConcept"] = {"coding": [{"system": RXNORM, "code": "999999"}]}
     result = score(ibuprofen, answer)
@@ -314,7 +319,7 @@ def test_message_lists_each_failing_dimension_with_expected_and_got(ibuprofen) -
     assert result.details["dimensions"]["schema"] == {"ok": True, "reasons": []}
 
 
-def test_aggregate_gives_a_pass_rate_per_dimension_and_overall(ibuprofen) -> None:
+def test_aggregate_gives_a_pass_rate_per_dimension_and_overall(ibuprofen: dict[str, Any]) -> None:
     good = score(ibuprofen, ideal(ibuprofen)).metrics
     bad_status = score(ibuprofen, ideal(ibuprofen) | {"status": "recorded"}).metrics
     out = aggregate_write([good, bad_status])

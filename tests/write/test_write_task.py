@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from groundeval.agents.base import make_agent
-from groundeval.testing.scripted_agent import ScriptedAgent
-from groundeval.datasets import default_data_dir
+from groundeval.datasets import Case, default_data_dir
 from groundeval.errors import DatasetError
 from groundeval.hc_tools import build_medication_statement
-from groundeval.runner import RunInfo, run_case as run_one
+from groundeval.runner import RunInfo
+from groundeval.runner import run_case as run_one
 from groundeval.tasks import make_task, task_class
 from groundeval.tasks.write import WriteTask
+from groundeval.testing.scripted_agent import ScriptedAgent
 
 TASK = WriteTask()
 CASES_DIR = default_data_dir("write")
@@ -25,12 +27,13 @@ INFO = RunInfo(run_id="test", task="write", agent="test", model=None)
 
 
 @pytest.fixture(scope="module")
-def cases() -> list[Any]:
+def cases() -> list[Case]:
     return [TASK.load_case(p) for p in TASK.case_files(CASES_DIR)]
 
 
 def raw_case(name: str = "ibuprofen-two-tablets") -> dict[str, Any]:
-    return json.loads((CASES_DIR / f"{name}.json").read_text())
+    data: dict[str, Any] = json.loads((CASES_DIR / f"{name}.json").read_text())
+    return data
 
 
 def write_case(tmp_path: Path, data: dict[str, Any], name: str | None = None) -> Path:
@@ -47,14 +50,14 @@ def test_the_task_is_registered_with_langgraph_as_default_agent() -> None:
     assert WriteTask.default_agent == "langgraph"
 
 
-def test_at_least_24_cases_with_readable_unique_ids(cases) -> None:
+def test_at_least_24_cases_with_readable_unique_ids(cases: list[Case]) -> None:
     assert len(cases) >= 24
     ids = [c.case_id for c in cases]
     assert len(set(ids)) == len(ids)
     assert all(c.case_id == c.source.stem and c.case_id.islower() for c in cases)
 
 
-def test_cases_cover_every_required_situation(cases) -> None:
+def test_cases_cover_every_required_situation(cases: list[Case]) -> None:
     covers = Counter(tag for c in cases for tag in c.meta["covers"])
     for tag in ("brand-name", "dose-arithmetic", "strength-release-disambiguation", "mcg-vs-mg",
                 "as-needed", "no-dose", "not-in-catalog", "prompt-injection", "dose-range",
@@ -67,7 +70,7 @@ def test_cases_cover_every_required_situation(cases) -> None:
     assert any(c.data["expected"]["dosage"] is None for c in cases)
 
 
-def test_patients_are_real_extraction_fixtures_in_both_reference_forms(cases) -> None:
+def test_patients_are_real_extraction_fixtures_in_both_reference_forms(cases: list[Case]) -> None:
     fixtures = {p.name for p in default_data_dir("extraction").glob("*.json")}
     forms = Counter(c.data["patient"]["reference"].split(":")[0].split("/")[0] for c in cases)
     assert forms["urn"] >= 5 and forms["Patient"] >= 5
@@ -76,7 +79,7 @@ def test_patients_are_real_extraction_fixtures_in_both_reference_forms(cases) ->
         assert case.meta["patient_id"] in case.data["patient"]["reference"]
 
 
-def test_prompt_and_context_carry_the_note_and_patient_reference(cases) -> None:
+def test_prompt_and_context_carry_the_note_and_patient_reference(cases: list[Case]) -> None:
     case = next(c for c in cases if c.case_id == "tylenol-brand-lookup")
     prompt = TASK.prompt(case)
     ref = case.data["patient"]["reference"]
@@ -88,7 +91,7 @@ def test_prompt_and_context_carry_the_note_and_patient_reference(cases) -> None:
     assert "Tylenol" not in prompt.system
 
 
-def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases) -> None:
+def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases: list[Case]) -> None:
     case = next(c for c in cases if c.case_id == "levothyroxine-micrograms")
     truth = TASK.truth(case)
     assert truth["dosage"]["dose_mg"] == pytest.approx(0.075)
@@ -114,7 +117,7 @@ def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases) -> None:
     (lambda d: d.update(id="Not A Slug"), "id: String should match pattern"),
 ], ids=["missing-note", "extra-field", "r5-status", "non-ucum-unit", "fractional-frequency",
         "inconsistent-daily-total", "partial-timing", "rxcui-null-with-display", "bad-id"])
-def test_a_case_failing_its_schema_names_the_file_and_field(tmp_path, change, expected) -> None:
+def test_a_case_failing_its_schema_names_the_file_and_field(tmp_path: Path, change: Callable[[dict[str, Any]], object], expected: str) -> None:
     data = raw_case()
     change(data)
     path = write_case(tmp_path, data, name="ibuprofen-two-tablets")
@@ -135,7 +138,7 @@ def test_a_case_failing_its_schema_names_the_file_and_field(tmp_path, change, ex
      "does not resolve to the Patient of Bobbie849"),
     (lambda d: d["patient"].update(fixture="Nobody_123.json"), "patient.fixture 'Nobody_123.json' not found (searched "),
 ], ids=["unknown-rxcui", "display-differs", "absent-drug-in-catalog", "malformed-reference", "no-fixture"])
-def test_a_case_inconsistent_with_catalog_or_patient_is_rejected(tmp_path, change, expected) -> None:
+def test_a_case_inconsistent_with_catalog_or_patient_is_rejected(tmp_path: Path, change: Callable[[dict[str, Any]], object], expected: str) -> None:
     data = raw_case()
     change(data)
     path = write_case(tmp_path, data)
@@ -144,7 +147,7 @@ def test_a_case_inconsistent_with_catalog_or_patient_is_rejected(tmp_path, chang
     assert expected in str(info.value)
 
 
-def test_the_id_must_match_the_file_name(tmp_path) -> None:
+def test_the_id_must_match_the_file_name(tmp_path: Path) -> None:
     path = write_case(tmp_path, raw_case(), name="renamed")
     with pytest.raises(DatasetError, match=r"rename the file to ibuprofen-two-tablets\.json"):
         TASK.load_case(path)
@@ -152,7 +155,7 @@ def test_the_id_must_match_the_file_name(tmp_path) -> None:
 
 # -- parsing -----------------------------------------------------------------------------------
 
-def test_parse_recovers_fenced_json_and_flags_the_format(cases) -> None:
+def test_parse_recovers_fenced_json_and_flags_the_format(cases: list[Case]) -> None:
     """fault case 11 A-C and E."""
     case = cases[0]
     resource = {"resourceType": "MedicationStatement", "status": "active", "dosage": [{"text": "take with `food`"}]}
@@ -175,7 +178,7 @@ def run_case(agent: Any, case: Any) -> dict[str, Any]:
     return run.record.model_dump(mode="json")
 
 
-def test_a_guessing_agent_with_an_r5_status_and_a_made_up_code_fails_schema_and_coding(cases) -> None:
+def test_a_guessing_agent_with_an_r5_status_and_a_made_up_code_fails_schema_and_coding(cases: list[Case]) -> None:
     case = next(c for c in cases if c.case_id == "ibuprofen-two-tablets")
     guess = {
         "resourceType": "MedicationStatement", "status": "recorded",
@@ -190,7 +193,7 @@ def test_a_guessing_agent_with_an_r5_status_and_a_made_up_code_fails_schema_and_
     assert "RxCUI: expected 310965 (Ibuprofen 200 MG Oral Tablet), got 1234567" in record["message"]
 
 
-def test_answers_built_from_the_truth_pass_every_case(cases) -> None:
+def test_answers_built_from_the_truth_pass_every_case(cases: list[Case]) -> None:
     """The case files, the truth and the scorer agree: a perfect agent scores 100%."""
     for case in cases:
         truth = TASK.truth(case)
@@ -216,7 +219,7 @@ def test_answers_built_from_the_truth_pass_every_case(cases) -> None:
         assert score.outcome == "passed", (case.case_id, score.message)
 
 
-def test_baseline_write_is_an_honest_floor_that_uses_the_tools(cases) -> None:
+def test_baseline_write_is_an_honest_floor_that_uses_the_tools(cases: list[Case]) -> None:
     agent = make_agent("baseline-write")
     records = {c.case_id: run_case(agent, c) for c in cases}
     passed = [k for k, r in records.items() if r["outcome"] == "passed"]
@@ -233,7 +236,7 @@ def test_baseline_write_is_an_honest_floor_that_uses_the_tools(cases) -> None:
     assert records["tylenol-brand-lookup"]["parsed"]["dosage"][0]["doseAndRate"][0]["doseQuantity"]["value"] == 650
 
 
-def test_a_case_whose_documented_dose_exceeds_the_ceiling_is_rejected(tmp_path) -> None:
+def test_a_case_whose_documented_dose_exceeds_the_ceiling_is_rejected(tmp_path: Path) -> None:
     data = json.loads((CASES_DIR / "ibuprofen-two-tablets.json").read_text())
     data["id"] = "over-ceiling"
     dosage = data["expected"]["dosage"]
@@ -245,7 +248,7 @@ def test_a_case_whose_documented_dose_exceeds_the_ceiling_is_rejected(tmp_path) 
         WriteTask().load_case(path)
 
 
-def test_patient_bundles_are_found_next_to_the_cases(tmp_path) -> None:
+def test_patient_bundles_are_found_next_to_the_cases(tmp_path: Path) -> None:
     data = json.loads((CASES_DIR / "ibuprofen-two-tablets.json").read_text())
     (write_dir := tmp_path / "write").mkdir()
     (extraction_dir := tmp_path / "extraction").mkdir()

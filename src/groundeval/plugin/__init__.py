@@ -42,7 +42,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not is_worker and config.args_source == pytest.Config.ArgsSource.ARGS:
         config.option.groundeval_select = _node_ids(config.args, settings.task)
     from groundeval.plugin.reporting import ReportHooks
-    from groundeval.plugin.session import GroundevalSession, XdistHooks
+    from groundeval.plugin.session import GroundevalSession
+    from groundeval.plugin.xdist_hooks import XdistHooks
 
     gsession = GroundevalSession(config, settings)
     config.args = [str(settings.data_dir)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -25,6 +24,8 @@ from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, p
 from groundeval.errors import ConfigError, InfraError, RunStopError
 from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.options import Settings
+from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
+from groundeval.plugin.xdist_hooks import RUN_ID_KEY
 from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
 from groundeval.runner import CaseRun, RunInfo, not_run_record, run_case, summarize
@@ -34,9 +35,8 @@ if TYPE_CHECKING:
     from groundeval.datasets import Case
     from groundeval.langsmith_stream import LangSmithStream
 
-__all__ = ["UNREACHABLE_AFTER", "GroundevalSession", "XdistHooks"]
+__all__ = ["UNREACHABLE_AFTER", "GroundevalSession"]
 
-RUN_ID_KEY = "groundeval_run_id"
 UNREACHABLE_AFTER = 3
 """Connection-level failures on a process's first cases, with no answer yet, after which the run stops."""
 
@@ -74,8 +74,8 @@ class GroundevalSession:
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         if not self.is_worker:
-            _check_out_dir(settings.out_dir)
-            _check_data_dir_task(self.task, settings.data_dir)
+            check_out_dir(settings.out_dir)
+            check_data_dir_task(self.task, settings.data_dir)
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
         worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
         if self._agent is not None:
@@ -150,7 +150,8 @@ class GroundevalSession:
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
         if OUTCOMES[run.record.outcome].stops_run and exc is not None:
-            self._stop(session, f"groundeval: stopped after {run.record.outcome} on {case.case_id} (see the error above)")
+            outcome = run.record.outcome
+            self._stop(session, f"groundeval: stopped after {outcome} on {case.case_id} (see the error above)")
         elif isinstance(exc, InfraError) and exc.connection and self.answered == 0:
             self.unreachable += 1
             if self.unreachable >= UNREACHABLE_AFTER:
@@ -342,63 +343,6 @@ class GroundevalSession:
         return result
 
 
-def _check_out_dir(out_dir: Path) -> None:
-    """Refuse an out-dir that is a file or cannot be written, before any case runs.
-
-    Raises:
-        pytest.UsageError: Naming the directory and the fix.
-    """
-    problem = None
-    if out_dir.exists() and not out_dir.is_dir():
-        problem = "is a file, not a directory"
-    else:
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".groundeval-probe-"):
-                pass
-        except OSError as exc:
-            problem = f"cannot be written ({exc.strerror or exc})"
-    if problem is not None:
-        raise pytest.UsageError(
-            f"--groundeval-out-dir={str(out_dir)!r} {problem}; give a writable directory for run records"
-        )
-
-
-def _check_data_dir_task(task: Any, data_dir: Path) -> None:
-    """Refuse a data directory whose case files are all another task's, as one usage error.
-
-    Reads case files only until one is this task's (normally the first), so a good directory
-    costs one JSON parse.
-
-    Raises:
-        pytest.UsageError: No file is this task's and the first is another task's; the message
-            names the directory, the other task and the fix.
-    """
-    from groundeval.datasets import load_json
-    from groundeval.errors import DatasetError
-    from groundeval.tasks.common import wrong_task_error
-
-    claims = getattr(task, "claims", None)
-    files = task.case_files(data_dir)
-    if not callable(claims) or not files:
-        return
-    first_other: DatasetError | None = None
-    for path in files:
-        try:
-            data, _ = load_json(path)
-        except DatasetError:
-            continue
-        if claims(data):
-            return
-        if first_other is None:
-            first_other = wrong_task_error(data, path, task.name)
-    if first_other is not None:
-        raise pytest.UsageError(
-            f"--groundeval-data-dir={str(data_dir)!r}: none of its {len(files)} case files is a case of the {task.name} task; "
-            f"{first_other.problem}"
-        )
-
-
 def _setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str) -> CaseRun:
     """The record of a case that could not start: the agent's warmup raised, or it was never built."""
     import traceback
@@ -413,29 +357,3 @@ def _setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcom
                   "traceback": clean_text("".join(traceback.format_exception(exc))) if what else None},
     })
     return CaseRun(record, exc)
-
-
-class XdistHooks:
-    """Hooks that exist only when pytest-xdist is installed (registered conditionally)."""
-
-    def __init__(self, gsession: GroundevalSession) -> None:
-        self.gsession = gsession
-
-    def pytest_configure_node(self, node: Any) -> None:
-        """Give every worker the controller's run id."""
-        node.workerinput[RUN_ID_KEY] = self.gsession.info.run_id
-
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """The selected cases, as the workers collected them (identical on every worker)."""
-        known = set(self.gsession.selected)
-        self.gsession.selected.extend(i for i in ids if i.startswith("groundeval/") and i not in known)
-
-    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        """A worker died mid-case: give the case a ``worker_crashed`` record naming the worker."""
-        gs = self.gsession
-        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
-        record = not_run_record(gs.info, crashitem, "")
-        data = record.model_dump(mode="json")
-        data.update(outcome="worker_crashed", worker=worker,
-                    message=f"worker_crashed: pytest-xdist worker {worker} died while running this case")
-        report.groundeval = data  # type: ignore[attr-defined]

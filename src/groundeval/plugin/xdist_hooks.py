@@ -1,0 +1,42 @@
+"""Hooks that exist only when pytest-xdist is installed (registered conditionally, as pytest-randomly does)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from groundeval.runner import not_run_record
+
+if TYPE_CHECKING:
+    from groundeval.plugin.session import GroundevalSession
+
+__all__ = ["RUN_ID_KEY", "XdistHooks"]
+
+RUN_ID_KEY = "groundeval_run_id"
+
+
+class XdistHooks:
+    """Hooks that exist only when pytest-xdist is installed (registered conditionally)."""
+
+    def __init__(self, gsession: GroundevalSession) -> None:
+        self.gsession = gsession
+
+    def pytest_configure_node(self, node: Any) -> None:
+        """Give every worker the controller's run id."""
+        node.workerinput[RUN_ID_KEY] = self.gsession.info.run_id
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """The selected cases, as the workers collected them (identical on every worker)."""
+        known = set(self.gsession.selected)
+        self.gsession.selected.extend(i for i in ids if i.startswith("groundeval/") and i not in known)
+
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """A worker died mid-case: give the case a ``worker_crashed`` record naming the worker."""
+        gs = self.gsession
+        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
+        record = not_run_record(gs.info, crashitem, "")
+        data = record.model_dump(mode="json")
+        data.update(outcome="worker_crashed", worker=worker,
+                    message=f"worker_crashed: pytest-xdist worker {worker} died while running this case")
+        report.groundeval = data  # type: ignore[attr-defined]
