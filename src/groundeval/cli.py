@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
                 help=_help("The eval task: extraction or write.", default),
             )
             continue
+        if opt.flag:
+            parser.add_argument(
+                f"--{opt.name}", dest=opt.key, default=None, action="store_const", const="true",
+                help=_help(opt.help, "off"),
+            )
+            continue
         parser.add_argument(
             f"--{opt.name}", dest=opt.key, default=None, metavar=opt.metavar, help=_help(opt.help, default)
         )
@@ -142,11 +148,13 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         parser.error(_unknown_flag_message(parser, argv, unknown))
+    if not str(args.task).strip():
+        parser.error("--task must name a task (extraction, write, or package.module:Class); it cannot be empty")
     out: list[str] = []
     for opt in OPTIONS:
         value = getattr(args, opt.key)
         if value is not None:
-            out.append(f"--groundeval-{opt.name}={value}")
+            out.append(f"--groundeval-{opt.name}" if opt.flag else f"--groundeval-{opt.name}={value}")
     if args.workers is not None:
         out += ["-n", str(args.workers)]
     if args.keyword is not None:

@@ -41,6 +41,10 @@ class CaseRunner(Protocol):
         """True when the run was told to stop and no new case may start."""
         ...
 
+    def regression(self, record: CaseRecord) -> bool | None:
+        """Whether the case regressed against a baseline run (None without one)."""
+        ...
+
 __all__ = ["BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem"]
 
 
@@ -125,6 +129,9 @@ class EvalItem(pytest.Item):
         run = gs.run_case(self.case, self.nodeid, self.session)
         self.record = run.record
         self.user_properties.extend(junit_properties(run.record, gs.task.metric_names))
+        regressed = gs.regression(run.record)
+        if regressed is not None:
+            self.user_properties.append(("regression", "true" if regressed else "false"))
         if run.exc is not None:
             raise run.exc
 

@@ -54,6 +54,15 @@ def _positive_float(value: str) -> float:
     return number
 
 
+def _bool(value: str) -> bool:
+    text = value.strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
 def _text(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
@@ -71,6 +80,8 @@ class Option:
         help: Help text; the default is appended.
         metavar: Placeholder shown in ``--help``.
         scope: ``"run"``, ``"task"`` (passed to the task) or ``"agent"`` (passed to the agent).
+        flag: True for an on/off flag that takes no value on the command line (its ini twin
+            takes ``true``/``false``).
     """
 
     name: str
@@ -79,6 +90,7 @@ class Option:
     help: str
     metavar: str = "VALUE"
     scope: str = "run"
+    flag: bool = False
 
     @property
     def dest(self) -> str:
@@ -132,6 +144,21 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "base-url", _text, None,
         "Server URL for the openai-compatible agent, e.g. http://127.0.0.1:8000/v1 (vLLM).", "URL", "agent",
     ),
+    Option(
+        "baseline", _text, None,
+        "Compare this run with a stored run record: a case that passed there and fails now is a regression, "
+        "named in the summary and marked regression=true in junit.", "RUN.json",
+    ),
+    Option(
+        "fail-on-regression", _bool, False,
+        "With --groundeval-baseline: exit non-zero when any case regressed, even if every threshold passes.",
+        "BOOL", flag=True,
+    ),
+    Option(
+        "summary-md", _text, None,
+        "Write the run's summary as Markdown to PATH (also appended to $GITHUB_STEP_SUMMARY when that is set).",
+        "PATH",
+    ),
 )
 
 
@@ -159,10 +186,16 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("groundeval", "groundeval: evals of healthcare AI agents")
     for opt in OPTIONS:
         shown = "" if opt.default is None else f" Default: {opt.default}."
-        group.addoption(
-            f"--groundeval-{opt.name}", dest=opt.dest, default=None, metavar=opt.metavar,
-            help=opt.help + shown,
-        )
+        if opt.flag:
+            group.addoption(
+                f"--groundeval-{opt.name}", dest=opt.dest, default=None, action="store_const", const="true",
+                help=opt.help + " Default: off.",
+            )
+        else:
+            group.addoption(
+                f"--groundeval-{opt.name}", dest=opt.dest, default=None, metavar=opt.metavar,
+                help=opt.help + shown,
+            )
         parser.addini(opt.dest, opt.help + shown, type="string", default="")
     generic = (
         "Set an option the task declares, KEY=VALUE (repeatable), e.g. min_f1=0.8; for any task, "
@@ -201,6 +234,9 @@ class Settings:
     task_options: dict[str, Any] = field(default_factory=dict)
     agent_options: dict[str, Any] = field(default_factory=dict)
     task_name: str = ""
+    baseline: Path | None = None
+    fail_on_regression: bool = False
+    summary_md: Path | None = None
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -329,9 +365,11 @@ def read_settings(config: pytest.Config) -> Settings:
     if task_raw is None or not task_raw.strip():
         return Settings(task=None)  # the plugin is off: ordinary runs never see our options
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for opt in RUN_OPTIONS:
         raw, source = _raw(config, opt)
         values[opt.key] = opt.default if raw is None else _convert(opt, raw, source)
+        sources[opt.key] = source or f"--groundeval-{opt.name}"
     task = values["task"]
     cls = _task_class(task)
     task_options = _task_options(config, cls, str(cls.name))
@@ -342,7 +380,12 @@ def read_settings(config: pytest.Config) -> Settings:
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     name = str(cls.name)
-    base = config.invocation_params.dir
+    here = config.invocation_params.dir
+
+    def base(key: str) -> Path:
+        """Paths from the command line resolve against the working directory, ini paths against the rootdir."""
+        return config.rootpath if sources[key].startswith("ini") else here
+
     if values["data_dir"]:
         data_dir = Path(values["data_dir"]).expanduser()
     elif getattr(cls, "data_dir", None) is not None:
@@ -356,26 +399,36 @@ def read_settings(config: pytest.Config) -> Settings:
             f"--groundeval-task={task!r} ships no cases (its class sets no data_dir); give "
             "--groundeval-data-dir=DIR"
         )
-    data_dir = (base / data_dir).resolve()
+    data_dir = (base("data_dir") / data_dir).resolve()
+    where = sources["data_dir"]
     if not data_dir.is_dir():
         raise pytest.UsageError(
-            f"--groundeval-data-dir={str(data_dir)!r}: not a directory; give a directory of "
-            f"{name} case files"
+            f"{where}={str(data_dir)!r}: not a directory; give a directory of {name} case files"
         )
     if not built.case_files(data_dir):
-        raise pytest.UsageError(
-            f"--groundeval-data-dir={str(data_dir)!r}: no {name} case files (*.json) in it"
-        )
+        raise pytest.UsageError(f"{where}={str(data_dir)!r}: no {name} case files (*.json) in it")
+
+    def path(key: str) -> Path | None:
+        return (base(key) / os.path.expanduser(values[key])).resolve() if values[key] else None
+
+    baseline = path("baseline")
+    if baseline is not None and not baseline.is_file():
+        raise pytest.UsageError(f"{sources['baseline']}={str(baseline)!r}: no such run record file")
+    if values["fail_on_regression"] and baseline is None:
+        raise pytest.UsageError(f"{sources['fail_on_regression']} needs --groundeval-baseline=RUN.json to compare with")
     return Settings(
         task=task,
         agent=values["agent"] or str(cls.default_agent),
         limit=values["limit"],
         data_dir=data_dir,
-        out_dir=(base / os.path.expanduser(values["out_dir"])).resolve(),
+        out_dir=(base("out_dir") / os.path.expanduser(values["out_dir"])).resolve(),
         model=values["model"],
         task_options=task_options,
         agent_options={o.key: values[o.key] for o in RUN_OPTIONS if o.scope == "agent" and o.key != "model"},
         task_name=name,
+        baseline=baseline,
+        fail_on_regression=bool(values["fail_on_regression"]),
+        summary_md=path("summary_md"),
     )
 
 

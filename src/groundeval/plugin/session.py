@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from groundeval.tasks import make_task
 if TYPE_CHECKING:
     from groundeval.datasets import Case
     from groundeval.langsmith_stream import LangSmithStream
+    from groundeval.reporting import BaselineGate, GateResult
 
 __all__ = ["UNREACHABLE_AFTER", "GroundevalSession"]
 
@@ -76,6 +78,17 @@ class GroundevalSession:
         if not self.is_worker:
             check_out_dir(settings.out_dir)
             check_data_dir_task(self.task, settings.data_dir)
+        self.baseline: RunRecord | None = None
+        self.gate: GateResult | None = None
+        self._baseline_gate: BaselineGate | None = None
+        if settings.baseline is not None:
+            from groundeval.reporting import BaselineGate, load_record
+
+            try:
+                self.baseline = load_record(settings.baseline)
+            except (OSError, ValueError) as exc:
+                raise pytest.UsageError(f"--groundeval-baseline: {exc}") from None
+            self._baseline_gate = BaselineGate(self.baseline)
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
         worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
         if self._agent is not None:
@@ -162,6 +175,12 @@ class GroundevalSession:
         if self.stream is not None:  # LangSmith; never raises
             self.stream.record_case(run.record.model_dump(mode="json"))
         return run
+
+    def regression(self, record: CaseRecord) -> bool | None:
+        """Whether this case regressed against ``--groundeval-baseline`` (None without a baseline)."""
+        if self._baseline_gate is None:
+            return None
+        return self._baseline_gate.regressed([record])
 
     def _stop(self, session: pytest.Session, reason: str) -> None:
         self.stop_reason = clean_text(reason.splitlines()[0] if reason else reason)
@@ -320,8 +339,23 @@ class GroundevalSession:
             return
         if session.shouldfail and not self.stop_reason:
             self.stop_reason = str(session.shouldfail)
-        self.run_record = self.build_record(exit_status=int(exitstatus))
-        self.record_path = self.writer.finish(self.run_record)
+        record = self.run_record = self.build_record(exit_status=int(exitstatus))
+        self.record_path = self.writer.finish(record)
+        try:  # the record is written: a failure from here on is reported, never loses it
+            if self.baseline is not None:
+                from groundeval.reporting import regressions
+
+                self.gate = regressions(self.baseline, record)
+                if self.settings.fail_on_regression and self.gate.failed and session.exitstatus == 0:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            if self.settings.summary_md is not None:
+                from groundeval.reporting import write_summary_markdown
+
+                write_summary_markdown(record, self.gate, self.settings.summary_md)
+        except Exception as exc:  # a harness bug after the run: say so, keep the exit status honest
+            warnings.warn(f"groundeval: the regression gate or Markdown summary failed: {exc!r}", stacklevel=1)
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         self.stop_file.unlink(missing_ok=True)
         from _pytest.junitxml import xml_key  # the LogXML object; pytest has no public accessor
 
@@ -340,6 +374,8 @@ class GroundevalSession:
             from groundeval.plugin.summary import write_summary
 
             write_summary(terminalreporter, self.run_record, self.record_path)
+            for line in self.gate.summary_lines() if self.gate is not None else ():
+                terminalreporter.write_line(line, red=line.startswith("REGRESSED"))
         return result
 
 

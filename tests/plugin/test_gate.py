@@ -1,0 +1,65 @@
+"""The regression gate and the Markdown summary, through the plugin (serial and -n 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import scipy.stats  # noqa: F401  # loaded before pytester's in-process runs, which drop new modules afterwards
+
+from .conftest import junit_cases
+
+ARGS = ("--groundeval-task=extraction", "--groundeval-data-dir=data", "-p", "no:cacheprovider")
+
+
+def _baseline(pytester: pytest.Pytester) -> Path:
+    result = pytester.runpytest(*ARGS, "--groundeval-agent=baseline", "--groundeval-out-dir=base")
+    assert result.ret == pytest.ExitCode.OK
+    (path,) = (pytester.path / "base").glob("*.json")
+    return path
+
+
+def test_regressions_are_named_marked_in_junit_and_gate_the_exit_status(
+    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    baseline = _baseline(pytester)
+    step = pytester.path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    result = pytester.runpytest(
+        *ARGS, "--groundeval-agent=naive", f"--groundeval-baseline={baseline}", "--groundeval-fail-on-regression",
+        "--junitxml=out.xml", "--groundeval-summary-md=summary.md",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["regressions vs *: 3*", "REGRESSED *Garrett_Thompson*"])
+    props = {name.split("_")[0]: p for name, p in junit_cases(pytester.path / "out.xml").items()}
+    assert props["Garrett"]["regression"] == "true" and props["Liz"]["regression"] == "false"
+    summary = (pytester.path / "summary.md").read_text()
+    assert "Garrett_Thompson" in summary and "egress" in summary
+    assert step.read_text() == summary  # appended to the CI step summary too
+
+    # the same agent as the baseline: nothing regressed, and the flag keeps a green run green
+    same = pytester.runpytest(*ARGS, "--groundeval-agent=baseline", f"--groundeval-baseline={baseline}",
+                              "--groundeval-fail-on-regression")
+    assert same.ret == pytest.ExitCode.OK
+    same.stdout.fnmatch_lines(["regressions vs *: 0*"])
+
+
+def test_the_gate_under_xdist(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    baseline = _baseline(pytester)
+    result = pytester.runpytest_subprocess(
+        *ARGS, "--groundeval-agent=naive", f"--groundeval-baseline={baseline}", "--groundeval-fail-on-regression",
+        "--junitxml=out.xml", "-n", "2",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    props = junit_cases(pytester.path / "out.xml")
+    assert sorted(p["regression"] for p in props.values()).count("true") == 3
+
+
+def test_a_bad_baseline_is_a_usage_error(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    (pytester.path / "not-a-record.json").write_text(json.dumps({"hello": 1}))
+    result = pytester.runpytest(*ARGS, "--groundeval-agent=baseline", "--groundeval-baseline=not-a-record.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --groundeval-baseline: *not-a-record.json*"])
+    result = pytester.runpytest(*ARGS, "--groundeval-agent=baseline", "--groundeval-fail-on-regression")
+    result.stderr.fnmatch_lines(["ERROR: --groundeval-fail-on-regression needs --groundeval-baseline=RUN.json*"])
