@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,7 +38,7 @@ def agent(request):
 
 
 @pytest.fixture
-def eval_dir(pytester: pytest.Pytester, copy_fixtures) -> Path:
+def eval_dir(pytester: pytest.Pytester, copy_fixtures: Callable[[Path, Iterable[str]], Path]) -> Path:
     """A pytester directory with five real fixtures in ``data/`` and ``scripted_agent.py``."""
     data = copy_fixtures(pytester.path / "data", PICK)
     pytester.makepyfile(scripted_agent=AGENT_MODULE)
@@ -51,17 +53,17 @@ def eval_args(*extra: str) -> list[str]:
 
 def junit_cases(path: Path) -> dict[str, dict[str, str]]:
     """testcase name -> {property name: value} (plus '_result': passed/failure/error)."""
-    cases = {}
+    cases: dict[str, dict[str, str]] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        props = {str(p.get("name")): str(p.get("value")) for p in case.iter("property")}
         result = "passed"
         for tag in ("failure", "error", "skipped"):
             if case.find(tag) is not None:
                 result = tag
         props["_result"] = result
-        cases[case.get("name")] = props
+        cases[str(case.get("name"))] = props
     return cases
 
 
-def run_records(base: Path) -> list[dict]:
+def run_records(base: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((base / "runs").glob("*.json"))]

@@ -6,6 +6,9 @@ run-stopping rows (config_error, auth_error) get runs of their own.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
 import pytest
 
 from groundeval.outcomes import OUTCOMES, POLICY, outcome_table_markdown
@@ -81,7 +84,7 @@ def agent(request):
 
 
 @pytest.fixture
-def matrix_dir(pytester: pytest.Pytester, copy_fixtures):
+def matrix_dir(pytester: pytest.Pytester, copy_fixtures: Callable[[Path, Iterable[str]], Path]) -> Path:
     copy_fixtures(pytester.path / "data", MATRIX)
     pytester.makepyfile(matrix_agent=MATRIX_AGENT)
     pytester.syspathinsert()
@@ -99,7 +102,7 @@ def _prefix(case_id: str) -> str:
 
 @pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])
 def test_every_outcome_row_is_reported_and_counted_as_the_policy_says(
-    pytester: pytest.Pytester, matrix_dir, workers: str | None
+    pytester: pytest.Pytester, matrix_dir: Path, workers: str | None
 ) -> None:
     if workers is None:
         result = pytester.runpytest(*_args("matrix_agent:agent"))
@@ -140,7 +143,7 @@ def test_every_outcome_row_is_reported_and_counted_as_the_policy_says(
     assert "returned int; return a str or a groundeval.AgentResult" in out
 
 
-def test_a_str_from_a_class_agent_is_an_answer(pytester: pytest.Pytester, matrix_dir) -> None:
+def test_a_str_from_a_class_agent_is_an_answer(pytester: pytest.Pytester, matrix_dir: Path) -> None:
     pytester.makepyfile(str_agent='''
 class Agent:
     name = "str-agent"
@@ -160,7 +163,7 @@ class Agent:
     ],
 )
 def test_a_configuration_no_case_survives_stops_the_run_at_once(
-    pytester: pytest.Pytester, matrix_dir, raised: str, outcome: str, hint: str
+    pytester: pytest.Pytester, matrix_dir: Path, raised: str, outcome: str, hint: str
 ) -> None:
     pytester.makepyfile(stop_agent=f'''
 from groundeval.errors import AuthError, RunStopError
@@ -183,7 +186,7 @@ def agent(request):
     assert f"0 of {len(MATRIX)}" in result.stdout.str()
 
 
-def test_config_stop_under_xdist_records_every_selected_case(pytester: pytest.Pytester, matrix_dir) -> None:
+def test_config_stop_under_xdist_records_every_selected_case(pytester: pytest.Pytester, matrix_dir: Path) -> None:
     pytester.makepyfile(stop_agent='''
 from groundeval.errors import RunStopError
 
@@ -198,7 +201,7 @@ def agent(request):
     assert 1 <= len(ran) <= 2 and all(c["outcome"] == "config_error" for c in ran)  # at most one per worker
 
 
-def test_a_warmup_that_raises_gives_the_case_a_record_and_stops(pytester: pytest.Pytester, matrix_dir) -> None:
+def test_a_warmup_that_raises_gives_the_case_a_record_and_stops(pytester: pytest.Pytester, matrix_dir: Path) -> None:
     pytester.makepyfile(cold_agent='''
 class Cold:
     name = "cold"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
 import pytest
 
 from .conftest import eval_args, junit_cases, run_records
@@ -9,7 +12,7 @@ from .conftest import eval_args, junit_cases, run_records
 VOLATILE = {"latency_s", "run_id"}
 
 
-def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir) -> None:
+def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir: Path) -> None:
     result = pytester.runpytest(*eval_args("-rA"))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.parseoutcomes() == {"passed": 2, "partial": 1, "failed": 1, "errors": 1}
@@ -40,7 +43,7 @@ def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir) -> 
     result.stdout.no_fnmatch_line("FAILED groundeval/extraction::Stephen*")
 
 
-def test_junit_properties_are_primitive_and_complete(pytester: pytest.Pytester, eval_dir) -> None:
+def test_junit_properties_are_primitive_and_complete(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.runpytest(*eval_args("--junitxml=out.xml", "-W", "error"))
     cases = junit_cases(pytester.path / "out.xml")
     garrett = next(v for k, v in cases.items() if k.startswith("Garrett"))
@@ -58,7 +61,7 @@ def test_junit_properties_are_primitive_and_complete(pytester: pytest.Pytester, 
     assert stephen["error_type"] == "RuntimeError"
 
 
-def test_properties_identical_with_and_without_xdist(pytester: pytest.Pytester, eval_dir) -> None:
+def test_properties_identical_with_and_without_xdist(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.runpytest_subprocess(*eval_args("--junitxml=serial.xml"))
     result = pytester.runpytest_subprocess(*eval_args("-n", "2", "--junitxml=xdist.xml", "-W", "error"))
     assert result.parseoutcomes() == {"passed": 2, "partial": 1, "failed": 1, "errors": 1}
@@ -77,7 +80,7 @@ def test_properties_identical_with_and_without_xdist(pytester: pytest.Pytester, 
 
         element = ET.parse(pytester.path / path).getroot().find("testsuite")
         assert element is not None
-        props = {p.get("name"): p.get("value") for p in element.findall("properties/property")}
+        props = {str(p.get("name")): p.get("value") for p in element.findall("properties/property")}
         return element.get("name"), {k: v for k, v in props.items() if k not in VOLATILE}
 
     # run-level headline figures on the <testsuite>, the same serially and under xdist (cases/17)
@@ -87,7 +90,7 @@ def test_properties_identical_with_and_without_xdist(pytester: pytest.Pytester, 
     assert props["pass_rate"] == "0.5" and props["counted"] == "4" and props["excluded"] == "1"
 
 
-def test_xdist_run_record_is_merged_once_by_the_controller(pytester: pytest.Pytester, eval_dir) -> None:
+def test_xdist_run_record_is_merged_once_by_the_controller(pytester: pytest.Pytester, eval_dir: Path) -> None:
     result = pytester.runpytest_subprocess(*eval_args("-n", "2"))
     result.stdout.fnmatch_lines(["run record: *.json"])
     (record,) = run_records(pytester.path)
@@ -107,7 +110,7 @@ def test_xdist_run_record_is_merged_once_by_the_controller(pytester: pytest.Pyte
     assert "pytest" in record["packages"] and "groundeval" in record["packages"]
 
 
-def test_worker_crash_loses_only_that_case(pytester: pytest.Pytester, eval_dir) -> None:
+def test_worker_crash_loses_only_that_case(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(crashing_agent='''
 import os
 from scripted_agent import BASE
@@ -130,7 +133,7 @@ def agent(request):
     assert crashed["counted"] is False and len(record["cases"]) == 5
 
 
-def test_malformed_case_files_are_collection_errors_and_the_rest_run(pytester: pytest.Pytester, eval_dir) -> None:
+def test_malformed_case_files_are_collection_errors_and_the_rest_run(pytester: pytest.Pytester, eval_dir: Path) -> None:
     (eval_dir / "broken.json").write_text("{not json")
     (eval_dir / "observation.json").write_text('{"resourceType": "Observation"}')
     (eval_dir / "nobody.json").write_text('{"resourceType": "Bundle", "entry": []}')
@@ -149,7 +152,7 @@ def test_malformed_case_files_are_collection_errors_and_the_rest_run(pytester: p
     assert all(len(r["cases"]) == 5 for r in records)
 
 
-def test_k_and_limit_select_cases(pytester: pytest.Pytester, eval_dir) -> None:
+def test_k_and_limit_select_cases(pytester: pytest.Pytester, eval_dir: Path) -> None:
     result = pytester.runpytest(*eval_args("-k", "Liz or Clemente"))
     result.assert_outcomes(passed=2, deselected=3)
     result = pytester.runpytest(*eval_args("--groundeval-limit=2", "--co", "-q"))
@@ -160,7 +163,7 @@ def test_k_and_limit_select_cases(pytester: pytest.Pytester, eval_dir) -> None:
     ])
 
 
-def test_ini_twins_configure_the_run(pytester: pytest.Pytester, eval_dir) -> None:
+def test_ini_twins_configure_the_run(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makeini("""
         [pytest]
         groundeval_task = extraction
@@ -185,7 +188,7 @@ def test_ini_twins_configure_the_run(pytester: pytest.Pytester, eval_dir) -> Non
         ("--groundeval-agent=gpt", "*unknown agent 'gpt'*"),
     ],
 )
-def test_bad_options_are_usage_errors(pytester: pytest.Pytester, eval_dir, option: str, message: str) -> None:
+def test_bad_options_are_usage_errors(pytester: pytest.Pytester, eval_dir: Path, option: str, message: str) -> None:
     result = pytester.runpytest(*eval_args(option))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
@@ -197,13 +200,13 @@ def test_unknown_task_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["ERROR: --groundeval-task='summarise': unknown task; choose one of: *extraction*"])
 
 
-def test_positional_paths_with_a_task_are_refused(pytester: pytest.Pytester, eval_dir) -> None:
+def test_positional_paths_with_a_task_are_refused(pytester: pytest.Pytester, eval_dir: Path) -> None:
     result = pytester.runpytest(*eval_args("tests/"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*'tests/': with --groundeval-task, positional arguments are case node ids*-k*"])
 
 
-def test_a_case_reruns_by_the_node_id_printed_on_its_failed_line(pytester: pytest.Pytester, eval_dir) -> None:
+def test_a_case_reruns_by_the_node_id_printed_on_its_failed_line(pytester: pytest.Pytester, eval_dir: Path) -> None:
     first = pytester.runpytest(*eval_args("-rf"))
     (line,) = [ln for ln in first.stdout.lines if ln.startswith("FAILED groundeval/")]
     nodeid = line.split()[1]
@@ -215,7 +218,7 @@ def test_a_case_reruns_by_the_node_id_printed_on_its_failed_line(pytester: pytes
 
 
 def test_claude_without_key_stops_before_running_with_one_line_hint(
-    pytester: pytest.Pytester, eval_dir, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-data-dir=data")
@@ -240,7 +243,7 @@ def test_without_a_task_the_plugin_does_nothing_and_imports_nothing_heavy(pytest
     assert not (pytester.path / "runs").exists()
 
 
-def test_non_primitive_usage_values_survive_xdist(pytester: pytest.Pytester, eval_dir) -> None:
+def test_non_primitive_usage_values_survive_xdist(pytester: pytest.Pytester, eval_dir: Path) -> None:
     """fault case 16: a Decimal or datetime must not kill an xdist worker's reporting."""
     pytester.makepyfile(decimal_agent='''
 import datetime
@@ -260,7 +263,7 @@ def agent(request):
     assert props["cost_usd"] == "0.25" and props["when"] == "2026-01-01T00:00:00"
 
 
-def test_an_unreachable_api_stops_the_run_after_three_cases(pytester: pytest.Pytester, eval_dir) -> None:
+def test_an_unreachable_api_stops_the_run_after_three_cases(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(down_agent='''
 from groundeval.errors import InfraError
 
@@ -288,7 +291,7 @@ def busy(request):
     assert result.parseoutcomes() == {"errors": 5}
 
 
-def test_classified_agent_errors_show_only_their_message(pytester: pytest.Pytester, eval_dir) -> None:
+def test_classified_agent_errors_show_only_their_message(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(infra_agent='''
 from groundeval.errors import InfraError
 
@@ -330,7 +333,7 @@ def test_an_empty_task_flag_switches_off_an_ini_task(pytester: pytest.Pytester) 
     pytester.runpytest("-p", "no:cacheprovider", "--groundeval-task=").assert_outcomes(passed=1)
 
 
-def test_interrupted_or_stopped_runs_are_marked_incomplete(pytester: pytest.Pytester, eval_dir) -> None:
+def test_interrupted_or_stopped_runs_are_marked_incomplete(pytester: pytest.Pytester, eval_dir: Path) -> None:
     result = pytester.runpytest(*eval_args("-x"))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     (record,) = run_records(pytester.path)
@@ -340,7 +343,7 @@ def test_interrupted_or_stopped_runs_are_marked_incomplete(pytester: pytest.Pyte
     result.stdout.fnmatch_lines(["INCOMPLETE: *selected case(s) did not run*"])
 
 
-def test_agents_that_do_not_fit_the_run_are_usage_errors(pytester: pytest.Pytester, eval_dir) -> None:
+def test_agents_that_do_not_fit_the_run_are_usage_errors(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(odd_agents='''
 class InitRaises:
     def __init__(self):
@@ -362,13 +365,13 @@ def returns_int(request):
     result.stdout.fnmatch_lines(["*returned int; return a str or a groundeval.AgentResult*"])
 
 
-def test_collect_only_needs_no_agent_and_no_key(pytester: pytest.Pytester, eval_dir, monkeypatch) -> None:
+def test_collect_only_needs_no_agent_and_no_key(pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-data-dir=data", "--co", "-q")
     result.stdout.fnmatch_lines(["groundeval/extraction::Clemente_Kreiger_1484a42d", "5 tests collected*"])
 
 
-def test_wrong_task_directory_and_empty_directory_get_hints(pytester: pytest.Pytester, eval_dir) -> None:
+def test_wrong_task_directory_and_empty_directory_get_hints(pytester: pytest.Pytester, eval_dir: Path) -> None:
     (pytester.path / "writecases").mkdir()
     (pytester.path / "writecases" / "c.json").write_text('{"id": "c", "note": "n", "expected": {}}')
     result = pytester.runpytest(
@@ -390,7 +393,7 @@ def test_wrong_task_directory_and_empty_directory_get_hints(pytester: pytest.Pyt
 
 
 def test_secrets_from_custom_agents_are_redacted_in_junit_and_terminal(
-    pytester: pytest.Pytester, eval_dir, monkeypatch
+    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     secret = "sk-ant-fake-123456789abcdef"
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
@@ -420,11 +423,11 @@ class Leaky:
 
 
 def test_a_harness_bug_is_an_error_with_a_record_not_a_failure(
-    pytester: pytest.Pytester, eval_dir, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from groundeval.tasks.extraction import ExtractionTask
 
-    def broken_score(self, case, truth, parsed):
+    def broken_score(self: object, case: object, truth: object, parsed: object) -> None:
         raise KeyError("scorer bug")
 
     monkeypatch.setattr(ExtractionTask, "score", broken_score)
@@ -436,7 +439,7 @@ def test_a_harness_bug_is_an_error_with_a_record_not_a_failure(
     assert case["raw_output"].startswith("[{")  # the paid-for answer is kept
 
 
-def test_truncation_is_a_failure_that_counts_as_an_empty_answer_in_the_means(pytester: pytest.Pytester, eval_dir) -> None:
+def test_truncation_is_a_failure_that_counts_as_an_empty_answer_in_the_means(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(cut_agent='''
 from groundeval.errors import TruncatedError
 from scripted_agent import BASE
@@ -459,7 +462,7 @@ def agent(request):
     assert record["aggregate"]["metrics"]["micro_recall"] < 1.0
 
 
-def test_case_ids_can_leave_patient_names_out(pytester: pytest.Pytester, eval_dir) -> None:
+def test_case_ids_can_leave_patient_names_out(pytester: pytest.Pytester, eval_dir: Path) -> None:
     result = pytester.runpytest(*eval_args("--groundeval-case-ids=file", "--co", "-q"))
     result.stdout.fnmatch_lines(["groundeval/extraction::Liz_Conn_27c911c6_f045_4ffa_af5d_6eba57ac94b2"])
     result = pytester.runpytest(*eval_args("--groundeval-case-ids=names"))
@@ -472,7 +475,7 @@ def test_a_task_option_for_the_other_task_is_a_usage_error(pytester: pytest.Pyte
     result.stderr.fnmatch_lines(["ERROR: --groundeval-min-f1 does not apply to the write task; drop it"])
 
 
-def test_sigterm_still_writes_the_run_record(pytester: pytest.Pytester, eval_dir) -> None:
+def test_sigterm_still_writes_the_run_record(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(slow_agent='''
 import time
 from scripted_agent import BASE
@@ -505,7 +508,7 @@ def agent(request):
     assert len(record["cases"]) == 5
 
 
-def test_an_interrupt_before_the_first_case_finishes_still_writes_a_record(pytester: pytest.Pytester, eval_dir) -> None:
+def test_an_interrupt_before_the_first_case_finishes_still_writes_a_record(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(stuck_agent='''
 import pathlib
 import time
@@ -536,7 +539,7 @@ def agent(request):
     assert record["complete"] is False and record["aggregate"]["not_run"] == 5
 
 
-def test_a_signal_to_the_xdist_controller_stops_workers_starting_cases(pytester: pytest.Pytester, copy_fixtures) -> None:
+def test_a_signal_to_the_xdist_controller_stops_workers_starting_cases(pytester: pytest.Pytester, copy_fixtures: Callable[[Path, Iterable[str]], Path]) -> None:
     """The first SIGTERM stops new cases; a second one in that window still leaves the final record."""
     signals = 2
     names = ["Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen_McLaughlin", "Trey_Berge",

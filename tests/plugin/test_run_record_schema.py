@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import runpy
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs installed; the validator is the point
 import pytest
 
 from .conftest import run_records
@@ -20,7 +21,7 @@ def test_the_committed_schema_is_generated_from_the_model() -> None:
     assert committed == script["schema_text"](), "run scripts/make_schema.py"
 
 
-def test_a_real_run_record_validates_against_the_schema(pytester: pytest.Pytester, copy_fixtures) -> None:
+def test_a_real_run_record_validates_against_the_schema(pytester: pytest.Pytester, copy_fixtures: Callable[[Path, Iterable[str]], Path]) -> None:
     copy_fixtures(pytester.path / "data", ["Liz_Conn", "Clemente_Kreiger"])
     (pytester.path / "data" / "broken.json").write_text("{")
     pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=naive", "--groundeval-data-dir=data",
