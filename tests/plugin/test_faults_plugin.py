@@ -1,0 +1,86 @@
+"""Faults the plugin itself must survive: odd answers, huge answers, agents that exit, secrets in URLs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import eval_args, junit_cases, run_records
+
+
+def test_a_lone_surrogate_or_control_characters_in_an_answer_are_text_and_the_case_is_scored(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    pytester.makepyfile(odd_agent='''
+import json
+
+def agent(request):
+    # json.loads of the escape "\\\\ud83c" gives a lone UTF-16 surrogate (half an emoji)
+    half = json.loads('"\\\\ud83c"')
+    return "[] " + half + " \\x1b[31m\\x07"
+''')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=odd_agent:agent", "-k", "Clemente",
+                                           "--junitxml=out.xml", "-rA"))
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(passed=1, deselected=4)
+    (record,) = run_records(pytester.path)
+    (case,) = record["cases"]
+    assert case["outcome"] == "passed" and case["format_ok"] is False
+    assert "\ufffd" in case["raw_output"] and "\x1b" not in case["raw_output"]
+    assert junit_cases(pytester.path / "out.xml")  # the XML parses
+    partial = list((pytester.path / "runs").glob("*.partial.jsonl"))
+    assert partial == []  # the final record replaced it
+
+
+def test_a_huge_answer_is_capped_in_the_record_with_its_length_and_hash(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    pytester.makepyfile(big_agent='''
+def agent(request):
+    return "[]" + " " * 3_000_000
+''')
+    pytester.runpytest(*eval_args("--groundeval-agent=big_agent:agent", "-k", "Clemente"))
+    (path,) = (pytester.path / "runs").glob("*.json")
+    (case,) = json.loads(path.read_text())["cases"]
+    assert case["outcome"] == "passed"  # parsed in full before the cap
+    assert case["raw_output_chars"] == 3_000_002 and len(case["raw_output"]) == 200_000
+    assert len(case["raw_output_sha256"]) == 64
+    assert path.stat().st_size < 1_000_000
+
+
+def test_an_agent_that_calls_sys_exit_is_an_agent_error_and_the_run_goes_on(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    pytester.makepyfile(quitter='''
+import sys
+from scripted_agent import BASE
+
+def agent(request):
+    if request.case_id.startswith("Max_Kris"):
+        sys.exit(3)
+    return BASE.run(request)
+''')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=quitter:agent"))
+    result.assert_outcomes(passed=4, errors=1)
+    (record,) = run_records(pytester.path)
+    quit_case = next(c for c in record["cases"] if c["case_id"].startswith("Max_Kris"))
+    assert quit_case["outcome"] == "agent_error" and quit_case["error"]["type"] == "SystemExit"
+    assert record["complete"] is True and len(record["cases"]) == 5
+
+
+def test_credentials_in_the_base_url_never_reach_the_record_or_junit(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    pytester.makepyfile(url_agent='''
+class UrlAgent:
+    name = "url-agent"
+    def __init__(self, config):
+        self.model = "m"
+    def run(self, request):
+        return "[]"
+''')
+    url = "http://alice:s3cret-pw-123@127.0.0.1:9/v1"
+    result = pytester.runpytest(*eval_args("--groundeval-agent=url_agent:UrlAgent", f"--groundeval-base-url={url}",
+                                           "-k", "Clemente", "--junitxml=out.xml", "-rA"))
+    (record,) = run_records(pytester.path)
+    assert record["settings"]["agent_options"]["base_url"] == "http://127.0.0.1:9/v1"
+    outputs = result.stdout.str() + (pytester.path / "out.xml").read_text() + json.dumps(record)
+    assert "s3cret-pw-123" not in outputs and "alice" not in outputs
