@@ -13,3 +13,16 @@ def _no_langsmith_streaming(monkeypatch: pytest.MonkeyPatch) -> None:
     """
     for name in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _lean_pytest_subprocesses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the pytest runs the suite starts (pytester, xdist workers) free of unrelated cost.
+
+    LangSmith's and anyio's pytest plugins load in every pytest process of this environment and
+    none of our tests uses them; and ``PYTHONDONTWRITEBYTECODE=1`` (set on these machines) makes
+    every subprocess and xdist worker recompile groundeval and its dependencies. Neither changes
+    what a test checks.
+    """
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:langsmith_plugin -p no:anyio")
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)

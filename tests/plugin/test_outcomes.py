@@ -102,8 +102,12 @@ def _prefix(case_id: str) -> str:
 
 @pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])
 def test_every_outcome_row_is_reported_and_counted_as_the_policy_says(
-    pytester: pytest.Pytester, matrix_dir: Path, workers: str | None
+    pytester: pytest.Pytester, matrix_dir: Path, workers: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from groundeval.tasks.extraction import ExtractionTask
+
+    # the agent module patches ExtractionTask.truth (a harness bug on one case); in-process, undo it afterwards
+    monkeypatch.setattr(ExtractionTask, "truth", ExtractionTask.truth)
     if workers is None:
         result = pytester.runpytest(*_args("matrix_agent:agent"))
     else:
