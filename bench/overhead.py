@@ -36,8 +36,8 @@ from typing import Any
 
 from _timing import ROOT, machine, median_ms
 
+from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import make_agent
-from groundeval.records import AgentRequest
 from groundeval.tasks import make_task
 
 FIXTURES = ROOT / "fixtures" / "extraction"

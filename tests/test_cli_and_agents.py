@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import AgentConfig, FunctionAgent, make_agent
 from groundeval.cli import pytest_args
 from groundeval.errors import AgentError, ConfigError
-from groundeval.records import AgentRequest, AgentResult, Prompt
 from groundeval.testing.scripted_agent import ScriptedAgent
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"

@@ -171,7 +171,7 @@ import json
 import httpx2
 from examples.conditions_task import BaselineConditionsAgent
 from groundeval.agents.claude import ClaudeAgent
-from groundeval.records import AgentRequest, Prompt
+from groundeval.agent_io import AgentRequest, Prompt
 
 SEEN = set()
 

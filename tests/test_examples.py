@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from groundeval import AgentConfig, ExtractionTask
-from groundeval.records import AgentRequest
+from groundeval.agent_io import AgentRequest
 
 from .test_fhir_cases import CASE_01
 

@@ -49,7 +49,7 @@ INFO_BODY = {
 TRACE_AGENT = '''
 import os
 from groundeval.agents.baseline import BaselineExtractionAgent
-from groundeval.records import AgentResult
+from groundeval.agent_io import AgentResult
 
 BASE = BaselineExtractionAgent()
 KEY = os.environ.get("LANGSMITH_API_KEY", "")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from groundeval.parsing import MAX_DEPTH, MAX_FAILED_DECODES, extract_json
-from groundeval.records import Parsed
+from groundeval.scoring import Parsed
 from groundeval.tasks.extraction import ExtractionTask
 
 MS = {"resourceType": "MedicationStatement", "status": "active", "subject": {"reference": "Patient/p"},
@@ -92,8 +92,8 @@ def test_extraction_numeric_code_is_normalised_to_string() -> None:
 
 
 def test_system_prompt_example_agrees_with_an_independent_reader_and_is_cacheable() -> None:
+    from groundeval.agent_io import AgentRequest, Prompt
     from groundeval.agents.baseline import BaselineExtractionAgent
-    from groundeval.records import AgentRequest, Prompt
     from groundeval.tasks.extraction_prompt import EXAMPLE_BUNDLE, example_answer, system_prompt
 
     prompt = Prompt(system="", user="Bundle:\n" + json.dumps(EXAMPLE_BUNDLE))

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import Agent
 from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
-from groundeval.records import AgentRequest, Parsed
+from groundeval.scoring import Parsed
 from groundeval.tasks.extraction import ExtractionTask
 from groundeval.tasks.medlist import active_medications
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from groundeval.records import Metric, Score
 from groundeval.scorers.extraction import aggregate_medications, normalize_display, score_medications
+from groundeval.scoring import Metric, Score
 
 
 def med(code: str, display: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from groundeval.agent_io import AgentRequest
 from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
-from groundeval.records import AgentRequest
 from groundeval.tasks.extraction import ExtractionTask
 from groundeval.tasks.medlist import active_medications
 

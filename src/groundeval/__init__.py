@@ -82,11 +82,11 @@ _WHERE = {
     "Agent": "groundeval.agents.base",
     "AgentConfig": "groundeval.agents.base",
     "make_agent": "groundeval.agents.base",
-    "AgentRequest": "groundeval.records",
-    "AgentResult": "groundeval.records",
-    "Parsed": "groundeval.records",
-    "Prompt": "groundeval.records",
-    "Score": "groundeval.records",
+    "AgentRequest": "groundeval.agent_io",
+    "AgentResult": "groundeval.agent_io",
+    "Parsed": "groundeval.scoring",
+    "Prompt": "groundeval.agent_io",
+    "Score": "groundeval.scoring",
     "Case": "groundeval.datasets",
     "ExtractionTask": "groundeval.tasks.extraction",
     "Task": "groundeval.tasks.base",
@@ -140,6 +140,7 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:
+    from groundeval.agent_io import AgentRequest, AgentResult, Prompt
     from groundeval.agents.base import Agent, AgentConfig, make_agent
     from groundeval.agents.baseline import BaselineExtractionAgent
     from groundeval.agents.baseline_write import BaselineWriteAgent
@@ -170,11 +171,11 @@ if TYPE_CHECKING:
     )
     from groundeval.hc_tools import validate_medication_statement
     from groundeval.parsing import extract_json
-    from groundeval.records import AgentRequest, AgentResult, Parsed, Prompt, Score
     from groundeval.run_record import CaseRecord, RunRecord
     from groundeval.scorers.codes import CodeSetScorer
     from groundeval.scorers.extraction import score_medications
     from groundeval.scorers.write import score_write
+    from groundeval.scoring import Parsed, Score
     from groundeval.task_options import TaskOption, choice, unit_interval
     from groundeval.tasks import make_task, task_class
     from groundeval.tasks.base import TEXT_PROMPT, TOOLS, BaseTask, Scorer, Task, case_files

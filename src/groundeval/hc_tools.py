@@ -8,7 +8,7 @@ Three tools, each a plain function first and a LangChain ``StructuredTool`` via
 * :func:`build_medication_statement`: flat arguments to R4B JSON with
   ``healthchain.fhir.create_dosage`` and ``create_medication_statement``.
 * :func:`validate_medication_statement`: ``healthchain.fhir.validate_resource`` (R4B structure and
-  required bindings) plus raw-JSON checks (``groundeval.r4b_checks``) for what pydantic coerces or
+  required bindings) plus raw-JSON checks (``groundeval.r4b_raw_json``) for what pydantic coerces or
   skips. Problems come back as values, never exceptions.
 
 No tool reads files or the network. No eval logic lives here: the tools do not know the expected
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from groundeval._healthchain import fhir, import_healthchain
 from groundeval.extras import require_extra
 from groundeval.fhir import RXNORM_SYSTEM
-from groundeval.r4b_checks import STATUS_CODES, UNITS_OF_TIME, Issue, check_medication_statement
+from groundeval.r4b_raw_json import STATUS_CODES, UNITS_OF_TIME, Issue, check_medication_statement
 from groundeval.terminology import UCUM_SYSTEM, Catalog
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def validate_medication_statement(resource: dict[str, Any]) -> dict[str, Any]:
 
     Runs ``healthchain.fhir.validate_resource`` against R4B (:func:`r4b_validator_class`:
     structure, required elements, required bindings on primitive codes) and
-    ``groundeval.r4b_checks.check_medication_statement`` on the raw JSON (R4B status value set,
+    ``groundeval.r4b_raw_json.check_medication_statement`` on the raw JSON (R4B status value set,
     UnitsOfTime, Timing invariants tim-1/tim-2, strings where numbers or booleans belong, UCUM
     units, literal references, RxNorm coding). When both report the same path, the raw-JSON
     issue (with its specific fix) is kept.
@@ -229,7 +229,7 @@ def validate_medication_statement(resource: dict[str, Any]) -> dict[str, Any]:
         is true when no issue has severity ``"error"``; ``schema_valid`` is true when the R4B
         model accepts the resource (bindings, types and units aside). Each issue has ``path``,
         ``problem``, ``fix``, ``severity`` (``error``/``warning``) and ``kind``
-        (see ``groundeval.r4b_checks.Issue``).
+        (see ``groundeval.r4b_raw_json.Issue``).
     """
     try:
         return medication_statement_report(resource)

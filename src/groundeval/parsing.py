@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from groundeval.records import Parsed
+from groundeval.scoring import Parsed
 
 __all__ = ["MAX_DEPTH", "MAX_FAILED_DECODES", "extract_json"]
 

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from groundeval.records import Metric
+from groundeval.scoring import Metric
 
 __all__ = [
     "CHARS_PER_TOKEN",

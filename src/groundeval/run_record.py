@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundeval.outcomes import Outcome
-from groundeval.records import Metric
+from groundeval.scoring import Metric
 
 __all__ = [
     "MAX_RAW_OUTPUT_CHARS",

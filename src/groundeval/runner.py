@@ -27,14 +27,15 @@ from datetime import date, datetime
 from datetime import time as time_
 from typing import Any
 
+from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, InfraError
 from groundeval.outcomes import OUTCOMES
 from groundeval.pricing import total_cost
-from groundeval.records import AgentRequest, AgentResult, Metric, Parsed, Prompt, Score
 from groundeval.redaction import clean
 from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, Aggregate, CaseRecord
+from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
 
 __all__ = [

@@ -11,6 +11,7 @@ import anthropic
 import httpx2
 import pytest
 
+from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.agents.baseline import BaselineExtractionAgent
 from groundeval.agents.claude import NO_KEY_HINT, ClaudeAgent
@@ -24,7 +25,6 @@ from groundeval.errors import (
     TruncatedError,
 )
 from groundeval.plugin.junit import junit_properties
-from groundeval.records import AgentRequest, Prompt
 from groundeval.runner import RunInfo, run_case, summarize
 from groundeval.tasks import make_task
 

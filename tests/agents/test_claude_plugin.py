@@ -27,7 +27,7 @@ import json, os
 import httpx2
 from groundeval.agents.baseline import BaselineExtractionAgent
 from groundeval.agents.claude import ClaudeAgent
-from groundeval.records import AgentRequest, Prompt
+from groundeval.agent_io import AgentRequest, Prompt
 
 BASE = BaselineExtractionAgent()
 SEEN = set()

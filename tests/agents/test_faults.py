@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents._classify import too_large
 from groundeval.agents._single_call import SingleCallAgent
 from groundeval.agents.base import AgentConfig
@@ -28,7 +29,6 @@ from groundeval.errors import (
     RefusalError,
     RunStopError,
 )
-from groundeval.records import AgentRequest, Prompt
 from groundeval.redaction import redact, strip_userinfo
 
 from .conftest import FAKE_KEY

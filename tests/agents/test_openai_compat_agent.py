@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import pytest
 
+from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.agents.baseline import BaselineExtractionAgent
 from groundeval.agents.openai_compat import KEY_ENV, OpenAICompatibleAgent
@@ -24,7 +25,6 @@ from groundeval.errors import (
     RunStopError,
     TruncatedError,
 )
-from groundeval.records import AgentRequest, Prompt
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))

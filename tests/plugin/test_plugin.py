@@ -248,7 +248,7 @@ def test_non_primitive_usage_values_survive_xdist(pytester: pytest.Pytester, eva
     pytester.makepyfile(decimal_agent='''
 import datetime
 from decimal import Decimal
-from groundeval.records import AgentResult
+from groundeval.agent_io import AgentResult
 from scripted_agent import BASE
 
 def agent(request):
@@ -399,7 +399,7 @@ def test_secrets_from_custom_agents_are_redacted_in_junit_and_terminal(
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     pytester.makepyfile(leaky='''
 import os
-from groundeval.records import AgentResult
+from groundeval.agent_io import AgentResult
 
 class Leaky:
     name = "leaky"

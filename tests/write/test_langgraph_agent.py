@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
+from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.agents.langgraph_agent import LangGraphWriteAgent, tool_trace
 from groundeval.datasets import default_data_dir
@@ -23,7 +24,6 @@ from groundeval.errors import (
     TruncatedError,
 )
 from groundeval.hc_tools import make_tools
-from groundeval.records import AgentRequest
 from groundeval.runner import call_agent, request_for
 from groundeval.tasks.write import WriteTask
 from groundeval.terminology import Catalog

@@ -9,8 +9,8 @@ import pytest
 
 from groundeval.datasets import Case, default_data_dir
 from groundeval.hc_tools import build_medication_statement, validate_medication_statement
-from groundeval.records import Score
 from groundeval.scorers.write import CODING_REASONS, aggregate_write
+from groundeval.scoring import Score
 from groundeval.tasks.write import WriteTask
 
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"

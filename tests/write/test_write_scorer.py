@@ -9,8 +9,8 @@ import pytest
 
 from groundeval.datasets import default_data_dir
 from groundeval.hc_tools import build_medication_statement, validate_medication_statement
-from groundeval.records import Score
 from groundeval.scorers.write import aggregate_write, score_write
+from groundeval.scoring import Score
 from groundeval.tasks.write import WriteTask
 
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from groundeval.agents.claude import ClaudeAgent
 from groundeval.pricing import total_cost
-from groundeval.records import Metric
+from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage

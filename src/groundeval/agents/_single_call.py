@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents._classify import BadResponse, advise
 from groundeval.agents._retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.agents.base import AgentConfig
@@ -32,7 +33,7 @@ from groundeval.errors import (
     TruncatedError,
 )
 from groundeval.pricing import CHARS_PER_TOKEN, context_window, estimate_tokens
-from groundeval.records import AgentRequest, AgentResult, Metric
+from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
     import httpx2

@@ -35,8 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import AgentReturnedWrongType, ConfigError
-from groundeval.records import AgentRequest, AgentResult
 
 __all__ = [
     "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires", "check_task", "make_agent", "preflight_agent",

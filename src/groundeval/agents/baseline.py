@@ -21,9 +21,9 @@ import json
 from typing import Any
 
 from groundeval import _healthchain
+from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
-from groundeval.records import AgentRequest, AgentResult
 
 __all__ = ["BaselineExtractionAgent", "NaiveExtractionAgent"]
 

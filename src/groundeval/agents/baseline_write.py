@@ -32,9 +32,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
-from groundeval.records import AgentRequest, AgentResult
 
 __all__ = ["BaselineWriteAgent", "read_note"]
 

@@ -21,13 +21,14 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from groundeval.agent_io import AgentRequest
 from groundeval.agents._classify import BadResponse, classify_anthropic_error, strip_userinfo
 from groundeval.agents._retry import Completed
 from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError, ConfigError
 from groundeval.pricing import cost_usd
-from groundeval.records import AgentRequest, Metric
+from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
     import anthropic

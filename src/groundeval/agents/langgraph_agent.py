@@ -32,6 +32,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents._classify import BadResponse, advise, classify_anthropic_error
 from groundeval.agents._langgraph_trace import message_usage, tool_trace
 from groundeval.agents._retry import CallSettings, GaveUp, RetryPolicy, call_with_retries
@@ -40,7 +41,6 @@ from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import DEFAULT_MODEL, TRUNCATED, ClaudeAgent
 from groundeval.errors import AgentError, AgentLoopError, ConfigError, InfraError, RefusalError, TruncatedError
 from groundeval.extras import require_extra
-from groundeval.records import AgentRequest, AgentResult
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

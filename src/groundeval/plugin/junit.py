@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from groundeval.records import Metric
 from groundeval.run_record import CaseRecord, RunRecord
+from groundeval.scoring import Metric
 
 __all__ = ["FACT_KEYS", "junit_properties", "suite_properties"]
 

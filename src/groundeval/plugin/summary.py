@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from groundeval.outcomes import POLICY
-from groundeval.records import Metric
 from groundeval.redaction import clean_text
 from groundeval.run_record import Aggregate, RunRecord
+from groundeval.scoring import Metric
 
 __all__ = ["format_table", "write_summary"]
 

@@ -13,7 +13,7 @@ from statistics import fmean
 from typing import Any, ClassVar, Literal
 
 from groundeval.datasets import Case
-from groundeval.records import Metric, Parsed, Score
+from groundeval.scoring import Metric, Parsed, Score
 
 __all__ = ["CodeSetScorer"]
 

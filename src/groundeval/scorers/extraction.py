@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any, Literal
 
-from groundeval.records import Metric, Score
+from groundeval.scoring import Metric, Score
 
 __all__ = ["aggregate_medications", "normalize_display", "score_medications"]
 

@@ -9,7 +9,7 @@
   expected RxCUI under the RxNorm system URI with the catalog display, and no other RxNorm code.
   For a drug absent from the catalog: no code at all, and ``text`` names the drug. A failure is
   labelled (``coding_reason``): ``display_mismatch``, ``wrong_drug``, ``not_in_catalog``,
-  ``wrong_system``, ``missing`` (``write_checks.check_coding``).
+  ``wrong_system``, ``missing`` (``write_dimensions.check_coding``).
 * **constraints**: ``subject`` resolves to the case's Patient (``urn:uuid:<id>`` and
   ``Patient/<id>`` both do; malformed mixes do not), ``status`` equals the
   status the narrative supports, a dosage is present exactly when the note documents one, and
@@ -31,8 +31,7 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any, Literal
 
-from groundeval.records import Metric, Score
-from groundeval.scorers.write_checks import (
+from groundeval.scorers.write_dimensions import (
     CODING_REASONS,
     JSON,
     Check,
@@ -42,6 +41,7 @@ from groundeval.scorers.write_checks import (
     check_schema,
 )
 from groundeval.scorers.write_safety import check_safety
+from groundeval.scoring import Metric, Score
 from groundeval.terminology.ucum import UNITS_OF_TIME_DAYS, administrations_per_day
 
 __all__ = [

@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from groundeval.fhir import is_rxnorm
-from groundeval.records import Metric
-from groundeval.scorers.write_checks import JSON, Check, dosages
+from groundeval.scorers.write_dimensions import JSON, Check, dosages
+from groundeval.scoring import Metric
 from groundeval.terminology.ucum import (
     ORDERABLE_DRUG_FORM_SYSTEM,
     UCUM_SYSTEM,

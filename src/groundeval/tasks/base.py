@@ -25,9 +25,10 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from groundeval.agent_io import Prompt
 from groundeval.datasets import Case
 from groundeval.errors import ConfigError
-from groundeval.records import Metric, Parsed, Prompt, Score
+from groundeval.scoring import Metric, Parsed, Score
 from groundeval.task_options import TaskOption, choice, unit_interval
 
 __all__ = [

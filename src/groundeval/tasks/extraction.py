@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from groundeval.agent_io import Prompt
 from groundeval.datasets import Case, load_json, slug
 from groundeval.errors import ConfigError, DatasetError
 from groundeval.parsing import extract_json
-from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.extraction import aggregate_medications, score_medications
+from groundeval.scoring import Metric, Parsed, Score
 from groundeval.task_options import EXTRACTION_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
 from groundeval.tasks.common import wrong_task_error

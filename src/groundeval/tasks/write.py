@@ -20,12 +20,13 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from groundeval.agent_io import Prompt
 from groundeval.datasets import Case, default_data_dir, load_json
 from groundeval.errors import DatasetError
 from groundeval.fhir import patient_reference_matches
 from groundeval.parsing import extract_json
-from groundeval.records import Metric, Parsed, Prompt, Score
 from groundeval.scorers.write import aggregate_write, score_write
+from groundeval.scoring import Metric, Parsed, Score
 from groundeval.task_options import WRITE_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
 from groundeval.tasks.common import wrong_task_error

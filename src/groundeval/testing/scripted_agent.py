@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import AgentError
-from groundeval.records import AgentRequest, AgentResult
 
 __all__ = ["ScriptedAgent"]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundeval.fhir import RXNORM_SYSTEM, patient_reference_matches
-from groundeval.r4b_checks import STATUS_CODES
+from groundeval.r4b_raw_json import STATUS_CODES
 
 __all__ = [
     "CODING_REASONS",

@@ -1,25 +1,18 @@
-"""Records that travel between tasks, agents, scorers and the runner.
+"""What an agent is asked and what it answers: ``Prompt``, ``AgentRequest``, ``AgentResult``.
 
-All are frozen dataclasses; values in ``metrics`` are primitives (str, int, float, bool, None)
-so they can go into junit properties and cross pytest-xdist's execnet channel unchanged.
+Frozen dataclasses (in-memory records); ``usage`` values are primitives so they can go into junit
+properties and cross pytest-xdist's execnet channel unchanged.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-__all__ = [
-    "AgentRequest",
-    "AgentResult",
-    "Metric",
-    "Parsed",
-    "Prompt",
-    "Score",
-]
+from groundeval.scoring import Metric
 
-Metric = str | int | float | bool | None
-"""A primitive metric value, safe for junit XML and execnet."""
+__all__ = ["AgentRequest", "AgentResult", "Prompt"]
+
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
@@ -78,38 +71,3 @@ class AgentResult:
     attempts: int = 0
     trace: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Parsed:
-    """An agent answer after parsing.
-
-    Attributes:
-        value: The parsed answer (JSON-safe), or the task's empty value when nothing parsed.
-        format_ok: True only when the answer was exactly in the requested format.
-        error: Why parsing failed or needed repair, or None.
-        found: False when no answer of the requested shape was found at all (``value`` is then
-            the task's empty value and must not earn credit).
-    """
-
-    value: Any
-    format_ok: bool
-    error: str | None = None
-    found: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Score:
-    """The scorer's verdict on one case.
-
-    Attributes:
-        outcome: ``passed``, ``partial`` (some credit, below threshold) or ``failed``.
-        metrics: Primitive per-case metrics (become junit properties).
-        details: JSON-safe evidence for the run record (matches, misses, extras).
-        message: Human-readable failure text; empty when passed.
-    """
-
-    outcome: Literal["passed", "partial", "failed"]
-    metrics: dict[str, Metric]
-    details: dict[str, Any] = field(default_factory=dict)
-    message: str = ""
