@@ -81,17 +81,7 @@ def rxnorm_codings(concept: Mapping[str, Any] | None) -> list[Coding]:
         One ``Coding`` per RxNorm coding with a non-empty code; NDC, SNOMED CT and codings
         without a code are skipped. Displays are stripped; an empty display becomes None.
     """
-    found: list[Coding] = []
-    for coding in (concept or {}).get("coding") or []:
-        if not isinstance(coding, Mapping) or not is_rxnorm(coding.get("system")):
-            continue
-        code = str(coding.get("code") or "").strip()
-        if not code:
-            continue
-        display = coding.get("display")
-        text = display.strip() if isinstance(display, str) else ""
-        found.append(Coding(code=code, display=text or None))
-    return found
+    return codings_by_system(concept, RXNORM_SYSTEMS)
 
 
 def is_absolute(reference: str) -> bool:

@@ -22,7 +22,7 @@ from groundeval.scorers.extraction import aggregate_medications, score_medicatio
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.task_options import EXTRACTION_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
-from groundeval.tasks.common import wrong_task_error
+from groundeval.tasks.common import validate_entries, wrong_task_error
 from groundeval.tasks.extraction_prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.medlist import active_medications, find_patient, medication_truth
 
@@ -64,17 +64,6 @@ def is_manifest(path: Path) -> bool:
     return path.name == "MANIFEST.json" or (path.name.startswith("MANIFEST.") and path.suffix == ".json")
 
 
-def _problem(err: Mapping[str, Any]) -> str:
-    """A pydantic error in words a FHIR user can act on."""
-    given = err.get("input")
-    if err.get("type") in ("json_invalid", "model_type", "dict_type", "model_attributes_type") and not isinstance(
-        given, dict
-    ):
-        shown = json.dumps(given)[:60] if isinstance(given, str | int | float | bool | list) else type(given).__name__
-        return f"expected a JSON object (e.g. a Reference {{\"reference\": \"Patient/<id>\"}}), got {shown}"
-    return str(err["msg"])
-
-
 def _check_structure(bundle: dict[str, Any], path: Path) -> None:
     """Validate the entries the truth reads as FHIR R4B resources, then derive the truth once.
 
@@ -85,28 +74,7 @@ def _check_structure(bundle: dict[str, Any], path: Path) -> None:
     Raises:
         DatasetError: The first few validation problems, with their locations.
     """
-    from fhir.resources.R4B.bundle import Bundle
-    from pydantic import ValidationError
-
-    entries = [
-        e for e in bundle["entry"]
-        if isinstance(e, dict) and isinstance(e.get("resource"), dict)
-        and e["resource"].get("resourceType") in TRUTH_TYPES
-    ]
-    try:
-        Bundle.model_validate({"resourceType": "Bundle", "type": "collection", "entry": entries})
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors()[:3]:
-            loc = list(err["loc"])
-            where = "entry"
-            if len(loc) > 1 and loc[0] == "entry" and isinstance(loc[1], int):
-                resource = entries[loc[1]]["resource"]
-                where = f"{resource.get('resourceType')}/{resource.get('id')}"
-                loc = [str(p) for p in loc[2:] if p != "resource"]
-            problems.append(f"{where} {'.'.join(str(p) for p in loc)}: {_problem(err)}")
-        more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
-        raise DatasetError(str(path), "not valid FHIR R4B: " + "; ".join(problems) + more) from None
+    entries = validate_entries(bundle, TRUTH_TYPES, path)
     for entry in entries:
         resource = entry["resource"]
         if resource["resourceType"] != "MedicationRequest":
