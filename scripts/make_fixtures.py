@@ -74,6 +74,8 @@ def synthea_version(bundle: dict[str, Any]) -> str | None:
 def build(source: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
     files = sorted(p for p in source.glob("*.json"))
     if not files:
+        if not source.is_dir():
+            raise SystemExit(f"--source {source}: the directory does not exist; give the raw Synthea bundles")
         raise SystemExit(f"no *.json bundles in {source}; pass --source DIR")
     outputs: dict[str, bytes] = {}
     rows = []

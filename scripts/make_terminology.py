@@ -120,6 +120,8 @@ def entry_json(code: str, names: Counter[str], types: set[str], n_bundles: int) 
 def build(source: Path) -> bytes:
     files = sorted(source.glob("*.json"))
     if not files:
+        if not source.is_dir():
+            raise SystemExit(f"--source {source}: the directory does not exist; give the raw Synthea bundles")
         raise SystemExit(f"no *.json bundles in {source}; pass --source DIR")
     found, meta, excluded = collect(files)
     entries = [

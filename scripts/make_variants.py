@@ -321,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory for the variant cases")
     parser.add_argument("--check", action="store_true", help="verify the committed variants, write nothing")
     args = parser.parse_args(argv)
+    if not args.source.is_dir():
+        raise SystemExit(f"--source {args.source}: the directory does not exist; give the raw Synthea bundles")
     outputs = build(args.source)
     if args.check:
         stale = [n for n, d in outputs.items() if not (args.out / n).is_file() or (args.out / n).read_bytes() != d]
