@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import http.cookiejar  # noqa: F401
+
 import pytest
+import requests  # noqa: F401
+import scipy.stats  # noqa: F401
+
+# The three imports above load, before any pytester run, modules that cannot be imported twice in
+# one process (numpy's C extension) or that break when re-imported beside live objects (requests'
+# cookie jars): pytester's in-process runs drop every module first imported inside them.
 
 
 @pytest.fixture(autouse=True)

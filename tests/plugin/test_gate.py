@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-import scipy.stats  # noqa: F401  # loaded before pytester's in-process runs, which drop new modules afterwards
 
 from .conftest import junit_cases
 
