@@ -17,7 +17,7 @@ def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir: Pat
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.parseoutcomes() == {"passed": 2, "partial": 1, "failed": 1, "errors": 1}
     result.stdout.fnmatch_lines([
-        "PARTIAL groundeval/extraction::Garrett_Thompson*",
+        "PARTIAL groundeval/extraction::Garrett_Thompson* - F1 0.500 (needs >= 1)*",
         "*extra (in the answer*",
         "*in the record, but not an active order: stopped*",
         "*groundeval extraction*",

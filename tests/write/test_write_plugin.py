@@ -84,11 +84,10 @@ def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: py
     result.stdout.fnmatch_lines(["*ibuprofen-two-tablets.json: write case schema: expected.status*"])
     # Failure text: each failing dimension with expected vs got.
     result.stdout.fnmatch_lines([
-        "PARTIAL groundeval/write::crestor-brand-generic-in-catalog",
-        "    3/4 dimensions passed (schema, constraints, safety ok)",
+        "PARTIAL groundeval/write::crestor-brand-generic-in-catalog - 3/4 dimensions passed (schema, constraints, safety ok)",
         "    coding: FAILED",
         "      - RxCUI: expected 859747 (rosuvastatin calcium 10 MG Oral Tablet), got no RxNorm code",
-        "PARTIAL groundeval/write::naproxen-embedded-instruction",
+        "PARTIAL groundeval/write::naproxen-embedded-instruction - 3/4 dimensions passed*",
         "*constraints: FAILED",
         "*status: expected 'active', got 'completed'",
     ])

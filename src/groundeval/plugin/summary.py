@@ -82,11 +82,12 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
         path: Where the record was written, or None.
     """
     partial = [c for c in record.cases if c.outcome == "partial"]
-    if partial:
+    if partial:  # pytest's short summary does not list a custom category: one line each, reason first
         tr.write_sep("-", "partial cases")
         for case in partial:
-            tr.write_line(f"PARTIAL {case.nodeid}")
-            for line in case.message.splitlines():
+            first, *rest = case.message.splitlines() or [""]
+            tr.write_line(f"PARTIAL {case.nodeid} - {clean_text(first)}")
+            for line in rest:
                 tr.write_line(f"    {clean_text(line)}")
     tr.write_sep("=", f"groundeval {record.task}")
     header = f"agent: {record.agent}  model: {record.model or '-'}  run: {record.run_id}"
