@@ -68,7 +68,7 @@ def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: py
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.parseoutcomes() == {"passed": 2, "partial": 2, "errors": 1}
     result.stdout.fnmatch_lines([
-        "PARTIAL groundeval/write::crestor-brand-generic-in-catalog",
+        "PARTIAL groundeval/write::crestor-brand-generic-in-catalog - *",
         "*groundeval write*",
         "agent: baseline-write  model: -  run: *",
         "pass rate: 0.500 (2/4)  answer rate: 1.000*",
