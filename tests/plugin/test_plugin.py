@@ -580,3 +580,30 @@ def agent(request):
     ran = [c for c in record["cases"] if c["outcome"] != "not_run"]
     assert 1 <= len(ran) <= started
     assert "INCOMPLETE: interrupted by signal SIGTERM" in out
+
+
+def test_each_case_file_is_checked_once_across_runs(
+    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from groundeval.tasks import extraction
+
+    checked: list[str] = []
+    real = extraction._check_structure
+
+    def counting(bundle: dict[str, object], path: Path) -> None:
+        checked.append(path.name)
+        real(bundle, path)
+
+    monkeypatch.setattr(extraction, "_check_structure", counting)
+    args = ("--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=data", "--co", "-q")
+    pytester.runpytest(*args).assert_outcomes()
+    assert len(checked) == 5
+    pytester.runpytest(*args)
+    assert len(checked) == 5  # the same bytes passed before: not checked again
+    (eval_dir / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json").write_text(
+        (eval_dir / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json").read_text() + "\n"
+    )
+    pytester.runpytest(*args)
+    assert checked[5:] == ["Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"]  # changed bytes: checked again
+    pytester.runpytest(*args, "-p", "no:cacheprovider")
+    assert len(checked) == 11  # without pytest's cache every file is checked

@@ -78,6 +78,10 @@ class GroundevalSession:
         if not self.is_worker:
             check_out_dir(settings.out_dir)
             check_data_dir_task(self.task, settings.data_dir)
+        cache = getattr(config, "cache", None)  # pytest's cacheprovider; absent with -p no:cacheprovider
+        from groundeval import check_cache
+
+        check_cache.use_directory(Path(cache.mkdir("groundeval-checked")) if cache is not None else None)
         self.baseline: RunRecord | None = None
         self.gate: GateResult | None = None
         self._baseline_gate: BaselineGate | None = None
@@ -225,7 +229,10 @@ class GroundevalSession:
             dsession.shouldstop = reason
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """Put the signal handlers back."""
+        """Put the signal handlers back; forget the check cache directory."""
+        from groundeval import check_cache
+
+        check_cache.use_directory(None)
         for signum, handler in self._previous_handlers.items():
             signal.signal(signum, handler)
         self._previous_handlers.clear()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from groundeval import check_cache
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case, load_json, slug
 from groundeval.errors import ConfigError, DatasetError
@@ -142,7 +143,9 @@ class ExtractionTask(BaseTask):
         if not self.claims(bundle) and (other := wrong_task_error(bundle, path, self.name)) is not None:
             raise other
         patient, _ = find_patient(bundle, str(path))
-        _check_structure(bundle, path)
+        if not check_cache.is_checked("extraction-structure", digest):
+            _check_structure(bundle, path)
+            check_cache.mark_checked("extraction-structure", digest)
         pid = str(patient.get("id") or digest)
         case_id = slug(path.stem) if self.case_ids == "file" else case_id_from_stem(path.stem)
         meta = {"patient_id": pid, "deceased": "deceasedDateTime" in patient or bool(patient.get("deceasedBoolean"))}

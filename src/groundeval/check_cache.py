@@ -1,0 +1,61 @@
+"""Remember which case files passed their load-time checks, so each file is checked once.
+
+A task's load-time checks (FHIR R4B validation of the entries the truth reads, deriving the truth
+once as a data check) are a pure function of the file's bytes and of the code that checks them.
+They cost about 10 ms per extraction case plus about 0.3 s to import the R4B models, paid by every
+process that collects (each pytest-xdist worker included). With a cache directory set (the plugin
+uses pytest's cache, ``.pytest_cache/d/groundeval-checked``), a file whose SHA-256 passed the same
+check under the same versions of groundeval and fhir.resources is not checked again: only an empty
+marker file is written, never data. Without a directory (``-p no:cacheprovider``, or library use)
+every file is checked every time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+__all__ = ["is_checked", "mark_checked", "use_directory"]
+
+_DIRECTORY: list[Path] = []
+
+
+def use_directory(directory: Path | None) -> None:
+    """Set (or, with None, clear) the directory that holds the markers."""
+    _DIRECTORY[:] = [directory] if directory is not None else []
+
+
+@cache
+def _versions() -> str:
+    found = []
+    for name in ("groundeval", "fhir.resources", "pydantic"):
+        try:
+            found.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name}=?")
+    return ";".join(found)
+
+
+def _marker(check: str, sha256: str) -> Path | None:
+    if not _DIRECTORY:
+        return None
+    key = hashlib.sha256(f"{check}|{sha256}|{_versions()}".encode()).hexdigest()
+    return _DIRECTORY[0] / key
+
+
+def is_checked(check: str, sha256: str) -> bool:
+    """True when a file with these bytes passed ``check`` under the same code versions."""
+    marker = _marker(check, sha256)
+    return marker is not None and marker.is_file()
+
+
+def mark_checked(check: str, sha256: str) -> None:
+    """Record that a file with these bytes passed ``check`` (a write failure is ignored)."""
+    marker = _marker(check, sha256)
+    if marker is not None:
+        with contextlib.suppress(OSError):
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
