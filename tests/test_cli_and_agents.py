@@ -57,8 +57,8 @@ def test_cli_without_key_fails_at_once_with_the_hint(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=False, timeout=120)
     assert run.returncode == 4
     assert run.stderr.strip().splitlines() == [
-        "ERROR: ANTHROPIC_API_KEY is not set: the default agent 'claude' needs it. Set the key, "
-        "or run offline with --groundeval-agent=baseline (CLI: --agent baseline)."
+        "ERROR: ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or run offline with a "
+        "rule-based agent: --groundeval-agent=baseline for extraction, baseline-write for write (CLI: --agent ...)."
     ]
 
 

@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
             f"--{opt.name}", dest=opt.key, default=None, metavar=opt.metavar, help=_help(opt.help, default)
         )
     parser.add_argument(
+        "--option", dest="task_option", action="append", default=None, metavar="KEY=VALUE",
+        help=_help("Set an option the task declares (repeatable), e.g. --option min_f1=0.8.", "none"),
+    )
+    parser.add_argument(
         "-n", "--workers", default=None, metavar="N",
         help=_help("Run cases in N parallel processes (pytest-xdist; 'auto' = one per core).", "serial"),
     )
@@ -155,6 +159,7 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
         value = getattr(args, opt.key)
         if value is not None:
             out.append(f"--groundeval-{opt.name}" if opt.flag else f"--groundeval-{opt.name}={value}")
+    out += [f"--groundeval-option={item}" for item in args.task_option or []]
     if args.workers is not None:
         out += ["-n", str(args.workers)]
     if args.keyword is not None:

@@ -8,7 +8,8 @@ Examples::
     groundeval report runs/B.json -o report.html
     groundeval report runs/A.json runs/B.json -o report.html
 
-Exit status: 0; 1 with ``--fail-on-regression`` when a case regressed; 2 for bad arguments or
+Exit status: 0; 1 with ``--fail-on-regression`` when a case regressed; 2 for runs that cannot be
+compared (different tasks), bad arguments or
 a file that is not a run record.
 """
 
@@ -78,6 +79,8 @@ def compare_main(argv: Sequence[str]) -> int:
             fh.write(text if text.endswith("\n") else text + "\n")
     else:
         print(text)
+    if comp.problems:  # not comparable (different tasks): a gate must not pass on a wrong baseline
+        return 2
     return 1 if args.fail_on_regression and comp.gate.failed else 0
 
 

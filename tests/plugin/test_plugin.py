@@ -380,7 +380,7 @@ def test_wrong_task_directory_and_empty_directory_get_hints(pytester: pytest.Pyt
     # a directory of the other task's files is one usage error, not one collection error per file
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
-        "ERROR: --groundeval-data-dir=*writecases*: none of its 1 case files is a case of the extraction task; this is a case of "
+        "ERROR: the data directory *writecases*: none of its 1 case files is a case of the extraction task; this is a case of "
         "the write task, not of the extraction task; run it with --groundeval-task=write"
     ])
     result = pytester.runpytest("--groundeval-task=write", "--groundeval-agent=baseline-write", "--groundeval-data-dir=data")
@@ -501,7 +501,7 @@ def agent(request):
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    assert "INCOMPLETE: interrupted" in out
+    assert "INCOMPLETE: interrupted by signal SIGTERM" in out
     (record,) = run_records(pytester.path)
     ran = [c["case_id"] for c in record["cases"] if c["outcome"] != "not_run"]
     assert record["complete"] is False and len(ran) == 1 and ran[0].startswith("Clemente_Kreiger")
@@ -534,7 +534,7 @@ def agent(request):
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    assert "INCOMPLETE: interrupted; 5 selected case(s) did not run" in out
+    assert "INCOMPLETE: interrupted by signal SIGINT; 5 selected case(s) did not run" in out
     (record,) = run_records(pytester.path)
     assert record["complete"] is False and record["aggregate"]["not_run"] == 5
 
@@ -585,8 +585,10 @@ def agent(request):
 def test_each_case_file_is_checked_once_across_runs(
     pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from groundeval.tasks import extraction
+    import importlib
 
+    # the module the plugin will load (sys.modules), not a package attribute left by an earlier in-process run
+    extraction = importlib.import_module("groundeval.tasks.extraction")
     checked: list[str] = []
     real = extraction._check_structure
 

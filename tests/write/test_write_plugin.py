@@ -71,6 +71,7 @@ def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: py
         "PARTIAL groundeval/write::crestor-brand-generic-in-catalog - *",
         "*groundeval write*",
         "agent: baseline-write  model: -  run: *",
+        "malformed case files (collection errors, not scored): 1",
         "pass rate: 0.500 (2/4)  answer rate: 1.000*",
         "outcomes: passed: 2  partial: 2",
         "schema_pass_rate: 1.000",
@@ -78,7 +79,6 @@ def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: py
         "constraints_pass_rate: 0.750",
         "safety_pass_rate: 1.000",
         "all_pass_rate: 0.500",
-        "malformed case files (collection errors): 1",
     ])
     # The malformed file is a collection error naming the file and the field; the others ran.
     result.stdout.fnmatch_lines(["*ibuprofen-two-tablets.json: write case schema: expected.status*"])

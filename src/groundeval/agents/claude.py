@@ -41,8 +41,8 @@ TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
 """Stop reasons meaning the answer was cut off."""
 
 NO_KEY_HINT = (
-    "ANTHROPIC_API_KEY is not set: the default agent 'claude' needs it. "
-    "Set the key, or run offline with --groundeval-agent=baseline (CLI: --agent baseline)."
+    "ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or run offline with a "
+    "rule-based agent: --groundeval-agent=baseline for extraction, baseline-write for write (CLI: --agent ...)."
 )
 _DEPRECATED = r"The model '.*' is deprecated"
 

@@ -75,8 +75,14 @@ class EvalDataset(pytest.Directory):
             except DatasetError as exc:
                 yield BadCaseFile.from_parent(self, name=path.name, error=exc)
                 continue
-            except Exception as exc:  # a shape the loader did not foresee: still only this file
-                problem = f"cannot load this case ({type(exc).__name__}: {exc}); check the file's structure"
+            except Exception as exc:  # a task bug, or a shape its loader did not foresee: still only this file
+                import traceback
+
+                frames = "".join(traceback.format_exception(exc)[-6:])
+                problem = (
+                    f"harness_error: the {task.name} task's load_case raised {type(exc).__name__}: {exc} (a bug in "
+                    f"the task's code, or a file shape it does not handle; other files still run)\n{frames}"
+                )
                 yield BadCaseFile.from_parent(self, name=path.name, error=DatasetError(str(path), problem))
                 continue
             seen[case.case_id] = path.name

@@ -50,7 +50,8 @@ def junit_properties(record: CaseRecord, metric_names: Sequence[str] = ()) -> li
     ]
     names = list(metric_names) + [k for k in record.metrics if k not in metric_names]
     props += [(name, _value(record.metrics.get(name))) for name in names]
-    props.append(("format_ok", _value(record.format_ok)))
+    if "format_ok" not in names:
+        props.append(("format_ok", _value(record.format_ok)))
     props.append(("latency_s", round(record.latency_s or 0.0, 3)))
     props.append(("attempts", _value(record.attempts)))
     props += [(key, _value(value)) for key, value in record.usage.items()]

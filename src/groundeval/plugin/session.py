@@ -203,30 +203,33 @@ class GroundevalSession:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Handle SIGTERM (a CI timeout, ``kill``) and, under xdist, SIGINT so the run record is written.
 
-        Serial runs turn SIGTERM into Ctrl-C. Under pytest-xdist the first SIGTERM/SIGINT to the
-        controller stops the run gracefully: workers start no further case (they see the stop
-        file) and their finished results still arrive; a second signal in that window is absorbed
-        so that xdist's teardown is not interrupted; a third aborts at once.
+        The first SIGTERM/SIGINT stops the run: a serial run as Ctrl-C does; under pytest-xdist
+        gracefully, so workers start no further case (they see the stop file) and their finished
+        results still arrive. A second signal is absorbed, so the record is still written (``uv
+        run`` forwards a Ctrl-C the process group already got); a third aborts at once.
         """
         if self.is_worker or threading.current_thread() is not threading.main_thread():
             return
-        distributed = not self.runs_cases and not self.config.getoption("collectonly", default=False)
-        for signum in (signal.SIGTERM, signal.SIGINT) if distributed else (signal.SIGTERM,):
+        for signum in (signal.SIGTERM, signal.SIGINT):
             current = signal.getsignal(signum)
             if current in (signal.SIG_DFL, signal.default_int_handler):
                 self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        """First signal: stop (serial: as Ctrl-C; xdist: gracefully). Second: absorbed. Third: abort."""
         self._signals += 1
         reason = f"interrupted by signal {signal.Signals(signum).name}"
-        dsession = self.config.pluginmanager.getplugin("dsession")
-        if dsession is None or self._signals >= 3:
+        if self._signals >= 3:
             raise KeyboardInterrupt(reason)
-        if self._signals == 1:
-            self.stop_reason = reason
-            with contextlib.suppress(OSError):  # a read-only out-dir: workers then finish their cases
-                self.stop_file.touch()
-            dsession.shouldstop = reason
+        if self._signals == 2:
+            return  # `uv run` forwards Ctrl-C that the process group also got: let the record be written
+        self.stop_reason = reason
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        if dsession is None:
+            raise KeyboardInterrupt(reason)
+        with contextlib.suppress(OSError):  # a read-only out-dir: workers then finish their cases
+            self.stop_file.touch()
+        dsession.shouldstop = reason
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Put the signal handlers back; forget the check cache directory."""
@@ -343,6 +346,8 @@ class GroundevalSession:
         if self.stream is not None:
             self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or self.config.getoption("collectonly", default=False):
+            return
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:  # e.g. a mistyped node id: nothing ran, nothing to record
             return
         if session.shouldfail and not self.stop_reason:
             self.stop_reason = str(session.shouldfail)

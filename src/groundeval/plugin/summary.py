@@ -91,10 +91,11 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
                 tr.write_line(f"    {clean_text(line)}")
     tr.write_sep("=", f"groundeval {record.task}")
     header = f"agent: {record.agent}  model: {record.model or '-'}  run: {record.run_id}"
-    for line in format_table(record.aggregate, header):
+    lines = format_table(record.aggregate, header)
+    if record.collection_errors:  # files that never became cases: said at the top, not the bottom
+        lines.insert(1, f"malformed case files (collection errors, not scored): {len(record.collection_errors)}")
+    for line in lines:
         tr.write_line(clean_text(line))
-    if record.collection_errors:
-        tr.write_line(f"malformed case files (collection errors): {len(record.collection_errors)}")
     if not record.complete:
         tr.write_line(
             f"INCOMPLETE: {record.stop_reason}; {record.aggregate.not_run} selected case(s) did not run and "

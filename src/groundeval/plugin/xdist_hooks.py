@@ -35,6 +35,10 @@ class XdistHooks:
         """A worker died mid-case: give the case a ``worker_crashed`` record naming the worker."""
         gs = self.gsession
         worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
+        if gs.stop_reason:  # the run was interrupted: the worker was stopped, it did not crash
+            data = not_run_record(gs.info, crashitem, f"{gs.stop_reason} while it ran").model_dump(mode="json")
+            report.groundeval = data  # type: ignore[attr-defined]
+            return
         record = not_run_record(gs.info, crashitem, "")
         data = record.model_dump(mode="json")
         data.update(outcome="worker_crashed", worker=worker,

@@ -2,7 +2,10 @@
 
 For tasks whose answer is a set of codes from one terminology (SNOMED CT conditions, LOINC
 observations, RxCUIs without displays). Precision = tp / (tp + fp), recall = tp / (tp + fn),
-F1 their harmonic mean; an empty truth answered with an empty list scores 1.0 on all three.
+F1 their harmonic mean. An empty denominator is not applicable, never a made-up number: recall is
+None when nothing is expected, precision None when nothing was answered; F1 is always defined (1.0
+for an empty truth answered with an empty list, 0.0 when exactly one side is empty or no answer was
+found). Macro means skip None values.
 """
 
 from __future__ import annotations
@@ -60,13 +63,19 @@ class CodeSetScorer:
         answered = [str(c) for c in parsed.value]
         got = set(answered)
         tp, fp, fn = len(expected & got), len(got - expected), len(expected - got)
-        both_empty = not expected and not got
-        p, r = _ratio(tp, tp + fp, both_empty), _ratio(tp, tp + fn, both_empty)
-        f1 = _f1(p, r) if not both_empty else 1.0
+        p = tp / (tp + fp) if got else None
+        r = tp / (tp + fn) if expected else None
         if not parsed.found:
-            p = r = f1 = 0.0
+            f1 = 0.0
+        elif not expected and not got:
+            f1 = 1.0
+        elif p is None or r is None:
+            f1 = 0.0
+        else:
+            f1 = _f1(p, r)
         metrics: dict[str, Metric] = {
-            "precision": round(p, 6), "recall": round(r, 6), "f1": round(f1, 6),
+            "precision": None if p is None else round(p, 6), "recall": None if r is None else round(r, 6),
+            "f1": round(f1, 6),
             "tp": tp, "fp": fp, "fn": fn, "duplicates": len(answered) - len(got),
         }
         details = {"missing": sorted(expected - got), "extra": sorted(got - expected)}
@@ -82,8 +91,8 @@ class CodeSetScorer:
         if parsed.error:
             lines.append(f"answer format: {parsed.error}")
         lines.append(
-            f"F1 {metrics['f1']} (needs >= {self.min_f1:g}); precision {metrics['precision']}, "
-            f"recall {metrics['recall']}"
+            f"F1 {metrics['f1']} (needs >= {self.min_f1:g}); precision {_shown(metrics['precision'])}, "
+            f"recall {_shown(metrics['recall'])}"
         )
         if details["missing"]:
             lines.append(f"missing {self.label}s (expected, not in the answer): {', '.join(details['missing'])}")
@@ -113,3 +122,7 @@ class CodeSetScorer:
             "micro_f1": round(1.0 if empty else _f1(p, r), 6),
             "macro_precision": mean("precision"), "macro_recall": mean("recall"), "macro_f1": mean("f1"),
         }
+
+
+def _shown(value: Metric) -> str:
+    return "n/a" if value is None else str(value)

@@ -15,6 +15,7 @@ Public helpers for task authors (re-exported at the ``groundeval`` top level)::
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 __all__ = [
+    "case_id_from_stem",
     "describe_validation_error",
     "find_patient",
     "patient_case_id",
@@ -39,23 +41,35 @@ REFERENCE_HINT = ' (e.g. a Reference {"reference": "Patient/<id>"})'
 
 
 def patient_case_id(patient: Mapping[str, Any], path: Path, digest: str, case_ids: str = "name") -> str:
-    """The case id of a one-patient file.
+    """The case id of a one-patient file, from its file name (never from ``Patient.name``).
 
     Args:
-        patient: The Patient resource.
+        patient: The Patient resource (unused; kept so tasks need not change their call).
         path: The case file.
-        digest: The file's SHA-256 (used when the Patient has no id).
-        case_ids: ``"name"``: ``<Given>_<Family>-<first 8 of Patient.id>`` (the file stem when the
-            Patient has no name); ``"file"``: the file stem only (keeps patient names out of node
-            ids, junit files and logs on real data).
+        digest: The file's SHA-256 (unused).
+        case_ids: ``"name"``: the file stem with a trailing UUID cut to its first 8 characters
+            (``Liz_Conn_27c911c6-f045-....json`` -> ``Liz_Conn_27c911c6``), as the built-in tasks
+            name their cases; ``"file"``: the whole stem, made an identifier (``slug``).
     """
+    del patient, digest
     if case_ids == "file":
         return slug(path.stem)
-    names = patient.get("name") or [{}]
-    name = names[0] if isinstance(names, list) and isinstance(names[0], dict) else {}
-    given = " ".join(name.get("given") or [])
-    label = slug(f"{given} {name.get('family', '')}") if (given or name.get("family")) else slug(path.stem)
-    return f"{label}-{str(patient.get('id') or digest)[:8]}"
+    return case_id_from_stem(path.stem)
+
+
+_UUID_TAIL = re.compile(r"^(?P<head>.*?)(?P<uuid>[0-9a-fA-F]{8})(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+
+
+def case_id_from_stem(stem: str) -> str:
+    """The default case id: the file stem, with a trailing UUID cut to its first 8 characters.
+
+    ``Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2`` -> ``Liz_Conn_27c911c6``: the id is a prefix
+    of the file name, so ``-k`` on any part of it selects the case. Characters outside
+    ``[A-Za-z0-9_.-]`` become ``_``.
+    """
+    match = _UUID_TAIL.match(stem)
+    short = f"{match['head']}{match['uuid']}" if match else stem
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", short).strip("_") or "case"
 
 
 def _problem(err: Mapping[str, Any], object_hint: str) -> str:

@@ -8,7 +8,6 @@ derived from the same Bundle by ``tasks.medlist``; ``scorers.extraction`` compar
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from groundeval.scorers.extraction import aggregate_medications, score_medicatio
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.task_options import EXTRACTION_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
-from groundeval.tasks.common import validate_entries, wrong_task_error
+from groundeval.tasks.common import case_id_from_stem, validate_entries, wrong_task_error
 from groundeval.tasks.extraction_prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.medlist import active_medications, find_patient, medication_truth
 
@@ -44,20 +43,7 @@ REQUEST_INTENTS = frozenset(
 """MedicationRequest.intent, a required binding (https://hl7.org/fhir/R4/valueset-medicationrequest-intent.html),
 checked for the same reason: the truth keeps only the order intents (``medlist.ORDER_INTENTS``)."""
 
-_UUID_TAIL = re.compile(r"^(?P<head>.*?)(?P<uuid>[0-9a-fA-F]{8})(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
 """A file stem ending in a UUID (Synthea names files ``<Given>_<Family>_<uuid>.json``)."""
-
-
-def case_id_from_stem(stem: str) -> str:
-    """The default case id: the file stem, with a trailing UUID cut to its first 8 characters.
-
-    ``Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2`` -> ``Liz_Conn_27c911c6``: the id is a prefix
-    of the file name, so ``-k`` on any part of it selects the case. Characters outside
-    ``[A-Za-z0-9_.-]`` become ``_``.
-    """
-    match = _UUID_TAIL.match(stem)
-    short = f"{match['head']}{match['uuid']}" if match else stem
-    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", short).strip("_") or "case"
 
 
 def is_manifest(path: Path) -> bool:
