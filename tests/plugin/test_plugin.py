@@ -62,7 +62,7 @@ def test_junit_properties_are_primitive_and_complete(pytester: pytest.Pytester, 
 
 
 def test_properties_identical_with_and_without_xdist(pytester: pytest.Pytester, eval_dir: Path) -> None:
-    pytester.runpytest_subprocess(*eval_args("--junitxml=serial.xml"))
+    pytester.runpytest(*eval_args("--junitxml=serial.xml"))  # in-process: only the xdist run needs a subprocess
     result = pytester.runpytest_subprocess(*eval_args("-n", "2", "--junitxml=xdist.xml", "-W", "error"))
     assert result.parseoutcomes() == {"passed": 2, "partial": 1, "failed": 1, "errors": 1}
     assert "INTERNALERROR" not in result.stdout.str()
@@ -138,7 +138,8 @@ def test_malformed_case_files_are_collection_errors_and_the_rest_run(pytester: p
     (eval_dir / "observation.json").write_text('{"resourceType": "Observation"}')
     (eval_dir / "nobody.json").write_text('{"resourceType": "Bundle", "entry": []}')
     for extra in ((), ("-n", "2")):
-        result = pytester.runpytest_subprocess(*eval_args(*extra))
+        run = pytester.runpytest_subprocess if extra else pytester.runpytest
+        result = run(*eval_args(*extra))
         outcomes = result.parseoutcomes()
         assert outcomes["passed"] == 2 and outcomes["errors"] == 4  # 3 files + the agent crash
         result.stdout.fnmatch_lines([
