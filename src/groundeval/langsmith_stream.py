@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from groundeval.extras import extra_missing_message, has_module
-from groundeval.redaction import redact
+from groundeval.redaction import clean, redact
 
 if TYPE_CHECKING:
     from langsmith import Client
@@ -333,7 +333,7 @@ def case_payload(info: RunInfo, record: Mapping[str, Any], trace: Sequence[Mappi
 
 def _clip(value: Any, limit: int = MAX_FIELD_CHARS) -> Any:
     """``value`` with every string redacted; cut to a string of ``limit`` characters if longer as JSON."""
-    value = _redacted(value)
+    value = clean(value)
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     if len(text) <= limit:
         return value
@@ -341,16 +341,6 @@ def _clip(value: Any, limit: int = MAX_FIELD_CHARS) -> Any:
     if isinstance(value, Mapping):  # inputs/outputs must stay objects
         return {"truncated": f"{cut}... [{len(text)} chars]"}
     return f"{cut}... [{len(text)} chars]"
-
-
-def _redacted(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, Mapping):
-        return {redact(str(k)): _redacted(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redacted(v) for v in value]
-    return value
 
 
 def _run_trees(case: Mapping[str, Any], project: str, client: Client) -> list[RunTree]:
