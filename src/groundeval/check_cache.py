@@ -5,8 +5,9 @@ once as a data check) are a pure function of the file's bytes and of the code th
 They cost about 10 ms per extraction case plus about 0.3 s to import the R4B models, paid by every
 process that collects (each pytest-xdist worker included). With a cache directory set (the plugin
 uses pytest's cache, ``.pytest_cache/d/groundeval-checked``), a file whose SHA-256 passed the same
-check under the same versions of groundeval and fhir.resources is not checked again: only an empty
-marker file is written, never data. Without a directory (``-p no:cacheprovider``, or library use)
+check under the same versions of groundeval, fhir.resources and pydantic, and the same source of
+groundeval's task modules (so an edited checkout never reuses a stale verdict), is not checked
+again: only an empty marker file is written, never data. Without a directory (``-p no:cacheprovider``, or library use)
 every file is checked every time.
 """
 
@@ -36,6 +37,12 @@ def _versions() -> str:
             found.append(f"{name}={metadata.version(name)}")
         except metadata.PackageNotFoundError:
             found.append(f"{name}=?")
+    code = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for source in sorted([*(package / "tasks").glob("*.py"), package / "fhir.py", package / "datasets.py"]):
+        with contextlib.suppress(OSError):
+            code.update(source.read_bytes())
+    found.append(f"code={code.hexdigest()[:16]}")
     return ";".join(found)
 
 
