@@ -73,12 +73,14 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
     for name, value in values:
         iv = ivs.get(name)
         number = isinstance(value, int | float) and not isinstance(value, bool)
-        figures.append({"name": name, "value": value, "shown": fmt(value) if number else str(value),
+        shown = str(value) if isinstance(value, int) and not isinstance(value, bool) else (
+            fmt(value) if number else str(value))  # counts (duplicates) stay whole numbers
+        figures.append({"name": name, "value": value, "shown": shown,
                         "interval": iv.text(sign=False) if iv is not None else ""})
     bars = [
         {"name": f["name"], "value": float(f["value"]), "pct": round(100 * float(f["value"]), 1)}
         for f in figures
-        if isinstance(f["value"], int | float) and not isinstance(f["value"], bool) and 0 <= f["value"] <= 1
+        if isinstance(f["value"], float) and 0 <= f["value"] <= 1  # rates only: counts are ints
     ]
     usage = {k: ("unknown" if v is None and k == "cost_usd" else v) for k, v in agg.usage.items()}
     return {
