@@ -32,14 +32,8 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
 __all__ = [
-    "STATUS_CODES",
-    "UNITS_OF_TIME",
-    "build_medication_statement",
-    "lookup_rxnorm",
-    "make_tools",
-    "medication_statement_report",
-    "r4b_validator_class",
-    "validate_medication_statement",
+    "STATUS_CODES", "UNITS_OF_TIME", "build_medication_statement", "lookup_rxnorm", "make_tools",
+    "medication_statement_report", "r4b_validator_class", "validate_medication_statement",
 ]
 
 _FIXES = {

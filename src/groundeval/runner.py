@@ -48,6 +48,7 @@ __all__ = [
     "prompt_hash",
     "request_for",
     "run_case",
+    "setup_failed",
     "summarize",
 ]
 
@@ -245,6 +246,20 @@ def _agent_failed(
     scored.update(answered=False, message=fields["message"], parsed=None, parse_error=None, format_ok=None)
     fields.update(scored)
     return CaseRun(_record(info, case, nodeid, exc.outcome, fields))
+
+
+def setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str) -> CaseRun:
+    """The record of a case that could not start.
+
+    Either the agent's ``warmup()`` raised (``agent_error``, with the traceback), or the agent
+    could not be built on this process (``config_error``).
+    """
+    what = "warmup() raised " if outcome == "agent_error" else ""
+    fields = {
+        "message": f"{outcome}: {what}{type(exc).__name__}: {exc}" if what else f"{outcome}: {exc}",
+        "error": _error(exc, with_traceback=bool(what)),
+    }
+    return CaseRun(_record(info, case, nodeid, outcome, fields), exc)
 
 
 def not_run_record(info: RunInfo, nodeid: str, reason: str) -> CaseRecord:

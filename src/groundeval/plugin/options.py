@@ -16,169 +16,16 @@ An unknown key or a bad value is a usage error naming the task and the key.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from groundeval.plugin.option_table import GENERIC, OPTIONS, RUN_OPTIONS, Option
+from groundeval.plugin.option_values import KINDS as _KINDS
+
 __all__ = ["OPTIONS", "Settings", "add_options", "read_settings"]
-
-
-def _positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise ValueError("must be 1 or more")
-    return number
-
-
-def _non_negative_int(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise ValueError("must be 0 or more")
-    return number
-
-
-def _unit_float(value: str) -> float:
-    number = float(value)
-    if not 0.0 <= number <= 1.0:
-        raise ValueError("must be between 0 and 1")
-    return number
-
-
-def _positive_float(value: str) -> float:
-    number = float(value)
-    if not number > 0:
-        raise ValueError("must be greater than 0")
-    return number
-
-
-def _bool(value: str) -> bool:
-    text = value.strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off"):
-        return False
-    raise ValueError("must be true or false")
-
-
-def _text(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
-    return value.strip()
-
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One ``--groundeval-<name>`` option.
-
-    Attributes:
-        name: Option name without the prefix (``"min-f1"``).
-        convert: Turns the raw string into the value; raises ValueError with a reason.
-        default: Value when neither the command line nor the ini file sets it.
-        help: Help text; the default is appended.
-        metavar: Placeholder shown in ``--help``.
-        scope: ``"run"``, ``"task"`` (passed to the task) or ``"agent"`` (passed to the agent).
-        flag: True for an on/off flag that takes no value on the command line (its ini twin
-            takes ``true``/``false``).
-    """
-
-    name: str
-    convert: Callable[[str], Any]
-    default: Any
-    help: str
-    metavar: str = "VALUE"
-    scope: str = "run"
-    flag: bool = False
-
-    @property
-    def dest(self) -> str:
-        """The attribute/ini key: ``groundeval_min_f1``."""
-        return "groundeval_" + self.name.replace("-", "_")
-
-    @property
-    def key(self) -> str:
-        """The settings key: ``min_f1``."""
-        return self.name.replace("-", "_")
-
-
-RUN_OPTIONS: tuple[Option, ...] = (
-    Option(
-        "task", _text, None,
-        "Run this eval task: extraction (read active medications from a FHIR Bundle), write "
-        "(write an R4B MedicationStatement from a note), a task registered under the entry-point "
-        "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME",
-    ),
-    Option(
-        "agent", _text, None,
-        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph, baseline-write "
-        "(write), or package.module:attribute. Default: the task's own (claude for extraction, "
-        "langgraph for write).", "NAME",
-    ),
-    Option("model", _text, None, "Model id for model-backed agents.", "ID", "agent"),
-    Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
-    Option("data-dir", _text, None, "Directory of case files (default: the packaged fixtures).", "DIR"),
-    Option("out-dir", _text, "runs", "Directory for JSON run records.", "DIR"),
-    Option("max-tokens", _positive_int, 4096, "Model output limit per call, tokens.", "N", "agent"),
-    Option(
-        "temperature", float, None,
-        "Sampling temperature for model-backed agents. Default: none sent, so the model's own "
-        "(Claude Opus 4.7 and later reject an explicit temperature).", "T", "agent",
-    ),
-    Option(
-        "max-retries", _non_negative_int, 2,
-        "Retries of a model call after 429/529/5xx/timeout/connection errors (the only retry "
-        "layer; Retry-After honoured).", "N", "agent",
-    ),
-    Option(
-        "timeout", _positive_float, 600.0,
-        "Upper bound on one case's model time, retries and waits included, seconds.", "SECONDS", "agent",
-    ),
-    Option(
-        "recursion-limit", _positive_int, None,
-        "Tool-using (LangGraph) agents: graph steps per case before the case ends as agent_loop. "
-        "Default: 25.", "N", "agent",
-    ),
-    Option(
-        "base-url", _text, None,
-        "Server URL for the openai-compatible agent, e.g. http://127.0.0.1:8000/v1 (vLLM).", "URL", "agent",
-    ),
-    Option(
-        "baseline", _text, None,
-        "Compare this run with a stored run record: a case that passed there and fails now is a regression, "
-        "named in the summary and marked regression=true in junit.", "RUN.json",
-    ),
-    Option(
-        "fail-on-regression", _bool, False,
-        "With --groundeval-baseline: exit non-zero when any case regressed, even if every threshold passes.",
-        "BOOL", flag=True,
-    ),
-    Option(
-        "summary-md", _text, None,
-        "Write the run's summary as Markdown to PATH (also appended to $GITHUB_STEP_SUMMARY when that is set).",
-        "PATH",
-    ),
-)
-
-
-def _builtin_task_flags() -> tuple[Option, ...]:
-    """First-class flags for the built-in tasks' declared options (one per option name)."""
-    from groundeval.task_options import BUILTIN_OPTIONS
-
-    seen: dict[str, Option] = {}
-    for declared in BUILTIN_OPTIONS.values():
-        for topt in declared:
-            name = topt.name.replace("_", "-")
-            seen.setdefault(name, Option(name, topt.value, topt.default, topt.help, topt.metavar, "task"))
-    return tuple(seen.values())
-
-
-OPTIONS: tuple[Option, ...] = RUN_OPTIONS[:6] + _builtin_task_flags() + RUN_OPTIONS[6:]
-"""Every ``--groundeval-*`` flag with a value of its own (the CLI mirrors these)."""
-
-GENERIC = "option"
-"""``--groundeval-option=KEY=VALUE`` / ini ``groundeval_option``: any task's declared option."""
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -250,10 +97,6 @@ def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
     return None, ""
 
 
-_KINDS: dict[Callable[[str], Any], str] = {
-    _positive_int: "a whole number", _non_negative_int: "a whole number",
-    _unit_float: "a number", _positive_float: "a number", float: "a number",
-}
 
 
 def _convert(opt: Option, raw: str, source: str) -> Any:

@@ -29,7 +29,7 @@ from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
 from groundeval.plugin.xdist_hooks import RUN_ID_KEY
 from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
-from groundeval.runner import CaseRun, RunInfo, not_run_record, run_case, summarize
+from groundeval.runner import CaseRun, RunInfo, not_run_record, run_case, setup_failed, summarize
 from groundeval.tasks import make_task
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class GroundevalSession:
         """Run one case (warming the agent up first, once per process) and apply the stop policy."""
         if self._agent is None:
             problem = self._agent_problem or ConfigError("the agent was not built on this process")
-            run = _setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
+            run = setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
             self._stop(session, f"groundeval: stopped after config_error on {case.case_id} (see the error above)")
             return run
         if not self.warmed:
@@ -158,7 +158,7 @@ class GroundevalSession:
                 try:
                     warmup()  # imports and clients, before the first case is timed
                 except Exception as warm_exc:
-                    run = _setup_failed(self.info, case, nodeid, warm_exc, "agent_error")
+                    run = setup_failed(self.info, case, nodeid, warm_exc, "agent_error")
                     name = type(warm_exc).__name__
                     self._stop(session, f"groundeval: the agent's warmup() raised {name}: {warm_exc}")
                     return run
@@ -389,19 +389,3 @@ class GroundevalSession:
             for line in self.gate.summary_lines() if self.gate is not None else ():
                 terminalreporter.write_line(line, red=line.startswith("REGRESSED"))
         return result
-
-
-def _setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str) -> CaseRun:
-    """The record of a case that could not start: the agent's warmup raised, or it was never built."""
-    import traceback
-
-    what = "warmup() raised " if outcome == "agent_error" else ""
-    record = CaseRecord.model_validate({
-        "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent,
-        "model": info.model, "source": case.source.name, "fixture_sha256": case.sha256, "outcome": outcome,
-        "counted": False, "worker": info.worker,
-        "message": clean_text(f"{outcome}: {what}{type(exc).__name__}: {exc}" if what else f"{outcome}: {exc}"),
-        "error": {"type": type(exc).__name__, "message": clean_text(str(exc)),
-                  "traceback": clean_text("".join(traceback.format_exception(exc))) if what else None},
-    })
-    return CaseRun(record, exc)
