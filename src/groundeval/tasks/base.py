@@ -160,10 +160,11 @@ def case_files(data_dir: Path, pattern: str = "*.json") -> list[Path]:
     manifest (``MANIFEST.json``, ``MANIFEST.<name>.json``: the fixture scripts' provenance files)
     is never a case.
     """
-    return sorted(p for p in data_dir.glob(pattern) if not _is_manifest(p))
+    return sorted(p for p in data_dir.glob(pattern) if not is_manifest(p))
 
 
-def _is_manifest(path: Path) -> bool:
+def is_manifest(path: Path) -> bool:
+    """True for ``MANIFEST.json`` and ``MANIFEST.<anything>.json``: descriptions, not cases."""
     return path.name == "MANIFEST.json" or (path.name.startswith("MANIFEST.") and path.suffix == ".json")
 
 

@@ -21,7 +21,7 @@ from groundeval.parsing import extract_json
 from groundeval.scorers.extraction import aggregate_medications, score_medications
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.task_options import EXTRACTION_OPTIONS
-from groundeval.tasks.base import BaseTask, TaskOption
+from groundeval.tasks.base import BaseTask, TaskOption, is_manifest
 from groundeval.tasks.common import case_id_from_stem, validate_entries, wrong_task_error
 from groundeval.tasks.extraction_prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.medlist import active_medications, find_patient, medication_truth
@@ -44,11 +44,6 @@ REQUEST_INTENTS = frozenset(
 checked for the same reason: the truth keeps only the order intents (``medlist.ORDER_INTENTS``)."""
 
 """A file stem ending in a UUID (Synthea names files ``<Given>_<Family>_<uuid>.json``)."""
-
-
-def is_manifest(path: Path) -> bool:
-    """True for ``MANIFEST.json`` and ``MANIFEST.<anything>.json``: descriptions, not cases."""
-    return path.name == "MANIFEST.json" or (path.name.startswith("MANIFEST.") and path.suffix == ".json")
 
 
 def _check_structure(bundle: dict[str, Any], path: Path) -> None:

@@ -12,6 +12,7 @@ catalog's, and that a drug marked as absent from the catalog really is.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,6 +31,7 @@ from groundeval.scoring import Metric, Parsed, Score
 from groundeval.task_options import WRITE_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
 from groundeval.tasks.common import wrong_task_error
+from groundeval.tasks.medlist import find_patient
 from groundeval.tasks.write_cases import WriteCase, describe_validation_error
 
 __all__ = ["ANSWER_FORMAT", "INSTRUCTIONS", "NOTE_CLOSE", "NOTE_OPEN", "WriteTask"]
@@ -112,16 +114,16 @@ def _patient(fixture: str, case_path: Path) -> tuple[str, str | None]:
             str(case_path), f"patient.fixture {fixture!r} not found (searched {searched}); name a patient "
             "Bundle file there, e.g. one of the packaged fixtures/extraction files",
         )
+    return _patient_of(path.resolve())
+
+
+@functools.cache
+def _patient_of(path: Path) -> tuple[str, str | None]:
+    """``(Patient.id, fullUrl)`` of a patient Bundle, read once per process (cases share Bundles)."""
     bundle, _ = load_json(path)
-    found = [
-        (e["resource"], e.get("fullUrl"))
-        for e in bundle.get("entry") or []
-        if isinstance(e, dict) and isinstance(e.get("resource"), dict)
-        and e["resource"].get("resourceType") == "Patient"
-    ]
-    if len(found) != 1 or not isinstance(found[0][0].get("id"), str):
-        raise DatasetError(str(path), f"expected one Patient with an id, found {len(found)}")
-    patient, full_url = found[0]
+    patient, full_url = find_patient(bundle, str(path))
+    if not isinstance(patient.get("id"), str):
+        raise DatasetError(str(path), "expected one Patient with an id, found one without an id")
     return patient["id"], full_url if isinstance(full_url, str) else None
 
 

@@ -196,9 +196,7 @@ class WriteCase(_Strict):
 
 
 def describe_validation_error(exc: ValidationError) -> str:
-    """Render a pydantic error as ``field.path: message`` lines joined by ``; ``."""
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(file)"
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
+    """Render a pydantic error as ``field.path: message`` parts joined by ``; `` (the shared renderer)."""
+    from groundeval.tasks.common import describe_validation_error as describe
+
+    return describe(exc)
