@@ -137,6 +137,8 @@ class Aggregate(BaseModel):
         excluded: Cases that ran but are excluded from the means (errors).
         not_run: Selected cases that never ran.
         pass_rate: Passed / counted (None when nothing is counted).
+        pass_rate_ran: Passed / every case that ran, errors included (None when none ran): a
+            figure an agent cannot raise by crashing on the cases it would fail.
         answer_rate: Cases with a parseable answer / counted (None when nothing is counted).
         metrics: The task's aggregate over the counted cases (micro/macro means, counts).
         usage: Token totals and ``cost_usd`` (USD; None when any case's cost is unknown).
@@ -149,6 +151,7 @@ class Aggregate(BaseModel):
     excluded: int = 0
     not_run: int = 0
     pass_rate: float | None = None
+    pass_rate_ran: float | None = None
     answer_rate: float | None = None
     metrics: dict[str, Metric] = Field(default_factory=dict)
     usage: dict[str, Metric] = Field(default_factory=dict)

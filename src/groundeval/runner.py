@@ -324,6 +324,8 @@ def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = 
     if used:
         usage["cost_usd"] = total_cost(u.get("cost_usd") for u in used)  # missing = unknown
     n = len(counted)
+    ran = len(records) - not_run
+    passed = sum(r.outcome == "passed" for r in records)
     return Aggregate(
         selected=len(records) if selected is None else selected,
         cases=len(records),
@@ -331,7 +333,8 @@ def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = 
         counted=n,
         excluded=len(records) - n - not_run,
         not_run=not_run,
-        pass_rate=round(sum(r.outcome == "passed" for r in counted) / n, 6) if n else None,
+        pass_rate=round(passed / n, 6) if n else None,
+        pass_rate_ran=round(passed / ran, 6) if ran else None,
         answer_rate=round(sum(r.answered for r in counted) / n, 6) if n else None,
         metrics=task.aggregate([r.metrics for r in counted]),
         usage=usage,

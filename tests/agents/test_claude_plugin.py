@@ -109,7 +109,7 @@ def test_summary_shows_tokens_cost_and_excluded_infra_errors(pytester: pytest.Py
     result.assert_outcomes(passed=2, failed=1, errors=1)  # truncated is the agent's doing: a failure
     result.stdout.fnmatch_lines([
         "agent: claude  model: claude-opus-4-8  run: *",
-        "scored 3 of 4 cases: 1 excluded (infra_error 1), 0 not run",
+        "scored 3 of 4 cases: 1 excluded (infra_error 1), 0 not run; pass rate over every case that ran: 0.500",
         "pass rate: 0.667 (2/3)  answer rate: 0.667*",
         "outcomes: passed: 2  truncated: 1  infra_error: 1",
         # Opus 4.8 list prices: Liz 5000 in + 50 out + 1000 cache write = $0.0325; Max with a

@@ -23,7 +23,7 @@ def test_outcomes_summary_and_exit_code(pytester: pytest.Pytester, eval_dir: Pat
         "*groundeval extraction*",
         "agent: scripted_agent:agent  model: -  run: *",
         # The agent's own crash is excluded from the means, and the summary says so first.
-        "scored 4 of 5 cases: 1 excluded (agent_error 1), 0 not run",
+        "scored 4 of 5 cases: 1 excluded (agent_error 1), 0 not run; pass rate over every case that ran: 0.400",
         "pass rate: 0.500 (2/4)  answer rate: 1.000*",
         "outcomes: passed: 2  partial: 1  failed: 1  agent_error: 1",
         "*precision*recall*f1*display_accuracy",
@@ -312,7 +312,7 @@ def agent(request):
     assert props["outcome"] == "infra_error" and props["attempts"] == "3" and props["_result"] == "error"
     (record,) = run_records(pytester.path)
     assert record["aggregate"]["excluded"] == 1 and record["aggregate"]["counted"] == 0
-    result.stdout.fnmatch_lines(["scored 0 of 1 cases: 1 excluded (infra_error 1), 0 not run"])
+    result.stdout.fnmatch_lines(["scored 0 of 1 cases: 1 excluded (infra_error 1), 0 not run; pass rate over every case that ran: 0.000"])
 
 
 def test_bad_ini_values_do_not_touch_runs_without_a_task(pytester: pytest.Pytester) -> None:

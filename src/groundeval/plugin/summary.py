@@ -51,6 +51,7 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
         lines.append(
             f"scored {agg.counted} of {agg.selected} cases: {agg.excluded} excluded"
             + (f" ({excluded})" if excluded else "") + f", {agg.not_run} not run"
+            + (f"; pass rate over every case that ran: {_fmt(agg.pass_rate_ran)}" if agg.excluded else "")
         )
     passed = agg.counts.get("passed", 0)
     lines.append(
