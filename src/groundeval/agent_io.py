@@ -42,12 +42,15 @@ class AgentRequest:
         prompt: The rendered prompt.
         context: Task-provided, agent-visible facts beyond the prompt (e.g. the patient reference
             for the write task); JSON-safe.
+        trial: 0-based trial index under ``--groundeval-trials`` (0 without it); part of a
+            response cache's key, so each trial is its own sample.
     """
 
     case_id: str
     task: str
     prompt: Prompt
     context: dict[str, Any] = field(default_factory=dict)
+    trial: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,8 @@ class AgentResult:
         attempts: Model calls made, retries included (0 for rule-based agents).
         trace: Tool calls in order, each ``{"tool", "args", "result", "ok"}``.
         meta: Other JSON-safe facts (``stop_reason``, ``request_id``).
+        cached: True when the result came from a response cache or a replayed run record, so
+            no model call was made for it.
     """
 
     text: str
@@ -71,3 +76,4 @@ class AgentResult:
     attempts: int = 0
     trace: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False

@@ -90,6 +90,8 @@ class CaseRecord(BaseModel):
         usage: Tokens (``input_tokens``, ...) and ``cost_usd`` (USD, None when unpriced).
         trace: Tool calls in order, each ``{"tool", "args", "result", "ok"}``.
         worker: The xdist worker id that ran the case (``gw0``), or None when serial.
+        trial: 0-based trial index under ``--groundeval-trials`` (0 without it).
+        cached: True when the agent result came from ``--groundeval-cache`` or a replayed run.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -124,6 +126,8 @@ class CaseRecord(BaseModel):
     agent_meta: dict[str, Any] = Field(default_factory=dict)
     error: ErrorInfo | None = None
     worker: str | None = None
+    trial: int = 0
+    cached: bool = False
 
 
 class Aggregate(BaseModel):

@@ -106,9 +106,11 @@ def prompt_hash(prompt: Prompt) -> str:
     return hashlib.sha256(prompt.text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def request_for(task: Task, case: Case) -> AgentRequest:
-    """The request an agent gets for ``case``: the task's prompt and context."""
-    return AgentRequest(case_id=case.case_id, task=task.name, prompt=task.prompt(case), context=task.context(case))
+def request_for(task: Task, case: Case, trial: int = 0) -> AgentRequest:
+    """The request an agent gets for ``case`` (trial ``trial``): the task's prompt and context."""
+    return AgentRequest(
+        case_id=case.case_id, task=task.name, prompt=task.prompt(case), context=task.context(case), trial=trial
+    )
 
 
 def call_agent(agent: Agent, request: AgentRequest) -> Execution:
@@ -149,12 +151,14 @@ def _error(exc: BaseException, *, with_traceback: bool) -> dict[str, Any]:
     return {"type": type(exc).__name__, "message": str(exc), "details": details, "traceback": tb}
 
 
-def _record(info: RunInfo, case: Case, nodeid: str, outcome: str, fields: Mapping[str, Any]) -> CaseRecord:
+def _record(
+    info: RunInfo, case: Case, nodeid: str, outcome: str, fields: Mapping[str, Any], trial: int = 0
+) -> CaseRecord:
     data = {
         "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent,
         "source": case.source.name, "fixture_sha256": case.sha256, "meta": case.meta,
         "model": info.model, "worker": info.worker, **fields,
-        "outcome": outcome, "counted": OUTCOMES[outcome].counted,
+        "outcome": outcome, "counted": OUTCOMES[outcome].counted, "trial": trial,
     }
     return CaseRecord.model_validate(clean(jsonable(data)))
 
@@ -172,12 +176,20 @@ def _result_fields(execution: Execution, info: RunInfo) -> dict[str, Any]:
     return {
         **_raw_fields(result.text), "model": result.model or info.model, "prompt_sha256": execution.prompt_sha256,
         "latency_s": execution.latency_s, "attempts": result.attempts, "usage": result.usage,
-        "trace": result.trace, "agent_meta": result.meta,
+        "trace": result.trace, "agent_meta": result.meta, "cached": result.cached,
     }
 
 
-def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str) -> CaseRun:
+def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, trial: int = 0) -> CaseRun:
     """Run ``agent`` on ``case`` and score the answer; never raises for a case-level problem.
+
+    Args:
+        task: The task (prompt, truth, parsing, scoring).
+        agent: The agent under evaluation.
+        case: The loaded case.
+        info: Run-wide facts copied onto the record.
+        nodeid: The pytest node id of the case's item.
+        trial: 0-based trial index (``--groundeval-trials``); passed on in the request.
 
     Returns:
         The ``CaseRun``: its record, and for excluded outcomes the exception to report.
@@ -186,10 +198,11 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str) -
         KeyboardInterrupt: Ctrl-C during the case (the run's end writes the record).
     """
     try:
-        request = request_for(task, case)
+        request = request_for(task, case, trial)
         prompt = request.prompt
     except Exception as exc:
-        return CaseRun(_record(info, case, nodeid, "harness_error", {"error": _error(exc, with_traceback=True)}), exc)
+        error = {"error": _error(exc, with_traceback=True)}
+        return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
     start = time.perf_counter()
     try:
         execution = call_agent(agent, request)
@@ -200,7 +213,7 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str) -
     except BaseException as exc:  # SystemExit included: the agent's own code, never the run's end
         fields = {"prompt_sha256": prompt_hash(prompt), "latency_s": round(time.perf_counter() - start, 6),
                   "error": _error(exc, with_traceback=True), "message": f"agent_error: {type(exc).__name__}: {exc}"}
-        return CaseRun(_record(info, case, nodeid, "agent_error", fields), exc)
+        return CaseRun(_record(info, case, nodeid, "agent_error", fields, trial=trial), exc)
     fields = _result_fields(execution, info)
     try:
         truth = task.truth(case)
@@ -208,13 +221,13 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str) -
         score = task.score(case, truth, parsed)
     except Exception as exc:
         fields["error"] = _error(exc, with_traceback=True)
-        return CaseRun(_record(info, case, nodeid, "harness_error", fields), exc)
+        return CaseRun(_record(info, case, nodeid, "harness_error", fields, trial=trial), exc)
     fields.update(_scored(parsed, score, truth))
     outcome: str = score.outcome
     if not parsed.found:
         outcome = "no_answer"
         fields["message"] = f"no_answer: {parsed.error or 'no answer in the requested format'}"
-    return CaseRun(_record(info, case, nodeid, outcome, fields))
+    return CaseRun(_record(info, case, nodeid, outcome, fields, trial=trial))
 
 
 def _agent_failed(
@@ -234,18 +247,18 @@ def _agent_failed(
     if isinstance(trace, list):
         fields["trace"] = trace  # the tool calls made before the agent gave up
     if isinstance(exc, InfraError):
-        return CaseRun(_record(info, case, nodeid, exc.outcome, fields), exc)
+        return CaseRun(_record(info, case, nodeid, exc.outcome, fields, trial=request.trial), exc)
     try:
         truth = task.truth(case)
         empty = task.parse(case, "")
         score = task.score(case, truth, empty)
     except Exception as harness_exc:
         fields["error"] = _error(harness_exc, with_traceback=True)
-        return CaseRun(_record(info, case, nodeid, "harness_error", fields), harness_exc)
+        return CaseRun(_record(info, case, nodeid, "harness_error", fields, trial=request.trial), harness_exc)
     scored = _scored(empty, score, truth)
     scored.update(answered=False, message=fields["message"], parsed=None, parse_error=None, format_ok=None)
     fields.update(scored)
-    return CaseRun(_record(info, case, nodeid, exc.outcome, fields))
+    return CaseRun(_record(info, case, nodeid, exc.outcome, fields, trial=request.trial))
 
 
 def setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str) -> CaseRun:

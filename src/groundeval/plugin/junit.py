@@ -47,6 +47,8 @@ def junit_properties(record: CaseRecord, metric_names: Sequence[str] = ()) -> li
         ("outcome", record.outcome),
         ("counted", _value(record.counted)),
         ("answered", _value(record.answered)),
+        ("trial", record.trial),
+        ("cached", _value(record.cached)),
     ]
     names = list(metric_names) + [k for k in record.metrics if k not in metric_names]
     props += [(name, _value(record.metrics.get(name))) for name in names]
