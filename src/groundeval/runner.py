@@ -37,6 +37,7 @@ from groundeval.redaction import clean
 from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, Aggregate, CaseRecord
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
+from groundeval.trial_stats import with_trial_stats
 
 __all__ = [
     "CaseRun",
@@ -311,16 +312,20 @@ def jsonable(value: Any) -> Any:
     return _primitive(value)
 
 
-def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = None) -> Aggregate:
+def summarize(
+    task: Task, records: Iterable[CaseRecord], selected: int | None = None, min_pass_rate: float | None = None
+) -> Aggregate:
     """Aggregate case records: outcome counts, pass and answer rates, the task's means, tokens and cost.
 
     Args:
         task: The task whose ``aggregate`` combines the counted cases' metrics.
         records: Every case record of the run (``not_run`` ones included).
         selected: Cases selected for the run; defaults to the number of records.
+        min_pass_rate: ``--groundeval-min-pass-rate`` R for the case verdicts, or None.
 
     Returns:
-        The ``Aggregate``. ``cost_usd`` is None when any record with usage has no known cost.
+        The ``Aggregate``, with ``trials`` from ``groundeval.trial_stats.with_trial_stats``.
+        ``cost_usd`` is None when any record with usage has no known cost.
     """
     records = list(records)
     counts: dict[str, int] = {}
@@ -339,7 +344,7 @@ def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = 
     n = len(counted)
     ran = len(records) - not_run
     passed = sum(r.outcome == "passed" for r in records)
-    return Aggregate(
+    aggregate = Aggregate(
         selected=len(records) if selected is None else selected,
         cases=len(records),
         counts=dict(sorted(counts.items())),
@@ -352,4 +357,5 @@ def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = 
         metrics=task.aggregate([r.metrics for r in counted]),
         usage=usage,
     )
+    return with_trial_stats(aggregate, records, min_pass_rate)
 

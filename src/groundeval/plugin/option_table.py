@@ -13,6 +13,7 @@ from typing import Any
 from groundeval.plugin.option_values import bool_value as _bool
 from groundeval.plugin.option_values import non_negative_int as _non_negative_int
 from groundeval.plugin.option_values import positive_float as _positive_float
+from groundeval.plugin.option_values import positive_fraction as _positive_fraction
 from groundeval.plugin.option_values import positive_int as _positive_int
 from groundeval.plugin.option_values import text as _text
 
@@ -108,6 +109,12 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "summary-md", _text, None,
         "Write the run's summary as Markdown to PATH (also appended to $GITHUB_STEP_SUMMARY when that is set).",
         "PATH",
+    ),
+    Option(
+        "min-pass-rate", _positive_fraction, None,
+        "With --groundeval-trials: a case passes when at least R of its counted trials pass (0 < R <= 1; "
+        "excluded trials are left out); each trial item still shows its own outcome, and the exit status "
+        "follows the cases. Default: every trial must pass.", "R",
     ),
 )
 

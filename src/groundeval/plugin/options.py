@@ -70,6 +70,7 @@ class Settings:
         agent_options: Options handed to the agent (model settings; never secrets).
         model: Model id, or None for the agent's default.
         task_name: The task's ``name`` (``"extraction"``; for ``module:Class`` specs, the class's).
+        min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None (every trial must pass).
     """
 
     task: str | None
@@ -84,6 +85,7 @@ class Settings:
     baseline: Path | None = None
     fail_on_regression: bool = False
     summary_md: Path | None = None
+    min_pass_rate: float | None = None
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -272,6 +274,7 @@ def read_settings(config: pytest.Config) -> Settings:
         baseline=baseline,
         fail_on_regression=bool(values["fail_on_regression"]),
         summary_md=path("summary_md"),
+        min_pass_rate=values["min_pass_rate"],
     )
 
 

@@ -31,6 +31,7 @@ from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
 from groundeval.runner import CaseRun, RunInfo, not_run_record, run_case, setup_failed, summarize
 from groundeval.tasks import make_task
+from groundeval.trial_stats import verdict_exit_status
 
 if TYPE_CHECKING:
     from groundeval.datasets import Case
@@ -333,7 +334,8 @@ class GroundevalSession:
             ),
             collection_errors=list(self.collection_errors.values()),
             cases=cases,
-            aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases)),
+            aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases),
+                                min_pass_rate=settings.min_pass_rate),
         )
 
     @pytest.hookimpl(tryfirst=True)
@@ -352,6 +354,10 @@ class GroundevalSession:
         if session.shouldfail and not self.stop_reason:
             self.stop_reason = str(session.shouldfail)
         record = self.run_record = self.build_record(exit_status=int(exitstatus))
+        cleared = verdict_exit_status(record, int(exitstatus), session.testsfailed)  # --groundeval-min-pass-rate
+        if cleared is not None:
+            session.exitstatus = cleared
+            record = self.run_record = record.model_copy(update={"exit_status": cleared})
         self.record_path = self.writer.finish(record)
         try:  # the record is written: a failure from here on is reported, never loses it
             if self.baseline is not None:
