@@ -56,6 +56,7 @@ __all__ = [
     "cluster_interval",
     "pass_at_k",
     "pass_hat_k",
+    "record_trial_stats",
     "trial_stats",
     "verdict_exit_status",
     "with_trial_stats",
@@ -247,6 +248,15 @@ def with_trial_stats(
     """``aggregate`` with ``trials`` filled from ``records`` (intervals for its own figures)."""
     figures = ["pass_rate", "answer_rate", *(k for k, v in aggregate.metrics.items() if isinstance(v, float))]
     return aggregate.model_copy(update={"trials": trial_stats(records, figures, min_pass_rate)})
+
+
+def record_trial_stats(record: RunRecord) -> TrialStats:
+    """The run record's ``Aggregate.trials``; for a record written before that field, computed from its cases."""
+    if record.aggregate.trials is not None:
+        return record.aggregate.trials
+    stats = with_trial_stats(record.aggregate, record.cases).trials
+    assert stats is not None
+    return stats
 
 
 def verdict_exit_status(record: RunRecord, exit_status: int, failed_items: int) -> int | None:

@@ -1,8 +1,9 @@
 """The terminal summary, read from the finished run record: never recomputed here.
 
 It leads with what cannot be gamed (how many cases were scored, the pass rate, the answer rate),
-then the task's means, then usage; partial cases are listed above the table so that the table is
-the last thing a run prints.
+their 95% intervals, pass@k/pass^k and the case verdicts over repeated trials
+(``Aggregate.trials``, from ``groundeval.trial_stats``), then the task's means, then usage;
+partial cases are listed above the table so that the table is the last thing a run prints.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from typing import Any
 
 from groundeval.outcomes import POLICY
 from groundeval.redaction import clean_text
-from groundeval.run_record import Aggregate, RunRecord
+from groundeval.run_record import Aggregate, RunRecord, TrialStats
 from groundeval.scoring import Metric
 
-__all__ = ["format_table", "write_summary"]
+__all__ = ["format_table", "trial_lines", "write_summary"]
 
 ORDER = tuple(rule.outcome for rule in POLICY)
+MAX_FAILED_LISTED = 10
+"""Cases below the min pass rate named in the terminal, at most."""
 
 
 def _fmt(value: Metric) -> str:
@@ -58,6 +61,8 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
         f"pass rate: {_fmt(agg.pass_rate)} ({passed}/{agg.counted})  answer rate: {_fmt(agg.answer_rate)}"
         f"  (over the {agg.counted} counted cases; {ran} ran)"
     )
+    if agg.trials is not None:
+        lines += trial_lines(agg.trials)
     lines.append("outcomes: " + "  ".join(f"{k}: {agg.counts[k]}" for k in ORDER if k in agg.counts))
     metrics = agg.metrics
     columns = [k[len("micro_"):] for k in metrics if k.startswith("micro_")]
@@ -71,6 +76,36 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
             lines.append(f"{key}: {_fmt(value)}")
     if agg.usage:
         lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in agg.usage.items()))
+    return lines
+
+
+def trial_lines(stats: TrialStats) -> list[str]:
+    """Intervals, pass@k/pass^k (K > 1) and the case verdicts (K > 1 or a min pass rate), as text lines."""
+    lines = []
+    if stats.intervals:
+        shown = "  ".join(f"{k} {iv.text()}" for k, iv in stats.intervals.items())
+        cases = max(iv.cases for iv in stats.intervals.values())
+        lines.append(f"95% intervals (cluster bootstrap over {cases} cases, trials pooled): {shown}")
+    head = stats.headline
+    if stats.k > 1 and head is not None:
+        first = stats.pass_k[0]
+        at_iv, hat_iv = head.pass_at_k_interval, head.pass_hat_k_interval
+        lines.append(
+            f"trials: {stats.k} per case, {stats.cases_judged} cases  pass@1: {_fmt(first.pass_at_k)}  "
+            f"pass@{head.k}: {_fmt(head.pass_at_k)}{' ' + at_iv.text() if at_iv else ''}  "
+            f"pass^{head.k}: {_fmt(head.pass_hat_k)}{' ' + hat_iv.text() if hat_iv else ''}"
+            + (f"  (pass@{head.k} over the {head.cases} cases with {head.k} counted trials)"
+               if head.cases < stats.cases_judged else "")
+        )
+    if stats.k > 1 or stats.min_pass_rate is not None:
+        rule = f"at least {stats.min_pass_rate:g} of" if stats.min_pass_rate is not None else "all"
+        line = f"cases passing ({rule} their counted trials): {stats.cases_passed}/{stats.cases_judged}"
+        by_id = {c.case_id: c for c in stats.per_case}
+        failed = [f"{i} ({by_id[i].passes}/{by_id[i].counted})" for i in stats.cases_failed[:MAX_FAILED_LISTED]]
+        if failed:
+            more = len(stats.cases_failed) - len(failed)
+            line += "  below: " + ", ".join(failed) + (f" and {more} more" if more else "")
+        lines.append(line)
     return lines
 
 
