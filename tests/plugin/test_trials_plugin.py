@@ -98,7 +98,7 @@ def test_trials_and_min_pass_rate_decide_the_exit_status(
     assert result.ret == ret, result.stdout.str()[-2000:]
     failed = fail.partition("=")[2].count(",") + 1
     assert result.parseoutcomes() == {"passed": 6 - failed, "failed": failed}  # each trial shows its own outcome
-    result.stdout.fnmatch_lines([f"FAILED groundeval/extraction::Liz_Conn*[[]trial-2[]]*"])
+    result.stdout.fnmatch_lines(["FAILED groundeval/extraction::Liz_Conn*[[]trial-2[]]*"])
     result.stdout.fnmatch_lines([
         "trials: 3 per case, 2 cases  pass@1: *  pass@3: 1.000*  pass^3: *",
         f"cases passing ({'at least ' + rate + ' of' if rate else 'all'} their counted trials): {verdicts}",
