@@ -196,6 +196,7 @@ def test_reports_read_the_aggregate_not_recompute() -> None:
     assert "95% intervals (cluster bootstrap over 2 cases, trials pooled): pass_rate [0.123, 0.988]" in text
     assert "trials: 3 per case, 2 cases  pass@1: 0.432  pass@3: 0.778  pass^3: 0.222 [0.123, 0.988]" in text
     assert "cases passing (at least 0.6 of their counted trials): 1/2  below: a (2/3)" in text
+    assert any(line.startswith("95% CI") and line.endswith("[0.123, 0.988]") for line in text.splitlines())
     md = summary_markdown(rec)
     assert "95% interval [0.123, 0.988]" in md and "| 3 | 0.778 | 0.222 [0.123, 0.988] | 2 |" in md
     assert "cases passing (at least 0.6 of their counted trials): **1/2**; below: `a`" in md

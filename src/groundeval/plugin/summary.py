@@ -41,50 +41,59 @@ def _fmt_usage(key: str, value: Metric) -> str:
 def format_table(agg: Aggregate, header: str) -> list[str]:
     """Render a run's aggregate as text lines.
 
-    Metrics named ``micro_<m>``/``macro_<m>`` become a two-row table with one column per ``<m>``;
-    other metrics are listed as ``name: value``.
+    Metrics named ``micro_<m>``/``macro_<m>`` become a table with one column per ``<m>`` (plus a
+    ``95% CI`` row of the macro means' intervals); other metrics are listed as ``name: value``,
+    followed by their interval when they have one. With repeated trials the counts are of trials.
     """
     lines = [header]
     ran = agg.cases - agg.not_run
+    stats = agg.trials
+    ivs = stats.intervals if stats is not None else {}
+    unit = "trials" if stats is not None and stats.k > 1 else "cases"
     if agg.excluded or agg.not_run:
         excluded = ", ".join(
             f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts and k not in ("not_run",)
             and k not in ("passed", "partial", "failed", "no_answer", "truncated", "agent_loop", "refusal")
         )
         lines.append(
-            f"scored {agg.counted} of {agg.selected} cases: {agg.excluded} excluded"
+            f"scored {agg.counted} of {agg.selected} {unit}: {agg.excluded} excluded"
             + (f" ({excluded})" if excluded else "") + f", {agg.not_run} not run"
-            + (f"; pass rate over every case that ran: {_fmt(agg.pass_rate_ran)}" if agg.excluded else "")
+            + (f"; pass rate over every {unit[:-1]} that ran: {_fmt(agg.pass_rate_ran)}" if agg.excluded else "")
         )
     passed = agg.counts.get("passed", 0)
     lines.append(
         f"pass rate: {_fmt(agg.pass_rate)} ({passed}/{agg.counted})  answer rate: {_fmt(agg.answer_rate)}"
-        f"  (over the {agg.counted} counted cases; {ran} ran)"
+        f"  (over the {agg.counted} counted {unit}; {ran} ran)"
     )
-    if agg.trials is not None:
-        lines += trial_lines(agg.trials)
+    if stats is not None:
+        lines += trial_lines(stats)
     lines.append("outcomes: " + "  ".join(f"{k}: {agg.counts[k]}" for k in ORDER if k in agg.counts))
     metrics = agg.metrics
     columns = [k[len("micro_"):] for k in metrics if k.startswith("micro_")]
     if columns:
-        width = max(12, *(len(c) + 2 for c in columns))
+        with_ci = any(f"macro_{c}" in ivs for c in columns)
+        width = max(16 if with_ci else 12, *(len(c) + 2 for c in columns))
         lines.append(" " * 8 + "".join(c.rjust(width) for c in columns))
         for avg in ("micro", "macro"):
             lines.append(avg.ljust(8) + "".join(_fmt(metrics.get(f"{avg}_{c}")).rjust(width) for c in columns))
+        if with_ci:
+            row = (ivs[f"macro_{c}"].text() if f"macro_{c}" in ivs else "-" for c in columns)
+            lines.append("95% CI".ljust(8) + "".join(cell.rjust(width) for cell in row))
     for key, value in metrics.items():
         if not key.startswith(("micro_", "macro_")):
-            lines.append(f"{key}: {_fmt(value)}")
+            lines.append(f"{key}: {_fmt(value)}" + (f"  95% CI {ivs[key].text()}" if key in ivs else ""))
     if agg.usage:
         lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in agg.usage.items()))
     return lines
 
 
 def trial_lines(stats: TrialStats) -> list[str]:
-    """Intervals, pass@k/pass^k (K > 1) and the case verdicts (K > 1 or a min pass rate), as text lines."""
+    """Pass and answer rate intervals, pass@k/pass^k (K > 1) and the case verdicts (K > 1 or a min pass rate)."""
     lines = []
-    if stats.intervals:
-        shown = "  ".join(f"{k} {iv.text()}" for k, iv in stats.intervals.items())
-        cases = max(iv.cases for iv in stats.intervals.values())
+    rates = {k: iv for k, iv in stats.intervals.items() if k in ("pass_rate", "answer_rate")}
+    if rates:
+        shown = "  ".join(f"{k} {iv.text()}" for k, iv in rates.items())
+        cases = max(iv.cases for iv in rates.values())
         lines.append(f"95% intervals (cluster bootstrap over {cases} cases, trials pooled): {shown}")
     head = stats.headline
     if stats.k > 1 and head is not None:

@@ -88,13 +88,14 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
     agg = record.aggregate
     stats = record_trial_stats(record)
     ivs = stats.intervals
+    unit = "trials" if stats.k > 1 else "cases"
     title = f"### groundeval {md_escape(record.task)}: {md_escape(record.agent)}"
     lines = [title, "", f"run `{record.run_id}`, model `{md_escape(record.model or '-')}`"
              + ("" if record.complete else f" — **INCOMPLETE**: {md_escape(record.stop_reason or '')}"), ""]
     passed = agg.counts.get("passed", 0)
     lines.append(
         f"**pass rate {fmt(agg.pass_rate)}** ({passed}/{agg.counted}) 95% interval {_iv(ivs.get('pass_rate'))}"
-        f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} cases"
+        f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
         f" ({agg.excluded} excluded, {agg.not_run} not run)"
     )
     lines += ["", "| figure | value | 95% interval |", "| --- | ---: | --- |"]
@@ -116,7 +117,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
             lines.append(f"| {md_escape(key)} | {shown} |")
     bad = [c for c in record.cases if c.outcome != "passed"]
     if bad:
-        lines += ["", f"<details><summary>{len(bad)} case(s) not passed</summary>", "",
+        lines += ["", f"<details><summary>{len(bad)} {unit[:-1]}(s) not passed</summary>", "",
                   "| case | outcome | why |", "| --- | --- | --- |"]
         for c in bad[:MAX_LISTED]:
             why = (c.message or (c.error.message if c.error else "")).splitlines()[:1]
