@@ -43,7 +43,8 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
 
     Metrics named ``micro_<m>``/``macro_<m>`` become a table with one column per ``<m>`` (plus a
     ``95% CI`` row of the macro means' intervals); other metrics are listed as ``name: value``,
-    followed by their interval when they have one. With repeated trials the counts are of trials.
+    then one ``95% CI:`` line of those that have an interval. With repeated trials the counts are
+    of trials.
     """
     lines = [header]
     ran = agg.cases - agg.not_run
@@ -79,9 +80,10 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
         if with_ci:
             row = (ivs[f"macro_{c}"].text() if f"macro_{c}" in ivs else "-" for c in columns)
             lines.append("95% CI".ljust(8) + "".join(cell.rjust(width) for cell in row))
-    for key, value in metrics.items():
-        if not key.startswith(("micro_", "macro_")):
-            lines.append(f"{key}: {_fmt(value)}" + (f"  95% CI {ivs[key].text()}" if key in ivs else ""))
+    others = [k for k in metrics if not k.startswith(("micro_", "macro_"))]
+    lines += [f"{key}: {_fmt(metrics[key])}" for key in others]
+    if any(k in ivs for k in others):
+        lines.append("95% CI: " + "  ".join(f"{k} {ivs[k].text()}" for k in others if k in ivs))
     if agg.usage:
         lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in agg.usage.items()))
     return lines
