@@ -193,3 +193,21 @@ def test_is_rate_limit_reads_the_status_code() -> None:
 
     assert throttle.is_rate_limit(Status(429)) and throttle.is_rate_limit(Status(529))
     assert not throttle.is_rate_limit(Status(500)) and not throttle.is_rate_limit(ValueError())
+
+
+def test_under_xdist_each_worker_calls_ahead_and_the_record_matches_a_serial_run(
+    pytester: pytest.Pytester, random_agent: Path
+) -> None:
+    pytester.runpytest(*eval_args("--groundeval-agent=random_agent:agent", "--groundeval-concurrency=1",
+                                  "--junitxml=one.xml", "--groundeval-trials=3"))
+    serial = _record(pytester.path)
+    result = pytester.runpytest_subprocess(*eval_args(
+        "--groundeval-agent=random_agent:agent", "--groundeval-concurrency=8", "--junitxml=xdist.xml",
+        "--groundeval-trials=3", "-n", "2",
+    ))
+    spread = _record(pytester.path)
+    assert spread["run_id"] != serial["run_id"]
+    assert _stable_cases(spread) == _stable_cases(serial) and spread["aggregate"] == serial["aggregate"]
+    assert _stable_junit(pytester.path / "xdist.xml") == _stable_junit(pytester.path / "one.xml")
+    assert {c["worker"] for c in spread["cases"]} == {"gw0", "gw1"}
+    result.stdout.fnmatch_lines(["concurrency: 8 agent calls in flight at most per worker x 2 workers = 16"])

@@ -378,7 +378,7 @@ class GroundevalSession:
         missing = [n for n in self.selected if n not in self.records]
         cases = sorted(
             [*self.records.values(), *(not_run_record(self.info, n, reason) for n in missing)],
-            key=lambda r: r.case_id,
+            key=lambda r: (r.case_id, r.trial),
         )
         complete = not missing and bool(self.selected or not self.collection_errors)
         model = self.info.model or next((c.model for c in cases if c.model), None)
