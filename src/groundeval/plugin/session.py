@@ -28,7 +28,7 @@ from groundeval.errors import ConfigError, InfraError, RunStopError
 from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
-from groundeval.plugin.xdist_hooks import RUN_ID_KEY
+from groundeval.plugin.worker_keys import RUN_ID_KEY
 from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
 from groundeval.runner import CaseRun, RunInfo, attempt, not_run_record, run_case, setup_failed, summarize
@@ -420,7 +420,7 @@ class GroundevalSession:
         self._cancel_ahead()
         throttle.configure(None)
         if self.is_worker:
-            from groundeval.plugin.xdist_hooks import DROPPED_KEY
+            from groundeval.plugin.worker_keys import DROPPED_KEY
 
             self.config.workeroutput[DROPPED_KEY] = self.discarded_calls  # type: ignore[attr-defined]
         if self.stream is not None:
