@@ -271,8 +271,9 @@ def _check_entry(entry: Any) -> None:
 class CachingAgent:
     """Wraps an agent: answers from the cache when it can, else calls the agent and stores its answer.
 
-    Has the wrapped agent's ``name``, ``model``, ``requires`` and ``tasks``, and delegates
-    ``warmup()``, so tasks, scorers and the runner see the same agent.
+    Has the wrapped agent's ``name``, ``model``, ``requires``, ``tasks`` and ``max_concurrency``,
+    and delegates ``warmup()``, so tasks, scorers and the runner see the same agent. Thread-safe
+    (``--groundeval-concurrency`` calls it from several threads).
 
     Args:
         agent: The agent to wrap.
@@ -298,7 +299,7 @@ class CachingAgent:
         self.task_facts = dict(task_facts or {})
         self.name: str = agent.name
         self.model: str | None = getattr(agent, "model", None)
-        for attr in ("requires", "tasks"):
+        for attr in ("requires", "tasks", "max_concurrency"):
             if getattr(agent, attr, None) is not None:
                 setattr(self, attr, getattr(agent, attr))
 
