@@ -37,9 +37,13 @@ def test_second_run_with_the_cache_makes_no_model_call(pytester: pytest.Pytester
     junit = junit_cases(counting_dir / "b.xml")
     assert {name: props["cached"] for name, props in junit.items()} == {
         k: "true" if v else "false" for k, v in cached.items()}
+    # another trial is another sample: trial 0 comes from the cache, trial 1 calls the agent
+    pytester.runpytest(*args("--groundeval-cache=cache", "--groundeval-trials=2"))
+    trials = sorted(c.split()[1] for c in calls(counting_dir)[7:])
+    assert trials == ["0"] + ["1"] * 6  # Stephen's infra error again on trial 0, every case on trial 1
     # another temperature is another request: every case calls the agent again
     pytester.runpytest(*args("--groundeval-cache=cache", "--groundeval-temperature=0.5"))
-    assert len(calls(counting_dir)) == 7 + 6
+    assert len(calls(counting_dir)) == 14 + 6
 
 
 def test_two_workers_share_one_cache_and_a_parallel_run_replays(pytester: pytest.Pytester, counting_dir: Path) -> None:
