@@ -252,6 +252,9 @@ class TrialStats(BaseModel):
 class Aggregate(BaseModel):
     """Run-level figures, computed once from the case records.
 
+    With ``--groundeval-trials`` every case record is one trial, so ``cases``, ``counts``,
+    ``counted``, ``excluded`` and the rates count trials; ``trials`` holds the per-case view.
+
     Attributes:
         selected: Cases selected for the run (after ``-k``/``--groundeval-limit``).
         cases: Case records (not-run cases included).

@@ -110,3 +110,15 @@ def test_trials_and_min_pass_rate_decide_the_exit_status(
     liz = next(c for c in stats["per_case"] if c["case_id"].startswith("Liz_Conn"))
     assert (liz["passes"], liz["counted"]) == (3 - failed, 3)
     assert json.dumps(stats["intervals"]["pass_rate"]["value"]) == json.dumps(record["aggregate"]["pass_rate"])
+
+
+def test_under_xdist_the_controller_applies_the_min_pass_rate(
+    pytester: pytest.Pytester, trials_dir: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FAIL_TRIALS", "Liz_Conn=0")
+    result = pytester.runpytest_subprocess(*_args("--groundeval-trials=3", "--groundeval-min-pass-rate=0.6", "-n", "2"))
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    assert result.parseoutcomes() == {"passed": 5, "failed": 1}
+    result.stdout.fnmatch_lines(["cases passing (at least 0.6 of their counted trials): 2/2"])
+    record = run_records(pytester.path)[0]
+    assert record["exit_status"] == 0 and {c["worker"] for c in record["cases"]} == {"gw0", "gw1"}

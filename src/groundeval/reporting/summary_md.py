@@ -64,6 +64,8 @@ def _trials_md(stats: TrialStats) -> list[str]:
                   "| case | passes | trials | outcomes |", "| --- | ---: | ---: | --- |"]
         lines += [f"| `{md_escape(c.case_id)}` | {c.passes}/{c.counted} | {c.trials} | {', '.join(c.outcomes)} |"
                   for c in stats.per_case[:MAX_LISTED]]
+        if len(stats.per_case) > MAX_LISTED:
+            lines += ["", f"and {len(stats.per_case) - MAX_LISTED} more cases (all of them in the run record)"]
         lines += ["", "</details>"]
     return lines
 
