@@ -27,6 +27,7 @@ from groundeval.trial_stats import (
     pass_hat_k,
     trial_stats,
     verdict_exit_status,
+    warm_up,
 )
 
 from ._records import case, run
@@ -229,3 +230,10 @@ def test_old_records_without_trials_get_intervals_from_their_cases() -> None:
     assert rec.aggregate.trials is None
     assert "**pass rate 0.667** (2/3) 95% interval [" in summary_markdown(rec)
     assert math.isclose(RunRecord.model_validate_json(rec.model_dump_json()).aggregate.pass_rate or 0, 2 / 3)
+
+
+def test_warm_up_is_one_thread_and_summarize_waits_for_it() -> None:
+    thread = warm_up()
+    assert warm_up() is thread and thread.daemon and thread.name == "groundeval-warm-up-scipy"
+    summarize(make_task("extraction"), [case("c1"), case("c2", "failed")])
+    assert not thread.is_alive()  # never left importing when the process exits

@@ -34,7 +34,7 @@ from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
 from groundeval.runner import CaseRun, RunInfo, attempt, not_run_record, run_case, setup_failed, summarize
 from groundeval.tasks import make_task
-from groundeval.trial_stats import verdict_exit_status
+from groundeval.trial_stats import verdict_exit_status, warm_up
 
 if TYPE_CHECKING:
     from groundeval.datasets import Case
@@ -353,6 +353,8 @@ class GroundevalSession:
 
         if not self.is_worker:
             self.selected = [item.nodeid for item in session.items if isinstance(item, EvalItem)]
+            if not self.config.getoption("collectonly", default=False):
+                warm_up()  # scipy for the run's intervals, imported while the cases run
         if self.runs_cases:
             self._order = [item for item in session.items if isinstance(item, EvalItem)]
             self._position = {item.nodeid: i for i, item in enumerate(self._order)}
