@@ -95,7 +95,8 @@ AGENTS: dict[str, str] = {
     "openai-compatible": "groundeval.agents.openai_compat:OpenAICompatibleAgent",
     "baseline": "groundeval.agents.baseline:BaselineExtractionAgent",
     "naive": "groundeval.agents.baseline:NaiveExtractionAgent",
-    "langgraph": "groundeval.agents.langgraph_agent:LangGraphWriteAgent",
+    "langgraph": "groundeval.agents.langgraph_agent:LangGraphAgent",
+    "langgraph-fhir": "groundeval.agents.langgraph_agent:LangGraphFHIRAgent",
     "baseline-write": "groundeval.agents.baseline_write:BaselineWriteAgent",
 }
 """Built-in agent name -> ``module:class``."""

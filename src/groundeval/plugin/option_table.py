@@ -62,9 +62,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "agent", _text, None,
-        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph, baseline-write "
-        "(write), or package.module:attribute. Default: the task's own (claude for extraction, "
-        "langgraph for write).", "NAME",
+        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph (tool-using: write, "
+        "extraction), langgraph-fhir (the read tools only), baseline-write (write), or "
+        "package.module:attribute. Default: the task's own (claude for extraction, langgraph for write).", "NAME",
     ),
     Option("model", _text, None, "Model id for model-backed agents.", "ID", "agent"),
     Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
