@@ -10,6 +10,7 @@ import pytest
 from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import AgentConfig, check_task, make_agent, preflight_agent
 from groundeval.agents.langgraph_agent import LangGraphAgent, LangGraphFHIRAgent
+from groundeval.datasets import Case
 from groundeval.errors import AgentError, ConfigError
 from groundeval.fhir_read_tools import READ_TOOLS
 from groundeval.tasks import make_task
@@ -26,7 +27,7 @@ VARIANTS = {v["transformation"]: v["fixture"]
 TOOL_TASK = ExtractionTask(bundle_in_prompt=False)
 
 
-def request_for(task: ExtractionTask, fixture: str) -> tuple[AgentRequest, object]:
+def request_for(task: ExtractionTask, fixture: str) -> tuple[AgentRequest, Case]:
     case = task.load_case(FIXTURES / fixture)
     request = AgentRequest(case_id=case.case_id, task=task.name, prompt=task.prompt(case), context=task.context(case))
     return request, case
@@ -46,7 +47,7 @@ def test_the_scripted_reader_scores_perfectly_through_the_tools_alone(transforma
     agent = LangGraphFHIRAgent(chat_model=model_for)
     request, case = request_for(TOOL_TASK, VARIANTS[transformation])
     result = agent.run(request)
-    score = TOOL_TASK.score(case, TOOL_TASK.truth(case), TOOL_TASK.parse(case, result.text))  # type: ignore[arg-type]
+    score = TOOL_TASK.score(case, TOOL_TASK.truth(case), TOOL_TASK.parse(case, result.text))
     assert score.outcome == "passed", score.message
     assert models[0].bound_tools == list(READ_TOOLS)
     assert [t["tool"] for t in result.trace][:2] == ["get_resources", "get_resources"]
@@ -61,9 +62,9 @@ def test_without_the_tools_the_extraction_prompt_is_unchanged() -> None:
     user = request.prompt.user
     assert user.startswith("Bundle:\n") and TOOLS_NOTE not in user
     body = user.removeprefix("Bundle:\n").split("\n\nAnswer format: ")[0]
-    assert json.loads(body) == case.data  # type: ignore[attr-defined]
-    assert request.prompt.system == TOOL_TASK.prompt(case).system  # type: ignore[arg-type]
-    assert request.context == {"bundle": case.data}  # type: ignore[attr-defined]
+    assert json.loads(body) == case.data
+    assert request.prompt.system == TOOL_TASK.prompt(case).system
+    assert request.context == {"bundle": case.data}
 
 
 def test_langgraph_picks_the_read_tools_for_a_bundle_and_the_write_tools_for_a_note() -> None:
@@ -83,7 +84,7 @@ def test_langgraph_picks_the_read_tools_for_a_bundle_and_the_write_tools_for_a_n
 
 def test_a_bundle_the_tools_cannot_load_is_an_agent_error_naming_the_field() -> None:
     request, case = request_for(ExtractionTask(), VARIANTS["medref-urn-uuid"])
-    broken = json.loads(json.dumps(case.data))  # type: ignore[attr-defined]
+    broken = json.loads(json.dumps(case.data))
     del broken["entry"][0]["resource"]["resourceType"]
     agent = LangGraphFHIRAgent(chat_model=ScriptedChatModel(steps=["[]"]))
     with pytest.raises(AgentError, match="the read tools cannot serve this case: the Bundle is not valid FHIR R4B"):
@@ -100,7 +101,7 @@ def test_a_tool_loop_on_extraction_stops_as_agent_loop_with_its_trace() -> None:
     request, _ = request_for(TOOL_TASK, VARIANTS["medref-urn-uuid"])
     with pytest.raises(AgentLoopError) as info:
         agent.run(request)
-    assert info.value.details["last_tool"] == "get_resources" and info.value.details["tool_calls"] >= 2
+    assert info.value.details["last_tool"] == "get_resources" and info.value.details["tool_calls"] in range(2, 7)
 
 
 # -- capabilities ---------------------------------------------------------------------------
@@ -128,7 +129,7 @@ def test_langgraph_fhir_is_refused_on_a_task_without_a_bundle(monkeypatch: pytes
     with pytest.raises(ConfigError, match=message):
         preflight_agent("langgraph-fhir", AgentConfig(), WriteTask())  # the xdist controller's check
     with pytest.raises(ConfigError, match=message):
-        check_task(LangGraphFHIRAgent, "langgraph-fhir", "write")  # a class and a task spec string
+        check_task(LangGraphFHIRAgent, "langgraph-fhir", "write")  # type: ignore[arg-type]  # a class, a spec string
     assert preflight_agent("langgraph-fhir", AgentConfig(), ExtractionTask()) == "langgraph-fhir"
     assert preflight_agent("langgraph", AgentConfig(), WriteTask()) == "langgraph"
     assert make_agent("langgraph-fhir").name == "langgraph-fhir"
