@@ -95,6 +95,8 @@ AGENTS: dict[str, str] = {
     "naive": "groundeval.agents.baseline:NaiveExtractionAgent",
     "langgraph": "groundeval.agents.langgraph_agent:LangGraphWriteAgent",
     "baseline-write": "groundeval.agents.baseline_write:BaselineWriteAgent",
+    "baseline-reconcile": "groundeval.agents.baseline_reconcile:BaselineReconcileAgent",
+    "naive-reconcile": "groundeval.agents.baseline_reconcile:NaiveReconcileAgent",
 }
 """Built-in agent name -> ``module:class``."""
 
