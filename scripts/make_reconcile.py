@@ -50,7 +50,7 @@ from typing import Any
 
 from groundeval.tasks.extraction import case_id_from_stem
 from groundeval.tasks.medlist import medication_truth
-from groundeval.tasks.reconcile_truth import record_dosage, reconcile_truth, request_displays
+from groundeval.tasks.reconcile_truth import reconcile_truth, record_dosage, request_displays
 from groundeval.terminology import Catalog, format_strength, parse_display
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,8 @@ _FORM_WORDS = (("spray", "spray"), ("transdermal", "patch"), ("inhalation", "neb
                ("gel", "gel"), ("pack", "pill"), ("solution", "liquid"), ("vaginal", "ring"))
 OPENINGS = (("I take", "I'm also still taking", "I also take"), ("I'm on", "I'm also still taking", "I also take"),
             ("My medicines are", "I'm also still taking", "I also take"),
-            ("She takes", "She's also still taking", "She also takes"), ("He takes", "He's also still taking", "He also takes"))
+            ("She takes", "She's also still taking", "She also takes"),
+            ("He takes", "He's also still taking", "He also takes"))
 """(opening, lead of a still-taken drug, lead of an added drug): patient or carer voice, by case index."""
 PRN = ("when needed", "as needed")
 
@@ -118,7 +119,8 @@ CASES: tuple[Spec, ...] = (
     Spec("no-active-stopped", "Johnie961_", (_t("stopped_reported", "1535362"),),
          "No active medication; a completed fluoride gel reported as still used."),
     Spec("omission-high-alert", "Max_Kris_", (_t("omission", "855332"),), "Warfarin (high-alert) left out."),
-    Spec("dose-high-alert", "Trey_Berge_", (_t("dose_change", "855332", 1.5),), "Warfarin 7.5 mg reported, 5 mg recorded."),
+    Spec("dose-high-alert", "Trey_Berge_", (_t("dose_change", "855332", 1.5),),
+         "Warfarin 7.5 mg reported, 5 mg recorded."),
     Spec("unit-equivalent", "variant-medref-contained--Trey_Berge", (
         _t("unit_equivalent", "197604"), _t("unit_equivalent", "966222")),
         "Digoxin and levothyroxine said in micrograms: no discrepancy."),
@@ -206,7 +208,8 @@ def _freq_text(freq: JSON | None) -> str:
     if period == 1 and unit == "d":
         return f"{times.get(n, f'{n} times')} a day"
     span = {"h": "hours", "d": "days", "wk": "weeks"}.get(unit, unit)
-    return f"every {format_strength(period)} {span}" if n == 1 else f"{times.get(n, f'{n} times')} every {format_strength(period)} {span}"
+    every = f"every {format_strength(period)} {span}"
+    return every if n == 1 else f"{times.get(n, f'{n} times')} {every}"
 
 
 def _phrase(item: JSON, index: int) -> str:

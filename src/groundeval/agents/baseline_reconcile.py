@@ -128,8 +128,9 @@ def _record(bundle: Mapping[str, Any]) -> tuple[list[_Drug], list[_Drug]]:
         if not coding or not coding.get("code"):
             continue
         code, display = str(coding["code"]), coding.get("display") or concept.get("text") or ""
+        subject = (req.get("subject") or {}).get("reference")
         is_active = (req.get("status") == "active" and req.get("intent") in _ORDERS
-                     and req.get("doNotPerform") is not True and (req.get("subject") or {}).get("reference") in patients)
+                     and req.get("doNotPerform") is not True and subject in patients)
         if is_active:
             drug = active.setdefault(code, _Drug(code, display, _ingredient_words(display)))
             _dosage(drug, req)
@@ -192,7 +193,8 @@ def reconcile_answer(request: AgentRequest, *, naive: bool = False) -> list[dict
                    or (per_day and drug.per_day and abs(per_day - drug.per_day) > 1e-9)
                    or (as_needed is not None and drug.as_needed is not None and as_needed != drug.as_needed))
         if differs:
-            answer.append({**item, "status": "dose_mismatch", "record_dose": _fmt(drug.dose, drug.per_day, drug.as_needed),
+            answer.append({**item, "status": "dose_mismatch",
+                           "record_dose": _fmt(drug.dose, drug.per_day, drug.as_needed),
                            "reported_dose": _fmt(dose, per_day, as_needed)})
         else:
             answer.append({**item, "status": "matched"})

@@ -179,10 +179,12 @@ def _message(metrics: Mapping[str, Metric], details: Mapping[str, list[dict[str,
                   for e in details["missing"]]
     if details["misclassified"]:
         lines.append("wrong status (expected | got):")
-        lines += [f"  - {e['rxnorm_code']}  {e['display']}: {e['expected']} | {e['got']}" for e in details["misclassified"]]
+        lines += [f"  - {e['rxnorm_code']}  {e['display']}: {e['expected']} | {e['got']}"
+                  for e in details["misclassified"]]
     if details["not_in_case"]:
         lines.append("in the answer, on neither side:")
-        lines += [f"  - {e['rxnorm_code'] or '(null)'}  {e['display']}  [{e['status']}]" for e in details["not_in_case"]]
+        lines += [f"  - {e['rxnorm_code'] or '(null)'}  {e['display']}  [{e['status']}]"
+                  for e in details["not_in_case"]]
     return "\n".join(lines)
 
 

@@ -53,8 +53,8 @@ __all__ = [
     "Dosage",
     "TruthEntry",
     "describe_dosage",
-    "record_dosage",
     "reconcile_truth",
+    "record_dosage",
     "request_displays",
     "same_amount",
 ]
@@ -70,8 +70,13 @@ _MASS_UNITS = frozenset({"MG", "MCG", "G", "MG/HR", "MCG/HR"})
 
 
 class Dosage(TypedDict):
-    """A dosage as compared: ``dose`` ``{"value", "unit"}`` (UCUM), ``frequency`` ``{"frequency",
-    "period", "period_unit"}``, ``as_needed``; each None when unknown."""
+    """A dosage as compared; each key None when unknown.
+
+    Keys:
+        dose: ``{"value", "unit"}`` (UCUM code).
+        frequency: ``{"frequency", "period", "period_unit"}`` (``Timing.repeat``).
+        as_needed: True for as-needed use, False for scheduled.
+    """
 
     dose: dict[str, Any] | None
     frequency: dict[str, Any] | None
@@ -185,7 +190,8 @@ def compare(record: Dosage, reported: Dosage) -> str:
         _per_day(record["frequency"]), _per_day(reported["frequency"]), rel_tol=1e-9
     ):
         problems.append(f"frequency {_timing(record['frequency'])} vs {_timing(reported['frequency'])}")
-    if record["as_needed"] is not None and reported["as_needed"] is not None and record["as_needed"] != reported["as_needed"]:
+    prn, said = record["as_needed"], reported["as_needed"]
+    if prn is not None and said is not None and prn != said:
         problems.append(f"{_prn(record['as_needed'])} vs {_prn(reported['as_needed'])}")
     return "; ".join(problems)
 
