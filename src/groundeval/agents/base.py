@@ -98,6 +98,8 @@ AGENTS: dict[str, str] = {
     "langgraph": "groundeval.agents.langgraph_agent:LangGraphAgent",
     "langgraph-fhir": "groundeval.agents.langgraph_agent:LangGraphFHIRAgent",
     "baseline-write": "groundeval.agents.baseline_write:BaselineWriteAgent",
+    "baseline-reconcile": "groundeval.agents.baseline_reconcile:BaselineReconcileAgent",
+    "naive-reconcile": "groundeval.agents.baseline_reconcile:NaiveReconcileAgent",
 }
 """Built-in agent name -> ``module:class``."""
 
