@@ -12,6 +12,10 @@ extraction prompt's rules, written out as a script (test code, independent of th
 
 The subject is checked by resolving it, not by comparing strings, so the answer is only right
 when ``resolve_reference`` follows FHIR's rule for absolute references.
+
+``reconcile_agent`` plays a naive reconciler with the same reads plus one ``lookup_code`` on the
+report's first word: it calls every record medication ``matched``, so it passes the cases whose
+report matches the record and fails the others (an honest scripted answer, not a good one).
 """
 
 from __future__ import annotations
@@ -102,3 +106,24 @@ def reader_model() -> ScriptedChatModel:
 
 agent = LangGraphFHIRAgent(chat_model=lambda request: reader_model())
 """The agent spec ``reader_agent:agent``: ``langgraph-fhir`` over a fresh scripted model per case."""
+
+
+def all_matched_step(messages: list[BaseMessage]) -> str:
+    """Reconcile answer: every record medication the extraction reading finds, as ``matched``."""
+    return json.dumps([{**item, "status": "matched"} for item in json.loads(answer_step(messages))])
+
+
+def reconcile_model(report: str) -> ScriptedChatModel:
+    """A fresh scripted reconciler for one case (5 turns: list, list, resolve, look up, answer)."""
+    words = [w.strip(".,") for w in report.split() if len(w.strip(".,")) > 4]
+    return ScriptedChatModel(steps=[
+        call("get_resources", resource_type="Patient"),
+        call("get_resources", resource_type="MedicationRequest"),
+        resolve_step,
+        call("lookup_code", query=words[0] if words else "tablet", limit=3),
+        all_matched_step,
+    ])
+
+
+reconcile_agent = LangGraphFHIRAgent(chat_model=lambda request: reconcile_model(str(request.context["report"])))
+"""The agent spec ``reader_agent:reconcile_agent``: ``langgraph-fhir`` reconciling naively."""

@@ -107,3 +107,36 @@ def test_langgraph_fhir_on_the_write_task_stops_before_any_case(
     result = pytester.runpytest("--groundeval-task=write", "--groundeval-agent=langgraph-fhir", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*agent 'langgraph-fhir' requires fhir_bundle, which the write task does not provide*"])
+
+
+RECONCILE = Path(__file__).resolve().parents[2] / "fixtures" / "reconcile"
+RECONCILE_PICK = ("exact--Liz_Conn_27c911c6", "exact--variant-medref-urn-uuid--Max_Kris_f9120576",
+                  "unit-equivalent--variant-medref-contained--Trey_Berge_99153850", "omission-high-alert--Max_Kris_f9120576")
+
+
+def test_the_langgraph_agent_reconciles_through_the_read_tools(pytester: pytest.Pytester) -> None:
+    data = pytester.path / "data"
+    data.mkdir()
+    for name in RECONCILE_PICK:
+        shutil.copy(RECONCILE / f"{name}.json", data / f"{name}.json")
+    shutil.copy(HERE / "reader_agent.py", pytester.path / "reader_agent.py")
+    result = pytester.runpytest(
+        "--groundeval-task=reconcile", "--groundeval-agent=reader_agent:reconcile_agent", "--groundeval-data-dir=data",
+        "-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml=out.xml",
+    )
+    # the scripted reconciler calls everything "matched": right on the exact and unit-equivalent
+    # reports, and the missed omission of a high-alert drug fails that case
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 3 and outcomes.get("passed", 0) + outcomes.get("failed", 0) == 4, outcomes
+    result.stdout.fnmatch_lines(["agent: langgraph-fhir  model: scripted  run: *"])
+    cases = junit(pytester.path / "out.xml")
+    missed = cases["omission-high-alert--Max_Kris_f9120576"]
+    assert missed["_result"] == "failure" and missed["high_alert_missed"] == "true"
+    assert all(cases[name]["_result"] == "passed" for name in RECONCILE_PICK[:3])
+    assert all(int(p["tool_calls"]) >= 4 for p in cases.values())  # list, list, resolve..., look up
+    (path,) = (pytester.path / "runs").glob("*.json")
+    contained = next(c for c in json.loads(path.read_text())["cases"] if c["case_id"].startswith("unit-equivalent"))
+    tools_used = [t["tool"] for t in contained["trace"]]
+    assert tools_used[:2] == ["get_resources", "get_resources"] and "lookup_code" in tools_used
+    assert any(t["tool"] == "resolve_reference" and t["args"].get("reference", "").startswith("#") and t["ok"]
+               for t in contained["trace"])  # the contained Medication, resolved with its parent's id
