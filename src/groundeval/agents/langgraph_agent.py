@@ -120,7 +120,7 @@ class LangGraphAgent:
             ConfigError: The ``write`` extra is missing, ``ANTHROPIC_API_KEY`` is not set, or an
                 option is out of range.
         """
-        require_extra("write", "langchain", "the agent 'langgraph'")
+        require_extra("write", "langchain", f"the agent {cls.name!r}")
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         check_temperature(CallSettings.from_config(config, None).temperature, ClaudeAgent.temperature_range, cls.name)
@@ -135,7 +135,7 @@ class LangGraphAgent:
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         config = config or AgentConfig()
-        require_extra("write", "langchain", "the agent 'langgraph'")
+        require_extra("write", "langchain", f"the agent {self.name!r}")
         if chat_model is None and not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.settings = CallSettings.from_config(config, sleep)
