@@ -249,14 +249,16 @@ class LangGraphAgent:
         """Run the agent graph on one case.
 
         Returns:
-            ``text``: the final reply's text (the MedicationStatement JSON); ``trace``: every tool
+            ``text``: the final reply's text (the task's answer: a medication list, a
+            MedicationStatement); ``trace``: every tool
             call; ``attempts``: model calls, retries included; ``usage``: tokens summed over the
             replies and ``cost_usd``; ``meta``: ``stop_reason``, ``recursion_limit``,
             ``tool_calls``, ``model_turns``.
 
         Raises:
             AgentError: The request context has neither a ``bundle`` nor a ``patient_reference``
-                (see ``_tools_for``), or the API refused the request.
+                (see ``_tools_for``), the Bundle is not valid FHIR R4B, or the API refused the
+                request.
             AgentLoopError: The recursion limit was reached. Like every error raised here, its
                 ``details`` hold ``trace``, ``tool_calls`` and ``usage`` (tokens already paid).
             TruncatedError: A reply stopped at ``max_tokens``.
