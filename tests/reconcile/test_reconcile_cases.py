@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import sys
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -47,7 +47,7 @@ def loaded() -> list[tuple[Case, dict[str, Any], dict[str, Any]]]:
 
 
 def _status(truth: dict[str, Any], code: str) -> str:
-    return next(e["status"] for e in truth["entries"] if code in e["codes"])
+    return str(next(e["status"] for e in truth["entries"] if code in e["codes"]))
 
 
 def test_check_mode_passes_on_the_committed_cases_and_says_what_it_checked(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,7 +68,7 @@ def test_check_mode_fails_on_an_edited_case_and_a_stray_file(tmp_path: Path, cap
 
 
 def test_a_missing_source_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match="--source .*nowhere: the directory does not exist"):
+    with pytest.raises(SystemExit, match=r"--source .*nowhere: the directory does not exist"):
         _script().main(["--check", "--source", str(tmp_path / "nowhere")])
 
 
@@ -103,19 +103,19 @@ def test_each_transformation_gets_its_status_from_the_truth_code(loaded: list[An
     assert checked >= 45
 
 
-def _case(loaded: list[Any], prefix: str) -> tuple[Case, dict[str, Any], dict[str, Any]]:
+def _case(loaded: list[Any], prefix: str) -> Any:
     return next(item for item in loaded if item[0].case_id.startswith(prefix))
 
 
 def test_the_unit_rule_on_packaged_cases(loaded: list[Any]) -> None:
-    case, data, truth = _case(loaded, "unit-equivalent--")
+    _, data, truth = _case(loaded, "unit-equivalent--")
     assert "digoxin 125 micrograms" in data["report"]["text"] and "levothyroxine 75 micrograms" in data["report"]["text"]
     digoxin = next(e for e in truth["entries"] if e["rxnorm_code"] == "197604")
     assert digoxin["status"] == "matched" and digoxin["record"]["dose"] == {"value": 0.125, "unit": "mg"}
-    case, data, truth = _case(loaded, "mixed-high-alert--Maximina")
+    _, data, truth = _case(loaded, "mixed-high-alert--Maximina")
     assert "fentanyl ER patch 25 micrograms an hour every 3 days" in data["report"]["text"]
     assert _status(truth, "245134") == "matched"  # 0.025 mg/h, every 72 h, in the record
-    case, data, truth = _case(loaded, "dose-high-alert--")
+    _, data, truth = _case(loaded, "dose-high-alert--")
     warfarin = next(e for e in truth["entries"] if e["rxnorm_code"] == "855332")
     assert warfarin["status"] == "dose_mismatch" and warfarin["why"] == "dose 5 mg vs 7.5 mg" and warfarin["high_alert"]
 
@@ -161,7 +161,7 @@ def test_the_task_is_built_in_and_refuses_a_changed_fixture(tmp_path: Path) -> N
     data = json.loads(source.read_text())
     data["fixture"]["sha256"] = "0" * 64
     (tmp_path / source.name).write_text(json.dumps(data))
-    with pytest.raises(DatasetError, match="regenerate with scripts/make_reconcile.py"):
+    with pytest.raises(DatasetError, match=r"regenerate with scripts/make_reconcile\.py"):
         TASK.load_case(tmp_path / source.name)
 
 

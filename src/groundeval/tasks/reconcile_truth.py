@@ -192,7 +192,7 @@ def compare(record: Dosage, reported: Dosage) -> str:
         problems.append(f"frequency {_timing(record['frequency'])} vs {_timing(reported['frequency'])}")
     prn, said = record["as_needed"], reported["as_needed"]
     if prn is not None and said is not None and prn != said:
-        problems.append(f"{_prn(record['as_needed'])} vs {_prn(reported['as_needed'])}")
+        problems.append(f"{_prn(prn)} vs {_prn(said)}")
     return "; ".join(problems)
 
 
