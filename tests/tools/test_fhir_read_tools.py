@@ -201,4 +201,5 @@ def test_no_tool_reads_a_file_or_the_network() -> None:
         assert all(isinstance(r, dict) for r in results)
         assert not any("PermissionError" in json.dumps(r) for r in results)
         assert results[2]["ok"] is (transformation != "subject-other-server")
+        assert bundle == bundle_of(transformation)  # the context's Bundle, which the truth reads, is untouched
     assert "load_bundle" not in {t.name for t in make_read_tools(bundle_of("medref-urn-uuid"), catalog())}
