@@ -16,6 +16,7 @@ This task is built in but uses only what an outside task could: ``BaseTask``, a 
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from collections.abc import Mapping
@@ -150,8 +151,12 @@ class ReconcileTask(BaseTask):
                       user=user_prompt(bundle, case.data["report"]))
 
     def context(self, case: Case) -> dict[str, Any]:
-        """``{"bundle": <the Bundle dict>, "report": <the report text>}`` for tool-using agents."""
-        return {"bundle": case.data["bundle"], "report": case.data["report"]}
+        """``{"bundle": <the Bundle dict>, "report": <the report text>}`` for tool-using agents.
+
+        The Bundle is a deep copy: cases of one patient share the loaded Bundle, and an agent that
+        changed its copy must not change another case's truth.
+        """
+        return {"bundle": copy.deepcopy(case.data["bundle"]), "report": case.data["report"]}
 
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"entries": [TruthEntry...], "not_scored": [...]}`` (``tasks.reconcile_truth``)."""

@@ -44,9 +44,10 @@ as-needed versus regular use differ; give both doses as text;
 or on-hold; use the RxCUI of that request.
 
 Rules:
-1. Compare only what both sides state. A dose the record gives no instruction for is one unit \
-(tablet, capsule, patch) of the product, so its strength is in its RxNorm name ("lisinopril 10 MG \
-Oral Tablet" is 10 mg per dose).
+1. Compare only what both sides state. A doseQuantity without a unit counts units (tablets, \
+capsules, patches) of the product, and a request without a dosageInstruction is one unit per dose, \
+so the dose is that count times the strength in the RxNorm name ("lisinopril 10 MG Oral Tablet" \
+is 10 mg per dose). When a drug has several active requests, the latest authoredOn gives its dosage.
 2. Units are converted before comparing: 0.1 mg is 100 micrograms (mcg, ug); 0.025 mg/h is \
 25 micrograms an hour; every 72 hours is every 3 days. Only a real difference is a dose_mismatch.
 3. A brand name is the same drug as its generic (Toprol XL is metoprolol succinate extended \
