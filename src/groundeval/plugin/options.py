@@ -70,6 +70,11 @@ class Settings:
         agent_options: Options handed to the agent (model settings; never secrets).
         model: Model id, or None for the agent's default.
         task_name: The task's ``name`` (``"extraction"``; for ``module:Class`` specs, the class's).
+        baseline: Run record to compare with (``--groundeval-baseline``), or None.
+        fail_on_regression: Exit non-zero when a case regressed against the baseline.
+        summary_md: Where to write the Markdown summary, or None.
+        trials: Items per case (``--groundeval-trials``).
+        concurrency: Agent calls in flight at once in this process (``--groundeval-concurrency``).
     """
 
     task: str | None
@@ -84,6 +89,8 @@ class Settings:
     baseline: Path | None = None
     fail_on_regression: bool = False
     summary_md: Path | None = None
+    trials: int = 1
+    concurrency: int = 4
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -272,6 +279,8 @@ def read_settings(config: pytest.Config) -> Settings:
         baseline=baseline,
         fail_on_regression=bool(values["fail_on_regression"]),
         summary_md=path("summary_md"),
+        trials=int(values["trials"]),
+        concurrency=int(values["concurrency"]),
     )
 
 
