@@ -174,3 +174,14 @@ def test_an_inline_bundle_case_loads(tmp_path: Path) -> None:
     loaded = TASK.load_case(tmp_path / "inline.json")
     (entry,) = TASK.truth(loaded)["entries"]
     assert entry["status"] == "commission" and entry["display"] == "Ibuprofen 200 MG Oral Tablet"
+
+
+def test_a_malformed_inline_bundle_is_a_load_error_naming_the_field(tmp_path: Path) -> None:
+    bundle = {"resourceType": "Bundle", "type": "collection", "entry": [
+        {"fullUrl": "urn:uuid:p1", "resource": {"resourceType": "Patient", "id": "p1"}},
+        {"resource": {"resourceType": "MedicationRequest", "id": "r1", "status": "active", "intent": "order",
+                      "subject": "Patient/p1", "medicationCodeableConcept": {"text": "x"}}}]}
+    case = {"id": "bad", "bundle": bundle, "report": {"text": "", "items": []}}
+    (tmp_path / "bad.json").write_text(json.dumps(case))
+    with pytest.raises(DatasetError, match="subject"):
+        TASK.load_case(tmp_path / "bad.json")
