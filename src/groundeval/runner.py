@@ -287,6 +287,7 @@ def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted:
         "started_at": attempted.started_at, "attempts": exc.attempts,
         "usage": usage if isinstance(usage, Mapping) else {}, "model": exc.details.get("model") or info.model,
         "error": _error(exc, with_traceback=False), "message": f"{exc.outcome}: {exc}",
+        "cached": getattr(exc, "cached", False) is True,  # a failure replayed from a cache or run record
     }
     partial = exc.details.get("partial_text")
     if isinstance(partial, str):

@@ -121,6 +121,17 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "Write the run's summary as Markdown to PATH (also appended to $GITHUB_STEP_SUMMARY when that is set).",
         "PATH",
     ),
+    Option(
+        "cache", _text, None,
+        "Store each agent result in DIR (SQLite, shared safely by xdist workers and concurrent runs), keyed by "
+        "agent, model, the full request and the trial index; a rerun with the same key makes no model call and "
+        "its case is marked cached=true.", "DIR",
+    ),
+    Option(
+        "replay-allow-changed", _bool, False,
+        "With --groundeval-agent=replay:RUN.json: re-score cases whose case file changed since that run, "
+        "flagged fixture_changed=true, instead of refusing to start.", "BOOL", flag=True,
+    ),
 )
 
 

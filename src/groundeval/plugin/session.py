@@ -26,9 +26,10 @@ from groundeval import throttle
 from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
 from groundeval.errors import ConfigError, InfraError, RunStopError
 from groundeval.outcomes import OUTCOMES
+from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
-from groundeval.plugin.xdist_hooks import RUN_ID_KEY
+from groundeval.plugin.worker_keys import RUN_ID_KEY
 from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
 from groundeval.runner import CaseRun, RunInfo, attempt, not_run_record, run_case, setup_failed, summarize
@@ -69,6 +70,7 @@ class GroundevalSession:
             self.task = make_task(settings.task, settings.task_options)
             if distributed:
                 agent_name = preflight_agent(settings.agent, agent_config, self.task)
+                preflight_replay(settings, self.task)  # a bad replay record: a usage error before workers start
             elif self.runs_cases:
                 try:
                     self._agent = self._build_agent(settings, self.task)
@@ -163,7 +165,7 @@ class GroundevalSession:
         except Exception as exc:
             raise ConfigError(f"agent {settings.agent!r} could not be built: {type(exc).__name__}: {exc}") from exc
         check_task(agent, settings.agent, task)
-        return agent
+        return prepare_agent(agent, settings, task)  # replay checks; the --groundeval-cache wrapper
 
     # -- running a case ----------------------------------------------------------------------
     def run_case(self, case: Case, nodeid: str, session: pytest.Session, trial: int = 0) -> CaseRun:
@@ -420,7 +422,7 @@ class GroundevalSession:
         self._cancel_ahead()
         throttle.configure(None)
         if self.is_worker:
-            from groundeval.plugin.xdist_hooks import DROPPED_KEY
+            from groundeval.plugin.worker_keys import DROPPED_KEY
 
             self.config.workeroutput[DROPPED_KEY] = self.discarded_calls  # type: ignore[attr-defined]
         if self.stream is not None:

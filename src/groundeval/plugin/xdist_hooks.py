@@ -6,15 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from groundeval.plugin.worker_keys import DROPPED_KEY, RUN_ID_KEY
 from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
     from groundeval.plugin.session import GroundevalSession
 
-__all__ = ["DROPPED_KEY", "RUN_ID_KEY", "XdistHooks"]
+__all__ = ["XdistHooks"]
 
-RUN_ID_KEY = "groundeval_run_id"
-DROPPED_KEY = "groundeval_dropped_calls"
 
 
 class XdistHooks:
