@@ -33,6 +33,8 @@ def _script() -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("make_reconcile", module)  # dataclasses look their module up
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))  # as when the script runs: its helper module sits next to it
     spec.loader.exec_module(module)
     return module
 
