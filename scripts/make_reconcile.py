@@ -25,13 +25,14 @@ transformation of the case changes it:
   0.025 mg/h as 25 micrograms an hour): *not* a discrepancy;
 * ``stopped_reported`` (RxCUI of a stopped/completed request): reported as still taken;
 * ``brand_name`` (RxCUI, brand): the patient names the brand (``BRANDS``): *not* a discrepancy;
-* ``as_needed_flip`` (RxCUI): as-needed use said as regular, or regular as "when I need it";
+* ``as_needed_flip`` (RxCUI): as-needed use said as regular, or regular as "when needed";
 * ``exact``: nothing changes.
 
-The text is written from the structured items by fixed templates (a case's index picks the
-opening), so output is deterministic. The expected status of each transformation (``EFFECT``) is
-checked against the truth code, ``tasks.reconcile_truth.reconcile_truth``, and the build stops on
-any disagreement; the case files hold no statuses (the task derives them at truth time).
+The text is written from the structured items by fixed templates (``scripts/reconcile_text.py``;
+a case's index picks the opening), so output is deterministic. The expected status of each
+transformation (``EFFECT``) is checked against the truth code,
+``tasks.reconcile_truth.reconcile_truth``, and the build stops on any disagreement; the case
+files hold no statuses (the task derives them at truth time).
 
 ``--check`` writes nothing: it rebuilds every case and the manifest in memory, compares them byte
 for byte with the committed files, lists stray ``*.json`` files, prints what it checked, and exits 1
@@ -47,6 +48,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from reconcile_text import drug_name, freq_text, report_text
 
 from groundeval.tasks.extraction import case_id_from_stem
 from groundeval.tasks.medlist import medication_truth
@@ -75,16 +78,6 @@ BRANDS: dict[str, str] = {
 """Brand -> the generic ingredient it names (each brand's US FDA label title, Drugs@FDA /
 DailyMed). The brand_name transformation checks that the record drug's ingredient starts with it."""
 
-_SALTS = {"hydrochloride", "hydrocholoride", "bitartrate", "calcium", "maleate", "sodium", "potassium"}
-_FORM_WORDS = (("spray", "spray"), ("transdermal", "patch"), ("inhalation", "nebuliser"), ("cream", "cream"),
-               ("injection", "injection"), ("injectable", "injection"), ("auto-injector", "pen"),
-               ("gel", "gel"), ("pack", "pill"), ("solution", "liquid"), ("vaginal", "ring"))
-OPENINGS = (("I take", "I'm also still taking", "I also take"), ("I'm on", "I'm also still taking", "I also take"),
-            ("My medicines are", "I'm also still taking", "I also take"),
-            ("She takes", "She's also still taking", "She also takes"),
-            ("He takes", "He's also still taking", "He also takes"))
-"""(opening, lead of a still-taken drug, lead of an added drug): patient or carer voice, by case index."""
-PRN = ("when needed", "as needed")
 
 
 @dataclass(frozen=True)
@@ -176,65 +169,6 @@ CASES: tuple[Spec, ...] = (
 )
 
 
-def _name(display: str) -> str:
-    """A patient's name for a drug: ingredient names without salts, 'ER' for extended release."""
-    entry = parse_display(display)
-    if entry.brand and display.split()[0] == entry.brand:
-        return entry.brand  # "Lasix 40mg": the record itself names the brand
-    names = [" ".join(w for w in i.name.split() if w not in _SALTS).strip(" ,") for i in entry.ingredients]
-    name = " and ".join(n for n in names if n) or display
-    if entry.brand == "Humulin":
-        name = "Humulin 70/30 insulin"
-    if entry.release:
-        name += " ER"
-    form = (entry.dose_form or "").lower()
-    word = next((w for key, w in _FORM_WORDS if key in form), None)
-    return f"{name} {word}" if word and word != "pill" else name
-
-
-def _dose_text(dose: JSON | None) -> str:
-    if not dose:
-        return ""
-    value, unit = format_strength(float(dose["value"])), dose["unit"]
-    words = {"mg": "mg", "ug": "micrograms", "g": "g", "mg/h": "mg an hour", "ug/h": "micrograms an hour"}
-    return f"{value} {words.get(unit, unit)}"
-
-
-def _freq_text(freq: JSON | None) -> str:
-    if not freq:
-        return ""
-    n, period, unit = freq["frequency"], float(freq["period"]), freq["period_unit"]
-    times = {1: "once", 2: "twice", 3: "three times", 4: "four times"}
-    if period == 1 and unit == "d":
-        return f"{times.get(n, f'{n} times')} a day"
-    span = {"h": "hours", "d": "days", "wk": "weeks"}.get(unit, unit)
-    every = f"every {format_strength(period)} {span}"
-    return every if n == 1 else f"{times.get(n, f'{n} times')} {every}"
-
-
-def _phrase(item: JSON, index: int) -> str:
-    parts = [item["name"], _dose_text(item["dose"]), _freq_text(item["frequency"])]
-    if item["as_needed"]:
-        parts.append(PRN[index % 2])
-    return " ".join(p for p in parts if p)
-
-
-def _text(items: list[JSON], extra: list[JSON], index: int) -> str:
-    if not items and not extra:
-        return "I don't take any medicines at the moment."
-    opening, still, also = OPENINGS[index % len(OPENINGS)]
-    phrases = [_phrase(i, n) for n, i in enumerate(items)]
-    text = f"{opening} " + (", ".join(phrases[:-1]) + " and " + phrases[-1] if len(phrases) > 1 else "".join(phrases))
-    if not items:
-        text = ""
-    for n, item in enumerate(extra):
-        lead = still if item["_kind"] == "stopped_reported" else also
-        if not items and n == 0:
-            lead = "I'm still taking" if item["_kind"] == "stopped_reported" else "I take"
-        text = (text + ". " if text else "") + f"{lead} {_phrase(item, n)}"
-    return text.strip() + "."
-
-
 def _schedule(kind: str | None) -> tuple[JSON | None, bool | None]:
     return {"prn": (None, True), "daily": (dict(DAILY), False), "tid": (
         {"frequency": 3, "period": 1.0, "period_unit": "d"}, False), None: (None, None)}[kind]
@@ -264,7 +198,7 @@ def _faithful(bundle: JSON) -> list[JSON]:
         dosage = record_dosage(latest, display)
         freq = dosage["frequency"]
         as_needed = True if dosage["as_needed"] else (False if freq else None)
-        items.append({"name": _name(display), "rxnorm_code": code, "dose": dosage["dose"], "frequency": freq,
+        items.append({"name": drug_name(display), "rxnorm_code": code, "dose": dosage["dose"], "frequency": freq,
                       "as_needed": as_needed, "_display": display})
     return items
 
@@ -299,7 +233,7 @@ def _apply(spec: Spec, bundle: JSON, catalog: Catalog) -> tuple[list[JSON], list
         elif kind == "frequency_change":
             if not item["frequency"]:
                 raise SystemExit(f"{spec.name}: frequency_change on {code}, whose record frequency is unknown")
-            note = f"{_freq_text(item['frequency'])} -> {_freq_text(arg)}"
+            note = f"{freq_text(item['frequency'])} -> {freq_text(arg)}"
             item["frequency"] = dict(arg)
         elif kind == "unit_equivalent":
             dose = item["dose"]
@@ -334,7 +268,7 @@ def _apply(spec: Spec, bundle: JSON, catalog: Catalog) -> tuple[list[JSON], list
             else:
                 display = _inactive_display(bundle, code)
             freq, as_needed = _schedule(arg)
-            extra.append({"name": _name(display), "rxnorm_code": code, "dose": _strength_dose(display),
+            extra.append({"name": drug_name(display), "rxnorm_code": code, "dose": _strength_dose(display),
                           "frequency": freq, "as_needed": as_needed, "_kind": kind})
             note = display
         log.append({"kind": kind, **({"rxnorm_code": code} if code else {}), **({"note": note} if note else {})})
@@ -377,7 +311,7 @@ def build(source: Path) -> dict[str, str]:
         raw = path.read_bytes()
         bundle = json.loads(raw)
         items, extra, log = _apply(spec, bundle, catalog)
-        text = _text(items, extra, index)
+        text = report_text(items, extra, index)
         report_items = [{k: v for k, v in i.items() if not k.startswith("_")} for i in items + extra]
         _check_effects(spec, bundle, report_items, catalog)
         case_id = f"{spec.name}--{case_id_from_stem(path.stem)}"

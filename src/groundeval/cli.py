@@ -34,6 +34,7 @@ CLI_DEFAULTS: dict[str, str] = {
     "temperature": "none sent, so the model's own; Claude Opus 4.7 and later reject an explicit one",
     "recursion-limit": "25",
     "base-url": "none; openai-compatible needs one",
+    "cache": "off: every case calls the agent",
 }
 """Shown default of each option whose plugin default is ``None`` (meaning "decided later")."""
 

@@ -86,6 +86,7 @@ class CaseRecord(BaseModel):
         raw_output_chars: Length of the full raw answer, characters.
         raw_output_sha256: Hex SHA-256 of the full raw answer (UTF-8), when it was capped.
         latency_s: Wall time of the agent call, seconds.
+        started_at: When the agent call started, ISO-8601 UTC (None when no call was made).
         attempts: Model calls made, retries included.
         usage: Tokens (``input_tokens``, ...) and ``cost_usd`` (USD, None when unpriced).
         trace: Tool calls in order, each ``{"tool", "args", "result", "ok"}``.
@@ -120,6 +121,7 @@ class CaseRecord(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     message: str = ""
     latency_s: float | None = None
+    started_at: str | None = None
     attempts: int | None = None
     usage: dict[str, Metric] = Field(default_factory=dict)
     trace: list[dict[str, Any]] = Field(default_factory=list)
@@ -165,6 +167,8 @@ class RunRecord(BaseModel):
     """A whole run (``schema_version`` 2).
 
     ``complete`` is true only when every selected case has a record of a case that ran.
+    ``dropped_calls`` counts agent calls made ahead (``--groundeval-concurrency``) whose items
+    never ran because the run stopped: paid for (or in flight), never scored.
     """
 
     schema_version: Literal[2] = 2
@@ -185,6 +189,7 @@ class RunRecord(BaseModel):
     data_dir: str = ""
     fixtures: list[dict[str, str]] = Field(default_factory=list)
     collection_errors: list[dict[str, str]] = Field(default_factory=list)
+    dropped_calls: int = 0
     cases: list[CaseRecord] = Field(default_factory=list)
     aggregate: Aggregate = Field(default_factory=Aggregate)
 

@@ -23,25 +23,28 @@ import time
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from datetime import time as time_
+from datetime import UTC, datetime
 from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, InfraError
+from groundeval.jsonable import jsonable
 from groundeval.outcomes import OUTCOMES
 from groundeval.pricing import total_cost
 from groundeval.redaction import clean
 from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, Aggregate, CaseRecord
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
+from groundeval.trial_ids import split_trial
 
 __all__ = [
+    "Attempt",
     "CaseRun",
     "Execution",
     "RunInfo",
+    "attempt",
     "call_agent",
     "jsonable",
     "not_run_record",
@@ -134,6 +137,42 @@ def call_agent(agent: Agent, request: AgentRequest) -> Execution:
     return Execution(prompt_sha256=prompt_hash(request.prompt), result=out, latency_s=round(latency, 6))
 
 
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One agent call on a request, finished: its ``Execution`` or what it raised.
+
+    Attributes:
+        request: The request the agent got.
+        execution: The answer, or None when the call raised.
+        error: What the agent raised (``AgentError`` or anything else), or None.
+        latency_s: Wall time of the call, seconds.
+        started_at: When the call started, ISO-8601 UTC.
+    """
+
+    request: AgentRequest
+    execution: Execution | None
+    error: BaseException | None
+    latency_s: float
+    started_at: str
+
+
+def attempt(agent: Agent, request: AgentRequest) -> Attempt:
+    """Call the agent once and keep whatever it returned or raised (safe to run in a thread).
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C during the call; everything else is kept in the ``Attempt``.
+    """
+    started_at = datetime.now(UTC).isoformat()
+    start = time.perf_counter()
+    try:
+        execution = call_agent(agent, request)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit included: the agent's own code, never the run's end
+        return Attempt(request, None, exc, round(time.perf_counter() - start, 6), started_at)
+    return Attempt(request, execution, None, execution.latency_s, started_at)
+
+
 def _raw_fields(text: str) -> dict[str, Any]:
     """The raw answer, capped at ``MAX_RAW_OUTPUT_CHARS`` with its full length and hash."""
     fields: dict[str, Any] = {"raw_output": text, "raw_output_chars": len(text)}
@@ -180,7 +219,10 @@ def _result_fields(execution: Execution, info: RunInfo) -> dict[str, Any]:
     }
 
 
-def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, trial: int = 0) -> CaseRun:
+def run_case(
+    task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, trial: int = 0,
+    attempted: Attempt | None = None,
+) -> CaseRun:
     """Run ``agent`` on ``case`` and score the answer; never raises for a case-level problem.
 
     Args:
@@ -190,6 +232,8 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, t
         info: Run-wide facts copied onto the record.
         nodeid: The pytest node id of the case's item.
         trial: 0-based trial index (``--groundeval-trials``); passed on in the request.
+        attempted: The agent call already made for this case (``--groundeval-concurrency``
+            makes it ahead, in a thread); None to build the request and call the agent here.
 
     Returns:
         The ``CaseRun``: its record, and for excluded outcomes the exception to report.
@@ -197,24 +241,28 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, t
     Raises:
         KeyboardInterrupt: Ctrl-C during the case (the run's end writes the record).
     """
-    try:
-        request = request_for(task, case, trial)
-        prompt = request.prompt
-    except Exception as exc:
-        error = {"error": _error(exc, with_traceback=True)}
-        return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
-    start = time.perf_counter()
-    try:
-        execution = call_agent(agent, request)
-    except KeyboardInterrupt:
-        raise
-    except AgentError as exc:
-        return _agent_failed(task, info, case, nodeid, request, exc, time.perf_counter() - start)
-    except BaseException as exc:  # SystemExit included: the agent's own code, never the run's end
-        fields = {"prompt_sha256": prompt_hash(prompt), "latency_s": round(time.perf_counter() - start, 6),
-                  "error": _error(exc, with_traceback=True), "message": f"agent_error: {type(exc).__name__}: {exc}"}
-        return CaseRun(_record(info, case, nodeid, "agent_error", fields, trial=trial), exc)
-    fields = _result_fields(execution, info)
+    if attempted is None:
+        try:
+            request = request_for(task, case, trial)
+        except Exception as exc:
+            error = {"error": _error(exc, with_traceback=True)}
+            return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
+        attempted = attempt(agent, request)
+    request = attempted.request
+    failure = attempted.error
+    if isinstance(failure, AgentError):
+        return _agent_failed(task, info, case, nodeid, attempted, failure)
+    if failure is not None:  # SystemExit included: the agent's own code
+        fields = {
+            "prompt_sha256": prompt_hash(request.prompt), "latency_s": attempted.latency_s,
+            "started_at": attempted.started_at, "error": _error(failure, with_traceback=True),
+            "message": f"agent_error: {type(failure).__name__}: {failure}",
+        }
+        return CaseRun(_record(info, case, nodeid, "agent_error", fields, trial=request.trial), failure)
+    execution = attempted.execution
+    assert execution is not None  # an Attempt holds an execution or an error
+    trial = request.trial
+    fields = {**_result_fields(execution, info), "started_at": attempted.started_at}
     try:
         truth = task.truth(case)
         parsed = task.parse(case, execution.result.text)
@@ -230,15 +278,16 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, t
     return CaseRun(_record(info, case, nodeid, outcome, fields, trial=trial))
 
 
-def _agent_failed(
-    task: Task, info: RunInfo, case: Case, nodeid: str, request: AgentRequest, exc: AgentError, latency: float
-) -> CaseRun:
+def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted: Attempt, exc: AgentError) -> CaseRun:
     """Record an ``AgentError``: agent behaviour is scored as an empty answer; infrastructure is excluded."""
+    request = attempted.request
     usage = exc.details.get("usage")
     fields: dict[str, Any] = {
-        "prompt_sha256": prompt_hash(request.prompt), "latency_s": round(latency, 6), "attempts": exc.attempts,
+        "prompt_sha256": prompt_hash(request.prompt), "latency_s": attempted.latency_s,
+        "started_at": attempted.started_at, "attempts": exc.attempts,
         "usage": usage if isinstance(usage, Mapping) else {}, "model": exc.details.get("model") or info.model,
         "error": _error(exc, with_traceback=False), "message": f"{exc.outcome}: {exc}",
+        "cached": getattr(exc, "cached", False) is True,  # a failure replayed from a cache or run record
     }
     partial = exc.details.get("partial_text")
     if isinstance(partial, str):
@@ -277,38 +326,12 @@ def setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome
 
 def not_run_record(info: RunInfo, nodeid: str, reason: str) -> CaseRecord:
     """The record of a selected case that never ran (the run stopped first)."""
+    case_id, trial = split_trial(nodeid.rpartition("::")[2])
     return CaseRecord(
-        case_id=nodeid.rpartition("::")[2], nodeid=nodeid, run_id=info.run_id, task=info.task, agent=info.agent,
-        model=info.model,
+        case_id=case_id, nodeid=nodeid, run_id=info.run_id, task=info.task, agent=info.agent,
+        model=info.model, trial=trial or 0,
         outcome="not_run", counted=False, message=f"not_run: {reason}",
     )
-
-
-def _primitive(value: object) -> Metric:
-    """Coerce a value to str/int/float/bool/None (execnet and junit safe; pytest-dev/pytest-xdist#552).
-
-    Decimal and numeric scalars become float, dates and datetimes ISO-8601 strings, anything else
-    ``str(value)``.
-    """
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, date | datetime | time_):
-        return value.isoformat()
-    try:
-        return float(value)  # type: ignore[arg-type]  # Decimal and numpy scalars
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def jsonable(value: Any) -> Any:
-    """Return ``value`` with every leaf made JSON- and execnet-safe (see ``_primitive``)."""
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "model_dump"):
-        return jsonable(value.model_dump(mode="json"))
-    return _primitive(value)
 
 
 def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = None) -> Aggregate:

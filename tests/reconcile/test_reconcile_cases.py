@@ -33,6 +33,8 @@ def _script() -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("make_reconcile", module)  # dataclasses look their module up
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))  # as when the script runs: its helper module sits next to it
     spec.loader.exec_module(module)
     return module
 
@@ -150,7 +152,7 @@ def test_the_agent_sees_the_bundle_and_the_text_only(loaded: list[Any]) -> None:
     assert data["report"]["text"] in prompt.user
     assert '"items"' not in prompt.user and "transformations" not in prompt.user and "dose_change" not in prompt.text
     context = TASK.context(case)
-    assert context["bundle"] is case.data["bundle"] and context["bundle"]["resourceType"] == "Bundle"
+    assert context["bundle"] == case.data["bundle"] and context["bundle"] is not case.data["bundle"]
     assert set(context) == {"bundle", "report"}
     assert '"status": "matched" | "omission"' in prompt.system and "1049504: Abuse-Deterrent" in prompt.system
 
@@ -174,3 +176,14 @@ def test_an_inline_bundle_case_loads(tmp_path: Path) -> None:
     loaded = TASK.load_case(tmp_path / "inline.json")
     (entry,) = TASK.truth(loaded)["entries"]
     assert entry["status"] == "commission" and entry["display"] == "Ibuprofen 200 MG Oral Tablet"
+
+
+def test_a_malformed_inline_bundle_is_a_load_error_naming_the_field(tmp_path: Path) -> None:
+    bundle = {"resourceType": "Bundle", "type": "collection", "entry": [
+        {"fullUrl": "urn:uuid:p1", "resource": {"resourceType": "Patient", "id": "p1"}},
+        {"resource": {"resourceType": "MedicationRequest", "id": "r1", "status": "active", "intent": "order",
+                      "subject": "Patient/p1", "medicationCodeableConcept": {"text": "x"}}}]}
+    case = {"id": "bad", "bundle": bundle, "report": {"text": "", "items": []}}
+    (tmp_path / "bad.json").write_text(json.dumps(case))
+    with pytest.raises(DatasetError, match="subject"):
+        TASK.load_case(tmp_path / "bad.json")

@@ -17,7 +17,10 @@ from groundeval.scoring import Metric
 
 __all__ = ["FACT_KEYS", "junit_properties", "suite_properties"]
 
-FACT_KEYS = ("stop_reason", "request_id", "tool_calls", "model_calls", "last_tool", "recursion_limit")
+FACT_KEYS = (
+    "stop_reason", "request_id", "tool_calls", "model_calls", "last_tool", "recursion_limit",
+    "fixture_changed", "prompt_changed",
+)
 """Agent facts copied into properties when the agent reported them (``agent_meta`` or error details)."""
 
 

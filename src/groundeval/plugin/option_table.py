@@ -107,9 +107,31 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "BOOL", flag=True,
     ),
     Option(
+        "trials", _positive_int, 1,
+        "Run every case K times, one pytest item per trial (node id suffix [trial-0] ... [trial-K-1]); "
+        "the summary adds pass@k, pass^k and per-case passes out of K.", "K",
+    ),
+    Option(
+        "concurrency", _positive_int, 4,
+        "Agent calls in flight at once per process (per xdist worker under -n): upcoming cases are "
+        "called ahead in threads while items still report one by one in collection order. 1 calls "
+        "the agent inside each item, as a plain pytest run would.", "N",
+    ),
+    Option(
         "summary-md", _text, None,
         "Write the run's summary as Markdown to PATH (also appended to $GITHUB_STEP_SUMMARY when that is set).",
         "PATH",
+    ),
+    Option(
+        "cache", _text, None,
+        "Store each agent result in DIR (SQLite, shared safely by xdist workers and concurrent runs), keyed by "
+        "agent, model, the full request and the trial index; a rerun with the same key makes no model call and "
+        "its case is marked cached=true.", "DIR",
+    ),
+    Option(
+        "replay-allow-changed", _bool, False,
+        "With --groundeval-agent=replay:RUN.json: re-score cases whose case file changed since that run, "
+        "flagged fixture_changed=true, instead of refusing to start.", "BOOL", flag=True,
     ),
 )
 

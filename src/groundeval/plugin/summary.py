@@ -74,6 +74,26 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     return lines
 
 
+def _run_shape(record: RunRecord) -> list[str]:
+    """Trials and concurrency, when they are not the plain one-call-per-item run."""
+    settings = record.settings
+    lines = []
+    trials = settings.get("trials")
+    if isinstance(trials, int) and trials > 1:
+        lines.append(f"trials: {trials} per case")
+    n = settings.get("concurrency")
+    workers = settings.get("workers")
+    if isinstance(n, int) and n > 1:
+        total = f" per worker x {workers} workers = {n * workers}" if isinstance(workers, int) and workers > 1 else ""
+        lines.append(f"concurrency: {n} agent calls in flight at most{total}")
+    if record.dropped_calls:
+        lines.append(
+            f"{record.dropped_calls} agent calls made ahead were dropped when the run stopped "
+            "(paid for or in flight, never scored; --groundeval-cache keeps answers for the next run)"
+        )
+    return lines
+
+
 def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
     """Write the groundeval section to pytest's terminal reporter.
 
@@ -95,6 +115,7 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
     lines = format_table(record.aggregate, header)
     if record.collection_errors:  # files that never became cases: said at the top, not the bottom
         lines.insert(1, f"malformed case files (collection errors, not scored): {len(record.collection_errors)}")
+    lines[1:1] = _run_shape(record)
     for line in lines:
         tr.write_line(clean_text(line))
     if not record.complete:

@@ -191,10 +191,13 @@ def _message(metrics: Mapping[str, Metric], details: Mapping[str, list[dict[str,
 def aggregate_reconcile(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
     """Micro discrepancy precision/recall/F1 (pooled tp/fp/fn), macro means (n/a skipped), counts.
 
+    Micro pools tp/fp/fn over cases (a pool with an empty denominator is None); macro is the mean
+    of the per-case values where applicable (n/a skipped, not counted as 0 or 1).
+
     Returns:
-        ``micro_discrepancy_precision``, ``micro_discrepancy_recall``, ``micro_discrepancy_f1``,
-        ``macro_discrepancy_f1``, ``macro_matched_f1``, ``macro_recall_<status>`` (None when no
-        case applies), ``cases_high_alert_missed``, ``format_not_ok``, ``duplicates``.
+        ``micro_``/``macro_`` ``discrepancy_precision``, ``discrepancy_recall``, ``discrepancy_f1``
+        and ``matched_f1``; ``macro_recall_<status>`` (None when no case applies);
+        ``cases_high_alert_missed``, ``format_not_ok``, ``duplicates``.
     """
     def total(key: str) -> int:
         return sum(int(m.get(key) or 0) for m in metrics)
@@ -204,10 +207,14 @@ def aggregate_reconcile(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Me
         return round(fmean(values), 6) if values else None
 
     tp, fp, fn = total("tp"), total("fp"), total("fn")
+    mtp, mfp, mfn = total("matched_tp"), total("matched_fp"), total("matched_fn")
     out: dict[str, Metric] = {
         "micro_discrepancy_precision": _ratio(tp, tp + fp),
         "micro_discrepancy_recall": _ratio(tp, tp + fn),
         "micro_discrepancy_f1": _f1(tp, fp, fn, found=True) if tp + fp + fn else None,
+        "micro_matched_f1": _f1(mtp, mfp, mfn, found=True) if mtp + mfp + mfn else None,
+        "macro_discrepancy_precision": mean("discrepancy_precision"),
+        "macro_discrepancy_recall": mean("discrepancy_recall"),
         "macro_discrepancy_f1": mean("discrepancy_f1"),
         "macro_matched_f1": mean("matched_f1"),
     }

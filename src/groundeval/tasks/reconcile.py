@@ -16,6 +16,7 @@ This task is built in but uses only what an outside task could: ``BaseTask``, a 
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from collections.abc import Mapping
@@ -33,7 +34,7 @@ from groundeval.parsing import extract_json
 from groundeval.scorers.reconcile import METRIC_NAMES, ReconcileScorer
 from groundeval.scoring import Parsed
 from groundeval.tasks.base import BaseTask, TaskOption, unit_interval
-from groundeval.tasks.common import describe_validation_error, find_patient, wrong_task_error
+from groundeval.tasks.common import describe_validation_error, find_patient, validate_entries, wrong_task_error
 from groundeval.tasks.reconcile_cases import ReconcileCase
 from groundeval.tasks.reconcile_prompt import ANSWER_FORMAT, system_prompt, user_prompt
 from groundeval.tasks.reconcile_truth import STATUSES, reconcile_truth
@@ -118,8 +119,9 @@ class ReconcileTask(BaseTask):
 
         Raises:
             DatasetError: Invalid JSON or schema, an id that is not the file stem, a fixture that is
-                missing or whose SHA-256 differs from the pinned one, a Bundle without exactly one
-                Patient, or a truth that cannot be derived.
+                missing or whose SHA-256 differs from the pinned one, an inline Bundle that is not
+                valid R4B where the truth reads it, a Bundle without exactly one Patient, or a truth
+                that cannot be derived.
         """
         data, digest = load_json(path)
         if not self.claims(data) and (other := wrong_task_error(data, path, self.name)) is not None:
@@ -139,9 +141,15 @@ class ReconcileTask(BaseTask):
                 )
         else:
             bundle, bundle_sha = dict(spec.bundle or {}), digest
+            validate_entries(bundle, ("Patient", "MedicationRequest", "Medication"), path)
         patient, _ = find_patient(bundle, str(path))
         items = [i.model_dump() for i in spec.report.items]
-        reconcile_truth(bundle, items, _catalog_displays(), str(path))  # fail at load, not after paying
+        try:  # fail at load, naming the file, not after an agent was paid for an answer
+            reconcile_truth(bundle, items, _catalog_displays(), str(path))
+        except DatasetError:
+            raise
+        except Exception as exc:
+            raise DatasetError(str(path), f"cannot derive the truth ({type(exc).__name__}: {exc})") from exc
         meta = {"patient_id": str(patient.get("id") or ""), "fixture": spec.fixture.file if spec.fixture else None,
                 "bundle_sha256": bundle_sha, "transformations": [t.kind for t in spec.transformations]}
         case_data = {"bundle": bundle, "report": spec.report.text, "items": items}
@@ -154,8 +162,12 @@ class ReconcileTask(BaseTask):
                       user=user_prompt(bundle, case.data["report"]))
 
     def context(self, case: Case) -> dict[str, Any]:
-        """``{"bundle": <the Bundle dict>, "report": <the report text>}`` for tool-using agents."""
-        return {"bundle": case.data["bundle"], "report": case.data["report"]}
+        """``{"bundle": <the Bundle dict>, "report": <the report text>}`` for tool-using agents.
+
+        The Bundle is a deep copy: cases of one patient share the loaded Bundle, and an agent that
+        changed its copy must not change another case's truth.
+        """
+        return {"bundle": copy.deepcopy(case.data["bundle"]), "report": case.data["report"]}
 
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"entries": [TruthEntry...], "not_scored": [...]}`` (``tasks.reconcile_truth``)."""
