@@ -173,11 +173,13 @@ class ExtractionTask(BaseTask):
         return Prompt(system=system_prompt(), user=f"Bundle:\n{bundle}\n\nAnswer format: {ANSWER_FORMAT}")
 
     def context(self, case: Case) -> dict[str, Any]:
-        """``{"bundle": <the case's Bundle as JSON>}``: the same dict the truth reads, not a copy.
+        """``{"bundle": <the case's Bundle as JSON>}``: the loaded dict itself, not a copy.
 
         Not copied because a deep copy of a raw Synthea Bundle costs about 0.25 s (4 MB) on every
-        case of every agent; agents must treat the context as read-only (the read tools validate it
-        into R4B models and never write to it), since the runner derives the truth after the agent ran.
+        case of every agent. An agent that edits it cannot change its own score: the runner
+        derives the truth before the agent runs (``runner.prepare``), and the run record's
+        ``fixture_sha256`` is of the file's bytes. A later trial of the same case would see the
+        edits, so agents must still treat the context as read-only (the read tools do).
         """
         return {"bundle": case.data}
 
