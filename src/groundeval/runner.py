@@ -3,13 +3,13 @@
 ``run_case`` applies the outcome policy (``groundeval.outcomes``) by where an exception came from,
 never by what a value holds:
 
-* the task's ``prompt``/``context`` raised: ``harness_error``;
+* the task's ``prompt``/``context``/``truth`` raised: ``harness_error``, and the agent is not
+  called (the truth is derived before the agent runs, so the agent cannot change it);
 * the agent raised an ``AgentError``: its ``outcome`` (agent behaviour: scored as an empty answer;
   an ``InfraError``: excluded);
 * the agent raised anything else, or returned neither a ``str`` nor an ``AgentResult``:
   ``agent_error``;
-* the task's ``truth``/``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace
-  are kept);
+* the task's ``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace are kept);
 * otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text.
 
 ``call_agent`` is the one seam between a case and its agent result: caching, replay, repeated
@@ -49,6 +49,7 @@ __all__ = [
     "call_agent",
     "jsonable",
     "not_run_record",
+    "prepare",
     "prompt_hash",
     "request_for",
     "run_case",
@@ -144,6 +145,8 @@ class Attempt:
 
     Attributes:
         request: The request the agent got.
+        truth: The task's ground truth for the case, derived before the call, so nothing the
+            agent does to its request (a tool that edits the Bundle it was handed) can change it.
         execution: The answer, or None when the call raised.
         error: What the agent raised (``AgentError`` or anything else), or None.
         latency_s: Wall time of the call, seconds.
@@ -151,14 +154,26 @@ class Attempt:
     """
 
     request: AgentRequest
+    truth: Any
     execution: Execution | None
     error: BaseException | None
     latency_s: float
     started_at: str
 
 
-def attempt(agent: Agent, request: AgentRequest) -> Attempt:
+def prepare(task: Task, case: Case, trial: int = 0) -> tuple[AgentRequest, Any]:
+    """The request for ``case`` and its ground truth, both derived before the agent runs.
+
+    Raises:
+        Exception: Whatever the task's ``prompt``, ``context`` or ``truth`` raised (a harness error).
+    """
+    return request_for(task, case, trial), task.truth(case)
+
+
+def attempt(agent: Agent, request: AgentRequest, truth: Any = None) -> Attempt:
     """Call the agent once and keep whatever it returned or raised (safe to run in a thread).
+
+    ``truth`` (from ``prepare``) is carried along untouched, for scoring.
 
     Raises:
         KeyboardInterrupt: Ctrl-C during the call; everything else is kept in the ``Attempt``.
@@ -170,8 +185,8 @@ def attempt(agent: Agent, request: AgentRequest) -> Attempt:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit included: the agent's own code, never the run's end
-        return Attempt(request, None, exc, round(time.perf_counter() - start, 6), started_at)
-    return Attempt(request, execution, None, execution.latency_s, started_at)
+        return Attempt(request, truth, None, exc, round(time.perf_counter() - start, 6), started_at)
+    return Attempt(request, truth, execution, None, execution.latency_s, started_at)
 
 
 def _raw_fields(text: str) -> dict[str, Any]:
@@ -244,11 +259,11 @@ def run_case(
     """
     if attempted is None:
         try:
-            request = request_for(task, case, trial)
-        except Exception as exc:
+            request, truth = prepare(task, case, trial)
+        except Exception as exc:  # the task's prompt, context or truth: the agent is never called
             error = {"error": _error(exc, with_traceback=True)}
             return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
-        attempted = attempt(agent, request)
+        attempted = attempt(agent, request, truth)
     request = attempted.request
     failure = attempted.error
     if isinstance(failure, AgentError):
@@ -264,8 +279,8 @@ def run_case(
     assert execution is not None  # an Attempt holds an execution or an error
     trial = request.trial
     fields = {**_result_fields(execution, info), "started_at": attempted.started_at}
+    truth = attempted.truth
     try:
-        truth = task.truth(case)
         parsed = task.parse(case, execution.result.text)
         score = task.score(case, truth, parsed)
     except Exception as exc:
@@ -298,8 +313,8 @@ def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted:
         fields["trace"] = trace  # the tool calls made before the agent gave up
     if isinstance(exc, InfraError):
         return CaseRun(_record(info, case, nodeid, exc.outcome, fields, trial=request.trial), exc)
+    truth = attempted.truth
     try:
-        truth = task.truth(case)
         empty = task.parse(case, "")
         score = task.score(case, truth, empty)
     except Exception as harness_exc:

@@ -58,14 +58,16 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "task", _text, None,
         "Run this eval task: extraction (read active medications from a FHIR Bundle), write "
-        "(write an R4B MedicationStatement from a note), a task registered under the entry-point "
+        "(write an R4B MedicationStatement from a note), reconcile (a patient's admission report against "
+        "the record), a task registered under the entry-point "
         "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME",
     ),
     Option(
         "agent", _text, None,
-        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph, baseline-write "
-        "(write), or package.module:attribute. Default: the task's own (claude for extraction, "
-        "langgraph for write).", "NAME",
+        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph (tool-using: write, "
+        "extraction, reconcile), langgraph-fhir (the read tools only), baseline-write (write), "
+        "baseline-reconcile, naive-reconcile (reconcile), or package.module:attribute. Default: the task's "
+        "own (claude for extraction and reconcile, langgraph for write).", "NAME",
     ),
     Option("model", _text, None, "Model id for model-backed agents.", "ID", "agent"),
     Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
