@@ -136,6 +136,11 @@ def call_agent(agent: Agent, request: AgentRequest) -> Execution:
             f"{request.case_id}: agent {agent.name!r} returned {type(out).__name__}; "
             "return a str or a groundeval.AgentResult"
         )
+    if not isinstance(out.text, str):
+        raise AgentReturnedWrongType(
+            f"{request.case_id}: agent {agent.name!r} returned an AgentResult whose text is "
+            f"{type(out.text).__name__}; AgentResult.text must be the answer as a str"
+        )
     return Execution(prompt_sha256=prompt_hash(request.prompt), result=out, latency_s=round(latency, 6))
 
 
