@@ -274,3 +274,34 @@ def test_redact_hides_tokens_and_given_secrets() -> None:
     assert redact("Authorization: Bearer sk-abc.def and pw=xyz1", ["xyz1"]) == (
         "Authorization: Bearer [redacted] and pw=[redacted]"
     )
+
+
+def test_an_abandoned_attempt_closes_the_shared_client_only_when_no_other_call_uses_it(api_key: str) -> None:
+    class Client:
+        def __init__(self) -> None:
+            self.closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    agent = ClaudeAgent(AgentConfig())
+    built: list[Client] = []
+
+    def new_client(options: dict[str, Any]) -> Client:
+        built.append(Client())
+        return built[-1]
+
+    agent._new_client = new_client  # type: ignore[assignment,method-assign]
+    first = agent._checkout()  # the call that will be abandoned
+    beside = agent._checkout()  # another case's call on the same client (--groundeval-concurrency)
+    assert first is beside and len(built) == 1
+    held: dict[str, Any] = {"client": first}
+    agent._abandon(held)
+    assert not built[0].closed  # the call beside it is still reading from it
+    after = agent._checkout()
+    assert after is not first and len(built) == 2  # new calls get a new client
+    agent._checkin(beside)
+    assert built[0].closed  # only the abandoned attempt held it: closed, its sockets with it
+    agent._checkin(first, abandoned=True)  # the abandoned attempt ends later: nothing breaks
+    agent._checkin(after)
+    assert not built[1].closed

@@ -36,6 +36,8 @@ def test_regressions_are_named_marked_in_junit_and_gate_the_exit_status(
     summary = (pytester.path / "summary.md").read_text()
     assert "Garrett_Thompson" in summary and "egress" in summary
     assert step.read_text() == summary  # appended to the CI step summary too
+    (record,) = (pytester.path / "runs").glob("*.json")
+    assert json.loads(record.read_text())["exit_status"] == result.ret  # the final status, gate included
 
     # the same agent as the baseline: nothing regressed, and the flag keeps a green run green
     same = pytester.runpytest(*ARGS, "--groundeval-agent=baseline", f"--groundeval-baseline={baseline}",

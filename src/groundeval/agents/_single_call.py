@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,6 +115,12 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         check_temperature(self.temperature, self.temperature_range, self.name)
         self._http_client = http_client
         self._client: ClientT | None = None
+        # One client is shared by the threads of --groundeval-concurrency: calls check it out, and
+        # an abandoned attempt retires it; a retired client is closed once no other call uses it.
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._users: dict[int, int] = {}
+        self._retired: dict[int, tuple[ClientT, int]] = {}
         self._answered = False  # any real answer yet? (the HTML run stop only looks at the first case)
 
     @classmethod
@@ -177,35 +184,82 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         """The advice for a reply cut off with ``stop_reason``, or None if it was not cut off."""
 
     def _sdk(self) -> ClientT:
-        if self._client is None:
-            options: dict[str, Any] = {"max_retries": 0}
-            if self._http_client is not None:
-                options["http_client"] = self._http_client
-            self._client = self._new_client(options)
-        return self._client
+        """The client of this attempt (checked out by ``_attempt``), else the shared one."""
+        pinned: ClientT | None = getattr(self._local, "client", None)
+        if pinned is not None:
+            return pinned
+        with self._lock:
+            if self._client is None:
+                options: dict[str, Any] = {"max_retries": 0}
+                if self._http_client is not None:
+                    options["http_client"] = self._http_client
+                self._client = self._new_client(options)
+            return self._client
 
-    def _abandon(self) -> None:
-        """Close the client of an attempt abandoned at the deadline (its sockets with it).
+    def _checkout(self) -> ClientT:
+        with self._lock:
+            client = self._sdk()
+            self._users[id(client)] = self._users.get(id(client), 0) + 1
+            return client
 
-        A client the caller passed in (``http_client``) is left open: it is the caller's.
-        """
-        client, self._client = self._client, None
-        if client is not None and self._http_client is None:
-            with contextlib.suppress(Exception):  # best effort; the next case builds a new client
+    def _checkin(self, client: ClientT, *, abandoned: bool = False) -> None:
+        with self._lock:
+            key = id(client)
+            self._users[key] -= 1
+            retired = self._retired.get(key)
+            if retired is not None and abandoned:
+                self._retired[key] = (client, retired[1] - 1)
+            self._close_if_idle(key)
+
+    def _close_if_idle(self, key: int) -> None:
+        """Close a retired client once only abandoned attempts still hold it."""
+        client, abandoned = self._retired.get(key, (None, 0))
+        if client is None or self._users.get(key, 0) > max(abandoned, 0):
+            return
+        del self._retired[key]
+        if self._http_client is None:  # a client the caller passed in is the caller's
+            with contextlib.suppress(Exception):  # best effort; the next call builds a new client
                 getattr(client, "close", lambda: None)()
+
+    def _abandon(self, held: dict[str, Any]) -> None:
+        """Retire the shared client after an attempt was abandoned at the deadline.
+
+        It is closed (its sockets with it) as soon as no other case's call is using it, so the
+        calls in flight beside it under ``--groundeval-concurrency`` go on; new calls get a new client.
+        """
+        held["abandoned"] = True
+        client: ClientT | None = held.get("client")
+        if client is None:
+            return
+        with self._lock:
+            if self._client is client:
+                self._client = None
+            key = id(client)
+            _, abandoned = self._retired.get(key, (client, 0))
+            self._retired[key] = (client, abandoned + 1)
+            self._close_if_idle(key)
 
     def warmup(self) -> None:
         """Import the SDK and build the client before the first case is timed."""
         self._sdk()
 
-    def _attempt(self, params: dict[str, Any], timeout_s: float, html: list[int]) -> Any:
-        """One call, with a 2xx that is not an answer turned into ``BadResponse``."""
+    def _attempt(self, params: dict[str, Any], timeout_s: float, html: list[int], held: dict[str, Any]) -> Any:
+        """One call, with a 2xx that is not an answer turned into ``BadResponse``.
+
+        ``held`` records the client this attempt checked out, so that ``_abandon`` retires that one.
+        """
+        client = self._checkout()
+        held["client"] = client
+        self._local.client = client
         try:
             value = self._call(params, timeout_s)
         except json.JSONDecodeError as exc:  # the SDK decodes a JSON content type and lets this out
             bad: BadResponse | None = BadResponse.from_text(exc.doc)
         else:  # the SDK hands back the text of a non-JSON content type as a str
             bad = BadResponse.from_text(value) if isinstance(value, str) else None
+        finally:
+            self._local.client = None
+            self._checkin(client, abandoned=bool(held.get("abandoned")))
         if bad is not None:
             if bad.kind == "html":
                 html.append(1)
@@ -261,10 +315,15 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         params = self.params(request)
         self.preflight(request)
         html: list[int] = []
+        held: dict[str, Any] = {}  # the latest attempt's client, for _abandon
+
+        def one(left: float) -> Any:
+            held.clear()
+            return self._attempt(params, left, html, held)
+
         try:
             done = call_with_retries(
-                lambda left: self._attempt(params, left, html), self.retry, errors=errors, advise=advise,
-                abandon=self._abandon,
+                one, self.retry, errors=errors, advise=advise, abandon=lambda: self._abandon(held),
             )
         except GaveUp as gave_up:
             error = self._classify(gave_up.error, request.case_id, attempts=gave_up.attempts, note=gave_up.note)
