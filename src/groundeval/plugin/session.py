@@ -408,6 +408,8 @@ class GroundevalSession:
             ),
             collection_errors=list(self.collection_errors.values()),
             dropped_calls=self.discarded_calls,
+            metric_names=list(self.task.metric_names),
+            metric_directions=dict(getattr(self.task, "metric_directions", None) or {}),
             cases=cases,
             aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases)),
         )

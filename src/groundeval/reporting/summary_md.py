@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from groundeval.outcomes import POLICY
-from groundeval.reporting.compare import Comparison, GateResult, case_values, figure_dimension
+from groundeval.reporting.cases import dimensions, record_values
+from groundeval.reporting.compare import Comparison, GateResult, figure_dimension
 from groundeval.reporting.render import fmt, run_line
 from groundeval.reporting.stats import METHOD, Interval, paired_interval
 from groundeval.run_record import RunRecord
@@ -32,14 +33,16 @@ def md_escape(text: str) -> str:
 def figure_intervals(record: RunRecord) -> dict[str, Interval | None]:
     """Figure name -> bootstrap interval of its mean over cases (trials pooled per case).
 
-    Only figures that are means of a per-case dimension get one (pass rate, answer rate, macro
-    means, dimension pass rates); micro means and usage get None.
+    Only figures that are means of a per-case dimension of the record get one (pass rate, answer
+    rate, ``macro_<m>``, ``<m>_pass_rate``: ``compare.figure_dimension``); micro means, counts and
+    usage get None.
     """
-    values = case_values(record.cases)
+    values = record_values(record)
+    dims = dimensions(record)
     names = ["pass_rate", "answer_rate", *record.aggregate.metrics]
     out: dict[str, Interval | None] = {}
     for name in names:
-        dim = figure_dimension(name)
+        dim = figure_dimension(name, dims)
         per_case = [v.values[dim] for v in values.values() if dim is not None and dim in v.values]
         out[name] = paired_interval(per_case, test=False) if dim is not None else None
     return out
