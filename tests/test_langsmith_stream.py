@@ -34,6 +34,7 @@ from groundeval.langsmith_stream import (
     feedback_scores,
 )
 from groundeval.runner import RunInfo
+from groundeval.tasks.extraction import ExtractionTask
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
 PICK = ("Liz_Conn", "Clemente_Kreiger")
@@ -420,8 +421,10 @@ def test_plugin_streams_every_worker_into_one_experiment(pytester: pytest.Pytest
     ok = next(run for name, run in roots.items() if name.startswith("Liz_Conn"))
     crashed = next(run for name, run in roots.items() if name.startswith("Clemente_Kreiger"))
     assert [t["name"] for t in fake_langsmith.children(ok)] == ["get_resources", "lookup_code"]
-    assert fake_langsmith.feedback_of(ok) == {"passed": 1.0, "f1": 1.0, "precision": 1.0, "recall": 1.0,
-                                              "display_accuracy": 1.0}
+    feedback = fake_langsmith.feedback_of(ok)  # passed, then every numeric metric the task declares
+    assert set(feedback) == {"passed", *ExtractionTask.metric_names, "format_ok"}
+    assert {k: feedback[k] for k in ("passed", "f1", "precision", "recall", "display_accuracy", "fp")} == {
+        "passed": 1.0, "f1": 1.0, "precision": 1.0, "recall": 1.0, "display_accuracy": 1.0, "fp": 0.0}
     assert fake_langsmith.feedback_of(crashed) == {}
     assert crashed["error"] == "RuntimeError: agent crashed holding [REDACTED]"
     assert_no_key(fake_langsmith)

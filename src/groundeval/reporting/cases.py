@@ -5,8 +5,9 @@ dimension is its mean over the counted trials (for ``passed``, the case's pass r
 code serves single runs and ``--groundeval-trials K`` runs.
 
 Dimensions are ``passed`` (1 when the outcome is ``passed``), ``answered``, then the task's
-per-case metrics as the run record declares them (``RunRecord.metric_names``, in report order),
-each a dimension wherever its value is a number or a boolean (True = 1). Which way a dimension is
+per-case metrics as the run record declares them (``RunRecord.metric_names``, in report order,
+then any undeclared metric the case records carry), each a dimension wherever its value is a
+number or a boolean (True = 1). Which way a dimension is
 better is the record's ``metric_directions`` (default higher). Nothing here knows a task's metric
 names: a record written before ``metric_names`` existed falls back to the metric keys its case
 records carry, in first-seen order. Only counted cases have values (``groundeval.outcomes``: scored
@@ -37,11 +38,12 @@ EPS = 1e-9
 def metric_names(record: RunRecord) -> list[str]:
     """The record's per-case metric names in report order.
 
-    ``record.metric_names`` when set; for an older record without it, the keys of the case
-    records' ``metrics`` in first-seen order. ``passed`` and ``answered`` are left out (always
-    computed from the outcome).
+    ``record.metric_names`` (the task's declaration), then any other key the case records'
+    ``metrics`` carry, in first-seen order (as junit does); for an older record without
+    ``metric_names`` that is all of them. ``passed`` and ``answered`` are left out (always computed
+    from the outcome).
     """
-    names = record.metric_names or list(dict.fromkeys(k for c in record.cases for k in c.metrics))
+    names = dict.fromkeys([*record.metric_names, *(k for c in record.cases for k in c.metrics)])
     return [k for k in names if k not in BASE_DIMENSIONS]
 
 

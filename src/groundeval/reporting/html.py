@@ -5,7 +5,7 @@ Content-Security-Policy that forbids loading anything. Rendered with jinja2 (imp
 with autoescaping on, because case text (messages, displays, reasons, agent output) is untrusted.
 
 Nothing here knows a task's names. The per-case table has one score column per metric of the
-record's ``metric_names`` that is a fraction or a boolean somewhere in the run (counts and
+record's ``metric_names`` whose values are fractions or booleans (``score_columns``: counts and
 ``"none"``-direction values such as doses are left to the run record), and renders these
 ``CaseRecord.details`` keys of any task (README, "Writing a task"):
 
@@ -82,15 +82,20 @@ def _shown(value: object) -> str:
 def score_columns(record: RunRecord) -> list[str]:
     """The per-case score columns of a run, in the record's metric order.
 
-    A metric of ``metric_names`` (or, for an older record, the case records' keys) whose value is a
-    float or a boolean in some case, whose direction is not ``"none"`` and that is not a
-    ``details["dimensions"]`` name.
+    A metric of ``metric_names`` (and any other the case records carry) that some case has, whose
+    values are all floats, booleans or n/a (None: a column of a run where it never applied still
+    shows, as ``-``), whose direction is not ``"none"`` and that is not a ``details["dimensions"]``
+    name. Integer counts (``tp``, ``fp``) and text stay in the run record.
     """
     dims = {k for c in record.cases for k in _dims(c)}
+
+    def score_like(name: str) -> bool:
+        values = [c.metrics[name] for c in record.cases if name in c.metrics]
+        return bool(values) and all(v is None or isinstance(v, float | bool) for v in values)
+
     return [
         k for k in metric_names(record)
-        if k not in dims and record.metric_directions.get(k) != "none"
-        and any(isinstance(c.metrics.get(k), float | bool) for c in record.cases)
+        if k not in dims and record.metric_directions.get(k) != "none" and score_like(k)
     ]
 
 
