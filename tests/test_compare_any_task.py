@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from groundeval.reporting import compare_runs, load_record, summary_markdown
+from groundeval.reporting import BaselineGate, compare_runs, comparison_markdown, load_record, summary_markdown
 from groundeval.reporting.cases import dimensions
 from groundeval.reporting.html import render_report, score_columns
 from groundeval.reporting.render import comparison_dict, comparison_text
@@ -65,6 +65,10 @@ def test_two_reconcile_runs_compare_on_the_tasks_own_metrics(pytester: pytest.Py
     assert fig.diff is not None and fig.diff < 0 and fig.interval is not None and fig.interval.n == len(comp.cases)
     text = comparison_text(comp)
     assert f"discrepancy_f1 {worse[0].changes['discrepancy_f1'][0]:.3f}->" in text
+    assert "discrepancy_f1" in comparison_markdown(comp)
+    gate = BaselineGate(base)  # the plugin's per-case gate, from the record
+    regressed = [c for c in comp.cases if c.verdict == "regressed"]
+    assert regressed and all(gate.regressed([t for t in naive.cases if t.case_id == c.case_id]) for c in regressed)
     data = comparison_dict(comp)
     assert "discrepancy_f1" in data["dimensions"] and data["directions"]["fp"] == "lower"
     assert any("discrepancy_f1" in c["worse"] for c in data["cases"])

@@ -7,12 +7,12 @@ code serves single runs and ``--groundeval-trials K`` runs.
 Dimensions are ``passed`` (1 when the outcome is ``passed``), ``answered``, then the task's
 per-case metrics as the run record declares them (``RunRecord.metric_names``, in report order,
 then any undeclared metric the case records carry), each a dimension wherever its value is a
-number or a boolean (True = 1). Which way a dimension is
-better is the record's ``metric_directions`` (default higher). Nothing here knows a task's metric
-names: a record written before ``metric_names`` existed falls back to the metric keys its case
-records carry, in first-seen order. Only counted cases have values (``groundeval.outcomes``: scored
-answers and agent-behaviour failures, the latter scored as empty answers); excluded and not-run
-cases have none.
+number or a boolean (True = 1). Which way a dimension is better is the record's
+``metric_directions`` (default higher). Nothing here knows a task's metric names: a record
+written before ``metric_names`` existed falls back to the metric keys its case records carry, in
+first-seen order. Only counted cases have values (``groundeval.outcomes``: scored answers and
+agent-behaviour failures, the latter scored as empty answers); excluded and not-run cases have
+none.
 """
 
 from __future__ import annotations
