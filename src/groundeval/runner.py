@@ -3,13 +3,13 @@
 ``run_case`` applies the outcome policy (``groundeval.outcomes``) by where an exception came from,
 never by what a value holds:
 
-* the task's ``prompt``/``context`` raised: ``harness_error``;
+* the task's ``prompt``/``context``/``truth`` raised: ``harness_error``, and the agent is not
+  called (the truth is derived before the agent runs, so the agent cannot change it);
 * the agent raised an ``AgentError``: its ``outcome`` (agent behaviour: scored as an empty answer;
   an ``InfraError``: excluded);
 * the agent raised anything else, or returned neither a ``str`` nor an ``AgentResult``:
   ``agent_error``;
-* the task's ``truth``/``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace
-  are kept);
+* the task's ``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace are kept);
 * otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text.
 
 ``call_agent`` is the one seam between a case and its agent result: caching, replay, repeated
@@ -38,6 +38,7 @@ from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, Aggregate, CaseRecord
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
 from groundeval.trial_ids import split_trial
+from groundeval.trial_stats import with_trial_stats
 
 __all__ = [
     "Attempt",
@@ -48,6 +49,7 @@ __all__ = [
     "call_agent",
     "jsonable",
     "not_run_record",
+    "prepare",
     "prompt_hash",
     "request_for",
     "run_case",
@@ -134,6 +136,11 @@ def call_agent(agent: Agent, request: AgentRequest) -> Execution:
             f"{request.case_id}: agent {agent.name!r} returned {type(out).__name__}; "
             "return a str or a groundeval.AgentResult"
         )
+    if not isinstance(out.text, str):
+        raise AgentReturnedWrongType(
+            f"{request.case_id}: agent {agent.name!r} returned an AgentResult whose text is "
+            f"{type(out.text).__name__}; AgentResult.text must be the answer as a str"
+        )
     return Execution(prompt_sha256=prompt_hash(request.prompt), result=out, latency_s=round(latency, 6))
 
 
@@ -143,6 +150,8 @@ class Attempt:
 
     Attributes:
         request: The request the agent got.
+        truth: The task's ground truth for the case, derived before the call, so nothing the
+            agent does to its request (a tool that edits the Bundle it was handed) can change it.
         execution: The answer, or None when the call raised.
         error: What the agent raised (``AgentError`` or anything else), or None.
         latency_s: Wall time of the call, seconds.
@@ -150,14 +159,26 @@ class Attempt:
     """
 
     request: AgentRequest
+    truth: Any
     execution: Execution | None
     error: BaseException | None
     latency_s: float
     started_at: str
 
 
-def attempt(agent: Agent, request: AgentRequest) -> Attempt:
+def prepare(task: Task, case: Case, trial: int = 0) -> tuple[AgentRequest, Any]:
+    """The request for ``case`` and its ground truth, both derived before the agent runs.
+
+    Raises:
+        Exception: Whatever the task's ``prompt``, ``context`` or ``truth`` raised (a harness error).
+    """
+    return request_for(task, case, trial), task.truth(case)
+
+
+def attempt(agent: Agent, request: AgentRequest, truth: Any = None) -> Attempt:
     """Call the agent once and keep whatever it returned or raised (safe to run in a thread).
+
+    ``truth`` (from ``prepare``) is carried along untouched, for scoring.
 
     Raises:
         KeyboardInterrupt: Ctrl-C during the call; everything else is kept in the ``Attempt``.
@@ -169,8 +190,8 @@ def attempt(agent: Agent, request: AgentRequest) -> Attempt:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit included: the agent's own code, never the run's end
-        return Attempt(request, None, exc, round(time.perf_counter() - start, 6), started_at)
-    return Attempt(request, execution, None, execution.latency_s, started_at)
+        return Attempt(request, truth, None, exc, round(time.perf_counter() - start, 6), started_at)
+    return Attempt(request, truth, execution, None, execution.latency_s, started_at)
 
 
 def _raw_fields(text: str) -> dict[str, Any]:
@@ -243,11 +264,11 @@ def run_case(
     """
     if attempted is None:
         try:
-            request = request_for(task, case, trial)
-        except Exception as exc:
+            request, truth = prepare(task, case, trial)
+        except Exception as exc:  # the task's prompt, context or truth: the agent is never called
             error = {"error": _error(exc, with_traceback=True)}
             return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
-        attempted = attempt(agent, request)
+        attempted = attempt(agent, request, truth)
     request = attempted.request
     failure = attempted.error
     if isinstance(failure, AgentError):
@@ -263,8 +284,8 @@ def run_case(
     assert execution is not None  # an Attempt holds an execution or an error
     trial = request.trial
     fields = {**_result_fields(execution, info), "started_at": attempted.started_at}
+    truth = attempted.truth
     try:
-        truth = task.truth(case)
         parsed = task.parse(case, execution.result.text)
         score = task.score(case, truth, parsed)
     except Exception as exc:
@@ -297,8 +318,8 @@ def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted:
         fields["trace"] = trace  # the tool calls made before the agent gave up
     if isinstance(exc, InfraError):
         return CaseRun(_record(info, case, nodeid, exc.outcome, fields, trial=request.trial), exc)
+    truth = attempted.truth
     try:
-        truth = task.truth(case)
         empty = task.parse(case, "")
         score = task.score(case, truth, empty)
     except Exception as harness_exc:
@@ -334,16 +355,20 @@ def not_run_record(info: RunInfo, nodeid: str, reason: str) -> CaseRecord:
     )
 
 
-def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = None) -> Aggregate:
+def summarize(
+    task: Task, records: Iterable[CaseRecord], selected: int | None = None, min_pass_rate: float | None = None
+) -> Aggregate:
     """Aggregate case records: outcome counts, pass and answer rates, the task's means, tokens and cost.
 
     Args:
         task: The task whose ``aggregate`` combines the counted cases' metrics.
         records: Every case record of the run (``not_run`` ones included).
         selected: Cases selected for the run; defaults to the number of records.
+        min_pass_rate: ``--groundeval-min-pass-rate`` R for the case verdicts, or None.
 
     Returns:
-        The ``Aggregate``. ``cost_usd`` is None when any record with usage has no known cost.
+        The ``Aggregate``, with ``trials`` from ``groundeval.trial_stats.with_trial_stats``.
+        ``cost_usd`` is None when any record with usage has no known cost.
     """
     records = list(records)
     counts: dict[str, int] = {}
@@ -362,7 +387,7 @@ def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = 
     n = len(counted)
     ran = len(records) - not_run
     passed = sum(r.outcome == "passed" for r in records)
-    return Aggregate(
+    aggregate = Aggregate(
         selected=len(records) if selected is None else selected,
         cases=len(records),
         counts=dict(sorted(counts.items())),
@@ -375,4 +400,4 @@ def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = 
         metrics=task.aggregate([r.metrics for r in counted]),
         usage=usage,
     )
-
+    return with_trial_stats(aggregate, records, min_pass_rate)

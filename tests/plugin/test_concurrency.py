@@ -211,3 +211,21 @@ def test_under_xdist_each_worker_calls_ahead_and_the_record_matches_a_serial_run
     assert _stable_junit(pytester.path / "xdist.xml") == _stable_junit(pytester.path / "one.xml")
     assert {c["worker"] for c in spread["cases"]} == {"gw0", "gw1"}
     result.stdout.fnmatch_lines(["concurrency: 8 agent calls in flight at most per worker x 2 workers = 16"])
+
+
+def test_an_agent_that_edits_the_bundle_it_was_handed_cannot_change_its_truth(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    pytester.makepyfile(vandal='''
+def agent(request):
+    bundle = request.context["bundle"]
+    bundle["entry"] = [e for e in bundle["entry"] if e["resource"]["resourceType"] != "MedicationRequest"]
+    return "[]"
+''')
+    for n in ("1", "4"):
+        result = pytester.runpytest(*eval_args("--groundeval-agent=vandal:agent", f"--groundeval-concurrency={n}",
+                                               "-k", "Liz"))
+        result.assert_outcomes(failed=1)  # Liz's active medications are still the truth: "[]" misses them
+    for record in sorted((pytester.path / "runs").glob("*.json")):
+        (case,) = json.loads(record.read_text())["cases"]
+        assert case["outcome"] == "failed" and case["metrics"]["recall"] == 0.0

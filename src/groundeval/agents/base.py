@@ -17,7 +17,9 @@ capability names (``groundeval.tasks.base.CAPABILITIES``) that the task must ``p
 
 * ``"text_prompt"``: a single-call text agent (``claude``, ``openai-compatible``, a plain
   function) runs any task that renders a text prompt;
-* ``"tools"``: a tool-using agent runs only a task that offers tools.
+* ``"tools"``: a tool-using agent runs only a task that offers tools;
+* ``"fhir_bundle"``: an agent serving the case's Bundle through read-only tools (``langgraph-fhir``)
+  runs only a task whose context holds it.
 
 An agent with no ``requires`` is taken to need ``{"text_prompt"}``. An agent built for one task's
 answer format only (a rule-based baseline) may also declare ``tasks``, a set of task names.
@@ -93,7 +95,8 @@ AGENTS: dict[str, str] = {
     "openai-compatible": "groundeval.agents.openai_compat:OpenAICompatibleAgent",
     "baseline": "groundeval.agents.baseline:BaselineExtractionAgent",
     "naive": "groundeval.agents.baseline:NaiveExtractionAgent",
-    "langgraph": "groundeval.agents.langgraph_agent:LangGraphWriteAgent",
+    "langgraph": "groundeval.agents.langgraph_agent:LangGraphAgent",
+    "langgraph-fhir": "groundeval.agents.langgraph_agent:LangGraphFHIRAgent",
     "baseline-write": "groundeval.agents.baseline_write:BaselineWriteAgent",
     "baseline-reconcile": "groundeval.agents.baseline_reconcile:BaselineReconcileAgent",
     "naive-reconcile": "groundeval.agents.baseline_reconcile:NaiveReconcileAgent",
@@ -202,7 +205,9 @@ def check_task(agent: Agent, spec: str, task: Any) -> None:
     provides = getattr(task, "provides", None)
     if not isinstance(provides, frozenset | set):  # a class: the property is not evaluated
         tools = getattr(task, "tools", ())
-        provides = frozenset({"text_prompt", *(("tools",) if isinstance(tools, tuple | list) and tools else ())})
+        declared = ("tools",) if isinstance(tools, tuple | list) and tools else ()
+        bundle = ("fhir_bundle", "tools") if getattr(task, "bundle_in_context", False) is True else ()
+        provides = frozenset({"text_prompt", *declared, *bundle})
     missing = sorted(agent_requires(agent) - set(provides))
     if missing:
         offered = ", ".join(sorted(provides)) or "nothing"

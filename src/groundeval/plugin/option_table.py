@@ -13,6 +13,7 @@ from typing import Any
 from groundeval.plugin.option_values import bool_value as _bool
 from groundeval.plugin.option_values import non_negative_int as _non_negative_int
 from groundeval.plugin.option_values import positive_float as _positive_float
+from groundeval.plugin.option_values import positive_fraction as _positive_fraction
 from groundeval.plugin.option_values import positive_int as _positive_int
 from groundeval.plugin.option_values import text as _text
 
@@ -63,9 +64,10 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "agent", _text, None,
-        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph, baseline-write "
-        "(write), baseline-reconcile, naive-reconcile (reconcile), or package.module:attribute. Default: "
-        "the task's own (claude for extraction and reconcile, langgraph for write).", "NAME",
+        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph (tool-using: write, "
+        "extraction, reconcile), langgraph-fhir (the read tools only), baseline-write (write), "
+        "baseline-reconcile, naive-reconcile (reconcile), or package.module:attribute. Default: the task's "
+        "own (claude for extraction and reconcile, langgraph for write).", "NAME",
     ),
     Option("model", _text, None, "Model id for model-backed agents.", "ID", "agent"),
     Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
@@ -131,6 +133,12 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "replay-allow-changed", _bool, False,
         "With --groundeval-agent=replay:RUN.json: re-score cases whose case file changed since that run, "
         "flagged fixture_changed=true, instead of refusing to start.", "BOOL", flag=True,
+    ),
+    Option(
+        "min-pass-rate", _positive_fraction, None,
+        "With --groundeval-trials: a case passes when at least R of its counted trials pass (0 < R <= 1; "
+        "excluded trials are left out); each trial item still shows its own outcome, and the exit status "
+        "follows the cases. Default: every trial must pass.", "R",
     ),
 )
 

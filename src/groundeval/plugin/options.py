@@ -77,6 +77,7 @@ class Settings:
         concurrency: Agent calls in flight at once in this process (``--groundeval-concurrency``).
         cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
         replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
+        min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None (every trial must pass).
     """
 
     task: str | None
@@ -95,6 +96,7 @@ class Settings:
     concurrency: int = 4
     cache_dir: Path | None = None
     replay_allow_changed: bool = False
+    min_pass_rate: float | None = None
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -292,6 +294,7 @@ def read_settings(config: pytest.Config) -> Settings:
         concurrency=int(values["concurrency"]),
         cache_dir=path("cache"),
         replay_allow_changed=bool(values["replay_allow_changed"]),
+        min_pass_rate=values["min_pass_rate"],
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from groundeval.agent_io import AgentRequest
-from groundeval.runner import Attempt, request_for
+from groundeval.runner import Attempt, prepare
 from groundeval.tasks.base import Task
 
 __all__ = ["Ahead", "Prefetcher", "upcoming"]
@@ -35,24 +35,24 @@ __all__ = ["Ahead", "Prefetcher", "upcoming"]
 
 @dataclass(frozen=True, slots=True)
 class Ahead:
-    """An item whose agent call may be made ahead: its node id and a way to build its request.
+    """An item whose agent call may be made ahead: its node id and a way to prepare its call.
 
     Attributes:
         nodeid: The item's node id.
-        request: Builds the item's request (the task's prompt and context); may raise, and then
-            the call is left to the item, which reports the task's error itself.
+        prepare: Builds the item's request and ground truth (``runner.prepare``); may raise, and
+            then the call is left to the item, which reports the task's error itself.
     """
 
     nodeid: str
-    request: Callable[[], AgentRequest]
+    prepare: Callable[[], tuple[AgentRequest, Any]]
 
 
 class Prefetcher:
     """Makes agent calls in ``workers`` daemon threads, in the order they were submitted.
 
     Args:
-        call: Makes one agent call and keeps what it returned or raised (``runner.attempt``
-            bound to the agent); it must not raise.
+        call: Makes one agent call on a request (with the truth carried along) and keeps what it
+            returned or raised (``runner.attempt`` bound to the agent); it must not raise.
         workers: Threads, i.e. the most calls in flight at once (at least 2).
 
     Attributes:
@@ -60,9 +60,9 @@ class Prefetcher:
         cancelled: Calls cancelled before they started (``cancel``).
     """
 
-    def __init__(self, call: Callable[[AgentRequest], Attempt], workers: int) -> None:
+    def __init__(self, call: Callable[[AgentRequest, Any], Attempt], workers: int) -> None:
         self._call = call
-        self._queue: queue.SimpleQueue[tuple[AgentRequest, Future[Attempt]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[AgentRequest, Any, Future[Attempt]] | None] = queue.SimpleQueue()
         self._futures: dict[str, Future[Attempt]] = {}
         self._lock = threading.Lock()
         self.started = 0
@@ -76,13 +76,13 @@ class Prefetcher:
 
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:
-            request, future = job
+            request, truth, future = job
             if not future.set_running_or_notify_cancel():
                 continue  # cancelled while queued: never called
             with self._lock:
                 self.started += 1
             try:
-                future.set_result(self._call(request))
+                future.set_result(self._call(request, truth))
             except BaseException as exc:  # the call keeps what the agent raises; this is a harness bug
                 future.set_exception(exc)
 
@@ -92,12 +92,12 @@ class Prefetcher:
             if item.nodeid in self._futures:
                 continue
             try:
-                request = item.request()
+                request, truth = item.prepare()
             except Exception:
-                continue  # the item builds the request itself and reports the task's error
+                continue  # the item prepares the call itself and reports the task's error
             future: Future[Attempt] = Future()
             self._futures[item.nodeid] = future
-            self._queue.put((request, future))
+            self._queue.put((request, truth, future))
 
     def take(self, nodeid: str) -> Attempt | None:
         """Wait for the call made ahead for ``nodeid``, or None when none was queued for it.
@@ -145,7 +145,7 @@ def upcoming(
         nxt = list(order[at + 1 : at + window])
     current = [order[position[nodeid]]] if nodeid in position else []
     return [
-        Ahead(item.nodeid, functools.partial(request_for, task, item.case, item.trial))
+        Ahead(item.nodeid, functools.partial(prepare, task, item.case, item.trial))
         for item in current + nxt
         if hasattr(item, "case") and hasattr(item, "trial")
     ]

@@ -34,6 +34,7 @@ from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
 from groundeval.runner import CaseRun, RunInfo, attempt, not_run_record, run_case, setup_failed, summarize
 from groundeval.tasks import make_task
+from groundeval.trial_stats import verdict_exit_status, warm_up
 
 if TYPE_CHECKING:
     from groundeval.datasets import Case
@@ -352,6 +353,8 @@ class GroundevalSession:
 
         if not self.is_worker:
             self.selected = [item.nodeid for item in session.items if isinstance(item, EvalItem)]
+            if not self.config.getoption("collectonly", default=False):
+                warm_up()  # scipy for the run's intervals, imported while the cases run
         if self.runs_cases:
             self._order = [item for item in session.items if isinstance(item, EvalItem)]
             self._position = {item.nodeid: i for i, item in enumerate(self._order)}
@@ -411,7 +414,8 @@ class GroundevalSession:
             metric_names=list(self.task.metric_names),
             metric_directions=dict(getattr(self.task, "metric_directions", None) or {}),
             cases=cases,
-            aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases)),
+            aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases),
+                                min_pass_rate=settings.min_pass_rate),
         )
 
     @pytest.hookimpl(tryfirst=True)
@@ -436,6 +440,10 @@ class GroundevalSession:
         if session.shouldfail and not self.stop_reason:
             self.stop_reason = str(session.shouldfail)
         record = self.run_record = self.build_record(exit_status=int(exitstatus))
+        cleared = verdict_exit_status(record, int(exitstatus), session.testsfailed)  # --groundeval-min-pass-rate
+        if cleared is not None:
+            session.exitstatus = cleared
+            record = self.run_record = record.model_copy(update={"exit_status": cleared})
         self.record_path = self.writer.finish(record)
         try:  # the record is written: a failure from here on is reported, never loses it
             if self.baseline is not None:

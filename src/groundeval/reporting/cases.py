@@ -26,8 +26,8 @@ from groundeval.run_record import CaseRecord, RunRecord
 from groundeval.scoring import Direction
 
 __all__ = [
-    "BASE_DIMENSIONS", "EPS", "CaseValues", "better", "case_values", "dimensions", "directions", "load_record",
-    "metric_names", "record_values",
+    "BASE_DIMENSIONS", "EPS", "CaseValues", "better", "case_values", "dimension_values", "dimensions", "directions",
+    "load_record", "metric_names", "record_values",
 ]
 
 BASE_DIMENSIONS = ("passed", "answered")
@@ -103,7 +103,14 @@ class CaseValues:
         return self.passes / self.counted if self.counted else None
 
 
-def _dimension_values(record: CaseRecord, names: Sequence[str] | None) -> dict[str, float]:
+def dimension_values(record: CaseRecord, names: Sequence[str] | None = None) -> dict[str, float]:
+    """One trial's dimension -> value (``passed``/``answered`` as 0 or 1); empty when it is not counted.
+
+    Args:
+        record: One case record (one trial).
+        names: The per-case metrics to take, in order; None takes every numeric or boolean metric
+            the record carries (booleans as 0 or 1; None and text are no value).
+    """
     if not record.counted:
         return {}
     out = {"passed": 1.0 if record.outcome == "passed" else 0.0, "answered": 1.0 if record.answered else 0.0}
@@ -129,7 +136,7 @@ def case_values(cases: Iterable[CaseRecord], names: Sequence[str] | None = None)
     for case_id, trials in groups.items():
         sums: dict[str, list[float]] = defaultdict(list)
         for trial in trials:
-            for name, value in _dimension_values(trial, names).items():
+            for name, value in dimension_values(trial, names).items():
                 sums[name].append(value)
         counted = [t for t in trials if t.counted]
         out[case_id] = CaseValues(

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case, default_data_dir, load_json
 from groundeval.errors import ConfigError, DatasetError
+from groundeval.fhir_read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
 from groundeval.scorers.reconcile import METRIC_NAMES, ReconcileScorer
 from groundeval.scoring import Parsed
@@ -92,6 +93,9 @@ class ReconcileTask(BaseTask):
     name: ClassVar[str] = "reconcile"
     default_agent: ClassVar[str] = "claude"
     options: ClassVar[tuple[TaskOption, ...]] = RECONCILE_OPTIONS
+    tools: ClassVar[tuple[str, ...]] = READ_TOOLS
+    """The read-only FHIR tools over ``context["bundle"]`` (``groundeval.fhir_read_tools``)."""
+    bundle_in_context: ClassVar[bool] = True
     min_f1: float = 1.0
     scorer: Any = field(init=False, default=None)
 
