@@ -96,6 +96,10 @@ class Task(Protocol):
             the run record carries them, and comparisons and reports read them from there).
         tools: Names of the tools the task offers an agent; empty when it offers none.
         provides: Capability names (``TEXT_PROMPT``, ``TOOLS``, ``FHIR_BUNDLE``) the task offers agents.
+
+    Optionally a task has ``metric_directions`` (``BaseTask`` takes its scorer's): metric name ->
+    ``"lower"``/``"none"`` where higher is not better; the run record carries it beside
+    ``metric_names``.
     """
 
     name: ClassVar[str]
