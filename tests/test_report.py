@@ -52,6 +52,9 @@ def test_summary_markdown_headline_intervals_regressions_usage() -> None:
     assert "| cost_usd | $0.0010 |" in md and "| input_tokens | 10 |" in md
     assert "1 case(s) not passed" in md
     assert "regressions" not in summary_markdown(a)
+    counts = b.model_copy(update={"aggregate": b.aggregate.model_copy(
+        update={"metrics": {**b.aggregate.metrics, "format_not_ok": 2}})})
+    assert "| format_not_ok | 2 |" in summary_markdown(counts)  # a count stays an integer
 
 
 def test_write_summary_markdown_to_a_file_and_the_step_summary(tmp_path: Path) -> None:

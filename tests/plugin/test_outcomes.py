@@ -30,7 +30,7 @@ MATRIX = {
     "Emory494": "case_too_large",
     "Gordon377": "agent_error",  # RuntimeError
     "Herschel574": "agent_error",  # returned an int
-    "Jayson808": "harness_error",  # the truth code raised
+    "Jayson808": "harness_error",  # the scorer raised
     "Johnie961": "passed",  # "[]" for a patient with no medication
 }
 
@@ -41,16 +41,16 @@ from groundeval.errors import (AgentError, AgentLoopError, CaseTooLargeError, In
 from groundeval.tasks.extraction import ExtractionTask
 
 BASE, NAIVE = BaselineExtractionAgent(), NaiveExtractionAgent()
-_truth = ExtractionTask.truth
+_score = ExtractionTask.score
 
 
-def _broken_truth(self, case):
+def _broken_score(self, case, truth, parsed):
     if case.case_id.startswith("Jayson808"):
-        raise KeyError("truth bug")
-    return _truth(self, case)
+        raise KeyError("scorer bug")
+    return _score(self, case, truth, parsed)
 
 
-ExtractionTask.truth = _broken_truth  # a harness bug on one case
+ExtractionTask.score = _broken_score  # a harness bug on one case
 
 
 def agent(request):

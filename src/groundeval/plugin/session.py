@@ -9,13 +9,9 @@ prints the summary. Workers only run cases and ship their records on the reports
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import signal
-import threading
 import time
-import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,16 +26,17 @@ from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
 from groundeval.plugin.worker_keys import RUN_ID_KEY
-from groundeval.redaction import clean, clean_text, strip_userinfo
-from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
-from groundeval.runner import CaseRun, RunInfo, attempt, not_run_record, run_case, setup_failed, summarize
+from groundeval.redaction import clean_text
+from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
+from groundeval.runner import CaseRun, RunInfo, attempt, run_case, setup_failed
 from groundeval.tasks import make_task
-from groundeval.trial_stats import verdict_exit_status, warm_up
+from groundeval.trial_stats import warm_up
 
 if TYPE_CHECKING:
     from groundeval.datasets import Case
     from groundeval.langsmith_stream import LangSmithStream
     from groundeval.plugin.prefetch import Ahead, Prefetcher
+    from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
 
 __all__ = ["UNREACHABLE_AFTER", "GroundevalSession"]
@@ -119,8 +116,7 @@ class GroundevalSession:
         self.run_record: RunRecord | None = None
         self.record_path: Path | None = None
         self.stop_reason: str | None = None
-        self._previous_handlers: dict[int, Any] = {}
-        self._signals = 0
+        self._signal_stop: SignalStop | None = None
         self.concurrency = self._effective_concurrency()
         self._prefetch: Prefetcher | None = None  # started on the first case when concurrency > 1
         self._order: list[Any] = []  # this process's EvalItems in collection order
@@ -267,45 +263,22 @@ class GroundevalSession:
         return self.is_worker and self.stop_file.exists()
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """Handle SIGTERM (a CI timeout, ``kill``) and, under xdist, SIGINT so the run record is written.
-
-        The first SIGTERM/SIGINT stops the run: a serial run as Ctrl-C does; under pytest-xdist
-        gracefully, so workers start no further case (they see the stop file) and their finished
-        results still arrive. A second signal is absorbed, so the record is still written (``uv
-        run`` forwards a Ctrl-C the process group already got); a third aborts at once.
-        """
+        """Handle SIGTERM and, under xdist, SIGINT so the run record is written (``plugin.signals``)."""
         self._session = session
-        if self.is_worker or threading.current_thread() is not threading.main_thread():
-            return
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            current = signal.getsignal(signum)
-            if current in (signal.SIG_DFL, signal.default_int_handler):
-                self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
+        if not self.is_worker:
+            from groundeval.plugin.signals import SignalStop
 
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        """First signal: stop (serial: as Ctrl-C; xdist: gracefully). Second: absorbed. Third: abort."""
-        self._signals += 1
-        reason = f"interrupted by signal {signal.Signals(signum).name}"
-        if self._signals >= 3:
-            raise KeyboardInterrupt(reason)
-        if self._signals == 2:
-            return  # `uv run` forwards Ctrl-C that the process group also got: let the record be written
-        self.stop_reason = reason
-        dsession = self.config.pluginmanager.getplugin("dsession")
-        if dsession is None:
-            raise KeyboardInterrupt(reason)
-        with contextlib.suppress(OSError):  # a read-only out-dir: workers then finish their cases
-            self.stop_file.touch()
-        dsession.shouldstop = reason
+            self._signal_stop = SignalStop(self)
+            self._signal_stop.install()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Put the signal handlers back; forget the check cache directory."""
         from groundeval import check_cache
 
         check_cache.use_directory(None)
-        for signum, handler in self._previous_handlers.items():
-            signal.signal(signum, handler)
-        self._previous_handlers.clear()
+        if self._signal_stop is not None:
+            self._signal_stop.restore()
+            self._signal_stop = None
 
     # -- collection -------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -375,48 +348,10 @@ class GroundevalSession:
 
     # -- end of run -------------------------------------------------------------------------
     def build_record(self, exit_status: int | None = None) -> RunRecord:
-        """The run record from everything gathered so far; not-run cases get a ``not_run`` record.
+        """The run record from everything gathered so far (``plugin.run_end.build_record``)."""
+        from groundeval.plugin.run_end import build_record
 
-        ``complete`` is true only when every selected case has a record of a case that ran.
-        """
-        reason = self.stop_reason or "the run stopped before this case (-x, --maxfail, Ctrl-C or a signal)"
-        missing = [n for n in self.selected if n not in self.records]
-        cases = sorted(
-            [*self.records.values(), *(not_run_record(self.info, n, reason) for n in missing)],
-            key=lambda r: (r.case_id, r.trial),
-        )
-        complete = not missing and bool(self.selected or not self.collection_errors)
-        model = self.info.model or next((c.model for c in cases if c.model), None)
-        settings = self.settings
-        options = dict(settings.agent_options)
-        if isinstance(options.get("base_url"), str):
-            options["base_url"] = strip_userinfo(options["base_url"])
-        facts = getattr(self.task, "run_facts", None)
-        return RunRecord(
-            run_id=self.info.run_id, task=self.info.task, agent=clean_text(self.info.agent),
-            model=clean_text(model) if model else None,
-            started_at=self.started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
-            duration_s=round(time.perf_counter() - self.t0, 3), complete=complete,
-            stop_reason=None if complete else (self.stop_reason or "interrupted"), exit_status=exit_status,
-            settings=clean({
-                "agent_spec": settings.agent, "limit": settings.limit, "task_options": settings.task_options,
-                "agent_options": options, "workers": self.config.getoption("numprocesses", default=None),
-                "trials": settings.trials, "concurrency": self.concurrency,
-            }),
-            task_facts=dict(facts() if callable(facts) else facts or {}),
-            packages=package_versions(), data_dir=str(settings.data_dir),
-            fixtures=sorted(
-                ({"source": c.source, "sha256": c.fixture_sha256} for c in cases if c.source and c.fixture_sha256),
-                key=lambda f: f["source"],
-            ),
-            collection_errors=list(self.collection_errors.values()),
-            dropped_calls=self.discarded_calls,
-            metric_names=list(self.task.metric_names),
-            metric_directions=dict(getattr(self.task, "metric_directions", None) or {}),
-            cases=cases,
-            aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases),
-                                min_pass_rate=settings.min_pass_rate),
-        )
+        return build_record(self, exit_status)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -439,36 +374,9 @@ class GroundevalSession:
             return
         if session.shouldfail and not self.stop_reason:
             self.stop_reason = str(session.shouldfail)
-        record = self.run_record = self.build_record(exit_status=int(exitstatus))
-        cleared = verdict_exit_status(record, int(exitstatus), session.testsfailed)  # --groundeval-min-pass-rate
-        if cleared is not None:
-            session.exitstatus = cleared
-            record = self.run_record = record.model_copy(update={"exit_status": cleared})
-        self.record_path = self.writer.finish(record)
-        try:  # the record is written: a failure from here on is reported, never loses it
-            if self.baseline is not None:
-                from groundeval.reporting import regressions
+        from groundeval.plugin.run_end import finish_run
 
-                self.gate = regressions(self.baseline, record)
-                if self.settings.fail_on_regression and self.gate.failed and session.exitstatus == 0:
-                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            if self.settings.summary_md is not None:
-                from groundeval.reporting import write_summary_markdown
-
-                write_summary_markdown(record, self.gate, self.settings.summary_md)
-        except Exception as exc:  # a harness bug after the run: say so, keep the exit status honest
-            warnings.warn(f"groundeval: the regression gate or Markdown summary failed: {exc!r}", stacklevel=1)
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-        self.stop_file.unlink(missing_ok=True)
-        from _pytest.junitxml import xml_key  # the LogXML object; pytest has no public accessor
-
-        xml = self.config.stash.get(xml_key, None)
-        if xml is not None:
-            from groundeval.plugin.junit import suite_properties
-
-            for name, value in suite_properties(self.run_record):
-                xml.add_global_property(name, value)
+        finish_run(self, session, int(exitstatus))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> Any:

@@ -103,7 +103,10 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
     lines += ["", "| figure | value | 95% interval |", "| --- | ---: | --- |"]
     for name in ["answer_rate", *agg.metrics]:
         value = agg.answer_rate if name == "answer_rate" else agg.metrics.get(name)
-        shown = fmt(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            shown = str(value)
+        else:  # counts (format_not_ok, duplicates) as integers, means to three decimals
+            shown = str(value) if isinstance(value, int) else fmt(value)
         lines.append(f"| {md_escape(name)} | {shown} | {_iv(ivs.get(name))} |")
     lines += _trials_md(stats)
     lines += ["", "outcomes: " + ", ".join(f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts)]

@@ -1,0 +1,121 @@
+"""The end of a run on the controlling process: the run record, the verdicts, the gate, the outputs.
+
+Order matters: the record is built from every gathered case record, then the case verdicts
+(``--groundeval-min-pass-rate``) and the regression gate settle the exit status, then the record
+is written with that status, then the Markdown summary and junit's suite properties are derived
+from the written record. A failure in the gate or a summary is reported and never loses the record.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import pytest
+
+from groundeval.redaction import clean, clean_text, strip_userinfo
+from groundeval.run_record import RunRecord, package_versions
+from groundeval.runner import not_run_record, summarize
+from groundeval.trial_stats import verdict_exit_status
+
+if TYPE_CHECKING:
+    from groundeval.plugin.session import GroundevalSession
+
+__all__ = ["build_record", "finish_run"]
+
+
+def build_record(gs: GroundevalSession, exit_status: int | None = None) -> RunRecord:
+    """The run record from everything gathered so far; not-run cases get a ``not_run`` record.
+
+    ``complete`` is true only when every selected case has a record of a case that ran.
+    """
+    reason = gs.stop_reason or "the run stopped before this case (-x, --maxfail, Ctrl-C or a signal)"
+    missing = [n for n in gs.selected if n not in gs.records]
+    cases = sorted(
+        [*gs.records.values(), *(not_run_record(gs.info, n, reason) for n in missing)],
+        key=lambda r: (r.case_id, r.trial),
+    )
+    complete = not missing and bool(gs.selected or not gs.collection_errors)
+    model = gs.info.model or next((c.model for c in cases if c.model), None)
+    settings = gs.settings
+    options = dict(settings.agent_options)
+    if isinstance(options.get("base_url"), str):
+        options["base_url"] = strip_userinfo(options["base_url"])
+    facts = getattr(gs.task, "run_facts", None)
+    return RunRecord(
+        run_id=gs.info.run_id, task=gs.info.task, agent=clean_text(gs.info.agent),
+        model=clean_text(model) if model else None,
+        started_at=gs.started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
+        duration_s=round(time.perf_counter() - gs.t0, 3), complete=complete,
+        stop_reason=None if complete else (gs.stop_reason or "interrupted"), exit_status=exit_status,
+        settings=clean({
+            "agent_spec": settings.agent, "limit": settings.limit, "task_options": settings.task_options,
+            "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
+            "trials": settings.trials, "concurrency": gs.concurrency,
+        }),
+        task_facts=dict(facts() if callable(facts) else facts or {}),
+        packages=package_versions(), data_dir=str(settings.data_dir),
+        fixtures=sorted(
+            ({"source": c.source, "sha256": c.fixture_sha256} for c in cases if c.source and c.fixture_sha256),
+            key=lambda f: f["source"],
+        ),
+        collection_errors=list(gs.collection_errors.values()),
+        dropped_calls=gs.discarded_calls,
+        metric_names=list(gs.task.metric_names),
+        metric_directions=dict(getattr(gs.task, "metric_directions", None) or {}),
+        cases=cases,
+        aggregate=summarize(gs.task, cases, selected=len(gs.selected) or len(cases),
+                            min_pass_rate=settings.min_pass_rate),
+    )
+
+
+def finish_run(gs: GroundevalSession, session: pytest.Session, exitstatus: int) -> None:
+    """Build and write the run record, apply the verdicts and the gate, write the summaries.
+
+    Sets ``session.exitstatus``: cleared to 0 when every case meets ``--groundeval-min-pass-rate``
+    and only tolerated trials failed; 1 when ``--groundeval-fail-on-regression`` finds a
+    regression; 3 (internal error) when the gate or the Markdown summary itself failed. The
+    record's ``exit_status`` is the final one.
+    """
+    record = gs.build_record(exit_status=exitstatus)
+    status = exitstatus
+    cleared = verdict_exit_status(record, exitstatus, session.testsfailed)  # --groundeval-min-pass-rate
+    if cleared is not None:
+        status = cleared
+    failure: Exception | None = None
+    try:
+        if gs.baseline is not None:
+            from groundeval.reporting import regressions
+
+            gs.gate = regressions(gs.baseline, record)
+            if gs.settings.fail_on_regression and gs.gate.failed and status == pytest.ExitCode.OK:
+                status = pytest.ExitCode.TESTS_FAILED
+    except Exception as exc:  # a harness bug after the run: say so, keep the exit status honest
+        failure = exc
+    if failure is not None and status == pytest.ExitCode.OK:
+        status = pytest.ExitCode.INTERNAL_ERROR
+    session.exitstatus = status
+    record = gs.run_record = record.model_copy(update={"exit_status": int(status)})
+    gs.record_path = gs.writer.finish(record)
+    try:
+        if gs.settings.summary_md is not None:
+            from groundeval.reporting import write_summary_markdown
+
+            write_summary_markdown(record, gs.gate, gs.settings.summary_md)
+    except Exception as exc:
+        failure = failure or exc
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    if failure is not None:
+        warnings.warn(f"groundeval: the regression gate or Markdown summary failed: {failure!r}", stacklevel=1)
+    gs.stop_file.unlink(missing_ok=True)
+    from _pytest.junitxml import xml_key  # the LogXML object; pytest has no public accessor
+
+    xml = gs.config.stash.get(xml_key, None)
+    if xml is not None:
+        from groundeval.plugin.junit import suite_properties
+
+        for name, value in suite_properties(record):
+            xml.add_global_property(name, value)

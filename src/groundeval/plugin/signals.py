@@ -1,0 +1,61 @@
+"""SIGTERM and SIGINT on the controlling process: stop the run so that its record is still written.
+
+The first SIGTERM/SIGINT (a CI timeout, ``kill``, Ctrl-C) stops the run: a serial run as Ctrl-C
+does; under pytest-xdist gracefully, so workers start no further case (they see the stop file,
+``GroundevalSession.stop_file``) and their finished results still arrive. A second signal is
+absorbed, so the record is still written (``uv run`` forwards a Ctrl-C the process group already
+got); a third aborts at once. Handlers are installed only where none was set (the defaults).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from groundeval.plugin.session import GroundevalSession
+
+__all__ = ["SignalStop"]
+
+
+class SignalStop:
+    """The run's signal handlers (installed at session start, restored at unconfigure)."""
+
+    def __init__(self, gs: GroundevalSession) -> None:
+        self.gs = gs
+        self.signals = 0
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        """Take SIGTERM and SIGINT where their handlers are the defaults (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            current = signal.getsignal(signum)
+            if current in (signal.SIG_DFL, signal.default_int_handler):
+                self._previous[signum] = signal.signal(signum, self._on_signal)
+
+    def restore(self) -> None:
+        """Put the previous handlers back."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        """First signal: stop (serial: as Ctrl-C; xdist: gracefully). Second: absorbed. Third: abort."""
+        self.signals += 1
+        reason = f"interrupted by signal {signal.Signals(signum).name}"
+        if self.signals >= 3:
+            raise KeyboardInterrupt(reason)
+        if self.signals == 2:
+            return  # `uv run` forwards Ctrl-C that the process group also got: let the record be written
+        gs = self.gs
+        gs.stop_reason = reason
+        dsession = gs.config.pluginmanager.getplugin("dsession")
+        if dsession is None:
+            raise KeyboardInterrupt(reason)
+        with contextlib.suppress(OSError):  # a read-only out-dir: workers then finish their cases
+            gs.stop_file.touch()
+        dsession.shouldstop = reason
