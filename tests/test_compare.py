@@ -32,7 +32,7 @@ def test_case_level_verdicts_and_one_sided_cases() -> None:
     c2 = next(c for c in comp.cases if c.case_id == "c2")
     assert c2.changes["passed"] == (1.0, 0.0)
     assert c2.changes["f1"] == (1.0, 0.8)
-    assert c2.regressed_dims() == ["passed", "f1", "precision"]
+    assert c2.regressed_dims() == ["passed", "precision", "f1"]  # the record's metric order (here: first seen)
     assert comp.only_a == ["gone"] and comp.only_b == ["new"]
     assert "c4" in comp.gate.not_compared and "infra_error" in comp.gate.not_compared["c4"]
     gate = comp.gate
@@ -162,7 +162,7 @@ def test_cli_compare_formats_and_exit_status(tmp_path: Path, capsys: pytest.Capt
     pa, pb = _write(tmp_path, "a.json", a), _write(tmp_path, "b.json", b)
     assert cli_main(["compare", str(pa), str(pb)]) == 0
     out = capsys.readouterr().out
-    assert "REGRESSED c2: passed 1.000->0.000, f1 1.000->0.800" in out
+    assert "REGRESSED c2: passed 1.000->0.000, precision 1.000->0.800, f1 1.000->0.800" in out
     assert "only in A gone" in out and "only in B new" in out and "scipy.stats.bootstrap" in out
     assert cli_main(["compare", str(pa), str(pb), "--format", "json", "--fail-on-regression"]) == 1
     assert json.loads(capsys.readouterr().out)["regressed"] == ["c2"]

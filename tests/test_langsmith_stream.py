@@ -26,7 +26,6 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from groundeval.langsmith_stream import (
-    FEEDBACK_KEYS,
     LangSmithStream,
     LangSmithStreamWarning,
     case_payload,
@@ -35,6 +34,7 @@ from groundeval.langsmith_stream import (
     feedback_scores,
 )
 from groundeval.runner import RunInfo
+from groundeval.tasks.extraction import ExtractionTask
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
 PICK = ("Liz_Conn", "Clemente_Kreiger")
@@ -296,7 +296,8 @@ def test_cases_become_runs_with_feedback_and_tool_children(fake_langsmith: FakeL
     assert tools[1]["error"] == "tool returned ok=false: bad status"
     assert all(t["trace_id"] == ok["id"] for t in tools)
     # feedback: one key per dimension the case has (display_accuracy was n/a), on the root run
-    assert fake_langsmith.feedback_of(ok) == {"passed": 0.0, "f1": 0.6667, "precision": 1.0, "recall": 0.5}  # the client rounds to 4 places
+    assert fake_langsmith.feedback_of(ok) == {  # the client rounds to 4 places
+        "passed": 0.0, "f1": 0.6667, "precision": 1.0, "recall": 0.5, "tp": 1.0}
     session_id = fake_langsmith.sessions[EXPERIMENT]
     assert {f["session_id"] for f in fake_langsmith.feedback} == {session_id}
     assert {f["trace_id"] for f in fake_langsmith.feedback} == {ok["id"]}
@@ -319,17 +320,21 @@ def test_two_workers_write_into_one_experiment(fake_langsmith: FakeLangSmith) ->
     assert set(roots) == {"w0", "w1"} and {r["session_name"] for r in roots.values()} == {EXPERIMENT}
     assert {f["session_id"] for f in fake_langsmith.feedback} == {fake_langsmith.sessions[EXPERIMENT]}
     assert sorted(f["key"] for f in fake_langsmith.feedback) == sorted(
-        ["passed", "f1", "precision", "recall"] * 2)
+        ["passed", "f1", "precision", "recall", "tp"] * 2)
 
 
 def test_feedback_scores_cover_both_tasks() -> None:
     write = case_record("w", "partial", metrics={"schema": True, "coding": False, "constraints": True,
                                                  "safety": True, "dimensions_passed": 3, "dose_mg": 2.5})
-    assert feedback_scores(write) == {"passed": 0.0, "schema": 1.0, "coding": 0.0, "constraints": 1.0, "safety": 1.0}
+    assert feedback_scores(write) == {"passed": 0.0, "schema": 1.0, "coding": 0.0, "constraints": 1.0, "safety": 1.0,
+                                      "dimensions_passed": 3.0, "dose_mg": 2.5}
     assert feedback_scores(case_record("x", "infra_error")) == {}
     assert set(feedback_scores(case_record("e", "passed", metrics={"f1": 1.0, "display_accuracy": 1.0}))) == {
         "passed", "f1", "display_accuracy"}
-    assert set(FEEDBACK_KEYS) >= {"f1", "display_accuracy", "schema", "coding", "constraints", "safety", "passed"}
+    # any task's metrics, not a fixed list: n/a (None) and text values are left out
+    reconcile = case_record("r", "failed", metrics={"discrepancy_f1": 0.5, "recall_omission": None,
+                                                    "high_alert_missed": True, "coding_reason": "missing"})
+    assert feedback_scores(reconcile) == {"passed": 0.0, "discrepancy_f1": 0.5, "high_alert_missed": 1.0}
 
 
 @pytest.mark.parametrize("trouble", ["sessions_500", "multipart_500", "unreachable"])
@@ -416,8 +421,10 @@ def test_plugin_streams_every_worker_into_one_experiment(pytester: pytest.Pytest
     ok = next(run for name, run in roots.items() if name.startswith("Liz_Conn"))
     crashed = next(run for name, run in roots.items() if name.startswith("Clemente_Kreiger"))
     assert [t["name"] for t in fake_langsmith.children(ok)] == ["get_resources", "lookup_code"]
-    assert fake_langsmith.feedback_of(ok) == {"passed": 1.0, "f1": 1.0, "precision": 1.0, "recall": 1.0,
-                                              "display_accuracy": 1.0}
+    feedback = fake_langsmith.feedback_of(ok)  # passed, then every numeric metric the task declares
+    assert set(feedback) == {"passed", *ExtractionTask.metric_names, "format_ok"}
+    assert {k: feedback[k] for k in ("passed", "f1", "precision", "recall", "display_accuracy", "fp")} == {
+        "passed": 1.0, "f1": 1.0, "precision": 1.0, "recall": 1.0, "display_accuracy": 1.0, "fp": 0.0}
     assert fake_langsmith.feedback_of(crashed) == {}
     assert crashed["error"] == "RuntimeError: agent crashed holding [REDACTED]"
     assert_no_key(fake_langsmith)

@@ -41,6 +41,7 @@ __all__ = [
     "CodeSetScorer",
     "ConfigError",
     "DatasetError",
+    "Direction",
     "ExtractionTask",
     "GroundevalError",
     "InfraError",
@@ -86,6 +87,7 @@ _WHERE = {
     "make_agent": "groundeval.agents.base",
     "AgentRequest": "groundeval.agent_io",
     "AgentResult": "groundeval.agent_io",
+    "Direction": "groundeval.scoring",
     "Parsed": "groundeval.scoring",
     "Prompt": "groundeval.agent_io",
     "Score": "groundeval.scoring",
@@ -179,7 +181,7 @@ if TYPE_CHECKING:
     from groundeval.scorers.codes import CodeSetScorer
     from groundeval.scorers.extraction import score_medications
     from groundeval.scorers.write import score_write
-    from groundeval.scoring import Parsed, Score
+    from groundeval.scoring import Direction, Parsed, Score
     from groundeval.task_options import TaskOption, choice, unit_interval
     from groundeval.tasks import make_task, task_class
     from groundeval.tasks.base import TEXT_PROMPT, TOOLS, BaseTask, Scorer, Task, case_files

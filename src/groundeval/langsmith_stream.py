@@ -11,10 +11,10 @@ process creates it with ``upsert=True`` and gets the same project back. Per case
   (tokens, ``cost_usd``) and error type; an agent error becomes the run's ``error``;
 * one child run of type ``tool`` per entry of the record's ``trace`` (``{"tool", "args",
   "result", "ok"}``, e.g. the LangGraph agent's tool calls), in order; they carry order, not timing;
-* feedback on the root run, one key per scored dimension (``FEEDBACK_KEYS``: ``passed``, ``f1``,
-  ``precision``, ``recall``, ``display_accuracy``, ``schema``, ``coding``, ``constraints``,
-  ``safety``; those the task does not emit, or that are not applicable, are left out), only for
-  counted cases (``groundeval.outcomes``), so LangSmith can chart and compare experiments.
+* feedback on the root run: ``passed`` (1/0 from the outcome), then one key per metric of the
+  case record whose value is a number or a boolean (the task's own ``metric_names``, whatever the
+  task; not-applicable ``None`` and text values are left out), only for counted cases
+  (``groundeval.outcomes``), so LangSmith can chart and compare experiments.
 
 Every string is passed through ``groundeval.redaction.redact`` and every field longer than
 ``MAX_FIELD_CHARS`` characters of JSON is cut, so secrets never leave the process and payloads
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PROJECT",
-    "FEEDBACK_KEYS",
     "LangSmithStream",
     "LangSmithStreamWarning",
     "case_payload",
@@ -66,10 +65,6 @@ FLUSH_TIMEOUT_S = 5.0
 """Default wait for queued runs and feedback at the end of the run, seconds."""
 MAX_FIELD_CHARS = 2_000
 """Longest JSON text kept for one input/output field, characters."""
-FEEDBACK_KEYS = (
-    "passed", "f1", "precision", "recall", "display_accuracy", "schema", "coding", "constraints", "safety",
-)
-"""Feedback keys, one per scored dimension (``passed`` is 1/0 from the outcome; the rest are case metrics)."""
 _OFF = frozenset({"false", "0", "no", "off"})
 _DAEMON_ENV = "LANGSMITH_USE_DAEMON"
 
@@ -92,14 +87,17 @@ def experiment_name(run_id: str, prefix: str = DEFAULT_PROJECT) -> str:
 
 
 def feedback_scores(record: Mapping[str, Any]) -> dict[str, float]:
-    """Feedback key -> score (0..1) for a counted case record; ``{}`` for an excluded or not-run case."""
+    """Feedback key -> score for a counted case record; ``{}`` for an excluded or not-run case.
+
+    ``passed`` is 1/0 from the outcome; then every numeric or boolean metric of the record, in its
+    order (booleans as 1/0; rates in [0, 1], counts and values in their own units).
+    """
     if not record.get("counted"):
         return {}
     scores = {"passed": 1.0 if record.get("outcome") == "passed" else 0.0}
     metrics = record.get("metrics") or {}
-    for key in FEEDBACK_KEYS[1:]:
-        value = metrics.get(key)
-        if isinstance(value, bool | int | float) and value is not None:
+    for key, value in metrics.items():
+        if key not in scores and isinstance(value, bool | int | float):
             scores[key] = float(value)
     return scores
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundeval.outcomes import Outcome
-from groundeval.scoring import Metric
+from groundeval.scoring import Direction, Metric
 
 __all__ = [
     "MAX_RAW_OUTPUT_CHARS",
@@ -292,6 +292,13 @@ class RunRecord(BaseModel):
     ``complete`` is true only when every selected case has a record of a case that ran.
     ``dropped_calls`` counts agent calls made ahead (``--groundeval-concurrency``) whose items
     never ran because the run stopped: paid for (or in flight), never scored.
+
+    ``metric_names`` is the task's declared per-case metrics in report order (``Task.metric_names``)
+    and ``metric_directions`` which way each is better (``"higher"``, the default for a name not
+    listed, ``"lower"`` or ``"none"``: a value such as a dose that is neither better nor worse);
+    comparisons and reports read the per-case dimensions from these. Both are empty in records
+    written before they existed; readers then take the metric keys the case records carry, in
+    first-seen order, all higher-is-better (``groundeval.reporting.cases.dimensions``).
     """
 
     schema_version: Literal[2] = 2
@@ -313,6 +320,8 @@ class RunRecord(BaseModel):
     fixtures: list[dict[str, str]] = Field(default_factory=list)
     collection_errors: list[dict[str, str]] = Field(default_factory=list)
     dropped_calls: int = 0
+    metric_names: list[str] = Field(default_factory=list)
+    metric_directions: dict[str, Direction] = Field(default_factory=dict)
     cases: list[CaseRecord] = Field(default_factory=list)
     aggregate: Aggregate = Field(default_factory=Aggregate)
 

@@ -9,10 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Metric", "Parsed", "Score"]
+__all__ = ["Direction", "Metric", "Parsed", "Score"]
 
 Metric = str | int | float | bool | None
 """A primitive metric value, safe for junit XML and execnet."""
+
+Direction = Literal["higher", "lower", "none"]
+"""Which way a per-case metric is better: ``higher`` (a score, the default), ``lower`` (false
+positives, a missed high-alert drug) or ``none`` (a value such as a dose: a change is neither).
+A task declares the non-default ones in ``metric_directions``; comparisons label changes by it."""
 
 
 @dataclass(frozen=True, slots=True)

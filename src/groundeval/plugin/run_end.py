@@ -63,6 +63,8 @@ def build_record(gs: GroundevalSession, exit_status: int | None = None) -> RunRe
         ),
         collection_errors=list(gs.collection_errors.values()),
         dropped_calls=gs.discarded_calls,
+        metric_names=list(gs.task.metric_names),
+        metric_directions=dict(getattr(gs.task, "metric_directions", None) or {}),
         cases=cases,
         aggregate=summarize(gs.task, cases, selected=len(gs.selected) or len(cases),
                             min_pass_rate=settings.min_pass_rate),

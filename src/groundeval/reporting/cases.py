@@ -4,28 +4,60 @@ Several case records with the same ``case_id`` are trials of one case: a case's 
 dimension is its mean over the counted trials (for ``passed``, the case's pass rate), so the same
 code serves single runs and ``--groundeval-trials K`` runs.
 
-Dimensions (higher is better for all) are ``passed`` (1 when the outcome is ``passed``), ``answered``
-and the task's per-case scores listed in ``DIMENSIONS`` that the case records carry. Only counted
-cases have values (``groundeval.outcomes``: scored answers and agent-behaviour failures, the latter
-scored as empty answers); excluded and not-run cases have none.
+Dimensions are ``passed`` (1 when the outcome is ``passed``), ``answered``, then the task's
+per-case metrics as the run record declares them (``RunRecord.metric_names``, in report order,
+then any undeclared metric the case records carry), each a dimension wherever its value is a
+number or a boolean (True = 1). Which way a dimension is better is the record's
+``metric_directions`` (default higher). Nothing here knows a task's metric names: a record
+written before ``metric_names`` existed falls back to the metric keys its case records carry, in
+first-seen order. Only counted cases have values (``groundeval.outcomes``: scored answers and
+agent-behaviour failures, the latter scored as empty answers); excluded and not-run cases have
+none.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from groundeval.run_record import CaseRecord, RunRecord
+from groundeval.scoring import Direction
 
-__all__ = ["DIMENSIONS", "EPS", "CaseValues", "case_values", "dimension_values", "load_record"]
+__all__ = [
+    "BASE_DIMENSIONS", "EPS", "CaseValues", "better", "case_values", "dimension_values", "dimensions", "directions",
+    "load_record", "metric_names", "record_values",
+]
 
-DIMENSIONS = (
-    "passed", "answered", "f1", "precision", "recall", "display_accuracy", "schema", "coding", "constraints", "safety",
-)
-"""Per-case dimensions compared, in display order (those a task does not emit are skipped)."""
+BASE_DIMENSIONS = ("passed", "answered")
+"""The dimensions every task has, first in display order."""
 EPS = 1e-9
+
+
+def metric_names(record: RunRecord) -> list[str]:
+    """The record's per-case metric names in report order.
+
+    ``record.metric_names`` (the task's declaration), then any other key the case records'
+    ``metrics`` carry, in first-seen order (as junit does); for an older record without
+    ``metric_names`` that is all of them. ``passed`` and ``answered`` are left out (always computed
+    from the outcome).
+    """
+    names = dict.fromkeys([*record.metric_names, *(k for c in record.cases for k in c.metrics)])
+    return [k for k in names if k not in BASE_DIMENSIONS]
+
+
+def dimensions(*records: RunRecord) -> tuple[str, ...]:
+    """``passed``, ``answered``, then the metric names of each record in turn (first seen first)."""
+    return tuple(dict.fromkeys([*BASE_DIMENSIONS, *(k for r in records for k in metric_names(r))]))
+
+
+def directions(*records: RunRecord) -> dict[str, Direction]:
+    """Dimension -> direction for the non-default ones; a later record's declaration wins."""
+    out: dict[str, Direction] = {}
+    for record in records:
+        out.update(record.metric_directions)
+    return out
 
 
 def load_record(path: str | Path) -> RunRecord:
@@ -71,20 +103,32 @@ class CaseValues:
         return self.passes / self.counted if self.counted else None
 
 
-def dimension_values(record: CaseRecord) -> dict[str, float]:
-    """One trial's dimension -> value (``passed``/``answered`` as 0 or 1); empty when it is not counted."""
+def dimension_values(record: CaseRecord, names: Sequence[str] | None = None) -> dict[str, float]:
+    """One trial's dimension -> value (``passed``/``answered`` as 0 or 1); empty when it is not counted.
+
+    Args:
+        record: One case record (one trial).
+        names: The per-case metrics to take, in order; None takes every numeric or boolean metric
+            the record carries (booleans as 0 or 1; None and text are no value).
+    """
     if not record.counted:
         return {}
     out = {"passed": 1.0 if record.outcome == "passed" else 0.0, "answered": 1.0 if record.answered else 0.0}
-    for name in DIMENSIONS[2:]:
+    for name in record.metrics if names is None else names:
         value = record.metrics.get(name)
-        if isinstance(value, bool | int | float) and value is not None:
+        if name not in out and isinstance(value, bool | int | float):
             out[name] = float(value)
     return out
 
 
-def case_values(cases: Iterable[CaseRecord]) -> dict[str, CaseValues]:
-    """Group case records by ``case_id`` (trials) and pool each dimension; keeps first-seen order."""
+def case_values(cases: Iterable[CaseRecord], names: Sequence[str] | None = None) -> dict[str, CaseValues]:
+    """Group case records by ``case_id`` (trials) and pool each dimension; keeps first-seen order.
+
+    Args:
+        cases: Case records (trials of a case share its id).
+        names: The per-case metrics to take (``metric_names(record)``); None takes every numeric
+            or boolean metric a case record carries.
+    """
     groups: dict[str, list[CaseRecord]] = defaultdict(list)
     for case in cases:
         groups[case.case_id].append(case)
@@ -92,7 +136,7 @@ def case_values(cases: Iterable[CaseRecord]) -> dict[str, CaseValues]:
     for case_id, trials in groups.items():
         sums: dict[str, list[float]] = defaultdict(list)
         for trial in trials:
-            for name, value in dimension_values(trial).items():
+            for name, value in dimension_values(trial, names).items():
                 sums[name].append(value)
         counted = [t for t in trials if t.counted]
         out[case_id] = CaseValues(
@@ -101,3 +145,15 @@ def case_values(cases: Iterable[CaseRecord]) -> dict[str, CaseValues]:
             values={k: sum(v) / len(v) for k, v in sums.items()}, fixture_sha256=trials[0].fixture_sha256,
         )
     return out
+
+
+def better(direction: Direction | None, before: float, after: float) -> bool | None:
+    """True when ``after`` is better than ``before``, False when worse, None when neither (or equal)."""
+    if direction == "none" or abs(after - before) <= EPS:
+        return None
+    return after < before if direction == "lower" else after > before
+
+
+def record_values(record: RunRecord) -> dict[str, CaseValues]:
+    """``case_values`` of a record's cases over its own ``metric_names``."""
+    return case_values(record.cases, metric_names(record))

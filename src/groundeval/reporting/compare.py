@@ -5,22 +5,37 @@ Cases are pooled over their trials (``groundeval.reporting.cases``); the gate is
 assumed: the task, each case's fixture SHA-256 (a case whose file changed is not compared), the
 groundeval version (there is no scorer version yet; the package version stands for it),
 ``task_facts`` and the task options (thresholds decide ``passed``).
+
+Nothing here knows a task's metric names. Per case, every dimension of either record is compared
+(``passed``, ``answered``, then the metrics of ``RunRecord.metric_names``, current run's order
+first; ``cases.dimensions``), and a change is better or worse by the record's
+``metric_directions``. The headline figures are the records' own: pass rate, answer rate, every
+figure of ``Aggregate.metrics`` and usage; a figure gets a paired interval when it is the mean of a
+per-case dimension, by the naming rule of ``figure_dimension`` (``macro_<m>``, ``<m>_pass_rate``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
-from groundeval.reporting.cases import DIMENSIONS, EPS, CaseValues, case_values, load_record
+from groundeval.reporting.cases import (
+    EPS,
+    CaseValues,
+    better,
+    case_values,
+    dimensions,
+    directions,
+    load_record,
+)
 from groundeval.reporting.gate import CaseGate, GateResult, gate_case
 from groundeval.reporting.stats import Interval, paired_interval
 from groundeval.run_record import RunRecord
+from groundeval.scoring import Direction
 
 __all__ = [
-    "DIMENSIONS",
     "CaseDiff",
     "CaseGate",
     "CaseValues",
@@ -29,6 +44,7 @@ __all__ = [
     "GateResult",
     "case_values",
     "compare_runs",
+    "dimensions",
     "figure_dimension",
     "load_record",
     "regressions",
@@ -50,6 +66,7 @@ class CaseDiff:
         b: The case in run B.
         changes: Dimension -> (A value, B value) for every dimension whose value changed.
         verdict: The gate's verdict on the case's pass rate.
+        directions: Dimension -> direction where higher is not better (``RunRecord.metric_directions``).
     """
 
     case_id: str
@@ -57,14 +74,15 @@ class CaseDiff:
     b: CaseValues
     changes: dict[str, tuple[float, float]]
     verdict: Literal["regressed", "improved", "unchanged"]
+    directions: Mapping[str, Direction] = field(default_factory=dict)
 
     def regressed_dims(self) -> list[str]:
-        """Dimensions whose value went down."""
-        return [k for k, (x, y) in self.changes.items() if y < x]
+        """Dimensions whose value got worse (down, or up for a ``lower`` one; never a ``none`` one)."""
+        return [k for k, (x, y) in self.changes.items() if better(self.directions.get(k), x, y) is False]
 
     def improved_dims(self) -> list[str]:
-        """Dimensions whose value went up."""
-        return [k for k, (x, y) in self.changes.items() if y > x]
+        """Dimensions whose value got better."""
+        return [k for k, (x, y) in self.changes.items() if better(self.directions.get(k), x, y) is True]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +126,8 @@ class Comparison:
         only_a: Case ids only in run A.
         only_b: Case ids only in run B.
         gate: The regression gate.
+        dimensions: The per-case dimensions compared, in display order (``cases.dimensions``).
+        directions: Dimension -> direction where higher is not better.
     """
 
     a: RunRecord
@@ -120,6 +140,8 @@ class Comparison:
     only_a: list[str]
     only_b: list[str]
     gate: GateResult
+    dimensions: tuple[str, ...] = ()
+    directions: Mapping[str, Direction] = field(default_factory=dict)
 
     @property
     def changed(self) -> list[CaseDiff]:
@@ -127,17 +149,24 @@ class Comparison:
         return [c for c in self.cases if c.changes]
 
 
-def figure_dimension(name: str) -> str | None:
-    """The per-case dimension whose mean a headline figure is, or None (micro means, usage)."""
-    if name in ("pass_rate", "all_pass_rate"):
-        return "passed"
-    if name == "answer_rate":
-        return "answered"
-    if name.startswith("macro_"):
-        return name[len("macro_"):]
-    if name.endswith("_pass_rate"):
-        return name[: -len("_pass_rate")]
-    return None
+def figure_dimension(name: str, dims: Collection[str] | None = None) -> str | None:
+    """The per-case dimension whose mean a headline figure is, or None (micro means, counts, usage).
+
+    The naming rule any task's aggregate can follow: ``pass_rate`` is the mean of ``passed``,
+    ``answer_rate`` of ``answered``, ``macro_<m>`` and ``<m>_pass_rate`` of the per-case metric
+    ``<m>``. With ``dims``, a dimension the run does not have gives None.
+    """
+    if name == "pass_rate":
+        dim: str | None = "passed"
+    elif name == "answer_rate":
+        dim = "answered"
+    elif name.startswith("macro_"):
+        dim = name[len("macro_"):]
+    elif name.endswith("_pass_rate"):
+        dim = name[: -len("_pass_rate")]
+    else:
+        dim = None
+    return None if dim is None or (dims is not None and dim not in dims) else dim
 
 
 def _num(value: object) -> float | None:
@@ -171,7 +200,8 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
         ``problems`` says why (nothing is compared case by case or gated).
     """
     checked, warns, problems = _checks(a, b)
-    va, vb = case_values(a.cases), case_values(b.cases)
+    dims, dirs = dimensions(b, a), directions(a, b)
+    va, vb = case_values(a.cases, dims), case_values(b.cases, dims)
     only_a = [k for k in va if k not in vb]
     only_b = [k for k in vb if k not in va]
     cases: list[CaseDiff] = []
@@ -193,32 +223,34 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
                 not_compared[case_id] = f"not counted in the {side} ({', '.join(sorted(set(outcomes)))})"
                 continue
             changes = {
-                k: (ca.values[k], cb.values[k]) for k in DIMENSIONS
+                k: (ca.values[k], cb.values[k]) for k in dims
                 if k in ca.values and k in cb.values and abs(ca.values[k] - cb.values[k]) > EPS
             }
             verdict = gate_case(ca, cb)
             gates.append(verdict)
-            cases.append(CaseDiff(case_id, ca, cb, changes, verdict.verdict))
+            cases.append(CaseDiff(case_id, ca, cb, changes, verdict.verdict, dirs))
     if changed_fixtures:
         warns.append(f"{changed_fixtures} case file(s) changed between the runs (fixture SHA-256): not compared")
-    figures = _figures(a, b, cases, comparable=not problems)
+    figures = _figures(a, b, cases, dims, comparable=not problems)
     pass_iv = next((f.interval for f in figures if f.name == "pass_rate"), None)
     gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems))
-    return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate)
+    return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate, dims, dirs)
 
 
-def _figures(a: RunRecord, b: RunRecord, cases: Sequence[CaseDiff], comparable: bool) -> list[Figure]:
+def _figures(
+    a: RunRecord, b: RunRecord, cases: Sequence[CaseDiff], dims: Collection[str], comparable: bool,
+) -> list[Figure]:
     ga, gb = a.aggregate, b.aggregate
     rows: list[tuple[str, float | None, float | None]] = [
         ("pass_rate", ga.pass_rate, gb.pass_rate), ("answer_rate", ga.answer_rate, gb.answer_rate),
     ]
     names = list(ga.metrics) + [k for k in gb.metrics if k not in ga.metrics]
-    rows += [(k, _num(ga.metrics.get(k)), _num(gb.metrics.get(k))) for k in names if k != "all_pass_rate"]
+    rows += [(k, _num(ga.metrics.get(k)), _num(gb.metrics.get(k))) for k in names]
     usage = list(ga.usage) + [k for k in gb.usage if k not in ga.usage]
     rows += [(k, _num(ga.usage.get(k)), _num(gb.usage.get(k))) for k in usage]
     figures = []
     for name, x, y in rows:
-        dim = figure_dimension(name)
+        dim = figure_dimension(name, dims)
         interval = None
         if dim is not None:
             diffs = [c.b.values[dim] - c.a.values[dim] for c in cases if dim in c.a.values and dim in c.b.values]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from groundeval.reporting.cases import EPS, CaseValues, case_values
+from groundeval.reporting.cases import EPS, CaseValues, case_values, record_values
 from groundeval.reporting.stats import ALPHA, Interval, fisher_one_sided
 from groundeval.run_record import CaseRecord, RunRecord
 
@@ -138,7 +138,7 @@ class BaselineGate:
 
     def __init__(self, baseline: RunRecord) -> None:
         self.baseline = baseline
-        self._values = case_values(baseline.cases)
+        self._values = record_values(baseline)
 
     def verdict(self, trials: Sequence[CaseRecord]) -> CaseGate | None:
         """The verdict on one case from its trials so far (all with the same ``case_id``).

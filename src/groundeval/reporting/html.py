@@ -3,61 +3,116 @@
 One file, no network access when opened: CSS inline, no scripts, no fonts or images, and a
 Content-Security-Policy that forbids loading anything. Rendered with jinja2 (imported lazily)
 with autoescaping on, because case text (messages, displays, reasons, agent output) is untrusted.
+
+Nothing here knows a task's names. The per-case table has one score column per metric of the
+record's ``metric_names`` whose values are fractions or booleans (``score_columns``: counts and
+``"none"``-direction values such as doses are left to the run record), and renders these
+``CaseRecord.details`` keys of any task (README, "Writing a task"):
+
+* ``missing``, ``extra``: lists of items, each a string or a mapping shown as its code (``codes``
+  joined by ``/``, else ``rxnorm_code`` or ``code``), ``display`` and ``note`` or ``status``;
+* ``mismatches`` (``display_mismatches`` too): mappings ``{code or rxnorm_code, expected, got}``;
+* ``dimensions``: a mapping name -> ``{"ok": bool, "reasons": [str, ...]}``, one pass/fail column
+  per name (first-seen order); a metric of the same name gets no score column.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from groundeval.outcomes import POLICY
+from groundeval.reporting.cases import metric_names
 from groundeval.reporting.compare import compare_runs
 from groundeval.reporting.render import comparison_dict, fmt
 from groundeval.reporting.stats import METHOD
 from groundeval.run_record import CaseRecord, RunRecord
 from groundeval.trial_stats import record_trial_stats
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["render_report", "score_columns", "write_report"]
 
 ORDER = tuple(rule.outcome for rule in POLICY)
-SCORE_COLUMNS = ("f1", "precision", "recall", "display_accuracy")
-WRITE_DIMENSIONS = ("schema", "coding", "constraints", "safety")
+LIST_KEYS = ("missing", "extra")
+"""``details`` keys rendered as item lists."""
+MISMATCH_KEYS = ("mismatches", "display_mismatches")
+"""``details`` keys rendered as ``code: expected X, got Y`` lines."""
 
 
-def _meds(items: object) -> list[str]:
-    """``["316049 Hydrochlorothiazide 25 MG", ...]`` from a scorer's missing/extra list."""
+def _code(item: Mapping[str, Any]) -> object:
+    codes = item.get("codes")
+    if isinstance(codes, list) and codes:
+        return "/".join(str(c) for c in codes)
+    return item.get("rxnorm_code") or item.get("code")
+
+
+def _items(items: object) -> list[str]:
+    """``["316049 Hydrochlorothiazide 25 MG [omission]", ...]`` from a ``missing``/``extra`` list."""
     out = []
     for item in items if isinstance(items, list) else []:
+        if isinstance(item, str | int | float):
+            out.append(str(item))
+            continue
         if not isinstance(item, Mapping):
             continue
-        codes = item.get("codes")
-        code = "/".join(str(c) for c in codes) if isinstance(codes, list) and codes else item.get("rxnorm_code")
-        note = f" [{item['note']}]" if item.get("note") else ""
-        out.append(f"{code or '(uncoded)'} {item.get('display') or ''}{note}".strip())
+        label = item.get("note") or item.get("status")
+        note = f" [{label}]" if label else ""
+        out.append(f"{_code(item) or '(uncoded)'} {item.get('display') or ''}{note}".strip())
     return out
 
 
-def _case_row(case: CaseRecord) -> dict[str, Any]:
-    details = case.details
-    found = details.get("dimensions")
-    dims: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    mismatches = [
-        f"{d.get('rxnorm_code') or '(uncoded)'}: expected {d.get('expected')!r}, got {d.get('got')!r}"
-        for d in details.get("display_mismatches") or [] if isinstance(d, Mapping)
+def _mismatches(details: Mapping[str, Any]) -> list[str]:
+    found = [d for key in MISMATCH_KEYS for d in details.get(key) or [] if isinstance(d, Mapping)]
+    return [f"{_code(d) or '(uncoded)'}: expected {d.get('expected')!r}, got {d.get('got')!r}" for d in found]
+
+
+def _dims(case: CaseRecord) -> Mapping[str, Any]:
+    found = case.details.get("dimensions")
+    return found if isinstance(found, Mapping) else {}
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return fmt(value)
+    return "-" if value is None else str(value)
+
+
+def score_columns(record: RunRecord) -> list[str]:
+    """The per-case score columns of a run, in the record's metric order.
+
+    A metric of ``metric_names`` (and any other the case records carry) that some case has, whose
+    values are all floats, booleans or n/a (None: a column of a run where it never applied still
+    shows, as ``-``), whose direction is not ``"none"`` and that is not a ``details["dimensions"]``
+    name. Integer counts (``tp``, ``fp``) and text stay in the run record.
+    """
+    dims = {k for c in record.cases for k in _dims(c)}
+
+    def score_like(name: str) -> bool:
+        values = [c.metrics[name] for c in record.cases if name in c.metrics]
+        return bool(values) and all(v is None or isinstance(v, float | bool) for v in values)
+
+    return [
+        k for k in metric_names(record)
+        if k not in dims and record.metric_directions.get(k) != "none" and score_like(k)
     ]
+
+
+def _case_row(case: CaseRecord, columns: Sequence[str], dimension_names: Sequence[str]) -> dict[str, Any]:
+    dims = _dims(case)
     return {
         "case_id": case.case_id,
         "trial": case.trial,
         "outcome": case.outcome,
-        "scores": {k: fmt(v) if isinstance(v, float) else ("-" if v is None else str(v))
-                   for k in SCORE_COLUMNS if k in case.metrics for v in [case.metrics[k]]},
-        "missing": _meds(details.get("missing")),
-        "extra": _meds(details.get("extra")),
-        "mismatches": mismatches,
+        "scores": {k: _shown(case.metrics[k]) for k in columns if k in case.metrics},
+        "missing": _items(case.details.get("missing")),
+        "extra": _items(case.details.get("extra")),
+        "mismatches": _mismatches(case.details),
         "dimensions": [
-            {"name": k, "ok": bool(dims[k].get("ok")), "reasons": [str(r) for r in dims[k].get("reasons") or []]}
-            for k in WRITE_DIMENSIONS if isinstance(dims.get(k), Mapping)
+            {"name": k, "ok": bool(d.get("ok")), "reasons": [str(r) for r in d.get("reasons") or []]}
+            if isinstance(d := dims.get(k), Mapping) else None
+            for k in dimension_names
         ],
         "error": f"{case.error.type}: {case.error.message}" if case.error else "",
         "latency_s": fmt(case.latency_s, 2),
@@ -85,15 +140,17 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
         if isinstance(f["value"], float) and 0 <= f["value"] <= 1  # rates only: counts are ints
     ]
     usage = {k: ("unknown" if v is None and k == "cost_usd" else v) for k, v in agg.usage.items()}
+    columns = score_columns(record)
+    dimension_names = list(dict.fromkeys(k for c in record.cases for k in _dims(c)))
     return {
         "record": record, "figures": figures, "bars": bars, "usage": usage, "trials": stats,
         "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
-        "cases": [_case_row(c) for c in record.cases],
+        "cases": [_case_row(c, columns, dimension_names) for c in record.cases],
         "case_count": len({c.case_id for c in record.cases}),
-        "score_columns": [k for k in SCORE_COLUMNS if any(k in c.metrics for c in record.cases)],
-        "has_dimensions": any(isinstance(c.details.get("dimensions"), Mapping) for c in record.cases),
-        "has_meds": any("missing" in c.details for c in record.cases),
+        "score_columns": columns,
+        "dimension_names": dimension_names,
+        "has_meds": any(k in c.details for c in record.cases for k in (*LIST_KEYS, *MISMATCH_KEYS)),
     }
 
 

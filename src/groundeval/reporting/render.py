@@ -42,6 +42,7 @@ def _case(c: CaseDiff) -> dict[str, Any]:
         "outcomes_a": list(c.a.outcomes), "outcomes_b": list(c.b.outcomes),
         "pass_rate_a": c.a.pass_rate, "pass_rate_b": c.b.pass_rate,
         "changes": {k: {"a": x, "b": y, "diff": y - x} for k, (x, y) in c.changes.items()},
+        "worse": c.regressed_dims(), "better": c.improved_dims(),
     }
 
 
@@ -52,6 +53,7 @@ def comparison_dict(comp: Comparison) -> dict[str, Any]:
         "a": {"run_id": comp.a.run_id, "task": comp.a.task, "agent": comp.a.agent, "model": comp.a.model},
         "b": {"run_id": comp.b.run_id, "task": comp.b.task, "agent": comp.b.agent, "model": comp.b.model},
         "checked": comp.checked, "warnings": comp.warnings, "problems": comp.problems,
+        "dimensions": list(comp.dimensions), "directions": dict(comp.directions),
         "interval_method": METHOD,
         "figures": [_figure(f) for f in comp.figures],
         "cases": [_case(c) for c in comp.cases],

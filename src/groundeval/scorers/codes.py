@@ -16,7 +16,7 @@ from statistics import fmean
 from typing import Any, ClassVar, Literal
 
 from groundeval.datasets import Case
-from groundeval.scoring import Metric, Parsed, Score
+from groundeval.scoring import Direction, Metric, Parsed, Score
 
 __all__ = ["CodeSetScorer"]
 
@@ -49,6 +49,7 @@ class CodeSetScorer:
     label: str = "code"
 
     metric_names: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1", "tp", "fp", "fn", "duplicates")
+    metric_directions: ClassVar[Mapping[str, Direction]] = {"fp": "lower", "fn": "lower", "duplicates": "lower"}
 
     def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
         """Compare answered codes with the expected ones.

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any, Literal
 
-from groundeval.scoring import Metric, Score
+from groundeval.scoring import Direction, Metric, Score
 
 __all__ = ["DISCREPANCY_STATUSES", "METRIC_NAMES", "ReconcileScorer", "aggregate_reconcile", "score_reconcile"]
 
@@ -46,6 +46,11 @@ METRIC_NAMES: tuple[str, ...] = (
     "matched_precision", "matched_recall", "matched_f1", "high_alert_missed", "high_alert_discrepancies",
     "tp", "fp", "fn", "matched_tp", "matched_fp", "matched_fn", "duplicates", "doses_given", "format_ok",
 )
+METRIC_DIRECTIONS: dict[str, Direction] = {
+    **dict.fromkeys(("fp", "fn", "matched_fp", "matched_fn", "duplicates", "high_alert_missed"), "lower"),
+    "high_alert_discrepancies": "none",
+}
+"""Metrics for which higher is not better (``high_alert_discrepancies`` counts the truth's, not the answer's)."""
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -81,6 +86,9 @@ def score_reconcile(
     Returns:
         A ``Score`` with the metrics of ``METRIC_NAMES`` (except ``format_ok``, added by the task):
         ``passed``, ``partial`` (some pair right, not passing, no high-alert miss) or ``failed``.
+        Details follow the report convention (README, "Writing a task"): ``missing`` (truth
+        entries the answer lacks), ``mismatches`` (``expected``/``got`` status), ``extra`` (items on
+        neither side), plus ``high_alert_missed``.
     """
     by_code = {code: i for i, entry in enumerate(truth) for code in entry.get("codes", [])}
     paired: dict[int, Mapping[str, Any]] = {}
@@ -146,8 +154,8 @@ def score_reconcile(
     outcome: Literal["passed", "partial", "failed"] = "passed" if ok else ("partial" if credit else "failed")
     details = {
         "missing": [_shown(truth[i]) for i in range(len(truth)) if i not in paired],
-        "misclassified": wrong,
-        "not_in_case": extras,
+        "mismatches": wrong,
+        "extra": extras,
         "high_alert_missed": [_shown(truth[i]) for i in high_alert if i in missed],
     }
     message = "" if ok else _message(metrics, details, min_f1)
@@ -177,14 +185,14 @@ def _message(metrics: Mapping[str, Metric], details: Mapping[str, list[dict[str,
         lines.append("not in the answer:")
         lines += [f"  - {e['rxnorm_code']}  {e['display']}  [{e['status']}{'; ' + e['why'] if e['why'] else ''}]"
                   for e in details["missing"]]
-    if details["misclassified"]:
+    if details["mismatches"]:
         lines.append("wrong status (expected | got):")
         lines += [f"  - {e['rxnorm_code']}  {e['display']}: {e['expected']} | {e['got']}"
-                  for e in details["misclassified"]]
-    if details["not_in_case"]:
+                  for e in details["mismatches"]]
+    if details["extra"]:
         lines.append("in the answer, on neither side:")
         lines += [f"  - {e['rxnorm_code'] or '(null)'}  {e['display']}  [{e['status']}]"
-                  for e in details["not_in_case"]]
+                  for e in details["extra"]]
     return "\n".join(lines)
 
 
@@ -236,6 +244,7 @@ class ReconcileScorer:
     """
 
     metric_names: tuple[str, ...] = METRIC_NAMES
+    metric_directions: dict[str, Direction] = METRIC_DIRECTIONS
 
     def __init__(self, min_f1: float = 1.0) -> None:
         self.min_f1 = min_f1

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case
 from groundeval.errors import ConfigError
-from groundeval.scoring import Metric, Parsed, Score
+from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.task_options import TaskOption, choice, unit_interval
 
 __all__ = [
@@ -68,6 +68,9 @@ class Scorer(Protocol):
 
     Attributes:
         metric_names: Every key ``score`` may put in ``Score.metrics``, in report order.
+
+    Optionally ``metric_directions`` (a mapping metric name -> ``"lower"`` or ``"none"``, see
+    ``groundeval.scoring.Direction``) names the metrics for which a higher value is not better.
     """
 
     metric_names: tuple[str, ...]
@@ -89,9 +92,14 @@ class Task(Protocol):
         name: Short name recorded in the run record, node ids and junit (``"extraction"``).
         default_agent: Agent used when ``--groundeval-agent`` is not given.
         options: The options the task reads (``from_options`` accepts only these keys).
-        metric_names: Every per-case metric the scorer can emit (junit shows each on every case).
+        metric_names: Every per-case metric the scorer can emit (junit shows each on every case;
+            the run record carries them, and comparisons and reports read them from there).
         tools: Names of the tools the task offers an agent; empty when it offers none.
         provides: Capability names (``TEXT_PROMPT``, ``TOOLS``, ``FHIR_BUNDLE``) the task offers agents.
+
+    Optionally a task has ``metric_directions`` (``BaseTask`` takes its scorer's): metric name ->
+    ``"lower"``/``"none"`` where higher is not better; the run record carries it beside
+    ``metric_names``.
     """
 
     name: ClassVar[str]
@@ -208,6 +216,15 @@ class BaseTask:
     def metric_names(self) -> tuple[str, ...]:
         """The scorer's ``metric_names``."""
         return tuple(self.scorer.metric_names) if self.scorer is not None else ()
+
+    @property
+    def metric_directions(self) -> Mapping[str, Direction]:
+        """Metric name -> ``"lower"``/``"none"`` for metrics where higher is not better (optional).
+
+        The scorer's ``metric_directions`` when it has one, else empty (every metric higher-is-better).
+        Recorded in the run record; ``groundeval compare`` labels per-case changes by it.
+        """
+        return dict(getattr(self.scorer, "metric_directions", None) or {})
 
     @property
     def provides(self) -> frozenset[str]:

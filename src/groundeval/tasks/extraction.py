@@ -26,7 +26,7 @@ from groundeval.errors import ConfigError, DatasetError
 from groundeval.fhir_read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
 from groundeval.scorers.extraction import aggregate_medications, score_medications
-from groundeval.scoring import Metric, Parsed, Score
+from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.task_options import EXTRACTION_OPTIONS
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
 from groundeval.tasks.common import case_id_from_stem, validate_entries, wrong_task_error
@@ -118,6 +118,10 @@ class ExtractionTask(BaseTask):
         "precision", "recall", "f1", "display_accuracy", "tp", "fp", "fn", "duplicates",
         "display_checked", "display_correct",
     )
+    metric_directions: ClassVar[Mapping[str, Direction]] = {
+        "fp": "lower", "fn": "lower", "duplicates": "lower", "display_checked": "none",
+    }
+    """Metrics for which higher is not better (``display_checked`` counts what could be checked)."""
     min_f1: float = 1.0
     min_display_accuracy: float = 1.0
     tools: ClassVar[tuple[str, ...]] = READ_TOOLS

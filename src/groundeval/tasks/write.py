@@ -27,7 +27,7 @@ from groundeval.errors import DatasetError
 from groundeval.fhir import patient_reference_matches
 from groundeval.parsing import extract_json
 from groundeval.scorers.write import aggregate_write, score_write
-from groundeval.scoring import Metric, Parsed, Score
+from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.task_options import WRITE_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
 from groundeval.tasks.common import wrong_task_error
@@ -207,6 +207,8 @@ class WriteTask(BaseTask):
     metric_names: ClassVar[tuple[str, ...]] = (
         "schema", "coding", "constraints", "safety", "dimensions_passed", "dose_mg", "daily_total_mg"
     )
+    metric_directions: ClassVar[Mapping[str, Direction]] = {"dose_mg": "none", "daily_total_mg": "none"}
+    """The written doses (mg, mg/day) are values, not scores."""
 
     @classmethod
     def claims(cls, data: Mapping[str, Any]) -> bool:
