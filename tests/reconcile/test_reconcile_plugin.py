@@ -164,16 +164,3 @@ def test_openai_compatible_runs_the_task_unchanged(pytester: pytest.Pytester, ch
     system = chat_server.bodies[0]["messages"][0]
     assert system["role"] == "system" and "Site formulary (RxCUI: display):" in system["content"]
     assert all("<report>" in b["messages"][-1]["content"] for b in chat_server.bodies)
-
-
-def test_under_xdist_the_metrics_cross_to_the_controller(pytester: pytest.Pytester) -> None:
-    # The one subprocess run: every per-case metric (bools, None) must survive execnet.
-    result = pytester.runpytest_subprocess(
-        "--groundeval-task=reconcile", "--groundeval-agent=naive-reconcile", "-p", "no:cacheprovider",
-        "-n", "2", "-k", SELECTED, "--junitxml=out.xml",
-    )
-    result.stdout.fnmatch_lines(["pass rate: 0.667 (2/3)*"])
-    record = _record(pytester.path)
-    dose = next(c for c in record["cases"] if c["case_id"].startswith("dose-high-alert"))
-    assert dose["metrics"]["high_alert_missed"] is True and dose["worker"] in ("gw0", "gw1")
-    assert '<property name="high_alert_missed" value="true"' in (pytester.path / "out.xml").read_text()
