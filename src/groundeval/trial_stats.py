@@ -42,6 +42,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from groundeval.dimensions import dimension_values, figure_dimension
 from groundeval.run_record import (
     Aggregate,
     CaseRecord,
@@ -195,9 +196,6 @@ def _verdict(passes: int, counted: int, min_pass_rate: float | None) -> bool | N
 
 
 def _intervals(groups: dict[str, list[CaseRecord]], figures: Iterable[str]) -> dict[str, FigureInterval]:
-    from groundeval.reporting.cases import dimension_values
-    from groundeval.reporting.compare import figure_dimension
-
     per_case: list[dict[str, list[float]]] = []
     for trials in groups.values():
         dims: dict[str, list[float]] = defaultdict(list)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 import warnings
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -21,12 +22,47 @@ from groundeval.runner import not_run_record, summarize
 from groundeval.trial_stats import verdict_exit_status
 
 if TYPE_CHECKING:
-    from groundeval.plugin.session import GroundevalSession
+    from groundeval.plugin.options import Settings
+    from groundeval.reporting import GateResult
+    from groundeval.run_record import CaseRecord, RunWriter
+    from groundeval.runner import RunInfo
+    from groundeval.tasks.base import Task
 
-__all__ = ["build_record", "finish_run"]
+__all__ = ["RunState", "build_record", "finish_run"]
 
 
-def build_record(gs: GroundevalSession, exit_status: int | None = None) -> RunRecord:
+class RunState(Protocol):
+    """What the end of a run reads of the run (``GroundevalSession`` provides it), and what it sets."""
+
+    config: pytest.Config
+    settings: Settings
+    task: Task
+    info: RunInfo
+    records: dict[str, CaseRecord]
+    selected: list[str]
+    collection_errors: dict[str, dict[str, str]]
+    stop_reason: str | None
+    started: datetime
+    t0: float
+    concurrency: int
+    discarded_calls: int
+    baseline: Any
+    writer: RunWriter
+    gate: GateResult | None
+    run_record: RunRecord | None
+    record_path: Path | None
+
+    @property
+    def stop_file(self) -> Path:
+        """The stop file workers watch (removed at the end)."""
+        ...
+
+    def build_record(self, exit_status: int | None = None) -> RunRecord:
+        """The run record from everything gathered so far."""
+        ...
+
+
+def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
     """The run record from everything gathered so far; not-run cases get a ``not_run`` record.
 
     ``complete`` is true only when every selected case has a record of a case that ran.
@@ -71,7 +107,7 @@ def build_record(gs: GroundevalSession, exit_status: int | None = None) -> RunRe
     )
 
 
-def finish_run(gs: GroundevalSession, session: pytest.Session, exitstatus: int) -> None:
+def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
     """Build and write the run record, apply the verdicts and the gate, write the summaries.
 
     Sets ``session.exitstatus``: cleared to 0 when every case meets ``--groundeval-min-pass-rate``

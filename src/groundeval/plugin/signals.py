@@ -12,19 +12,28 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    from groundeval.plugin.session import GroundevalSession
+import pytest
 
 __all__ = ["SignalStop"]
 
 
 class SignalStop:
-    """The run's signal handlers (installed at session start, restored at unconfigure)."""
+    """The run's signal handlers (installed at session start, restored at unconfigure).
 
-    def __init__(self, gs: GroundevalSession) -> None:
-        self.gs = gs
+    Args:
+        config: The run's pytest config (its ``dsession`` plugin is there under xdist).
+        stop_file: The file that tells workers to start no further case.
+        stopped: Called with the reason when the first signal stops the run.
+    """
+
+    def __init__(self, config: pytest.Config, stop_file: Path, stopped: Callable[[str], None]) -> None:
+        self.config = config
+        self.stop_file = stop_file
+        self.stopped = stopped
         self.signals = 0
         self._previous: dict[int, Any] = {}
 
@@ -51,11 +60,10 @@ class SignalStop:
             raise KeyboardInterrupt(reason)
         if self.signals == 2:
             return  # `uv run` forwards Ctrl-C that the process group also got: let the record be written
-        gs = self.gs
-        gs.stop_reason = reason
-        dsession = gs.config.pluginmanager.getplugin("dsession")
+        self.stopped(reason)
+        dsession = self.config.pluginmanager.getplugin("dsession")
         if dsession is None:
             raise KeyboardInterrupt(reason)
         with contextlib.suppress(OSError):  # a read-only out-dir: workers then finish their cases
-            gs.stop_file.touch()
+            self.stop_file.touch()
         dsession.shouldstop = reason

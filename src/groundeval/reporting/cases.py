@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from groundeval.dimensions import dimension_values
 from groundeval.run_record import CaseRecord, RunRecord
 from groundeval.scoring import Direction
 
@@ -101,24 +102,6 @@ class CaseValues:
     def pass_rate(self) -> float | None:
         """Passes / counted trials, or None when no trial was counted."""
         return self.passes / self.counted if self.counted else None
-
-
-def dimension_values(record: CaseRecord, names: Sequence[str] | None = None) -> dict[str, float]:
-    """One trial's dimension -> value (``passed``/``answered`` as 0 or 1); empty when it is not counted.
-
-    Args:
-        record: One case record (one trial).
-        names: The per-case metrics to take, in order; None takes every numeric or boolean metric
-            the record carries (booleans as 0 or 1; None and text are no value).
-    """
-    if not record.counted:
-        return {}
-    out = {"passed": 1.0 if record.outcome == "passed" else 0.0, "answered": 1.0 if record.answered else 0.0}
-    for name in record.metrics if names is None else names:
-        value = record.metrics.get(name)
-        if name not in out and isinstance(value, bool | int | float):
-            out[name] = float(value)
-    return out
 
 
 def case_values(cases: Iterable[CaseRecord], names: Sequence[str] | None = None) -> dict[str, CaseValues]:

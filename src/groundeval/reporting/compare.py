@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from groundeval.dimensions import figure_dimension
 from groundeval.reporting.cases import (
     EPS,
     CaseValues,
@@ -147,26 +148,6 @@ class Comparison:
     def changed(self) -> list[CaseDiff]:
         """Compared cases with at least one changed dimension."""
         return [c for c in self.cases if c.changes]
-
-
-def figure_dimension(name: str, dims: Collection[str] | None = None) -> str | None:
-    """The per-case dimension whose mean a headline figure is, or None (micro means, counts, usage).
-
-    The naming rule any task's aggregate can follow: ``pass_rate`` is the mean of ``passed``,
-    ``answer_rate`` of ``answered``, ``macro_<m>`` and ``<m>_pass_rate`` of the per-case metric
-    ``<m>``. With ``dims``, a dimension the run does not have gives None.
-    """
-    if name == "pass_rate":
-        dim: str | None = "passed"
-    elif name == "answer_rate":
-        dim = "answered"
-    elif name.startswith("macro_"):
-        dim = name[len("macro_"):]
-    elif name.endswith("_pass_rate"):
-        dim = name[: -len("_pass_rate")]
-    else:
-        dim = None
-    return None if dim is None or (dims is not None and dim not in dims) else dim
 
 
 def _num(value: object) -> float | None:
