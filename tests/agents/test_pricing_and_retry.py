@@ -209,3 +209,50 @@ def test_call_settings_defaults_and_validation() -> None:
     assert (settings.retry.max_retries, settings.retry.timeout_s) == (2, 600.0)
     with pytest.raises(ConfigError, match="max_tokens >= 1"):
         CallSettings.from_config(AgentConfig(options={"max_tokens": 0}))
+
+
+def test_waiting_for_a_call_slot_spends_the_case_budget() -> None:
+    from groundeval import throttle
+
+    gate = throttle.configure(2)
+    assert gate is not None
+    try:
+        gate.rate_limited(None)  # limit 2 -> 1
+        gate.acquire(1.0)  # another case's call holds the only slot
+        calls: list[float] = []
+        with pytest.raises(GaveUp) as info:
+            call_with_retries(lambda left: calls.append(left), RetryPolicy(timeout_s=0.05), errors=(Flaky,),
+                              advise=lambda e: (True, None))
+        assert calls == []  # never called: no slot came free within the case's 0.05 s
+        assert isinstance(info.value.error, DeadlineExceeded)
+        assert "no model-call slot came free" in info.value.note
+        gate.release(ok=True)
+        assert call_with_retries(lambda left: "answer", RetryPolicy(timeout_s=5.0), errors=(Flaky,),
+                                 advise=lambda e: (True, None)).value == "answer"
+    finally:
+        throttle.configure(None)
+
+
+def test_a_rate_limit_answer_cuts_the_process_limit() -> None:
+    from groundeval import throttle
+
+    class Limited(Flaky):
+        status_code = 429
+
+    gate = throttle.configure(8)
+    assert gate is not None
+    answers: list[BaseException | str] = [Limited("429"), "answer"]
+
+    def call(left: float) -> str:
+        item = answers.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    try:
+        done = call_with_retries(call, RetryPolicy(timeout_s=5.0, sleep=lambda s: None), errors=(Flaky,),
+                                 advise=lambda e: (True, 0.0))
+        assert done.value == "answer" and done.attempts == 2
+        assert gate.cuts == 1 and gate.limit == 4  # halved, held for the cooldown
+    finally:
+        throttle.configure(None)
