@@ -197,7 +197,7 @@ def test_ci_example_workflow_uses_the_real_commands() -> None:
     script = "\n".join(step.get("run", "") for step in steps)
     assert "groundeval compare" in script and "--fail-on-regression" in script and "--format markdown" in script
     assert '>> "$GITHUB_STEP_SUMMARY"' in script and "groundeval report" in script
-    assert "echo \"agent=baseline\"" in script  # the no-key fallback
+    assert "--agent replay:$BASELINE" in script  # no key: main's recorded answers re-scored (tests/test_examples.py)
     assert set(workflow[True]) == {"pull_request", "push"}  # YAML 1.1 reads the key `on` as True
     # the flags the workflow passes exist
     from groundeval.cli_tools import _compare_parser

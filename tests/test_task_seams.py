@@ -102,7 +102,7 @@ def test_entry_point_tasks_resolve_and_cannot_take_a_built_in_name(monkeypatch: 
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("summarise", "unknown task 'summarise'; choose one of: extraction, write, or 'package.module:Class'*"),
+        ("summarise", "unknown task 'summarise'; choose one of: extraction, reconcile, write, or 'package.module:Class'*"),
         ("no_such_module:Task", "task 'no_such_module:Task': cannot import 'no_such_module'*"),
         ("groundeval.tasks:NoSuch", "task 'groundeval.tasks:NoSuch': 'groundeval.tasks' has no attribute 'NoSuch'"),
         ("groundeval.tasks:make_task", "task 'groundeval.tasks:make_task' is not a task class*"),
@@ -186,11 +186,10 @@ def test_text_agents_run_any_text_task_and_tool_agents_need_tools() -> None:
     for task in (ExtractionTask(), WriteTask(), _Tiny()):
         check_task(text_agent, "fn", task)
     check_task(_ToolAgent(), "tool-agent", WriteTask())
-    with pytest.raises(ConfigError, match=r"agent 'tool-agent' requires tools, which the extraction task does not "
+    check_task(_ToolAgent(), "tool-agent", ExtractionTask())  # the FHIR read tools over its Bundle
+    with pytest.raises(ConfigError, match=r"agent 'tool-agent' requires tools, which the tiny-attr task does not "
                                           r"provide \(it provides: text_prompt\)"):
-        check_task(_ToolAgent(), "tool-agent", ExtractionTask())
-    with pytest.raises(ConfigError, match="requires tools"):
-        check_task(_ToolAgent(), "tool-agent", "extraction")  # a spec string still works
+        check_task(_ToolAgent(), "tool-agent", _Tiny())
 
 
 def test_the_single_call_agents_declare_capabilities_not_task_names() -> None:

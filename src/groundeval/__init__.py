@@ -44,6 +44,8 @@ __all__ = [
     "ExtractionTask",
     "GroundevalError",
     "InfraError",
+    "LangGraphAgent",
+    "LangGraphFHIRAgent",
     "LangGraphWriteAgent",
     "OpenAICompatibleAgent",
     "Parsed",
@@ -96,6 +98,8 @@ _WHERE = {
     "BaselineWriteAgent": "groundeval.agents.baseline_write",
     "ClaudeAgent": "groundeval.agents.claude",
     "OpenAICompatibleAgent": "groundeval.agents.openai_compat",
+    "LangGraphAgent": "groundeval.agents.langgraph_agent",
+    "LangGraphFHIRAgent": "groundeval.agents.langgraph_agent",
     "LangGraphWriteAgent": "groundeval.agents.langgraph_agent",
     "Catalog": "groundeval.terminology",
     "WriteTask": "groundeval.tasks.write",
@@ -145,7 +149,7 @@ if TYPE_CHECKING:
     from groundeval.agents.baseline import BaselineExtractionAgent
     from groundeval.agents.baseline_write import BaselineWriteAgent
     from groundeval.agents.claude import ClaudeAgent
-    from groundeval.agents.langgraph_agent import LangGraphWriteAgent
+    from groundeval.agents.langgraph_agent import LangGraphAgent, LangGraphFHIRAgent, LangGraphWriteAgent
     from groundeval.agents.openai_compat import OpenAICompatibleAgent
     from groundeval.datasets import Case, load_json
     from groundeval.errors import (

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from types import ModuleType
 
 __all__ = ["fhir", "import_healthchain", "module", "terminology"]
+
+_LOCK = threading.RLock()
 
 
 def module(name: str) -> ModuleType:
@@ -25,14 +28,16 @@ def module(name: str) -> ModuleType:
     Raises:
         ImportError: HealthChain is not installed (it is a groundeval dependency).
     """
-    loaded = sys.modules.get(name)
-    if loaded is not None:
-        return loaded
-    out, err = sys.stdout, sys.stderr
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.stdout, sys.stderr = out, err
+    with _LOCK:  # threads (--groundeval-concurrency) must neither see a half-imported module nor
+        # race on swapping the streams back
+        loaded = sys.modules.get(name)
+        if loaded is not None and not getattr(getattr(loaded, "__spec__", None), "_initializing", False):
+            return loaded
+        out, err = sys.stdout, sys.stderr
+        try:
+            return importlib.import_module(name)
+        finally:
+            sys.stdout, sys.stderr = out, err
 
 
 def fhir() -> ModuleType:

@@ -27,13 +27,14 @@ kept as a literal so ``--help`` imports no agent; a test checks that the two agr
 
 CLI_DEFAULTS: dict[str, str] = {
     "task": "extraction",
-    "agent": "the task's own: claude for extraction, langgraph for write",
+    "agent": "the task's own: claude for extraction and reconcile, langgraph for write",
     "model": f"{MODEL_DEFAULT} for claude and langgraph; openai-compatible needs one",
     "limit": "all cases",
     "data-dir": "the packaged fixtures",
     "temperature": "none sent, so the model's own; Claude Opus 4.7 and later reject an explicit one",
     "recursion-limit": "25",
     "base-url": "none; openai-compatible needs one",
+    "cache": "off: every case calls the agent",
 }
 """Shown default of each option whose plugin default is ``None`` (meaning "decided later")."""
 
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         if opt.name == "task":
             parser.add_argument(
                 "--task", dest="task", default="extraction", metavar=opt.metavar,
-                help=_help("The eval task: extraction or write.", default),
+                help=_help("The eval task: extraction, write or reconcile.", default),
             )
             continue
         if opt.flag:
@@ -153,7 +154,8 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
     if unknown:
         parser.error(_unknown_flag_message(parser, argv, unknown))
     if not str(args.task).strip():
-        parser.error("--task must name a task (extraction, write, or package.module:Class); it cannot be empty")
+        parser.error("--task must name a task (extraction, write, reconcile, or package.module:Class); "
+                     "it cannot be empty")
     out: list[str] = []
     for opt in OPTIONS:
         value = getattr(args, opt.key)

@@ -74,10 +74,14 @@ def url_secrets(url: str | None) -> list[str]:
     return [s for s in found if len(s) >= 3]
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with secret environment values, URL userinfo, echoed auth tokens and ``secrets`` replaced."""
-    for name, value in os.environ.items():
-        if value and len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
+def _env_secrets() -> list[str]:
+    """Values of the environment variables whose names look like secrets (8 characters or longer)."""
+    return [v for name, v in os.environ.items() if v and len(v) >= 8 and _SECRET_NAME.search(name)]
+
+
+def _redact(text: str, env_secrets: Iterable[str], secrets: Iterable[str]) -> str:
+    for value in env_secrets:
+        if value in text:
             text = text.replace(value, REDACTED)
     if "@" in text:
         text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
@@ -87,17 +91,34 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with secret environment values, URL userinfo, echoed auth tokens and ``secrets`` replaced.
+
+    The environment is read on every call, so a key set after start-up is still redacted.
+    """
+    return _redact(text, _env_secrets(), secrets)
+
+
 def clean_text(text: str) -> str:
     """``redact`` plus the text rule: lone surrogates and control characters become U+FFFD."""
     return redact(_BAD_CHARS.sub("\ufffd", text))
 
 
 def clean(value: Any) -> Any:
-    """Apply ``clean_text`` to every string (keys included) in a JSON-like value."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, Mapping):
-        return {clean_text(str(k)): clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean(v) for v in value]
-    return value
+    """Apply ``clean_text`` to every string (keys included) in a JSON-like value.
+
+    The environment's secrets are read once per call, not once per string (a case record holds
+    thousands of strings; reading ``os.environ`` for each cost more than scoring the case).
+    """
+    env = _env_secrets()
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return _redact(_BAD_CHARS.sub("\ufffd", item), env, ())
+        if isinstance(item, Mapping):
+            return {walk(str(k)): walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)

@@ -33,9 +33,13 @@ __all__ = [
     "SCHEMA_VERSION",
     "Aggregate",
     "CaseRecord",
+    "CaseTrials",
     "ErrorInfo",
+    "FigureInterval",
+    "PassAtK",
     "RunRecord",
     "RunWriter",
+    "TrialStats",
     "new_run_id",
     "package_versions",
 ]
@@ -86,6 +90,7 @@ class CaseRecord(BaseModel):
         raw_output_chars: Length of the full raw answer, characters.
         raw_output_sha256: Hex SHA-256 of the full raw answer (UTF-8), when it was capped.
         latency_s: Wall time of the agent call, seconds.
+        started_at: When the agent call started, ISO-8601 UTC (None when no call was made).
         attempts: Model calls made, retries included.
         usage: Tokens (``input_tokens``, ...) and ``cost_usd`` (USD, None when unpriced).
         trace: Tool calls in order, each ``{"tool", "args", "result", "ok"}``.
@@ -120,6 +125,7 @@ class CaseRecord(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     message: str = ""
     latency_s: float | None = None
+    started_at: str | None = None
     attempts: int | None = None
     usage: dict[str, Metric] = Field(default_factory=dict)
     trace: list[dict[str, Any]] = Field(default_factory=list)
@@ -130,8 +136,124 @@ class CaseRecord(BaseModel):
     cached: bool = False
 
 
+class FigureInterval(BaseModel):
+    """A 95% confidence interval of a headline mean, from a cluster bootstrap over cases.
+
+    Attributes:
+        value: The point estimate: the pooled mean over every counted trial that has the value
+            (the Aggregate's own figure, e.g. ``pass_rate``), or for pass@k/pass^k the mean over cases.
+        low: Lower bound, same units as ``value``.
+        high: Upper bound.
+        cases: Cases resampled (those with at least one counted trial that has the value).
+        method: ``bootstrap-bca``, ``bootstrap-percentile`` (BCa was degenerate) or ``exact`` (every
+            case has the same value, so every resample does: the interval is that value).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float
+    low: float
+    high: float
+    cases: int
+    method: Literal["bootstrap-bca", "bootstrap-percentile", "exact"]
+
+    def text(self, digits: int = 3) -> str:
+        """``[0.612, 0.904]``."""
+        return f"[{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+class PassAtK(BaseModel):
+    """pass@k and pass^k at one k, averaged over the cases with at least k counted trials.
+
+    Attributes:
+        k: Trials drawn.
+        pass_at_k: Mean over cases of ``1 - C(n-c, k) / C(n, k)`` (Chen et al. 2021, eq. 1): the
+            chance that at least one of k trials passes. None when no case has k counted trials.
+        pass_hat_k: Mean over cases of ``C(c, k) / C(n, k)`` (pass^k, Yao et al. 2024): the chance
+            that all k trials pass. None when no case has k counted trials.
+        cases: Cases averaged (n >= k); n is a case's counted trials, c its passing ones.
+        pass_at_k_interval: Bootstrap interval over cases (headline k only), else None.
+        pass_hat_k_interval: Likewise for pass^k.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    k: int
+    pass_at_k: float | None
+    pass_hat_k: float | None
+    cases: int
+    pass_at_k_interval: FigureInterval | None = None
+    pass_hat_k_interval: FigureInterval | None = None
+
+
+class CaseTrials(BaseModel):
+    """One case's trials and its case-level verdict.
+
+    Attributes:
+        case_id: The case id.
+        trials: Records of the case (trials), excluded and not-run ones included.
+        counted: Counted trials (n): excluded and not-run trials are left out.
+        passes: Counted trials that passed (c).
+        outcomes: Each trial's outcome, by trial index.
+        passed: True when ``passes >= min_pass_rate * counted`` (all counted trials without
+            ``--groundeval-min-pass-rate``); None when no trial was counted (not judged).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    case_id: str
+    trials: int
+    counted: int
+    passes: int
+    outcomes: list[str] = Field(default_factory=list)
+    passed: bool | None = None
+
+
+class TrialStats(BaseModel):
+    """Statistics over cases and their repeated trials (``groundeval.trial_stats``), computed once.
+
+    With one trial per case this still holds the intervals over cases, and pass@1 equals the
+    mean pass rate over cases.
+
+    Attributes:
+        k: The most trials any case has (``--groundeval-trials``; 1 without it).
+        cases: Distinct case ids.
+        intervals: Figure name (``pass_rate``, ``answer_rate``, ``macro_f1``, ``coding_pass_rate``,
+            ...) -> its interval; figures that are not a mean of a per-case value (micro means,
+            counts, usage) have none.
+        interval_method: How the intervals were computed (one line, for reports).
+        pass_k: pass@k and pass^k for k = 1..``k``; the last entry is the headline.
+        min_pass_rate: ``--groundeval-min-pass-rate`` R, or None when not given.
+        cases_judged: Cases with at least one counted trial.
+        cases_passed: Judged cases whose verdict is passed.
+        cases_failed: Ids of judged cases whose verdict is not passed.
+        per_case: Every case's trials and verdict, in record order.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    k: int = 1
+    cases: int = 0
+    intervals: dict[str, FigureInterval] = Field(default_factory=dict)
+    interval_method: str = ""
+    pass_k: list[PassAtK] = Field(default_factory=list)
+    min_pass_rate: float | None = None
+    cases_judged: int = 0
+    cases_passed: int = 0
+    cases_failed: list[str] = Field(default_factory=list)
+    per_case: list[CaseTrials] = Field(default_factory=list)
+
+    @property
+    def headline(self) -> PassAtK | None:
+        """pass@k and pass^k at k = ``k`` (None when nothing was counted)."""
+        return self.pass_k[-1] if self.pass_k else None
+
+
 class Aggregate(BaseModel):
     """Run-level figures, computed once from the case records.
+
+    With ``--groundeval-trials`` every case record is one trial, so ``cases``, ``counts``,
+    ``counted``, ``excluded`` and the rates count trials; ``trials`` holds the per-case view.
 
     Attributes:
         selected: Cases selected for the run (after ``-k``/``--groundeval-limit``).
@@ -146,6 +268,8 @@ class Aggregate(BaseModel):
         answer_rate: Cases with a parseable answer / counted (None when nothing is counted).
         metrics: The task's aggregate over the counted cases (micro/macro means, counts).
         usage: Token totals and ``cost_usd`` (USD; None when any case's cost is unknown).
+        trials: Per-case passes out of K, 95% intervals, pass@k, pass^k and the case verdicts
+            (``groundeval.trial_stats``); None in records written before it existed.
     """
 
     selected: int = 0
@@ -159,12 +283,15 @@ class Aggregate(BaseModel):
     answer_rate: float | None = None
     metrics: dict[str, Metric] = Field(default_factory=dict)
     usage: dict[str, Metric] = Field(default_factory=dict)
+    trials: TrialStats | None = None
 
 
 class RunRecord(BaseModel):
     """A whole run (``schema_version`` 2).
 
     ``complete`` is true only when every selected case has a record of a case that ran.
+    ``dropped_calls`` counts agent calls made ahead (``--groundeval-concurrency``) whose items
+    never ran because the run stopped: paid for (or in flight), never scored.
     """
 
     schema_version: Literal[2] = 2
@@ -185,6 +312,7 @@ class RunRecord(BaseModel):
     data_dir: str = ""
     fixtures: list[dict[str, str]] = Field(default_factory=list)
     collection_errors: list[dict[str, str]] = Field(default_factory=list)
+    dropped_calls: int = 0
     cases: list[CaseRecord] = Field(default_factory=list)
     aggregate: Aggregate = Field(default_factory=Aggregate)
 

@@ -3,13 +3,13 @@
 ``run_case`` applies the outcome policy (``groundeval.outcomes``) by where an exception came from,
 never by what a value holds:
 
-* the task's ``prompt``/``context`` raised: ``harness_error``;
+* the task's ``prompt``/``context``/``truth`` raised: ``harness_error``, and the agent is not
+  called (the truth is derived before the agent runs, so the agent cannot change it);
 * the agent raised an ``AgentError``: its ``outcome`` (agent behaviour: scored as an empty answer;
   an ``InfraError``: excluded);
 * the agent raised anything else, or returned neither a ``str`` nor an ``AgentResult``:
   ``agent_error``;
-* the task's ``truth``/``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace
-  are kept);
+* the task's ``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace are kept);
 * otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text.
 
 ``call_agent`` is the one seam between a case and its agent result: caching, replay, repeated
@@ -23,28 +23,33 @@ import time
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from datetime import time as time_
+from datetime import UTC, datetime
 from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, InfraError
+from groundeval.jsonable import jsonable
 from groundeval.outcomes import OUTCOMES
 from groundeval.pricing import total_cost
 from groundeval.redaction import clean
 from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, Aggregate, CaseRecord
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
+from groundeval.trial_ids import split_trial
+from groundeval.trial_stats import with_trial_stats
 
 __all__ = [
+    "Attempt",
     "CaseRun",
     "Execution",
     "RunInfo",
+    "attempt",
     "call_agent",
     "jsonable",
     "not_run_record",
+    "prepare",
     "prompt_hash",
     "request_for",
     "run_case",
@@ -131,7 +136,62 @@ def call_agent(agent: Agent, request: AgentRequest) -> Execution:
             f"{request.case_id}: agent {agent.name!r} returned {type(out).__name__}; "
             "return a str or a groundeval.AgentResult"
         )
+    if not isinstance(out.text, str):
+        raise AgentReturnedWrongType(
+            f"{request.case_id}: agent {agent.name!r} returned an AgentResult whose text is "
+            f"{type(out.text).__name__}; AgentResult.text must be the answer as a str"
+        )
     return Execution(prompt_sha256=prompt_hash(request.prompt), result=out, latency_s=round(latency, 6))
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One agent call on a request, finished: its ``Execution`` or what it raised.
+
+    Attributes:
+        request: The request the agent got.
+        truth: The task's ground truth for the case, derived before the call, so nothing the
+            agent does to its request (a tool that edits the Bundle it was handed) can change it.
+        execution: The answer, or None when the call raised.
+        error: What the agent raised (``AgentError`` or anything else), or None.
+        latency_s: Wall time of the call, seconds.
+        started_at: When the call started, ISO-8601 UTC.
+    """
+
+    request: AgentRequest
+    truth: Any
+    execution: Execution | None
+    error: BaseException | None
+    latency_s: float
+    started_at: str
+
+
+def prepare(task: Task, case: Case, trial: int = 0) -> tuple[AgentRequest, Any]:
+    """The request for ``case`` and its ground truth, both derived before the agent runs.
+
+    Raises:
+        Exception: Whatever the task's ``prompt``, ``context`` or ``truth`` raised (a harness error).
+    """
+    return request_for(task, case, trial), task.truth(case)
+
+
+def attempt(agent: Agent, request: AgentRequest, truth: Any = None) -> Attempt:
+    """Call the agent once and keep whatever it returned or raised (safe to run in a thread).
+
+    ``truth`` (from ``prepare``) is carried along untouched, for scoring.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C during the call; everything else is kept in the ``Attempt``.
+    """
+    started_at = datetime.now(UTC).isoformat()
+    start = time.perf_counter()
+    try:
+        execution = call_agent(agent, request)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit included: the agent's own code, never the run's end
+        return Attempt(request, truth, None, exc, round(time.perf_counter() - start, 6), started_at)
+    return Attempt(request, truth, execution, None, execution.latency_s, started_at)
 
 
 def _raw_fields(text: str) -> dict[str, Any]:
@@ -180,7 +240,10 @@ def _result_fields(execution: Execution, info: RunInfo) -> dict[str, Any]:
     }
 
 
-def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, trial: int = 0) -> CaseRun:
+def run_case(
+    task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, trial: int = 0,
+    attempted: Attempt | None = None,
+) -> CaseRun:
     """Run ``agent`` on ``case`` and score the answer; never raises for a case-level problem.
 
     Args:
@@ -190,6 +253,8 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, t
         info: Run-wide facts copied onto the record.
         nodeid: The pytest node id of the case's item.
         trial: 0-based trial index (``--groundeval-trials``); passed on in the request.
+        attempted: The agent call already made for this case (``--groundeval-concurrency``
+            makes it ahead, in a thread); None to build the request and call the agent here.
 
     Returns:
         The ``CaseRun``: its record, and for excluded outcomes the exception to report.
@@ -197,26 +262,30 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, t
     Raises:
         KeyboardInterrupt: Ctrl-C during the case (the run's end writes the record).
     """
+    if attempted is None:
+        try:
+            request, truth = prepare(task, case, trial)
+        except Exception as exc:  # the task's prompt, context or truth: the agent is never called
+            error = {"error": _error(exc, with_traceback=True)}
+            return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
+        attempted = attempt(agent, request, truth)
+    request = attempted.request
+    failure = attempted.error
+    if isinstance(failure, AgentError):
+        return _agent_failed(task, info, case, nodeid, attempted, failure)
+    if failure is not None:  # SystemExit included: the agent's own code
+        fields = {
+            "prompt_sha256": prompt_hash(request.prompt), "latency_s": attempted.latency_s,
+            "started_at": attempted.started_at, "error": _error(failure, with_traceback=True),
+            "message": f"agent_error: {type(failure).__name__}: {failure}",
+        }
+        return CaseRun(_record(info, case, nodeid, "agent_error", fields, trial=request.trial), failure)
+    execution = attempted.execution
+    assert execution is not None  # an Attempt holds an execution or an error
+    trial = request.trial
+    fields = {**_result_fields(execution, info), "started_at": attempted.started_at}
+    truth = attempted.truth
     try:
-        request = request_for(task, case, trial)
-        prompt = request.prompt
-    except Exception as exc:
-        error = {"error": _error(exc, with_traceback=True)}
-        return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
-    start = time.perf_counter()
-    try:
-        execution = call_agent(agent, request)
-    except KeyboardInterrupt:
-        raise
-    except AgentError as exc:
-        return _agent_failed(task, info, case, nodeid, request, exc, time.perf_counter() - start)
-    except BaseException as exc:  # SystemExit included: the agent's own code, never the run's end
-        fields = {"prompt_sha256": prompt_hash(prompt), "latency_s": round(time.perf_counter() - start, 6),
-                  "error": _error(exc, with_traceback=True), "message": f"agent_error: {type(exc).__name__}: {exc}"}
-        return CaseRun(_record(info, case, nodeid, "agent_error", fields, trial=trial), exc)
-    fields = _result_fields(execution, info)
-    try:
-        truth = task.truth(case)
         parsed = task.parse(case, execution.result.text)
         score = task.score(case, truth, parsed)
     except Exception as exc:
@@ -230,15 +299,16 @@ def run_case(task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, t
     return CaseRun(_record(info, case, nodeid, outcome, fields, trial=trial))
 
 
-def _agent_failed(
-    task: Task, info: RunInfo, case: Case, nodeid: str, request: AgentRequest, exc: AgentError, latency: float
-) -> CaseRun:
+def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted: Attempt, exc: AgentError) -> CaseRun:
     """Record an ``AgentError``: agent behaviour is scored as an empty answer; infrastructure is excluded."""
+    request = attempted.request
     usage = exc.details.get("usage")
     fields: dict[str, Any] = {
-        "prompt_sha256": prompt_hash(request.prompt), "latency_s": round(latency, 6), "attempts": exc.attempts,
+        "prompt_sha256": prompt_hash(request.prompt), "latency_s": attempted.latency_s,
+        "started_at": attempted.started_at, "attempts": exc.attempts,
         "usage": usage if isinstance(usage, Mapping) else {}, "model": exc.details.get("model") or info.model,
         "error": _error(exc, with_traceback=False), "message": f"{exc.outcome}: {exc}",
+        "cached": getattr(exc, "cached", False) is True,  # a failure replayed from a cache or run record
     }
     partial = exc.details.get("partial_text")
     if isinstance(partial, str):
@@ -248,8 +318,8 @@ def _agent_failed(
         fields["trace"] = trace  # the tool calls made before the agent gave up
     if isinstance(exc, InfraError):
         return CaseRun(_record(info, case, nodeid, exc.outcome, fields, trial=request.trial), exc)
+    truth = attempted.truth
     try:
-        truth = task.truth(case)
         empty = task.parse(case, "")
         score = task.score(case, truth, empty)
     except Exception as harness_exc:
@@ -277,50 +347,28 @@ def setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome
 
 def not_run_record(info: RunInfo, nodeid: str, reason: str) -> CaseRecord:
     """The record of a selected case that never ran (the run stopped first)."""
+    case_id, trial = split_trial(nodeid.rpartition("::")[2])
     return CaseRecord(
-        case_id=nodeid.rpartition("::")[2], nodeid=nodeid, run_id=info.run_id, task=info.task, agent=info.agent,
-        model=info.model,
+        case_id=case_id, nodeid=nodeid, run_id=info.run_id, task=info.task, agent=info.agent,
+        model=info.model, trial=trial or 0,
         outcome="not_run", counted=False, message=f"not_run: {reason}",
     )
 
 
-def _primitive(value: object) -> Metric:
-    """Coerce a value to str/int/float/bool/None (execnet and junit safe; pytest-dev/pytest-xdist#552).
-
-    Decimal and numeric scalars become float, dates and datetimes ISO-8601 strings, anything else
-    ``str(value)``.
-    """
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, date | datetime | time_):
-        return value.isoformat()
-    try:
-        return float(value)  # type: ignore[arg-type]  # Decimal and numpy scalars
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def jsonable(value: Any) -> Any:
-    """Return ``value`` with every leaf made JSON- and execnet-safe (see ``_primitive``)."""
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "model_dump"):
-        return jsonable(value.model_dump(mode="json"))
-    return _primitive(value)
-
-
-def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = None) -> Aggregate:
+def summarize(
+    task: Task, records: Iterable[CaseRecord], selected: int | None = None, min_pass_rate: float | None = None
+) -> Aggregate:
     """Aggregate case records: outcome counts, pass and answer rates, the task's means, tokens and cost.
 
     Args:
         task: The task whose ``aggregate`` combines the counted cases' metrics.
         records: Every case record of the run (``not_run`` ones included).
         selected: Cases selected for the run; defaults to the number of records.
+        min_pass_rate: ``--groundeval-min-pass-rate`` R for the case verdicts, or None.
 
     Returns:
-        The ``Aggregate``. ``cost_usd`` is None when any record with usage has no known cost.
+        The ``Aggregate``, with ``trials`` from ``groundeval.trial_stats.with_trial_stats``.
+        ``cost_usd`` is None when any record with usage has no known cost.
     """
     records = list(records)
     counts: dict[str, int] = {}
@@ -339,7 +387,7 @@ def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = 
     n = len(counted)
     ran = len(records) - not_run
     passed = sum(r.outcome == "passed" for r in records)
-    return Aggregate(
+    aggregate = Aggregate(
         selected=len(records) if selected is None else selected,
         cases=len(records),
         counts=dict(sorted(counts.items())),
@@ -352,4 +400,4 @@ def summarize(task: Task, records: Iterable[CaseRecord], selected: int | None = 
         metrics=task.aggregate([r.metrics for r in counted]),
         usage=usage,
     )
-
+    return with_trial_stats(aggregate, records, min_pass_rate)

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BUILTIN_OPTIONS", "EXTRACTION_OPTIONS", "WRITE_OPTIONS", "TaskOption", "choice", "unit_interval"]
+__all__ = [
+    "BUILTIN_OPTIONS", "EXTRACTION_OPTIONS", "WRITE_OPTIONS", "TaskOption", "boolean", "choice", "unit_interval",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,21 @@ def choice(*allowed: str, why: str = "") -> Callable[[str], str]:
     return convert
 
 
+_TRUE, _FALSE = frozenset({"true", "yes", "on", "1"}), frozenset({"false", "no", "off", "0"})
+
+
+def boolean(value: str) -> bool:
+    """``true``/``yes``/``on``/``1`` or ``false``/``no``/``off``/``0`` (any case).
+
+    Raises:
+        ValueError: Anything else.
+    """
+    word = value.strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise ValueError("must be true or false")
+
+
 EXTRACTION_OPTIONS: tuple[TaskOption, ...] = (
     TaskOption("min_f1", unit_interval, 1.0, "Extraction: RxNorm F1 a case needs to pass.", "X"),
     TaskOption("min_display_accuracy", unit_interval, 1.0, "Extraction: display accuracy a case needs to pass.", "X"),
@@ -102,6 +119,11 @@ EXTRACTION_OPTIONS: tuple[TaskOption, ...] = (
                            "'file' (the whole file stem)"), "name",
         "Extraction: case ids from the file stem with a trailing UUID cut to 8 characters ('name') or from "
         "the whole file stem ('file').", "name|file",
+    ),
+    TaskOption(
+        "bundle_in_prompt", boolean, True,
+        "Extraction: paste the Bundle into the prompt (true), or leave it out so that only a tool-using agent "
+        "reading it through the FHIR read tools (langgraph, langgraph-fhir) can answer (false).", "true|false",
     ),
 )
 

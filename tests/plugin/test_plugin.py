@@ -139,9 +139,11 @@ def agent(request):
         os._exit(3)
     return BASE.run(request)
 ''')
+    # One call at a time: with calls made ahead in threads, a crash that kills the process is
+    # charged to the item running at that moment (see the README, "Concurrency").
     result = pytester.runpytest_subprocess(
         "--groundeval-task=extraction", "--groundeval-agent=crashing_agent:agent",
-        "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2",
+        "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2", "--groundeval-concurrency=1",
     )
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed") == 4 and outcomes.get("failed", 0) + outcomes.get("errors", 0) == 1

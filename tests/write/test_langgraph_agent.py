@@ -189,10 +189,10 @@ def test_a_reply_cut_at_max_tokens_is_truncated_and_its_tool_call_never_runs() -
     assert details["tool_calls"] == 2 and "usage" in details
 
 
-def test_the_agent_needs_the_patient_reference_from_the_write_task() -> None:
+def test_the_agent_needs_a_bundle_or_the_patient_reference_in_the_context() -> None:
     agent, _ = scripted("{}")
     request = AgentRequest(case_id="x", task="extraction", prompt=TASK.prompt(load("ibuprofen-two-tablets")))
-    with pytest.raises(AgentError, match="no patient_reference"):
+    with pytest.raises(AgentError, match="neither a bundle nor a patient_reference"):
         agent.run(request)
 
 

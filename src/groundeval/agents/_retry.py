@@ -24,11 +24,16 @@ clock is ``time.monotonic`` with no seam, so the budget rules could not be teste
 waits; the ``Retry-After`` wait and the per-attempt deadline would still be ours; and what it
 would replace is the 30-line loop below. The loop stays, with every rule tested on a fake clock.
 
+Under ``--groundeval-concurrency`` every attempt holds a slot of the process's
+``groundeval.throttle.AdaptiveLimit``: a 429/529 answer cuts the number of calls in flight for a
+while (waiting for a slot spends the case's budget like any wait).
+
 Attempts are counted here and recorded with the case, whether it succeeds or not.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import random
@@ -38,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from groundeval import throttle
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import ConfigError
 
@@ -270,8 +276,14 @@ def call_with_retries(
     while True:
         attempts += 1
         left = max(deadline - policy.clock(), 0.001)
+        gate = throttle.current()
         try:
-            value = within(functools.partial(call, left), left + DEADLINE_GRACE_S)
+            with gate.slot(left) if gate is not None else contextlib.nullcontext():
+                left = max(deadline - policy.clock(), 0.001)  # waiting for a slot spends the budget
+                value = within(functools.partial(call, left), left + DEADLINE_GRACE_S)
+        except throttle.SlotTimeout as exc:
+            late = DeadlineExceeded(round(policy.clock() - start, 3), policy.timeout_s)
+            raise GaveUp(late, attempts, f"{late}: {exc}", waited) from None
         except Abandoned:
             if abandon is not None:
                 abandon()
@@ -279,6 +291,8 @@ def call_with_retries(
             raise GaveUp(late, attempts, str(late), waited) from None
         except errors as exc:
             retry, asked = advise(exc)
+            if gate is not None and throttle.is_rate_limit(exc):
+                gate.rate_limited(asked)  # fewer calls in flight for a while, not a failed wave
             if not retry:
                 raise GaveUp(exc, attempts, waited_s=waited) from exc
             if attempts > policy.max_retries:

@@ -17,7 +17,9 @@ capability names (``groundeval.tasks.base.CAPABILITIES``) that the task must ``p
 
 * ``"text_prompt"``: a single-call text agent (``claude``, ``openai-compatible``, a plain
   function) runs any task that renders a text prompt;
-* ``"tools"``: a tool-using agent runs only a task that offers tools.
+* ``"tools"``: a tool-using agent runs only a task that offers tools;
+* ``"fhir_bundle"``: an agent serving the case's Bundle through read-only tools (``langgraph-fhir``)
+  runs only a task whose context holds it.
 
 An agent with no ``requires`` is taken to need ``{"text_prompt"}``. An agent built for one task's
 answer format only (a rule-based baseline) may also declare ``tasks``, a set of task names.
@@ -93,10 +95,15 @@ AGENTS: dict[str, str] = {
     "openai-compatible": "groundeval.agents.openai_compat:OpenAICompatibleAgent",
     "baseline": "groundeval.agents.baseline:BaselineExtractionAgent",
     "naive": "groundeval.agents.baseline:NaiveExtractionAgent",
-    "langgraph": "groundeval.agents.langgraph_agent:LangGraphWriteAgent",
+    "langgraph": "groundeval.agents.langgraph_agent:LangGraphAgent",
+    "langgraph-fhir": "groundeval.agents.langgraph_agent:LangGraphFHIRAgent",
     "baseline-write": "groundeval.agents.baseline_write:BaselineWriteAgent",
+    "baseline-reconcile": "groundeval.agents.baseline_reconcile:BaselineReconcileAgent",
+    "naive-reconcile": "groundeval.agents.baseline_reconcile:NaiveReconcileAgent",
+    "replay": "groundeval.agents.replay:ReplayAgent",
 }
-"""Built-in agent name -> ``module:class``."""
+"""Built-in agent name -> ``module:class``. A built-in that takes an argument (``replay:RUN.json``)
+is named ``NAME:ARGUMENT``; its class builds itself with ``from_argument(argument, config)``."""
 
 
 class FunctionAgent:
@@ -157,6 +164,21 @@ def _load_target(spec: str) -> Any:
     return target
 
 
+def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:
+    """``(class, argument)`` for a ``NAME:ARGUMENT`` spec of a built-in agent, else None.
+
+    Raises:
+        ConfigError: The built-in agent takes no argument.
+    """
+    name, sep, argument = spec.partition(":")
+    if not sep or name not in AGENTS:
+        return None
+    target = _load_target(AGENTS[name])
+    if not callable(getattr(target, "from_argument", None)):
+        raise ConfigError(f"agent {name!r} takes no argument; use --groundeval-agent={name}")
+    return target, argument
+
+
 def agent_requires(agent: object) -> frozenset[str]:
     """The capabilities ``agent`` needs: its ``requires``, or ``{"text_prompt"}`` if it has none."""
     declared = getattr(agent, "requires", None)
@@ -183,7 +205,9 @@ def check_task(agent: Agent, spec: str, task: Any) -> None:
     provides = getattr(task, "provides", None)
     if not isinstance(provides, frozenset | set):  # a class: the property is not evaluated
         tools = getattr(task, "tools", ())
-        provides = frozenset({"text_prompt", *(("tools",) if isinstance(tools, tuple | list) and tools else ())})
+        declared = ("tools",) if isinstance(tools, tuple | list) and tools else ()
+        bundle = ("fhir_bundle", "tools") if getattr(task, "bundle_in_context", False) is True else ()
+        provides = frozenset({"text_prompt", *declared, *bundle})
     missing = sorted(agent_requires(agent) - set(provides))
     if missing:
         offered = ", ".join(sorted(provides)) or "nothing"
@@ -201,7 +225,7 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
     """Build an agent from a built-in name or a ``module:attribute`` spec.
 
     Args:
-        spec: ``"claude"``, ``"baseline"``, ``"naive"``, or ``"pkg.module:attr"``.
+        spec: ``"claude"``, ``"baseline"``, ``"naive"``, ``"replay:RUN.json"``, or ``"pkg.module:attr"``.
         config: Model and options for the agent.
 
     Returns:
@@ -212,8 +236,12 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
             not an agent, or an agent that refuses the config (e.g. no API key).
     """
     config = config or AgentConfig()
-    target = _load_target(AGENTS.get(spec, spec))
+    with_argument = _builtin_with_argument(spec)
     agent: Any
+    if with_argument is not None:
+        built_from: Agent = with_argument[0].from_argument(with_argument[1], config)
+        return built_from
+    target = _load_target(AGENTS.get(spec, spec))
     if inspect.isclass(target):
         params = [
             p for p in inspect.signature(target).parameters.values()
@@ -255,6 +283,10 @@ def preflight_agent(spec: str, config: AgentConfig, task: Any) -> str:
         ConfigError: Unknown name, unimportable module, missing attribute, an agent the task
             cannot serve, or ``check_config`` refused the settings.
     """
+    if _builtin_with_argument(spec) is not None:  # cheap to build (replay reads one file): build and check it
+        agent = make_agent(spec, config)
+        check_task(agent, spec, task)
+        return agent.name
     target = _load_target(AGENTS.get(spec, spec))
     check_task(target, spec, task)
     check = getattr(target, "check_config", None)

@@ -1,10 +1,21 @@
-"""LangGraph write agent: ``langchain.agents.create_agent`` with the HealthChain FHIR tools.
+"""LangGraph agent: ``langchain.agents.create_agent`` with the HealthChain FHIR tools.
 
-Per case the agent gets the task's system prompt, the note as the user turn, and three tools
-bound to the case's patient (``hc_tools.make_tools``: ``lookup_rxnorm``,
-``build_medication_statement``, ``validate_medication_statement``). Its final message is the
-MedicationStatement JSON. The whole tool-call trace is kept: one ``{"tool", "args", "result",
-"ok"}`` per call, in order, also when the run stops early (it goes into the error's details).
+Per case the agent gets the task's system prompt, the task's user turn, and the tools the case's
+context calls for:
+
+* ``context["bundle"]`` (a FHIR Bundle: extraction, reconcile): the read-only tools of
+  ``fhir_read_tools.make_read_tools`` (``get_resources``, ``resolve_reference``, ``lookup_code``)
+  over that Bundle;
+* else ``context["patient_reference"]`` (the write task): three tools bound to the patient
+  (``hc_tools.make_tools``: ``lookup_rxnorm``, ``build_medication_statement``,
+  ``validate_medication_statement``).
+
+Its final message is the answer (the medication list, the MedicationStatement JSON). The agent adds
+nothing to the prompt: whether the Bundle is also pasted there is the task's choice (extraction's
+``bundle_in_prompt``). ``langgraph-fhir`` (``LangGraphFHIRAgent``) is the same agent pinned to the
+read tools: it requires the ``fhir_bundle`` capability, so on a task without a Bundle it stops
+before any case. The whole tool-call trace is kept: one ``{"tool", "args", "result", "ok"}`` per
+call, in order, also when the run stops early (it goes into the error's details).
 
 How failures are reported:
 
@@ -27,19 +38,19 @@ How failures are reported:
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
-from groundeval.agents._classify import BadResponse, advise, classify_anthropic_error
+from groundeval.agents._classify import classify_anthropic_error
+from groundeval.agents._langgraph_graph import build_write_graph, model_call_guard
 from groundeval.agents._langgraph_trace import message_usage, tool_trace
-from groundeval.agents._retry import CallSettings, GaveUp, RetryPolicy, call_with_retries
+from groundeval.agents._retry import CallSettings, GaveUp
 from groundeval.agents._single_call import check_temperature
 from groundeval.agents.base import AgentConfig
-from groundeval.agents.claude import DEFAULT_MODEL, TRUNCATED, ClaudeAgent
-from groundeval.errors import AgentError, AgentLoopError, ConfigError, InfraError, RefusalError, TruncatedError
+from groundeval.agents.claude import DEFAULT_MODEL, ClaudeAgent
+from groundeval.errors import AgentError, AgentLoopError, ConfigError
 from groundeval.extras import require_extra
 
 if TYPE_CHECKING:
@@ -50,6 +61,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_RECURSION_LIMIT",
     "NO_KEY_HINT",
+    "LangGraphAgent",
+    "LangGraphFHIRAgent",
     "LangGraphWriteAgent",
     "build_write_graph",
     "tool_trace",
@@ -59,110 +72,22 @@ DEFAULT_RECURSION_LIMIT = 25
 """Graph steps per case when ``recursion_limit`` is not given (LangGraph's own default)."""
 
 NO_KEY_HINT = (
-    "ANTHROPIC_API_KEY is not set: the agent 'langgraph' (the write task's default) needs it. "
-    "Set the key, or run offline with --groundeval-agent=baseline-write (CLI: --agent baseline-write)."
+    "ANTHROPIC_API_KEY is not set: the LangGraph agent (the write task's default) needs it. Set the key, "
+    "or run offline with --groundeval-agent=baseline-write (CLI: --agent baseline-write; extraction: baseline)."
 )
 
 ToolsFactory = Callable[[str], "list[BaseTool]"]
+"""Write tools: ``patient_reference -> tools``."""
+
+ReadToolsFactory = Callable[[dict[str, Any]], "list[BaseTool]"]
+"""Read tools: ``bundle (FHIR JSON) -> tools``."""
 
 
-def _tool_error(exc: Exception, request: Any) -> str:
-    """Content of the error ToolMessage that replaces a tool exception."""
-    del request
-    return json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+class LangGraphAgent:
+    """Tool-using agent on LangGraph (``create_agent``) with Claude via ``ChatAnthropic``.
 
-
-def _guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException], ...]) -> Any:
-    """Middleware around every model call: retries on API errors, stops at ``max_tokens``."""
-    from langchain.agents.middleware import AgentMiddleware
-    from langchain_core.messages import AIMessage
-
-    class ModelCallGuard(AgentMiddleware):
-        def __init__(self) -> None:
-            super().__init__()
-            self.attempts = 0
-            self.cut: AIMessage | None = None
-            self.started = policy.clock()
-
-        def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            ran = policy.clock() - self.started
-            if ran >= policy.timeout_s:  # --groundeval-timeout bounds the whole case, every turn included
-                raise InfraError(
-                    f"{case_id}: the case ran {ran:.2f} s, its whole {policy.timeout_s:g} s bound "
-                    "(--groundeval-timeout), before this model turn; raise it or simplify the case",
-                    attempts=self.attempts, details={"ran_s": round(ran, 3), "timeout_s": policy.timeout_s},
-                )
-            def attempt(_left: float) -> Any:
-                if not errors:  # a scripted model: its exceptions are the test's, let them through
-                    return handler(request)
-                try:
-                    return handler(request)
-                except errors:
-                    raise
-                except json.JSONDecodeError as exc:  # a 2xx body that is not JSON (cut off)
-                    raise BadResponse.from_text(exc.doc) from exc
-                except (AttributeError, TypeError) as exc:  # ChatAnthropic reading an HTML page or odd JSON
-                    raise BadResponse(
-                        "unreadable", f"a 2xx body ChatAnthropic could not read ({type(exc).__name__}: {exc}); "
-                        "an HTML page or JSON that is not a Messages API answer",
-                    ) from exc
-
-            try:  # each turn is bounded by what is left of the case's budget (call_with_retries)
-                done = call_with_retries(attempt, policy, errors=(*errors, BadResponse), advise=advise,
-                                         started=self.started)
-            except GaveUp as gave_up:
-                self.attempts += gave_up.attempts
-                raise
-            self.attempts += done.attempts
-            result = getattr(done.value, "result", [done.value])
-            message = next((m for m in reversed(result) if isinstance(m, AIMessage)), None)
-            stop = None if message is None else message.response_metadata.get("stop_reason")
-            if stop == "refusal":
-                raise RefusalError(
-                    f"{case_id}: the model declined to answer (stop_reason=refusal); it counts as an empty "
-                    "answer in the run's means",
-                    details={"stop_reason": stop, "partial_text": message.text if message else ""},
-                )
-            if stop in TRUNCATED:
-                assert message is not None
-                self.cut = message
-                raise TruncatedError(
-                    f"{case_id}: a model reply was cut off (stop_reason={stop}); its tool calls "
-                    "were not run and nothing is scored. Raise --groundeval-max-tokens",
-                    details={"stop_reason": stop, "partial_text": message.text,
-                             "partial_tool_calls": len(message.tool_calls)},
-                )
-            return done.value
-
-    return ModelCallGuard()
-
-
-def build_write_graph(
-    chat_model: BaseChatModel, tools: Sequence[BaseTool], system_prompt: str, middleware: Sequence[Any] = ()
-) -> Any:
-    """Build the agent graph with ``langchain.agents.create_agent``.
-
-    Args:
-        chat_model: Any LangChain chat model with ``bind_tools`` (ChatAnthropic, or the scripted
-            ``groundeval.testing.ScriptedChatModel`` in tests).
-        tools: The case's tools.
-        system_prompt: The task's instructions.
-        middleware: Extra middleware, outermost first (the model-call guard).
-
-    Returns:
-        The compiled graph; tool exceptions come back to the model as error messages.
-    """
-    from langchain.agents import create_agent
-    from langchain.agents.middleware import ToolErrorMiddleware
-
-    return create_agent(
-        chat_model, list(tools), system_prompt=system_prompt,
-        middleware=[*middleware, ToolErrorMiddleware(_tool_error)],
-    )
-
-
-class LangGraphWriteAgent:
-    """Tool-using write agent on LangGraph (``create_agent``) with Claude via ``ChatAnthropic``.
+    Runs any task that provides ``tools``: the read tools when the request context holds a
+    ``bundle``, else the write tools when it holds a ``patient_reference``.
 
     Args:
         config: ``model`` (default ``agents.claude.DEFAULT_MODEL``); options ``max_tokens``
@@ -175,6 +100,8 @@ class LangGraphWriteAgent:
             request (tests pass ``ScriptedChatModel``); no API key is needed then.
         tools: ``patient_reference -> tools``; default ``hc_tools.make_tools`` over the site
             catalog.
+        read_tools: ``bundle -> tools``; default ``fhir_read_tools.make_read_tools`` over the
+            site catalog.
         sleep: Replacement for ``time.sleep`` between retries (tests).
 
     Raises:
@@ -183,7 +110,6 @@ class LangGraphWriteAgent:
     """
 
     name = "langgraph"
-    tasks: frozenset[str] = frozenset({"write"})
     requires: frozenset[str] = frozenset({"tools"})
 
     @classmethod
@@ -194,7 +120,7 @@ class LangGraphWriteAgent:
             ConfigError: The ``write`` extra is missing, ``ANTHROPIC_API_KEY`` is not set, or an
                 option is out of range.
         """
-        require_extra("write", "langchain", "the agent 'langgraph'")
+        require_extra("write", "langchain", f"the agent {cls.name!r}")
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         check_temperature(CallSettings.from_config(config, None).temperature, ClaudeAgent.temperature_range, cls.name)
@@ -205,10 +131,11 @@ class LangGraphWriteAgent:
         *,
         chat_model: Any = None,
         tools: ToolsFactory | None = None,
+        read_tools: ReadToolsFactory | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         config = config or AgentConfig()
-        require_extra("write", "langchain", "the agent 'langgraph'")
+        require_extra("write", "langchain", f"the agent {self.name!r}")
         if chat_model is None and not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.settings = CallSettings.from_config(config, sleep)
@@ -222,6 +149,7 @@ class LangGraphWriteAgent:
             raise ConfigError(f"agent option recursion_limit must be an integer >= 2, got {raw_limit!r}")
         self._chat_model = chat_model
         self._tools = tools
+        self._read_tools = read_tools
         default = None if chat_model is not None else DEFAULT_MODEL
         self.model: str | None = config.model or getattr(chat_model, "model_name", None) or default
         self._catalog: Any = None
@@ -241,15 +169,49 @@ class LangGraphWriteAgent:
         model: BaseChatModel = source(request) if callable(source) and not hasattr(source, "invoke") else source
         return model
 
-    def _tools_for(self, patient_reference: str) -> list[BaseTool]:
-        if self._tools is not None:
-            return self._tools(patient_reference)
-        from groundeval.hc_tools import make_tools
-        from groundeval.terminology import Catalog
-
+    def _site_catalog(self) -> Any:
         if self._catalog is None:
+            from groundeval.terminology import Catalog
+
             self._catalog = Catalog.load()
-        return make_tools(self._catalog, patient_reference)
+        return self._catalog
+
+    def _bundle_tools(self, request: AgentRequest) -> list[BaseTool]:
+        bundle = request.context.get("bundle")
+        if not isinstance(bundle, dict):
+            raise AgentError(
+                f"{request.case_id}: the request context has no FHIR Bundle (context['bundle']); the "
+                f"{self.name!r} agent reads one through its tools (tasks extraction, reconcile)"
+            )
+        if self._read_tools is not None:
+            return self._read_tools(bundle)
+        from groundeval.fhir_read_tools import BundleToolsError, make_read_tools
+
+        try:
+            return make_read_tools(bundle, self._site_catalog())
+        except BundleToolsError as exc:
+            raise AgentError(f"{request.case_id}: the read tools cannot serve this case: {exc}",
+                             details={"issues": exc.issues}) from exc
+
+    def _tools_for(self, request: AgentRequest) -> list[BaseTool]:
+        """The case's tools: read tools over ``context["bundle"]``, else write tools for the patient.
+
+        Raises:
+            AgentError: The context holds neither, or the Bundle is not valid FHIR R4B.
+        """
+        if "bundle" in request.context:
+            return self._bundle_tools(request)
+        reference = request.context.get("patient_reference")
+        if not isinstance(reference, str) or not reference.strip():
+            raise AgentError(
+                f"{request.case_id}: the request context has neither a bundle nor a patient_reference; "
+                f"the {self.name!r} agent runs the extraction, reconcile and write tasks"
+            )
+        if self._tools is not None:
+            return self._tools(reference)
+        from groundeval.hc_tools import make_tools
+
+        return make_tools(self._site_catalog(), reference)
 
     def _api_errors(self, model: BaseChatModel) -> tuple[type[BaseException], ...]:
         if type(model).__module__.startswith("langchain_anthropic"):
@@ -275,26 +237,28 @@ class LangGraphWriteAgent:
         import langgraph.errors  # noqa: F401
 
         import groundeval.hc_tools  # noqa: F401
+        from groundeval._healthchain import module
 
+        module("healthchain.tools")  # the read tools' FHIRToolkit (HealthChain, fhir.resources)
         if self._chat_model is None:
             import langchain_anthropic  # noqa: F401
-        if self._tools is None and self._catalog is None:
-            from groundeval.terminology import Catalog
-
-            self._catalog = Catalog.load()
+        if self._tools is None or self._read_tools is None:
+            self._site_catalog()
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Run the agent graph on one case.
 
         Returns:
-            ``text``: the final reply's text (the MedicationStatement JSON); ``trace``: every tool
+            ``text``: the final reply's text (the task's answer: a medication list, a
+            MedicationStatement); ``trace``: every tool
             call; ``attempts``: model calls, retries included; ``usage``: tokens summed over the
             replies and ``cost_usd``; ``meta``: ``stop_reason``, ``recursion_limit``,
             ``tool_calls``, ``model_turns``.
 
         Raises:
-            AgentError: The request has no ``patient_reference`` in its context, or the API
-                refused the request.
+            AgentError: The request context has neither a ``bundle`` nor a ``patient_reference``
+                (see ``_tools_for``), the Bundle is not valid FHIR R4B, or the API refused the
+                request.
             AgentLoopError: The recursion limit was reached. Like every error raised here, its
                 ``details`` hold ``trace``, ``tool_calls`` and ``usage`` (tokens already paid).
             TruncatedError: A reply stopped at ``max_tokens``.
@@ -304,15 +268,10 @@ class LangGraphWriteAgent:
         from langgraph.errors import GraphRecursionError
 
         case = request.case_id
-        reference = request.context.get("patient_reference")
-        if not isinstance(reference, str) or not reference.strip():
-            raise AgentError(
-                f"{case}: the request context has no patient_reference; the 'langgraph' agent "
-                "runs the write task (--groundeval-task=write)"
-            )
+        tools = self._tools_for(request)
         model = self._model_for(request)
-        guard = _guard(case, self.settings.retry, self._api_errors(model))
-        graph = build_write_graph(model, self._tools_for(reference), request.prompt.system, [guard])
+        guard = model_call_guard(case, self.settings.retry, self._api_errors(model))
+        graph = build_write_graph(model, tools, request.prompt.system, [guard])
         state: dict[str, Any] = {"messages": []}
         try:
             for chunk in graph.stream(
@@ -363,3 +322,26 @@ class LangGraphWriteAgent:
                 "model_turns": turns,
             },
         )
+
+
+LangGraphWriteAgent = LangGraphAgent
+"""The class's name from when it ran the write task only (kept for ``module:attribute`` specs)."""
+
+
+class LangGraphFHIRAgent(LangGraphAgent):
+    """``langgraph-fhir``: the LangGraph agent pinned to the read-only FHIR tools.
+
+    Requires ``fhir_bundle`` as well as ``tools``, so on a task whose context holds no Bundle
+    (write) the run stops with a usage error before any case, instead of failing every case.
+    """
+
+    name = "langgraph-fhir"
+    requires: frozenset[str] = frozenset({"tools", "fhir_bundle"})
+
+    def _tools_for(self, request: AgentRequest) -> list[BaseTool]:
+        """Always the read tools over ``context["bundle"]``.
+
+        Raises:
+            AgentError: The context holds no Bundle, or it is not valid FHIR R4B.
+        """
+        return self._bundle_tools(request)

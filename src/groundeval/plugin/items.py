@@ -21,6 +21,7 @@ from groundeval.plugin.junit import junit_properties
 from groundeval.run_record import CaseRecord
 from groundeval.runner import CaseRun
 from groundeval.tasks.base import Task
+from groundeval.trial_ids import trial_name
 
 
 class CaseRunner(Protocol):
@@ -33,8 +34,13 @@ class CaseRunner(Protocol):
         """Run only the first N cases, or None for all."""
         ...
 
-    def run_case(self, case: Case, nodeid: str, session: pytest.Session) -> CaseRun:
-        """Run one case and apply the stop policy."""
+    @property
+    def trials(self) -> int:
+        """Items per case (``--groundeval-trials``)."""
+        ...
+
+    def run_case(self, case: Case, nodeid: str, session: pytest.Session, trial: int = 0) -> CaseRun:
+        """Run one case (trial ``trial``) and apply the stop policy."""
         ...
 
     def stop_requested(self) -> bool:
@@ -46,7 +52,6 @@ class CaseRunner(Protocol):
         ...
 
 __all__ = ["BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem"]
-
 
 class CaseFailed(AssertionError):
     """The agent's answer did not meet the task's thresholds, or there was no answer (a test *failure*)."""
@@ -87,7 +92,10 @@ class EvalDataset(pytest.Directory):
                 continue
             seen[case.case_id] = path.name
             count += 1
-            yield EvalItem.from_parent(self, name=case.case_id, case=case)
+            trials = self.gsession.trials
+            for trial in range(trials):
+                name = case.case_id if trials == 1 else trial_name(case.case_id, trial)
+                yield EvalItem.from_parent(self, name=name, case=case, trial=trial)
 
 
 class BadCaseFile(pytest.Collector):
@@ -114,9 +122,10 @@ class EvalItem(pytest.Item):
     phase only reports the verdict, so a *failure* always means a wrong answer or no answer.
     """
 
-    def __init__(self, *, case: Case, **kwargs: Any) -> None:
+    def __init__(self, *, case: Case, trial: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
+        self.trial = trial
         self.record: CaseRecord | None = None
         self.record_sent = False
 
@@ -132,7 +141,7 @@ class EvalItem(pytest.Item):
         gs = self.gsession
         if gs.stop_requested():
             pytest.skip("not run: the run was interrupted")
-        run = gs.run_case(self.case, self.nodeid, self.session)
+        run = gs.run_case(self.case, self.nodeid, self.session, self.trial)
         self.record = run.record
         self.user_properties.extend(junit_properties(run.record, gs.task.metric_names))
         regressed = gs.regression(run.record)
@@ -168,5 +177,6 @@ class EvalItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         """Point reports at the case file."""
-        return self.case.source, None, f"{self.gsession.task.name}: {self.case.case_id}"
+        suffix = f" [trial-{self.trial}]" if self.gsession.trials > 1 else ""
+        return self.case.source, None, f"{self.gsession.task.name}: {self.case.case_id}{suffix}"
 

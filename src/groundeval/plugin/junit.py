@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from groundeval.run_record import CaseRecord, RunRecord
+from groundeval.run_record import CaseRecord, RunRecord, TrialStats
 from groundeval.scoring import Metric
 
 __all__ = ["FACT_KEYS", "junit_properties", "suite_properties"]
 
-FACT_KEYS = ("stop_reason", "request_id", "tool_calls", "model_calls", "last_tool", "recursion_limit")
+FACT_KEYS = (
+    "stop_reason", "request_id", "tool_calls", "model_calls", "last_tool", "recursion_limit",
+    "fixture_changed", "prompt_changed",
+)
 """Agent facts copied into properties when the agent reported them (``agent_meta`` or error details)."""
 
 
@@ -70,7 +73,10 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
 
     pytest's ``record_testsuite_property`` is lost under pytest-xdist (pytest-dev/pytest#7767)
     because workers call it; these are added by the process that writes the junit file, from the
-    finished run record, so they are the same serially and under ``-n``.
+    finished run record, so they are the same serially and under ``-n``. From ``Aggregate.trials``:
+    each interval as ``<figure>_ci_low``/``<figure>_ci_high``, ``trials`` (K), ``pass_at_1``,
+    ``pass_at_k`` and ``pass_hat_k`` (pass^k) at k = K, ``min_pass_rate`` (empty when not given),
+    ``cases_judged`` and ``cases_passed`` (the case verdicts).
     """
     agg = record.aggregate
     props: list[tuple[str, str | int | float]] = [
@@ -82,4 +88,22 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
     props += [(key, _value(value)) for key, value in agg.metrics.items()]
     if "cost_usd" in agg.usage:
         props.append(("cost_usd", _value(agg.usage["cost_usd"])))
+    return props + _trial_properties(agg.trials)
+
+
+def _trial_properties(stats: TrialStats | None) -> list[tuple[str, str | int | float]]:
+    """``<figure>_ci_low``/``_ci_high``, ``trials``, ``pass_at_1``, ``pass_at_k``, ``pass_hat_k`` and verdicts."""
+    if stats is None:
+        return []
+    props: list[tuple[str, str | int | float]] = []
+    for name, iv in stats.intervals.items():
+        props += [(f"{name}_ci_low", iv.low), (f"{name}_ci_high", iv.high)]
+    head = stats.headline
+    props += [
+        ("trials", stats.k), ("pass_at_1", _value(stats.pass_k[0].pass_at_k if stats.pass_k else None)),
+        ("pass_at_k", _value(head.pass_at_k if head else None)),
+        ("pass_hat_k", _value(head.pass_hat_k if head else None)),
+        ("min_pass_rate", _value(stats.min_pass_rate)), ("cases_judged", stats.cases_judged),
+        ("cases_passed", stats.cases_passed),
+    ]
     return props

@@ -13,6 +13,7 @@ from typing import Any
 from groundeval.plugin.option_values import bool_value as _bool
 from groundeval.plugin.option_values import non_negative_int as _non_negative_int
 from groundeval.plugin.option_values import positive_float as _positive_float
+from groundeval.plugin.option_values import positive_fraction as _positive_fraction
 from groundeval.plugin.option_values import positive_int as _positive_int
 from groundeval.plugin.option_values import text as _text
 
@@ -57,14 +58,16 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "task", _text, None,
         "Run this eval task: extraction (read active medications from a FHIR Bundle), write "
-        "(write an R4B MedicationStatement from a note), a task registered under the entry-point "
+        "(write an R4B MedicationStatement from a note), reconcile (a patient's admission report against "
+        "the record), a task registered under the entry-point "
         "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME",
     ),
     Option(
         "agent", _text, None,
-        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph, baseline-write "
-        "(write), or package.module:attribute. Default: the task's own (claude for extraction, "
-        "langgraph for write).", "NAME",
+        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph (tool-using: write, "
+        "extraction, reconcile), langgraph-fhir (the read tools only), baseline-write (write), "
+        "baseline-reconcile, naive-reconcile (reconcile), or package.module:attribute. Default: the task's "
+        "own (claude for extraction and reconcile, langgraph for write).", "NAME",
     ),
     Option("model", _text, None, "Model id for model-backed agents.", "ID", "agent"),
     Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
@@ -105,9 +108,37 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "BOOL", flag=True,
     ),
     Option(
+        "trials", _positive_int, 1,
+        "Run every case K times, one pytest item per trial (node id suffix [trial-0] ... [trial-K-1]); "
+        "the summary adds pass@k, pass^k and per-case passes out of K.", "K",
+    ),
+    Option(
+        "concurrency", _positive_int, 4,
+        "Agent calls in flight at once per process (per xdist worker under -n): upcoming cases are "
+        "called ahead in threads while items still report one by one in collection order. 1 calls "
+        "the agent inside each item, as a plain pytest run would.", "N",
+    ),
+    Option(
         "summary-md", _text, None,
         "Write the run's summary as Markdown to PATH (also appended to $GITHUB_STEP_SUMMARY when that is set).",
         "PATH",
+    ),
+    Option(
+        "cache", _text, None,
+        "Store each agent result in DIR (SQLite, shared safely by xdist workers and concurrent runs), keyed by "
+        "agent, model, the full request and the trial index; a rerun with the same key makes no model call and "
+        "its case is marked cached=true.", "DIR",
+    ),
+    Option(
+        "replay-allow-changed", _bool, False,
+        "With --groundeval-agent=replay:RUN.json: re-score cases whose case file changed since that run, "
+        "flagged fixture_changed=true, instead of refusing to start.", "BOOL", flag=True,
+    ),
+    Option(
+        "min-pass-rate", _positive_fraction, None,
+        "With --groundeval-trials: a case passes when at least R of its counted trials pass (0 < R <= 1; "
+        "excluded trials are left out); each trial item still shows its own outcome, and the exit status "
+        "follows the cases. Default: every trial must pass.", "R",
     ),
 )
 

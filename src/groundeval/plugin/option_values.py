@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["KINDS", "bool_value", "non_negative_int", "positive_float", "positive_int", "text", "unit_float"]
+__all__ = [
+    "KINDS",
+    "bool_value",
+    "non_negative_int",
+    "positive_float",
+    "positive_fraction",
+    "positive_int",
+    "text",
+    "unit_float",
+]
 
 
 def positive_int(value: str) -> int:
@@ -33,6 +42,14 @@ def unit_float(value: str) -> float:
     number = float(value)
     if not 0.0 <= number <= 1.0:
         raise ValueError("must be between 0 and 1")
+    return number
+
+
+def positive_fraction(value: str) -> float:
+    """A number greater than 0 and at most 1 (a share of trials, ``--groundeval-min-pass-rate``)."""
+    number = float(value)
+    if not 0.0 < number <= 1.0:
+        raise ValueError("must be greater than 0 and at most 1")
     return number
 
 
@@ -63,6 +80,6 @@ def text(value: str) -> str:
 
 KINDS: dict[Callable[[str], Any], str] = {
     positive_int: "a whole number", non_negative_int: "a whole number",
-    unit_float: "a number", positive_float: "a number", float: "a number",
+    unit_float: "a number", positive_float: "a number", positive_fraction: "a number", float: "a number",
 }
 """Converter -> what a value that does not even parse should have been (for the message)."""

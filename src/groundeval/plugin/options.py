@@ -70,6 +70,14 @@ class Settings:
         agent_options: Options handed to the agent (model settings; never secrets).
         model: Model id, or None for the agent's default.
         task_name: The task's ``name`` (``"extraction"``; for ``module:Class`` specs, the class's).
+        baseline: Run record to compare with (``--groundeval-baseline``), or None.
+        fail_on_regression: Exit non-zero when a case regressed against the baseline.
+        summary_md: Where to write the Markdown summary, or None.
+        trials: Items per case (``--groundeval-trials``).
+        concurrency: Agent calls in flight at once in this process (``--groundeval-concurrency``).
+        cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
+        replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
+        min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None (every trial must pass).
     """
 
     task: str | None
@@ -84,6 +92,11 @@ class Settings:
     baseline: Path | None = None
     fail_on_regression: bool = False
     summary_md: Path | None = None
+    trials: int = 1
+    concurrency: int = 4
+    cache_dir: Path | None = None
+    replay_allow_changed: bool = False
+    min_pass_rate: float | None = None
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -259,9 +272,14 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"{sources['baseline']}={str(baseline)!r}: no such run record file")
     if values["fail_on_regression"] and baseline is None:
         raise pytest.UsageError(f"{sources['fail_on_regression']} needs --groundeval-baseline=RUN.json to compare with")
+    agent = values["agent"] or str(cls.default_agent)
+    if values["replay_allow_changed"] and not agent.startswith("replay:"):
+        raise pytest.UsageError(
+            f"{sources['replay_allow_changed']} applies only to --groundeval-agent=replay:RUN.json; drop it"
+        )
     return Settings(
         task=task,
-        agent=values["agent"] or str(cls.default_agent),
+        agent=agent,
         limit=values["limit"],
         data_dir=data_dir,
         out_dir=(base("out_dir") / os.path.expanduser(values["out_dir"])).resolve(),
@@ -272,6 +290,11 @@ def read_settings(config: pytest.Config) -> Settings:
         baseline=baseline,
         fail_on_regression=bool(values["fail_on_regression"]),
         summary_md=path("summary_md"),
+        trials=int(values["trials"]),
+        concurrency=int(values["concurrency"]),
+        cache_dir=path("cache"),
+        replay_allow_changed=bool(values["replay_allow_changed"]),
+        min_pass_rate=values["min_pass_rate"],
     )
 
 

@@ -10,6 +10,7 @@ prints the summary. Workers only run cases and ship their records on the reports
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import threading
@@ -21,20 +22,24 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from groundeval import throttle
 from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
 from groundeval.errors import ConfigError, InfraError, RunStopError
 from groundeval.outcomes import OUTCOMES
+from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
-from groundeval.plugin.xdist_hooks import RUN_ID_KEY
+from groundeval.plugin.worker_keys import RUN_ID_KEY
 from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id, package_versions
-from groundeval.runner import CaseRun, RunInfo, not_run_record, run_case, setup_failed, summarize
+from groundeval.runner import CaseRun, RunInfo, attempt, not_run_record, run_case, setup_failed, summarize
 from groundeval.tasks import make_task
+from groundeval.trial_stats import verdict_exit_status, warm_up
 
 if TYPE_CHECKING:
     from groundeval.datasets import Case
     from groundeval.langsmith_stream import LangSmithStream
+    from groundeval.plugin.prefetch import Ahead, Prefetcher
     from groundeval.reporting import BaselineGate, GateResult
 
 __all__ = ["UNREACHABLE_AFTER", "GroundevalSession"]
@@ -66,6 +71,7 @@ class GroundevalSession:
             self.task = make_task(settings.task, settings.task_options)
             if distributed:
                 agent_name = preflight_agent(settings.agent, agent_config, self.task)
+                preflight_replay(settings, self.task)  # a bad replay record: a usage error before workers start
             elif self.runs_cases:
                 try:
                     self._agent = self._build_agent(settings, self.task)
@@ -115,6 +121,14 @@ class GroundevalSession:
         self.stop_reason: str | None = None
         self._previous_handlers: dict[int, Any] = {}
         self._signals = 0
+        self.concurrency = self._effective_concurrency()
+        self._prefetch: Prefetcher | None = None  # started on the first case when concurrency > 1
+        self._order: list[Any] = []  # this process's EvalItems in collection order
+        self._position: dict[str, int] = {}
+        self._session: pytest.Session | None = None
+        self.discarded_calls = 0  # agent calls made ahead whose items never ran (the run stopped)
+        if self.runs_cases:
+            throttle.configure(self.concurrency)
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
         if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
             from groundeval.langsmith_stream import LangSmithStream
@@ -125,6 +139,17 @@ class GroundevalSession:
     def limit(self) -> int | None:
         """``--groundeval-limit``: run only the first N cases, or None for all."""
         return self.settings.limit
+
+    @property
+    def trials(self) -> int:
+        """``--groundeval-trials``: items per case."""
+        return self.settings.trials
+
+    def _effective_concurrency(self) -> int:
+        """``--groundeval-concurrency``, lowered to the agent's ``max_concurrency`` when it declares one."""
+        wanted = self.settings.concurrency
+        cap = getattr(self._agent, "max_concurrency", None)
+        return min(wanted, cap) if isinstance(cap, int) and cap >= 1 else wanted
 
     @staticmethod
     def _build_agent(settings: Settings, task: Any) -> Agent:
@@ -141,11 +166,18 @@ class GroundevalSession:
         except Exception as exc:
             raise ConfigError(f"agent {settings.agent!r} could not be built: {type(exc).__name__}: {exc}") from exc
         check_task(agent, settings.agent, task)
-        return agent
+        return prepare_agent(agent, settings, task)  # replay checks; the --groundeval-cache wrapper
 
     # -- running a case ----------------------------------------------------------------------
-    def run_case(self, case: Case, nodeid: str, session: pytest.Session) -> CaseRun:
-        """Run one case (warming the agent up first, once per process) and apply the stop policy."""
+    def run_case(self, case: Case, nodeid: str, session: pytest.Session, trial: int = 0) -> CaseRun:
+        """Run one case (warming the agent up first, once per process) and apply the stop policy.
+
+        With ``--groundeval-concurrency`` above 1 the agent calls of the next items on this
+        process are started ahead, in threads (``plugin.prefetch``); this case's own call is
+        then waited for, and scored here, in collection order. The first call on a process
+        goes alone: a rejected key, an unknown model or an unreachable API then stops the run
+        after one call (three when unreachable), as in a serial run, instead of N.
+        """
         if self._agent is None:
             problem = self._agent_problem or ConfigError("the agent was not built on this process")
             run = setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
@@ -162,7 +194,15 @@ class GroundevalSession:
                     name = type(warm_exc).__name__
                     self._stop(session, f"groundeval: the agent's warmup() raised {name}: {warm_exc}")
                     return run
-        run = run_case(self.task, self._agent, case, self.info, nodeid)
+        attempted = None
+        if self.concurrency > 1 and self.answered:  # fan out only once the agent has answered here
+            if self._prefetch is None:
+                from groundeval.plugin.prefetch import Prefetcher
+
+                self._prefetch = Prefetcher(functools.partial(attempt, self._agent), self.concurrency)
+            self._prefetch.submit(self._upcoming(nodeid, session))
+            attempted = self._prefetch.take(nodeid)
+        run = run_case(self.task, self._agent, case, self.info, nodeid, trial, attempted)
         exc: BaseException | None = run.exc
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
@@ -189,6 +229,32 @@ class GroundevalSession:
     def _stop(self, session: pytest.Session, reason: str) -> None:
         self.stop_reason = clean_text(reason.splitlines()[0] if reason else reason)
         session.shouldstop = self.stop_reason
+        self._cancel_ahead()
+
+    # -- calls made ahead (--groundeval-concurrency) ---------------------------------------------
+    LOOKAHEAD_PER_SLOT = 4
+    """Items queued ahead per call slot: enough that no slot idles behind one slow case."""
+
+    def _upcoming(self, nodeid: str, session: pytest.Session) -> list[Ahead]:
+        """This item and the next ones this process will run (``prefetch.upcoming``)."""
+        from groundeval.plugin.prefetch import upcoming
+
+        if self.stop_requested():
+            return []
+        window = self.concurrency * self.LOOKAHEAD_PER_SLOT
+        return upcoming(self.task, self._order, self._position, nodeid, session, window, worker=self.is_worker)
+
+    def _cancel_ahead(self) -> None:
+        """Cancel the calls not started yet (the run stopped); count those whose items will not run."""
+        if self._prefetch is not None:
+            self.discarded_calls += self._prefetch.cancel()
+            self._prefetch = None
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        """After -x/--maxfail or a stop, start no further call made ahead."""
+        session = self._session
+        if self._prefetch is not None and session is not None and (session.shouldfail or session.shouldstop):
+            self._cancel_ahead()
 
     # -- signals -------------------------------------------------------------------------------
     @property
@@ -208,6 +274,7 @@ class GroundevalSession:
         results still arrive. A second signal is absorbed, so the record is still written (``uv
         run`` forwards a Ctrl-C the process group already got); a third aborts at once.
         """
+        self._session = session
         if self.is_worker or threading.current_thread() is not threading.main_thread():
             return
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -266,14 +333,19 @@ class GroundevalSession:
         wanted = getattr(config.option, "groundeval_select", None)
         if not wanted:
             return
+        from groundeval.trial_ids import split_trial
+
         known = {item.nodeid for item in items}
-        unknown = [n for n in wanted if n not in known]
+        cases = {split_trial(n)[0] for n in known}  # a case's node id selects all its trials
+        unknown = [n for n in wanted if n not in known and n not in cases]
         if unknown:
             some = ", ".join(sorted(known)[:3])
             raise pytest.UsageError(f"no case {unknown[0]!r} in {self.settings.data_dir}; case ids look like: {some}")
         keep = set(wanted)
-        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in keep])
-        items[:] = [item for item in items if item.nodeid in keep]
+        chosen = [item for item in items if item.nodeid in keep or split_trial(item.nodeid)[0] in keep]
+        ids = {item.nodeid for item in chosen}
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in ids])
+        items[:] = chosen
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Remember the selected cases (serial runs; the xdist controller hears them from workers)."""
@@ -281,6 +353,11 @@ class GroundevalSession:
 
         if not self.is_worker:
             self.selected = [item.nodeid for item in session.items if isinstance(item, EvalItem)]
+            if not self.config.getoption("collectonly", default=False):
+                warm_up()  # scipy for the run's intervals, imported while the cases run
+        if self.runs_cases:
+            self._order = [item for item in session.items if isinstance(item, EvalItem)]
+            self._position = {item.nodeid: i for i, item in enumerate(self._order)}
 
     # -- gathering records ------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -306,7 +383,7 @@ class GroundevalSession:
         missing = [n for n in self.selected if n not in self.records]
         cases = sorted(
             [*self.records.values(), *(not_run_record(self.info, n, reason) for n in missing)],
-            key=lambda r: r.case_id,
+            key=lambda r: (r.case_id, r.trial),
         )
         complete = not missing and bool(self.selected or not self.collection_errors)
         model = self.info.model or next((c.model for c in cases if c.model), None)
@@ -324,6 +401,7 @@ class GroundevalSession:
             settings=clean({
                 "agent_spec": settings.agent, "limit": settings.limit, "task_options": settings.task_options,
                 "agent_options": options, "workers": self.config.getoption("numprocesses", default=None),
+                "trials": settings.trials, "concurrency": self.concurrency,
             }),
             task_facts=dict(facts() if callable(facts) else facts or {}),
             packages=package_versions(), data_dir=str(settings.data_dir),
@@ -332,8 +410,10 @@ class GroundevalSession:
                 key=lambda f: f["source"],
             ),
             collection_errors=list(self.collection_errors.values()),
+            dropped_calls=self.discarded_calls,
             cases=cases,
-            aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases)),
+            aggregate=summarize(self.task, cases, selected=len(self.selected) or len(cases),
+                                min_pass_rate=settings.min_pass_rate),
         )
 
     @pytest.hookimpl(tryfirst=True)
@@ -343,6 +423,12 @@ class GroundevalSession:
         Runs before pytest's junitxml plugin writes its file, so the run's headline figures can
         go into the ``<testsuite>`` properties.
         """
+        self._cancel_ahead()
+        throttle.configure(None)
+        if self.is_worker:
+            from groundeval.plugin.worker_keys import DROPPED_KEY
+
+            self.config.workeroutput[DROPPED_KEY] = self.discarded_calls  # type: ignore[attr-defined]
         if self.stream is not None:
             self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or self.config.getoption("collectonly", default=False):
@@ -352,6 +438,10 @@ class GroundevalSession:
         if session.shouldfail and not self.stop_reason:
             self.stop_reason = str(session.shouldfail)
         record = self.run_record = self.build_record(exit_status=int(exitstatus))
+        cleared = verdict_exit_status(record, int(exitstatus), session.testsfailed)  # --groundeval-min-pass-rate
+        if cleared is not None:
+            session.exitstatus = cleared
+            record = self.run_record = record.model_copy(update={"exit_status": cleared})
         self.record_path = self.writer.finish(record)
         try:  # the record is written: a failure from here on is reported, never loses it
             if self.baseline is not None:

@@ -1,8 +1,9 @@
 """The terminal summary, read from the finished run record: never recomputed here.
 
 It leads with what cannot be gamed (how many cases were scored, the pass rate, the answer rate),
-then the task's means, then usage; partial cases are listed above the table so that the table is
-the last thing a run prints.
+their 95% intervals, pass@k/pass^k and the case verdicts over repeated trials
+(``Aggregate.trials``, from ``groundeval.trial_stats``), then the task's means, then usage;
+partial cases are listed above the table so that the table is the last thing a run prints.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from typing import Any
 
 from groundeval.outcomes import POLICY
 from groundeval.redaction import clean_text
-from groundeval.run_record import Aggregate, RunRecord
+from groundeval.run_record import Aggregate, RunRecord, TrialStats
 from groundeval.scoring import Metric
 
-__all__ = ["format_table", "write_summary"]
+__all__ = ["format_table", "trial_lines", "write_summary"]
 
 ORDER = tuple(rule.outcome for rule in POLICY)
+MAX_FAILED_LISTED = 10
+"""Cases below the min pass rate named in the terminal, at most."""
 
 
 def _fmt(value: Metric) -> str:
@@ -38,39 +41,103 @@ def _fmt_usage(key: str, value: Metric) -> str:
 def format_table(agg: Aggregate, header: str) -> list[str]:
     """Render a run's aggregate as text lines.
 
-    Metrics named ``micro_<m>``/``macro_<m>`` become a two-row table with one column per ``<m>``;
-    other metrics are listed as ``name: value``.
+    Metrics named ``micro_<m>``/``macro_<m>`` become a table with one column per ``<m>`` (plus a
+    ``95% CI`` row of the macro means' intervals); other metrics are listed as ``name: value``,
+    then one ``95% CI:`` line of those that have an interval. With repeated trials the counts are
+    of trials.
     """
     lines = [header]
     ran = agg.cases - agg.not_run
+    stats = agg.trials
+    ivs = stats.intervals if stats is not None else {}
+    unit = "trials" if stats is not None and stats.k > 1 else "cases"
     if agg.excluded or agg.not_run:
         excluded = ", ".join(
             f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts and k not in ("not_run",)
             and k not in ("passed", "partial", "failed", "no_answer", "truncated", "agent_loop", "refusal")
         )
         lines.append(
-            f"scored {agg.counted} of {agg.selected} cases: {agg.excluded} excluded"
+            f"scored {agg.counted} of {agg.selected} {unit}: {agg.excluded} excluded"
             + (f" ({excluded})" if excluded else "") + f", {agg.not_run} not run"
-            + (f"; pass rate over every case that ran: {_fmt(agg.pass_rate_ran)}" if agg.excluded else "")
+            + (f"; pass rate over every {unit[:-1]} that ran: {_fmt(agg.pass_rate_ran)}" if agg.excluded else "")
         )
     passed = agg.counts.get("passed", 0)
     lines.append(
         f"pass rate: {_fmt(agg.pass_rate)} ({passed}/{agg.counted})  answer rate: {_fmt(agg.answer_rate)}"
-        f"  (over the {agg.counted} counted cases; {ran} ran)"
+        f"  (over the {agg.counted} counted {unit}; {ran} ran)"
     )
+    if stats is not None:
+        lines += trial_lines(stats)
     lines.append("outcomes: " + "  ".join(f"{k}: {agg.counts[k]}" for k in ORDER if k in agg.counts))
     metrics = agg.metrics
     columns = [k[len("micro_"):] for k in metrics if k.startswith("micro_")]
     if columns:
-        width = max(12, *(len(c) + 2 for c in columns))
+        with_ci = any(f"macro_{c}" in ivs for c in columns)
+        width = max(16 if with_ci else 12, *(len(c) + 2 for c in columns))
         lines.append(" " * 8 + "".join(c.rjust(width) for c in columns))
         for avg in ("micro", "macro"):
             lines.append(avg.ljust(8) + "".join(_fmt(metrics.get(f"{avg}_{c}")).rjust(width) for c in columns))
-    for key, value in metrics.items():
-        if not key.startswith(("micro_", "macro_")):
-            lines.append(f"{key}: {_fmt(value)}")
+        if with_ci:
+            row = (ivs[f"macro_{c}"].text() if f"macro_{c}" in ivs else "-" for c in columns)
+            lines.append("95% CI".ljust(8) + "".join(cell.rjust(width) for cell in row))
+    others = [k for k in metrics if not k.startswith(("micro_", "macro_"))]
+    lines += [f"{key}: {_fmt(metrics[key])}" for key in others]
+    if any(k in ivs for k in others):
+        lines.append("95% CI: " + "  ".join(f"{k} {ivs[k].text()}" for k in others if k in ivs))
     if agg.usage:
         lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in agg.usage.items()))
+    return lines
+
+
+def trial_lines(stats: TrialStats) -> list[str]:
+    """Pass and answer rate intervals, pass@k/pass^k (K > 1) and the case verdicts (K > 1 or a min pass rate)."""
+    lines = []
+    rates = {k: iv for k, iv in stats.intervals.items() if k in ("pass_rate", "answer_rate")}
+    if rates:
+        shown = "  ".join(f"{k} {iv.text()}" for k, iv in rates.items())
+        cases = max(iv.cases for iv in rates.values())
+        lines.append(f"95% intervals (cluster bootstrap over {cases} cases, trials pooled): {shown}")
+    head = stats.headline
+    if stats.k > 1 and head is not None:
+        first = stats.pass_k[0]
+        at_iv, hat_iv = head.pass_at_k_interval, head.pass_hat_k_interval
+        lines.append(
+            f"trials: {stats.k} per case, {stats.cases_judged} cases  pass@1: {_fmt(first.pass_at_k)}  "
+            f"pass@{head.k}: {_fmt(head.pass_at_k)}{' ' + at_iv.text() if at_iv else ''}  "
+            f"pass^{head.k}: {_fmt(head.pass_hat_k)}{' ' + hat_iv.text() if hat_iv else ''}"
+            + (f"  (pass@{head.k} over the {head.cases} cases with {head.k} counted trials)"
+               if head.cases < stats.cases_judged else "")
+        )
+    if stats.k > 1 or stats.min_pass_rate is not None:
+        rule = f"at least {stats.min_pass_rate:g} of" if stats.min_pass_rate is not None else "all"
+        line = f"cases passing ({rule} their counted trials): {stats.cases_passed}/{stats.cases_judged}"
+        by_id = {c.case_id: c for c in stats.per_case}
+        failed = [f"{i} ({by_id[i].passes}/{by_id[i].counted})" for i in stats.cases_failed[:MAX_FAILED_LISTED]]
+        if failed:
+            more = len(stats.cases_failed) - len(failed)
+            line += "  below: " + ", ".join(failed) + (f" and {more} more" if more else "")
+        lines.append(line)
+    return lines
+
+
+def _run_shape(record: RunRecord) -> list[str]:
+    """Trials and concurrency, when they are not the plain one-call-per-item run."""
+    settings = record.settings
+    lines = []
+    trials = settings.get("trials")
+    stats = record.aggregate.trials
+    if isinstance(trials, int) and trials > 1 and (stats is None or stats.k <= 1):  # else trial_lines says it
+        lines.append(f"trials: {trials} per case")
+    n = settings.get("concurrency")
+    workers = settings.get("workers")
+    if isinstance(n, int) and n > 1:
+        total = f" per worker x {workers} workers = {n * workers}" if isinstance(workers, int) and workers > 1 else ""
+        lines.append(f"concurrency: {n} agent calls in flight at most{total}")
+    if record.dropped_calls:
+        lines.append(
+            f"{record.dropped_calls} agent calls made ahead were dropped when the run stopped "
+            "(paid for or in flight, never scored; --groundeval-cache keeps answers for the next run)"
+        )
     return lines
 
 
@@ -95,6 +162,7 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
     lines = format_table(record.aggregate, header)
     if record.collection_errors:  # files that never became cases: said at the top, not the bottom
         lines.insert(1, f"malformed case files (collection errors, not scored): {len(record.collection_errors)}")
+    lines[1:1] = _run_shape(record)
     for line in lines:
         tr.write_line(clean_text(line))
     if not record.complete:

@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from groundeval.plugin.worker_keys import DROPPED_KEY, RUN_ID_KEY
 from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
     from groundeval.plugin.session import GroundevalSession
 
-__all__ = ["RUN_ID_KEY", "XdistHooks"]
+__all__ = ["XdistHooks"]
 
-RUN_ID_KEY = "groundeval_run_id"
 
 
 class XdistHooks:
@@ -25,6 +25,13 @@ class XdistHooks:
     def pytest_configure_node(self, node: Any) -> None:
         """Give every worker the controller's run id."""
         node.workerinput[RUN_ID_KEY] = self.gsession.info.run_id
+
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """Add up the calls a worker made ahead and dropped when the run stopped."""
+        output = getattr(node, "workeroutput", None) or {}
+        dropped = output.get(DROPPED_KEY)
+        if isinstance(dropped, int):
+            self.gsession.discarded_calls += dropped
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """The selected cases, as the workers collected them (identical on every worker)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from groundeval.run_record import CaseRecord, RunRecord
 
-__all__ = ["DIMENSIONS", "EPS", "CaseValues", "case_values", "load_record"]
+__all__ = ["DIMENSIONS", "EPS", "CaseValues", "case_values", "dimension_values", "load_record"]
 
 DIMENSIONS = (
     "passed", "answered", "f1", "precision", "recall", "display_accuracy", "schema", "coding", "constraints", "safety",
@@ -71,7 +71,8 @@ class CaseValues:
         return self.passes / self.counted if self.counted else None
 
 
-def _dimension_values(record: CaseRecord) -> dict[str, float]:
+def dimension_values(record: CaseRecord) -> dict[str, float]:
+    """One trial's dimension -> value (``passed``/``answered`` as 0 or 1); empty when it is not counted."""
     if not record.counted:
         return {}
     out = {"passed": 1.0 if record.outcome == "passed" else 0.0, "answered": 1.0 if record.answered else 0.0}
@@ -91,7 +92,7 @@ def case_values(cases: Iterable[CaseRecord]) -> dict[str, CaseValues]:
     for case_id, trials in groups.items():
         sums: dict[str, list[float]] = defaultdict(list)
         for trial in trials:
-            for name, value in _dimension_values(trial).items():
+            for name, value in dimension_values(trial).items():
                 sums[name].append(value)
         counted = [t for t in trials if t.counted]
         out[case_id] = CaseValues(

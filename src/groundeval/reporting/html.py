@@ -15,8 +15,8 @@ from groundeval.outcomes import POLICY
 from groundeval.reporting.compare import compare_runs
 from groundeval.reporting.render import comparison_dict, fmt
 from groundeval.reporting.stats import METHOD
-from groundeval.reporting.summary_md import figure_intervals
 from groundeval.run_record import CaseRecord, RunRecord
+from groundeval.trial_stats import record_trial_stats
 
 __all__ = ["render_report", "write_report"]
 
@@ -48,6 +48,7 @@ def _case_row(case: CaseRecord) -> dict[str, Any]:
     ]
     return {
         "case_id": case.case_id,
+        "trial": case.trial,
         "outcome": case.outcome,
         "scores": {k: fmt(v) if isinstance(v, float) else ("-" if v is None else str(v))
                    for k in SCORE_COLUMNS if k in case.metrics for v in [case.metrics[k]]},
@@ -66,7 +67,8 @@ def _case_row(case: CaseRecord) -> dict[str, Any]:
 
 def _run_view(record: RunRecord) -> dict[str, Any]:
     agg = record.aggregate
-    ivs = figure_intervals(record)
+    stats = record_trial_stats(record)
+    ivs = stats.intervals
     values: list[tuple[str, Any]] = [("pass_rate", agg.pass_rate), ("answer_rate", agg.answer_rate)]
     values += list(agg.metrics.items())
     figures: list[dict[str, Any]] = []
@@ -76,7 +78,7 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
         shown = str(value) if isinstance(value, int) and not isinstance(value, bool) else (
             fmt(value) if number else str(value))  # counts (duplicates) stay whole numbers
         figures.append({"name": name, "value": value, "shown": shown,
-                        "interval": iv.text(sign=False) if iv is not None else ""})
+                        "interval": iv.text() if iv is not None else ""})
     bars = [
         {"name": f["name"], "value": float(f["value"]), "pct": round(100 * float(f["value"]), 1)}
         for f in figures
@@ -84,7 +86,8 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
     ]
     usage = {k: ("unknown" if v is None and k == "cost_usd" else v) for k, v in agg.usage.items()}
     return {
-        "record": record, "figures": figures, "bars": bars, "usage": usage,
+        "record": record, "figures": figures, "bars": bars, "usage": usage, "trials": stats,
+        "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
         "cases": [_case_row(c) for c in record.cases],
         "case_count": len({c.case_id for c in record.cases}),

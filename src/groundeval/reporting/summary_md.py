@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from groundeval.outcomes import POLICY
-from groundeval.reporting.compare import Comparison, GateResult, case_values, figure_dimension
+from groundeval.reporting.compare import Comparison, GateResult
 from groundeval.reporting.render import fmt, run_line
-from groundeval.reporting.stats import METHOD, Interval, paired_interval
-from groundeval.run_record import RunRecord
+from groundeval.reporting.stats import METHOD
+from groundeval.run_record import FigureInterval, RunRecord, TrialStats
+from groundeval.trial_stats import INTERVAL_METHOD, record_trial_stats
 
 __all__ = ["comparison_markdown", "figure_intervals", "md_escape", "summary_markdown", "write_summary_markdown"]
 
@@ -29,24 +30,44 @@ def md_escape(text: str) -> str:
     return html.escape(text).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
 
 
-def figure_intervals(record: RunRecord) -> dict[str, Interval | None]:
-    """Figure name -> bootstrap interval of its mean over cases (trials pooled per case).
+def figure_intervals(record: RunRecord) -> dict[str, FigureInterval]:
+    """Figure name -> its 95% interval, read from the record's ``Aggregate.trials`` (never recomputed).
 
-    Only figures that are means of a per-case dimension get one (pass rate, answer rate, macro
-    means, dimension pass rates); micro means and usage get None.
+    Only figures that are means of a per-case value have one (pass rate, answer rate, macro
+    means, dimension pass rates); see ``groundeval.trial_stats``. A record written before
+    ``Aggregate.trials`` existed gets them computed from its cases.
     """
-    values = case_values(record.cases)
-    names = ["pass_rate", "answer_rate", *record.aggregate.metrics]
-    out: dict[str, Interval | None] = {}
-    for name in names:
-        dim = figure_dimension(name)
-        per_case = [v.values[dim] for v in values.values() if dim is not None and dim in v.values]
-        out[name] = paired_interval(per_case, test=False) if dim is not None else None
-    return out
+    return dict(record_trial_stats(record).intervals)
 
 
-def _iv(iv: Interval | None) -> str:
-    return iv.text(sign=False) if iv is not None else ""
+def _iv(iv: FigureInterval | None) -> str:
+    return iv.text() if iv is not None else ""
+
+
+def _trials_md(stats: TrialStats) -> list[str]:
+    """pass@k/pass^k (K > 1) and the case verdicts (K > 1 or a min pass rate)."""
+    lines: list[str] = []
+    head = stats.headline
+    if stats.k > 1 and head is not None:
+        lines += ["", f"**{stats.k} trials per case** over {stats.cases_judged} cases", "",
+                  "| k | pass@k | pass^k | cases (n >= k) |", "| ---: | ---: | ---: | ---: |"]
+        for p in stats.pass_k:
+            at = fmt(p.pass_at_k) + (f" {_iv(p.pass_at_k_interval)}" if p.pass_at_k_interval else "")
+            hat = fmt(p.pass_hat_k) + (f" {_iv(p.pass_hat_k_interval)}" if p.pass_hat_k_interval else "")
+            lines.append(f"| {p.k} | {at} | {hat} | {p.cases} |")
+    if stats.k > 1 or stats.min_pass_rate is not None:
+        rule = f"at least {stats.min_pass_rate:g} of" if stats.min_pass_rate is not None else "all"
+        lines += ["", f"cases passing ({rule} their counted trials): **{stats.cases_passed}/{stats.cases_judged}**"]
+        if stats.cases_failed:
+            lines[-1] += f"; below: {_listed(stats.cases_failed)}"
+        lines += ["", "<details><summary>passes out of counted trials, per case</summary>", "",
+                  "| case | passes | trials | outcomes |", "| --- | ---: | ---: | --- |"]
+        lines += [f"| `{md_escape(c.case_id)}` | {c.passes}/{c.counted} | {c.trials} | {', '.join(c.outcomes)} |"
+                  for c in stats.per_case[:MAX_LISTED]]
+        if len(stats.per_case) > MAX_LISTED:
+            lines += ["", f"and {len(stats.per_case) - MAX_LISTED} more cases (all of them in the run record)"]
+        lines += ["", "</details>"]
+    return lines
 
 
 def _listed(ids: Sequence[str]) -> str:
@@ -62,18 +83,21 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         gate: The regression gate against a baseline, or None.
 
     Returns:
-        Headline figures with 95% intervals, per-dimension rates, outcomes, regressions (when a
+        Headline figures with 95% intervals, pass@k/pass^k and case verdicts over trials, per-dimension
+        rates, outcomes, regressions (when a
         gate is given), tokens and cost (USD), and the non-passing cases.
     """
     agg = record.aggregate
-    ivs = figure_intervals(record)
+    stats = record_trial_stats(record)
+    ivs = stats.intervals
+    unit = "trials" if stats.k > 1 else "cases"
     title = f"### groundeval {md_escape(record.task)}: {md_escape(record.agent)}"
     lines = [title, "", f"run `{record.run_id}`, model `{md_escape(record.model or '-')}`"
              + ("" if record.complete else f" — **INCOMPLETE**: {md_escape(record.stop_reason or '')}"), ""]
     passed = agg.counts.get("passed", 0)
     lines.append(
         f"**pass rate {fmt(agg.pass_rate)}** ({passed}/{agg.counted}) 95% interval {_iv(ivs.get('pass_rate'))}"
-        f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} cases"
+        f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
         f" ({agg.excluded} excluded, {agg.not_run} not run)"
     )
     lines += ["", "| figure | value | 95% interval |", "| --- | ---: | --- |"]
@@ -81,6 +105,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         value = agg.answer_rate if name == "answer_rate" else agg.metrics.get(name)
         shown = fmt(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
         lines.append(f"| {md_escape(name)} | {shown} | {_iv(ivs.get(name))} |")
+    lines += _trials_md(stats)
     lines += ["", "outcomes: " + ", ".join(f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts)]
     if gate is not None:
         lines += ["", *_gate_md(gate)]
@@ -94,13 +119,14 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
             lines.append(f"| {md_escape(key)} | {shown} |")
     bad = [c for c in record.cases if c.outcome != "passed"]
     if bad:
-        lines += ["", f"<details><summary>{len(bad)} case(s) not passed</summary>", "",
+        lines += ["", f"<details><summary>{len(bad)} {unit[:-1]}(s) not passed</summary>", "",
                   "| case | outcome | why |", "| --- | --- | --- |"]
         for c in bad[:MAX_LISTED]:
             why = (c.message or (c.error.message if c.error else "")).splitlines()[:1]
-            lines.append(f"| `{md_escape(c.case_id)}` | {c.outcome} | {md_escape(why[0] if why else '')} |")
+            name = f"{c.case_id}[trial-{c.trial}]" if stats.k > 1 else c.case_id
+            lines.append(f"| `{md_escape(name)}` | {c.outcome} | {md_escape(why[0] if why else '')} |")
         lines += ["", "</details>"]
-    lines += ["", "<sub>intervals: bootstrap of the mean over cases (scipy.stats.bootstrap, BCa, 95%)</sub>", ""]
+    lines += ["", f"<sub>intervals: {md_escape(stats.interval_method or INTERVAL_METHOD)}</sub>", ""]
     return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 
 A task is named, in ``--groundeval-task`` or ``make_task``, in one of three ways:
 
-* a built-in name (``TASKS``: ``extraction``, ``write``);
+* a built-in name (``TASKS``: ``extraction``, ``write``, ``reconcile``);
 * a name another installed package registers under the entry-point group ``groundeval.tasks``
   (``ENTRY_POINT_GROUP``), e.g. in its ``pyproject.toml``::
 
@@ -45,6 +45,7 @@ __all__ = [
 TASKS: dict[str, str] = {
     "extraction": "groundeval.tasks.extraction:ExtractionTask",
     "write": "groundeval.tasks.write:WriteTask",
+    "reconcile": "groundeval.tasks.reconcile:ReconcileTask",
 }
 """Built-in task name -> ``module:Class``."""
 

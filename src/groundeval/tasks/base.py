@@ -16,6 +16,10 @@ Capabilities (what a task offers an agent; ``Agent.requires`` names what an agen
 * ``"text_prompt"`` (``TEXT_PROMPT``): the prompt is text an agent can answer from alone. Every
   task that renders a ``Prompt`` provides it.
 * ``"tools"`` (``TOOLS``): the task offers tools to call (their names in ``Task.tools``).
+* ``"fhir_bundle"`` (``FHIR_BUNDLE``): ``context(case)["bundle"]`` is the case's FHIR Bundle (a
+  dict), so a tool-using agent can serve it through read-only tools
+  (``groundeval.fhir_read_tools``). A ``BaseTask`` declares it with ``bundle_in_context = True``
+  (which also provides ``TOOLS``; name the read tools in ``tools``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from groundeval.task_options import TaskOption, choice, unit_interval
 
 __all__ = [
     "CAPABILITIES",
+    "FHIR_BUNDLE",
     "TEXT_PROMPT",
     "TOOLS",
     "BaseTask",
@@ -50,7 +55,10 @@ TEXT_PROMPT = "text_prompt"
 TOOLS = "tools"
 """Capability: the task offers tools (named in ``Task.tools``) for a tool-using agent."""
 
-CAPABILITIES = frozenset({TEXT_PROMPT, TOOLS})
+FHIR_BUNDLE = "fhir_bundle"
+"""Capability: ``context(case)["bundle"]`` holds the case's FHIR Bundle for read-only tools."""
+
+CAPABILITIES = frozenset({TEXT_PROMPT, TOOLS, FHIR_BUNDLE})
 """Every capability name a task can provide and an agent can require."""
 
 
@@ -83,7 +91,7 @@ class Task(Protocol):
         options: The options the task reads (``from_options`` accepts only these keys).
         metric_names: Every per-case metric the scorer can emit (junit shows each on every case).
         tools: Names of the tools the task offers an agent; empty when it offers none.
-        provides: Capability names (``TEXT_PROMPT``, ``TOOLS``) the task offers agents.
+        provides: Capability names (``TEXT_PROMPT``, ``TOOLS``, ``FHIR_BUNDLE``) the task offers agents.
     """
 
     name: ClassVar[str]
@@ -172,7 +180,8 @@ class BaseTask:
     """What every task shares; subclass it and supply the five task-specific pieces.
 
     Subclasses set ``name``, ``default_agent``, ``scorer`` (or override ``score``/``aggregate``
-    and ``metric_names``), optionally ``options``, ``tools``, ``data_dir`` and ``claims``, and
+    and ``metric_names``), optionally ``options``, ``tools``, ``bundle_in_context``, ``data_dir`` and
+    ``claims``, and
     implement ``load_case``, ``prompt``, ``truth`` and ``parse``. A subclass that is a
     dataclass gets one field per option (``from_options`` passes them as keyword arguments);
     otherwise the values are set as attributes.
@@ -181,6 +190,8 @@ class BaseTask:
         data_dir: Directory of the task's own cases, used when ``--groundeval-data-dir`` is not
             given (None: the packaged ``fixtures/<name>`` of a built-in task).
         scorer: The task's ``Scorer``.
+        bundle_in_context: True when ``context(case)["bundle"]`` is the case's FHIR Bundle (a
+            dict): the task then provides ``FHIR_BUNDLE`` and ``TOOLS``.
     """
 
     __slots__ = ()
@@ -189,6 +200,7 @@ class BaseTask:
     default_agent: ClassVar[str] = "claude"
     options: ClassVar[tuple[TaskOption, ...]] = ()
     tools: ClassVar[tuple[str, ...]] = ()
+    bundle_in_context: ClassVar[bool] = False
     data_dir: ClassVar[Path | None] = None
     scorer: Any = None
 
@@ -199,8 +211,9 @@ class BaseTask:
 
     @property
     def provides(self) -> frozenset[str]:
-        """``TEXT_PROMPT``, plus ``TOOLS`` when ``tools`` is not empty."""
-        return frozenset({TEXT_PROMPT, *((TOOLS,) if self.tools else ())})
+        """``TEXT_PROMPT``; ``TOOLS`` when ``tools`` is set; ``FHIR_BUNDLE`` and ``TOOLS`` if ``bundle_in_context``."""
+        bundle = (FHIR_BUNDLE, TOOLS) if self.bundle_in_context else ()
+        return frozenset({TEXT_PROMPT, *((TOOLS,) if self.tools else ()), *bundle})
 
     @classmethod
     def option_values(cls, options: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,12 @@
 Each case is one Synthea (or user) Bundle with exactly one Patient. The agent sees the whole
 Bundle JSON and answers with a JSON array of ``{"rxnorm_code", "display"}`` objects; the truth is
 derived from the same Bundle by ``tasks.medlist``; ``scorers.extraction`` compares them.
+
+The Bundle is also in ``context(case)["bundle"]``, so a tool-using agent (``langgraph``,
+``langgraph-fhir``) can read it through the read-only FHIR tools (``groundeval.fhir_read_tools``).
+With the option ``bundle_in_prompt=false`` the prompt leaves the Bundle out and says where to read
+it; the task then no longer provides ``text_prompt``, so a single-call agent is refused before
+any case runs instead of answering every case blind.
 """
 
 from __future__ import annotations
@@ -17,16 +23,24 @@ from groundeval import check_cache
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case, load_json, slug
 from groundeval.errors import ConfigError, DatasetError
+from groundeval.fhir_read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
 from groundeval.scorers.extraction import aggregate_medications, score_medications
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.task_options import EXTRACTION_OPTIONS
-from groundeval.tasks.base import BaseTask, TaskOption, is_manifest
+from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
 from groundeval.tasks.common import case_id_from_stem, validate_entries, wrong_task_error
 from groundeval.tasks.extraction_prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.medlist import active_medications, find_patient, medication_truth
 
-__all__ = ["ANSWER_FORMAT", "ExtractionTask", "case_id_from_stem", "is_manifest"]
+__all__ = ["ANSWER_FORMAT", "TOOLS_NOTE", "ExtractionTask", "case_id_from_stem", "is_manifest"]
+
+TOOLS_NOTE = (
+    "The patient's Bundle is not pasted here: read it with your tools. get_resources lists the resources "
+    "of one type (Patient, MedicationRequest, Medication), each with its entry fullUrl; resolve_reference "
+    "follows a medicationReference (for a contained '#id', pass the request's id as parent_resource_id)."
+)
+"""The user turn's text instead of the Bundle when ``bundle_in_prompt`` is false."""
 
 TRUTH_TYPES = ("Patient", "MedicationRequest", "Medication")
 """Resource types the ground truth reads; they are validated when a case loads."""
@@ -93,6 +107,8 @@ class ExtractionTask(BaseTask):
             (``case_id_from_stem``), so the id is a prefix of the file name; ``"file"``: the
             whole file stem. Neither reads the Patient's name: on real data, name the files
             without patient names.
+        bundle_in_prompt: True (default): the user prompt holds the Bundle JSON. False: it
+            holds ``TOOLS_NOTE`` instead, and only a tool-using agent can answer.
     """
 
     name: ClassVar[str] = "extraction"
@@ -104,7 +120,10 @@ class ExtractionTask(BaseTask):
     )
     min_f1: float = 1.0
     min_display_accuracy: float = 1.0
+    tools: ClassVar[tuple[str, ...]] = READ_TOOLS
+    bundle_in_context: ClassVar[bool] = True
     case_ids: str = "name"
+    bundle_in_prompt: bool = True
 
     def __post_init__(self) -> None:
         for field_name in ("min_f1", "min_display_accuracy"):
@@ -137,10 +156,32 @@ class ExtractionTask(BaseTask):
         """A FHIR Bundle is an extraction case (for other tasks' wrong-task hints)."""
         return data.get("resourceType") == "Bundle"
 
+    @property
+    def provides(self) -> frozenset[str]:
+        """``text_prompt`` (unless ``bundle_in_prompt`` is false), ``tools`` and ``fhir_bundle``."""
+        return frozenset({*((TEXT_PROMPT,) if self.bundle_in_prompt else ()), TOOLS, FHIR_BUNDLE})
+
     def prompt(self, case: Case) -> Prompt:
-        """System: instructions and a worked example (``extraction_prompt``); user: the Bundle."""
+        """System: instructions and a worked example (``extraction_prompt``); user: the Bundle.
+
+        With ``bundle_in_prompt=false`` the user turn is ``TOOLS_NOTE`` and the answer format;
+        the system prompt is the same either way (its rules and worked example still apply).
+        """
+        if not self.bundle_in_prompt:
+            return Prompt(system=system_prompt(), user=f"{TOOLS_NOTE}\n\nAnswer format: {ANSWER_FORMAT}")
         bundle = json.dumps(case.data, ensure_ascii=False, separators=(",", ":"))
         return Prompt(system=system_prompt(), user=f"Bundle:\n{bundle}\n\nAnswer format: {ANSWER_FORMAT}")
+
+    def context(self, case: Case) -> dict[str, Any]:
+        """``{"bundle": <the case's Bundle as JSON>}``: the loaded dict itself, not a copy.
+
+        Not copied because a deep copy of a raw Synthea Bundle costs about 0.25 s (4 MB) on every
+        case of every agent. An agent that edits it cannot change its own score: the runner
+        derives the truth before the agent runs (``runner.prepare``), and the run record's
+        ``fixture_sha256`` is of the file's bytes. A later trial of the same case would see the
+        edits, so agents must still treat the context as read-only (the read tools do).
+        """
+        return {"bundle": case.data}
 
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"medications": [TruthMedication...], "inactive_codes": {rxcui: [status...]}}``."""

@@ -21,6 +21,10 @@ class ScriptedAgent:
             raises ``AgentError``), or a function of the request.
         name: Agent name for the run record.
         model: Model name to report.
+
+    Attributes:
+        max_concurrency: 1 for a sequence script (its answers go out in call order, so calls
+            made ahead in threads would reorder them); None (no cap) otherwise.
     """
 
     def __init__(self, script: Script, name: str = "scripted", model: str | None = None) -> None:
@@ -28,6 +32,7 @@ class ScriptedAgent:
         self._next = 0
         self.name = name
         self.model = model
+        self.max_concurrency: int | None = None if callable(script) or isinstance(script, Mapping) else 1
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the scripted answer for ``request``.

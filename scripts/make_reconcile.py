@@ -1,0 +1,368 @@
+"""Derive the reconcile task's cases from the packaged extraction fixtures by named transformations.
+
+Usage::
+
+    uv run python scripts/make_reconcile.py [--source DIR] [--out DIR] [--check]
+
+``--source`` (default ``fixtures/extraction``: the trimmed Synthea patients and their variants) holds
+the Bundles; ``--out`` (default ``fixtures/reconcile``) receives one ``<case id>.json`` per case in
+``CASES`` plus ``MANIFEST.json`` (case id, fixture, its SHA-256, transformations). A case file
+*references* its Bundle (``fixture.file`` + ``fixture.sha256``), so the extraction fixture stays the
+one source of truth; the task refuses a case whose fixture bytes changed.
+
+How a report is made: the *faithful* report lists every active coded medication of the record (the
+extraction truth, ``tasks.medlist``) with the record's dosage (``tasks.reconcile_truth.record_dosage``:
+count x RxNorm display strength, ``timing.repeat``, ``asNeededBoolean``), stating a frequency only
+when the record has one, and "when I need it" when the record says as needed. Then each named
+transformation of the case changes it:
+
+* ``omission`` (RxCUI): the medication is left out;
+* ``commission`` (catalog RxCUI): a site-catalog drug the record does not hold is added, with its
+  strength and a frequency;
+* ``dose_change`` (RxCUI, factor): the dose is multiplied (needs a known record dose);
+* ``frequency_change`` (RxCUI, frequency): another schedule (needs a known record frequency);
+* ``unit_equivalent`` (RxCUI): a dose under 1 mg is said in micrograms (0.125 mg as 125 micrograms;
+  0.025 mg/h as 25 micrograms an hour): *not* a discrepancy;
+* ``stopped_reported`` (RxCUI of a stopped/completed request): reported as still taken;
+* ``brand_name`` (RxCUI, brand): the patient names the brand (``BRANDS``): *not* a discrepancy;
+* ``as_needed_flip`` (RxCUI): as-needed use said as regular, or regular as "when needed";
+* ``exact``: nothing changes.
+
+The text is written from the structured items by fixed templates (``scripts/reconcile_text.py``;
+a case's index picks the opening), so output is deterministic. The expected status of each
+transformation (``EFFECT``) is checked against the truth code,
+``tasks.reconcile_truth.reconcile_truth``, and the build stops on any disagreement; the case
+files hold no statuses (the task derives them at truth time).
+
+``--check`` writes nothing: it rebuilds every case and the manifest in memory, compares them byte
+for byte with the committed files, lists stray ``*.json`` files, prints what it checked, and exits 1
+on any difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reconcile_text import drug_name, freq_text, report_text
+
+from groundeval.tasks.extraction import case_id_from_stem
+from groundeval.tasks.medlist import medication_truth
+from groundeval.tasks.reconcile_truth import reconcile_truth, record_dosage, request_displays
+from groundeval.terminology import Catalog, format_strength, parse_display
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SOURCE = ROOT / "fixtures" / "extraction"
+DEFAULT_OUT = ROOT / "fixtures" / "reconcile"
+MANIFEST = "MANIFEST.json"
+JSON = dict[str, Any]
+
+EFFECT = {
+    "omission": "omission", "commission": "commission", "dose_change": "dose_mismatch",
+    "frequency_change": "dose_mismatch", "unit_equivalent": "matched", "stopped_reported": "stopped_but_taken",
+    "brand_name": "matched", "as_needed_flip": "dose_mismatch",
+}
+"""Transformation -> the status the truth code must give its target."""
+
+BRANDS: dict[str, str] = {
+    "Toprol XL": "metoprolol succinate", "Zocor": "simvastatin", "Zestril": "lisinopril", "Lipitor": "atorvastatin",
+    "Prozac": "fluoxetine", "Benadryl": "diphenhydramine", "Allegra": "fexofenadine", "Coumadin": "warfarin",
+    "Lanoxin": "digoxin", "Norvasc": "amlodipine", "Plavix": "clopidogrel", "Synthroid": "levothyroxine",
+    "Crestor": "rosuvastatin", "Tenormin": "atenolol", "Aleve": "naproxen", "Ultram": "tramadol",
+}
+"""Brand -> the generic ingredient it names (each brand's US FDA label title, Drugs@FDA /
+DailyMed). The brand_name transformation checks that the record drug's ingredient starts with it."""
+
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One case: its id stem, source fixture, transformations ``(kind, rxcui, arg)`` and summary."""
+
+    name: str
+    fixture: str
+    steps: tuple[tuple[str, str | None, Any], ...]
+    summary: str
+
+
+def _t(kind: str, code: str | None = None, arg: Any = None) -> tuple[str, str | None, Any]:
+    return (kind, code, arg)
+
+
+DAILY = {"frequency": 1, "period": 1.0, "period_unit": "d"}
+TWICE = {"frequency": 2, "period": 1.0, "period_unit": "d"}
+Q4H = {"frequency": 1, "period": 4.0, "period_unit": "h"}
+
+CASES: tuple[Spec, ...] = (
+    Spec("exact", "Liz_Conn_", (_t("exact"),), "One medication, reported exactly as the record holds it."),
+    Spec("exact", "Jacquelyn628_", (_t("exact"),), "Five medications, reported exactly."),
+    Spec("exact", "variant-medref-urn-uuid--Max_Kris", (_t("exact"),), "Exact report; a drug in a bundled Medication."),
+    Spec("exact", "variant-branded-and-generic--Ellena683", (_t("exact"),),
+         "Exact report; one drug coded branded and generic at once."),
+    Spec("no-medication", "Clemente_Kreiger_", (_t("exact"),), "No medication on either side: the answer is []."),
+    Spec("no-medication-commission", "Theodore876_", (_t("commission", "310965", "prn"),),
+         "No record medication; the patient reports ibuprofen."),
+    Spec("no-active-stopped", "Tarra676_", (_t("stopped_reported", "308192", "tid"),),
+         "No active medication; a completed amoxicillin course reported as still taken."),
+    Spec("no-active-stopped", "Johnie961_", (_t("stopped_reported", "1535362"),),
+         "No active medication; a completed fluoride gel reported as still used."),
+    Spec("omission-high-alert", "Max_Kris_", (_t("omission", "855332"),), "Warfarin (high-alert) left out."),
+    Spec("dose-high-alert", "Trey_Berge_", (_t("dose_change", "855332", 1.5),),
+         "Warfarin 7.5 mg reported, 5 mg recorded."),
+    Spec("unit-equivalent", "variant-medref-contained--Trey_Berge", (
+        _t("unit_equivalent", "197604"), _t("unit_equivalent", "966222")),
+        "Digoxin and levothyroxine said in micrograms: no discrepancy."),
+    Spec("commission-high-alert", "Beatrice_Aufderhar_", (_t("commission", "855332", "daily"),),
+         "Warfarin (high-alert) reported, not in the record."),
+    Spec("generic-for-brand", "variant-subject-relative--Beatrice", (_t("brand_name", "315971", "furosemide"),),
+         "The record's brand Lasix said as furosemide: matched."),
+    Spec("stopped-high-alert", "Moises22_", (_t("stopped_reported", "857005", "prn"),),
+         "A completed hydrocodone/acetaminophen (high-alert) reported as still taken."),
+    Spec("brand-name", "Delores12_", (_t("brand_name", "866412", "Toprol XL"), _t("brand_name", "312961", "Zocor")),
+         "Toprol XL and Zocor for the record's generics: matched."),
+    Spec("mixed-brand-omission", "Janene3_", (
+        _t("brand_name", "314076", "Zestril"), _t("brand_name", "617312", "Lipitor"), _t("omission", "243670")),
+        "Two brand names (matched) and aspirin left out."),
+    Spec("frequency-change", "Demarcus108_", (_t("frequency_change", "209387", TWICE),),
+         "Tylenol twice a day reported, four times recorded."),
+    Spec("mixed-high-alert", "Maximina916_", (
+        _t("unit_equivalent", "245134"), _t("dose_change", "1049504", 2.0), _t("commission", "310965", "prn"),
+        _t("omission", "314076")),
+        "Fentanyl in micrograms an hour (matched), oxycodone doubled, ibuprofen added, lisinopril left out."),
+    Spec("mixed-insulin", "Travis723_", (_t("omission", "106892"), _t("stopped_reported", "313782", "prn")),
+         "Insulin (high-alert) left out; a stopped acetaminophen reported."),
+    Spec("as-needed-high-alert", "Herschel574_", (_t("as_needed_flip", "856987"),),
+         "Scheduled hydrocodone/acetaminophen (high-alert) reported as taken when needed."),
+    Spec("frequency-high-alert", "Jayson808_", (
+        _t("frequency_change", "1049221", Q4H), _t("brand_name", "310385", "Prozac")),
+        "Oxycodone/acetaminophen every 4 hours reported, every 6 recorded; Prozac for fluoxetine."),
+    Spec("brand-commission", "Gordon377_", (_t("brand_name", "1049630", "Benadryl"), _t("commission", "849574", "prn")),
+         "Benadryl for diphenhydramine (matched); naproxen added."),
+    Spec("generic-stopped", "Garrett_Thompson_", (
+        _t("brand_name", "1153378", "clonazepam"), _t("stopped_reported", "243670", "daily")),
+        "Klonopin said as clonazepam (matched); a stopped aspirin reported."),
+    Spec("omission-dose", "Bobbie849_", (_t("omission", "141918"), _t("dose_change", "314231", 2.0)),
+         "Terfenadine left out; simvastatin 20 mg reported, 10 mg recorded."),
+    Spec("stopped-omission", "Emory494_", (_t("stopped_reported", "834102", "tid"), _t("omission", "197378")),
+         "A completed penicillin reported; astemizole left out."),
+    Spec("as-needed-flip", "Sandee884_", (_t("as_needed_flip", "997488"), _t("brand_name", "997488", "Allegra")),
+         "Allegra taken every day, recorded as needed."),
+    Spec("stopped-omission", "Stephen_McLaughlin_", (_t("stopped_reported", "313782", "prn"), _t("omission", "106258")),
+         "A stopped acetaminophen reported; the hydrocortisone cream left out."),
+    Spec("stopped-commission", "Tama137_", (_t("stopped_reported", "1367439"), _t("commission", "314076", "daily")),
+         "A completed NuvaRing reported; lisinopril added."),
+    Spec("mixed-dose-omission", "variant-medref-relative--Moises22", (
+        _t("dose_change", "866924", 2.0), _t("omission", "310325"), _t("brand_name", "859747", "Crestor")),
+        "Metoprolol tartrate doubled, ferrous sulfate left out, Crestor for rosuvastatin (matched)."),
+    Spec("omission-high-alert", "Demarcus108_", (_t("omission", "351266"), _t("commission", "997501", "daily")),
+         "Buprenorphine/naloxone (high-alert) left out; fexofenadine added."),
+    Spec("as-needed-flip", "Ellena683_", (_t("as_needed_flip", "835603"), _t("omission", "351109")),
+         "Tramadol (high-alert) as needed reported as every day; budesonide left out."),
+    Spec("exact", "variant-ndc-first--Janene3", (_t("exact"),), "Exact report; the RxNorm coding is not listed first."),
+    Spec("commission-high-alert", "Stephen_McLaughlin_", (_t("commission", "1049221", "prn"),),
+         "Oxycodone/acetaminophen (high-alert) reported, not in the record."),
+)
+
+
+def _schedule(kind: str | None) -> tuple[JSON | None, bool | None]:
+    return {"prn": (None, True), "daily": (dict(DAILY), False), "tid": (
+        {"frequency": 3, "period": 1.0, "period_unit": "d"}, False), None: (None, None)}[kind]
+
+
+def _strength_dose(display: str) -> JSON | None:
+    entry = parse_display(display)
+    if len(entry.ingredients) != 1 or entry.ingredients[0].strength is None or entry.ingredients[0].ucum_unit not in (
+        "mg", "ug", "g", "mg/h"
+    ):
+        return None
+    return {"value": entry.ingredients[0].strength, "unit": entry.ingredients[0].ucum_unit}
+
+
+def _faithful(bundle: JSON) -> list[JSON]:
+    active, _ = medication_truth(bundle)
+    requests = {r["resource"].get("id"): r["resource"] for r in bundle["entry"]
+                if r["resource"]["resourceType"] == "MedicationRequest"}
+    items = []
+    for med in active:
+        if med["kind"] != "coded":
+            continue
+        code = med["codes"][0]
+        display = next((d for c in med["codes"] for d in med["displays"].get(c, [])), code)
+        mine = [requests[r] for r in med["requests"] if r in requests]
+        latest = max(enumerate(mine), key=lambda p: (str(p[1].get("authoredOn") or ""), p[0]))[1]
+        dosage = record_dosage(latest, display)
+        freq = dosage["frequency"]
+        as_needed = True if dosage["as_needed"] else (False if freq else None)
+        items.append({"name": drug_name(display), "rxnorm_code": code, "dose": dosage["dose"], "frequency": freq,
+                      "as_needed": as_needed, "_display": display})
+    return items
+
+
+def _inactive_display(bundle: JSON, code: str) -> str:
+    display = request_displays(bundle).get(code)
+    if display:
+        return display
+    raise SystemExit(f"RxCUI {code} is on no MedicationRequest of this bundle")
+
+
+def _apply(spec: Spec, bundle: JSON, catalog: Catalog) -> tuple[list[JSON], list[JSON], list[JSON]]:
+    items = _faithful(bundle)
+    by_code = {i["rxnorm_code"]: i for i in items}
+    extra: list[JSON] = []
+    log: list[JSON] = []
+    for kind, code, arg in spec.steps:
+        note = ""
+        item = by_code.get(code or "")
+        if kind in ("omission", "dose_change", "frequency_change", "unit_equivalent", "brand_name", "as_needed_flip") \
+                and item is None:
+            raise SystemExit(f"{spec.name}/{spec.fixture}: {kind} needs active RxCUI {code} in the record")
+        assert item is not None or kind in ("exact", "commission", "stopped_reported")
+        if kind == "omission":
+            items.remove(item)  # type: ignore[arg-type]
+        elif kind == "dose_change":
+            if not item["dose"]:
+                raise SystemExit(f"{spec.name}: dose_change on {code}, whose record dose is unknown")
+            old = item["dose"]["value"]
+            item["dose"] = {"value": float(format_strength(old * arg)), "unit": item["dose"]["unit"]}
+            note = f"{format_strength(old)} -> {format_strength(item['dose']['value'])} {item['dose']['unit']}"
+        elif kind == "frequency_change":
+            if not item["frequency"]:
+                raise SystemExit(f"{spec.name}: frequency_change on {code}, whose record frequency is unknown")
+            note = f"{freq_text(item['frequency'])} -> {freq_text(arg)}"
+            item["frequency"] = dict(arg)
+        elif kind == "unit_equivalent":
+            dose = item["dose"]
+            if not dose or dose["unit"] not in ("mg", "mg/h") or dose["value"] >= 1:
+                raise SystemExit(f"{spec.name}: unit_equivalent on {code} needs a dose under 1 mg (or 1 mg/h)")
+            unit = "ug" if dose["unit"] == "mg" else "ug/h"
+            item["dose"] = {"value": float(format_strength(dose["value"] * 1000)), "unit": unit}
+            note = f"{format_strength(dose['value'])} {dose['unit']} as {format_strength(item['dose']['value'])} {unit}"
+        elif kind == "brand_name":
+            generic = BRANDS.get(arg)
+            ingredients = [i.name for i in parse_display(item["_display"]).ingredients]
+            if generic is not None and not any(i.startswith(generic) for i in ingredients):
+                raise SystemExit(f"{spec.name}: brand {arg} ({generic}) is not {item['_display']}")
+            if generic is None and not any(i.startswith(arg.lower()) for i in ingredients):
+                raise SystemExit(f"{spec.name}: {arg} is neither a known brand nor the generic of {item['_display']}")
+            note = f"{item['name']} said as {arg}"
+            item["name"] = arg
+        elif kind == "as_needed_flip":
+            if item["as_needed"]:
+                item["as_needed"], item["frequency"] = False, item["frequency"] or dict(DAILY)
+                note = "as needed said as every day"
+            else:
+                item["as_needed"], item["frequency"] = True, None
+                note = "scheduled said as when needed"
+        elif kind in ("commission", "stopped_reported"):
+            assert code is not None
+            if kind == "commission":
+                entry = catalog.get(code)
+                if entry is None:
+                    raise SystemExit(f"{spec.name}: commission RxCUI {code} is not in the site catalog")
+                display = entry.display
+            else:
+                display = _inactive_display(bundle, code)
+            freq, as_needed = _schedule(arg)
+            extra.append({"name": drug_name(display), "rxnorm_code": code, "dose": _strength_dose(display),
+                          "frequency": freq, "as_needed": as_needed, "_kind": kind})
+            note = display
+        log.append({"kind": kind, **({"rxnorm_code": code} if code else {}), **({"note": note} if note else {})})
+    return items, extra, log
+
+
+def _check_effects(spec: Spec, bundle: JSON, items: list[JSON], catalog: Catalog) -> None:
+    truth = reconcile_truth(bundle, items, {e.rxcui: e.display for e in catalog.entries})
+    status = {c: e["status"] for e in truth["entries"] for c in e["codes"]}
+    changed = set()
+    for kind, code, _ in spec.steps:
+        if kind == "exact":
+            continue
+        changed.add(code)
+        want = EFFECT[kind]
+        if kind == "brand_name" and any(k != "brand_name" and c == code for k, c, _ in spec.steps):
+            continue  # a brand name on a drug another step changes: that step's effect rules
+        if status.get(code or "") != want:
+            raise SystemExit(f"{spec.name}/{spec.fixture}: {kind} on {code} should make it {want}, "
+                             f"the truth code says {status.get(code or '')}")
+    for entry in truth["entries"]:
+        if entry["rxnorm_code"] not in changed and entry["status"] != "matched":
+            raise SystemExit(f"{spec.name}: untouched {entry['rxnorm_code']} is {entry['status']}, expected matched")
+
+
+def build(source: Path) -> dict[str, str]:
+    """Every case file and the manifest, as file name -> text."""
+    if not source.is_dir():
+        raise SystemExit(f"--source {source}: the directory does not exist; give the extraction fixtures "
+                         "(fixtures/extraction, made by make_fixtures.py and make_variants.py)")
+    catalog = Catalog.load()
+    files = sorted(p for p in source.glob("*.json") if not p.name.startswith("MANIFEST"))
+    out: dict[str, str] = {}
+    manifest = []
+    for index, spec in enumerate(CASES):
+        matches = [p for p in files if p.name.startswith(spec.fixture)]
+        if len(matches) != 1:
+            raise SystemExit(f"--source {source}: {len(matches)} fixtures start with {spec.fixture!r}, need exactly 1")
+        path = matches[0]
+        raw = path.read_bytes()
+        bundle = json.loads(raw)
+        items, extra, log = _apply(spec, bundle, catalog)
+        text = report_text(items, extra, index)
+        report_items = [{k: v for k, v in i.items() if not k.startswith("_")} for i in items + extra]
+        _check_effects(spec, bundle, report_items, catalog)
+        case_id = f"{spec.name}--{case_id_from_stem(path.stem)}"
+        case = {
+            "id": case_id, "summary": spec.summary,
+            "fixture": {"file": path.name, "sha256": hashlib.sha256(raw).hexdigest()},
+            "report": {"text": text, "items": report_items},
+            "transformations": log, "generator": "scripts/make_reconcile.py",
+        }
+        if f"{case_id}.json" in out:
+            raise SystemExit(f"two cases are named {case_id}; rename one in CASES")
+        out[f"{case_id}.json"] = json.dumps(case, ensure_ascii=False, indent=1) + "\n"
+        manifest.append({"case": case_id, "fixture": path.name, "fixture_sha256": case["fixture"]["sha256"],
+                         "transformations": [t["kind"] for t in log]})
+    patients = len({m["fixture"].split("--")[-1][:12] for m in manifest})
+    out[MANIFEST] = json.dumps({"generator": "scripts/make_reconcile.py", "cases": len(manifest),
+                                "patients": patients, "entries": manifest}, indent=1) + "\n"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write (or, with --check, verify) the reconcile cases; returns the exit status."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="directory of extraction fixtures")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory for the reconcile cases")
+    parser.add_argument("--check", action="store_true", help="verify the committed cases, write nothing")
+    args = parser.parse_args(argv)
+    files = build(args.source)
+    if args.check:
+        problems = []
+        for name, text in files.items():
+            path = args.out / name
+            if not path.is_file():
+                problems.append(f"missing: {path}")
+            elif path.read_text(encoding="utf-8") != text:
+                problems.append(f"differs: {path}")
+        stray = sorted(p.name for p in args.out.glob("*.json") if p.name not in files) if args.out.is_dir() else []
+        problems += [f"stray (not made by this script): {args.out / s}" for s in stray]
+        print(f"checked {len(files) - 1} reconcile cases and {MANIFEST} in {args.out} against {args.source}: "
+              f"{'OK' if not problems else f'{len(problems)} problem(s)'}")
+        for problem in problems:
+            print(f"  {problem}")
+        if problems:
+            print("regenerate with: uv run python scripts/make_reconcile.py", file=sys.stderr)
+        return 1 if problems else 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (args.out / name).write_text(text, encoding="utf-8")
+    print(f"wrote {len(files) - 1} cases and {MANIFEST} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

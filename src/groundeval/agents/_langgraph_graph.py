@@ -1,0 +1,117 @@
+"""The LangGraph agent's graph: ``create_agent`` with a model-call guard and tool errors as messages.
+
+Split from ``langgraph_agent`` (which re-exports ``build_write_graph``); LangChain is imported
+inside the functions, so importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from groundeval.agents._classify import BadResponse, advise
+from groundeval.agents._retry import GaveUp, RetryPolicy, call_with_retries
+from groundeval.agents.claude import TRUNCATED
+from groundeval.errors import InfraError, RefusalError, TruncatedError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.tools import BaseTool
+
+__all__ = ["build_write_graph", "model_call_guard", "tool_error"]
+
+
+def tool_error(exc: Exception, request: Any) -> str:
+    """Content of the error ToolMessage that replaces a tool exception."""
+    del request
+    return json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+
+
+def model_call_guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException], ...]) -> Any:
+    """Middleware around every model call: retries on API errors, stops at ``max_tokens``."""
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.messages import AIMessage
+
+    class ModelCallGuard(AgentMiddleware):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attempts = 0
+            self.cut: AIMessage | None = None
+            self.started = policy.clock()
+
+        def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            ran = policy.clock() - self.started
+            if ran >= policy.timeout_s:  # --groundeval-timeout bounds the whole case, every turn included
+                raise InfraError(
+                    f"{case_id}: the case ran {ran:.2f} s, its whole {policy.timeout_s:g} s bound "
+                    "(--groundeval-timeout), before this model turn; raise it or simplify the case",
+                    attempts=self.attempts, details={"ran_s": round(ran, 3), "timeout_s": policy.timeout_s},
+                )
+            def attempt(_left: float) -> Any:
+                if not errors:  # a scripted model: its exceptions are the test's, let them through
+                    return handler(request)
+                try:
+                    return handler(request)
+                except errors:
+                    raise
+                except json.JSONDecodeError as exc:  # a 2xx body that is not JSON (cut off)
+                    raise BadResponse.from_text(exc.doc) from exc
+                except (AttributeError, TypeError) as exc:  # ChatAnthropic reading an HTML page or odd JSON
+                    raise BadResponse(
+                        "unreadable", f"a 2xx body ChatAnthropic could not read ({type(exc).__name__}: {exc}); "
+                        "an HTML page or JSON that is not a Messages API answer",
+                    ) from exc
+
+            try:  # each turn is bounded by what is left of the case's budget (call_with_retries)
+                done = call_with_retries(attempt, policy, errors=(*errors, BadResponse), advise=advise,
+                                         started=self.started)
+            except GaveUp as gave_up:
+                self.attempts += gave_up.attempts
+                raise
+            self.attempts += done.attempts
+            result = getattr(done.value, "result", [done.value])
+            message = next((m for m in reversed(result) if isinstance(m, AIMessage)), None)
+            stop = None if message is None else message.response_metadata.get("stop_reason")
+            if stop == "refusal":
+                raise RefusalError(
+                    f"{case_id}: the model declined to answer (stop_reason=refusal); it counts as an empty "
+                    "answer in the run's means",
+                    details={"stop_reason": stop, "partial_text": message.text if message else ""},
+                )
+            if stop in TRUNCATED:
+                assert message is not None
+                self.cut = message
+                raise TruncatedError(
+                    f"{case_id}: a model reply was cut off (stop_reason={stop}); its tool calls "
+                    "were not run and nothing is scored. Raise --groundeval-max-tokens",
+                    details={"stop_reason": stop, "partial_text": message.text,
+                             "partial_tool_calls": len(message.tool_calls)},
+                )
+            return done.value
+
+    return ModelCallGuard()
+
+
+def build_write_graph(
+    chat_model: BaseChatModel, tools: Sequence[BaseTool], system_prompt: str, middleware: Sequence[Any] = ()
+) -> Any:
+    """Build the agent graph with ``langchain.agents.create_agent``.
+
+    Args:
+        chat_model: Any LangChain chat model with ``bind_tools`` (ChatAnthropic, or the scripted
+            ``groundeval.testing.ScriptedChatModel`` in tests).
+        tools: The case's tools.
+        system_prompt: The task's instructions.
+        middleware: Extra middleware, outermost first (the model-call guard).
+
+    Returns:
+        The compiled graph; tool exceptions come back to the model as error messages.
+    """
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import ToolErrorMiddleware
+
+    return create_agent(
+        chat_model, list(tools), system_prompt=system_prompt,
+        middleware=[*middleware, ToolErrorMiddleware(tool_error)],
+    )

@@ -1,0 +1,67 @@
+"""What the session does to a built agent before the first case: replay checks and the response cache.
+
+Kept apart from ``session.py`` so the session only calls ``prepare_agent`` (every process that
+runs cases) and ``preflight_replay`` (the pytest-xdist controller, which builds no agent).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groundeval.agents.base import Agent, AgentConfig, make_agent
+from groundeval.errors import ConfigError
+from groundeval.plugin.options import Settings
+
+__all__ = ["preflight_replay", "prepare_agent"]
+
+
+def _is_replay(spec: str) -> bool:
+    return spec.partition(":")[0] == "replay" and ":" in spec
+
+
+def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
+    """Check a replay agent's record against the current cases; wrap any other agent in the cache.
+
+    Args:
+        agent: The built agent (already checked against the task).
+        settings: The run settings (``data_dir``, ``cache_dir``, ``replay_allow_changed``).
+        task: The task of the run.
+
+    Returns:
+        The agent to run: a ``CachingAgent`` around ``agent`` with ``--groundeval-cache``, else ``agent``.
+
+    Raises:
+        ConfigError: The replayed record is of another task or of changed case files (see
+            ``ReplayAgent.check_cases``), or the task's facts for the cache key cannot be read.
+    """
+    check_cases = getattr(agent, "check_cases", None)
+    if callable(check_cases):
+        check_cases(task, settings.data_dir, allow_changed=settings.replay_allow_changed)
+        return agent  # a replay makes no model call: nothing to cache
+    if settings.cache_dir is None:
+        return agent
+    from groundeval.result_cache import CachingAgent, ResultCache
+
+    tools = tuple(getattr(task, "tools", ()) or ())
+    facts: dict[str, Any] = {"tools": list(tools)}
+    run_facts = getattr(task, "run_facts", None)
+    if tools and callable(run_facts):  # tool results come from the task's reference data (the catalog)
+        try:
+            facts["run_facts"] = run_facts()
+        except Exception as exc:
+            raise ConfigError(f"--groundeval-cache: the {task.name} task's facts cannot be read: {exc}") from exc
+    return CachingAgent(
+        agent, ResultCache(settings.cache_dir), spec=settings.agent, options=dict(settings.agent_options),
+        task_facts=facts,
+    )
+
+
+def preflight_replay(settings: Settings, task: Any) -> None:
+    """On the pytest-xdist controller: refuse a bad replay record before any worker starts.
+
+    Raises:
+        ConfigError: As ``prepare_agent`` for a replay agent; nothing for other agents.
+    """
+    if _is_replay(settings.agent):
+        agent = make_agent(settings.agent, AgentConfig(model=settings.model, options=dict(settings.agent_options)))
+        prepare_agent(agent, settings, task)

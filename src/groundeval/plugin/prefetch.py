@@ -1,0 +1,171 @@
+"""Agent calls made ahead of their items, at most N at once (``--groundeval-concurrency N``).
+
+pytest runs items one by one; a model call takes seconds. When an item's setup asks for its
+case, the session hands this module the items that will run next on this process (the rest of
+the collection on a serial run; the worker's queue under pytest-xdist) and their agent calls are
+started in N threads. Each item then waits only for its own call, and everything else (scoring,
+the stop policy, reports, junit, the run record) still happens in the item, in collection order,
+on the main thread. So a run reads exactly as a serial run; only the wall time changes.
+
+The threads are daemons fed from a queue rather than a ``concurrent.futures.ThreadPoolExecutor``:
+the executor's threads are joined at interpreter exit, so after ``-x`` or Ctrl-C the process
+would wait for every model call still in flight. Calls not started when the run stops are
+cancelled (never paid for); calls in flight finish unobserved (with ``--groundeval-cache`` their
+answers are stored for the next run).
+"""
+
+from __future__ import annotations
+
+import functools
+import queue
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from groundeval.agent_io import AgentRequest
+from groundeval.runner import Attempt, prepare
+from groundeval.tasks.base import Task
+
+__all__ = ["Ahead", "Prefetcher", "upcoming"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """An item whose agent call may be made ahead: its node id and a way to prepare its call.
+
+    Attributes:
+        nodeid: The item's node id.
+        prepare: Builds the item's request and ground truth (``runner.prepare``); may raise, and
+            then the call is left to the item, which reports the task's error itself.
+    """
+
+    nodeid: str
+    prepare: Callable[[], tuple[AgentRequest, Any]]
+
+
+class Prefetcher:
+    """Makes agent calls in ``workers`` daemon threads, in the order they were submitted.
+
+    Args:
+        call: Makes one agent call on a request (with the truth carried along) and keeps what it
+            returned or raised (``runner.attempt`` bound to the agent); it must not raise.
+        workers: Threads, i.e. the most calls in flight at once (at least 2).
+
+    Attributes:
+        started: Calls that started in a thread.
+        cancelled: Calls cancelled before they started (``cancel``).
+    """
+
+    def __init__(self, call: Callable[[AgentRequest, Any], Attempt], workers: int) -> None:
+        self._call = call
+        self._queue: queue.SimpleQueue[tuple[AgentRequest, Any, Future[Attempt]] | None] = queue.SimpleQueue()
+        self._futures: dict[str, Future[Attempt]] = {}
+        self._lock = threading.Lock()
+        self.started = 0
+        self.cancelled = 0
+        self.workers = workers
+        self._threads = [
+            threading.Thread(target=self._work, name=f"groundeval-call-{i}", daemon=True) for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self) -> None:
+        while (job := self._queue.get()) is not None:
+            request, truth, future = job
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled while queued: never called
+            with self._lock:
+                self.started += 1
+            try:
+                future.set_result(self._call(request, truth))
+            except BaseException as exc:  # the call keeps what the agent raises; this is a harness bug
+                future.set_exception(exc)
+
+    def submit(self, upcoming: Iterable[Ahead]) -> None:
+        """Queue the calls of ``upcoming`` items that were not queued yet, in order."""
+        for item in upcoming:
+            if item.nodeid in self._futures:
+                continue
+            try:
+                request, truth = item.prepare()
+            except Exception:
+                continue  # the item prepares the call itself and reports the task's error
+            future: Future[Attempt] = Future()
+            self._futures[item.nodeid] = future
+            self._queue.put((request, truth, future))
+
+    def take(self, nodeid: str) -> Attempt | None:
+        """Wait for the call made ahead for ``nodeid``, or None when none was queued for it.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C while waiting.
+            BaseException: A failure inside the call machinery itself (a harness bug).
+        """
+        future = self._futures.pop(nodeid, None)
+        return None if future is None else future.result()
+
+    def cancel(self) -> int:
+        """Cancel every call not started yet and stop the threads; return how many were in flight or done.
+
+        The calls in flight go on in their daemon threads; their results are dropped.
+        """
+        unreported = 0
+        for future in self._futures.values():
+            if future.cancel():
+                self.cancelled += 1
+            else:
+                unreported += 1
+        self._futures.clear()
+        for _ in self._threads:
+            self._queue.put(None)
+        return unreported
+
+
+def upcoming(
+    task: Task, order: Sequence[Any], position: Mapping[str, int], nodeid: str, session: pytest.Session,
+    window: int, *, worker: bool,
+) -> list[Ahead]:
+    """The item ``nodeid`` and the next ones this process will run, at most ``window`` in all.
+
+    Serially the next ones are the rest of the collection (``order``, the process's eval items
+    in collection order); on an xdist worker, the item after this one and the worker's queue
+    (xdist hands a worker its items a few at a time, so N is per worker, over the items it has
+    been handed).
+    """
+    if worker:
+        indices = _worker_queue(session.config)
+        nxt = [session.items[i] for i in indices[: window - 1] if 0 <= i < len(session.items)]
+    else:
+        at = position.get(nodeid, len(order))
+        nxt = list(order[at + 1 : at + window])
+    current = [order[position[nodeid]]] if nodeid in position else []
+    return [
+        Ahead(item.nodeid, functools.partial(prepare, task, item.case, item.trial))
+        for item in current + nxt
+        if hasattr(item, "case") and hasattr(item, "trial")
+    ]
+
+
+def _worker_queue(config: pytest.Config) -> list[int]:
+    """Indices of the items an xdist worker will run next (after the current one), in order.
+
+    pytest-xdist's ``WorkerInteractor`` holds them (``nextitem_index`` and the ``torun`` queue);
+    it has no public accessor, so this reads them defensively and returns [] if they change.
+    """
+    for plugin in config.pluginmanager.get_plugins():
+        torun = getattr(plugin, "torun", None)
+        if torun is None or not hasattr(plugin, "nextitem_index"):
+            continue
+        try:
+            with torun.lock() as queued:
+                pending = list(queued)
+            nxt = plugin.nextitem_index
+        except Exception:  # pragma: no cover - a pytest-xdist that changed its internals
+            return []
+        return [i for i in [nxt, *pending] if isinstance(i, int) and not isinstance(i, bool)]
+    return []

@@ -1,0 +1,10 @@
+"""Keys of what the xdist controller and its workers hand each other (``workerinput``/``workeroutput``)."""
+
+from __future__ import annotations
+
+__all__ = ["DROPPED_KEY", "RUN_ID_KEY"]
+
+RUN_ID_KEY = "groundeval_run_id"
+"""``workerinput``: the controller's run id, shared by every worker."""
+DROPPED_KEY = "groundeval_dropped_calls"
+"""``workeroutput``: calls the worker made ahead and dropped when the run stopped."""

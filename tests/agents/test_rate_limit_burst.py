@@ -1,0 +1,96 @@
+"""A burst of 429s under ``--groundeval-concurrency``: the real Claude agent over a mocked transport.
+
+The first call goes alone and succeeds; the next four calls, made at once in four threads, are
+all answered 429. Every case must still pass on its retry (no case lost, none scored as a model
+failure), the throttle must have cut the calls in flight, and no more than four may ever have
+been in flight.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+
+from .conftest import FAKE_KEY
+
+MOCK = '''
+import json, threading
+import httpx2
+from groundeval import throttle
+from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.agents.claude import ClaudeAgent
+from groundeval.agent_io import AgentRequest, Prompt
+
+BASE = BaselineExtractionAgent()
+LOCK = threading.Lock()
+STATE = {"calls": 0, "in_flight": 0, "peak": 0, "limited": 0, "cuts": 0}
+
+
+def message(text):
+    usage = {"input_tokens": 100, "output_tokens": 10}
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8-20260528",
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "usage": usage}
+    return httpx2.Response(200, json=body, headers={"request-id": "req_ok"})
+
+
+def handler(request):
+    with LOCK:
+        STATE["calls"] += 1
+        n = STATE["calls"]
+        STATE["in_flight"] += 1
+        STATE["peak"] = max(STATE["peak"], STATE["in_flight"])
+    try:
+        if 2 <= n <= 5:
+            threading.Event().wait(0.05)  # hold the slot so the four overlap
+            with LOCK:
+                STATE["limited"] += 1
+            body = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
+            return httpx2.Response(429, json=body, headers={"retry-after": "1", "request-id": "req_429"})
+        user = json.loads(request.content)["messages"][0]["content"]
+        answer = BASE.run(AgentRequest(case_id="x", task="extraction", prompt=Prompt(system="", user=user))).text
+        return message(answer)
+    finally:
+        with LOCK:
+            STATE["in_flight"] -= 1
+            gate = throttle.current()
+            if gate is not None:
+                STATE["cuts"] = gate.cuts
+
+
+class MockClaude(ClaudeAgent):
+    def __init__(self, config):
+        client = httpx2.Client(transport=httpx2.MockTransport(handler))
+        super().__init__(config, http_client=client, sleep=lambda seconds: None)
+'''
+
+
+def test_a_429_burst_under_concurrency_loses_no_case(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, copy_fixtures: Callable[[Path, Iterable[str]], Path]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    copy_fixtures(pytester.path / "data", ("Liz_Conn", "Max_Kris", "Clemente_Kreiger", "Garrett_Thompson"))
+    pytester.makepyfile(mock_burst=MOCK)
+    pytester.makeconftest('''
+import json
+import mock_burst
+
+def pytest_sessionfinish(session):
+    with open("state.json", "w") as fh:
+        json.dump(mock_burst.STATE, fh)
+''')
+    pytester.syspathinsert()
+    result = pytester.runpytest(
+        "--groundeval-task=extraction", "--groundeval-agent=mock_burst:MockClaude", "--groundeval-data-dir=data",
+        "-p", "no:cacheprovider", "--groundeval-concurrency=4", "--groundeval-trials=2",
+    )
+    result.assert_outcomes(passed=8)
+    state = json.loads((pytester.path / "state.json").read_text())
+    assert state["limited"] == 4 and state["calls"] == 8 + 4  # each limited call retried once, then answered
+    assert state["peak"] <= 4 and state["cuts"] == 4  # each 429 cut the limit: 4 -> 2 -> 1 -> 1 -> 1
+    (path,) = (pytester.path / "runs").glob("*.json")
+    cases = json.loads(path.read_text())["cases"]
+    assert sorted(c["attempts"] for c in cases) == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert all(c["outcome"] == "passed" for c in cases)

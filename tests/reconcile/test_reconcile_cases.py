@@ -1,0 +1,189 @@
+"""The packaged reconcile cases: the generator's --check, coverage of every transformation, and
+that the truth the task computes is the one each transformation means (unit and brand rules
+checked on the packaged cases themselves)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from groundeval.agent_io import Prompt
+from groundeval.datasets import Case
+from groundeval.errors import DatasetError
+from groundeval.tasks import make_task
+from groundeval.tasks.reconcile import ReconcileTask
+from groundeval.tasks.reconcile_cases import TRANSFORMATIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "fixtures" / "reconcile"
+TASK = ReconcileTask()
+
+
+@functools.cache
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("make_reconcile", ROOT / "scripts" / "make_reconcile.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_reconcile", module)  # dataclasses look their module up
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))  # as when the script runs: its helper module sits next to it
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def loaded() -> list[tuple[Case, dict[str, Any], dict[str, Any]]]:
+    out = []
+    for path in TASK.case_files(CASES):
+        case = TASK.load_case(path)
+        out.append((case, json.loads(path.read_text()), TASK.truth(case)))
+    return out
+
+
+def _status(truth: dict[str, Any], code: str) -> str:
+    return str(next(e["status"] for e in truth["entries"] if code in e["codes"]))
+
+
+def test_check_mode_passes_on_the_committed_cases_and_says_what_it_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _script().main(["--check"]) == 0
+    out = capsys.readouterr().out
+    assert "checked 33 reconcile cases and MANIFEST.json" in out and out.rstrip().endswith("OK")
+
+
+def test_check_mode_fails_on_an_edited_case_and_a_stray_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for path in CASES.glob("*.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    victim = next(tmp_path.glob("exact--Liz*.json"))
+    victim.write_text(victim.read_text().replace("25 mg", "50 mg"))
+    (tmp_path / "hand-made.json").write_text("{}")
+    assert _script().main(["--check", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "2 problem(s)" in out and f"differs: {victim}" in out and "stray" in out and "hand-made.json" in out
+
+
+def test_a_missing_source_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"--source .*nowhere: the directory does not exist"):
+        _script().main(["--check", "--source", str(tmp_path / "nowhere")])
+
+
+def test_at_least_30_cases_from_15_patients_and_every_transformation(loaded: list[Any]) -> None:
+    assert len(loaded) >= 30
+    patients = {case.meta["patient_id"] for case, _, _ in loaded}
+    assert len(patients) >= 15
+    kinds = Counter(t["kind"] for _, data, _ in loaded for t in data["transformations"])
+    assert set(kinds) == set(TRANSFORMATIONS), set(TRANSFORMATIONS) - set(kinds)
+    assert any(case.meta["fixture"].startswith("variant-") for case, _, _ in loaded)
+    assert any(len({t["kind"] for t in data["transformations"]}) >= 3 for _, data, _ in loaded)
+
+
+EFFECT = {"omission": "omission", "commission": "commission", "dose_change": "dose_mismatch",
+          "frequency_change": "dose_mismatch", "as_needed_flip": "dose_mismatch", "unit_equivalent": "matched",
+          "stopped_reported": "stopped_but_taken", "brand_name": "matched"}
+
+
+def test_each_transformation_gets_its_status_from_the_truth_code(loaded: list[Any]) -> None:
+    checked = 0
+    for case, data, truth in loaded:
+        kinds_by_code: dict[str, set[str]] = {}
+        for t in data["transformations"]:
+            if t["kind"] != "exact":
+                kinds_by_code.setdefault(t["rxnorm_code"], set()).add(t["kind"])
+        for code, kinds in kinds_by_code.items():
+            expected = {EFFECT[k] for k in kinds} - ({"matched"} if len(kinds) > 1 else set())
+            assert {_status(truth, code)} == expected, (case.case_id, code, kinds)
+            checked += 1
+        untouched = [e for e in truth["entries"] if not set(e["codes"]) & set(kinds_by_code)]
+        assert all(e["status"] == "matched" for e in untouched), case.case_id
+    assert checked >= 45
+
+
+def _case(loaded: list[Any], prefix: str) -> Any:
+    return next(item for item in loaded if item[0].case_id.startswith(prefix))
+
+
+def test_the_unit_rule_on_packaged_cases(loaded: list[Any]) -> None:
+    _, data, truth = _case(loaded, "unit-equivalent--")
+    assert "digoxin 125 micrograms" in data["report"]["text"] and "levothyroxine 75 micrograms" in data["report"]["text"]
+    digoxin = next(e for e in truth["entries"] if e["rxnorm_code"] == "197604")
+    assert digoxin["status"] == "matched" and digoxin["record"]["dose"] == {"value": 0.125, "unit": "mg"}
+    _, data, truth = _case(loaded, "mixed-high-alert--Maximina")
+    assert "fentanyl ER patch 25 micrograms an hour every 3 days" in data["report"]["text"]
+    assert _status(truth, "245134") == "matched"  # 0.025 mg/h, every 72 h, in the record
+    _, data, truth = _case(loaded, "dose-high-alert--")
+    warfarin = next(e for e in truth["entries"] if e["rxnorm_code"] == "855332")
+    assert warfarin["status"] == "dose_mismatch" and warfarin["why"] == "dose 5 mg vs 7.5 mg" and warfarin["high_alert"]
+
+
+def test_the_brand_rule_on_packaged_cases(loaded: list[Any]) -> None:
+    _, data, truth = _case(loaded, "brand-name--Delores")
+    assert "Toprol XL 100 mg" in data["report"]["text"] and "Zocor 20 mg" in data["report"]["text"]
+    assert "metoprolol" not in data["report"]["text"] and "simvastatin" not in data["report"]["text"]
+    assert [e["status"] for e in truth["entries"]] == ["matched"] * 4
+    _, data, truth = _case(loaded, "generic-for-brand--")
+    assert "furosemide 40 mg" in data["report"]["text"] and _status(truth, "315971") == "matched"
+
+
+def test_exact_and_empty_cases(loaded: list[Any]) -> None:
+    exact = [t for c, _, t in loaded if c.case_id.startswith("exact--")]
+    assert exact and all(e["status"] == "matched" for t in exact for e in t["entries"])
+    _, data, truth = _case(loaded, "no-medication--Clemente")
+    assert truth["entries"] == [] and data["report"]["items"] == []
+    for prefix in ("no-active-stopped--", "no-medication-commission--"):
+        _, _, truth = _case(loaded, prefix)
+        assert truth["entries"] and all(e["status"] != "matched" for e in truth["entries"])
+
+
+def test_a_high_alert_medication_in_every_discrepancy_status(loaded: list[Any]) -> None:
+    statuses = {e["status"] for _, _, t in loaded for e in t["entries"] if e["high_alert"]}
+    assert {"omission", "commission", "dose_mismatch", "stopped_but_taken"} <= statuses
+
+
+def test_the_agent_sees_the_bundle_and_the_text_only(loaded: list[Any]) -> None:
+    case, data, _ = _case(loaded, "mixed-high-alert--Maximina")
+    prompt: Prompt = TASK.prompt(case)
+    assert data["report"]["text"] in prompt.user
+    assert '"items"' not in prompt.user and "transformations" not in prompt.user and "dose_change" not in prompt.text
+    context = TASK.context(case)
+    assert context["bundle"] == case.data["bundle"] and context["bundle"] is not case.data["bundle"]
+    assert set(context) == {"bundle", "report"}
+    assert '"status": "matched" | "omission"' in prompt.system and "1049504: Abuse-Deterrent" in prompt.system
+
+
+def test_the_task_is_built_in_and_refuses_a_changed_fixture(tmp_path: Path) -> None:
+    assert isinstance(make_task("reconcile", {"min_f1": "0.5"}), ReconcileTask)
+    source = next(CASES.glob("exact--Liz*.json"))
+    data = json.loads(source.read_text())
+    data["fixture"]["sha256"] = "0" * 64
+    (tmp_path / source.name).write_text(json.dumps(data))
+    with pytest.raises(DatasetError, match=r"regenerate with scripts/make_reconcile\.py"):
+        TASK.load_case(tmp_path / source.name)
+
+
+def test_an_inline_bundle_case_loads(tmp_path: Path) -> None:
+    bundle = {"resourceType": "Bundle", "type": "collection", "entry": [
+        {"fullUrl": "urn:uuid:p1", "resource": {"resourceType": "Patient", "id": "p1"}}]}
+    case = {"id": "inline", "bundle": bundle, "report": {"text": "I take ibuprofen 200 mg.", "items": [
+        {"name": "ibuprofen", "rxnorm_code": "310965", "dose": {"value": 200, "unit": "mg"}}]}}
+    (tmp_path / "inline.json").write_text(json.dumps(case))
+    loaded = TASK.load_case(tmp_path / "inline.json")
+    (entry,) = TASK.truth(loaded)["entries"]
+    assert entry["status"] == "commission" and entry["display"] == "Ibuprofen 200 MG Oral Tablet"
+
+
+def test_a_malformed_inline_bundle_is_a_load_error_naming_the_field(tmp_path: Path) -> None:
+    bundle = {"resourceType": "Bundle", "type": "collection", "entry": [
+        {"fullUrl": "urn:uuid:p1", "resource": {"resourceType": "Patient", "id": "p1"}},
+        {"resource": {"resourceType": "MedicationRequest", "id": "r1", "status": "active", "intent": "order",
+                      "subject": "Patient/p1", "medicationCodeableConcept": {"text": "x"}}}]}
+    case = {"id": "bad", "bundle": bundle, "report": {"text": "", "items": []}}
+    (tmp_path / "bad.json").write_text(json.dumps(case))
+    with pytest.raises(DatasetError, match="subject"):
+        TASK.load_case(tmp_path / "bad.json")

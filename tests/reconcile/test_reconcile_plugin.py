@@ -1,0 +1,179 @@
+"""The reconcile task through the pytest plugin (in-process pytester runs, offline).
+
+``baseline-reconcile`` runs every packaged case; the naive control fails; ``claude`` (its HTTP
+transport mocked) and ``openai-compatible`` (a loopback server on 127.0.0.1) run the task
+unchanged, answering with what the baseline would say for the prompt they were sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundeval.agent_io import AgentRequest, Prompt
+from groundeval.agents.baseline_reconcile import BaselineReconcileAgent
+
+FAKE_KEY = "sk-ant-api03-FAKEKEY-0123456789abcdefghij"
+BASELINE = BaselineReconcileAgent()
+SELECTED = "exact--Liz or dose-high-alert or no-medication--Clemente"
+
+
+def _record(base: Path) -> dict[str, Any]:
+    (path,) = (base / "runs").glob("*.json")
+    record: dict[str, Any] = json.loads(path.read_text())
+    return record
+
+
+def test_baseline_runs_every_packaged_case_offline(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--groundeval-task=reconcile", "--groundeval-agent=baseline-reconcile",
+                                "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("partial", 0) + outcomes.get("failed", 0) == 33
+    assert "error" not in outcomes and "errors" not in outcomes
+    result.stdout.fnmatch_lines(["*groundeval reconcile*", "agent: baseline-reconcile  model: -  run: *",
+                                 "pass rate: * (*/33)  answer rate: 1.000*"])
+    record = _record(pytester.path)
+    cases = {c["case_id"]: c for c in record["cases"]}
+    assert record["task"] == "reconcile" and len(cases) == 33
+    assert all(c["outcome"] == "passed" for i, c in cases.items() if i.startswith(("exact--", "no-medication")))
+    # Honest floor: it passes the simple cases and misses brand names and unit conversions.
+    assert cases["brand-name--Delores12_Cronin387_0d154268"]["outcome"] == "partial"
+    unit = cases["unit-equivalent--variant-medref-contained--Trey_Berge_99153850"]
+    assert unit["outcome"] == "partial" and unit["metrics"]["discrepancy_precision"] == 0.0
+    assert 0.5 < record["aggregate"]["pass_rate"] < 1.0
+    assert set(unit["metrics"]) >= {"discrepancy_f1", "recall_omission", "high_alert_missed", "matched_f1"}
+
+
+def test_the_naive_control_fails(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--groundeval-task=reconcile", "--groundeval-agent=naive-reconcile",
+                                "-p", "no:cacheprovider", "--junitxml=out.xml")
+    assert result.ret == 1
+    record = _record(pytester.path)
+    assert record["aggregate"]["pass_rate"] < 0.3
+    assert record["aggregate"]["metrics"]["micro_discrepancy_recall"] == 0.0
+    assert record["aggregate"]["metrics"]["cases_high_alert_missed"] >= 8
+    dose = next(c for c in record["cases"] if c["case_id"].startswith("dose-high-alert"))
+    assert dose["outcome"] == "failed" and dose["metrics"]["high_alert_missed"] is True
+    xml = (pytester.path / "out.xml").read_text()
+    assert '<property name="high_alert_missed" value="true"' in xml
+    assert '<property name="recall_commission" value=""' in xml  # n/a on a case without commission
+
+
+MOCK_CLAUDE = '''
+import json
+import httpx2
+from groundeval.agent_io import AgentRequest, Prompt
+from groundeval.agents.baseline_reconcile import BaselineReconcileAgent
+from groundeval.agents.claude import ClaudeAgent
+
+BASE = BaselineReconcileAgent()
+SEEN = []
+
+
+def handler(request):
+    body = json.loads(request.content)
+    system = "".join(block["text"] for block in body["system"])
+    user = body["messages"][0]["content"]
+    SEEN.append(("Site formulary" in system, "<report>" in user))
+    answer = BASE.run(AgentRequest(case_id="x", task="reconcile", prompt=Prompt(system=system, user=user))).text
+    usage = {"input_tokens": 9000, "output_tokens": 80, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    content = [{"type": "text", "text": answer}]
+    return httpx2.Response(200, json={"id": "msg_1", "type": "message", "role": "assistant",
+                                      "model": "claude-opus-4-8", "content": content, "stop_reason": "end_turn",
+                                      "usage": usage}, headers={"request-id": "req_1"})
+
+
+class MockClaude(ClaudeAgent):
+    def __init__(self, config):
+        super().__init__(config, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+                         sleep=lambda seconds: None)
+
+    def run(self, request):
+        assert set(request.context) == {"bundle", "report"}
+        return super().run(request)
+'''
+
+
+def test_claude_runs_the_task_unchanged(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    pytester.makepyfile(mock_claude=MOCK_CLAUDE)
+    pytester.syspathinsert()
+    result = pytester.runpytest("--groundeval-task=reconcile", "--groundeval-agent=mock_claude:MockClaude",
+                                "-p", "no:cacheprovider", "-k", SELECTED)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["agent: claude  model: claude-opus-4-8  run: *"])
+    record = _record(pytester.path)
+    assert all(c["attempts"] == 1 and c["usage"]["input_tokens"] == 9000 for c in record["cases"])
+
+
+class _ChatServer:
+    """A chat-completions server answering with the baseline's answer for the prompt it is sent."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+                outer.bodies.append(body)
+                system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+                text = BASELINE.run(AgentRequest(case_id="x", task="reconcile",
+                                                 prompt=Prompt(system=system, user=user))).text
+                reply = {"id": "c1", "object": "chat.completion", "created": 1764400000, "model": "local-model",
+                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                      "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 700, "completion_tokens": 20, "total_tokens": 720}}
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+
+@pytest.fixture
+def chat_server() -> Iterator[_ChatServer]:
+    server = _ChatServer()
+    server.thread.start()
+    yield server
+    server.httpd.shutdown()
+    server.httpd.server_close()
+
+
+def test_openai_compatible_runs_the_task_unchanged(pytester: pytest.Pytester, chat_server: _ChatServer) -> None:
+    result = pytester.runpytest(
+        "--groundeval-task=reconcile", "--groundeval-agent=openai-compatible", f"--groundeval-base-url={chat_server.url}",
+        "--groundeval-model=local-model", "-p", "no:cacheprovider", "-k", SELECTED,
+    )
+    result.assert_outcomes(passed=3)
+    assert len(chat_server.bodies) == 3
+    system = chat_server.bodies[0]["messages"][0]
+    assert system["role"] == "system" and "Site formulary (RxCUI: display):" in system["content"]
+    assert all("<report>" in b["messages"][-1]["content"] for b in chat_server.bodies)
+
+
+def test_under_xdist_the_metrics_cross_to_the_controller(pytester: pytest.Pytester) -> None:
+    # The one subprocess run: every per-case metric (bools, None) must survive execnet.
+    result = pytester.runpytest_subprocess(
+        "--groundeval-task=reconcile", "--groundeval-agent=naive-reconcile", "-p", "no:cacheprovider",
+        "-n", "2", "-k", SELECTED, "--junitxml=out.xml",
+    )
+    result.stdout.fnmatch_lines(["pass rate: 0.667 (2/3)*"])
+    record = _record(pytester.path)
+    dose = next(c for c in record["cases"] if c["case_id"].startswith("dose-high-alert"))
+    assert dose["metrics"]["high_alert_missed"] is True and dose["worker"] in ("gw0", "gw1")
+    assert '<property name="high_alert_missed" value="true"' in (pytester.path / "out.xml").read_text()

@@ -1,0 +1,43 @@
+"""``runner.run_case`` on its own: what an agent returns and when the truth is derived."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from groundeval import AgentResult
+from groundeval.agent_io import AgentRequest
+from groundeval.agents.base import FunctionAgent
+from groundeval.datasets import Case
+from groundeval.runner import RunInfo, run_case
+from groundeval.tasks.extraction import ExtractionTask
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+INFO = RunInfo(run_id="r", task="extraction", agent="a", model=None)
+LIZ = next(iter(sorted(FIXTURES.glob("Liz_Conn*.json"))))
+
+
+class BrokenTruth(ExtractionTask):
+    def truth(self, case: Case) -> dict[str, Any]:
+        raise KeyError("truth bug")
+
+
+def test_an_agent_result_whose_text_is_not_a_str_is_the_agents_error() -> None:
+    task = ExtractionTask()
+    agent = FunctionAgent(lambda request: AgentResult(text=42), "returns-int")  # type: ignore[arg-type]
+    run = run_case(task, agent, task.load_case(LIZ), INFO, "n")
+    assert run.record.outcome == "agent_error" and run.record.error is not None
+    assert "whose text is int" in run.record.error.message
+
+
+def test_a_truth_bug_never_calls_the_agent() -> None:
+    task = BrokenTruth()
+    calls: list[str] = []
+
+    def counting(request: AgentRequest) -> str:
+        calls.append(request.case_id)
+        return "[]"
+
+    run = run_case(task, FunctionAgent(counting, "counting"), task.load_case(LIZ), INFO, "n")
+    assert run.record.outcome == "harness_error" and calls == []
+    assert run.record.error is not None and run.record.error.type == "KeyError"

@@ -1,0 +1,142 @@
+"""Extraction with and without tools through the plugin, serial and -n 2, then ``groundeval compare``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from groundeval.cli import main as cli_main
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parents[1] / "fixtures" / "extraction"
+VARIANTS = {v["transformation"]: v["fixture"]
+            for v in json.loads((FIXTURES / "MANIFEST.variants.json").read_text())["variants"]}
+PICK = ("medref-contained", "subject-other-server", "text-only", "dangling-reference")
+VOLATILE = {"latency_s", "run_id"}
+
+
+@pytest.fixture
+def data_dir(pytester: pytest.Pytester) -> Path:
+    """``data/`` with four variants, and the scripted reader as the agent module ``reader_agent``."""
+    data = pytester.path / "data"
+    data.mkdir()
+    for name in PICK:
+        shutil.copy(FIXTURES / VARIANTS[name], data / VARIANTS[name])
+    shutil.copy(HERE / "reader_agent.py", pytester.path / "reader_agent.py")
+    return data
+
+
+def args(agent: str, out: str, *extra: str) -> list[str]:
+    return ["--groundeval-task=extraction", f"--groundeval-agent={agent}", "--groundeval-data-dir=data",
+            f"--groundeval-out-dir={out}", "-p", "no:cacheprovider", "-p", "no:randomly", *extra]
+
+
+TOOLS = ("--groundeval-bundle-in-prompt=false",)
+
+
+def junit(path: Path) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        props = {p.attrib["name"]: p.attrib["value"] for p in case.iter("property")}
+        props["_result"] = next((t for t in ("failure", "error") if case.find(t) is not None), "passed")
+        out[case.attrib["name"]] = props
+    return out
+
+
+def record(pytester: pytest.Pytester, out: str) -> Path:
+    (path,) = (pytester.path / out).glob("*.json")
+    return path
+
+
+def test_extraction_with_and_without_tools_side_by_side(
+    pytester: pytest.Pytester, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = pytester.runpytest(*args("baseline", "plain"))
+    tools = pytester.runpytest(*args("reader_agent:agent", "tools", *TOOLS, "--junitxml=serial.xml"))
+    assert plain.parseoutcomes() == tools.parseoutcomes() == {"passed": 4}
+    tools.stdout.fnmatch_lines(["agent: langgraph-fhir  model: scripted  run: *"])
+    with_tools = json.loads(record(pytester, "tools").read_text())
+    assert with_tools["settings"]["task_options"]["bundle_in_prompt"] is False
+    contained = next(c for c in with_tools["cases"] if c["case_id"].startswith("variant-medref-contained"))
+    assert [t["tool"] for t in contained["trace"]][:2] == ["get_resources", "get_resources"]
+    assert "resolve_reference" in {t["tool"] for t in contained["trace"]}
+    cases = junit(pytester.path / "serial.xml")
+    assert {p["tool_calls"] for p in cases.values()} != {"0"}
+    capsys.readouterr()
+
+    assert cli_main(["compare", str(record(pytester, "plain")), str(record(pytester, "tools"))]) == 0
+    text = capsys.readouterr().out
+    assert "extraction  agent baseline  model -  4 cases" in text
+    assert "extraction  agent langgraph-fhir  model scripted  4 cases" in text
+    assert "task options differ" in text and '"bundle_in_prompt": false' in text
+    assert cli_main(["compare", str(record(pytester, "plain")), str(record(pytester, "tools")), "--format", "json"]) == 0
+    comparison = json.loads(capsys.readouterr().out)
+    assert (comparison["a"]["agent"], comparison["b"]["agent"]) == ("baseline", "langgraph-fhir")
+    figures = {f["name"]: f for f in comparison["figures"]}
+    assert (figures["pass_rate"]["a"], figures["pass_rate"]["b"]) == (1.0, 1.0)
+    assert figures["micro_f1"]["diff"] == 0.0
+    assert comparison["regressed"] == [] and len(comparison["cases"]) == 4
+
+    # the same tool-using run under -n 2 gives the same per-case properties
+    xdist = pytester.runpytest_subprocess(*args("reader_agent:agent", "xdist", *TOOLS, "-n", "2", "--junitxml=x.xml"))
+    assert xdist.parseoutcomes() == {"passed": 4}
+    assert "INTERNALERROR" not in xdist.stdout.str()
+
+    def stable(name: str) -> dict[str, dict[str, str]]:
+        return {k: {p: v for p, v in props.items() if p not in VOLATILE} for k, props in junit(pytester.path / name).items()}
+
+    assert stable("serial.xml") == stable("x.xml")
+
+
+def test_a_text_agent_on_extraction_without_the_bundle_is_a_usage_error(
+    pytester: pytest.Pytester, data_dir: Path
+) -> None:
+    result = pytester.runpytest(*args("baseline", "runs", *TOOLS))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*agent 'baseline' requires text_prompt, which the extraction task does not provide*"])
+
+
+def test_langgraph_fhir_on_the_write_task_stops_before_any_case(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-key")  # the agent can be built; the task refuses it
+    result = pytester.runpytest("--groundeval-task=write", "--groundeval-agent=langgraph-fhir", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*agent 'langgraph-fhir' requires fhir_bundle, which the write task does not provide*"])
+
+
+RECONCILE = Path(__file__).resolve().parents[2] / "fixtures" / "reconcile"
+RECONCILE_PICK = ("exact--Liz_Conn_27c911c6", "exact--variant-medref-urn-uuid--Max_Kris_f9120576",
+                  "unit-equivalent--variant-medref-contained--Trey_Berge_99153850", "omission-high-alert--Max_Kris_f9120576")
+
+
+def test_the_langgraph_agent_reconciles_through_the_read_tools(pytester: pytest.Pytester) -> None:
+    data = pytester.path / "data"
+    data.mkdir()
+    for name in RECONCILE_PICK:
+        shutil.copy(RECONCILE / f"{name}.json", data / f"{name}.json")
+    shutil.copy(HERE / "reader_agent.py", pytester.path / "reader_agent.py")
+    result = pytester.runpytest(
+        "--groundeval-task=reconcile", "--groundeval-agent=reader_agent:reconcile_agent", "--groundeval-data-dir=data",
+        "-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml=out.xml",
+    )
+    # the scripted reconciler calls everything "matched": right on the exact and unit-equivalent
+    # reports, and the missed omission of a high-alert drug fails that case
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 3 and outcomes.get("passed", 0) + outcomes.get("failed", 0) == 4, outcomes
+    result.stdout.fnmatch_lines(["agent: langgraph-fhir  model: scripted  run: *"])
+    cases = junit(pytester.path / "out.xml")
+    missed = cases["omission-high-alert--Max_Kris_f9120576"]
+    assert missed["_result"] == "failure" and missed["high_alert_missed"] == "true"
+    assert all(cases[name]["_result"] == "passed" for name in RECONCILE_PICK[:3])
+    assert all(int(p["tool_calls"]) >= 4 for p in cases.values())  # list, list, resolve..., look up
+    (path,) = (pytester.path / "runs").glob("*.json")
+    contained = next(c for c in json.loads(path.read_text())["cases"] if c["case_id"].startswith("unit-equivalent"))
+    tools_used = [t["tool"] for t in contained["trace"]]
+    assert tools_used[:2] == ["get_resources", "get_resources"] and "lookup_code" in tools_used
+    assert any(t["tool"] == "resolve_reference" and t["args"].get("reference", "").startswith("#") and t["ok"]
+               for t in contained["trace"])  # the contained Medication, resolved with its parent's id
