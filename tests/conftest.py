@@ -8,6 +8,7 @@ import importlib
 import pytest
 import requests  # noqa: F401
 import scipy.stats  # noqa: F401
+import ucumvert  # noqa: F401
 
 import groundeval.agents.baseline
 import groundeval.plugin.reporting
@@ -17,9 +18,11 @@ import groundeval.tasks.extraction
 import groundeval.tasks.write  # noqa: F401
 from groundeval._healthchain import import_healthchain
 
-# The three imports above load, before any pytester run, modules that cannot be imported twice in
+# The four imports above load, before any pytester run, modules that cannot be imported twice in
 # one process (numpy's C extension) or that break when re-imported beside live objects (requests'
-# cookie jars): pytester's in-process runs drop every module first imported inside them.
+# cookie jars; ucumvert, whose lark parser groundeval.terminology.ucum keeps: a ucumvert imported
+# again raises exceptions of the old lark that the new InvalidUcumError does not catch): pytester's
+# in-process runs drop every module first imported inside them.
 # The groundeval imports (and HealthChain's, fhir.resources' R4B models below) are only for speed:
 # an in-process run would otherwise import, and pytest assertion-rewrite, about 30 groundeval
 # modules, pydantic, fhir.resources and HealthChain again, every time (about 1 s a run).
