@@ -8,7 +8,7 @@ import importlib
 import pytest
 import requests  # noqa: F401
 import scipy.stats  # noqa: F401
-import ucumvert  # noqa: F401
+import ucumvert  # type: ignore[import-untyped]  # noqa: F401
 
 import groundeval.agents.baseline
 import groundeval.plugin.reporting
