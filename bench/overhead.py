@@ -4,7 +4,8 @@ Usage::
 
     uv run python bench/overhead.py [--repeat 21]
 
-For every packaged extraction fixture (25 trimmed Synthea bundles), in this process, the median
+For every packaged extraction case file (25 trimmed Synthea bundles and 23 variants made from
+them by scripts/make_variants.py), in this process, the median
 over ``--repeat`` calls of each stage the harness runs for a case, through the public task API
 (``groundeval.tasks.make_task``):
 
@@ -87,7 +88,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=21, help="calls per stage and case (default: 21)")
     args = parser.parse_args()
     print(machine())
-    files = sorted(p for p in FIXTURES.glob("*.json") if p.name != "MANIFEST.json")
+    files = make_task("extraction").case_files(FIXTURES)  # every case file; the MANIFEST*.json files are not cases
     warm = make_agent("baseline")
     getattr(warm, "warmup", lambda: None)()  # imports (fhir.resources, HealthChain) outside the timing
     measure(files[0], 1)

@@ -15,8 +15,9 @@ Usage::
    every run); groundeval from a wheel without extras; groundeval with every extra
    (``[write,langsmith]``), also with
    ``-p no:langsmith_plugin``, and without extras with ``-p no:groundeval`` (groundeval's own
-   plugin idle). Target: groundeval without extras within 1.1x of pytest alone.
-3. The baseline extraction run (25 cases) serial against ``-n 2``: reported, no target.
+   plugin idle) and with ``-p no:anyio`` (anyio's plugin, which the Anthropic SDK brings, off).
+   Target: groundeval without extras within 1.1x of pytest alone.
+3. The baseline extraction run (the packaged cases) serial against ``-n 2``: reported, no target.
 
 Runs are interleaved (one warm-up round discarded), medians reported, CPU time beside wall time.
 The venvs are rebuilt on every run (uv's cache makes that a few seconds) under ``--venvs``
@@ -103,6 +104,8 @@ def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> No
     variants = {name: ([str(py), *PYTEST], project) for name, py in pythons.items()}
     every = pythons["groundeval[write,langsmith]"]
     variants["groundeval -p no:groundeval"] = ([str(pythons["groundeval"]), *PYTEST, "-p", "no:groundeval"], project)
+    # anyio's pytest plugin (anyio comes with the Anthropic SDK and httpx): what a plain install still adds
+    variants["groundeval -p no:anyio"] = ([str(pythons["groundeval"]), *PYTEST, "-p", "no:anyio"], project)
     variants["groundeval[write,langsmith] -p no:langsmith_plugin"] = (
         [str(every), *PYTEST, "-p", "no:langsmith_plugin"], project)
     samples = interleaved(variants, rounds, ok=lambda name, status: status == 0, env=env)
@@ -124,7 +127,7 @@ def xdist(rounds: int, out: Path, env: dict[str, str]) -> None:
     samples = interleaved({"serial": (base, ROOT), "-n 2": ([*base, "-n", "2"], ROOT)}, rounds,
                           ok=lambda name, status: status == 0, env=env)
     serial = samples["serial"]
-    print("3. the baseline extraction run (25 cases), serial against -n 2 (dev env), median of", rounds)
+    print("3. the baseline extraction run (the packaged cases), serial against -n 2 (dev env), median of", rounds)
     for name, sample in samples.items():
         print(_row(name, sample, serial))
     print("  (reported, no target: each xdist worker re-collects and re-validates every case)")

@@ -3,14 +3,36 @@
 from __future__ import annotations
 
 import http.cookiejar  # noqa: F401
+import importlib
 
 import pytest
 import requests  # noqa: F401
 import scipy.stats  # noqa: F401
+import ucumvert  # type: ignore[import-untyped]  # noqa: F401
 
-# The three imports above load, before any pytester run, modules that cannot be imported twice in
+import groundeval.agents.baseline
+import groundeval.plugin.reporting
+import groundeval.plugin.session
+import groundeval.plugin.xdist_hooks
+import groundeval.tasks.extraction
+import groundeval.tasks.write  # noqa: F401
+from groundeval._healthchain import import_healthchain
+
+# The four imports above load, before any pytester run, modules that cannot be imported twice in
 # one process (numpy's C extension) or that break when re-imported beside live objects (requests'
-# cookie jars): pytester's in-process runs drop every module first imported inside them.
+# cookie jars; ucumvert, whose lark parser groundeval.terminology.ucum keeps: a ucumvert imported
+# again raises exceptions of the old lark that the new InvalidUcumError does not catch): pytester's
+# in-process runs drop every module first imported inside them.
+# The groundeval imports (and HealthChain's, fhir.resources' R4B models below) are only for speed:
+# an in-process run would otherwise import, and pytest assertion-rewrite, about 30 groundeval
+# modules, pydantic, fhir.resources and HealthChain again, every time (about 1 s a run).
+import_healthchain()
+for _model in ("bundle", "patient", "medicationrequest", "medication", "medicationstatement"):
+    importlib.import_module(f"fhir.resources.R4B.{_model}")
+
+
+LEAN_ADDOPTS = "-p no:langsmith_plugin -p no:anyio"
+"""Plugins switched off in the pytest runs the suite starts (see ``_lean_pytest_subprocesses``)."""
 
 
 @pytest.fixture(autouse=True)
@@ -32,5 +54,17 @@ def _lean_pytest_subprocesses(monkeypatch: pytest.MonkeyPatch) -> None:
     every subprocess and xdist worker recompile groundeval and its dependencies. Neither changes
     what a test checks.
     """
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:langsmith_plugin -p no:anyio")
+    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's ``pytester``, with ``LEAN_ADDOPTS`` set again after it cleared ``PYTEST_ADDOPTS``.
+
+    ``Pytester`` deletes ``PYTEST_ADDOPTS`` when it is created (after the autouse fixture above),
+    so without this every in-process and subprocess run loaded LangSmith's and anyio's plugins and
+    re-imported (and re-rewrote) about 260 of their modules.
+    """
+    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
+    return pytester

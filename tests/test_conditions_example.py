@@ -233,7 +233,7 @@ def test_baseline_runs_on_the_packaged_cases_by_default(pytester: pytest.Pyteste
 
 
 def test_claude_agent_serial_and_xdist_give_the_same_properties(pytester: pytest.Pytester, example_dir: Path) -> None:
-    serial = pytester.runpytest_subprocess(*_args("mock_claude:MockClaude", "--junitxml=serial.xml"))
+    serial = pytester.runpytest(*_args("mock_claude:MockClaude", "--junitxml=serial.xml"))  # only -n 2 needs a subprocess
     serial.assert_outcomes(passed=3, failed=1)
     serial.stdout.fnmatch_lines(["*answer format: *", "agent: claude  model: claude-opus-4-8  *"])
     xdist = pytester.runpytest_subprocess(*_args("mock_claude:MockClaude", "-n", "2", "--junitxml=xdist.xml"))

@@ -67,3 +67,11 @@ def junit_cases(path: Path) -> dict[str, dict[str, str]]:
 
 def run_records(base: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((base / "runs").glob("*.json"))]
+
+
+@pytest.fixture(scope="session")
+def xdist_matrix(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The one shared ``-n 2`` run of the outcome matrix (``matrix.SharedRun``; see ``matrix.py``)."""
+    from .matrix import make_shared_run
+
+    return make_shared_run(tmp_path_factory.mktemp("xdist-matrix"))

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from groundeval.outcomes import OUTCOMES
+
 from .conftest import junit_cases
+from .matrix import MATRIX, SharedRun, prefix_of
 
 ARGS = ("--groundeval-task=extraction", "--groundeval-data-dir=data", "-p", "no:cacheprovider")
 
@@ -46,15 +49,17 @@ def test_regressions_are_named_marked_in_junit_and_gate_the_exit_status(
     same.stdout.fnmatch_lines(["regressions vs *: 0*"])
 
 
-def test_the_gate_under_xdist(pytester: pytest.Pytester, eval_dir: Path) -> None:
-    baseline = _baseline(pytester)
-    result = pytester.runpytest_subprocess(
-        *ARGS, "--groundeval-agent=naive", f"--groundeval-baseline={baseline}", "--groundeval-fail-on-regression",
-        "--junitxml=out.xml", "-n", "2",
-    )
+def test_the_gate_under_xdist(xdist_matrix: SharedRun) -> None:
+    """The shared -n 2 matrix run (``matrix.py``) against the ``baseline`` agent's record, with the flag."""
+    result = xdist_matrix.result
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    props = junit_cases(pytester.path / "out.xml")
-    assert sorted(p["regression"] for p in props.values()).count("true") == 3
+    regressed = {prefix_of(name) for name, p in xdist_matrix.junit.items() if p.get("regression") == "true"}
+    # passed in the baseline, counted and not passed now
+    passed_before = {prefix_of(c["case_id"]) for c in xdist_matrix.baseline["cases"] if c["outcome"] == "passed"}
+    expected = {p for p, outcome in MATRIX.items() if outcome != "passed" and OUTCOMES[outcome].counted} & passed_before
+    assert regressed == expected and {"Garrett_Thompson", "Max_Kris"} <= regressed
+    assert all(p.get("regression") == "false" for n, p in xdist_matrix.junit.items() if n.startswith("Liz_Conn"))
+    result.stdout.fnmatch_lines([f"regressions vs *: {len(expected)}*", "REGRESSED *Garrett_Thompson*"])
 
 
 def test_a_bad_baseline_is_a_usage_error(pytester: pytest.Pytester, eval_dir: Path) -> None:

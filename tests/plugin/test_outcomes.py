@@ -6,117 +6,49 @@ run-stopping rows (config_error, auth_error) get runs of their own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from groundeval.outcomes import OUTCOMES, POLICY, outcome_table_markdown
 
 from .conftest import junit_cases, run_records
-
-# patient prefix -> the outcome the matrix agent produces there
-MATRIX = {
-    "Liz_Conn": "passed",
-    "Garrett_Thompson": "partial",
-    "Max_Kris": "failed",
-    "Stephen_McLaughlin": "no_answer",  # prose, no JSON
-    "Clemente_Kreiger": "no_answer",  # prose on a patient with no medication: must still cost
-    "Trey_Berge": "no_answer",  # the agent raised AgentError
-    "Beatrice_Aufderhar": "truncated",
-    "Bobbie849": "agent_loop",
-    "Delores12": "refusal",
-    "Demarcus108": "infra_error",
-    "Emory494": "case_too_large",
-    "Gordon377": "agent_error",  # RuntimeError
-    "Herschel574": "agent_error",  # returned an int
-    "Jayson808": "harness_error",  # the scorer raised
-    "Johnie961": "passed",  # "[]" for a patient with no medication
-}
-
-MATRIX_AGENT = '''
-from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
-from groundeval.errors import (AgentError, AgentLoopError, CaseTooLargeError, InfraError, RefusalError,
-                               TruncatedError)
-from groundeval.tasks.extraction import ExtractionTask
-
-BASE, NAIVE = BaselineExtractionAgent(), NaiveExtractionAgent()
-_score = ExtractionTask.score
-
-
-def _broken_score(self, case, truth, parsed):
-    if case.case_id.startswith("Jayson808"):
-        raise KeyError("scorer bug")
-    return _score(self, case, truth, parsed)
-
-
-ExtractionTask.score = _broken_score  # a harness bug on one case
-
-
-def agent(request):
-    cid = request.case_id
-    if cid.startswith(("Liz_Conn", "Jayson808")):
-        return BASE.run(request)
-    if cid.startswith("Garrett_Thompson"):
-        return NAIVE.run(request)
-    if cid.startswith(("Max_Kris", "Johnie961")):
-        return "[]"
-    if cid.startswith(("Stephen_McLaughlin", "Clemente_Kreiger")):
-        return "I could not find a medication list."
-    if cid.startswith("Trey_Berge"):
-        raise AgentError(cid + ": cannot answer")
-    if cid.startswith("Beatrice_Aufderhar"):
-        raise TruncatedError(cid + ": stopped at max_tokens", attempts=1,
-                             details={"partial_text": "[{", "usage": {"output_tokens": 7}})
-    if cid.startswith("Bobbie849"):
-        raise AgentLoopError(cid + ": recursion limit", details={"model_calls": 25, "last_tool": "lookup_rxnorm",
-                                                                 "limit": 25})
-    if cid.startswith("Delores12"):
-        raise RefusalError(cid + ": the model declined")
-    if cid.startswith("Demarcus108"):
-        raise InfraError(cid + ": overloaded (529) after 3 attempts", attempts=3)
-    if cid.startswith("Emory494"):
-        raise CaseTooLargeError(cid + ": the case is too large for the model")
-    if cid.startswith("Gordon377"):
-        raise RuntimeError("agent bug on " + cid)
-    return 42
-'''
+from .matrix import MATRIX, SharedRun, matrix_args, prefix_of, write_matrix_dir
 
 
 @pytest.fixture
-def matrix_dir(pytester: pytest.Pytester, copy_fixtures: Callable[[Path, Iterable[str]], Path]) -> Path:
-    copy_fixtures(pytester.path / "data", MATRIX)
-    pytester.makepyfile(matrix_agent=MATRIX_AGENT)
+def matrix_dir(pytester: pytest.Pytester) -> Path:
+    write_matrix_dir(pytester.path)
     pytester.syspathinsert()
     return pytester.path
 
 
-def _args(agent: str, *extra: str) -> list[str]:
-    return [f"--groundeval-agent={agent}", "--groundeval-task=extraction", "--groundeval-data-dir=data",
-            "-p", "no:cacheprovider", "--junitxml=out.xml", *extra]
+_args = matrix_args
+_prefix = prefix_of
 
 
-def _prefix(case_id: str) -> str:
-    return next(p for p in MATRIX if case_id.startswith(p))
-
-
-@pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])
-def test_every_outcome_row_is_reported_and_counted_as_the_policy_says(
-    pytester: pytest.Pytester, matrix_dir: Path, workers: str | None, monkeypatch: pytest.MonkeyPatch
+def test_every_outcome_row_is_reported_and_counted_as_the_policy_says_serial(
+    pytester: pytest.Pytester, matrix_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from groundeval.tasks.extraction import ExtractionTask
 
     # the agent module patches ExtractionTask.truth (a harness bug on one case); in-process, undo it afterwards
     monkeypatch.setattr(ExtractionTask, "truth", ExtractionTask.truth)
-    if workers is None:
-        result = pytester.runpytest(*_args("matrix_agent:agent"))
-    else:
-        result = pytester.runpytest_subprocess(*_args("matrix_agent:agent", "-n", workers))
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result = pytester.runpytest(*_args("matrix_agent:agent"))
     (record,) = run_records(pytester.path)
+    _assert_matrix(result, record, junit_cases(pytester.path / "out.xml"))
+
+
+def test_every_outcome_row_is_reported_and_counted_as_the_policy_says_under_xdist(xdist_matrix: SharedRun) -> None:
+    _assert_matrix(xdist_matrix.result, xdist_matrix.record, xdist_matrix.junit)
+
+
+def _assert_matrix(result: pytest.RunResult, record: dict[str, Any], junit_by_name: dict[str, dict[str, str]]) -> None:
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     cases = {_prefix(c["case_id"]): c for c in record["cases"]}
     assert {p: c["outcome"] for p, c in cases.items()} == MATRIX
-    junit = {_prefix(name): props for name, props in junit_cases(pytester.path / "out.xml").items()}
+    junit = {_prefix(name): props for name, props in junit_by_name.items() if not name.endswith(".json")}
     for prefix, outcome in MATRIX.items():
         rule = OUTCOMES[outcome]
         expected = {"passed": "passed", "failed": "failure", "error": "error"}[rule.pytest.split()[0]]
@@ -143,7 +75,8 @@ def test_every_outcome_row_is_reported_and_counted_as_the_policy_says(
     # agent and harness errors keep their tracebacks; the agent's is its own frame, the harness's is full
     harness = cases["Jayson808"]["error"]
     assert harness["type"] == "KeyError" and "runner.py" in harness["traceback"]
-    assert cases["Jayson808"]["raw_output"].startswith("[")  # the paid-for answer is kept
+    # the truth is derived before the agent runs (runner.prepare): a truth bug never calls the agent
+    assert cases["Jayson808"]["raw_output"] is None and cases["Jayson808"]["latency_s"] is None
     assert "raise RuntimeError(" in out
     assert "returned int; return a str or a groundeval.AgentResult" in out
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
 
+from groundeval.outcomes import OUTCOMES
+
 from .conftest import eval_args, junit_cases, run_records
+from .matrix import MALFORMED, MALFORMED_LINES, MATRIX, SharedRun, prefix_of, shared_args
 
 VOLATILE = {"latency_s", "run_id"}
 
@@ -61,52 +65,67 @@ def test_junit_properties_are_primitive_and_complete(pytester: pytest.Pytester, 
     assert stephen["error_type"] == "RuntimeError"
 
 
-def test_properties_identical_with_and_without_xdist(pytester: pytest.Pytester, eval_dir: Path) -> None:
-    pytester.runpytest(*eval_args("--junitxml=serial.xml"))  # in-process: only the xdist run needs a subprocess
-    result = pytester.runpytest_subprocess(*eval_args("-n", "2", "--junitxml=xdist.xml", "-W", "error"))
-    assert result.parseoutcomes() == {"passed": 2, "partial": 1, "failed": 1, "errors": 1}
+def test_properties_identical_with_and_without_xdist(
+    pytester: pytest.Pytester, xdist_matrix: SharedRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared -n 2 matrix run (``matrix.py``) against the same run serially, in-process."""
+    import shutil
+
+    from groundeval.tasks.extraction import ExtractionTask
+
+    monkeypatch.setattr(ExtractionTask, "truth", ExtractionTask.truth)  # the agent module patches it
+    for folder in ("data", "base"):
+        shutil.copytree(xdist_matrix.path / folder, pytester.path / folder)
+    shutil.copy(xdist_matrix.path / "matrix_agent.py", pytester.path)
+    pytester.syspathinsert()
+    serial_run = pytester.runpytest(*shared_args("serial.xml"))
+    result = xdist_matrix.result
+    assert result.parseoutcomes() == serial_run.parseoutcomes()
+    assert result.parseoutcomes()["errors"] >= len(MALFORMED)
     assert "INTERNALERROR" not in result.stdout.str()
 
-    def stable(path: str) -> dict[str, dict[str, str]]:
-        return {name: {k: v for k, v in props.items() if k not in VOLATILE}
-                for name, props in junit_cases(pytester.path / path).items()}
+    def stable(cases: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        return {name: {k: v for k, v in props.items() if k not in VOLATILE} for name, props in cases.items()}
 
-    serial, xdist = stable("serial.xml"), stable("xdist.xml")
+    serial, xdist = stable(junit_cases(pytester.path / "serial.xml")), stable(xdist_matrix.junit)
     assert serial == xdist
-    assert len(serial) == 5
+    assert len(serial) == len(MATRIX) + len(MALFORMED)
 
-    def suite(path: str) -> tuple[str | None, dict[str, str | None]]:
+    def suite(path: Path) -> tuple[str | None, dict[str, str | None]]:
         import xml.etree.ElementTree as ET
 
-        element = ET.parse(pytester.path / path).getroot().find("testsuite")
+        element = ET.parse(path).getroot().find("testsuite")
         assert element is not None
         props = {str(p.get("name")): p.get("value") for p in element.findall("properties/property")}
         return element.get("name"), {k: v for k, v in props.items() if k not in VOLATILE}
 
     # run-level headline figures on the <testsuite>, the same serially and under xdist (cases/17)
-    assert suite("serial.xml") == suite("xdist.xml")
-    name, props = suite("xdist.xml")
+    assert suite(pytester.path / "serial.xml") == suite(xdist_matrix.path / "xdist.xml")
+    name, props = suite(xdist_matrix.path / "xdist.xml")
     assert name == "groundeval-extraction"
-    assert props["pass_rate"] == "0.5" and props["counted"] == "4" and props["excluded"] == "1"
+    aggregate = xdist_matrix.record["aggregate"]
+    assert props["counted"] == str(aggregate["counted"]) and props["excluded"] == str(aggregate["excluded"])
+    assert props["pass_rate"] is not None and float(props["pass_rate"]) == pytest.approx(2 / aggregate["counted"])
 
 
-def test_xdist_run_record_is_merged_once_by_the_controller(pytester: pytest.Pytester, eval_dir: Path) -> None:
-    result = pytester.runpytest_subprocess(*eval_args("-n", "2"))
-    result.stdout.fnmatch_lines(["run record: *.json"])
-    (record,) = run_records(pytester.path)
-    assert not list((pytester.path / "runs").glob("*.partial.jsonl"))
+def test_xdist_run_record_is_merged_once_by_the_controller(xdist_matrix: SharedRun) -> None:
+    xdist_matrix.result.stdout.fnmatch_lines(["run record: *.json"])
+    (record,) = run_records(xdist_matrix.path)
+    assert not list((xdist_matrix.path / "runs").glob("*.partial.jsonl"))
     assert record["schema_version"] == 2 and record["complete"] is True
     assert record["settings"]["workers"] == 2
     ids = [c["case_id"] for c in record["cases"]]
-    assert len(ids) == len(set(ids)) == 5
-    assert record["aggregate"]["counts"] == {"agent_error": 1, "failed": 1, "partial": 1, "passed": 2}
-    assert record["aggregate"]["excluded"] == 1 and record["aggregate"]["counted"] == 4
-    by_outcome = {c["outcome"]: c for c in record["cases"]}
-    passed = by_outcome["passed"]
+    assert len(ids) == len(set(ids)) == len(MATRIX)
+    assert record["aggregate"]["counts"] == dict(Counter(MATRIX.values()))
+    counted = sum(OUTCOMES[o].counted for o in MATRIX.values())
+    assert record["aggregate"]["excluded"] == len(MATRIX) - counted and record["aggregate"]["counted"] == counted
+    by_prefix = {prefix_of(c["case_id"]): c for c in record["cases"]}
+    passed = by_prefix["Liz_Conn"]
     for key in ("prompt_sha256", "raw_output", "parsed", "truth", "metrics", "latency_s", "fixture_sha256"):
         assert key in passed, key
-    assert by_outcome["agent_error"]["error"]["type"] == "RuntimeError"
-    assert {f["source"] for f in record["fixtures"]} == {p.name for p in eval_dir.glob("*.json")}
+    assert by_prefix["Gordon377"]["error"]["type"] == "RuntimeError"
+    valid = {p.name for p in (xdist_matrix.path / "data").glob("*.json") if p.name not in MALFORMED}
+    assert {f["source"] for f in record["fixtures"]} == valid
     assert "pytest" in record["packages"] and "groundeval" in record["packages"]
 
 
@@ -136,23 +155,22 @@ def agent(request):
 
 
 def test_malformed_case_files_are_collection_errors_and_the_rest_run(pytester: pytest.Pytester, eval_dir: Path) -> None:
-    (eval_dir / "broken.json").write_text("{not json")
-    (eval_dir / "observation.json").write_text('{"resourceType": "Observation"}')
-    (eval_dir / "nobody.json").write_text('{"resourceType": "Bundle", "entry": []}')
-    for extra in ((), ("-n", "2")):
-        run = pytester.runpytest_subprocess if extra else pytester.runpytest
-        result = run(*eval_args(*extra))
-        outcomes = result.parseoutcomes()
-        assert outcomes["passed"] == 2 and outcomes["errors"] == 4  # 3 files + the agent crash
-        result.stdout.fnmatch_lines([
-            "*broken.json: invalid JSON at line 1 column 2*",
-            "*nobody.json: the Bundle has no Patient entry*",
-            "*observation.json: resourceType is 'Observation', expected 'Bundle'*",
-        ])
-        result.stdout.fnmatch_lines(["ERROR groundeval/extraction::broken.json*"])
-    records = run_records(pytester.path)
-    assert all(len(r["collection_errors"]) == 3 for r in records)
-    assert all(len(r["cases"]) == 5 for r in records)
+    for name, text in MALFORMED.items():
+        (eval_dir / name).write_text(text)
+    result = pytester.runpytest(*eval_args())
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] == 2 and outcomes["errors"] == 4  # 3 files + the agent crash
+    result.stdout.fnmatch_lines(MALFORMED_LINES)
+    result.stdout.fnmatch_lines(["ERROR groundeval/extraction::broken.json*"])
+    (record,) = run_records(pytester.path)
+    assert len(record["collection_errors"]) == 3 and len(record["cases"]) == 5
+
+
+def test_malformed_case_files_are_collection_errors_under_xdist(xdist_matrix: SharedRun) -> None:
+    """The shared -n 2 matrix run (``matrix.py``) holds the same three malformed files."""
+    xdist_matrix.result.stdout.fnmatch_lines(MALFORMED_LINES)
+    xdist_matrix.result.stdout.fnmatch_lines(["ERROR groundeval/extraction::broken.json*"])
+    assert len(xdist_matrix.record["collection_errors"]) == 3 and len(xdist_matrix.record["cases"]) == len(MATRIX)
 
 
 def test_k_and_limit_select_cases(pytester: pytest.Pytester, eval_dir: Path) -> None:
@@ -247,24 +265,13 @@ def test_without_a_task_the_plugin_does_nothing_and_imports_nothing_heavy(pytest
     assert not (pytester.path / "runs").exists()
 
 
-def test_non_primitive_usage_values_survive_xdist(pytester: pytest.Pytester, eval_dir: Path) -> None:
-    """fault case 16: a Decimal or datetime must not kill an xdist worker's reporting."""
-    pytester.makepyfile(decimal_agent='''
-import datetime
-from decimal import Decimal
-from groundeval.agent_io import AgentResult
-from scripted_agent import BASE
-
-def agent(request):
-    answer = BASE.run(request)
-    return AgentResult(text=answer.text, usage={"cost_usd": Decimal("0.25"), "when": datetime.datetime(2026, 1, 1)})
-''')
-    args = ("--groundeval-task=extraction", "--groundeval-agent=decimal_agent:agent",
-            "--groundeval-data-dir=data", "-p", "no:cacheprovider", "--junitxml=out.xml")
-    result = pytester.runpytest_subprocess(*args, "-n", "2")
-    result.assert_outcomes(passed=5)
-    props = next(iter(junit_cases(pytester.path / "out.xml").values()))
-    assert props["cost_usd"] == "0.25" and props["when"] == "2026-01-01T00:00:00"
+def test_non_primitive_usage_values_survive_xdist(xdist_matrix: SharedRun) -> None:
+    """fault case 16: a Decimal or datetime must not kill an xdist worker's reporting (shared run, ``matrix.py``)."""
+    cases = {name: p for name, p in xdist_matrix.junit.items() if not name.endswith(".json")}
+    assert {prefix_of(name) for name in cases} == set(MATRIX)  # no case's result went missing
+    (liz,) = [p for name, p in cases.items() if name.startswith("Liz_Conn")]
+    assert liz["_result"] == "passed"
+    assert liz["cost_usd"] == "0.25" and liz["when"] == "2026-01-01T00:00:00"
 
 
 def test_an_unreachable_api_stops_the_run_after_three_cases(pytester: pytest.Pytester, eval_dir: Path) -> None:
