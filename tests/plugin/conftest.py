@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from groundeval.testing.junit import junit_cases as junit_cases  # re-exported for the tests here
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
 PICK = ("Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen_McLaughlin")
@@ -49,20 +50,6 @@ def eval_dir(pytester: pytest.Pytester, copy_fixtures: Callable[[Path, Iterable[
 def eval_args(*extra: str) -> list[str]:
     return ["--groundeval-task=extraction", "--groundeval-agent=scripted_agent:agent",
             "--groundeval-data-dir=data", "-p", "no:cacheprovider", *extra]
-
-
-def junit_cases(path: Path) -> dict[str, dict[str, str]]:
-    """testcase name -> {property name: value} (plus '_result': passed/failure/error)."""
-    cases: dict[str, dict[str, str]] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        props = {str(p.get("name")): str(p.get("value")) for p in case.iter("property")}
-        result = "passed"
-        for tag in ("failure", "error", "skipped"):
-            if case.find(tag) is not None:
-                result = tag
-        props["_result"] = result
-        cases[str(case.get("name"))] = props
-    return cases
 
 
 def run_records(base: Path) -> list[dict[str, Any]]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from groundeval.cli import main as cli_main
+from groundeval.testing.junit import junit_cases
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parents[1] / "fixtures" / "extraction"
@@ -38,13 +38,7 @@ def args(agent: str, out: str, *extra: str) -> list[str]:
 TOOLS = ("--groundeval-bundle-in-prompt=false",)
 
 
-def junit(path: Path) -> dict[str, dict[str, str]]:
-    out: dict[str, dict[str, str]] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        props = {p.attrib["name"]: p.attrib["value"] for p in case.iter("property")}
-        props["_result"] = next((t for t in ("failure", "error") if case.find(t) is not None), "passed")
-        out[case.attrib["name"]] = props
-    return out
+junit = junit_cases
 
 
 def record(pytester: pytest.Pytester, out: str) -> Path:

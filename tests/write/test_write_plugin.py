@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
+from groundeval.testing.junit import junit_cases
 
 CASES = Path(__file__).resolve().parents[2] / "fixtures" / "write"
 # baseline-write: Tylenol and gabapentin pass; Crestor (brand not in the catalog) and the
@@ -54,13 +55,7 @@ def args(agent: str = "baseline-write", *extra: str) -> list[str]:
             "-p", "no:cacheprovider", *extra]
 
 
-def junit(path: Path) -> dict[str, dict[str, str]]:
-    out: dict[str, dict[str, str]] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        props = {p.attrib["name"]: p.attrib["value"] for p in case.iter("property")}
-        props["_result"] = next((t for t in ("failure", "error") if case.find(t) is not None), "passed")
-        out[case.attrib["name"]] = props
-    return out
+junit = junit_cases
 
 
 def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: pytest.Pytester, write_dir: Path) -> None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "case_id_from_stem",
     "describe_validation_error",
+    "find_bundle_file",
     "find_patient",
     "patient_case_id",
     "validate_entries",
@@ -164,3 +165,31 @@ def wrong_task_error(data: Mapping[str, Any], path: Path, this_task: str) -> Dat
         str(path), f"this is a case of the {first} task{also}, not of the {this_task} task; run it with "
         f"--groundeval-task={first}",
     )
+
+
+def find_bundle_file(case_path: Path, name: str, field: str, hint: str) -> Path:
+    """The patient Bundle file a case names, looked up in three places.
+
+    Next to the case file, then in a sibling ``extraction/`` directory (a user's own
+    ``cases/<task>`` + ``cases/extraction`` layout), then among the packaged extraction fixtures.
+
+    Args:
+        case_path: The case file that names the Bundle.
+        name: The Bundle's file name as the case gives it.
+        field: The case's field that named it, for the message (``patient.fixture``).
+        hint: How to fix the case, appended to the message.
+
+    Returns:
+        The resolved path.
+
+    Raises:
+        DatasetError: No such file in any of those places; the message lists them.
+    """
+    from groundeval.datasets import default_data_dir
+
+    places = [case_path.parent, case_path.parent.parent / "extraction", default_data_dir("extraction")]
+    found = next((d / name for d in places if (d / name).is_file()), None)
+    if found is None:
+        searched = ", ".join(str(d) for d in places)
+        raise DatasetError(str(case_path), f"{field} {name!r} not found (searched {searched}); {hint}")
+    return found.resolve()

@@ -27,14 +27,20 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from groundeval.agent_io import Prompt
-from groundeval.datasets import Case, default_data_dir, load_json
+from groundeval.datasets import Case, load_json
 from groundeval.errors import ConfigError, DatasetError
 from groundeval.fhir_read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
 from groundeval.scorers.reconcile import METRIC_NAMES, ReconcileScorer
 from groundeval.scoring import Parsed
 from groundeval.tasks.base import BaseTask, TaskOption, unit_interval
-from groundeval.tasks.common import describe_validation_error, find_patient, validate_entries, wrong_task_error
+from groundeval.tasks.common import (
+    describe_validation_error,
+    find_bundle_file,
+    find_patient,
+    validate_entries,
+    wrong_task_error,
+)
 from groundeval.tasks.reconcile_cases import ReconcileCase
 from groundeval.tasks.reconcile_prompt import ANSWER_FORMAT, system_prompt, user_prompt
 from groundeval.tasks.reconcile_truth import STATUSES, reconcile_truth
@@ -61,15 +67,9 @@ def _fixture_bundle(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _resolve_fixture(case_path: Path, name: str) -> Path:
-    places = [case_path.parent, case_path.parent.parent / "extraction", default_data_dir("extraction")]
-    found = next((d / name for d in places if (d / name).is_file()), None)
-    if found is None:
-        searched = ", ".join(str(d) for d in places)
-        raise DatasetError(
-            str(case_path), f"fixture.file {name!r} not found (searched {searched}); name an extraction "
-            "fixture there or give the Bundle inline as 'bundle'",
-        )
-    return found.resolve()
+    return find_bundle_file(
+        case_path, name, "fixture.file", "name an extraction fixture there or give the Bundle inline as 'bundle'"
+    )
 
 
 def _is_answer(value: object) -> bool:

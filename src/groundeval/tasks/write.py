@@ -30,7 +30,7 @@ from groundeval.scorers.write import aggregate_write, score_write
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.task_options import WRITE_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
-from groundeval.tasks.common import wrong_task_error
+from groundeval.tasks.common import find_bundle_file, wrong_task_error
 from groundeval.tasks.medlist import find_patient
 from groundeval.tasks.write_cases import WriteCase, describe_validation_error
 
@@ -106,15 +106,11 @@ def _patient(fixture: str, case_path: Path) -> tuple[str, str | None]:
         DatasetError: No such Bundle anywhere (naming the case file and the places searched), or
             it does not hold exactly one Patient with an id.
     """
-    places = [case_path.parent, case_path.parent.parent / "extraction", default_data_dir("extraction")]
-    path = next((d / fixture for d in places if (d / fixture).is_file()), None)
-    if path is None:
-        searched = ", ".join(str(d) for d in places)
-        raise DatasetError(
-            str(case_path), f"patient.fixture {fixture!r} not found (searched {searched}); name a patient "
-            "Bundle file there, e.g. one of the packaged fixtures/extraction files",
-        )
-    return _patient_of(path.resolve())
+    path = find_bundle_file(
+        case_path, fixture, "patient.fixture",
+        "name a patient Bundle file there, e.g. one of the packaged fixtures/extraction files",
+    )
+    return _patient_of(path)
 
 
 @functools.cache

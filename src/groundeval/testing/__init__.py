@@ -5,6 +5,7 @@
 * ``ScriptedChatModel`` (needs the ``write`` extra): a LangChain chat model that replays scripted
   messages and tool calls, so a tool-using agent's real LangGraph loop runs offline; with the
   helpers ``call``, ``answer_with_last_result`` and ``reply``.
+* ``junit_cases``: a run's junit XML read back as ``{testcase: {property: value}}``.
 
 Imported lazily: ``import groundeval.testing`` loads neither LangChain nor a model SDK.
 """
@@ -14,16 +15,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["ScriptedAgent", "ScriptedChatModel", "answer_with_last_result", "call"]
+__all__ = ["ScriptedAgent", "ScriptedChatModel", "answer_with_last_result", "call", "junit_cases"]
 
 _WHERE = {
     "ScriptedAgent": "groundeval.testing.scripted_agent",
     "ScriptedChatModel": "groundeval.testing.scripted_chat",
     "answer_with_last_result": "groundeval.testing.scripted_chat",
     "call": "groundeval.testing.scripted_chat",
+    "junit_cases": "groundeval.testing.junit",
 }
 
 if TYPE_CHECKING:
+    from groundeval.testing.junit import junit_cases
     from groundeval.testing.scripted_agent import ScriptedAgent
     from groundeval.testing.scripted_chat import ScriptedChatModel, answer_with_last_result, call
 
