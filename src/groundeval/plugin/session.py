@@ -265,6 +265,10 @@ class GroundevalSession:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Handle SIGTERM and, under xdist, SIGINT so the run record is written (``plugin.signals``)."""
         self._session = session
+        if not self.is_worker and not self.config.getoption("collectonly", default=False):
+            # scipy for the run's intervals: imported while collection and the first (lone) agent
+            # call run, so that little of it overlaps the calls made ahead
+            warm_up()
         if not self.is_worker:
             from groundeval.plugin.signals import SignalStop
 
@@ -329,8 +333,6 @@ class GroundevalSession:
 
         if not self.is_worker:
             self.selected = [item.nodeid for item in session.items if isinstance(item, EvalItem)]
-            if not self.config.getoption("collectonly", default=False):
-                warm_up()  # scipy for the run's intervals, imported while the cases run
         if self.runs_cases:
             self._order = [item for item in session.items if isinstance(item, EvalItem)]
             self._position = {item.nodeid: i for i, item in enumerate(self._order)}
