@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from groundeval.run_record import CaseRecord, RunRecord, TrialStats
 from groundeval.scoring import Metric
+from groundeval.scope import pass_k_note, pass_rate_ran, scope_text, unjudged_note
 
 __all__ = ["FACT_KEYS", "junit_properties", "suite_properties"]
 
@@ -73,17 +74,23 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
 
     pytest's ``record_testsuite_property`` is lost under pytest-xdist (pytest-dev/pytest#7767)
     because workers call it; these are added by the process that writes the junit file, from the
-    finished run record, so they are the same serially and under ``-n``. From ``Aggregate.trials``:
+    finished run record, so they are the same serially and under ``-n``. ``scope`` comes before
+    ``pass_rate``: how many cases were scored of those selected, the excluded ones by outcome, the
+    not-run ones and the pass rate over every case that ran (``groundeval.scope.scope_text``);
+    ``pass_rate_ran`` is that last figure (excluded cases count as not passed). From ``Aggregate.trials``:
     each interval as ``<figure>_ci_low``/``<figure>_ci_high``, ``trials`` (K), ``pass_at_1``,
     ``pass_at_k`` and ``pass_hat_k`` (pass^k) at k = K, ``min_pass_rate`` (empty when not given),
-    ``cases_judged`` and ``cases_passed`` (the case verdicts).
+    ``cases_judged`` and ``cases_passed`` (the case verdicts), and what they leave out:
+    ``pass_at_k_cases`` (cases averaged at k = K), ``pass_at_k_scope`` and ``cases_scope`` (why
+    cases are missing; empty when none are), ``cases`` (distinct case ids).
     """
     agg = record.aggregate
     props: list[tuple[str, str | int | float]] = [
         ("groundeval_task", record.task), ("run_id", record.run_id), ("agent", record.agent),
         ("model", record.model or ""), ("complete", _value(record.complete)),
         ("selected", agg.selected), ("counted", agg.counted), ("excluded", agg.excluded), ("not_run", agg.not_run),
-        ("pass_rate", _value(agg.pass_rate)), ("answer_rate", _value(agg.answer_rate)),
+        ("scope", scope_text(agg)), ("pass_rate", _value(agg.pass_rate)),
+        ("pass_rate_ran", _value(pass_rate_ran(agg))), ("answer_rate", _value(agg.answer_rate)),
     ]
     props += [(key, _value(value)) for key, value in agg.metrics.items()]
     if "cost_usd" in agg.usage:
@@ -103,7 +110,8 @@ def _trial_properties(stats: TrialStats | None) -> list[tuple[str, str | int | f
         ("trials", stats.k), ("pass_at_1", _value(stats.pass_k[0].pass_at_k if stats.pass_k else None)),
         ("pass_at_k", _value(head.pass_at_k if head else None)),
         ("pass_hat_k", _value(head.pass_hat_k if head else None)),
-        ("min_pass_rate", _value(stats.min_pass_rate)), ("cases_judged", stats.cases_judged),
-        ("cases_passed", stats.cases_passed),
+        ("pass_at_k_cases", head.cases if head else 0), ("pass_at_k_scope", pass_k_note(stats, head) if head else ""),
+        ("cases", stats.cases), ("min_pass_rate", _value(stats.min_pass_rate)), ("cases_judged", stats.cases_judged),
+        ("cases_passed", stats.cases_passed), ("cases_scope", unjudged_note(stats)),
     ]
     return props

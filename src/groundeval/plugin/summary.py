@@ -15,6 +15,7 @@ from groundeval.outcomes import POLICY
 from groundeval.redaction import clean_text
 from groundeval.run_record import Aggregate, RunRecord, TrialStats
 from groundeval.scoring import Metric
+from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
 
 __all__ = ["format_table", "trial_lines", "write_summary"]
 
@@ -51,16 +52,8 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     stats = agg.trials
     ivs = stats.intervals if stats is not None else {}
     unit = "trials" if stats is not None and stats.k > 1 else "cases"
-    if agg.excluded or agg.not_run:
-        excluded = ", ".join(
-            f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts and k not in ("not_run",)
-            and k not in ("passed", "partial", "failed", "no_answer", "truncated", "agent_loop", "refusal")
-        )
-        lines.append(
-            f"scored {agg.counted} of {agg.selected} {unit}: {agg.excluded} excluded"
-            + (f" ({excluded})" if excluded else "") + f", {agg.not_run} not run"
-            + (f"; pass rate over every {unit[:-1]} that ran: {_fmt(agg.pass_rate_ran)}" if agg.excluded else "")
-        )
+    if scope_needed(agg):  # before the pass rate: an agent must not raise it by crashing
+        lines.append(scope_text(agg))
     passed = agg.counts.get("passed", 0)
     lines.append(
         f"pass rate: {_fmt(agg.pass_rate)} ({passed}/{agg.counted})  answer rate: {_fmt(agg.answer_rate)}"
@@ -105,8 +98,7 @@ def trial_lines(stats: TrialStats) -> list[str]:
             f"trials: {stats.k} per case, {stats.cases_judged} cases  pass@1: {_fmt(first.pass_at_k)}  "
             f"pass@{head.k}: {_fmt(head.pass_at_k)}{' ' + at_iv.text() if at_iv else ''}  "
             f"pass^{head.k}: {_fmt(head.pass_hat_k)}{' ' + hat_iv.text() if hat_iv else ''}"
-            + (f"  (pass@{head.k} over the {head.cases} cases with {head.k} counted trials)"
-               if head.cases < stats.cases_judged else "")
+            + (f"  (pass@{head.k}/pass^{head.k} {note})" if (note := pass_k_note(stats, head)) else "")
         )
     if stats.k > 1 or stats.min_pass_rate is not None:
         rule = f"at least {stats.min_pass_rate:g} of" if stats.min_pass_rate is not None else "all"
@@ -116,6 +108,8 @@ def trial_lines(stats: TrialStats) -> list[str]:
         if failed:
             more = len(stats.cases_failed) - len(failed)
             line += "  below: " + ", ".join(failed) + (f" and {more} more" if more else "")
+        if note := unjudged_note(stats):
+            line += f"  ({note})"
         lines.append(line)
     return lines
 

@@ -28,6 +28,7 @@ from groundeval.reporting.compare import compare_runs
 from groundeval.reporting.render import comparison_dict, fmt
 from groundeval.reporting.stats import METHOD
 from groundeval.run_record import CaseRecord, RunRecord
+from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
 from groundeval.trial_stats import record_trial_stats
 
 __all__ = ["render_report", "score_columns", "write_report"]
@@ -145,6 +146,9 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
     return {
         "record": record, "figures": figures, "bars": bars, "usage": usage, "trials": stats,
         "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
+        "scope": scope_text(agg) if scope_needed(agg) else "",
+        "pass_k_scope": pass_k_note(stats, stats.headline) if stats.headline is not None else "",
+        "cases_scope": unjudged_note(stats),
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
         "cases": [_case_row(c, columns, dimension_names) for c in record.cases],
         "case_count": len({c.case_id for c in record.cases}),

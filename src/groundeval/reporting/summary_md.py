@@ -16,6 +16,7 @@ from groundeval.reporting.compare import Comparison, GateResult
 from groundeval.reporting.render import fmt, run_line
 from groundeval.reporting.stats import METHOD
 from groundeval.run_record import FigureInterval, RunRecord, TrialStats
+from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
 from groundeval.trial_stats import INTERVAL_METHOD, record_trial_stats
 
 __all__ = ["comparison_markdown", "figure_intervals", "md_escape", "summary_markdown", "write_summary_markdown"]
@@ -55,11 +56,15 @@ def _trials_md(stats: TrialStats) -> list[str]:
             at = fmt(p.pass_at_k) + (f" {_iv(p.pass_at_k_interval)}" if p.pass_at_k_interval else "")
             hat = fmt(p.pass_hat_k) + (f" {_iv(p.pass_hat_k_interval)}" if p.pass_hat_k_interval else "")
             lines.append(f"| {p.k} | {at} | {hat} | {p.cases} |")
+        if note := pass_k_note(stats, head):
+            lines += ["", f"pass@{head.k}/pass^{head.k} {md_escape(note)}"]
     if stats.k > 1 or stats.min_pass_rate is not None:
         rule = f"at least {stats.min_pass_rate:g} of" if stats.min_pass_rate is not None else "all"
         lines += ["", f"cases passing ({rule} their counted trials): **{stats.cases_passed}/{stats.cases_judged}**"]
         if stats.cases_failed:
             lines[-1] += f"; below: {_listed(stats.cases_failed)}"
+        if note := unjudged_note(stats):
+            lines[-1] += f"; {md_escape(note)}"
         lines += ["", "<details><summary>passes out of counted trials, per case</summary>", "",
                   "| case | passes | trials | outcomes |", "| --- | ---: | ---: | --- |"]
         lines += [f"| `{md_escape(c.case_id)}` | {c.passes}/{c.counted} | {c.trials} | {', '.join(c.outcomes)} |"
@@ -95,6 +100,8 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
     lines = [title, "", f"run `{record.run_id}`, model `{md_escape(record.model or '-')}`"
              + ("" if record.complete else f" — **INCOMPLETE**: {md_escape(record.stop_reason or '')}"), ""]
     passed = agg.counts.get("passed", 0)
+    if scope_needed(agg):  # before the pass rate: nobody reads a pass rate raised by crashing without it
+        lines += [f"**{md_escape(scope_text(agg))}**", ""]
     lines.append(
         f"**pass rate {fmt(agg.pass_rate)}** ({passed}/{agg.counted}) 95% interval {_iv(ivs.get('pass_rate'))}"
         f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
