@@ -34,7 +34,8 @@ def test_case_level_verdicts_and_one_sided_cases() -> None:
     assert c2.changes["f1"] == (1.0, 0.8)
     assert c2.regressed_dims() == ["passed", "precision", "f1"]  # the record's metric order (here: first seen)
     assert comp.only_a == ["gone"] and comp.only_b == ["new"]
-    assert "c4" in comp.gate.not_compared and "infra_error" in comp.gate.not_compared["c4"]
+    assert "c4" not in comp.gate.not_compared  # passed in A, infra_error in B: lost, not "not compared"
+    assert [(c.case_id, c.outcome) for c in comp.gate.lost] == [("c4", "infra_error")]
     gate = comp.gate
     assert gate.failed and gate.regression_ids == {"c2"}
     assert [c.case_id for c in gate.improved] == ["c3"]

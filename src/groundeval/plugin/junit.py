@@ -13,8 +13,8 @@ import json
 from collections.abc import Sequence
 
 from groundeval.run_record import CaseRecord, RunRecord, TrialStats
-from groundeval.scoring import Metric
 from groundeval.scope import pass_k_note, pass_rate_ran, scope_text, unjudged_note
+from groundeval.scoring import Metric
 
 __all__ = ["FACT_KEYS", "junit_properties", "suite_properties"]
 

@@ -14,8 +14,8 @@ from typing import Any
 from groundeval.outcomes import POLICY
 from groundeval.redaction import clean_text
 from groundeval.run_record import Aggregate, RunRecord, TrialStats
-from groundeval.scoring import Metric
 from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
+from groundeval.scoring import Metric
 
 __all__ = ["format_table", "trial_lines", "write_summary"]
 

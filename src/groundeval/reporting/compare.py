@@ -4,7 +4,9 @@ Cases are pooled over their trials (``groundeval.reporting.cases``); the gate is
 ``groundeval.reporting.gate``. What makes two runs comparable is checked and reported, never
 assumed: the task, each case's fixture SHA-256 (a case whose file changed is not compared), the
 groundeval version (there is no scorer version yet; the package version stands for it),
-``task_facts`` and the task options (thresholds decide ``passed``).
+``task_facts``, the task options (thresholds decide ``passed``) and whether each run is complete.
+A case that passed in A and has no verdict in B (excluded or not run) is *lost*, not "not
+compared": it fails the gate (``groundeval.reporting.gate``).
 
 Nothing here knows a task's metric names. Per case, every dimension of either record is compared
 (``passed``, ``answered``, then the metrics of ``RunRecord.metric_names``, current run's order
@@ -31,7 +33,7 @@ from groundeval.reporting.cases import (
     directions,
     load_record,
 )
-from groundeval.reporting.gate import CaseGate, GateResult, gate_case
+from groundeval.reporting.gate import CaseGate, CaseLost, GateResult, gate_case, lost_case
 from groundeval.reporting.stats import Interval, paired_interval
 from groundeval.run_record import RunRecord
 from groundeval.scoring import Direction
@@ -39,6 +41,7 @@ from groundeval.scoring import Direction
 __all__ = [
     "CaseDiff",
     "CaseGate",
+    "CaseLost",
     "CaseValues",
     "Comparison",
     "Figure",
@@ -53,7 +56,11 @@ __all__ = [
 
 
 def regressions(baseline: RunRecord, current: RunRecord) -> GateResult:
-    """The regression gate of ``current`` against ``baseline`` (see ``GateResult``)."""
+    """The regression gate of ``current`` against ``baseline`` (see ``GateResult``).
+
+    It fails on regressed cases (passed -> failed), lost cases (passed -> no verdict: excluded or
+    not run) and an incomplete ``current`` run.
+    """
     return compare_runs(baseline, current).gate
 
 
@@ -129,6 +136,8 @@ class Comparison:
         gate: The regression gate.
         dimensions: The per-case dimensions compared, in display order (``cases.dimensions``).
         directions: Dimension -> direction where higher is not better.
+        counts: Dimensions whose every per-case value in both runs is an integer (``tp``, ``fp``,
+            ``duplicates``): shown as whole numbers.
     """
 
     a: RunRecord
@@ -143,6 +152,7 @@ class Comparison:
     gate: GateResult
     dimensions: tuple[str, ...] = ()
     directions: Mapping[str, Direction] = field(default_factory=dict)
+    counts: frozenset[str] = frozenset()
 
     @property
     def changed(self) -> list[CaseDiff]:
@@ -151,7 +161,20 @@ class Comparison:
 
 
 def _num(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A number as it is (an int count stays an int, so it prints as one), else None."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _count_dimensions(dims: Collection[str], *records: RunRecord) -> frozenset[str]:
+    """Dimensions some case has whose every value, in every record, is an int (not a bool)."""
+    seen: dict[str, bool] = {}
+    for record in records:
+        for case in record.cases:
+            for name, value in case.metrics.items():
+                if name in dims and value is not None:
+                    whole = isinstance(value, int) and not isinstance(value, bool)
+                    seen[name] = seen.get(name, True) and whole
+    return frozenset(k for k, whole in seen.items() if whole)
 
 
 def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]]:
@@ -170,6 +193,14 @@ def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]
     oa, ob = a.settings.get("task_options", {}), b.settings.get("task_options", {})
     if oa != ob:
         warnings.append(f"task options differ: {json.dumps(oa, sort_keys=True)} vs {json.dumps(ob, sort_keys=True)}")
+    for name, run in (("A", a), ("B", b)):
+        if not run.complete:
+            agg = run.aggregate
+            warnings.append(
+                f"run {name} is incomplete ({run.stop_reason or 'interrupted'}): {agg.cases - agg.not_run} of "
+                f"{agg.selected} selected cases ran, {agg.not_run} not run; its figures cover only the cases that ran"
+                + ("; --fail-on-regression fails on it" if name == "B" else "")
+            )
     return checked, warnings, problems
 
 
@@ -188,6 +219,7 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
     cases: list[CaseDiff] = []
     gates: list[CaseGate] = []
     not_compared: dict[str, str] = {}
+    lost: list[CaseLost] = []
     changed_fixtures = 0
     if not problems:
         for case_id, cb in vb.items():
@@ -197,6 +229,9 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
             if ca.fixture_sha256 and cb.fixture_sha256 and ca.fixture_sha256 != cb.fixture_sha256:
                 not_compared[case_id] = "the case file changed (fixture SHA-256 differs)"
                 changed_fixtures += 1
+                continue
+            if (lost_one := lost_case(ca, cb)) is not None:  # passed before, no verdict now: fails the gate
+                lost.append(lost_one)
                 continue
             if not ca.counted or not cb.counted:
                 side = "baseline" if not ca.counted else "current run"
@@ -214,8 +249,11 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
         warns.append(f"{changed_fixtures} case file(s) changed between the runs (fixture SHA-256): not compared")
     figures = _figures(a, b, cases, dims, comparable=not problems)
     pass_iv = next((f.interval for f in figures if f.name == "pass_rate"), None)
-    gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems))
-    return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate, dims, dirs)
+    incomplete = None if b.complete else (b.stop_reason or "interrupted")
+    gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems), tuple(lost),
+                      incomplete)
+    return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate, dims, dirs,
+                      _count_dimensions(dims, a, b))
 
 
 def _figures(

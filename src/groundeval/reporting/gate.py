@@ -1,4 +1,17 @@
-"""The regression gate: which cases passed in the baseline and fail now (trials: Fisher exact test)."""
+"""The regression gate: which cases passed in the baseline and fail now (trials: Fisher exact test).
+
+Two kinds of case fail the gate, and every output keeps them apart:
+
+* **regressed**: passed in the baseline, counted now and failed (one trial each), or with trials a
+  pass-rate drop with one-sided Fisher exact p <= 0.05;
+* **lost**: passed in the baseline (at least one counted trial passed) and has no verdict now:
+  every trial of it is excluded (``agent_error``, ``harness_error``, ``infra_error``, ... see
+  ``groundeval.outcomes``) or ``not_run``. An agent must not clear the gate by crashing on the
+  cases it would fail, so a lost case fails the gate like a regression, named with its outcomes.
+
+An incomplete current run (``RunRecord.complete`` false) fails the gate too: its cases that never
+ran cannot be shown not to have regressed.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +23,7 @@ from groundeval.reporting.cases import EPS, CaseValues, case_values, record_valu
 from groundeval.reporting.stats import ALPHA, Interval, fisher_one_sided
 from groundeval.run_record import CaseRecord, RunRecord
 
-__all__ = ["BaselineGate", "CaseGate", "GateResult", "gate_case"]
+__all__ = ["BaselineGate", "CaseGate", "CaseLost", "GateResult", "gate_case", "lost_case", "lost_outcomes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +51,45 @@ class CaseGate:
 
     def text(self) -> str:
         """``Liz_Conn-ee9f8dd8: passed 1/1 -> 0/1`` (plus ``p=0.050`` with trials)."""
-        p = f" (Fisher p={self.p_value:.3f})" if self.p_value is not None else ""
+        p = "" if self.p_value is None else (
+            " (Fisher p<0.001)" if self.p_value < 0.001 else f" (Fisher p={self.p_value:.3f})")
         return (
             f"{self.case_id}: passed {self.baseline_passes}/{self.baseline_trials} -> "
             f"{self.current_passes}/{self.current_trials}{p}"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CaseLost:
+    """A case that passed in the baseline and has no verdict now (excluded or not run).
+
+    Attributes:
+        case_id: The case id.
+        baseline_passes: Passing counted trials in the baseline (at least 1).
+        baseline_trials: Counted trials in the baseline.
+        outcomes: The current run's outcomes of the case, in trial order (all excluded or ``not_run``).
+    """
+
+    case_id: str
+    baseline_passes: int
+    baseline_trials: int
+    outcomes: tuple[str, ...]
+
+    @property
+    def outcome(self) -> str:
+        """The current outcomes, distinct, joined: ``agent_error`` or ``agent_error, not_run``."""
+        return ", ".join(dict.fromkeys(self.outcomes))
+
+    def text(self) -> str:
+        """``Liz_Conn-ee9f8dd8: passed 1/1 -> no verdict (agent_error)``."""
+        return f"{self.case_id}: passed {self.baseline_passes}/{self.baseline_trials} -> no verdict ({self.outcome})"
+
+
+def lost_case(a: CaseValues, b: CaseValues) -> CaseLost | None:
+    """The ``CaseLost`` when ``a`` (baseline) passed at least once and ``b`` (current) has no counted trial."""
+    if a.counted and a.passes and not b.counted:
+        return CaseLost(a.case_id, a.passes, a.counted, b.outcomes)
+    return None
 
 
 def gate_case(a: CaseValues, b: CaseValues) -> CaseGate:
@@ -71,17 +118,21 @@ class GateResult:
 
     A case regressed when it passed in the baseline and does not pass now (one trial each), or,
     with trials, when its pass rate dropped and the one-sided Fisher exact test gives p <= 0.05.
-    ``pass_rate_interval`` is the paired bootstrap interval of the pass-rate difference over the
-    cases both runs counted. Cases that are not comparable (only in one run, excluded or not run on
-    either side, fixture changed) are listed in ``not_compared`` and never count as regressions.
+    A case is lost when it passed in the baseline and every trial of it is now excluded or not
+    run (no verdict). ``pass_rate_interval`` is the paired bootstrap interval of the pass-rate
+    difference over the cases both runs counted. Other cases that are not comparable (only in one
+    run, not counted in the baseline, not counted now but never passed before, fixture changed)
+    are listed in ``not_compared`` and do not fail the gate.
 
     Attributes:
         baseline_run_id: The baseline run's id.
         current_run_id: The current run's id.
         cases: Every compared case's verdict, in the current run's order.
-        not_compared: case id -> why it was not compared.
+        not_compared: case id -> why it was not compared (lost cases are in ``lost`` instead).
         pass_rate_interval: Interval of the mean per-case pass-rate difference, or None.
         problems: Why the runs are not comparable at all (different tasks); then nothing is gated.
+        lost: Cases that passed in the baseline and have no verdict now, in the current run's order.
+        incomplete: Why the current run is incomplete (its ``stop_reason``), or None when complete.
     """
 
     baseline_run_id: str
@@ -90,6 +141,8 @@ class GateResult:
     not_compared: dict[str, str] = field(default_factory=dict)
     pass_rate_interval: Interval | None = None
     problems: tuple[str, ...] = ()
+    lost: tuple[CaseLost, ...] = ()
+    incomplete: str | None = None
 
     @property
     def regressed(self) -> tuple[CaseGate, ...]:
@@ -108,25 +161,50 @@ class GateResult:
 
     @property
     def failed(self) -> bool:
-        """True when any case regressed (what ``--groundeval-fail-on-regression`` fails on)."""
-        return bool(self.regressed)
+        """True when a case regressed or was lost, or the current run is incomplete.
+
+        What ``--groundeval-fail-on-regression`` and ``groundeval compare --fail-on-regression`` fail on.
+        """
+        return bool(self.regressed or self.lost or self.incomplete is not None)
+
+    def reasons(self) -> list[str]:
+        """Why the gate fails, one phrase each (empty when it passes)."""
+        out = []
+        if self.regressed:
+            out.append(f"{len(self.regressed)} regressed (passed -> failed)")
+        if self.lost:
+            out.append(f"{len(self.lost)} lost (passed -> no verdict: {lost_outcomes(self.lost)})")
+        if self.incomplete is not None:
+            out.append(f"the current run is incomplete ({self.incomplete})")
+        return out
 
     def summary_lines(self) -> list[str]:
-        """Lines for the terminal summary: the count, then one line per regressed case."""
+        """Lines for the terminal summary: the counts, then one line per regressed and per lost case."""
         if self.problems:
             return [f"regression gate: not applied ({'; '.join(self.problems)})"]
         head = (
-            f"regressions vs {self.baseline_run_id}: {len(self.regressed)}  improved: {len(self.improved)}"
-            f"  compared: {len(self.cases)}"
+            f"regressions vs {self.baseline_run_id}: {len(self.regressed)}  lost: {len(self.lost)}"
+            f"  improved: {len(self.improved)}  compared: {len(self.cases)}"
         )
         if self.not_compared:
             head += f"  not compared: {len(self.not_compared)}"
         lines = [head]
         lines += [f"REGRESSED {c.text()}" for c in self.regressed]
+        lines += [f"LOST {c.text()}" for c in self.lost]
         if self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             lines.append(f"pass rate change {iv.mean:+.3f}, 95% interval {iv.text()} over {iv.n} cases")
+        if self.failed:
+            lines.append("regression gate FAILED: " + "; ".join(self.reasons()))
         return lines
+
+
+def lost_outcomes(lost: Sequence[CaseLost]) -> str:
+    """``agent_error 27, not_run 2``: how many lost cases have each current outcome (trials pooled)."""
+    counts: dict[str, int] = {}
+    for case in lost:
+        counts[case.outcome] = counts.get(case.outcome, 0) + 1
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 class BaselineGate:

@@ -25,7 +25,7 @@ from typing import Any
 from groundeval.outcomes import POLICY
 from groundeval.reporting.cases import metric_names
 from groundeval.reporting.compare import compare_runs
-from groundeval.reporting.render import comparison_dict, fmt
+from groundeval.reporting.render import change_value, comparison_dict, fmt, fmt_p
 from groundeval.reporting.stats import METHOD
 from groundeval.run_record import CaseRecord, RunRecord
 from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
@@ -175,9 +175,14 @@ def render_report(record: RunRecord, other: RunRecord | None = None) -> str:
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
     runs = [_run_view(record)] + ([_run_view(other)] if other is not None else [])
-    comparison = comparison_dict(compare_runs(record, other)) if other is not None else None
+    comp = compare_runs(record, other) if other is not None else None
+    comparison = comparison_dict(comp) if comp is not None else None
+
+    def cval(name: str, value: float) -> str:
+        return change_value(comp, name, value) if comp is not None else fmt(value)
+
     return env.get_template("report.html").render(
-        runs=runs, comparison=comparison, method=METHOD, fmt=fmt,
+        runs=runs, comparison=comparison, method=METHOD, fmt=fmt, fmt_p=fmt_p, cval=cval,
     )
 
 

@@ -5,18 +5,36 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from groundeval.reporting.compare import CaseDiff, Comparison, Figure
+from groundeval.reporting.compare import CaseDiff, CaseLost, Comparison, Figure
 from groundeval.reporting.stats import METHOD, Interval
 from groundeval.run_record import RunRecord
 
-__all__ = ["comparison_dict", "comparison_json", "comparison_text", "fmt", "run_line"]
+__all__ = ["comparison_dict", "comparison_json", "comparison_text", "fmt", "fmt_count", "fmt_p", "run_line"]
 
 
 def fmt(value: float | None, digits: int = 3, sign: bool = False) -> str:
-    """A number to ``digits`` decimals (``+`` sign when asked), ``-`` for None."""
+    """A number to ``digits`` decimals (``+`` sign when asked), ``-`` for None; an int (a count) as an int."""
     if value is None:
         return "-"
+    if isinstance(value, int) and not isinstance(value, bool):  # format_not_ok, duplicates, tp: whole numbers
+        return f"{value:+d}" if sign else str(value)
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def fmt_p(value: float | None) -> str:
+    """A p-value: ``<0.001`` below 0.001, else 3 significant digits (``0.0312``, ``0.5``, ``1``); ``""`` for None."""
+    if value is None:
+        return ""
+    return "<0.001" if value < 0.001 else f"{value:.3g}"
+
+
+def fmt_count(value: float | None, sign: bool = False) -> str:
+    """A per-case value of a count dimension: whole numbers as ints, a mean over trials to 3 significant digits."""
+    if value is None:
+        return "-"
+    if abs(value - round(value)) < 1e-9:
+        return fmt(round(value), sign=sign)
+    return f"{value:+.3g}" if sign else f"{value:.3g}"
 
 
 def run_line(record: RunRecord) -> str:
@@ -34,6 +52,11 @@ def _interval(iv: Interval | None) -> dict[str, Any] | None:
 
 def _figure(f: Figure) -> dict[str, Any]:
     return {"name": f.name, "a": f.a, "b": f.b, "diff": f.diff, "interval": _interval(f.interval)}
+
+
+def _lost(c: CaseLost) -> dict[str, Any]:
+    return {"case_id": c.case_id, "baseline_passes": c.baseline_passes, "baseline_trials": c.baseline_trials,
+            "outcomes": list(c.outcomes), "outcome": c.outcome, "text": c.text()}
 
 
 def _case(c: CaseDiff) -> dict[str, Any]:
@@ -60,7 +83,9 @@ def comparison_dict(comp: Comparison) -> dict[str, Any]:
         "only_a": comp.only_a, "only_b": comp.only_b,
         "not_compared": gate.not_compared,
         "regressed": [c.case_id for c in gate.regressed], "improved": [c.case_id for c in gate.improved],
-        "gate_failed": gate.failed,
+        "lost": [_lost(c) for c in gate.lost], "incomplete": gate.incomplete,
+        "count_dimensions": sorted(comp.counts),
+        "gate_failed": gate.failed, "gate_reasons": gate.reasons(),
     }
 
 
@@ -69,8 +94,13 @@ def comparison_json(comp: Comparison) -> str:
     return json.dumps(comparison_dict(comp), indent=2, ensure_ascii=False)
 
 
-def _change_text(c: CaseDiff) -> str:
-    return ", ".join(f"{k} {fmt(x)}->{fmt(y)}" for k, (x, y) in c.changes.items())
+def change_value(comp: Comparison, name: str, value: float) -> str:
+    """A per-case dimension value: a count dimension (``Comparison.counts``) as a whole number, else ``fmt``."""
+    return fmt_count(value) if name in comp.counts else fmt(value)
+
+
+def _change_text(comp: Comparison, c: CaseDiff) -> str:
+    return ", ".join(f"{k} {change_value(comp, k, x)}->{change_value(comp, k, y)}" for k, (x, y) in c.changes.items())
 
 
 def comparison_text(comp: Comparison) -> str:
@@ -88,15 +118,18 @@ def comparison_text(comp: Comparison) -> str:
     for f in comp.figures:
         iv = f.interval
         ivs = iv.text() + (" *" if iv.distinguishable else "") if iv else ""
-        p = fmt(iv.p_value) if iv else ""
+        p = fmt_p(iv.p_value) if iv else ""
         lines.append(f"{f.name:<{w}}{fmt(f.a):>10}{fmt(f.b):>10}{fmt(f.diff, sign=True):>10}  {ivs:<18}{p:>11}")
     lines.append(f"interval: {METHOD}; * = the interval excludes 0")
     gate = comp.gate
     lines.append(
-        f"cases: {len(comp.cases)} compared, {len(comp.changed)} changed; passed->not: {len(gate.regressed)}, "
-        f"not->passed: {len(gate.improved)}; only in A: {len(comp.only_a)}; only in B: {len(comp.only_b)}; "
+        f"cases: {len(comp.cases)} compared, {len(comp.changed)} changed; regressed (passed->failed): "
+        f"{len(gate.regressed)}, lost (passed->no verdict: excluded or not run): {len(gate.lost)}, "
+        f"improved (not->passed): {len(gate.improved)}; only in A: {len(comp.only_a)}; only in B: {len(comp.only_b)}; "
         f"not compared: {len(gate.not_compared)}"
     )
+    if gate.failed:
+        lines.append("regression gate FAILED (--fail-on-regression exits 1): " + "; ".join(gate.reasons()))
     for c in comp.changed:
         if c.verdict != "unchanged":
             label = c.verdict.upper()
@@ -106,7 +139,8 @@ def comparison_text(comp: Comparison) -> str:
             label = "better"
         else:
             label = "mixed"
-        lines.append(f"  {label:<9} {c.case_id}: {_change_text(c)}")
+        lines.append(f"  {label:<9} {c.case_id}: {_change_text(comp, c)}")
+    lines += [f"  LOST      {c.text()}" for c in gate.lost]
     if not comp.problems:  # with different tasks every case is in one run only: counted above
         lines += [f"  only in A {k}" for k in comp.only_a]
         lines += [f"  only in B {k}" for k in comp.only_b]

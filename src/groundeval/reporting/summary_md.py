@@ -13,7 +13,7 @@ from pathlib import Path
 
 from groundeval.outcomes import POLICY
 from groundeval.reporting.compare import Comparison, GateResult
-from groundeval.reporting.render import fmt, run_line
+from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
 from groundeval.reporting.stats import METHOD
 from groundeval.run_record import FigureInterval, RunRecord, TrialStats
 from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
@@ -177,7 +177,8 @@ def write_summary_markdown(
 def _gate_md(gate: GateResult) -> list[str]:
     if gate.problems:
         return [f"regression gate: not applied ({md_escape('; '.join(gate.problems))})"]
-    head = f"**regressions vs `{gate.baseline_run_id}`: {len(gate.regressed)}**, improved: {len(gate.improved)}"
+    head = (f"**regressions vs `{gate.baseline_run_id}`: {len(gate.regressed)}**, **lost: {len(gate.lost)}**, "
+            f"improved: {len(gate.improved)}")
     lines = [head + f" (of {len(gate.cases)} compared cases)"]
     if gate.pass_rate_interval is not None:
         iv = gate.pass_rate_interval
@@ -186,6 +187,19 @@ def _gate_md(gate: GateResult) -> list[str]:
         lines += ["", "| regressed case | baseline | now |", "| --- | ---: | ---: |"]
         lines += [f"| `{md_escape(c.case_id)}` | {c.baseline_passes}/{c.baseline_trials} | "
                   f"{c.current_passes}/{c.current_trials} |" for c in gate.regressed[:MAX_LISTED]]
+    lines += _lost_md(gate)
+    return lines
+
+
+def _lost_md(gate: GateResult) -> list[str]:
+    """Why the gate fails, then the lost cases (passed in the baseline, no verdict now) with their outcomes."""
+    lines = ["", f"**regression gate failed**: {md_escape('; '.join(gate.reasons()))}"] if gate.failed else []
+    if gate.lost:
+        lines += ["", "| lost case (passed -> no verdict) | baseline | now |", "| --- | ---: | --- |"]
+        lines += [f"| `{md_escape(c.case_id)}` | {c.baseline_passes}/{c.baseline_trials} | {md_escape(c.outcome)} |"
+                  for c in gate.lost[:MAX_LISTED]]
+        if len(gate.lost) > MAX_LISTED:
+            lines += ["", f"and {len(gate.lost) - MAX_LISTED} more lost cases"]
     return lines
 
 
@@ -202,15 +216,18 @@ def comparison_markdown(comp: Comparison) -> str:
         iv = f.interval
         ivs = (iv.text() + (" **\\***" if iv.distinguishable else "")) if iv else ""
         lines.append(f"| {md_escape(f.name)} | {fmt(f.a)} | {fmt(f.b)} | {fmt(f.diff, sign=True)} | {ivs} | "
-                     f"{fmt(iv.p_value) if iv else ''} |")
+                     f"{fmt_p(iv.p_value) if iv else ''} |")
     lines += ["", f"<sub>{md_escape(METHOD)}; \\* = the interval excludes 0</sub>", ""]
     gate = comp.gate
-    lines.append(f"{len(comp.cases)} cases compared, {len(comp.changed)} changed: **{len(gate.regressed)} regressed**, "
+    lines.append(f"{len(comp.cases)} cases compared, {len(comp.changed)} changed: **{len(gate.regressed)} regressed** "
+                 f"(passed -> failed), **{len(gate.lost)} lost** (passed -> no verdict: excluded or not run), "
                  f"{len(gate.improved)} improved")
+    lines += _lost_md(gate)
     if comp.changed:
         lines += ["", "| case | verdict | changed dimensions |", "| --- | --- | --- |"]
         for c in comp.changed[:MAX_LISTED]:
-            changes = ", ".join(f"{k} {fmt(x)}→{fmt(y)}" for k, (x, y) in c.changes.items())
+            changes = ", ".join(f"{k} {change_value(comp, k, x)}→{change_value(comp, k, y)}"
+                                for k, (x, y) in c.changes.items())
             lines.append(f"| `{md_escape(c.case_id)}` | {c.verdict} | {md_escape(changes)} |")
     if comp.only_a and not comp.problems:
         lines += ["", f"only in A: {_listed(comp.only_a)}"]
