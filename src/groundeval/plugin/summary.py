@@ -95,7 +95,7 @@ def trial_lines(stats: TrialStats) -> list[str]:
         first = stats.pass_k[0]
         at_iv, hat_iv = head.pass_at_k_interval, head.pass_hat_k_interval
         lines.append(
-            f"trials: {stats.k} per case, {stats.cases_judged} cases  pass@1: {_fmt(first.pass_at_k)}  "
+            f"trials: {stats.k} per case, {_judged(stats)}  pass@1: {_fmt(first.pass_at_k)}  "
             f"pass@{head.k}: {_fmt(head.pass_at_k)}{' ' + at_iv.text() if at_iv else ''}  "
             f"pass^{head.k}: {_fmt(head.pass_hat_k)}{' ' + hat_iv.text() if hat_iv else ''}"
             + (f"  (pass@{head.k}/pass^{head.k} {note})" if (note := pass_k_note(stats, head)) else "")
@@ -112,6 +112,13 @@ def trial_lines(stats: TrialStats) -> list[str]:
             line += f"  ({note})"
         lines.append(line)
     return lines
+
+
+def _judged(stats: TrialStats) -> str:
+    """``44 cases``, or ``44 of 48 cases judged`` when some case has no counted trial."""
+    if stats.cases_judged < stats.cases:
+        return f"{stats.cases_judged} of {stats.cases} cases judged"
+    return f"{stats.cases_judged} cases"
 
 
 def _run_shape(record: RunRecord) -> list[str]:

@@ -50,7 +50,8 @@ def _trials_md(stats: TrialStats) -> list[str]:
     lines: list[str] = []
     head = stats.headline
     if stats.k > 1 and head is not None:
-        lines += ["", f"**{stats.k} trials per case** over {stats.cases_judged} cases", "",
+        lines += ["", f"**{stats.k} trials per case** over {stats.cases_judged}"
+                  + (f" of {stats.cases} cases (judged)" if stats.cases_judged < stats.cases else " cases"), "",
                   "| k | pass@k | pass^k | cases (n >= k) |", "| ---: | ---: | ---: | ---: |"]
         for p in stats.pass_k:
             at = fmt(p.pass_at_k) + (f" {_iv(p.pass_at_k_interval)}" if p.pass_at_k_interval else "")
