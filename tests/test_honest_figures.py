@@ -56,7 +56,7 @@ def _stopped() -> RunRecord:
 def test_the_crasher_has_a_perfect_pass_rate_and_every_output_says_so_first() -> None:
     rec = _crasher()
     agg = rec.aggregate
-    assert (agg.pass_rate, agg.pass_rate_ran, agg.excluded) == (1.0, pytest.approx(21 / 48), 27)
+    assert (agg.pass_rate, agg.excluded) == (1.0, 27) and agg.pass_rate_ran == pytest.approx(21 / 48)
     text = format_table(agg, "header")
     assert text.index(CRASH_SCOPE) < next(i for i, line in enumerate(text) if line.startswith("pass rate:"))
     md = summary_markdown(rec)
@@ -76,7 +76,7 @@ def test_a_clean_run_prints_no_scope_line_but_junit_always_has_pass_rate_ran() -
     assert "scored 48 of 48" not in summary_markdown(rec).split("**pass rate")[0]
     assert 'id="scope-1"' not in render_report(rec)
     props = dict(suite_properties(rec))
-    assert props["pass_rate_ran"] == 1.0 and props["scope"].startswith("scored 48 of 48 cases: 0 excluded")
+    assert props["pass_rate_ran"] == 1.0 and str(props["scope"]).startswith("scored 48 of 48 cases: 0 excluded")
 
 
 def test_not_run_cases_are_stated_too() -> None:
