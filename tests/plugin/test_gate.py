@@ -60,6 +60,13 @@ def test_the_gate_under_xdist(xdist_matrix: SharedRun) -> None:
     assert regressed == expected and {"Garrett_Thompson", "Max_Kris"} <= regressed
     assert all(p.get("regression") == "false" for n, p in xdist_matrix.junit.items() if n.startswith("Liz_Conn"))
     result.stdout.fnmatch_lines([f"regressions vs *: {len(expected)}*", "REGRESSED *Garrett_Thompson*"])
+    # passed in the baseline, no verdict now (excluded): lost, named with the outcome, and the gate fails on them
+    lost = {p: o for p, o in MATRIX.items() if not OUTCOMES[o].counted and p in passed_before}
+    assert {"Gordon377", "Jayson808"} <= set(lost)
+    result.stdout.fnmatch_lines([f"regressions vs *: {len(expected)}  lost: {len(lost)}  *"])
+    for prefix, outcome in lost.items():
+        result.stdout.fnmatch_lines([f"LOST {prefix}*: passed 1/1 -> no verdict ({outcome})"])
+    result.stdout.fnmatch_lines([f"regression gate FAILED: {len(expected)} regressed (passed -> failed); {len(lost)} lost*"])
 
 
 def test_a_bad_baseline_is_a_usage_error(pytester: pytest.Pytester, eval_dir: Path) -> None:
