@@ -132,6 +132,9 @@ def test_crashing_on_the_failures_is_lost_and_fails_the_gate() -> None:
     assert gate.lost[0].text() == "c21: passed 1/1 -> no verdict (agent_error)"
     assert not gate.not_compared  # lost is not "not compared"
     assert gate.reasons() == ["27 lost (passed -> no verdict: agent_error 27)"]
+    assert f"run B {CRASH_SCOPE}" in comp.warnings
+    ran = next(f for f in comp.figures if f.name == "pass_rate_ran")
+    assert ran.a == 1.0 and ran.b == pytest.approx(21 / 48) and ran.interval is None
     text = comparison_text(comp)
     assert "regressed (passed->failed): 0, lost (passed->no verdict: excluded or not run): 27" in text
     assert "  LOST      c47: passed 1/1 -> no verdict (agent_error)" in text

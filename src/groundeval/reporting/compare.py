@@ -11,7 +11,9 @@ compared": it fails the gate (``groundeval.reporting.gate``).
 Nothing here knows a task's metric names. Per case, every dimension of either record is compared
 (``passed``, ``answered``, then the metrics of ``RunRecord.metric_names``, current run's order
 first; ``cases.dimensions``), and a change is better or worse by the record's
-``metric_directions``. The headline figures are the records' own: pass rate, answer rate, every
+``metric_directions``. The headline figures are the records' own: pass rate (then ``pass_rate_ran``, over every case
+that ran, when either run excluded or did not run a case; each such run is also a warning that
+states its scope, ``groundeval.scope``), answer rate, every
 figure of ``Aggregate.metrics`` and usage; a figure gets a paired interval when it is the mean of a
 per-case dimension, by the naming rule of ``figure_dimension`` (``macro_<m>``, ``<m>_pass_rate``).
 """
@@ -36,6 +38,7 @@ from groundeval.reporting.cases import (
 from groundeval.reporting.gate import CaseGate, CaseLost, GateResult, gate_case, lost_case
 from groundeval.reporting.stats import Interval, paired_interval
 from groundeval.run_record import RunRecord
+from groundeval.scope import pass_rate_ran, scope_needed, scope_text
 from groundeval.scoring import Direction
 
 __all__ = [
@@ -194,6 +197,8 @@ def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]
     if oa != ob:
         warnings.append(f"task options differ: {json.dumps(oa, sort_keys=True)} vs {json.dumps(ob, sort_keys=True)}")
     for name, run in (("A", a), ("B", b)):
+        if scope_needed(run.aggregate):  # its pass rate covers only the counted cases: say what it leaves out
+            warnings.append(f"run {name} {scope_text(run.aggregate)}")
         if not run.complete:
             agg = run.aggregate
             warnings.append(
@@ -260,9 +265,10 @@ def _figures(
     a: RunRecord, b: RunRecord, cases: Sequence[CaseDiff], dims: Collection[str], comparable: bool,
 ) -> list[Figure]:
     ga, gb = a.aggregate, b.aggregate
-    rows: list[tuple[str, float | None, float | None]] = [
-        ("pass_rate", ga.pass_rate, gb.pass_rate), ("answer_rate", ga.answer_rate, gb.answer_rate),
-    ]
+    rows: list[tuple[str, float | None, float | None]] = [("pass_rate", ga.pass_rate, gb.pass_rate)]
+    if scope_needed(ga) or scope_needed(gb):  # a pass rate raised by crashing shows next to the one it cannot
+        rows.append(("pass_rate_ran", pass_rate_ran(ga), pass_rate_ran(gb)))
+    rows.append(("answer_rate", ga.answer_rate, gb.answer_rate))
     names = list(ga.metrics) + [k for k in gb.metrics if k not in ga.metrics]
     rows += [(k, _num(ga.metrics.get(k)), _num(gb.metrics.get(k))) for k in names]
     usage = list(ga.usage) + [k for k in gb.usage if k not in ga.usage]
