@@ -15,7 +15,7 @@ import pytest
 from groundeval.cli_tools import compare_main
 from groundeval.plugin.junit import suite_properties
 from groundeval.plugin.summary import format_table
-from groundeval.reporting import compare_runs, regressions, summary_markdown
+from groundeval.reporting import BaselineGate, compare_runs, regressions, summary_markdown
 from groundeval.reporting.html import render_report
 from groundeval.reporting.render import comparison_dict, comparison_text, fmt, fmt_p
 from groundeval.reporting.stats import Interval
@@ -149,6 +149,14 @@ def test_crashing_on_the_failures_is_lost_and_fails_the_gate() -> None:
     lines = regressions(_baseline(), _crasher()).summary_lines()  # the plugin's --groundeval-baseline gate
     assert lines[0].startswith("regressions vs A: 0  lost: 27") and "LOST c21: passed 1/1 -> no verdict (agent_error)" in lines
     assert summary_markdown(_crasher(), gate).count("| `c2") >= 1 and "**lost: 27**" in summary_markdown(_crasher(), gate)
+
+
+def test_the_per_case_baseline_gate_knows_a_lost_case() -> None:
+    gate = BaselineGate(_baseline())
+    found = gate.lost([case("c03", "agent_error", run_id="B")])
+    assert found is not None and found.text() == "c03: passed 1/1 -> no verdict (agent_error)"
+    assert gate.lost([case("c03", "failed", run_id="B")]) is None and gate.lost([]) is None
+    assert gate.lost([case("new", "agent_error", run_id="B")]) is None
 
 
 def test_a_case_that_never_passed_and_now_errors_is_only_not_compared() -> None:

@@ -239,3 +239,17 @@ class BaselineGate:
         """True when the case regressed (what junit's ``regression=true`` marks)."""
         found = self.verdict(trials)
         return found is not None and found.verdict == "regressed"
+
+    def lost(self, trials: Sequence[CaseRecord]) -> CaseLost | None:
+        """The ``CaseLost`` when the case passed in the baseline and none of ``trials`` was counted, else None.
+
+        For a per-case junit property (``lost``); the session does not write one yet.
+        """
+        if not trials:
+            return None
+        current = case_values(trials)[trials[0].case_id]
+        base = self._values.get(current.case_id)
+        if base is None or (base.fixture_sha256 and current.fixture_sha256
+                            and base.fixture_sha256 != current.fixture_sha256):
+            return None
+        return lost_case(base, current)
