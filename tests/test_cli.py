@@ -50,6 +50,8 @@ def test_a_misspelt_flag_gets_the_close_one(capsys: pytest.CaptureFixture[str]) 
     assert _error(capsys, ["--min-fl", "0.5"]) == (
         "unknown flag --min-fl; did you mean --min-f1? (pytest options go after --)"
     )
+    # a prefix is not taken for the flag it begins (argparse would, by default)
+    assert _error(capsys, ["--min-f", "0.5"]).startswith("unknown flag --min-f; did you mean --min-f1?")
 
 
 def test_every_flag_names_its_default_in_one_style() -> None:

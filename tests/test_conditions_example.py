@@ -55,7 +55,8 @@ def junit_cases(path: Path) -> dict[str, dict[str, str]]:
 
 
 def run_records(runs: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(runs.glob("*.json"))]
+    found = [json.loads(p.read_text()) for p in runs.glob("*.json")]
+    return sorted(found, key=lambda r: r["started_at"])  # oldest first (run ids of one second are not)
 
 
 def _fixture(prefix: str) -> Path:

@@ -128,6 +128,20 @@ def test_pathologically_nested_answers_are_failed_answers_in_both_tasks(raw: str
             assert "too deeply" in error or "levels deep" in error, error
 
 
+@pytest.mark.parametrize("raw", [
+    '[{"rxnorm_code": 1' + "0" * 5000 + ', "display": "x"}]',  # past Python's int conversion limit
+    '{"resourceType": "MedicationStatement", "dosage": [{"doseAndRate": [{"doseQuantity": {"value": 1'
+    + "0" * 5000 + "}}]}]}",
+])
+def test_an_integer_too_long_to_convert_is_a_failed_answer_in_every_task(raw: str) -> None:
+    from groundeval.tasks.reconcile import ReconcileTask
+    from groundeval.tasks.write import WriteTask
+
+    for task in (ExtractionTask(), WriteTask(), ReconcileTask()):
+        parsed = task.parse(None, raw)  # type: ignore[arg-type]  # parse reads only the text
+        assert parsed.found is False and "no JSON" in (parsed.error or ""), (task.name, parsed.error)
+
+
 def test_nesting_up_to_the_limit_is_still_an_answer() -> None:
     deep: dict[str, object] = {"resourceType": "MedicationStatement", "note": "[" * 10 + "]" * 10}
     nested: object = "leaf"

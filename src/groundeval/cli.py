@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="groundeval",
         description="Run a groundeval task (a pytest run with the groundeval plugin switched on).",
         epilog="Arguments after '--' go to pytest unchanged, e.g. groundeval --agent baseline -- --junitxml=out.xml",
+        allow_abbrev=False,  # --min-f must not silently mean --min-f1
     )
     parser.add_argument("--version", action="version", version=f"groundeval {version()}")
     for opt in OPTIONS:

@@ -129,7 +129,10 @@ def load_json(path: Path) -> tuple[dict[str, Any], str]:
     except RecursionError:
         raise DatasetError(str(path), "the JSON nests too deeply to be read; this is not a case file") from None
     if not isinstance(data, dict):
-        raise DatasetError(str(path), f"expected a JSON object, got {type(data).__name__}")
+        raise DatasetError(
+            str(path), f"expected a JSON object, got {type(data).__name__}; a case file holds one case "
+            "(a FHIR Bundle, or a case object): move other JSON files out of the data directory",
+        )
     return data, hashlib.sha256(raw).hexdigest()
 
 

@@ -85,7 +85,7 @@ def _extract(raw: str, opener: str, accept: Callable[[Any], bool], empty: Any) -
     wrapper: str | None = None
     try:
         whole = _checked(json.loads(text))
-    except json.JSONDecodeError:
+    except ValueError:  # JSONDecodeError, and an integer past Python's 4,300-digit conversion limit
         pass
     else:
         if accept(whole):
@@ -97,7 +97,7 @@ def _extract(raw: str, opener: str, accept: Callable[[Any], bool], empty: Any) -
     while i != -1:
         try:
             value, end = _DECODER.raw_decode(text, i)
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, and an integer past Python's 4,300-digit conversion limit
             failed += 1
             if failed > MAX_FAILED_DECODES:
                 why = f"the answer holds over {MAX_FAILED_DECODES} brackets that start no JSON value"

@@ -267,7 +267,10 @@ class Aggregate(BaseModel):
             figure an agent cannot raise by crashing on the cases it would fail.
         answer_rate: Cases with a parseable answer / counted (None when nothing is counted).
         metrics: The task's aggregate over the counted cases (micro/macro means, counts).
-        usage: Token totals and ``cost_usd`` (USD; None when any case's cost is unknown).
+        usage: Token totals and ``cost_usd`` (USD; None when any case's cost is unknown). With
+            cached answers these are the original calls' tokens and cost, not this run's.
+        cached: Cases whose agent result came from ``--groundeval-cache`` or a replayed run record
+            (no model call was made for them).
         trials: Per-case passes out of K, 95% intervals, pass@k, pass^k and the case verdicts
             (``groundeval.trial_stats``); None in records written before it existed.
     """
@@ -283,6 +286,7 @@ class Aggregate(BaseModel):
     answer_rate: float | None = None
     metrics: dict[str, Metric] = Field(default_factory=dict)
     usage: dict[str, Metric] = Field(default_factory=dict)
+    cached: int = 0
     trials: TrialStats | None = None
 
 

@@ -399,5 +399,6 @@ def summarize(
         answer_rate=round(sum(r.answered for r in counted) / n, 6) if n else None,
         metrics=task.aggregate([r.metrics for r in counted]),
         usage=usage,
+        cached=sum(r.cached for r in records),
     )
     return with_trial_stats(aggregate, records, min_pass_rate)

@@ -70,4 +70,5 @@ def junit_cases(path: Path) -> dict[str, dict[str, str]]:
 
 def records(base: Path) -> list[dict[str, Any]]:
     """Every run record under ``base/runs``, oldest first."""
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((base / "runs").glob("*.json"))]
+    found = [json.loads(p.read_text(encoding="utf-8")) for p in (base / "runs").glob("*.json")]
+    return sorted(found, key=lambda r: r["started_at"])  # run ids of one second sort by their random part

@@ -32,6 +32,8 @@ def test_second_run_with_the_cache_makes_no_model_call(pytester: pytest.Pytester
     cached = {c["case_id"]: c["cached"] for c in b["cases"]}
     assert not any(c["cached"] for c in a["cases"])
     assert sum(cached.values()) == 5 and not next(v for k, v in cached.items() if k.startswith("Stephen"))
+    assert b["aggregate"]["cached"] == 5 and a["aggregate"]["cached"] == 0
+    second.stdout.fnmatch_lines(["cached: 5 of 6 answers came from the cache or a replayed run*"])
     truncated = next(c for c in b["cases"] if c["case_id"].startswith("Max_Kris"))
     assert truncated["outcome"] == "truncated" and truncated["cached"] and truncated["raw_output"] == '[{"rxnorm'
     junit = junit_cases(counting_dir / "b.xml")
@@ -56,6 +58,7 @@ def test_two_workers_share_one_cache_and_a_parallel_run_replays(pytester: pytest
     replay = pytester.runpytest_subprocess(*args("-n", "2", "--junitxml=xb.xml", agent=f"replay:{path}"))
     replay.assert_outcomes(passed=4, failed=1, errors=1)
     assert len(calls(counting_dir)) == 6  # no model call
+    replay.stdout.fnmatch_lines([f"agent: counting (replayed from {path})  model: *"])
     second = next(r for r in records(counting_dir) if r["run_id"] != first["run_id"])
     assert second["agent"] == "counting" and second["settings"]["agent_spec"] == f"replay:{path}"
     stephen = next(c for c in second["cases"] if c["case_id"].startswith("Stephen"))

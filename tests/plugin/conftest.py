@@ -53,7 +53,8 @@ def eval_args(*extra: str) -> list[str]:
 
 
 def run_records(base: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted((base / "runs").glob("*.json"))]
+    found = [json.loads(p.read_text()) for p in (base / "runs").glob("*.json")]
+    return sorted(found, key=lambda r: r["started_at"])  # oldest first (run ids of one second are not)
 
 
 @pytest.fixture(scope="session")

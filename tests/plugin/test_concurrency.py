@@ -229,3 +229,20 @@ def agent(request):
     for record in sorted((pytester.path / "runs").glob("*.json")):
         (case,) = json.loads(record.read_text())["cases"]
         assert case["outcome"] == "failed" and case["metrics"]["recall"] == 0.0
+
+
+def test_minus_one_workers_is_a_serial_run_as_xdist_makes_it(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    # `-n -1` sets xdist's dist mode but starts no worker: the cases run here, with an agent
+    result = pytester.runpytest(*eval_args("-n", "-1", "-k", "Liz"))
+    result.assert_outcomes(passed=1, deselected=4)
+
+
+def test_by_default_only_agents_that_say_they_are_thread_safe_are_called_ahead(
+    pytester: pytest.Pytester, random_agent: Path
+) -> None:
+    pytester.runpytest(*eval_args("--groundeval-agent=random_agent:agent", "--groundeval-out-dir=own"))
+    (own,) = (pytester.path / "own").glob("*.json")
+    assert json.loads(own.read_text())["settings"]["concurrency"] == 1  # an agent of your own: one at a time
+    pytester.runpytest(*eval_args("--groundeval-agent=baseline", "--groundeval-out-dir=builtin"))
+    (builtin,) = (pytester.path / "builtin").glob("*.json")
+    assert json.loads(builtin.read_text())["settings"]["concurrency"] == 4  # thread_safe = True

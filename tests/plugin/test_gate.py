@@ -76,3 +76,14 @@ def test_a_bad_baseline_is_a_usage_error(pytester: pytest.Pytester, eval_dir: Pa
     result.stderr.fnmatch_lines(["ERROR: --groundeval-baseline: *not-a-record.json*"])
     result = pytester.runpytest(*ARGS, "--groundeval-agent=baseline", "--groundeval-fail-on-regression")
     result.stderr.fnmatch_lines(["ERROR: --groundeval-fail-on-regression needs --groundeval-baseline=RUN.json*"])
+
+
+def test_a_baseline_of_another_task_is_a_usage_error(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    path = _baseline(pytester)
+    other = json.loads(path.read_text())
+    other["task"] = "write"
+    (pytester.path / "write-run.json").write_text(json.dumps(other))
+    result = pytester.runpytest(*ARGS, "--groundeval-agent=baseline", "--groundeval-baseline=write-run.json",
+                                "--groundeval-fail-on-regression")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*a run record of the write task; this run is extraction*"])

@@ -91,6 +91,9 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         ConfigError: The provider's configuration check failed, or an option is out of range.
     """
 
+    thread_safe = True
+    """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
+
     name: str
     requires: frozenset[str] = frozenset({"text_prompt"})
     """Runs any task that renders a text prompt (see ``groundeval.agents.base``)."""

@@ -105,6 +105,8 @@ class BaselineExtractionAgent:
     name = "baseline"
     tasks: frozenset[str] = frozenset({"extraction"})
     model: str | None = None
+    thread_safe = True
+    """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         del config  # nothing to configure

@@ -238,6 +238,9 @@ def _find(drug: _Drug, segments: list[str], used: set[int]) -> list[int] | None:
 class BaselineReconcileAgent:
     """Reconciles the report text against the record with explicit patterns (no model)."""
 
+    thread_safe = True
+    """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
+
     name = "baseline-reconcile"
     tasks: frozenset[str] = frozenset({"reconcile"})
     model: str | None = None

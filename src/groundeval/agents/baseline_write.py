@@ -133,6 +133,9 @@ class _Calls:
 class BaselineWriteAgent:
     """Writes the MedicationStatement with regular expressions and the FHIR tools (no model)."""
 
+    thread_safe = True
+    """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
+
     name = "baseline-write"
     tasks: frozenset[str] = frozenset({"write"})
     model: str | None = None

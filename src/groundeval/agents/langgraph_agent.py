@@ -109,6 +109,9 @@ class LangGraphAgent:
             of range.
     """
 
+    thread_safe = True
+    """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
+
     name = "langgraph"
     requires: frozenset[str] = frozenset({"tools"})
 

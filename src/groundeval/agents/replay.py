@@ -105,6 +105,9 @@ class ReplayAgent:
         ConfigError: No record was named, or it cannot be read as a run record.
     """
 
+    thread_safe = True
+    """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
+
     def __init__(self, config: AgentConfig | None = None, *, record: str | Path | None = None) -> None:
         if record is None or not str(record).strip():
             raise ConfigError("the replay agent needs a run record: --groundeval-agent=replay:runs/<run_id>.json")

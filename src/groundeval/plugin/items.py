@@ -75,7 +75,8 @@ class EvalDataset(pytest.Directory):
                 if case.case_id in seen:
                     raise DatasetError(
                         str(path), f"case id {case.case_id!r} is already used by {seen[case.case_id]}; "
-                        "keep one file per patient/case",
+                        "keep one file per patient/case (extraction: --groundeval-case-ids=file takes ids from "
+                        "the whole file names)",
                     )
             except DatasetError as exc:
                 yield BadCaseFile.from_parent(self, name=path.name, error=exc)

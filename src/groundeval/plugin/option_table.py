@@ -113,10 +113,11 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "the summary adds pass@k, pass^k and per-case passes out of K.", "K",
     ),
     Option(
-        "concurrency", _positive_int, 4,
+        "concurrency", _positive_int, None,
         "Agent calls in flight at once per process (per xdist worker under -n): upcoming cases are "
         "called ahead in threads while items still report one by one in collection order. 1 calls "
-        "the agent inside each item, as a plain pytest run would.", "N",
+        "the agent inside each item, as a plain pytest run would. Default: 4 for the built-in "
+        "agents, 1 for an agent of your own unless it sets thread_safe = True.", "N",
     ),
     Option(
         "summary-md", _text, None,

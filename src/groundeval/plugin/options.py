@@ -93,7 +93,7 @@ class Settings:
     fail_on_regression: bool = False
     summary_md: Path | None = None
     trials: int = 1
-    concurrency: int = 4
+    concurrency: int | None = None
     cache_dir: Path | None = None
     replay_allow_changed: bool = False
     min_pass_rate: float | None = None
@@ -291,7 +291,7 @@ def read_settings(config: pytest.Config) -> Settings:
         fail_on_regression=bool(values["fail_on_regression"]),
         summary_md=path("summary_md"),
         trials=int(values["trials"]),
-        concurrency=int(values["concurrency"]),
+        concurrency=None if values["concurrency"] is None else int(values["concurrency"]),
         cache_dir=path("cache"),
         replay_allow_changed=bool(values["replay_allow_changed"]),
         min_pass_rate=values["min_pass_rate"],

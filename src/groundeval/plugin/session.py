@@ -39,7 +39,10 @@ if TYPE_CHECKING:
     from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
 
-__all__ = ["UNREACHABLE_AFTER", "GroundevalSession"]
+__all__ = ["DEFAULT_CONCURRENCY", "UNREACHABLE_AFTER", "GroundevalSession"]
+
+DEFAULT_CONCURRENCY = 4
+"""Agent calls in flight at once per process for agents that declare ``thread_safe = True``."""
 
 UNREACHABLE_AFTER = 3
 """Connection-level failures on a process's first cases, with no answer yet, after which the run stops."""
@@ -57,7 +60,10 @@ class GroundevalSession:
         self.config = config
         self.settings = settings
         self.is_worker = hasattr(config, "workerinput")
-        distributed = not self.is_worker and config.getoption("dist", default="no") not in ("no", None)
+        # as pytest-xdist decides it (xdist.plugin._is_distribution_mode): a mode and workers to run
+        # in; `-n -1` sets the mode but no worker, and the run is then serial
+        distributed = (not self.is_worker and config.getoption("dist", default="no") not in ("no", None)
+                       and bool(config.getoption("tx", default=None)))
         self.runs_cases = not distributed and not config.getoption("collectonly", default=False)
         self._agent: Agent | None = None
         self._agent_problem: ConfigError | None = None  # a worker whose agent could not be built
@@ -95,6 +101,11 @@ class GroundevalSession:
                 self.baseline = load_record(settings.baseline)
             except (OSError, ValueError) as exc:
                 raise pytest.UsageError(f"--groundeval-baseline: {exc}") from None
+            if self.baseline.task != self.task.name:
+                raise pytest.UsageError(
+                    f"--groundeval-baseline={settings.baseline}: a run record of the {self.baseline.task} task; this "
+                    f"run is {self.task.name}: give a baseline run of the same task"
+                )
             self._baseline_gate = BaselineGate(self.baseline)
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
         worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
@@ -123,6 +134,7 @@ class GroundevalSession:
         self._position: dict[str, int] = {}
         self._session: pytest.Session | None = None
         self.discarded_calls = 0  # agent calls made ahead whose items never ran (the run stopped)
+        self.worker_concurrency_heard = False  # xdist controller: a worker reported its effective N
         if self.runs_cases:
             throttle.configure(self.concurrency)
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
@@ -142,8 +154,16 @@ class GroundevalSession:
         return self.settings.trials
 
     def _effective_concurrency(self) -> int:
-        """``--groundeval-concurrency``, lowered to the agent's ``max_concurrency`` when it declares one."""
+        """Agent calls in flight at once in this process.
+
+        ``--groundeval-concurrency`` when given; else ``DEFAULT_CONCURRENCY`` for an agent that
+        declares ``thread_safe = True`` (the built-in ones) and 1 for any other, since calling an
+        agent of your own from threads could change its answers. Either is lowered to the agent's
+        ``max_concurrency`` when it declares one.
+        """
         wanted = self.settings.concurrency
+        if wanted is None:
+            wanted = DEFAULT_CONCURRENCY if getattr(self._agent, "thread_safe", False) is True else 1
         cap = getattr(self._agent, "max_concurrency", None)
         return min(wanted, cap) if isinstance(cap, int) and cap >= 1 else wanted
 
@@ -368,9 +388,10 @@ class GroundevalSession:
         self._cancel_ahead()
         throttle.configure(None)
         if self.is_worker:
-            from groundeval.plugin.worker_keys import DROPPED_KEY
+            from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY
 
             self.config.workeroutput[DROPPED_KEY] = self.discarded_calls  # type: ignore[attr-defined]
+            self.config.workeroutput[CONCURRENCY_KEY] = self.concurrency  # type: ignore[attr-defined]
         if self.stream is not None:
             self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or self.config.getoption("collectonly", default=False):

@@ -134,6 +134,11 @@ def _run_shape(record: RunRecord) -> list[str]:
     if isinstance(n, int) and n > 1:
         total = f" per worker x {workers} workers = {n * workers}" if isinstance(workers, int) and workers > 1 else ""
         lines.append(f"concurrency: {n} agent calls in flight at most{total}")
+    if record.aggregate.cached:
+        lines.append(
+            f"cached: {record.aggregate.cached} of {record.aggregate.cases} answers came from the cache or a replayed "
+            "run (no model call; their usage and cost are the original calls')"
+        )
     if record.dropped_calls:
         lines.append(
             f"{record.dropped_calls} agent calls made ahead were dropped when the run stopped "
@@ -159,7 +164,9 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
             for line in rest:
                 tr.write_line(f"    {clean_text(line)}")
     tr.write_sep("=", f"groundeval {record.task}")
-    header = f"agent: {record.agent}  model: {record.model or '-'}  run: {record.run_id}"
+    spec = str(record.settings.get("agent_spec") or "")
+    replayed = f" (replayed from {spec.partition(':')[2]})" if spec.startswith("replay:") else ""
+    header = f"agent: {record.agent}{replayed}  model: {record.model or '-'}  run: {record.run_id}"
     lines = format_table(record.aggregate, header)
     if record.collection_errors:  # files that never became cases: said at the top, not the bottom
         lines.insert(1, f"malformed case files (collection errors, not scored): {len(record.collection_errors)}")

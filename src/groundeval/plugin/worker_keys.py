@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["DROPPED_KEY", "RUN_ID_KEY"]
+__all__ = ["CONCURRENCY_KEY", "DROPPED_KEY", "RUN_ID_KEY"]
 
 RUN_ID_KEY = "groundeval_run_id"
 """``workerinput``: the controller's run id, shared by every worker."""
 DROPPED_KEY = "groundeval_dropped_calls"
 """``workeroutput``: calls the worker made ahead and dropped when the run stopped."""
+CONCURRENCY_KEY = "groundeval_concurrency"
+"""``workeroutput``: the agent calls in flight at once the worker allowed (its effective N)."""

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.plugin.worker_keys import DROPPED_KEY, RUN_ID_KEY
+from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, RUN_ID_KEY
 from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
@@ -32,6 +32,10 @@ class XdistHooks:
         dropped = output.get(DROPPED_KEY)
         if isinstance(dropped, int):
             self.gsession.discarded_calls += dropped
+        concurrency = output.get(CONCURRENCY_KEY)
+        if isinstance(concurrency, int) and not self.gsession.worker_concurrency_heard:
+            self.gsession.concurrency = concurrency  # the workers' effective N (the controller has no agent)
+            self.gsession.worker_concurrency_heard = True
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """The selected cases, as the workers collected them (identical on every worker)."""
