@@ -67,6 +67,8 @@ def test_the_gate_under_xdist(xdist_matrix: SharedRun) -> None:
     for prefix, outcome in lost.items():
         result.stdout.fnmatch_lines([f"LOST {prefix}*: passed 1/1 -> no verdict ({outcome})"])
     result.stdout.fnmatch_lines([f"regression gate FAILED: {len(expected)} regressed (passed -> failed); {len(lost)} lost*"])
+    marked = {prefix_of(name) for name, p in xdist_matrix.junit.items() if p.get("lost") == "true"}
+    assert marked == set(lost)  # junit marks each lost case, as it marks each regression
 
 
 def test_a_bad_baseline_is_a_usage_error(pytester: pytest.Pytester, eval_dir: Path) -> None:

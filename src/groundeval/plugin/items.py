@@ -47,8 +47,8 @@ class CaseRunner(Protocol):
         """True when the run was told to stop and no new case may start."""
         ...
 
-    def regression(self, record: CaseRecord) -> bool | None:
-        """Whether the case regressed against a baseline run (None without one)."""
+    def baseline_properties(self, record: CaseRecord) -> list[tuple[str, str]]:
+        """The junit properties of the case against a baseline run (``regression``, ``lost``; none without one)."""
         ...
 
 __all__ = ["BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem"]
@@ -145,9 +145,7 @@ class EvalItem(pytest.Item):
         run = gs.run_case(self.case, self.nodeid, self.session, self.trial)
         self.record = run.record
         self.user_properties.extend(junit_properties(run.record, gs.task.metric_names))
-        regressed = gs.regression(run.record)
-        if regressed is not None:
-            self.user_properties.append(("regression", "true" if regressed else "false"))
+        self.user_properties.extend(gs.baseline_properties(run.record))
         if run.exc is not None:
             raise run.exc
 

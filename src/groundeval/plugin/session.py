@@ -236,11 +236,17 @@ class GroundevalSession:
             self.stream.record_case(run.record.model_dump(mode="json"))
         return run
 
-    def regression(self, record: CaseRecord) -> bool | None:
-        """Whether this case regressed against ``--groundeval-baseline`` (None without a baseline)."""
-        if self._baseline_gate is None:
-            return None
-        return self._baseline_gate.regressed([record])
+    def baseline_properties(self, record: CaseRecord) -> list[tuple[str, str]]:
+        """The junit ``regression`` and ``lost`` of a case against ``--groundeval-baseline`` (none without a baseline).
+
+        ``regression``: passed in the baseline, fails now; ``lost``: passed in the baseline, no
+        verdict now (excluded or not run).
+        """
+        gate = self._baseline_gate
+        if gate is None:
+            return []
+        flag = {True: "true", False: "false"}
+        return [("regression", flag[gate.regressed([record])]), ("lost", flag[gate.lost([record]) is not None])]
 
     def _stop(self, session: pytest.Session, reason: str) -> None:
         self.stop_reason = clean_text(reason.splitlines()[0] if reason else reason)
@@ -413,5 +419,5 @@ class GroundevalSession:
 
             write_summary(terminalreporter, self.run_record, self.record_path)
             for line in self.gate.summary_lines() if self.gate is not None else ():
-                terminalreporter.write_line(line, red=line.startswith("REGRESSED"))
+                terminalreporter.write_line(line, red=line.startswith(("REGRESSED", "LOST", "regression gate FAILED")))
         return result
