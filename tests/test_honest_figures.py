@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from groundeval.aggregate import summarize
 from groundeval.cli_tools import compare_main
 from groundeval.plugin.junit import suite_properties
 from groundeval.plugin.summary import format_table
@@ -21,7 +22,6 @@ from groundeval.reporting.render import comparison_dict, comparison_text, fmt, f
 from groundeval.reporting.stats import Interval
 from groundeval.reporting.summary_md import comparison_markdown
 from groundeval.run_record import CaseRecord, RunRecord
-from groundeval.runner import summarize
 from groundeval.tasks import make_task
 
 from ._records import case, run

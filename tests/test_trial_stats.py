@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from groundeval.aggregate import summarize
 from groundeval.plugin.junit import suite_properties
 from groundeval.plugin.option_values import positive_fraction
 from groundeval.plugin.summary import format_table
@@ -16,7 +17,6 @@ from groundeval.reporting import summary_markdown
 from groundeval.reporting.html import render_report
 from groundeval.reporting.stats import paired_interval
 from groundeval.run_record import FigureInterval, PassAtK, RunRecord, TrialStats
-from groundeval.runner import summarize
 from groundeval.tasks import make_task
 from groundeval.trial_stats import (
     CONFIDENCE,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -32,13 +32,11 @@ from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, InfraError
 from groundeval.jsonable import jsonable
 from groundeval.outcomes import OUTCOMES
-from groundeval.pricing import total_cost
 from groundeval.redaction import clean
-from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, Aggregate, CaseRecord
+from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
 from groundeval.trial_ids import split_trial
-from groundeval.trial_stats import with_trial_stats
 
 __all__ = [
     "Attempt",
@@ -54,7 +52,6 @@ __all__ = [
     "request_for",
     "run_case",
     "setup_failed",
-    "summarize",
 ]
 
 
@@ -353,52 +350,3 @@ def not_run_record(info: RunInfo, nodeid: str, reason: str) -> CaseRecord:
         model=info.model, trial=trial or 0,
         outcome="not_run", counted=False, message=f"not_run: {reason}",
     )
-
-
-def summarize(
-    task: Task, records: Iterable[CaseRecord], selected: int | None = None, min_pass_rate: float | None = None
-) -> Aggregate:
-    """Aggregate case records: outcome counts, pass and answer rates, the task's means, tokens and cost.
-
-    Args:
-        task: The task whose ``aggregate`` combines the counted cases' metrics.
-        records: Every case record of the run (``not_run`` ones included).
-        selected: Cases selected for the run; defaults to the number of records.
-        min_pass_rate: ``--groundeval-min-pass-rate`` R for the case verdicts, or None.
-
-    Returns:
-        The ``Aggregate``, with ``trials`` from ``groundeval.trial_stats.with_trial_stats``.
-        ``cost_usd`` is None when any record with usage has no known cost.
-    """
-    records = list(records)
-    counts: dict[str, int] = {}
-    for rec in records:
-        counts[rec.outcome] = counts.get(rec.outcome, 0) + 1
-    counted = [r for r in records if r.counted]
-    not_run = counts.get("not_run", 0)
-    usage: dict[str, Metric] = {}
-    for rec in records:
-        for key, value in rec.usage.items():
-            if key != "cost_usd" and isinstance(value, int | float) and not isinstance(value, bool):
-                usage[key] = (usage.get(key) or 0) + value  # type: ignore[operator]
-    used = [r.usage for r in records if r.usage]
-    if used:
-        usage["cost_usd"] = total_cost(u.get("cost_usd") for u in used)  # missing = unknown
-    n = len(counted)
-    ran = len(records) - not_run
-    passed = sum(r.outcome == "passed" for r in records)
-    aggregate = Aggregate(
-        selected=len(records) if selected is None else selected,
-        cases=len(records),
-        counts=dict(sorted(counts.items())),
-        counted=n,
-        excluded=len(records) - n - not_run,
-        not_run=not_run,
-        pass_rate=round(passed / n, 6) if n else None,
-        pass_rate_ran=round(passed / ran, 6) if ran else None,
-        answer_rate=round(sum(r.answered for r in counted) / n, 6) if n else None,
-        metrics=task.aggregate([r.metrics for r in counted]),
-        usage=usage,
-        cached=sum(r.cached for r in records),
-    )
-    return with_trial_stats(aggregate, records, min_pass_rate)

@@ -15,6 +15,7 @@ from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.agents.baseline import BaselineExtractionAgent
 from groundeval.agents.claude import NO_KEY_HINT, ClaudeAgent
+from groundeval.aggregate import summarize
 from groundeval.errors import (
     AgentError,
     AuthError,
@@ -25,7 +26,7 @@ from groundeval.errors import (
     TruncatedError,
 )
 from groundeval.plugin.junit import junit_properties
-from groundeval.runner import RunInfo, run_case, summarize
+from groundeval.runner import RunInfo, run_case
 from groundeval.tasks import make_task
 
 from .conftest import FAKE_KEY, ScriptedAPI, api_error, message

@@ -21,7 +21,7 @@ from groundeval.plugin.junit import junit_properties
 from groundeval.run_record import CaseRecord
 from groundeval.runner import CaseRun
 from groundeval.tasks.base import Task
-from groundeval.trial_ids import trial_name
+from groundeval.trial_ids import split_trial, trial_name
 
 
 class CaseRunner(Protocol):
@@ -51,7 +51,7 @@ class CaseRunner(Protocol):
         """The junit properties of the case against a baseline run (``regression``, ``lost``; none without one)."""
         ...
 
-__all__ = ["BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem"]
+__all__ = ["BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem", "select_by_node_id"]
 
 class CaseFailed(AssertionError):
     """The agent's answer did not meet the task's thresholds, or there was no answer (a test *failure*)."""
@@ -179,3 +179,21 @@ class EvalItem(pytest.Item):
         suffix = f" [trial-{self.trial}]" if self.gsession.trials > 1 else ""
         return self.case.source, None, f"{self.gsession.task.name}: {self.case.case_id}{suffix}"
 
+
+def select_by_node_id(config: pytest.Config, items: list[Any], wanted: list[str], data_dir: Path) -> None:
+    """Keep only the cases named by node id (``groundeval/<task>::<id>``); a case's id selects all its trials.
+
+    Raises:
+        pytest.UsageError: A named case does not exist; the message lists a few that do.
+    """
+    known = {item.nodeid for item in items}
+    cases = {split_trial(n)[0] for n in known}
+    unknown = [n for n in wanted if n not in known and n not in cases]
+    if unknown:
+        some = ", ".join(sorted(known)[:3])
+        raise pytest.UsageError(f"no case {unknown[0]!r} in {data_dir}; case ids look like: {some}")
+    keep = set(wanted)
+    chosen = [item for item in items if item.nodeid in keep or split_trial(item.nodeid)[0] in keep]
+    ids = {item.nodeid for item in chosen}
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in ids])
+    items[:] = chosen

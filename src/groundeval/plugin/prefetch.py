@@ -30,7 +30,10 @@ from groundeval.agent_io import AgentRequest
 from groundeval.runner import Attempt, prepare
 from groundeval.tasks.base import Task
 
-__all__ = ["Ahead", "Prefetcher", "upcoming"]
+__all__ = ["LOOKAHEAD_PER_SLOT", "Ahead", "Prefetcher", "effective_concurrency", "upcoming"]
+
+LOOKAHEAD_PER_SLOT = 4
+"""Items queued ahead per call slot: enough that no slot idles behind one slow case."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,3 +172,18 @@ def _worker_queue(config: pytest.Config) -> list[int]:
             return []
         return [i for i in [nxt, *pending] if isinstance(i, int) and not isinstance(i, bool)]
     return []
+
+
+def effective_concurrency(option: int | None, agent: object, default: int) -> int:
+    """Agent calls in flight at once in a process.
+
+    ``option`` (``--groundeval-concurrency``) when given; else ``default`` for an agent that
+    declares ``thread_safe = True`` (the built-in ones) and 1 for any other, since calling an
+    agent of your own from threads could change its answers. Either is lowered to the agent's
+    ``max_concurrency`` when it declares one.
+    """
+    wanted = option
+    if wanted is None:
+        wanted = default if getattr(agent, "thread_safe", False) is True else 1
+    cap = getattr(agent, "max_concurrency", None)
+    return min(wanted, cap) if isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1 else wanted

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from groundeval.aggregate import summarize
 from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.run_record import RunRecord, package_versions
-from groundeval.runner import not_run_record, summarize
+from groundeval.runner import not_run_record
 from groundeval.trial_stats import verdict_exit_status
 
 if TYPE_CHECKING:

@@ -154,18 +154,10 @@ class GroundevalSession:
         return self.settings.trials
 
     def _effective_concurrency(self) -> int:
-        """Agent calls in flight at once in this process.
+        """Agent calls in flight at once in this process (``prefetch.effective_concurrency``)."""
+        from groundeval.plugin.prefetch import effective_concurrency
 
-        ``--groundeval-concurrency`` when given; else ``DEFAULT_CONCURRENCY`` for an agent that
-        declares ``thread_safe = True`` (the built-in ones) and 1 for any other, since calling an
-        agent of your own from threads could change its answers. Either is lowered to the agent's
-        ``max_concurrency`` when it declares one.
-        """
-        wanted = self.settings.concurrency
-        if wanted is None:
-            wanted = DEFAULT_CONCURRENCY if getattr(self._agent, "thread_safe", False) is True else 1
-        cap = getattr(self._agent, "max_concurrency", None)
-        return min(wanted, cap) if isinstance(cap, int) and cap >= 1 else wanted
+        return effective_concurrency(self.settings.concurrency, self._agent, DEFAULT_CONCURRENCY)
 
     @staticmethod
     def _build_agent(settings: Settings, task: Any) -> Agent:
@@ -254,16 +246,13 @@ class GroundevalSession:
         self._cancel_ahead()
 
     # -- calls made ahead (--groundeval-concurrency) ---------------------------------------------
-    LOOKAHEAD_PER_SLOT = 4
-    """Items queued ahead per call slot: enough that no slot idles behind one slow case."""
-
     def _upcoming(self, nodeid: str, session: pytest.Session) -> list[Ahead]:
         """This item and the next ones this process will run (``prefetch.upcoming``)."""
-        from groundeval.plugin.prefetch import upcoming
+        from groundeval.plugin.prefetch import LOOKAHEAD_PER_SLOT, upcoming
 
         if self.stop_requested():
             return []
-        window = self.concurrency * self.LOOKAHEAD_PER_SLOT
+        window = self.concurrency * LOOKAHEAD_PER_SLOT
         return upcoming(self.task, self._order, self._position, nodeid, session, window, worker=self.is_worker)
 
     def _cancel_ahead(self) -> None:
@@ -337,21 +326,10 @@ class GroundevalSession:
             pytest.UsageError: A named case does not exist; the message lists a few that do.
         """
         wanted = getattr(config.option, "groundeval_select", None)
-        if not wanted:
-            return
-        from groundeval.trial_ids import split_trial
+        if wanted:
+            from groundeval.plugin.items import select_by_node_id
 
-        known = {item.nodeid for item in items}
-        cases = {split_trial(n)[0] for n in known}  # a case's node id selects all its trials
-        unknown = [n for n in wanted if n not in known and n not in cases]
-        if unknown:
-            some = ", ".join(sorted(known)[:3])
-            raise pytest.UsageError(f"no case {unknown[0]!r} in {self.settings.data_dir}; case ids look like: {some}")
-        keep = set(wanted)
-        chosen = [item for item in items if item.nodeid in keep or split_trial(item.nodeid)[0] in keep]
-        ids = {item.nodeid for item in chosen}
-        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in ids])
-        items[:] = chosen
+            select_by_node_id(config, items, wanted, self.settings.data_dir)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Remember the selected cases (serial runs; the xdist controller hears them from workers)."""
