@@ -287,11 +287,8 @@ class GroundevalSession:
         if not self.is_worker:
             from groundeval.plugin.signals import SignalStop
 
-            self._signal_stop = SignalStop(self.config, self.stop_file, self._stopped_by_signal)
+            self._signal_stop = SignalStop(self.config, self.stop_file, functools.partial(setattr, self, "stop_reason"))
             self._signal_stop.install()
-
-    def _stopped_by_signal(self, reason: str) -> None:
-        self.stop_reason = reason
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Put the signal handlers back; forget the check cache directory."""
