@@ -254,7 +254,10 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
     elif callable(target):
         agent = FunctionAgent(target, name=spec)
     else:
-        raise ConfigError(f"agent {spec!r} is a {type(target).__name__}, not a class or callable")
+        raise ConfigError(
+            f"agent {spec!r} is a value of type {type(target).__name__}, not a class or callable; name an "
+            "agent class, an instance with run(), or a function"
+        )
     if not callable(getattr(agent, "run", None)):
         raise ConfigError(f"agent {spec!r} has no run(request) method")
     if not isinstance(getattr(agent, "name", None), str):
