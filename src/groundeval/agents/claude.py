@@ -47,6 +47,15 @@ NO_KEY_HINT = (
 _DEPRECATED = r"The model '.*' is deprecated"
 
 
+def _maybe_deprecated(model: str) -> bool:
+    """Whether the SDK may warn that ``model`` is deprecated (True when its list cannot be read)."""
+    try:
+        from anthropic._data import DEPRECATED_MODELS
+    except ImportError:  # pragma: no cover - an SDK that moved its private list
+        return True
+    return model in DEPRECATED_MODELS
+
+
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, int) else 0
 
@@ -114,7 +123,15 @@ class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
         return (anthropic.APIError,)
 
     def _call(self, params: dict[str, Any], timeout_s: float) -> Any:
-        """One API call. The SDK's deprecation warning for an old model id is let through once."""
+        """One API call. The SDK's deprecation warning for an old model id is let through once.
+
+        ``warnings.catch_warnings`` changes process-wide state and is not thread-safe, so it is
+        entered only for a model id the SDK lists as deprecated (``anthropic._data``, private;
+        when it cannot be read, always): calls of a current model made ahead in threads
+        (``--groundeval-concurrency``) never touch the warning filters.
+        """
+        if not _maybe_deprecated(str(params.get("model"))):
+            return self._sdk().messages.create(**params, timeout=timeout_s)
         with warnings.catch_warnings():
             if self._deprecation_shown:
                 warnings.filterwarnings("ignore", message=_DEPRECATED, category=DeprecationWarning)
