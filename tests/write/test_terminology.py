@@ -326,11 +326,19 @@ def test_make_terminology_is_deterministic_and_committed_file_is_current(
 
 def test_make_terminology_check_reports_a_stale_file(synthea_dir: Path, tmp_path: Path) -> None:
     script = _script()
+    source = tmp_path / "source"  # three bundles are enough to build, check and go stale
+    source.mkdir()
+    for bundle in sorted(synthea_dir.glob("*.json"), key=lambda p: p.stat().st_size)[:3]:
+        (source / bundle.name).symlink_to(bundle)
+    synthea_dir, tmp_path = source, tmp_path / "out"
+    tmp_path.mkdir()
     assert script.main(["--source", str(synthea_dir), "--out", str(tmp_path), "--check"]) == 1
     assert script.main(["--source", str(synthea_dir), "--out", str(tmp_path)]) == 0
     assert script.main(["--source", str(synthea_dir), "--out", str(tmp_path), "--check"]) == 0
     target = tmp_path / "rxnorm_catalog.json"
-    target.write_bytes(target.read_bytes().replace(b"Tylenol", b"Tylenox"))
+    text = target.read_text(encoding="utf-8")
+    assert '"display": "' in text
+    target.write_text(text.replace('"display": "', '"display": "Stale ', 1), encoding="utf-8")
     assert script.main(["--source", str(synthea_dir), "--out", str(tmp_path), "--check"]) == 1
 
 
