@@ -131,3 +131,17 @@ def test_check_cases_refuses_another_task_and_changed_files(tmp_path: Path, extr
     write_task = ReplayAgent(record=write_record(tmp_path / "write.json", [case("w")], task="write"))
     with pytest.raises(ConfigError, match="the record is of the 'write' task, this run is 'extraction'"):
         write_task.check_cases(task, data, allow_changed=True)  # another task is never replayed
+def test_replaying_fewer_trials_than_recorded_warns() -> None:
+    from types import SimpleNamespace
+
+    from groundeval.plugin.agent_setup import _warn_unreplayed_trials
+
+    record = SimpleNamespace(cases=[SimpleNamespace(trial=t) for t in (0, 1, 2)])
+    agent: Any = SimpleNamespace(record=record)
+    with pytest.warns(UserWarning, match="holds 3 trials per case and this run replays 1"):
+        _warn_unreplayed_trials(agent, 1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_unreplayed_trials(agent, 3)  # all of them: no warning

@@ -15,6 +15,20 @@ from groundeval.plugin.options import Settings
 __all__ = ["preflight_replay", "prepare_agent"]
 
 
+def _warn_unreplayed_trials(agent: Agent, trials: int) -> None:
+    """Warn when the replayed record holds more trials per case than this run replays."""
+    record = getattr(agent, "record", None)
+    recorded = 1 + max((c.trial for c in getattr(record, "cases", ())), default=0)
+    if recorded > trials:
+        import warnings
+
+        warnings.warn(
+            f"groundeval: the replayed record holds {recorded} trials per case and this run replays "
+            f"{trials}; give --groundeval-trials={recorded} to re-score them all",
+            stacklevel=2,
+        )
+
+
 def _is_replay(spec: str) -> bool:
     return spec.partition(":")[0] == "replay" and ":" in spec
 
@@ -37,6 +51,7 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
     check_cases = getattr(agent, "check_cases", None)
     if callable(check_cases):
         check_cases(task, settings.data_dir, allow_changed=settings.replay_allow_changed)
+        _warn_unreplayed_trials(agent, settings.trials)
         return agent  # a replay makes no model call: nothing to cache
     if settings.cache_dir is None:
         return agent
