@@ -131,7 +131,7 @@ def test_crashing_on_the_failures_is_lost_and_fails_the_gate() -> None:
     assert not gate.regressed and len(gate.lost) == 27 and gate.failed
     assert gate.lost[0].text() == "c21: passed 1/1 -> no verdict (agent_error)"
     assert not gate.not_compared  # lost is not "not compared"
-    assert gate.reasons() == ["27 lost (passed -> no verdict: agent_error 27)"]
+    assert gate.reasons() == ["27 lost (a verdict before -> none now: agent_error 27)"]
     assert f"run B {CRASH_SCOPE}" in comp.warnings
     ran = next(f for f in comp.figures if f.name == "pass_rate_ran")
     assert ran.a == 1.0 and ran.b == pytest.approx(21 / 48) and ran.interval is None
@@ -159,11 +159,31 @@ def test_the_per_case_baseline_gate_knows_a_lost_case() -> None:
     assert gate.lost([case("new", "agent_error", run_id="B")]) is None
 
 
-def test_a_case_that_never_passed_and_now_errors_is_only_not_compared() -> None:
+def test_a_case_that_failed_and_now_errors_is_lost_too() -> None:
+    # An agent that crashes on exactly the cases it used to fail raises its pass rate; the gate
+    # must not let that through (a verdict before, none now).
     a = run([case("c1", "failed", run_id="A"), case("c2", run_id="A")], run_id="A")
-    b = run([case("c1", "harness_error", run_id="B"), case("c2", run_id="B")], run_id="B")
+    b = run([case("c1", "agent_error", run_id="B"), case("c2", run_id="B")], run_id="B")
+    gate = regressions(a, b)
+    assert gate.failed and [c.case_id for c in gate.lost] == ["c1"] and "c1" not in gate.not_compared
+    assert gate.lost[0].text() == "c1: passed 0/1 -> no verdict (agent_error)"
+
+
+def test_a_case_not_counted_in_the_baseline_is_only_not_compared() -> None:
+    a = run([case("c1", "infra_error", run_id="A"), case("c2", run_id="A")], run_id="A")
+    b = run([case("c1", "agent_error", run_id="B"), case("c2", run_id="B")], run_id="B")
     gate = regressions(a, b)
     assert not gate.failed and not gate.lost and "c1" in gate.not_compared
+
+
+def test_a_run_wide_pass_rate_drop_beyond_noise_fails_the_gate_without_a_single_regression() -> None:
+    # With 3 trials, a 3/3 -> 2/3 drop on one case is within noise (Fisher), on 20 cases it is not.
+    a = run([case(f"c{i}", trial=t, run_id="A") for i in range(20) for t in range(3)], run_id="A")
+    b = run([case(f"c{i}", "failed" if t == 0 else "passed", trial=t, run_id="B") for i in range(20) for t in range(3)],
+            run_id="B")
+    gate = regressions(a, b)
+    assert not gate.regressed and not gate.lost and gate.pass_rate_dropped and gate.failed
+    assert any(r.startswith("the pass rate dropped -0.333") for r in gate.reasons())
 
 
 def test_trials_lost_only_when_every_trial_has_no_verdict() -> None:

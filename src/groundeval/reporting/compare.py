@@ -61,8 +61,8 @@ __all__ = [
 def regressions(baseline: RunRecord, current: RunRecord) -> GateResult:
     """The regression gate of ``current`` against ``baseline`` (see ``GateResult``).
 
-    It fails on regressed cases (passed -> failed), lost cases (passed -> no verdict: excluded or
-    not run) and an incomplete ``current`` run.
+    It fails on regressed cases (passed -> failed), lost cases (a verdict in the baseline, none
+    now: excluded or not run), a pass-rate drop beyond noise and an incomplete ``current`` run.
     """
     return compare_runs(baseline, current).gate
 

@@ -4,10 +4,15 @@ Two kinds of case fail the gate, and every output keeps them apart:
 
 * **regressed**: passed in the baseline, counted now and failed (one trial each), or with trials a
   pass-rate drop with one-sided Fisher exact p <= 0.05;
-* **lost**: passed in the baseline (at least one counted trial passed) and has no verdict now:
+* **lost**: had a verdict in the baseline (a counted trial, passed or not) and has none now:
   every trial of it is excluded (``agent_error``, ``harness_error``, ``infra_error``, ... see
-  ``groundeval.outcomes``) or ``not_run``. An agent must not clear the gate by crashing on the
-  cases it would fail, so a lost case fails the gate like a regression, named with its outcomes.
+  ``groundeval.outcomes``) or ``not_run``. An agent must not clear the gate, or raise its pass
+  rate, by crashing on the cases it would fail, so a lost case fails the gate like a regression,
+  named with its outcomes.
+
+A run whose pass rate dropped beyond noise fails the gate too: the paired bootstrap interval of
+the per-case pass-rate differences lies wholly below 0 (with trials, per-case Fisher tests on 3
+trials can flag only 3/3 -> 0/3, so a run-wide drop of flaky cases is caught here).
 
 An incomplete current run (``RunRecord.complete`` false) fails the gate too: its cases that never
 ran cannot be shown not to have regressed.
@@ -61,11 +66,11 @@ class CaseGate:
 
 @dataclass(frozen=True, slots=True)
 class CaseLost:
-    """A case that passed in the baseline and has no verdict now (excluded or not run).
+    """A case that had a verdict in the baseline and has none now (excluded or not run).
 
     Attributes:
         case_id: The case id.
-        baseline_passes: Passing counted trials in the baseline (at least 1).
+        baseline_passes: Passing counted trials in the baseline (0 when it failed there).
         baseline_trials: Counted trials in the baseline.
         outcomes: The current run's outcomes of the case, in trial order (all excluded or ``not_run``).
     """
@@ -86,8 +91,8 @@ class CaseLost:
 
 
 def lost_case(a: CaseValues, b: CaseValues) -> CaseLost | None:
-    """The ``CaseLost`` when ``a`` (baseline) passed at least once and ``b`` (current) has no counted trial."""
-    if a.counted and a.passes and not b.counted:
+    """The ``CaseLost`` when ``a`` (baseline) has a counted trial and ``b`` (current) has none."""
+    if a.counted and not b.counted:
         return CaseLost(a.case_id, a.passes, a.counted, b.outcomes)
     return None
 
@@ -165,7 +170,13 @@ class GateResult:
 
         What ``--groundeval-fail-on-regression`` and ``groundeval compare --fail-on-regression`` fail on.
         """
-        return bool(self.regressed or self.lost or self.incomplete is not None)
+        return bool(self.regressed or self.lost or self.incomplete is not None or self.pass_rate_dropped)
+
+    @property
+    def pass_rate_dropped(self) -> bool:
+        """True when the paired interval of the pass-rate change lies wholly below 0 (beyond noise)."""
+        iv = self.pass_rate_interval
+        return iv is not None and iv.n >= 2 and iv.high < -EPS
 
     def reasons(self) -> list[str]:
         """Why the gate fails, one phrase each (empty when it passes)."""
@@ -173,9 +184,12 @@ class GateResult:
         if self.regressed:
             out.append(f"{len(self.regressed)} regressed (passed -> failed)")
         if self.lost:
-            out.append(f"{len(self.lost)} lost (passed -> no verdict: {lost_outcomes(self.lost)})")
+            out.append(f"{len(self.lost)} lost (a verdict before -> none now: {lost_outcomes(self.lost)})")
         if self.incomplete is not None:
             out.append(f"the current run is incomplete ({self.incomplete})")
+        if self.pass_rate_dropped and self.pass_rate_interval is not None:
+            iv = self.pass_rate_interval
+            out.append(f"the pass rate dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
         return out
 
     def summary_lines(self) -> list[str]:

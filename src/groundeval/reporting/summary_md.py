@@ -196,7 +196,7 @@ def _lost_md(gate: GateResult) -> list[str]:
     """Why the gate fails, then the lost cases (passed in the baseline, no verdict now) with their outcomes."""
     lines = ["", f"**regression gate failed**: {md_escape('; '.join(gate.reasons()))}"] if gate.failed else []
     if gate.lost:
-        lines += ["", "| lost case (passed -> no verdict) | baseline | now |", "| --- | ---: | --- |"]
+        lines += ["", "| lost case (a verdict before, none now) | baseline | now |", "| --- | ---: | --- |"]
         lines += [f"| `{md_escape(c.case_id)}` | {c.baseline_passes}/{c.baseline_trials} | {md_escape(c.outcome)} |"
                   for c in gate.lost[:MAX_LISTED]]
         if len(gate.lost) > MAX_LISTED:
@@ -221,7 +221,7 @@ def comparison_markdown(comp: Comparison) -> str:
     lines += ["", f"<sub>{md_escape(METHOD)}; \\* = the interval excludes 0</sub>", ""]
     gate = comp.gate
     lines.append(f"{len(comp.cases)} cases compared, {len(comp.changed)} changed: **{len(gate.regressed)} regressed** "
-                 f"(passed -> failed), **{len(gate.lost)} lost** (passed -> no verdict: excluded or not run), "
+                 f"(passed -> failed), **{len(gate.lost)} lost** (a verdict before, none now: excluded or not run), "
                  f"{len(gate.improved)} improved")
     lines += _lost_md(gate)
     if comp.changed:
