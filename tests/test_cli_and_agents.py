@@ -14,6 +14,7 @@ from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import AgentConfig, FunctionAgent, make_agent
 from groundeval.cli import pytest_args
 from groundeval.errors import AgentError, ConfigError
+from groundeval.runner import call_agent
 from groundeval.testing.scripted_agent import ScriptedAgent
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
@@ -96,7 +97,7 @@ NOT_AN_AGENT = 42
 )
 def test_module_attribute_agents(attr: str, text: str) -> None:
     agent = make_agent(f"{__name__}:{attr}", AgentConfig(model="m1"))
-    assert agent.run(REQUEST).text == text
+    assert call_agent(agent, REQUEST).result.text == text
     assert isinstance(agent.name, str)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import Agent
 from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
+from groundeval.runner import call_agent
 from groundeval.scoring import Parsed
 from groundeval.tasks.extraction import ExtractionTask
 from groundeval.tasks.medlist import active_medications
@@ -96,7 +97,7 @@ def test_fixture_selection_covers_the_required_situations(extraction_fixtures: P
 def _answer(agent: Agent, path: Path) -> tuple[dict[str, Any], Parsed]:
     case = TASK.load_case(path)
     prompt = TASK.prompt(case)
-    result = agent.run(AgentRequest(case_id=case.case_id, task="extraction", prompt=prompt))
+    result = call_agent(agent, AgentRequest(case_id=case.case_id, task="extraction", prompt=prompt)).result
     return TASK.truth(case), TASK.parse(case, result.text)
 
 

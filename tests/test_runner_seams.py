@@ -41,3 +41,12 @@ def test_a_truth_bug_never_calls_the_agent() -> None:
     run = run_case(task, FunctionAgent(counting, "counting"), task.load_case(LIZ), INFO, "n")
     assert run.record.outcome == "harness_error" and calls == []
     assert run.record.error is not None and run.record.error.type == "KeyError"
+
+
+def test_an_agent_that_returns_none_has_not_answered_and_the_case_counts() -> None:
+    task = ExtractionTask()
+    for value in (None, AgentResult(text=None)):  # type: ignore[arg-type]
+        agent = FunctionAgent(lambda request, v=value: v, "returns-none")  # type: ignore[misc]
+        run = run_case(task, agent, task.load_case(LIZ), INFO, "n")
+        assert run.record.outcome == "no_answer" and run.record.counted and run.exc is None
+        assert run.record.metrics["f1"] == 0.0 and "returned None: no answer" in run.record.message

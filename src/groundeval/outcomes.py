@@ -64,7 +64,7 @@ POLICY: tuple[OutcomeRule, ...] = (
     OutcomeRule("failed", "failed", True, False, "a wrong answer, no credit"),
     OutcomeRule("no_answer", "failed", True, False,
                 "no parseable answer, an ambiguous answer (two JSON values), "
-                "or the agent raised `AgentError`"),
+                "the agent returned None, or it raised `AgentError`"),
     OutcomeRule("truncated", "failed", True, False, "the reply stopped at `max_tokens`; never parsed"),
     OutcomeRule("agent_loop", "failed", True, False,
                 "a tool-using agent hit its recursion limit (model calls, last tool and limit recorded)"),
@@ -73,7 +73,9 @@ POLICY: tuple[OutcomeRule, ...] = (
                 "retries exhausted on 429/529/5xx, a timeout, a connection error or a garbled response"),
     OutcomeRule("case_too_large", "error", False, False,
                 "the API refused this case's prompt as too large for the model"),
-    OutcomeRule("agent_error", "error", False, False, "the agent's own code raised (traceback shown)"),
+    OutcomeRule("agent_error", "error", False, False,
+                "the agent's own code raised (traceback shown), or returned a value that is neither a str "
+                "nor an `AgentResult` (a bug, not an answer)"),
     OutcomeRule("harness_error", "error", False, False,
                 "groundeval raised while rendering, deriving the truth, parsing, scoring or recording "
                 "(full traceback)"),

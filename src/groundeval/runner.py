@@ -119,13 +119,18 @@ def call_agent(agent: Agent, request: AgentRequest) -> Execution:
     """Run the agent once on ``request``; a ``str`` answer becomes ``AgentResult(text=...)``.
 
     Raises:
-        AgentError: Whatever the agent raised (its class carries the outcome).
+        AgentError: Whatever the agent raised (its class carries the outcome), or the agent
+            returned None (no answer: ``no_answer``, counted).
         AgentReturnedWrongType: The agent returned neither a str nor an AgentResult.
         BaseException: Anything else the agent raised propagates unchanged.
     """
     start = time.perf_counter()
     out: Any = agent.run(request)
     latency = time.perf_counter() - start
+    if out is None or (isinstance(out, AgentResult) and out.text is None):
+        # Python's "no answer": a failed case scored as empty, never excluded (else an agent could
+        # raise its means by returning None on the cases it would fail)
+        raise AgentError(f"{request.case_id}: agent {agent.name!r} returned None: no answer")
     if isinstance(out, str):
         out = AgentResult(text=out)
     if not isinstance(out, AgentResult):

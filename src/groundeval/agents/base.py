@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from groundeval.agent_io import AgentRequest, AgentResult
-from groundeval.errors import AgentReturnedWrongType, ConfigError
+from groundeval.errors import ConfigError
 
 __all__ = [
     "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires", "check_task", "make_agent", "preflight_agent",
@@ -74,8 +74,10 @@ class Agent(Protocol):
     name: str
     model: str | None
 
-    def run(self, request: AgentRequest) -> AgentResult:
-        """Answer one request.
+    def run(self, request: AgentRequest) -> AgentResult | str:
+        """Answer one request: an ``AgentResult``, or the answer text alone.
+
+        Returning None (no answer) is a failed case, scored as an empty answer (``no_answer``).
 
         Raises:
             AgentError: The agent could not answer (an ``InfraError`` for API trouble).
@@ -114,21 +116,13 @@ class FunctionAgent:
         self.name = name
         self.model: str | None = None
 
-    def run(self, request: AgentRequest) -> AgentResult:
-        """Call the function; a string answer becomes ``AgentResult(text=...)``.
+    def run(self, request: AgentRequest) -> str | AgentResult:
+        """Call the function and hand back what it returned.
 
-        Raises:
-            AgentReturnedWrongType: The function returned something other than a str or an AgentResult.
+        The runner (``runner.call_agent``) turns a str into ``AgentResult(text=...)``, None into
+        no answer, and anything else into ``AgentReturnedWrongType``, for every agent alike.
         """
-        out = self._fn(request)
-        if isinstance(out, AgentResult):
-            return out
-        if isinstance(out, str):
-            return AgentResult(text=out)
-        raise AgentReturnedWrongType(
-            f"{request.case_id}: agent {self.name!r} returned {type(out).__name__}; "
-            "return a str or a groundeval.AgentResult"
-        )
+        return self._fn(request)
 
 
 def _load_target(spec: str) -> Any:
