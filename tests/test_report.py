@@ -55,6 +55,9 @@ def test_summary_markdown_headline_intervals_regressions_usage() -> None:
     counts = b.model_copy(update={"aggregate": b.aggregate.model_copy(
         update={"metrics": {**b.aggregate.metrics, "format_not_ok": 2}})})
     assert "| format_not_ok | 2 |" in summary_markdown(counts)  # a count stays an integer
+    na = b.model_copy(update={"aggregate": b.aggregate.model_copy(
+        update={"metrics": {**b.aggregate.metrics, "micro_precision": None}})})
+    assert "| micro_precision | - |" in summary_markdown(na) and "None" not in summary_markdown(na)
 
 
 def test_write_summary_markdown_to_a_file_and_the_step_summary(tmp_path: Path) -> None:

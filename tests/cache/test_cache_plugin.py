@@ -95,6 +95,7 @@ def test_replay_refuses_another_task_and_changed_fixtures_unless_allowed(
     changed.stderr.fnmatch_lines([f"*1 case file(s) changed since that run ({liz.name})*--groundeval-replay-allow-changed*"])
     assert not (counting_dir / "runs").exists()  # nothing ran
     allowed = pytester.runpytest(*args("--groundeval-replay-allow-changed", "--junitxml=r.xml", agent=f"replay:{path}"))
+    allowed.stdout.fnmatch_lines(["fixture_changed: 1 case(s) re-scored although their case file changed*"])
     allowed.assert_outcomes(passed=6, errors=1)
     (record,) = records(counting_dir)
     by_id = {c["case_id"]: c for c in record["cases"]}

@@ -139,6 +139,13 @@ def _run_shape(record: RunRecord) -> list[str]:
             f"cached: {record.aggregate.cached} of {record.aggregate.cases} answers came from the cache or a replayed "
             "run (no model call; their usage and cost are the original calls')"
         )
+    changed = [c.case_id for c in record.cases if c.agent_meta.get("fixture_changed")
+               or (c.error is not None and c.error.details.get("fixture_changed"))]
+    if changed:
+        lines.append(
+            f"fixture_changed: {len(changed)} case(s) re-scored although their case file changed since the "
+            f"replayed run ({', '.join(sorted(set(changed))[:3])}{', ...' if len(set(changed)) > 3 else ''})"
+        )
     if record.dropped_calls:
         lines.append(
             f"{record.dropped_calls} agent calls made ahead were dropped when the run stopped "

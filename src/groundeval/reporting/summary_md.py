@@ -111,7 +111,9 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
     lines += ["", "| figure | value | 95% interval |", "| --- | ---: | --- |"]
     for name in ["answer_rate", *agg.metrics]:
         value = agg.answer_rate if name == "answer_rate" else agg.metrics.get(name)
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if value is None:
+            shown = "-"  # n/a, as the terminal prints it
+        elif isinstance(value, bool) or not isinstance(value, int | float):
             shown = str(value)
         else:  # counts (format_not_ok, duplicates) as integers, means to three decimals
             shown = str(value) if isinstance(value, int) else fmt(value)
