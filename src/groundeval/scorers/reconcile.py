@@ -30,7 +30,7 @@ and no high-alert discrepancy was missed. ``dose_mismatch`` items should carry `
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from statistics import fmean
 from typing import Any, Literal
 
@@ -177,22 +177,18 @@ def _message(metrics: Mapping[str, Metric], details: Mapping[str, list[dict[str,
         f"recall {_fmt(metrics['discrepancy_recall'])}); matched F1 {_fmt(metrics['matched_f1'])}; "
         f"each needs >= {min_f1:g}"
     ]
-    if details["high_alert_missed"]:
-        lines.append("HIGH-ALERT discrepancy missed or misclassified (fails the case whatever the F1):")
-        lines += [f"  - {e['rxnorm_code']}  {e['display']}  [{e['status']}; {e['high_alert']}]"
-                  for e in details["high_alert_missed"]]
-    if details["missing"]:
-        lines.append("not in the answer:")
-        lines += [f"  - {e['rxnorm_code']}  {e['display']}  [{e['status']}{'; ' + e['why'] if e['why'] else ''}]"
-                  for e in details["missing"]]
-    if details["mismatches"]:
-        lines.append("wrong status (expected | got):")
-        lines += [f"  - {e['rxnorm_code']}  {e['display']}: {e['expected']} | {e['got']}"
-                  for e in details["mismatches"]]
-    if details["extra"]:
-        lines.append("in the answer, on neither side:")
-        lines += [f"  - {e['rxnorm_code'] or '(null)'}  {e['display']}  [{e['status']}]"
-                  for e in details["extra"]]
+    sections: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str]], ...] = (
+        ("high_alert_missed", "HIGH-ALERT discrepancy missed or misclassified (fails the case whatever the F1):",
+         lambda e: f"[{e['status']}; {e['high_alert']}]"),
+        ("missing", "not in the answer:", lambda e: f"[{e['status']}{'; ' + e['why'] if e['why'] else ''}]"),
+        ("mismatches", "wrong status (expected | got):", lambda e: f"{e['expected']} | {e['got']}"),
+        ("extra", "in the answer, on neither side:", lambda e: f"[{e['status']}]"),
+    )
+    for key, title, tail in sections:
+        if details[key]:
+            lines.append(title)
+            sep = ": " if key == "mismatches" else "  "
+            lines += [f"  - {e['rxnorm_code'] or '(null)'}  {e['display']}{sep}{tail(e)}" for e in details[key]]
     return "\n".join(lines)
 
 
