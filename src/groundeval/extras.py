@@ -1,15 +1,24 @@
 """Optional dependency groups ("extras") and the one-line error when one is missing.
 
-A plain ``pip install groundeval`` installs what the extraction task, the ``claude``,
-``openai-compatible``, ``baseline``, ``naive`` and ``baseline-write`` agents need. Two extras
-add the rest:
+A plain ``pip install groundeval`` installs what the extraction and reconcile tasks, the
+``naive``, ``baseline-reconcile``, ``naive-reconcile`` and ``replay:RUN.json`` agents, a user's
+own ``module:attr`` agent, the result cache and the compare/report/gate CLIs need. Extras add
+the rest (inspect_ai-style: a provider's SDK is installed only for the agent that calls it):
 
-* ``write``: LangGraph, LangChain and ``langchain-anthropic`` for the ``langgraph`` write agent
-  (and ``groundeval.ScriptedChatModel``).
+* ``claude``: the ``anthropic`` SDK for the ``claude`` agent.
+* ``openai``: the ``openai`` SDK for the ``openai-compatible`` agent.
+* ``healthchain``: HealthChain for the ``baseline`` and ``baseline-write`` agents, the write
+  task (its schema dimension is HealthChain's ``validate_resource``) and the FHIR read tools.
+* ``write``: HealthChain plus LangGraph, LangChain and ``langchain-anthropic`` for the
+  ``langgraph`` agents (and ``groundeval.testing.ScriptedChatModel``).
 * ``langsmith``: the LangSmith SDK for streaming cases to LangSmith (``LANGSMITH_API_KEY``).
+* ``all``: every extra above.
 
-They are extras because ``langchain-core`` depends on ``langsmith``, whose ``pytest11`` plugin
-loads in every pytest run of the environment, eval or not (see FRICTION.md, "LangSmith").
+They are extras because each brings a pytest plugin that loads in every pytest run of the
+environment, eval or not: ``anthropic``, ``openai`` and ``healthchain`` depend (directly or
+through httpx/starlette) on anyio, whose ``pytest11`` plugin imports anyio and asyncio;
+``langchain-core`` depends on ``langsmith``, whose plugin rewrites and imports its client (see
+FRICTION.md, "anyio" and "LangSmith").
 
 Whether an extra is installed is decided with ``importlib.util.find_spec`` on its top-level
 module, which finds the package without importing it (no import cost).
@@ -24,10 +33,14 @@ from groundeval.errors import ConfigError
 __all__ = ["EXTRAS", "extra_missing_message", "has_module", "require_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "write": ("langchain", "langgraph", "langchain_anthropic"),
+    "claude": ("anthropic",),
+    "openai": ("openai",),
+    "healthchain": ("healthchain",),
+    "write": ("healthchain", "langchain", "langgraph", "langchain_anthropic"),
     "langsmith": ("langsmith",),
 }
-"""Extra name -> top-level modules it installs (as imported, not as distribution names)."""
+"""Extra name -> top-level modules it installs (as imported, not as distribution names). The
+``all`` extra of ``pyproject.toml`` is every one of these and has no entry of its own."""
 
 
 def has_module(module: str) -> bool:

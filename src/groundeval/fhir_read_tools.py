@@ -96,9 +96,11 @@ class BundleTools:
     Raises:
         BundleToolsError: ``bundle`` is not a dict, or HealthChain's ``load_bundle`` rejects it
             (the message lists the first issues with their ``Bundle.entry[i]...`` locations).
+        ConfigError: HealthChain is not installed (the ``healthchain`` extra).
     """
 
     def __init__(self, bundle: Mapping[str, Any], lookup: Catalog | Any) -> None:
+        require_extra("healthchain", "healthchain", "the FHIR read tools")
         if not isinstance(bundle, Mapping):
             raise BundleToolsError(f"the Bundle must be a JSON object (a dict), got {type(bundle).__name__}")
         toolkit = module("healthchain.tools").FHIRToolkit

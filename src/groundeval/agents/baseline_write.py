@@ -35,6 +35,7 @@ from typing import Any
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
+from groundeval.extras import require_extra
 
 __all__ = ["BaselineWriteAgent", "read_note"]
 
@@ -141,7 +142,13 @@ class BaselineWriteAgent:
     model: str | None = None
 
     def __init__(self, config: AgentConfig | None = None) -> None:
-        del config  # nothing to configure
+        """Check that HealthChain is installed (nothing to configure).
+
+        Raises:
+            ConfigError: HealthChain is not installed (the ``healthchain`` extra).
+        """
+        del config
+        require_extra("healthchain", "healthchain", f"the agent {self.name!r}")
         self._catalog: Any = None
 
     def warmup(self) -> None:

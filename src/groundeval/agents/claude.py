@@ -27,6 +27,7 @@ from groundeval.agents._retry import Completed
 from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError, ConfigError
+from groundeval.extras import require_extra
 from groundeval.pricing import cost_usd
 from groundeval.scoring import Metric
 
@@ -93,6 +94,7 @@ class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
     _deprecation_shown = False
 
     def _configure(self, config: AgentConfig) -> str | None:
+        require_extra("claude", "anthropic", f"the agent {self.name!r}")
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         return config.model or DEFAULT_MODEL

@@ -51,7 +51,7 @@ from groundeval.agents._single_call import check_temperature
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import DEFAULT_MODEL, ClaudeAgent
 from groundeval.errors import AgentError, AgentLoopError, ConfigError
-from groundeval.extras import require_extra
+from groundeval.extras import EXTRAS, require_extra
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -81,6 +81,12 @@ ToolsFactory = Callable[[str], "list[BaseTool]"]
 
 ReadToolsFactory = Callable[[dict[str, Any]], "list[BaseTool]"]
 """Read tools: ``bundle (FHIR JSON) -> tools``."""
+
+
+def _require_write(name: str) -> None:
+    """Raise the one-line ``ConfigError`` naming the ``write`` extra when one of its modules is missing."""
+    for module in EXTRAS["write"]:
+        require_extra("write", module, f"the agent {name!r}")
 
 
 class LangGraphAgent:
@@ -123,7 +129,7 @@ class LangGraphAgent:
             ConfigError: The ``write`` extra is missing, ``ANTHROPIC_API_KEY`` is not set, or an
                 option is out of range.
         """
-        require_extra("write", "langchain", f"the agent {cls.name!r}")
+        _require_write(cls.name)
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         check_temperature(CallSettings.from_config(config, None).temperature, ClaudeAgent.temperature_range, cls.name)
@@ -138,7 +144,7 @@ class LangGraphAgent:
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         config = config or AgentConfig()
-        require_extra("write", "langchain", f"the agent {self.name!r}")
+        _require_write(self.name)
         if chat_model is None and not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.settings = CallSettings.from_config(config, sleep)

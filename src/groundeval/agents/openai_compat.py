@@ -27,6 +27,7 @@ from groundeval.agents._retry import Completed
 from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError, ConfigError
+from groundeval.extras import require_extra
 from groundeval.pricing import cost_usd
 from groundeval.scoring import Metric
 
@@ -86,6 +87,7 @@ class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
     """The server's URL without credentials: what messages and metadata show."""
 
     def _configure(self, config: AgentConfig) -> str | None:
+        require_extra("openai", "openai", f"the agent {self.name!r}")
         base_url = config.options.get("base_url")
         if not base_url:
             raise ConfigError(NEEDS_URL)

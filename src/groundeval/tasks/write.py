@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case, default_data_dir, load_json
 from groundeval.errors import DatasetError
+from groundeval.extras import require_extra
 from groundeval.fhir import patient_reference_matches
 from groundeval.parsing import extract_json
 from groundeval.scorers.write import aggregate_write, score_write
@@ -205,6 +206,15 @@ class WriteTask(BaseTask):
     )
     metric_directions: ClassVar[Mapping[str, Direction]] = {"dose_mg": "none", "daily_total_mg": "none"}
     """The written doses (mg, mg/day) are values, not scores."""
+
+    def __post_init__(self) -> None:
+        """Refuse to build without HealthChain, whose ``validate_resource`` is the schema dimension.
+
+        Raises:
+            ConfigError: HealthChain is not installed (the ``healthchain`` extra); the run stops
+                before any case.
+        """
+        require_extra("healthchain", "healthchain", "the write task")
 
     @classmethod
     def claims(cls, data: Mapping[str, Any]) -> bool:
