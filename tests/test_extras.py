@@ -25,6 +25,8 @@ from groundeval.langsmith_stream import LangSmithStream, LangSmithStreamWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = {"langchain", "langchain-core", "langchain-anthropic", "langgraph", "langsmith"}
+ANYIO = {"anyio", "anthropic", "openai", "healthchain", "httpx", "starlette", "fastapi"}
+"""anyio and what brings it (its pytest plugin loads in every pytest run): none in a plain install."""
 
 
 def _normal(name: str) -> str:
@@ -53,11 +55,12 @@ def _closure(dist_name: str, extras: frozenset[str] = frozenset()) -> set[str]:
     return seen
 
 
-def test_plain_install_pulls_in_no_langchain_and_no_langsmith() -> None:
-    # The whole point of the extras: langsmith's pytest plugin must not load in a plain install.
+def test_plain_install_pulls_in_no_langchain_no_langsmith_and_no_anyio() -> None:
+    # The whole point of the extras: neither langsmith's nor anyio's pytest plugin loads in a plain install.
     plain = _closure("groundeval")
-    assert "healthchain" in plain and "anthropic" in plain
+    assert {"pytest", "fhir-resources", "pydantic"} <= plain
     assert not plain & HEAVY, sorted(plain & HEAVY)
+    assert not plain & ANYIO, sorted(plain & ANYIO)
 
 
 def test_extras_install_the_stack_they_are_named_for() -> None:
@@ -66,19 +69,27 @@ def test_extras_install_the_stack_they_are_named_for() -> None:
     )
     assert "langsmith" in _closure("groundeval", frozenset({"langsmith"}))
     assert "langchain" not in _closure("groundeval", frozenset({"langsmith"}))
+    assert "healthchain" in _closure("groundeval", frozenset({"write"}))
+    for extra, dist in (("claude", "anthropic"), ("openai", "openai"), ("healthchain", "healthchain")):
+        got = _closure("groundeval", frozenset({extra}))
+        assert dist in got and not got & HEAVY, extra
+    assert ANYIO - {"fastapi", "starlette", "httpx"} <= _closure("groundeval", frozenset({"all"}))
 
 
 def test_pyproject_extras_match_extras_module_and_dev_group_installs_all() -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     extras = meta["project"]["optional-dependencies"]
-    assert set(extras) == set(EXTRAS)
+    assert set(extras) == {*EXTRAS, "all"}
+    (every,) = (Requirement(r) for r in extras["all"])  # self-referencing: groundeval[every other extra]
+    assert every.name == "groundeval" and every.extras == set(EXTRAS)
     for name, modules in EXTRAS.items():
         dists = {_normal(Requirement(r).name) for r in extras[name]}
         assert {_normal(m) for m in modules} <= dists, name
     core = {_normal(Requirement(r).name) for r in meta["project"]["dependencies"]}
     assert not core & HEAVY
+    assert not core & ANYIO
     dev = [Requirement(r) for r in meta["dependency-groups"]["dev"]]
-    assert any(r.name == "groundeval" and r.extras == set(EXTRAS) for r in dev)
+    assert any(r.name == "groundeval" and r.extras == {"all"} for r in dev)
 
 
 def test_require_extra_names_the_extra_and_the_install_command() -> None:

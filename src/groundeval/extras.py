@@ -36,7 +36,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "claude": ("anthropic",),
     "openai": ("openai",),
     "healthchain": ("healthchain",),
-    "write": ("healthchain", "langchain", "langgraph", "langchain_anthropic"),
+    "write": ("langchain", "langgraph", "langchain_anthropic", "healthchain"),
     "langsmith": ("langsmith",),
 }
 """Extra name -> top-level modules it installs (as imported, not as distribution names). The

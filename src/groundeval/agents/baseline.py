@@ -90,7 +90,7 @@ def _not_orders(bundle: Any) -> set[str]:
     }
 
 
-def _healthchain_meds(bundle: Any, status: str) -> list[_Med]:
+def _healthchain_meds(bundle: Any, status: str | None) -> list[_Med]:
     """The baseline's reading: HealthChain's ``get_medications`` (medicationReference resolved)."""
     return [
         _Med(
