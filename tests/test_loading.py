@@ -47,9 +47,23 @@ def test_shape_errors_are_dataset_errors_not_silent_empty_truth(
 ) -> None:
     path = _mutated(tmp_path, mutate)
     with pytest.raises(DatasetError) as info:
-        ExtractionTask().load_case(path)
+        _checked(path)
     assert str(info.value).startswith(f"{path}: not valid FHIR R4B: ")
     assert fnmatch.fnmatch(str(info.value), f"*{message}*"), str(info.value)
+
+
+def _checked(path: Path) -> None:
+    task = ExtractionTask()
+    task.check_case(task.load_case(path))  # the check the runner makes just before the case runs
+
+
+def test_collection_reads_only_what_the_id_needs_and_the_r4b_check_waits_for_the_run(tmp_path: Path) -> None:
+    path = _mutated(tmp_path, lambda b: _first(b, "MedicationRequest").update(status="ACTIVE"))
+    task = ExtractionTask()
+    case = task.load_case(path)  # collection: JSON, a Bundle, one Patient; no FHIR validation
+    assert case.case_id == path.stem
+    with pytest.raises(DatasetError, match="status 'ACTIVE'"):
+        task.check_case(case)
 
 
 def test_valid_fixture_loads_with_an_id_that_is_a_prefix_of_its_file_name() -> None:
@@ -91,16 +105,16 @@ def test_manifests_are_not_cases(tmp_path: Path) -> None:
 def test_a_request_intent_outside_the_value_set_is_refused(tmp_path: Path) -> None:
     path = _mutated(tmp_path, lambda b: _first(b, "MedicationRequest").update(intent="prescription"))
     with pytest.raises(DatasetError, match=r"intent 'prescription' is not a MedicationRequest intent code .*plan"):
-        ExtractionTask().load_case(path)
+        _checked(path)
 
 
 def test_a_request_status_outside_the_value_set_is_refused(tmp_path: Path) -> None:
     path = _mutated(tmp_path, lambda b: _first(b, "MedicationRequest").update(status="ACTIVE"))
     with pytest.raises(DatasetError, match=r"status 'ACTIVE' is not a MedicationRequest status code .*lower-case"):
-        ExtractionTask().load_case(path)
+        _checked(path)
 
 
 def test_a_string_where_a_reference_belongs_gets_an_actionable_message(tmp_path: Path) -> None:
     path = _mutated(tmp_path, lambda b: _first(b, "MedicationRequest").update(subject="Patient/x"))
     with pytest.raises(DatasetError, match=r'subject: expected a JSON object \(e.g. a Reference .*\), got "Patient/x"'):
-        ExtractionTask().load_case(path)
+        _checked(path)

@@ -1,14 +1,16 @@
-"""Remember which case files passed their load-time checks, so each file is checked once.
+"""Remember which case files passed their costly checks, so each file is checked once.
 
-A task's load-time checks (FHIR R4B validation of the entries the truth reads, deriving the truth
-once as a data check) are a pure function of the file's bytes and of the code that checks them.
-They cost about 10 ms per extraction case plus about 0.3 s to import the R4B models, paid by every
-process that collects (each pytest-xdist worker included). With a cache directory set (the plugin
-uses pytest's cache, ``.pytest_cache/d/groundeval-checked``), a file whose SHA-256 passed the same
-check under the same versions of groundeval, fhir.resources and pydantic, and the same source of
-groundeval's task modules (so an edited checkout never reuses a stale verdict), is not checked
-again: only an empty marker file is written, never data. Without a directory (``-p no:cacheprovider``, or library use)
-every file is checked every time.
+A task's ``check_case`` (FHIR R4B validation of the entries the truth reads, deriving the truth
+once as a data check) is a pure function of the file's bytes and of the code that checks them.
+It costs about 10 ms per extraction case plus about 0.3 s to import the R4B models, paid by the
+process that runs the case, when the case is about to run (never at collection). In one process
+a file's bytes are checked once (every trial after the first reuses the verdict). With a cache
+directory set (the plugin uses pytest's cache, ``.pytest_cache/d/groundeval-checked``), a file
+whose SHA-256 passed the same check under the same versions of groundeval, fhir.resources and
+pydantic, and the same source of groundeval's task modules (so an edited checkout never reuses a
+stale verdict), is not checked again in later runs or other xdist workers either: only an empty
+marker file is written, never data. Without a directory (``-p no:cacheprovider``, or library use)
+every file is checked once per run.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from pathlib import Path
 __all__ = ["is_checked", "mark_checked", "use_directory"]
 
 _DIRECTORY: list[Path] = []
+_PASSED: set[tuple[str, str]] = set()  # (check, sha256) that passed in this process, this run
 
 
 def use_directory(directory: Path | None) -> None:
-    """Set (or, with None, clear) the directory that holds the markers."""
+    """Set (or, with None, clear) the directory that holds the markers; forget this run's verdicts."""
     _DIRECTORY[:] = [directory] if directory is not None else []
+    _PASSED.clear()
 
 
 @cache
@@ -54,13 +58,16 @@ def _marker(check: str, sha256: str) -> Path | None:
 
 
 def is_checked(check: str, sha256: str) -> bool:
-    """True when a file with these bytes passed ``check`` under the same code versions."""
+    """True when a file with these bytes passed ``check`` in this run, or earlier under the same code versions."""
+    if (check, sha256) in _PASSED:
+        return True
     marker = _marker(check, sha256)
     return marker is not None and marker.is_file()
 
 
 def mark_checked(check: str, sha256: str) -> None:
     """Record that a file with these bytes passed ``check`` (a write failure is ignored)."""
+    _PASSED.add((check, sha256))
     marker = _marker(check, sha256)
     if marker is not None:
         with contextlib.suppress(OSError):

@@ -9,7 +9,7 @@ the same rows (``tests/test_outcomes.py`` checks they agree). Outcomes fall in f
   ``agent_loop``, ``refusal``): a pytest failure, scored as an empty answer in every mean, so an
   agent cannot raise its figures by not answering;
 * **excluded**: the result says nothing about the agent's answer (``infra_error``,
-  ``case_too_large``, ``agent_error``, ``harness_error``, ``worker_crashed``, and the run-stopping
+  ``case_too_large``, ``agent_error``, ``harness_error``, ``invalid_case``, ``worker_crashed``, and the run-stopping
   ``config_error`` and ``auth_error``): a pytest error, excluded from the means and counted;
 * ``not_run``: a selected case that never ran because the run stopped (``-x``, Ctrl-C, a
   configuration stop); recorded so the run record accounts for every selected case.
@@ -33,7 +33,7 @@ __all__ = [
 Outcome = Literal[
     "passed", "partial", "failed",
     "no_answer", "truncated", "agent_loop", "refusal",
-    "infra_error", "case_too_large", "agent_error", "harness_error", "config_error", "auth_error",
+    "infra_error", "case_too_large", "agent_error", "harness_error", "invalid_case", "config_error", "auth_error",
     "worker_crashed", "not_run",
 ]
 """Per-case outcome in the run record and the junit ``outcome`` property."""
@@ -79,6 +79,10 @@ POLICY: tuple[OutcomeRule, ...] = (
     OutcomeRule("harness_error", "error", False, False,
                 "groundeval raised while rendering, deriving the truth, parsing, scoring or recording "
                 "(full traceback)"),
+    OutcomeRule("invalid_case", "error", False, False,
+                "the case file failed the task's checks when its case was about to run (not valid FHIR R4B, "
+                "a code outside a required binding, a truth that cannot be derived); the agent is not called. "
+                "Fix the file"),
     OutcomeRule("config_error", "error", False, True,
                 "404 unknown model or 400 invalid request: no later case can succeed; the run stops"),
     OutcomeRule("auth_error", "error", False, True, "missing or rejected API key (401/403); the run stops"),

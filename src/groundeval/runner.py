@@ -3,8 +3,9 @@
 ``run_case`` applies the outcome policy (``groundeval.outcomes``) by where an exception came from,
 never by what a value holds:
 
-* the task's ``prompt``/``context``/``truth`` raised: ``harness_error``, and the agent is not
-  called (the truth is derived before the agent runs, so the agent cannot change it);
+* the task's ``check_case``, ``prompt``, ``context`` or ``truth`` raised a ``DatasetError``: the
+  case file is bad (``invalid_case``); anything else they raised: ``harness_error``; either way the
+  agent is not called (the truth is derived before the agent runs, so the agent cannot change it);
 * the agent raised an ``AgentError``: its ``outcome`` (agent behaviour: scored as an empty answer;
   an ``InfraError``: excluded);
 * the agent raised anything else, or returned neither a ``str`` nor an ``AgentResult``:
@@ -29,7 +30,7 @@ from typing import Any
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
-from groundeval.errors import AgentError, AgentReturnedWrongType, InfraError
+from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError
 from groundeval.jsonable import jsonable
 from groundeval.outcomes import OUTCOMES
 from groundeval.redaction import clean
@@ -169,11 +170,18 @@ class Attempt:
 
 
 def prepare(task: Task, case: Case, trial: int = 0) -> tuple[AgentRequest, Any]:
-    """The request for ``case`` and its ground truth, both derived before the agent runs.
+    """Check ``case`` (the task's optional ``check_case``), then build its request and ground truth.
+
+    All three happen before the agent runs, so a bad case file never costs an agent call.
 
     Raises:
-        Exception: Whatever the task's ``prompt``, ``context`` or ``truth`` raised (a harness error).
+        DatasetError: The case file failed the task's checks (``invalid_case``).
+        Exception: Whatever else the task's ``check_case``, ``prompt``, ``context`` or ``truth``
+            raised (a harness error).
     """
+    check = getattr(task, "check_case", None)
+    if callable(check):
+        check(case)
     return request_for(task, case, trial), task.truth(case)
 
 
@@ -267,7 +275,11 @@ def run_case(
     if attempted is None:
         try:
             request, truth = prepare(task, case, trial)
-        except Exception as exc:  # the task's prompt, context or truth: the agent is never called
+        except DatasetError as exc:  # the case file is bad: the agent is never called
+            message = f"invalid_case: {exc.problem} (file: {exc.path})"  # the reason first, for the short summary
+            fields: dict[str, Any] = {"error": _error(exc, with_traceback=False), "message": message}
+            return CaseRun(_record(info, case, nodeid, "invalid_case", fields, trial=trial), exc)
+        except Exception as exc:  # the task's check, prompt, context or truth: the agent is never called
             error = {"error": _error(exc, with_traceback=True)}
             return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
         attempted = attempt(agent, request, truth)

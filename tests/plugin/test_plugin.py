@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -597,7 +598,7 @@ def agent(request):
     assert "INCOMPLETE: interrupted by signal SIGTERM" in out
 
 
-def test_each_case_file_is_checked_once_across_runs(
+def test_each_case_file_is_checked_once_across_runs_and_never_at_collection(
     pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import importlib
@@ -612,10 +613,14 @@ def test_each_case_file_is_checked_once_across_runs(
         real(bundle, path)
 
     monkeypatch.setattr(extraction, "_check_structure", counting)
-    args = ("--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=data", "--co", "-q")
-    pytester.runpytest(*args).assert_outcomes()
-    assert len(checked) == 5
-    pytester.runpytest(*args)
+    args = ("--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=data", "-q")
+    pytester.runpytest(*args, "--co").assert_outcomes()
+    assert checked == []  # collection reads the files; the R4B check waits for the run
+    pytester.runpytest(*args, "-k", "Liz").assert_outcomes(passed=1, deselected=4)
+    assert checked == ["Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"]  # only the case that ran
+    pytester.runpytest(*args, "--groundeval-trials=2").assert_outcomes(passed=10)
+    assert len(checked) == 5  # Liz passed before; the other four once each, not once per trial
+    pytester.runpytest(*args).assert_outcomes(passed=5)
     assert len(checked) == 5  # the same bytes passed before: not checked again
     (eval_dir / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json").write_text(
         (eval_dir / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json").read_text() + "\n"
@@ -623,4 +628,37 @@ def test_each_case_file_is_checked_once_across_runs(
     pytester.runpytest(*args)
     assert checked[5:] == ["Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"]  # changed bytes: checked again
     pytester.runpytest(*args, "-p", "no:cacheprovider")
-    assert len(checked) == 11  # without pytest's cache every file is checked
+    assert len(checked) == 11  # without pytest's cache every file is checked, once in the run
+
+
+def test_a_file_that_fails_its_check_is_invalid_case_the_agent_is_not_called_and_the_rest_run(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    bundle = json.loads((eval_dir / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json").read_text())
+    request = next(e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == "MedicationRequest")
+    request["status"] = "ACTIVE"
+    (eval_dir / "upper.json").write_text(json.dumps(bundle))
+    pytester.makepyfile(counting_agent=(
+        "from pathlib import Path\n"
+        "from groundeval.agents.baseline import BaselineExtractionAgent\n"
+        "_inner = BaselineExtractionAgent()\n"
+        "def agent(request):\n"
+        "    with Path('calls.txt').open('a') as f:\n"
+        "        f.write(request.case_id + '\\n')\n"
+        "    return _inner.run(request)\n"
+    ))
+    result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=counting_agent:agent",
+                                "--groundeval-data-dir=data", "-p", "no:cacheprovider", "--junitxml=out.xml")
+    result.assert_outcomes(passed=5, errors=1)
+    result.stdout.fnmatch_lines([
+        "invalid_case: MedicationRequest/* status 'ACTIVE' is not a MedicationRequest status code*lower-case) (file: *upper.json)",
+        "INVALID_CASE groundeval/extraction::upper - invalid_case: MedicationRequest/*",
+    ])
+    calls = (pytester.path / "calls.txt").read_text().split()
+    assert len(calls) == 5 and "upper" not in calls  # a bad file never costs an agent call
+    (record,) = run_records(pytester.path)
+    (bad,) = [c for c in record["cases"] if c["case_id"] == "upper"]
+    assert bad["outcome"] == "invalid_case" and bad["counted"] is False and bad["source"] == "upper.json"
+    assert record["collection_errors"] == []
+    cases = junit_cases(pytester.path / "out.xml")
+    assert cases["upper"]["outcome"] == "invalid_case"

@@ -178,12 +178,13 @@ def test_an_inline_bundle_case_loads(tmp_path: Path) -> None:
     assert entry["status"] == "commission" and entry["display"] == "Ibuprofen 200 MG Oral Tablet"
 
 
-def test_a_malformed_inline_bundle_is_a_load_error_naming_the_field(tmp_path: Path) -> None:
+def test_a_malformed_inline_bundle_fails_its_check_naming_the_field(tmp_path: Path) -> None:
     bundle = {"resourceType": "Bundle", "type": "collection", "entry": [
         {"fullUrl": "urn:uuid:p1", "resource": {"resourceType": "Patient", "id": "p1"}},
         {"resource": {"resourceType": "MedicationRequest", "id": "r1", "status": "active", "intent": "order",
                       "subject": "Patient/p1", "medicationCodeableConcept": {"text": "x"}}}]}
     case = {"id": "bad", "bundle": bundle, "report": {"text": "", "items": []}}
     (tmp_path / "bad.json").write_text(json.dumps(case))
+    loaded = TASK.load_case(tmp_path / "bad.json")  # collection reads it; the R4B check waits for the run
     with pytest.raises(DatasetError, match="subject"):
-        TASK.load_case(tmp_path / "bad.json")
+        TASK.check_case(loaded)

@@ -99,7 +99,10 @@ class Task(Protocol):
 
     Optionally a task has ``metric_directions`` (``BaseTask`` takes its scorer's): metric name ->
     ``"lower"``/``"none"`` where higher is not better; the run record carries it beside
-    ``metric_names``.
+    ``metric_names``; and ``check_case(case) -> None``, the checks that cost more than reading
+    the file (FHIR R4B validation), which the runner calls on a case just before its truth and
+    its agent call, so collection stays cheap and a worker checks only the cases it runs
+    (``BaseTask.check_case``).
     """
 
     name: ClassVar[str]
@@ -279,6 +282,21 @@ class BaseTask:
             DatasetError: The file is malformed.
         """
         raise NotImplementedError
+
+    def check_case(self, case: Case) -> None:
+        """The case file's costly checks, run when its case is about to run; none by default.
+
+        ``load_case`` runs at collection, in every process that collects (each pytest-xdist
+        worker), for every file, selected or not: keep it to what the case id and the cheap
+        shape checks need. Put checks that cost more (validating FHIR resources) here. The
+        runner calls this before the truth and before any agent call; a ``DatasetError`` makes
+        the case ``invalid_case`` (a pytest error, excluded from the means, counted), the agent
+        is never called and the run goes on.
+
+        Raises:
+            DatasetError: The file fails a check; the message names the file, the value and the fix.
+        """
+        del case
 
     def prompt(self, case: Case) -> Prompt:
         """Render the prompt (subclasses implement it)."""

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from groundeval import check_cache
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case, load_json
 from groundeval.errors import ConfigError, DatasetError
@@ -115,13 +116,12 @@ class ReconcileTask(BaseTask):
         return isinstance(data.get("report"), dict) and ("fixture" in data or "bundle" in data)
 
     def load_case(self, path: Path) -> Case:
-        """Read a case file, resolve and check its Bundle, derive the truth once.
+        """Read a case file and resolve its Bundle; the R4B check and the truth wait for ``check_case``.
 
         Raises:
             DatasetError: Invalid JSON or schema, an id that is not the file stem, a fixture that is
-                missing or whose SHA-256 differs from the pinned one, an inline Bundle that is not
-                valid R4B where the truth reads it, a Bundle without exactly one Patient, or a truth
-                that cannot be derived.
+                missing or whose SHA-256 differs from the pinned one, or a Bundle without exactly
+                one Patient.
         """
         data, digest = load_json(path)
         if not self.claims(data) and (other := wrong_task_error(data, path, self.name)) is not None:
@@ -141,19 +141,35 @@ class ReconcileTask(BaseTask):
                 )
         else:
             bundle, bundle_sha = dict(spec.bundle or {}), digest
-            validate_entries(bundle, ("Patient", "MedicationRequest", "Medication"), path)
         patient, _ = find_patient(bundle, str(path))
         items = [i.model_dump() for i in spec.report.items]
-        try:  # fail at load, naming the file, not after an agent was paid for an answer
-            reconcile_truth(bundle, items, _catalog_displays(), str(path))
-        except DatasetError:
-            raise
-        except Exception as exc:
-            raise DatasetError(str(path), f"cannot derive the truth ({type(exc).__name__}: {exc})") from exc
         meta = {"patient_id": str(patient.get("id") or ""), "fixture": spec.fixture.file if spec.fixture else None,
                 "bundle_sha256": bundle_sha, "transformations": [t.kind for t in spec.transformations]}
         case_data = {"bundle": bundle, "report": spec.report.text, "items": items}
         return Case(case_id=spec.id, source=path, sha256=digest, data=case_data, meta=meta)
+
+    def check_case(self, case: Case) -> None:
+        """Validate an inline Bundle as FHIR R4B where the truth reads it, and derive the truth once.
+
+        Runs when the case is about to run, before its agent call (``BaseTask.check_case``); a
+        pinned fixture was checked by its SHA-256 at load. Remembered by file SHA-256
+        (``check_cache``).
+
+        Raises:
+            DatasetError: The inline Bundle is not valid R4B, or the truth cannot be derived.
+        """
+        if check_cache.is_checked("reconcile", case.sha256):
+            return
+        path = case.source
+        if case.meta.get("fixture") is None:
+            validate_entries(case.data["bundle"], ("Patient", "MedicationRequest", "Medication"), path)
+        try:  # fail before the agent is called, naming the file, not after an agent was paid for an answer
+            reconcile_truth(case.data["bundle"], case.data["items"], _catalog_displays(), str(path))
+        except DatasetError:
+            raise
+        except Exception as exc:
+            raise DatasetError(str(path), f"cannot derive the truth ({type(exc).__name__}: {exc})") from exc
+        check_cache.mark_checked("reconcile", case.sha256)
 
     def prompt(self, case: Case) -> Prompt:
         """System: rules, format and formulary; user: the Bundle and the report text only."""
