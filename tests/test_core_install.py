@@ -68,6 +68,8 @@ def test_an_agent_without_its_extra_is_one_config_line(
 @pytest.mark.parametrize(("spec", "config", "missing", "extra"), [
     ("claude", AgentConfig(), "anthropic", "claude"),
     ("openai-compatible", OPENAI, "openai", "openai"),
+    ("baseline", AgentConfig(), "healthchain", "healthchain"),
+    ("baseline-write", AgentConfig(), "healthchain", "healthchain"),
     ("langgraph", AgentConfig(), "langchain", "write"),
 ])
 def test_the_xdist_controller_preflight_names_the_extra(
@@ -76,9 +78,14 @@ def test_the_xdist_controller_preflight_names_the_extra(
     # the controller of an -n run never builds the agent: check_config must say it too
     _without(monkeypatch, missing)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    task = "write" if spec == "langgraph" else "extraction"
+    task = "write" if spec in ("langgraph", "baseline-write") else "extraction"
     with pytest.raises(ConfigError, match=rf"needs the '{extra}' extra \({missing} is not installed\)"):
         preflight_agent(spec, config, task)
+
+
+def test_the_naive_agent_passes_the_preflight_without_any_optional_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without(monkeypatch, *OPTIONAL)
+    assert preflight_agent("naive", AgentConfig(), "extraction") == "naive"
 
 
 def test_the_missing_sdk_is_named_before_the_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,3 +186,16 @@ def test_a_plain_install_run_collects_and_runs(pytester: pytest.Pytester, monkey
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
     assert sum(outcomes.get(k, 0) for k in ("passed", "failed", "partial")) >= 1
     assert "error" not in outcomes and "errors" not in outcomes
+
+
+def test_under_xdist_the_controller_stops_before_starting_workers(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the controller never builds the agent: the agent's check_config must raise the same line
+    _without(monkeypatch, *OPTIONAL)
+    result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=baseline", "-n", "2",
+                                "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    line = extra_missing_message("healthchain", "healthchain", "the agent 'baseline'")
+    assert [x for x in result.errlines if x.startswith("ERROR:")] == [f"ERROR: {line}"]
+    assert not any("created: 2/2 workers" in x for x in result.outlines)

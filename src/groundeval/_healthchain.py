@@ -26,7 +26,8 @@ def module(name: str) -> ModuleType:
     """Import the HealthChain module ``name`` (e.g. ``"healthchain.fhir"``), keeping stdout/stderr.
 
     Raises:
-        ImportError: HealthChain is not installed (it is a groundeval dependency).
+        ImportError: HealthChain is not installed (the ``healthchain`` extra; callers check it with
+            ``groundeval.extras.require_extra`` before any case, so this is a last resort).
     """
     with _LOCK:  # threads (--groundeval-concurrency) must neither see a half-imported module nor
         # race on swapping the streams back
@@ -54,7 +55,7 @@ def import_healthchain() -> None:
     """Import ``healthchain.fhir`` and ``healthchain.terminology`` once, keeping stdout/stderr.
 
     Raises:
-        ImportError: HealthChain is not installed (it is a groundeval dependency).
+        ImportError: HealthChain is not installed (the ``healthchain`` extra).
     """
     fhir()
     terminology()

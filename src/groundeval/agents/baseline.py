@@ -189,8 +189,17 @@ class BaselineExtractionAgent:
         Raises:
             ConfigError: HealthChain is not installed (the ``healthchain`` extra).
         """
-        del config
-        require_extra("healthchain", "healthchain", f"the agent {self.name!r}")
+        self.check_config(config or AgentConfig())
+
+    @classmethod
+    def check_config(cls, config: AgentConfig) -> None:
+        """What the constructor checks, without building the agent (the pytest-xdist controller calls it).
+
+        Raises:
+            ConfigError: HealthChain is not installed (the ``healthchain`` extra).
+        """
+        del config  # nothing to configure
+        require_extra("healthchain", "healthchain", f"the agent {cls.name!r}")
 
     def warmup(self) -> None:
         """Import fhir.resources and HealthChain before the first case is timed."""
@@ -213,6 +222,11 @@ class NaiveExtractionAgent(BaselineExtractionAgent):
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         del config  # nothing to configure, nothing optional needed
+
+    @classmethod
+    def check_config(cls, config: AgentConfig) -> None:
+        """Nothing to check: the naive reader needs no extra."""
+        del config
 
     def warmup(self) -> None:
         """Import fhir.resources before the first case is timed."""

@@ -147,9 +147,18 @@ class BaselineWriteAgent:
         Raises:
             ConfigError: HealthChain is not installed (the ``healthchain`` extra).
         """
-        del config
-        require_extra("healthchain", "healthchain", f"the agent {self.name!r}")
+        self.check_config(config or AgentConfig())
         self._catalog: Any = None
+
+    @classmethod
+    def check_config(cls, config: AgentConfig) -> None:
+        """What the constructor checks, without building the agent (the pytest-xdist controller calls it).
+
+        Raises:
+            ConfigError: HealthChain is not installed (the ``healthchain`` extra).
+        """
+        del config  # nothing to configure
+        require_extra("healthchain", "healthchain", f"the agent {cls.name!r}")
 
     def warmup(self) -> None:
         """Import the tools (HealthChain, fhir.resources) and load the catalog before timing."""
