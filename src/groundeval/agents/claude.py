@@ -12,7 +12,7 @@ cut off at ``max_tokens`` is a ``TruncatedError`` carrying the partial text. Non
 scored. The SDK client is built with ``max_retries=0``: ``groundeval.agents._retry`` is the one
 retry layer, and it bounds all attempts and waits of a case by ``timeout``.
 
-The ``anthropic`` SDK is imported on first use, never at collection time.
+The ``anthropic`` SDK (the ``claude`` extra) is imported on first use, never at collection time.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
         sleep: Replacement for ``time.sleep`` between retries (tests).
 
     Raises:
-        ConfigError: ``ANTHROPIC_API_KEY`` is not set, or an option is out of range.
+        ConfigError: The anthropic SDK is not installed (the ``claude`` extra), ``ANTHROPIC_API_KEY``
+            is not set, or an option is out of range.
     """
 
     name = "claude"

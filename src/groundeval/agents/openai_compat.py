@@ -7,7 +7,7 @@ e.g. ``vllm serve <model>`` (base URL ``http://127.0.0.1:8000/v1``) or Ollama
     uv run groundeval --agent openai-compatible --base-url http://127.0.0.1:8000/v1 \
         --model <served model name>
 
-It uses the maintained ``openai`` SDK (imported on first use) and has the same failure classes,
+It uses the maintained ``openai`` SDK (the ``openai`` extra, imported on first use) and has the same failure classes,
 retry layer, usage fields and run-record fields as the Claude agent. The key sent to the server
 is ``GROUNDEVAL_OPENAI_API_KEY`` when set, else the placeholder ``EMPTY`` that local servers
 accept; ``OPENAI_API_KEY`` is deliberately not read, so a key meant for OpenAI is never sent to
@@ -76,7 +76,8 @@ class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
         sleep: Replacement for ``time.sleep`` between retries (tests).
 
     Raises:
-        ConfigError: No base URL or model, or an option out of range.
+        ConfigError: The openai SDK is not installed (the ``openai`` extra), no base URL or model,
+            or an option out of range.
     """
 
     name = "openai-compatible"
