@@ -28,8 +28,18 @@ def _primitive(value: object) -> Metric:
         return str(value)
 
 
+_LEAVES = (str, int, float, bool, type(None))
+
+
 def jsonable(value: Any) -> Any:
     """Return ``value`` with every leaf made JSON- and execnet-safe (see ``_primitive``)."""
+    kind = type(value)
+    if kind in _LEAVES:  # exact types first: ``isinstance`` against an ABC costs more than the rest
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): jsonable(v) for k, v in value.items()}
+    if kind is list:
+        return [jsonable(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

@@ -186,7 +186,7 @@ class ExtractionTask(BaseTask):
         """
         if not self.bundle_in_prompt:
             return Prompt(system=system_prompt(), user=f"{TOOLS_NOTE}\n\nAnswer format: {ANSWER_FORMAT}")
-        bundle = json.dumps(case.data, ensure_ascii=False, separators=(",", ":"))
+        bundle = json.dumps(case.data, ensure_ascii=False, separators=(",", ":"), check_circular=False)
         return Prompt(system=system_prompt(), user=f"Bundle:\n{bundle}\n\nAnswer format: {ANSWER_FORMAT}")
 
     def context(self, case: Case) -> dict[str, Any]:

@@ -173,7 +173,7 @@ class ReconcileTask(BaseTask):
 
     def prompt(self, case: Case) -> Prompt:
         """System: rules, format and formulary; user: the Bundle and the report text only."""
-        bundle = json.dumps(case.data["bundle"], ensure_ascii=False, separators=(",", ":"))
+        bundle = json.dumps(case.data["bundle"], ensure_ascii=False, separators=(",", ":"), check_circular=False)
         return Prompt(system=system_prompt(sorted(_catalog_displays().items())),
                       user=user_prompt(bundle, case.data["report"]))
 

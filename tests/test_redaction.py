@@ -1,0 +1,49 @@
+"""``redaction.clean``: its fast path (strings with nothing to change are kept) gives what ``clean_text`` gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from groundeval.redaction import REDACTED, clean, clean_text
+
+TRICKY = [
+    "plain display 81 MG Oral Tablet",
+    "key sk-test-0123456789abcdef inside",
+    "http://user:hunter22@host:8000/v1",
+    "Authorization: Bearer abc.def-ghi",
+    "BASIC dXNlcjpwYXNz",
+    "bell\x07 and escape\x1b[31m",
+    "half an emoji \ud83c",
+    "tab\tnewline\ncarriage\r",
+    "",
+    "a@b",
+]
+
+
+class Sub(str):
+    """A str subclass (an enum member's value, say)."""
+
+
+@pytest.fixture(autouse=True)
+def secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUNDEVAL_TEST_API_KEY", "sk-test-0123456789abcdef")
+
+
+def test_every_string_of_a_nested_value_comes_out_as_clean_text_makes_it() -> None:
+    value: dict[Any, Any] = {
+        "strings": TRICKY, "nested": {s: [s, (s, 1)] for s in TRICKY}, 3: Sub("x sk-test-0123456789abcdef"),
+        "numbers": [1, 2.5, True, None],
+    }
+    out = clean(value)
+    assert out["strings"] == [clean_text(s) for s in TRICKY]
+    assert out["nested"] == {clean_text(s): [clean_text(s), [clean_text(s), 1]] for s in TRICKY}
+    assert out["3"] == f"x {REDACTED}" and out["numbers"] == [1, 2.5, True, None]
+    assert REDACTED in out["strings"][1] and "hunter22" not in str(out) and "\ud83c" not in str(out)
+    assert "\x1b" not in str(out) and out["strings"][7] == TRICKY[7]
+
+
+def test_a_string_with_nothing_to_change_is_the_same_object() -> None:
+    text = "nothing to see here " * 50
+    assert clean([text])[0] is text
