@@ -12,10 +12,11 @@ from an empty directory, it checks that:
   plugin does not load in this environment's pytest runs);
 * what the plain install promises runs: the extraction task with ``naive``, the reconcile task
   with ``baseline-reconcile``, ``groundeval --agent naive --limit 3``, a replay of that run's
-  record, a ``module:attr`` agent, ``--collect-only``, and ``groundeval compare``/``report``;
+  record, a ``module:attr`` agent, ``--collect-only``, and ``groundeval compare`` (with the
+  regression gate, ``--fail-on-regression``) and ``report``;
 * what needs an extra stops before any case with the one-line error naming the extra, exit
   status 4 and no traceback: ``--agent baseline`` (``healthchain``), ``--groundeval-task=write``
-  (``healthchain``), ``--agent claude`` and ``groundeval`` with no agent (``claude``),
+  (``healthchain``; also under ``-n 2``), ``--agent claude`` and ``groundeval`` with no agent (``claude``),
   ``--agent openai-compatible`` (``openai``), ``--agent langgraph`` (``write``).
 
 ``--keep`` leaves the venv and the empty directory for a look (their path is printed).
@@ -97,6 +98,8 @@ def check(bin_dir: Path, empty: Path) -> list[str]:
     # the extras' errors first: they must stop before any case, so no run record may exist yet
     c.needs_extra("groundeval --agent baseline", [groundeval, "--agent", "baseline"], "healthchain")
     c.needs_extra("pytest --groundeval-task=write", [python, "-m", "pytest", "--groundeval-task=write"], "healthchain")
+    c.needs_extra("groundeval --agent baseline -n 2 (the xdist controller)", [groundeval, "--agent", "baseline",
+                                                                             "-n", "2"], "healthchain")
     c.needs_extra("groundeval --agent claude", [groundeval, "--agent", "claude"], "claude")
     c.needs_extra("groundeval (the default agent, claude)", [groundeval], "claude")
     c.needs_extra("groundeval --agent openai-compatible", [groundeval, "--agent", "openai-compatible", "--model", "m",
@@ -122,6 +125,8 @@ def check(bin_dir: Path, empty: Path) -> list[str]:
         record = str(records[0])
         c.runs("groundeval --agent replay:RUN.json", [groundeval, "--agent", f"replay:{record}", "--limit", "3", "-q"])
         c.runs("groundeval compare A B", [groundeval, "compare", record, record], frozenset({0}))
+        c.runs("groundeval compare A B --fail-on-regression (the gate)",
+               [groundeval, "compare", record, record, "--fail-on-regression"], frozenset({0}))
         c.runs("groundeval report RUN.json", [groundeval, "report", record, "-o", str(empty / "report.html")],
                frozenset({0}))
     (empty / "my_agent.py").write_text("def agent(request):\n    return '[]'\n")
