@@ -10,12 +10,13 @@ from an empty directory, it checks that:
 
 * ``import anyio`` fails (neither anthropic, openai nor healthchain came in, so anyio's pytest
   plugin does not load in this environment's pytest runs);
-* what the plain install promises runs: the extraction task with ``naive``, the reconcile task
-  with ``baseline-reconcile``, ``groundeval --agent naive --limit 3``, a replay of that run's
-  record, a ``module:attr`` agent, ``--collect-only``, and ``groundeval compare`` (with the
-  regression gate, ``--fail-on-regression``) and ``report``;
+* what the plain install promises runs: the extraction task with a ``module:attr`` agent of
+  your own, the reconcile task with ``baseline-reconcile`` and ``naive-reconcile``,
+  ``groundeval --agent my_agent:agent --limit 3``, a replay of that run's record,
+  ``--collect-only``, and ``groundeval compare`` (with the regression gate,
+  ``--fail-on-regression``) and ``report``;
 * what needs an extra stops before any case with the one-line error naming the extra, exit
-  status 4 and no traceback: ``--agent baseline`` (``healthchain``), ``--groundeval-task=write``
+  status 4 and no traceback: ``--agent baseline`` and ``--agent naive`` (``healthchain``), ``--groundeval-task=write``
   (``healthchain``; also under ``-n 2``), ``--agent claude`` and ``groundeval`` with no agent (``claude``),
   ``--agent openai-compatible`` (``openai``), ``--agent langgraph`` (``write``).
 
@@ -36,6 +37,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+MY_AGENT = """import json
+
+def agent(request):
+    bundle = request.context["bundle"]
+    found = []
+    for entry in bundle.get("entry", []):
+        resource = entry.get("resource", {})
+        for coding in (resource.get("medicationCodeableConcept") or {}).get("coding", []):
+            if resource.get("resourceType") == "MedicationRequest" and "rxnorm" in coding.get("system", ""):
+                found.append({"rxnorm_code": coding["code"], "display": coding.get("display", "")})
+                break
+    return json.dumps(found)
+"""
+"""A plain-install extraction agent (every coded request, whatever its status: it fails some cases)."""
 
 
 def _uv(*args: str) -> None:
@@ -97,6 +113,7 @@ def check(bin_dir: Path, empty: Path) -> list[str]:
         c.expect(done.returncode != 0, f"import {module} fails")
     # the extras' errors first: they must stop before any case, so no run record may exist yet
     c.needs_extra("groundeval --agent baseline", [groundeval, "--agent", "baseline"], "healthchain")
+    c.needs_extra("groundeval --agent naive", [groundeval, "--agent", "naive"], "healthchain")
     c.needs_extra("pytest --groundeval-task=write", [python, "-m", "pytest", "--groundeval-task=write"], "healthchain")
     c.needs_extra("groundeval --agent baseline -n 2 (the xdist controller)", [groundeval, "--agent", "baseline",
                                                                              "-n", "2"], "healthchain")
@@ -110,15 +127,19 @@ def check(bin_dir: Path, empty: Path) -> list[str]:
            [python, "-c", "import groundeval, groundeval.plugin; groundeval.ExtractionTask; groundeval.ClaudeAgent"])
     c.runs("pytest --collect-only --groundeval-task=extraction",
            [python, "-m", "pytest", "--collect-only", "-q", "--groundeval-task=extraction"], frozenset({0}))
-    c.runs("pytest --groundeval-task=extraction --groundeval-agent=naive",
-           [python, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=naive", "-q"])
+    # an agent of your own: it lists every coded MedicationRequest, whatever its status (naive)
+    (empty / "my_agent.py").write_text(MY_AGENT)
+    c.runs("pytest --groundeval-task=extraction --groundeval-agent=my_agent:agent",
+           [python, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=my_agent:agent", "-q"],
+           frozenset({1}))
     c.runs("pytest --groundeval-task=reconcile --groundeval-agent=baseline-reconcile",
            [python, "-m", "pytest", "--groundeval-task=reconcile", "--groundeval-agent=baseline-reconcile", "-q"])
     c.runs("pytest --groundeval-task=reconcile --groundeval-agent=naive-reconcile",
            [python, "-m", "pytest", "--groundeval-task=reconcile", "--groundeval-agent=naive-reconcile", "-q"])
     for old in (empty / "runs").glob("*.json"):
         old.unlink()
-    c.runs("groundeval --agent naive --limit 3", [groundeval, "--agent", "naive", "--limit", "3", "-q"])
+    c.runs("groundeval --agent my_agent:agent --limit 3",
+           [groundeval, "--agent", "my_agent:agent", "--limit", "3", "-q"])
     records = sorted((empty / "runs").glob("*.json"))
     c.expect(len(records) == 1, "that run wrote one run record")
     if records:
@@ -129,8 +150,6 @@ def check(bin_dir: Path, empty: Path) -> list[str]:
                [groundeval, "compare", record, record, "--fail-on-regression"], frozenset({0}))
         c.runs("groundeval report RUN.json", [groundeval, "report", record, "-o", str(empty / "report.html")],
                frozenset({0}))
-    (empty / "my_agent.py").write_text("def agent(request):\n    return '[]'\n")
-    c.runs("groundeval --agent my_agent:agent", [groundeval, "--agent", "my_agent:agent", "--limit", "2", "-q"])
     return c.failed
 
 

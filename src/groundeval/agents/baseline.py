@@ -1,7 +1,7 @@
 """Rule-based extraction agents that read the Bundle out of the prompt text.
 
-``baseline`` is an honest, model-free reader built on HealthChain's FHIR helpers (the
-``healthchain`` extra)
+``baseline`` is an honest, model-free reader built on HealthChain's FHIR helpers (both agents
+need the ``healthchain`` extra)
 (``fhir.resources`` R4B models, ``healthchain.fhir.get_medications`` and ``get_resources``),
 independent of the ground-truth code (it never imports ``groundeval.tasks`` or ``groundeval.fhir``). It reads the
 same FHIR R4 rules the truth states, implemented separately: ``status == "active"``, not
@@ -13,14 +13,12 @@ fixtures and variants; where it does not, either it or the truth has a bug worth
 ``naive`` is a negative control: it lists every MedicationRequest whatever its status, intent or
 ``doNotPerform``, so it loses precision on any patient with a stopped or completed prescription
 and on the status, intent and doNotPerform variants. If it ever passes the
-eval, the eval does not bite. It needs no HealthChain (it resolves ``medicationReference`` itself,
-as ``get_medications`` does), so a plain install can run it.
+eval, the eval does not bite.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from groundeval import _healthchain
@@ -54,22 +52,9 @@ def _bundle_from_prompt(request: AgentRequest) -> Any:
         raise AgentError(f"{request.case_id}: cannot read the Bundle in the prompt: {exc}") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class _Med:
-    """One medication entry, HealthChain's ``CodedEntry`` reduced to what the agents read.
-
-    ``codings`` are ``(code, display, system)``; ``display`` is the first coding's (or the
-    concept's text).
-    """
-
-    resource_type: str
-    resource_id: str | None
-    subject: str | None
-    codings: tuple[tuple[str | None, str | None, str | None], ...]
-    display: str | None
-
-
 def _patient_refs(bundle: Any) -> set[str]:
+    get_resources = _healthchain.fhir().get_resources
+
     # An absolute reference resolves only to the entry with that exact fullUrl
     # (https://hl7.org/fhir/R4/bundle.html#references); the relative form is Patient/<id>.
     refs: set[str] = set()
@@ -78,6 +63,8 @@ def _patient_refs(bundle: Any) -> set[str]:
             refs.add(f"Patient/{entry.resource.id}")
             if entry.fullUrl:
                 refs.add(entry.fullUrl)
+    if not refs:  # fall back to the helper's view (no fullUrl known)
+        refs = {f"Patient/{p.id}" for p in get_resources(bundle, "Patient")}
     return refs
 
 
@@ -90,84 +77,24 @@ def _not_orders(bundle: Any) -> set[str]:
     }
 
 
-def _healthchain_meds(bundle: Any, status: str | None) -> list[_Med]:
-    """The baseline's reading: HealthChain's ``get_medications`` (medicationReference resolved)."""
-    return [
-        _Med(
-            entry.resource_type, entry.resource_id, entry.subject,
-            tuple((c.code, c.display, c.system) for c in entry.codings), entry.display,
-        )
-        for entry in _healthchain.fhir().get_medications(bundle, status=status)
-    ]
-
-
-def _concept(concept: Any) -> tuple[tuple[str | None, str | None, str | None], ...]:
-    """A CodeableConcept's codings, each display falling back to the concept's text.
-
-    A concept with text and no coding gives one display-only coding (as HealthChain reads it).
-    """
-    if concept is None:
-        return ()
-    text = concept.text
-    codings = tuple((c.code, c.display or text, c.system) for c in concept.coding or [])
-    return codings or (((None, text, None),) if text else ())
-
-
-def _resolve(bundle: Any, resource: Any, ref: str | None) -> Any:
-    """The target of a reference inside the Bundle, or None when it is not there.
-
-    Tried in turn (https://hl7.org/fhir/R4/bundle.html#references, and HealthChain's
-    ``resolve_reference`` order): ``#id`` in ``contained``, an exact ``fullUrl``, ``Type/id``
-    (also at the end of an absolute URL), then ``urn:uuid:<id>`` against the resource id.
-    """
-    if not ref:
-        return None
-    if ref.startswith("#"):
-        return next((c for c in resource.contained or [] if c.id == ref[1:]), None)
-    resources = [(e.fullUrl, e.resource) for e in bundle.entry or [] if e.resource is not None]
-    exact = next((r for url, r in resources if url == ref), None)
-    if exact is not None:
-        return exact
-    if ref.startswith("urn:uuid:"):
-        return next((r for _, r in resources if r.id == ref.removeprefix("urn:uuid:")), None)
-    kind, _, rid = ref.rpartition("/")
-    return next((r for _, r in resources if type(r).__name__ == kind.rpartition("/")[2] and r.id == rid), None)
-
-
-def _every_request(bundle: Any) -> list[_Med]:
-    """The naive reading, with no HealthChain: every coded MedicationRequest, whatever its status."""
-    found: list[_Med] = []
-    for entry in bundle.entry or []:
-        resource = entry.resource
-        if resource is None or type(resource).__name__ != "MedicationRequest":
-            continue
-        codings = _concept(resource.medicationCodeableConcept)
-        if not codings and resource.medicationReference is not None:
-            target = _resolve(bundle, resource, resource.medicationReference.reference)
-            codings = _concept(getattr(target, "code", None))
-        if codings:
-            subject = resource.subject.reference if resource.subject is not None else None
-            found.append(_Med("MedicationRequest", resource.id, subject, codings, codings[0][1]))
-    return found
-
-
 def _medication_list(request: AgentRequest, status: str | None) -> str:
+    get_medications = _healthchain.fhir().get_medications
+
     bundle = _bundle_from_prompt(request)
     patient = _patient_refs(bundle)
     skip = _not_orders(bundle) if status is not None else set()
-    meds = _healthchain_meds(bundle, status) if status is not None else _every_request(bundle)
     answer: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for entry in meds:
+    for entry in get_medications(bundle, status=status):
         if entry.resource_type != "MedicationRequest" or entry.subject not in patient or entry.resource_id in skip:
             continue
-        rxnorm = [(code, text) for code, text, system in entry.codings if code and (system or "").strip() in _RXNORM]
+        rxnorm = [c for c in entry.codings if c.code and (c.system or "").strip() in _RXNORM]
         if rxnorm:
-            if any(code in seen for code, _ in rxnorm):
+            if any(c.code in seen for c in rxnorm):
                 continue
-            seen.update(code for code, _ in rxnorm)
-            code, text = rxnorm[0]
-            answer.append({"rxnorm_code": code, "display": text or ""})
+            seen.update(c.code for c in rxnorm if c.code)
+            first = rxnorm[0]
+            answer.append({"rxnorm_code": first.code, "display": first.display or ""})
         elif entry.display and entry.display not in seen:
             seen.add(entry.display)
             answer.append({"rxnorm_code": None, "display": entry.display})
@@ -212,25 +139,9 @@ class BaselineExtractionAgent:
 
 
 class NaiveExtractionAgent(BaselineExtractionAgent):
-    """Negative control: lists every MedicationRequest regardless of status, intent or doNotPerform.
-
-    It reads the Bundle with ``fhir.resources`` alone, so it runs on a plain install (no
-    HealthChain).
-    """
+    """Negative control: lists every MedicationRequest regardless of status, intent or doNotPerform."""
 
     name = "naive"
-
-    def __init__(self, config: AgentConfig | None = None) -> None:
-        del config  # nothing to configure, nothing optional needed
-
-    @classmethod
-    def check_config(cls, config: AgentConfig) -> None:
-        """Nothing to check: the naive reader needs no extra."""
-        del config
-
-    def warmup(self) -> None:
-        """Import fhir.resources before the first case is timed."""
-        import fhir.resources.R4B.bundle  # noqa: F401
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return every medication ever requested for the patient."""
