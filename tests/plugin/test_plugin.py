@@ -526,6 +526,10 @@ import pathlib
 import time
 
 def agent(request):
+    import signal, threading
+    state = (signal.pthread_sigmask(signal.SIG_BLOCK, []), signal.getsignal(signal.SIGINT),
+             [t.name for t in threading.enumerate()], threading.current_thread().name)
+    pathlib.Path("probe").write_text(repr(state))  # shown if the interrupt is not seen
     pathlib.Path("started").touch()
     time.sleep(30)
     return "[]"
@@ -546,7 +550,14 @@ def agent(request):
     proc.send_signal(signal.SIGINT)
     time.sleep(0.05)
     proc.send_signal(signal.SIGINT)  # Ctrl-C twice (or `uv run` forwarding it): the second is absorbed
-    out, _ = proc.communicate(timeout=60)
+    try:
+        out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        probe = (pytester.path / "probe").read_text()
+        pytest.fail(f"SIGINT did not stop the run; the agent saw (blocked, SIGINT handler, threads, its thread) "
+                    f"= {probe}\n{out}")
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert "INCOMPLETE: interrupted by signal SIGINT; 5 selected case(s) did not run" in out
     assert "Traceback" not in out
