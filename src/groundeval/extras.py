@@ -27,10 +27,11 @@ module, which finds the package without importing it (no import cost).
 from __future__ import annotations
 
 import importlib.util
+from typing import Any, ClassVar
 
 from groundeval.errors import ConfigError
 
-__all__ = ["EXTRAS", "extra_missing_message", "has_module", "require_extra"]
+__all__ = ["EXTRAS", "NeedsExtra", "extra_missing_message", "has_module", "require_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "claude": ("anthropic",),
@@ -94,3 +95,28 @@ def require_extra(extra: str, module: str, what: str) -> None:
         raise ValueError(f"unknown extra {extra!r}; known: {', '.join(sorted(EXTRAS))}")
     if not has_module(module):
         raise ConfigError(extra_missing_message(extra, module, what))
+
+
+class NeedsExtra:
+    """Mixin for an agent class that needs an extra: its ``check_config`` raises the one-line error.
+
+    The pytest-xdist controller calls ``check_config`` without building the agent, so an ``-n``
+    run stops before its workers start; call it from the constructor too.
+
+    Attributes:
+        name: The agent's name, as the user names it.
+        needs_extra: ``(extra, module)``, e.g. ``("healthchain", "healthchain")``.
+    """
+
+    name: str
+    needs_extra: ClassVar[tuple[str, str]]
+
+    @classmethod
+    def check_config(cls, config: Any) -> None:
+        """Raise the missing extra's ``ConfigError`` (the agent has nothing else to configure).
+
+        Raises:
+            ConfigError: The extra's module is not installed; the message names the extra.
+        """
+        del config
+        require_extra(*cls.needs_extra, f"the agent {cls.name!r}")

@@ -25,7 +25,7 @@ from groundeval import _healthchain
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
-from groundeval.extras import require_extra
+from groundeval.extras import NeedsExtra
 
 __all__ = ["BaselineExtractionAgent", "NaiveExtractionAgent"]
 
@@ -101,10 +101,11 @@ def _medication_list(request: AgentRequest, status: str | None) -> str:
     return json.dumps(answer, ensure_ascii=False)
 
 
-class BaselineExtractionAgent:
+class BaselineExtractionAgent(NeedsExtra):
     """Lists the active MedicationRequests of the Bundle in the prompt (no model)."""
 
     name = "baseline"
+    needs_extra = ("healthchain", "healthchain")
     tasks: frozenset[str] = frozenset({"extraction"})
     model: str | None = None
     thread_safe = True
@@ -117,16 +118,6 @@ class BaselineExtractionAgent:
             ConfigError: HealthChain is not installed (the ``healthchain`` extra).
         """
         self.check_config(config or AgentConfig())
-
-    @classmethod
-    def check_config(cls, config: AgentConfig) -> None:
-        """What the constructor checks, without building the agent (the pytest-xdist controller calls it).
-
-        Raises:
-            ConfigError: HealthChain is not installed (the ``healthchain`` extra).
-        """
-        del config  # nothing to configure
-        require_extra("healthchain", "healthchain", f"the agent {cls.name!r}")
 
     def warmup(self) -> None:
         """Import fhir.resources and HealthChain before the first case is timed."""

@@ -35,7 +35,7 @@ from typing import Any
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
-from groundeval.extras import require_extra
+from groundeval.extras import NeedsExtra
 
 __all__ = ["BaselineWriteAgent", "read_note"]
 
@@ -131,13 +131,14 @@ class _Calls:
         return result
 
 
-class BaselineWriteAgent:
+class BaselineWriteAgent(NeedsExtra):
     """Writes the MedicationStatement with regular expressions and the FHIR tools (no model)."""
 
     thread_safe = True
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
 
     name = "baseline-write"
+    needs_extra = ("healthchain", "healthchain")
     tasks: frozenset[str] = frozenset({"write"})
     model: str | None = None
 
@@ -149,16 +150,6 @@ class BaselineWriteAgent:
         """
         self.check_config(config or AgentConfig())
         self._catalog: Any = None
-
-    @classmethod
-    def check_config(cls, config: AgentConfig) -> None:
-        """What the constructor checks, without building the agent (the pytest-xdist controller calls it).
-
-        Raises:
-            ConfigError: HealthChain is not installed (the ``healthchain`` extra).
-        """
-        del config  # nothing to configure
-        require_extra("healthchain", "healthchain", f"the agent {cls.name!r}")
 
     def warmup(self) -> None:
         """Import the tools (HealthChain, fhir.resources) and load the catalog before timing."""
