@@ -42,19 +42,20 @@ def _no_healthchain_import(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_healthchain, "module", refuse)
 
 
-@pytest.mark.parametrize(
-    ("spec", "config", "missing", "extra"),
-    [
-        ("claude", AgentConfig(), "anthropic", "claude"),
-        ("openai-compatible", OPENAI, "openai", "openai"),
-        ("baseline", AgentConfig(), "healthchain", "healthchain"),
-        ("naive", AgentConfig(), "healthchain", "healthchain"),
-        ("baseline-write", AgentConfig(), "healthchain", "healthchain"),
-        ("langgraph", AgentConfig(), "healthchain", "write"),
-        ("langgraph", AgentConfig(), "langchain", "write"),
-        ("langgraph-fhir", AgentConfig(), "langgraph", "write"),
-    ],
-)
+NEEDS = [
+    ("claude", AgentConfig(), "anthropic", "claude"),
+    ("openai-compatible", OPENAI, "openai", "openai"),
+    ("baseline", AgentConfig(), "healthchain", "healthchain"),
+    ("naive", AgentConfig(), "healthchain", "healthchain"),
+    ("baseline-write", AgentConfig(), "healthchain", "healthchain"),
+    ("langgraph", AgentConfig(), "healthchain", "write"),
+    ("langgraph", AgentConfig(), "langchain", "write"),
+    ("langgraph-fhir", AgentConfig(), "langgraph", "write"),
+]
+"""(agent, config, the module that is missing, the extra the one-line error names)."""
+
+
+@pytest.mark.parametrize(("spec", "config", "missing", "extra"), NEEDS)
 def test_an_agent_without_its_extra_is_one_config_line(
     monkeypatch: pytest.MonkeyPatch, spec: str, config: AgentConfig, missing: str, extra: str
 ) -> None:
@@ -66,14 +67,7 @@ def test_an_agent_without_its_extra_is_one_config_line(
     assert "\n" not in str(info.value) and f"pip install 'groundeval[{extra}]'" in str(info.value)
 
 
-@pytest.mark.parametrize(("spec", "config", "missing", "extra"), [
-    ("claude", AgentConfig(), "anthropic", "claude"),
-    ("openai-compatible", OPENAI, "openai", "openai"),
-    ("baseline", AgentConfig(), "healthchain", "healthchain"),
-    ("naive", AgentConfig(), "healthchain", "healthchain"),
-    ("baseline-write", AgentConfig(), "healthchain", "healthchain"),
-    ("langgraph", AgentConfig(), "langchain", "write"),
-])
+@pytest.mark.parametrize(("spec", "config", "missing", "extra"), NEEDS)
 def test_the_xdist_controller_preflight_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, spec: str, config: AgentConfig, missing: str, extra: str
 ) -> None:
