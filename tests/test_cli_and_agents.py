@@ -58,8 +58,10 @@ def test_cli_without_key_fails_at_once_with_the_hint(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=False, timeout=120)
     assert run.returncode == 4
     assert run.stderr.strip().splitlines() == [
-        "ERROR: ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or run offline with a "
-        "rule-based agent: --groundeval-agent=baseline for extraction, baseline-write for write (CLI: --agent ...)."
+        "ERROR: ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or run offline with the "
+        "task's rule-based agent: --groundeval-agent=baseline (extraction), baseline-write (write), "
+        "baseline-reconcile (reconcile) (CLI: --agent ...); baseline and baseline-write need the healthchain "
+        "extra: pip install 'groundeval[healthchain]'."
     ]
 
 

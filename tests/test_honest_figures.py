@@ -136,7 +136,7 @@ def test_crashing_on_the_failures_is_lost_and_fails_the_gate() -> None:
     ran = next(f for f in comp.figures if f.name == "pass_rate_ran")
     assert ran.a == 1.0 and ran.b == pytest.approx(21 / 48) and ran.interval is None
     text = comparison_text(comp)
-    assert "regressed (passed->failed): 0, lost (passed->no verdict: excluded or not run): 27" in text
+    assert "regressed (passed->failed): 0, lost (passed->no verdict: excluded, not run or unreadable): 27" in text
     assert "  LOST      c47: passed 1/1 -> no verdict (agent_error)" in text
     assert "regression gate FAILED (--fail-on-regression exits 1): 27 lost" in text
     md = comparison_markdown(comp)

@@ -1,7 +1,7 @@
 """A run's aggregate: computed once from its case records, read by every output.
 
 Outcome counts, the pass and answer rates (over the counted cases, and over every case that
-ran), the task's own means, tokens and cost, and the trial statistics (``groundeval.trial_stats``).
+ran: ``groundeval.scope.ran``, which leaves out ``invalid_case`` and ``not_run``), the task's own means, tokens and cost, and the trial statistics (``groundeval.trial_stats``).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from groundeval.pricing import total_cost
 from groundeval.run_record import Aggregate, CaseRecord
+from groundeval.scope import ran_outcome_count
 from groundeval.scoring import Metric
 from groundeval.tasks.base import Task
 from groundeval.trial_stats import with_trial_stats
@@ -47,7 +48,7 @@ def summarize(
     if used:
         usage["cost_usd"] = total_cost(u.get("cost_usd") for u in used)  # missing = unknown
     n = len(counted)
-    ran = len(records) - not_run
+    ran = ran_outcome_count(counts)  # invalid_case and not_run: the agent was never asked
     passed = sum(r.outcome == "passed" for r in records)
     aggregate = Aggregate(
         selected=len(records) if selected is None else selected,

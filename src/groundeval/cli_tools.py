@@ -9,8 +9,9 @@ Examples::
     groundeval report runs/A.json runs/B.json -o report.html
 
 Exit status: 0; 1 with ``--fail-on-regression`` when a case regressed (passed -> failed) or was
-lost (passed -> no verdict: excluded or not run), or run B is incomplete; 2 for runs that cannot
-be compared (different tasks), bad arguments or a file that is not a run record.
+lost (a verdict -> none: excluded, not run or its case file unreadable), run B has a collection
+error (a case file that could not be read) or is incomplete; 2 for runs that cannot be compared
+(different tasks), bad arguments or a file that is not a run record.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def _compare_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", default=None, metavar="PATH", help="write to PATH instead of stdout")
     parser.add_argument(
         "--fail-on-regression", action="store_true",
-        help="exit 1 when a case passed in A and fails in B, or has no verdict in B (excluded or not run), "
-        "or B is incomplete",
+        help="exit 1 when a case passed in A and fails in B, or has no verdict in B (excluded, not run or its "
+        "file unreadable), or B has a collection error (a case file that could not be read) or is incomplete",
     )
     return parser
 

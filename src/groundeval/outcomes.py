@@ -13,6 +13,12 @@ the same rows (``tests/test_outcomes.py`` checks they agree). Outcomes fall in f
   ``config_error`` and ``auth_error``): a pytest error, excluded from the means and counted;
 * ``not_run``: a selected case that never ran because the run stopped (``-x``, Ctrl-C, a
   configuration stop); recorded so the run record accounts for every selected case.
+
+Each rule also says whether the case counts as *ran* (``OutcomeRule.agent_ran``): the pass rate
+over every case that ran (``Aggregate.pass_rate_ran``, ``groundeval.scope``) and the "N ran"
+figure count every outcome but ``invalid_case`` and ``not_run``, whose agent was never asked. An
+error the agent or the harness raised (``agent_error``, ``harness_error``, ``infra_error``, ...)
+counts as ran and not passed, so an agent cannot raise that figure by crashing.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ __all__ = [
     "COUNTED",
     "OUTCOMES",
     "POLICY",
+    "RAN",
     "SCORED",
     "Outcome",
     "OutcomeRule",
@@ -49,6 +56,8 @@ class OutcomeRule:
         counted: True when the case counts in the run's means (scored, or scored as empty).
         stops_run: True when the run stops at once after this outcome.
         meaning: One line for the README.
+        agent_ran: True when the case counts as ran (in ``pass_rate_ran`` and "N ran"): every
+            outcome but those whose agent was never asked for an answer (``invalid_case``, ``not_run``).
     """
 
     outcome: str
@@ -56,6 +65,7 @@ class OutcomeRule:
     counted: bool
     stops_run: bool
     meaning: str
+    agent_ran: bool = True
 
 
 POLICY: tuple[OutcomeRule, ...] = (
@@ -82,13 +92,14 @@ POLICY: tuple[OutcomeRule, ...] = (
     OutcomeRule("invalid_case", "error", False, False,
                 "the case file failed the task's checks when its case was about to run (not valid FHIR R4B, "
                 "a code outside a required binding, a truth that cannot be derived); the agent is not called. "
-                "Fix the file"),
+                "Fix the file", agent_ran=False),
     OutcomeRule("config_error", "error", False, True,
                 "404 unknown model or 400 invalid request: no later case can succeed; the run stops"),
     OutcomeRule("auth_error", "error", False, True, "missing or rejected API key (401/403); the run stops"),
     OutcomeRule("worker_crashed", "error", False, False,
                 "the pytest-xdist worker running the case died (os._exit, out of memory); the worker is named"),
-    OutcomeRule("not_run", "-", False, False, "selected but never run, because the run stopped early"),
+    OutcomeRule("not_run", "-", False, False, "selected but never run, because the run stopped early",
+                agent_ran=False),
 )
 
 OUTCOMES: dict[str, OutcomeRule] = {rule.outcome: rule for rule in POLICY}
@@ -100,6 +111,9 @@ SCORED: frozenset[str] = frozenset({"passed", "partial", "failed"})
 COUNTED: frozenset[str] = frozenset(rule.outcome for rule in POLICY if rule.counted)
 """Outcomes that count in the means (scored answers and agent-behaviour failures)."""
 
+RAN: frozenset[str] = frozenset(rule.outcome for rule in POLICY if rule.agent_ran)
+"""Outcomes that count as ran (``OutcomeRule.agent_ran``): every one but ``invalid_case`` and ``not_run``."""
+
 
 def outcome_table_markdown() -> str:
     """The policy as the Markdown table the README shows.
@@ -108,13 +122,14 @@ def outcome_table_markdown() -> str:
     passed, 1 (``TESTS_FAILED``) for any failure or error, 2 (``INTERRUPTED``) when the run stopped.
     """
     lines = [
-        "| outcome | pytest | counted in means | exit status | meaning |",
-        "| --- | --- | --- | --- | --- |",
+        "| outcome | pytest | counted in means | counts as ran | exit status | meaning |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for rule in POLICY:
         counted = "yes" if rule.counted else ("no (run stops)" if rule.stops_run else "no")
         exit_status = "0" if rule.outcome == "passed" else ("2 (interrupted)" if rule.stops_run else "1")
         if rule.outcome == "not_run":
             exit_status = "the stop's"
-        lines.append(f"| `{rule.outcome}` | {rule.pytest} | {counted} | {exit_status} | {rule.meaning} |")
+        ran = "yes" if rule.agent_ran else "no"
+        lines.append(f"| `{rule.outcome}` | {rule.pytest} | {counted} | {ran} | {exit_status} | {rule.meaning} |")
     return "\n".join(lines)

@@ -260,11 +260,12 @@ class Aggregate(BaseModel):
         cases: Case records (not-run cases included).
         counts: Outcome -> number of cases.
         counted: Cases counted in the means (scored answers and agent-behaviour failures).
-        excluded: Cases that ran but are excluded from the means (errors).
+        excluded: Cases excluded from the means (errors, ``invalid_case``), not-run ones left out.
         not_run: Selected cases that never ran.
         pass_rate: Passed / counted (None when nothing is counted).
         pass_rate_ran: Passed / every case that ran, errors included (None when none ran): a
-            figure an agent cannot raise by crashing on the cases it would fail.
+            figure an agent cannot raise by crashing on the cases it would fail. ``invalid_case``
+            and ``not_run`` never count as ran (``OutcomeRule.agent_ran``, ``groundeval.scope.ran``).
         answer_rate: Cases with a parseable answer / counted (None when nothing is counted).
         metrics: The task's aggregate over the counted cases (micro/macro means, counts).
         usage: Token totals and ``cost_usd`` (USD; None when any case's cost is unknown). With

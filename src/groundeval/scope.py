@@ -5,18 +5,23 @@ is excluded from the means) or by stopping the run (``not_run``). Every output t
 pass rate (terminal, Markdown, HTML, junit suite properties) therefore shows, whenever anything
 was excluded or not run, the same statement first: how many cases were scored of those selected,
 the excluded ones by outcome, the not-run ones, and the pass rate over every case that ran
-(``Aggregate.pass_rate_ran``, errors counted as not passed). pass@k, pass^k and the case verdicts
-over trials likewise say how many cases they leave out and why.
+(``Aggregate.pass_rate_ran``, errors counted as not passed). A case "ran" when its outcome's
+``OutcomeRule.agent_ran`` says so (``groundeval.outcomes.RAN``): every outcome but ``invalid_case``
+and ``not_run``, whose agent was never asked (``ran``). pass@k, pass^k and the case verdicts over
+trials likewise say how many cases they leave out and why.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from groundeval.outcomes import COUNTED, POLICY
+from groundeval.outcomes import COUNTED, POLICY, RAN
 from groundeval.run_record import Aggregate, PassAtK, TrialStats
 
-__all__ = ["excluded_by_outcome", "pass_k_note", "pass_rate_ran", "scope_needed", "scope_text", "unit", "unjudged_note"]
+__all__ = [
+    "excluded_by_outcome", "pass_k_note", "pass_rate_ran", "ran", "ran_outcome_count", "scope_needed", "scope_text",
+    "unit", "unjudged_note",
+]
 
 ORDER = tuple(rule.outcome for rule in POLICY)
 
@@ -38,12 +43,27 @@ def excluded_by_outcome(agg: Aggregate) -> str:
     )
 
 
+def ran_outcome_count(counts: dict[str, int]) -> int:
+    """How many of ``counts`` (outcome -> cases) ran: those whose outcome is in ``groundeval.outcomes.RAN``."""
+    return sum(n for outcome, n in counts.items() if outcome in RAN)
+
+
+def ran(agg: Aggregate) -> int:
+    """Cases (trials) that ran: every outcome but ``invalid_case`` and ``not_run`` (the "N ran" figure)."""
+    return ran_outcome_count(agg.counts)
+
+
 def pass_rate_ran(agg: Aggregate) -> float | None:
-    """``Aggregate.pass_rate_ran``; for a record written before it existed, passed / cases that ran."""
-    if agg.pass_rate_ran is not None:
+    """Passed / cases that ran (``ran``), to 6 decimals, from the outcome counts; None when none ran.
+
+    Read from ``Aggregate.counts``, not the stored ``Aggregate.pass_rate_ran``, so a record written
+    before ``invalid_case`` stopped counting as ran (or before the field existed) gets the same figure;
+    a record without counts falls back to the stored value.
+    """
+    if not agg.counts:
         return agg.pass_rate_ran
-    ran = agg.cases - agg.not_run
-    return agg.counts.get("passed", 0) / ran if ran > 0 else None
+    n = ran(agg)
+    return round(agg.counts.get("passed", 0) / n, 6) if n > 0 else None
 
 
 def _fmt(value: float | None) -> str:

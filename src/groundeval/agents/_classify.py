@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from groundeval.agents._retry import DeadlineExceeded
+from groundeval.agents.base import offline_hint
 from groundeval.errors import AgentError, AuthError, CaseTooLargeError, InfraError, RunStopError
 from groundeval.redaction import redact, strip_userinfo, url_secrets
 
@@ -291,7 +292,7 @@ def classify_anthropic_error(
     return _classify(
         exc, case_id, provider="Anthropic", model=model, attempts=attempts, note=note, where="",
         secrets=url_secrets(os.environ.get("ANTHROPIC_BASE_URL")),
-        key_hint="set a valid ANTHROPIC_API_KEY, or run offline with --groundeval-agent=baseline",
+        key_hint=f"set a valid ANTHROPIC_API_KEY, or {offline_hint()}",
     )
 
 

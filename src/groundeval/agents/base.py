@@ -41,7 +41,8 @@ from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import ConfigError
 
 __all__ = [
-    "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires", "check_task", "make_agent", "preflight_agent",
+    "AGENTS", "OFFLINE_AGENTS", "OFFLINE_AGENT_EXTRAS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires",
+    "check_task", "make_agent", "offline_hint", "preflight_agent",
 ]
 
 DEFAULT_REQUIRES: frozenset[str] = frozenset({"text_prompt"})
@@ -106,6 +107,36 @@ AGENTS: dict[str, str] = {
 }
 """Built-in agent name -> ``module:class``. A built-in that takes an argument (``replay:RUN.json``)
 is named ``NAME:ARGUMENT``; its class builds itself with ``from_argument(argument, config)``."""
+
+OFFLINE_AGENTS: dict[str, str] = {
+    "extraction": "baseline",
+    "write": "baseline-write",
+    "reconcile": "baseline-reconcile",
+}
+"""Built-in task name -> its rule-based agent (no model, no key, no network), for the missing-key hint."""
+
+OFFLINE_AGENT_EXTRAS: dict[str, str] = {"baseline": "healthchain", "baseline-write": "healthchain"}
+"""Offline agent -> the extra it needs (its class's ``NeedsExtra.needs_extra``; a test keeps them equal)."""
+
+
+def offline_hint() -> str:
+    """How to run each built-in task offline, for the missing-key messages (one line, no final stop).
+
+    Returns:
+        ``run offline with the task's rule-based agent: --groundeval-agent=baseline (extraction),
+        baseline-write (write), baseline-reconcile (reconcile) (CLI: --agent ...); baseline and
+        baseline-write need the healthchain extra: pip install 'groundeval[healthchain]'``.
+    """
+    agents = ", ".join(f"{agent} ({task})" for task, agent in OFFLINE_AGENTS.items())
+    by_extra: dict[str, list[str]] = {}
+    for agent, extra in OFFLINE_AGENT_EXTRAS.items():
+        by_extra.setdefault(extra, []).append(agent)
+    needs = "".join(
+        f"; {' and '.join(names)} need{'s' if len(names) == 1 else ''} the {extra} extra: "
+        f"pip install 'groundeval[{extra}]'"
+        for extra, names in by_extra.items()
+    )
+    return f"run offline with the task's rule-based agent: --groundeval-agent={agents} (CLI: --agent ...){needs}"
 
 
 class FunctionAgent:

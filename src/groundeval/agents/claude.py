@@ -25,7 +25,7 @@ from groundeval.agent_io import AgentRequest
 from groundeval.agents._classify import BadResponse, classify_anthropic_error, strip_userinfo
 from groundeval.agents._retry import Completed
 from groundeval.agents._single_call import Reply, SingleCallAgent
-from groundeval.agents.base import AgentConfig
+from groundeval.agents.base import AgentConfig, offline_hint
 from groundeval.errors import AgentError, ConfigError
 from groundeval.extras import require_extra
 from groundeval.pricing import cost_usd
@@ -41,10 +41,8 @@ DEFAULT_MODEL = "claude-opus-4-8"
 TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
 """Stop reasons meaning the answer was cut off."""
 
-NO_KEY_HINT = (
-    "ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or run offline with a "
-    "rule-based agent: --groundeval-agent=baseline for extraction, baseline-write for write (CLI: --agent ...)."
-)
+NO_KEY_HINT = f"ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or {offline_hint()}."
+"""The one-line error without a key: names every built-in task's offline agent (``agents.base.OFFLINE_AGENTS``)."""
 _DEPRECATED = r"The model '.*' is deprecated"
 
 

@@ -48,7 +48,7 @@ from groundeval.agents._langgraph_graph import build_write_graph, model_call_gua
 from groundeval.agents._langgraph_trace import message_usage, tool_trace
 from groundeval.agents._retry import CallSettings, GaveUp
 from groundeval.agents._single_call import check_temperature
-from groundeval.agents.base import AgentConfig
+from groundeval.agents.base import AgentConfig, offline_hint
 from groundeval.agents.claude import DEFAULT_MODEL, ClaudeAgent
 from groundeval.errors import AgentError, AgentLoopError, ConfigError
 from groundeval.extras import EXTRAS, require_extra
@@ -72,8 +72,8 @@ DEFAULT_RECURSION_LIMIT = 25
 """Graph steps per case when ``recursion_limit`` is not given (LangGraph's own default)."""
 
 NO_KEY_HINT = (
-    "ANTHROPIC_API_KEY is not set: the LangGraph agent (the write task's default) needs it. Set the key, "
-    "or run offline with --groundeval-agent=baseline-write (CLI: --agent baseline-write; extraction: baseline)."
+    f"ANTHROPIC_API_KEY is not set: the LangGraph agent (the write task's default) needs it. Set the key, "
+    f"or {offline_hint()}."
 )
 
 ToolsFactory = Callable[[str], "list[BaseTool]"]

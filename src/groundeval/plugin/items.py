@@ -184,13 +184,24 @@ def select_by_node_id(config: pytest.Config, items: list[Any], wanted: list[str]
     """Keep only the cases named by node id (``groundeval/<task>::<id>``); a case's id selects all its trials.
 
     Raises:
-        pytest.UsageError: A named case does not exist; the message lists a few that do.
+        pytest.UsageError: A named case does not exist; the message lists a few that do. A node id
+            with a ``[trial-i]`` suffix this run does not have (``--groundeval-trials`` not given,
+            or at most i) says to pass ``--groundeval-trials K`` (K > i), or to drop the suffix.
     """
     known = {item.nodeid for item in items}
     cases = {split_trial(n)[0] for n in known}
     unknown = [n for n in wanted if n not in known and n not in cases]
     if unknown:
         some = ", ".join(sorted(known)[:3])
+        case, trial = split_trial(unknown[0])
+        if trial is not None:
+            trials = 1 + max((getattr(item, "trial", 0) for item in items), default=0)
+            need = max(trial + 1, 2)  # with one trial, items have no [trial-i] suffix at all
+            raise pytest.UsageError(
+                f"no case {unknown[0]!r} in {data_dir}: this run has {trials} trial(s) per case, so [trial-{trial}] "
+                f"does not exist; pass --groundeval-trials {need} (or more) to rerun that trial, or name the case "
+                f"without the suffix ({case!r}); case ids look like: {some}"
+            )
         raise pytest.UsageError(f"no case {unknown[0]!r} in {data_dir}; case ids look like: {some}")
     keep = set(wanted)
     chosen = [item for item in items if item.nodeid in keep or split_trial(item.nodeid)[0] in keep]

@@ -4,7 +4,9 @@ Every testcase carries the same property names in the same order, so dashboard c
 run metadata (repeated on every testcase because suite-level properties are lost under
 pytest-xdist, pytest-dev/pytest#7767), the outcome, every metric the task declares (empty when not
 applicable), then latency, attempts, usage and the agent's facts. Values are primitives; booleans
-are written ``true``/``false``.
+are written ``true``/``false``, and any value that is None (a metric, ``latency_s`` of a case whose
+agent was never called, a usage count) is an empty property value, never ``0``: every property
+goes through one conversion (``_value``) on its way out.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def junit_properties(record: CaseRecord, metric_names: Sequence[str] = ()) -> li
         metric_names: Every metric the task can emit; each appears on every testcase (empty when
             the case has no value for it). Metrics outside the list follow in the record's order.
     """
-    props: list[tuple[str, Metric]] = [
+    props: list[tuple[str, object]] = [
         ("task", record.task),
         ("agent", record.agent),
         ("model", record.model or ""),
@@ -58,7 +60,7 @@ def junit_properties(record: CaseRecord, metric_names: Sequence[str] = ()) -> li
     props += [(name, _value(record.metrics.get(name))) for name in names]
     if "format_ok" not in names:
         props.append(("format_ok", _value(record.format_ok)))
-    props.append(("latency_s", round(record.latency_s or 0.0, 3)))
+    props.append(("latency_s", None if record.latency_s is None else round(record.latency_s, 3)))
     props.append(("attempts", _value(record.attempts)))
     props += [(key, _value(value)) for key, value in record.usage.items()]
     facts = {**(record.error.details if record.error else {}), **record.agent_meta}
@@ -66,7 +68,7 @@ def junit_properties(record: CaseRecord, metric_names: Sequence[str] = ()) -> li
         facts["tool_calls"] = len(record.trace)  # agents that keep a trace but no count
     props += [(key, _value(facts.get(key))) for key in FACT_KEYS if key in facts]
     props.append(("error_type", record.error.type if record.error else ""))
-    return props
+    return [(name, _value(value)) for name, value in props]  # None -> "", bool -> true/false, whatever the row
 
 
 def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
@@ -95,7 +97,7 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
     props += [(key, _value(value)) for key, value in agg.metrics.items()]
     if "cost_usd" in agg.usage:
         props.append(("cost_usd", _value(agg.usage["cost_usd"])))
-    return props + _trial_properties(agg.trials)
+    return [(name, _value(value)) for name, value in props + _trial_properties(agg.trials)]
 
 
 def _trial_properties(stats: TrialStats | None) -> list[tuple[str, str | int | float]]:

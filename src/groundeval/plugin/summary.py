@@ -15,6 +15,7 @@ from groundeval.outcomes import POLICY
 from groundeval.redaction import clean_text
 from groundeval.run_record import Aggregate, RunRecord, TrialStats
 from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
+from groundeval.scope import ran as ran_count
 from groundeval.scoring import Metric
 
 __all__ = ["format_table", "trial_lines", "write_summary"]
@@ -48,7 +49,7 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     of trials.
     """
     lines = [header]
-    ran = agg.cases - agg.not_run
+    ran = ran_count(agg)  # invalid_case and not_run never count as ran
     stats = agg.trials
     ivs = stats.intervals if stats is not None else {}
     unit = "trials" if stats is not None and stats.k > 1 else "cases"
@@ -136,7 +137,7 @@ def _run_shape(record: RunRecord) -> list[str]:
         lines.append(f"concurrency: {n} agent calls in flight at most{total}")
     if record.aggregate.cached:
         lines.append(
-            f"cached: {record.aggregate.cached} of {record.aggregate.cases} answers came from the cache or a replayed "
+            f"cached: {record.aggregate.cached} of {ran_count(record.aggregate)} answers came from the cache or a replayed "
             "run (no model call; their usage and cost are the original calls')"
         )
     changed = [c.case_id for c in record.cases if c.agent_meta.get("fixture_changed")

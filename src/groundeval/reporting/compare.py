@@ -5,8 +5,9 @@ Cases are pooled over their trials (``groundeval.reporting.cases``); the gate is
 assumed: the task, each case's fixture SHA-256 (a case whose file changed is not compared), the
 groundeval version (there is no scorer version yet; the package version stands for it),
 ``task_facts``, the task options (thresholds decide ``passed``) and whether each run is complete.
-A case that passed in A and has no verdict in B (excluded or not run) is *lost*, not "not
-compared": it fails the gate (``groundeval.reporting.gate``).
+A case that had a verdict in A and has none in B (excluded, not run, or its case file is one of
+B's collection errors) is *lost*, not "not compared", even when its case file changed: it fails
+the gate (``groundeval.reporting.gate``), as does every collection error of B.
 
 Nothing here knows a task's metric names. Per case, every dimension of either record is compared
 (``passed``, ``answered``, then the metrics of ``RunRecord.metric_names``, current run's order
@@ -35,10 +36,19 @@ from groundeval.reporting.cases import (
     directions,
     load_record,
 )
-from groundeval.reporting.gate import CaseGate, CaseLost, GateResult, gate_case, lost_case
+from groundeval.reporting.gate import (
+    UNREADABLE,
+    CaseGate,
+    CaseLost,
+    GateResult,
+    collection_error_lines,
+    gate_case,
+    lost_case,
+    unreadable_files,
+)
 from groundeval.reporting.stats import Interval, paired_interval
 from groundeval.run_record import RunRecord
-from groundeval.scope import pass_rate_ran, scope_needed, scope_text
+from groundeval.scope import pass_rate_ran, ran, scope_needed, scope_text
 from groundeval.scoring import Direction
 
 __all__ = [
@@ -62,7 +72,8 @@ def regressions(baseline: RunRecord, current: RunRecord) -> GateResult:
     """The regression gate of ``current`` against ``baseline`` (see ``GateResult``).
 
     It fails on regressed cases (passed -> failed), lost cases (a verdict in the baseline, none
-    now: excluded or not run), a pass-rate drop beyond noise and an incomplete ``current`` run.
+    now: excluded, not run or its file unreadable), a pass-rate drop beyond noise, an incomplete
+    ``current`` run and any collection error of ``current`` (a case file that could not be read).
     """
     return compare_runs(baseline, current).gate
 
@@ -134,7 +145,8 @@ class Comparison:
         problems: Differences that stop a case-level comparison (different tasks).
         figures: Headline figures.
         cases: Cases compared (in both runs, counted on both sides, same fixture).
-        only_a: Case ids only in run A.
+        only_a: Case ids only in run A (a case whose file is a collection error of B and that had a
+            verdict in A is lost instead, in ``gate.lost``).
         only_b: Case ids only in run B.
         gate: The regression gate.
         dimensions: The per-case dimensions compared, in display order (``cases.dimensions``).
@@ -202,7 +214,7 @@ def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]
         if not run.complete:
             agg = run.aggregate
             warnings.append(
-                f"run {name} is incomplete ({run.stop_reason or 'interrupted'}): {agg.cases - agg.not_run} of "
+                f"run {name} is incomplete ({run.stop_reason or 'interrupted'}): {ran(agg)} of "
                 f"{agg.selected} selected cases ran, {agg.not_run} not run; its figures cover only the cases that ran"
                 + ("; --fail-on-regression fails on it" if name == "B" else "")
             )
@@ -231,12 +243,13 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
             ca = va.get(case_id)
             if ca is None:
                 continue
-            if ca.fixture_sha256 and cb.fixture_sha256 and ca.fixture_sha256 != cb.fixture_sha256:
-                not_compared[case_id] = "the case file changed (fixture SHA-256 differs)"
-                changed_fixtures += 1
+            changed = bool(ca.fixture_sha256 and cb.fixture_sha256 and ca.fixture_sha256 != cb.fixture_sha256)
+            changed_fixtures += changed
+            if (lost_one := lost_case(ca, cb)) is not None:  # a verdict before, none now: fails the gate, file
+                lost.append(lost_one)  # changed or not (a file edited into an invalid_case is lost)
                 continue
-            if (lost_one := lost_case(ca, cb)) is not None:  # passed before, no verdict now: fails the gate
-                lost.append(lost_one)
+            if changed:  # a changed file stops only the comparison of verdicts
+                not_compared[case_id] = "the case file changed (fixture SHA-256 differs)"
                 continue
             if not ca.counted or not cb.counted:
                 side = "baseline" if not ca.counted else "current run"
@@ -250,15 +263,35 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
             verdict = gate_case(ca, cb)
             gates.append(verdict)
             cases.append(CaseDiff(case_id, ca, cb, changes, verdict.verdict, dirs))
+        lost += _unreadable_lost(a, b, va, only_a)
+        gone = {c.case_id for c in lost}
+        only_a = [k for k in only_a if k not in gone]
     if changed_fixtures:
         warns.append(f"{changed_fixtures} case file(s) changed between the runs (fixture SHA-256): not compared")
     figures = _figures(a, b, cases, dims, comparable=not problems)
     pass_iv = next((f.interval for f in figures if f.name == "pass_rate"), None)
     incomplete = None if b.complete else (b.stop_reason or "interrupted")
     gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems), tuple(lost),
-                      incomplete)
+                      incomplete, collection_error_lines(b))
     return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate, dims, dirs,
                       _count_dimensions(dims, a, b))
+
+
+def _unreadable_lost(a: RunRecord, b: RunRecord, va: Mapping[str, CaseValues], only_a: Sequence[str]) -> list[CaseLost]:
+    """Cases only in A, with a verdict there, whose case file (``CaseRecord.source``) is a collection error of B."""
+    unreadable = unreadable_files(b)
+    if not unreadable:
+        return []
+    sources = {c.case_id: c.source for c in a.cases if c.source}
+    out = []
+    for case_id in only_a:
+        ca = va[case_id]
+        nodeid = unreadable.get(sources.get(case_id) or "")
+        if nodeid is None:  # a record without the file name: a file named after the case id
+            nodeid = next((v for k, v in unreadable.items() if k.rsplit(".", 1)[0] == case_id), None)
+        if nodeid is not None and ca.counted:
+            out.append(CaseLost(case_id, ca.passes, ca.counted, (UNREADABLE,), collection_error=nodeid))
+    return out
 
 
 def _figures(

@@ -5,17 +5,22 @@ Two kinds of case fail the gate, and every output keeps them apart:
 * **regressed**: passed in the baseline, counted now and failed (one trial each), or with trials a
   pass-rate drop with one-sided Fisher exact p <= 0.05;
 * **lost**: had a verdict in the baseline (a counted trial, passed or not) and has none now:
-  every trial of it is excluded (``agent_error``, ``harness_error``, ``infra_error``, ... see
-  ``groundeval.outcomes``) or ``not_run``. An agent must not clear the gate, or raise its pass
-  rate, by crashing on the cases it would fail, so a lost case fails the gate like a regression,
-  named with its outcomes.
+  every trial of it is excluded (``agent_error``, ``harness_error``, ``infra_error``,
+  ``invalid_case``, ... see ``groundeval.outcomes``) or ``not_run``, or its case file is among the
+  current run's collection errors (it could not be read: outcome ``collection_error``). An agent
+  must not clear the gate, or raise its pass rate, by crashing on the cases it would fail, and a
+  case file broken in a pull request must not pass CI, so a lost case fails the gate like a
+  regression, named with its outcomes. A changed case file (fixture SHA-256) stops only the
+  comparison of verdicts, never the lost check: a file edited into an ``invalid_case`` is lost.
 
 A run whose pass rate dropped beyond noise fails the gate too: the paired bootstrap interval of
 the per-case pass-rate differences lies wholly below 0 (with trials, per-case Fisher tests on 3
 trials can flag only 3/3 -> 0/3, so a run-wide drop of flaky cases is caught here).
 
 An incomplete current run (``RunRecord.complete`` false) fails the gate too: its cases that never
-ran cannot be shown not to have regressed.
+ran cannot be shown not to have regressed. So does any collection error of the current run
+(``RunRecord.collection_errors``: a case file that could not be read), each named on its own line,
+whether or not the baseline had the case.
 """
 
 from __future__ import annotations
@@ -28,7 +33,13 @@ from groundeval.reporting.cases import EPS, CaseValues, case_values, record_valu
 from groundeval.reporting.stats import ALPHA, Interval, fisher_one_sided
 from groundeval.run_record import CaseRecord, RunRecord
 
-__all__ = ["BaselineGate", "CaseGate", "CaseLost", "GateResult", "gate_case", "lost_case", "lost_outcomes"]
+__all__ = [
+    "UNREADABLE", "BaselineGate", "CaseGate", "CaseLost", "GateResult", "collection_error_lines", "gate_case",
+    "lost_case", "lost_outcomes", "unreadable_files",
+]
+
+UNREADABLE = "collection_error"
+"""The outcome a lost case is named with when its case file is among the current run's collection errors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,19 +77,24 @@ class CaseGate:
 
 @dataclass(frozen=True, slots=True)
 class CaseLost:
-    """A case that had a verdict in the baseline and has none now (excluded or not run).
+    """A case that had a verdict in the baseline and has none now (excluded, not run or unreadable).
 
     Attributes:
         case_id: The case id.
         baseline_passes: Passing counted trials in the baseline (0 when it failed there).
         baseline_trials: Counted trials in the baseline.
-        outcomes: The current run's outcomes of the case, in trial order (all excluded or ``not_run``).
+        outcomes: The current run's outcomes of the case, in trial order (all excluded or ``not_run``);
+            ``("collection_error",)`` when its case file could not be read (``UNREADABLE``).
+        file_changed: True when the case file's SHA-256 differs from the baseline's.
+        collection_error: The current run's collection-error node id of its case file, or None.
     """
 
     case_id: str
     baseline_passes: int
     baseline_trials: int
     outcomes: tuple[str, ...]
+    file_changed: bool = False
+    collection_error: str | None = None
 
     @property
     def outcome(self) -> str:
@@ -86,15 +102,47 @@ class CaseLost:
         return ", ".join(dict.fromkeys(self.outcomes))
 
     def text(self) -> str:
-        """``Liz_Conn-ee9f8dd8: passed 1/1 -> no verdict (agent_error)``."""
-        return f"{self.case_id}: passed {self.baseline_passes}/{self.baseline_trials} -> no verdict ({self.outcome})"
+        """``Liz_Conn-ee9f8dd8: passed 1/1 -> no verdict (agent_error)``, plus why when the file changed or is unreadable."""
+        why = self.outcome
+        if self.collection_error is not None:
+            why += f": its case file could not be read ({self.collection_error})"
+        elif self.file_changed:
+            why += "; the case file changed"
+        return f"{self.case_id}: passed {self.baseline_passes}/{self.baseline_trials} -> no verdict ({why})"
 
 
 def lost_case(a: CaseValues, b: CaseValues) -> CaseLost | None:
-    """The ``CaseLost`` when ``a`` (baseline) has a counted trial and ``b`` (current) has none."""
+    """The ``CaseLost`` when ``a`` (baseline) has a counted trial and ``b`` (current) has none.
+
+    Whether the case file changed (fixture SHA-256) does not matter: it is recorded in ``file_changed``.
+    """
     if a.counted and not b.counted:
-        return CaseLost(a.case_id, a.passes, a.counted, b.outcomes)
+        changed = bool(a.fixture_sha256 and b.fixture_sha256 and a.fixture_sha256 != b.fixture_sha256)
+        return CaseLost(a.case_id, a.passes, a.counted, b.outcomes, file_changed=changed)
     return None
+
+
+def unreadable_files(record: RunRecord) -> dict[str, str]:
+    """Case file name -> collection-error node id, for the files of ``record`` that could not be read.
+
+    A collection error's node id is ``groundeval/<task>::<file name>`` (``plugin.items.BadCaseFile``).
+    """
+    out: dict[str, str] = {}
+    for error in record.collection_errors:
+        nodeid = error.get("nodeid", "")
+        name = nodeid.rsplit("::", 1)[-1].rsplit("/", 1)[-1]
+        if name:
+            out[name] = nodeid
+    return out
+
+
+def collection_error_lines(record: RunRecord) -> tuple[str, ...]:
+    """``groundeval/extraction::Liz.json: <first line of the message>``, one per collection error of ``record``."""
+    lines = []
+    for error in record.collection_errors:
+        message = (error.get("message") or "").strip().splitlines()
+        lines.append(f"{error.get('nodeid', '?')}: {message[0] if message else 'could not be collected'}")
+    return tuple(lines)
 
 
 def gate_case(a: CaseValues, b: CaseValues) -> CaseGate:
@@ -123,11 +171,13 @@ class GateResult:
 
     A case regressed when it passed in the baseline and does not pass now (one trial each), or,
     with trials, when its pass rate dropped and the one-sided Fisher exact test gives p <= 0.05.
-    A case is lost when it passed in the baseline and every trial of it is now excluded or not
-    run (no verdict). ``pass_rate_interval`` is the paired bootstrap interval of the pass-rate
-    difference over the cases both runs counted. Other cases that are not comparable (only in one
-    run, not counted in the baseline, not counted now but never passed before, fixture changed)
-    are listed in ``not_compared`` and do not fail the gate.
+    A case is lost when it had a verdict in the baseline and every trial of it is now excluded or
+    not run, or its case file is a collection error now (no verdict), whether or not the file
+    changed. ``pass_rate_interval`` is the paired bootstrap interval of the pass-rate difference
+    over the cases both runs counted. Other cases that are not comparable (only in one run, not
+    counted in the baseline, counted in both but the case file changed) are listed in
+    ``not_compared`` and do not fail the gate. Every collection error of the current run fails it
+    (``collection_errors``).
 
     Attributes:
         baseline_run_id: The baseline run's id.
@@ -136,8 +186,11 @@ class GateResult:
         not_compared: case id -> why it was not compared (lost cases are in ``lost`` instead).
         pass_rate_interval: Interval of the mean per-case pass-rate difference, or None.
         problems: Why the runs are not comparable at all (different tasks); then nothing is gated.
-        lost: Cases that passed in the baseline and have no verdict now, in the current run's order.
+        lost: Cases that had a verdict in the baseline and have none now, in the current run's order,
+            then those whose case file could not be read.
         incomplete: Why the current run is incomplete (its ``stop_reason``), or None when complete.
+        collection_errors: The current run's collection errors, ``<node id>: <message's first line>``
+            each (``collection_error_lines``): case files that could not be read.
     """
 
     baseline_run_id: str
@@ -148,6 +201,7 @@ class GateResult:
     problems: tuple[str, ...] = ()
     lost: tuple[CaseLost, ...] = ()
     incomplete: str | None = None
+    collection_errors: tuple[str, ...] = ()
 
     @property
     def regressed(self) -> tuple[CaseGate, ...]:
@@ -166,11 +220,12 @@ class GateResult:
 
     @property
     def failed(self) -> bool:
-        """True when a case regressed or was lost, or the current run is incomplete.
+        """True when a case regressed or was lost, a case file could not be read, or the current run is incomplete.
 
         What ``--groundeval-fail-on-regression`` and ``groundeval compare --fail-on-regression`` fail on.
         """
-        return bool(self.regressed or self.lost or self.incomplete is not None or self.pass_rate_dropped)
+        return bool(self.regressed or self.lost or self.incomplete is not None or self.pass_rate_dropped
+                    or self.collection_errors)
 
     @property
     def pass_rate_dropped(self) -> bool:
@@ -187,6 +242,8 @@ class GateResult:
             out.append(f"{len(self.lost)} lost (a verdict before -> none now: {lost_outcomes(self.lost)})")
         if self.incomplete is not None:
             out.append(f"the current run is incomplete ({self.incomplete})")
+        if self.collection_errors:
+            out.append(f"{len(self.collection_errors)} case file(s) could not be read (collection errors)")
         if self.pass_rate_dropped and self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             out.append(f"the pass rate dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
@@ -195,7 +252,11 @@ class GateResult:
     def summary_lines(self) -> list[str]:
         """Lines for the terminal summary: the counts, then one line per regressed and per lost case."""
         if self.problems:
-            return [f"regression gate: not applied ({'; '.join(self.problems)})"]
+            lines = [f"regression gate: not applied ({'; '.join(self.problems)})"]
+            lines += [f"UNREADABLE {e}" for e in self.collection_errors]
+            if self.failed:
+                lines.append("regression gate FAILED: " + "; ".join(self.reasons()))
+            return lines
         head = (
             f"regressions vs {self.baseline_run_id}: {len(self.regressed)}  lost: {len(self.lost)}"
             f"  improved: {len(self.improved)}  compared: {len(self.cases)}"
@@ -205,6 +266,7 @@ class GateResult:
         lines = [head]
         lines += [f"REGRESSED {c.text()}" for c in self.regressed]
         lines += [f"LOST {c.text()}" for c in self.lost]
+        lines += [f"UNREADABLE {e}" for e in self.collection_errors]
         if self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             lines.append(f"pass rate change {iv.mean:+.3f}, 95% interval {iv.text()} over {iv.n} cases")
@@ -255,15 +317,14 @@ class BaselineGate:
         return found is not None and found.verdict == "regressed"
 
     def lost(self, trials: Sequence[CaseRecord]) -> CaseLost | None:
-        """The ``CaseLost`` when the case passed in the baseline and none of ``trials`` was counted, else None.
+        """The ``CaseLost`` when the case had a verdict in the baseline and none of ``trials`` was counted, else None.
 
-        For a per-case junit property (``lost``); the session does not write one yet.
+        A changed case file does not stop it (``lost_case``). For the per-case junit property ``lost``.
         """
         if not trials:
             return None
         current = case_values(trials)[trials[0].case_id]
         base = self._values.get(current.case_id)
-        if base is None or (base.fixture_sha256 and current.fixture_sha256
-                            and base.fixture_sha256 != current.fixture_sha256):
+        if base is None:
             return None
         return lost_case(base, current)

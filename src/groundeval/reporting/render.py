@@ -56,7 +56,8 @@ def _figure(f: Figure) -> dict[str, Any]:
 
 def _lost(c: CaseLost) -> dict[str, Any]:
     return {"case_id": c.case_id, "baseline_passes": c.baseline_passes, "baseline_trials": c.baseline_trials,
-            "outcomes": list(c.outcomes), "outcome": c.outcome, "text": c.text()}
+            "outcomes": list(c.outcomes), "outcome": c.outcome, "file_changed": c.file_changed,
+            "collection_error": c.collection_error, "text": c.text()}
 
 
 def _case(c: CaseDiff) -> dict[str, Any]:
@@ -84,6 +85,7 @@ def comparison_dict(comp: Comparison) -> dict[str, Any]:
         "not_compared": gate.not_compared,
         "regressed": [c.case_id for c in gate.regressed], "improved": [c.case_id for c in gate.improved],
         "lost": [_lost(c) for c in gate.lost], "incomplete": gate.incomplete,
+        "collection_errors": list(gate.collection_errors),
         "count_dimensions": sorted(comp.counts),
         "gate_failed": gate.failed, "gate_reasons": gate.reasons(),
     }
@@ -124,7 +126,7 @@ def comparison_text(comp: Comparison) -> str:
     gate = comp.gate
     lines.append(
         f"cases: {len(comp.cases)} compared, {len(comp.changed)} changed; regressed (passed->failed): "
-        f"{len(gate.regressed)}, lost (passed->no verdict: excluded or not run): {len(gate.lost)}, "
+        f"{len(gate.regressed)}, lost (passed->no verdict: excluded, not run or unreadable): {len(gate.lost)}, "
         f"improved (not->passed): {len(gate.improved)}; only in A: {len(comp.only_a)}; only in B: {len(comp.only_b)}; "
         f"not compared: {len(gate.not_compared)}"
     )
@@ -141,6 +143,7 @@ def comparison_text(comp: Comparison) -> str:
             label = "mixed"
         lines.append(f"  {label:<9} {c.case_id}: {_change_text(comp, c)}")
     lines += [f"  LOST      {c.text()}" for c in gate.lost]
+    lines += [f"  UNREADABLE {e}" for e in gate.collection_errors]
     if not comp.problems:  # with different tasks every case is in one run only: counted above
         lines += [f"  only in A {k}" for k in comp.only_a]
         lines += [f"  only in B {k}" for k in comp.only_b]

@@ -203,6 +203,11 @@ def _lost_md(gate: GateResult) -> list[str]:
                   for c in gate.lost[:MAX_LISTED]]
         if len(gate.lost) > MAX_LISTED:
             lines += ["", f"and {len(gate.lost) - MAX_LISTED} more lost cases"]
+    if gate.collection_errors:
+        lines += ["", "case files that could not be read (collection errors):", ""]
+        lines += [f"- {md_escape(e)}" for e in gate.collection_errors[:MAX_LISTED]]
+        if len(gate.collection_errors) > MAX_LISTED:
+            lines += ["", f"and {len(gate.collection_errors) - MAX_LISTED} more"]
     return lines
 
 
@@ -223,7 +228,7 @@ def comparison_markdown(comp: Comparison) -> str:
     lines += ["", f"<sub>{md_escape(METHOD)}; \\* = the interval excludes 0</sub>", ""]
     gate = comp.gate
     lines.append(f"{len(comp.cases)} cases compared, {len(comp.changed)} changed: **{len(gate.regressed)} regressed** "
-                 f"(passed -> failed), **{len(gate.lost)} lost** (a verdict before, none now: excluded or not run), "
+                 f"(passed -> failed), **{len(gate.lost)} lost** (a verdict before, none now: excluded, not run or unreadable), "
                  f"{len(gate.improved)} improved")
     lines += _lost_md(gate)
     if comp.changed:
