@@ -1,7 +1,8 @@
 """A run's aggregate: computed once from its case records, read by every output.
 
 Outcome counts, the pass and answer rates (over the counted cases, and over every case that
-ran: ``groundeval.scope.ran``, which leaves out ``invalid_case`` and ``not_run``), the task's own means, tokens and cost, and the trial statistics (``groundeval.trial_stats``).
+ran: ``groundeval.scope.ran``, which leaves out ``invalid_case`` and ``not_run``), the task's own
+means, tokens and cost, and the trial statistics (``groundeval.trial_stats``).
 """
 
 from __future__ import annotations

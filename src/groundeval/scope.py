@@ -74,7 +74,8 @@ def scope_text(agg: Aggregate) -> str:
     """``scored 21 of 48 cases: 27 excluded (agent_error 27), 0 not run; pass rate over every case that ran: 0.438``.
 
     Counts are of trials under ``--groundeval-trials``. The pass rate over every case that ran
-    counts excluded cases as not passed, so crashing on a case cannot raise it.
+    counts excluded cases as not passed, so crashing on a case cannot raise it; ``invalid_case``
+    and ``not_run`` cases did not run (``ran``).
     """
     u = unit(agg)
     by_outcome = excluded_by_outcome(agg)

@@ -136,8 +136,9 @@ def _run_shape(record: RunRecord) -> list[str]:
         total = f" per worker x {workers} workers = {n * workers}" if isinstance(workers, int) and workers > 1 else ""
         lines.append(f"concurrency: {n} agent calls in flight at most{total}")
     if record.aggregate.cached:
+        asked = ran_count(record.aggregate)  # answers asked for: not invalid_case or not_run
         lines.append(
-            f"cached: {record.aggregate.cached} of {ran_count(record.aggregate)} answers came from the cache or a replayed "
+            f"cached: {record.aggregate.cached} of {asked} answers came from the cache or a replayed "
             "run (no model call; their usage and cost are the original calls')"
         )
     changed = [c.case_id for c in record.cases if c.agent_meta.get("fixture_changed")

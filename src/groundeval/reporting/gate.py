@@ -102,7 +102,7 @@ class CaseLost:
         return ", ".join(dict.fromkeys(self.outcomes))
 
     def text(self) -> str:
-        """``Liz_Conn-ee9f8dd8: passed 1/1 -> no verdict (agent_error)``, plus why when the file changed or is unreadable."""
+        """``Liz_Conn-ee9f8dd8: passed 1/1 -> no verdict (agent_error)``, plus why (file changed or unreadable)."""
         why = self.outcome
         if self.collection_error is not None:
             why += f": its case file could not be read ({self.collection_error})"

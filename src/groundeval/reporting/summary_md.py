@@ -228,8 +228,8 @@ def comparison_markdown(comp: Comparison) -> str:
     lines += ["", f"<sub>{md_escape(METHOD)}; \\* = the interval excludes 0</sub>", ""]
     gate = comp.gate
     lines.append(f"{len(comp.cases)} cases compared, {len(comp.changed)} changed: **{len(gate.regressed)} regressed** "
-                 f"(passed -> failed), **{len(gate.lost)} lost** (a verdict before, none now: excluded, not run or unreadable), "
-                 f"{len(gate.improved)} improved")
+                 f"(passed -> failed), **{len(gate.lost)} lost** (a verdict before, none now: excluded, not run or "
+                 f"unreadable), {len(gate.improved)} improved")
     lines += _lost_md(gate)
     if comp.changed:
         lines += ["", "| case | verdict | changed dimensions |", "| --- | --- | --- |"]
