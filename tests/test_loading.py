@@ -1,4 +1,4 @@
-"""Extraction case loading: bad data fails at collection, naming the file and the field."""
+"""Extraction case loading: collection reads the file; the case's checks, when it runs, fail naming the file and the field."""
 
 from __future__ import annotations
 
@@ -117,4 +117,22 @@ def test_a_request_status_outside_the_value_set_is_refused(tmp_path: Path) -> No
 def test_a_string_where_a_reference_belongs_gets_an_actionable_message(tmp_path: Path) -> None:
     path = _mutated(tmp_path, lambda b: _first(b, "MedicationRequest").update(subject="Patient/x"))
     with pytest.raises(DatasetError, match=r'subject: expected a JSON object \(e.g. a Reference .*\), got "Patient/x"'):
+        _checked(path)
+
+
+def test_a_misspelled_resource_type_is_refused_not_an_empty_truth(tmp_path: Path) -> None:
+    path = _mutated(tmp_path, lambda b: _first(b, "MedicationRequest").update(resourceType="Medicationrequest"))
+    with pytest.raises(DatasetError, match=r"resourceType 'Medicationrequest' is not an R4B resource type "
+                                           r"\(did you mean 'MedicationRequest'\?\)"):
+        _checked(path)
+
+
+def test_a_resource_outside_what_the_truth_reads_is_validated_too(tmp_path: Path) -> None:
+    # the agent is shown the whole Bundle: a MedicationRequest relabelled MedicationStatement keeps
+    # fields a MedicationStatement does not have, and a strict reader would fail on the file
+    def relabel(bundle: dict[str, Any]) -> None:
+        _first(bundle, "MedicationRequest")["resourceType"] = "MedicationStatement"
+
+    path = _mutated(tmp_path, relabel)
+    with pytest.raises(DatasetError, match=r"not valid FHIR R4B: MedicationStatement/\S+ "):
         _checked(path)

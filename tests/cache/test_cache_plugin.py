@@ -104,6 +104,9 @@ def test_replay_refuses_another_task_and_changed_fixtures_unless_allowed(
     missing = next(c for k, c in by_id.items() if k.startswith("Delores12"))
     assert missing["outcome"] == "agent_error" and "not in the replayed run record" in missing["message"]
     assert missing["case_id"] in missing["message"]
+    # groundeval's own explained error: its message, not replay.py's frames and the request's repr
+    allowed.stdout.fnmatch_lines(["agent_error: ReplayCaseError: Delores12*not in the replayed run record*"])
+    assert "AgentRequest(" not in allowed.stdout.str() and "replay.py:" not in allowed.stdout.str()
     junit = junit_cases(counting_dir / "r.xml")
     assert {k for k, p in junit.items() if p.get("fixture_changed") == "true"} == set(flagged)
     # the flag is only for replays

@@ -188,3 +188,48 @@ def test_a_malformed_inline_bundle_fails_its_check_naming_the_field(tmp_path: Pa
     loaded = TASK.load_case(tmp_path / "bad.json")  # collection reads it; the R4B check waits for the run
     with pytest.raises(DatasetError, match="subject"):
         TASK.check_case(loaded)
+
+
+def _inline(tmp_path: Path, change: Any) -> Case:
+    """A packaged case rewritten with its fixture Bundle inline, changed by ``change``."""
+    source = next(CASES.glob("exact--Liz*.json"))
+    data = json.loads(source.read_text())
+    fixture = ROOT / "fixtures" / "extraction" / data.pop("fixture")["file"]
+    bundle = json.loads(fixture.read_text())
+    change(bundle)
+    data.update(id="inline", bundle=bundle)
+    (tmp_path / "inline.json").write_text(json.dumps(data))
+    return TASK.load_case(tmp_path / "inline.json")
+
+
+def _requests(bundle: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == "MedicationRequest"]
+
+
+def test_an_inline_bundle_gets_the_extraction_tasks_checks(tmp_path: Path) -> None:
+    upper = _inline(tmp_path, lambda b: _requests(b)[0].update(status="ACTIVE"))
+    with pytest.raises(DatasetError, match=r"status 'ACTIVE' is not a MedicationRequest status code"):
+        TASK.check_case(upper)  # not a wrong truth (a recorded drug called a commission)
+    intent = _inline(tmp_path, lambda b: _requests(b)[0].update(intent="ORDER"))
+    with pytest.raises(DatasetError, match=r"intent 'ORDER' is not a MedicationRequest intent code"):
+        TASK.check_case(intent)
+
+
+def test_a_pinned_fixture_of_your_own_is_validated_not_only_hashed(tmp_path: Path) -> None:
+    source = next(CASES.glob("exact--Liz*.json"))
+    data = json.loads(source.read_text())
+    fixture = ROOT / "fixtures" / "extraction" / data["fixture"]["file"]
+    bundle = json.loads(fixture.read_text())
+    _requests(bundle)[0]["subject"] = "Patient/x"  # a string where a Reference belongs
+    (tmp_path / "extraction").mkdir()
+    mine = tmp_path / "extraction" / fixture.name
+    mine.write_text(json.dumps(bundle))
+    import hashlib
+
+    data["fixture"]["sha256"] = hashlib.sha256(mine.read_bytes()).hexdigest()
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / source.name).write_text(json.dumps(data))
+    case = TASK.load_case(tmp_path / "cases" / source.name)  # the sibling extraction/ directory's file
+    assert case.meta["bundle_sha256"] == data["fixture"]["sha256"]
+    with pytest.raises(DatasetError, match=r"not valid FHIR R4B: MedicationRequest/\S+ subject"):
+        TASK.check_case(case)

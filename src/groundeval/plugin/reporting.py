@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from groundeval.errors import GroundevalError
 from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.items import EvalItem
 from groundeval.redaction import clean_text
@@ -29,8 +30,12 @@ class ReportHooks:
             return report
         record = item.record
         if call.when == "setup" and report.failed and record is not None:
-            if record.outcome not in ("agent_error", "harness_error"):
-                report.longrepr = record.message or record.outcome  # a classified error explains itself
+            raised = call.excinfo.value if call.excinfo is not None else None
+            explained = record.outcome == "agent_error" and isinstance(raised, GroundevalError)
+            if record.outcome not in ("agent_error", "harness_error") or explained:
+                # a classified error, or one of groundeval's own (a replay record without the
+                # case), explains itself: its message, not the frames that raised it
+                report.longrepr = record.message or record.outcome
             elif record.outcome == "harness_error":
                 report.longrepr = f"{report.longrepr}\n\nharness_error: a bug in groundeval or the task's code"
         if report.longrepr is not None:

@@ -28,7 +28,10 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 __all__ = [
+    "REQUEST_INTENTS",
+    "REQUEST_STATUSES",
     "case_id_from_stem",
+    "check_fhir_bundle",
     "describe_validation_error",
     "find_bundle_file",
     "find_patient",
@@ -39,6 +42,18 @@ __all__ = [
 
 REFERENCE_HINT = ' (e.g. a Reference {"reference": "Patient/<id>"})'
 """Shown when a FHIR field that must be an object was given a string or number."""
+
+REQUEST_STATUSES = frozenset(
+    {"active", "on-hold", "cancelled", "completed", "entered-in-error", "stopped", "draft", "unknown"}
+)
+"""MedicationRequest.status, a required binding (https://hl7.org/fhir/R4/valueset-medicationrequest-status.html)
+that fhir.resources does not enforce: an unknown code would silently drop a drug from the truth."""
+
+REQUEST_INTENTS = frozenset(
+    {"proposal", "plan", "order", "original-order", "reflex-order", "filler-order", "instance-order", "option"}
+)
+"""MedicationRequest.intent, a required binding (https://hl7.org/fhir/R4/valueset-medicationrequest-intent.html),
+checked for the same reason: the truth keeps only the order intents (``medlist.ORDER_INTENTS``)."""
 
 
 def patient_case_id(patient: Mapping[str, Any], path: Path, digest: str, case_ids: str = "name") -> str:
@@ -141,6 +156,74 @@ def validate_entries(bundle: Mapping[str, Any], resource_types: Iterable[str], p
         text = describe_validation_error(exc, entries, limit=3, object_hint=REFERENCE_HINT)
         raise DatasetError(str(path), "not valid FHIR R4B: " + text) from None
     return entries
+
+
+def _resource_type_problem(entries: Sequence[Any]) -> str | None:
+    """The first entry whose ``resourceType`` is not an R4B resource, as a message; None when all are.
+
+    Checked before model validation because fhir.resources raises ``KeyError`` (not a validation
+    error) for an unknown ``resourceType`` inside a Bundle (FRICTION.md, "fhir.resources").
+    """
+    import fhir.resources.R4B as r4b
+    from fhir.resources.R4B import fhirtypes
+    from fhir.resources.R4B.resource import Resource
+
+    for index, entry in enumerate(entries):
+        resource = entry.get("resource") if isinstance(entry, Mapping) else None
+        if not isinstance(resource, Mapping) or "resourceType" not in resource:
+            continue  # the model validation locates a missing or malformed resource
+        name = resource["resourceType"]
+        try:
+            known = isinstance(name, str) and issubclass(r4b.get_fhir_model_class(name), Resource)
+        except ValueError:
+            known = False
+        if not known:
+            close = [t[:-4] for t in dir(fhirtypes) if t.lower() == f"{str(name).lower()}type"]
+            hint = f" (did you mean {close[0]!r}?)" if close else " (e.g. 'MedicationRequest'; case-sensitive)"
+            return f"entry {index} (id {resource.get('id')!r}): resourceType {name!r} is not an R4B resource type{hint}"
+    return None
+
+
+def check_fhir_bundle(bundle: Mapping[str, Any], path: Path) -> None:
+    """The whole Bundle must be valid FHIR R4B, and its MedicationRequests' status and intent codes of their value sets.
+
+    What an agent is shown is the whole Bundle, so all of it is checked, not only what the truth
+    reads: an entry whose ``resourceType`` is misspelled would otherwise silently leave the truth
+    empty, and a reader that validates what it is given would fail on the file, not on the
+    patient. fhir.resources checks shape (types, required elements, unknown fields), not required
+    code bindings (STACK: "R4B pydantic models do not enforce required code bindings"), so the
+    two codes the truth reads are checked here: ``MedicationRequest.status`` against
+    ``REQUEST_STATUSES`` and ``intent`` against ``REQUEST_INTENTS``.
+
+    About 7 ms for a trimmed extraction fixture and 0.2 to 0.3 s for a raw Synthea Bundle; the
+    callers run it when a case is about to run and remember the verdict (``check_cache``).
+
+    Raises:
+        DatasetError: The first problems, located as ``<resourceType>/<id> <path>``, with the fix.
+    """
+    from fhir.resources.R4B.bundle import Bundle
+    from pydantic import ValidationError
+
+    entries = bundle.get("entry") or []
+    if isinstance(entries, list) and (problem := _resource_type_problem(entries)) is not None:
+        raise DatasetError(str(path), "not valid FHIR R4B: " + problem)
+    try:
+        Bundle.model_validate(bundle)
+    except ValidationError as exc:
+        located = entries if isinstance(entries, list) and all(isinstance(e, Mapping) for e in entries) else None
+        text = describe_validation_error(exc, located, limit=3, object_hint=REFERENCE_HINT)
+        raise DatasetError(str(path), "not valid FHIR R4B: " + text) from None
+    for entry in entries:
+        resource = entry["resource"] if isinstance(entry.get("resource"), Mapping) else {}
+        if resource.get("resourceType") != "MedicationRequest":
+            continue
+        for element, codes in (("status", REQUEST_STATUSES), ("intent", REQUEST_INTENTS)):
+            value = resource.get(element)
+            if value not in codes:
+                raise DatasetError(
+                    str(path), f"MedicationRequest/{resource.get('id')} {element} {value!r} is not a "
+                    f"MedicationRequest {element} code (one of: {', '.join(sorted(codes))}; codes are lower-case)",
+                )
 
 
 def wrong_task_error(data: Mapping[str, Any], path: Path, this_task: str) -> DatasetError | None:

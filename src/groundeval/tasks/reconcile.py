@@ -36,10 +36,10 @@ from groundeval.scorers.reconcile import METRIC_NAMES, ReconcileScorer
 from groundeval.scoring import Parsed
 from groundeval.tasks.base import BaseTask, TaskOption, unit_interval
 from groundeval.tasks.common import (
+    check_fhir_bundle,
     describe_validation_error,
     find_bundle_file,
     find_patient,
-    validate_entries,
     wrong_task_error,
 )
 from groundeval.tasks.reconcile_cases import ReconcileCase
@@ -149,20 +149,22 @@ class ReconcileTask(BaseTask):
         return Case(case_id=spec.id, source=path, sha256=digest, data=case_data, meta=meta)
 
     def check_case(self, case: Case) -> None:
-        """Validate an inline Bundle as FHIR R4B where the truth reads it, and derive the truth once.
+        """Check the case's Bundle (inline or pinned fixture) as the extraction task does, and derive the truth once.
 
-        Runs when the case is about to run, before its agent call (``BaseTask.check_case``); a
-        pinned fixture was checked by its SHA-256 at load. Remembered by file SHA-256
-        (``check_cache``).
+        The whole Bundle must be valid FHIR R4B and its MedicationRequests' status and intent codes
+        of their value sets (``common.check_fhir_bundle``); a pinned fixture's SHA-256 was checked
+        at load, which says it is the file the case was made from, not that the file is valid.
+        Runs when the case is about to run, before its agent call (``BaseTask.check_case``).
+        Remembered by the case file's SHA-256 (``check_cache``), which pins the fixture's.
 
         Raises:
-            DatasetError: The inline Bundle is not valid R4B, or the truth cannot be derived.
+            DatasetError: The Bundle is not valid R4B, a request code is outside its value set,
+                or the truth cannot be derived.
         """
         if check_cache.is_checked("reconcile", case.sha256):
             return
         path = case.source
-        if case.meta.get("fixture") is None:
-            validate_entries(case.data["bundle"], ("Patient", "MedicationRequest", "Medication"), path)
+        check_fhir_bundle(case.data["bundle"], path)
         try:  # fail before the agent is called, naming the file, not after an agent was paid for an answer
             reconcile_truth(case.data["bundle"], case.data["items"], _catalog_displays(), str(path))
         except DatasetError:
