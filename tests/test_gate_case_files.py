@@ -14,6 +14,7 @@ import pytest
 
 from groundeval.cli import main as cli_main
 from groundeval.reporting import BaselineGate, compare_runs
+from groundeval.reporting.html import render_report
 from groundeval.reporting.render import comparison_dict, comparison_text
 from groundeval.reporting.summary_md import comparison_markdown
 from groundeval.run_record import RunRecord
@@ -57,6 +58,8 @@ def test_a_file_now_invalid_json_is_lost_and_its_collection_error_fails_the_gate
     assert f"  LOST      {lost.text()}" in text and f"  UNREADABLE {unreadable}" in text and "only in A Liz" not in text
     assert comparison_dict(comp)["collection_errors"] == [unreadable]
     assert "could not be read (collection errors)" in comparison_markdown(comp)
+    html = render_report(_baseline(), current)
+    assert 'id="unreadable"' in html and f"<code>{BROKEN['nodeid']}: groundeval: data/{LIZ}.json" in html
     pa, pb = _write(tmp_path, "a.json", _baseline()), _write(tmp_path, "b.json", current)
     assert cli_main(["compare", str(pa), str(pb), "--fail-on-regression"]) == 1
     assert cli_main(["compare", str(pa), str(pb)]) == 0  # without the flag it only reports
