@@ -124,10 +124,11 @@ def offline_hint() -> str:
 
     Returns:
         ``run offline with the task's rule-based agent: --groundeval-agent=baseline (extraction),
-        baseline-write (write), baseline-reconcile (reconcile) (CLI: --agent ...); baseline and
-        baseline-write need the healthchain extra: pip install 'groundeval[healthchain]'``.
+        --groundeval-agent=baseline-write (write), --groundeval-agent=baseline-reconcile (reconcile)
+        (CLI: --agent ...); baseline and baseline-write need the healthchain extra: pip install
+        'groundeval[healthchain]'`` (each flag whole, to copy).
     """
-    agents = ", ".join(f"{agent} ({task})" for task, agent in OFFLINE_AGENTS.items())
+    agents = ", ".join(f"--groundeval-agent={agent} ({task})" for task, agent in OFFLINE_AGENTS.items())
     by_extra: dict[str, list[str]] = {}
     for agent, extra in OFFLINE_AGENT_EXTRAS.items():
         by_extra.setdefault(extra, []).append(agent)
@@ -136,7 +137,7 @@ def offline_hint() -> str:
         f"pip install 'groundeval[{extra}]'"
         for extra, names in by_extra.items()
     )
-    return f"run offline with the task's rule-based agent: --groundeval-agent={agents} (CLI: --agent ...){needs}"
+    return f"run offline with the task's rule-based agent: {agents} (CLI: --agent ...){needs}"
 
 
 class FunctionAgent:
