@@ -9,7 +9,8 @@ the lockfile's core dependencies only (``uv export --frozen --no-dev --no-emit-p
 from an empty directory, it checks that:
 
 * ``import anyio`` fails (neither anthropic, openai nor healthchain came in, so anyio's pytest
-  plugin does not load in this environment's pytest runs);
+  plugin does not load in this environment's pytest runs), and so does ``import xdist`` (the
+  ``xdist`` extra);
 * what the plain install promises runs: the extraction task with a ``module:attr`` agent of
   your own, the reconcile task with ``baseline-reconcile`` and ``naive-reconcile``,
   ``groundeval --agent my_agent:agent --limit 3``, a replay of that run's record,
@@ -17,7 +18,7 @@ from an empty directory, it checks that:
   ``--fail-on-regression``) and ``report``;
 * what needs an extra stops before any case with the one-line error naming the extra, exit
   status 4 and no traceback: ``--agent baseline`` and ``--agent naive`` (``healthchain``), ``--groundeval-task=write``
-  (``healthchain``; also under ``-n 2``), ``--agent claude`` and ``groundeval`` with no agent (``claude``),
+  (``healthchain``), ``-n 2`` (``xdist``), ``--agent claude`` and ``groundeval`` with no agent (``claude``),
   ``--agent openai-compatible`` (``openai``), ``--agent langgraph`` (``write``).
 
 ``--keep`` leaves the venv and the empty directory for a look (their path is printed).
@@ -108,15 +109,15 @@ def check(bin_dir: Path, empty: Path) -> list[str]:
     python, groundeval = str(bin_dir / "python"), str(bin_dir / "groundeval")
     c = Checks(empty)
     print("a plain install (no extras), from an empty directory:")
-    for module in ("anyio", "anthropic", "openai", "healthchain", "httpx"):
+    for module in ("anyio", "anthropic", "openai", "healthchain", "httpx", "xdist", "execnet"):
         done = c.run([python, "-c", f"import {module}"])
         c.expect(done.returncode != 0, f"import {module} fails")
     # the extras' errors first: they must stop before any case, so no run record may exist yet
     c.needs_extra("groundeval --agent baseline", [groundeval, "--agent", "baseline"], "healthchain")
     c.needs_extra("groundeval --agent naive", [groundeval, "--agent", "naive"], "healthchain")
     c.needs_extra("pytest --groundeval-task=write", [python, "-m", "pytest", "--groundeval-task=write"], "healthchain")
-    c.needs_extra("groundeval --agent baseline -n 2 (the xdist controller)", [groundeval, "--agent", "baseline",
-                                                                             "-n", "2"], "healthchain")
+    c.needs_extra("groundeval --agent my_agent:agent -n 2 (no pytest-xdist)",
+                  [groundeval, "--agent", "my_agent:agent", "-n", "2"], "xdist")
     c.needs_extra("groundeval --agent claude", [groundeval, "--agent", "claude"], "claude")
     c.needs_extra("groundeval (the default agent, claude)", [groundeval], "claude")
     c.needs_extra("groundeval --agent openai-compatible", [groundeval, "--agent", "openai-compatible", "--model", "m",

@@ -61,6 +61,21 @@ def test_plain_install_pulls_in_no_langchain_no_langsmith_and_no_anyio() -> None
     assert {"pytest", "fhir-resources", "pydantic"} <= plain
     assert not plain & HEAVY, sorted(plain & HEAVY)
     assert not plain & ANYIO, sorted(plain & ANYIO)
+    assert not plain & {"pytest-xdist", "execnet"}  # its plugin loads in every run too: the xdist extra
+
+
+def test_the_cli_asks_for_the_xdist_extra_when_n_is_given_without_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import groundeval.cli as cli
+
+    monkeypatch.setattr(cli, "has_module", lambda m: m != "xdist" and has_module(m))
+    assert cli.main(["--agent", "naive", "-n", "2"]) == 4
+    assert capsys.readouterr().err.splitlines() == [
+        f"ERROR: {extra_missing_message('xdist', 'xdist', '-n (parallel workers)')}"
+    ]
+    assert cli.main(["--agent", "naive", "--", "-n2"]) == 4  # pytest's own spelling, after --
+    capsys.readouterr()
 
 
 def test_extras_install_the_stack_they_are_named_for() -> None:
@@ -70,7 +85,8 @@ def test_extras_install_the_stack_they_are_named_for() -> None:
     assert "langsmith" in _closure("groundeval", frozenset({"langsmith"}))
     assert "langchain" not in _closure("groundeval", frozenset({"langsmith"}))
     assert "healthchain" in _closure("groundeval", frozenset({"write"}))
-    for extra, dist in (("claude", "anthropic"), ("openai", "openai"), ("healthchain", "healthchain")):
+    for extra, dist in (("claude", "anthropic"), ("openai", "openai"), ("healthchain", "healthchain"),
+                        ("xdist", "pytest-xdist")):
         got = _closure("groundeval", frozenset({extra}))
         assert dist in got and not got & HEAVY, extra
     assert ANYIO - {"fastapi", "starlette", "httpx"} <= _closure("groundeval", frozenset({"all"}))
@@ -84,7 +100,7 @@ def test_pyproject_extras_match_extras_module_and_dev_group_installs_all() -> No
     assert every.name == "groundeval" and every.extras == set(EXTRAS)
     for name, modules in EXTRAS.items():
         dists = {_normal(Requirement(r).name) for r in extras[name]}
-        assert {_normal(m) for m in modules} <= dists, name
+        assert {_normal({"xdist": "pytest-xdist"}.get(m, m)) for m in modules} <= dists, name  # module -> distribution
     core = {_normal(Requirement(r).name) for r in meta["project"]["dependencies"]}
     assert not core & HEAVY
     assert not core & ANYIO

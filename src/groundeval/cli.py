@@ -19,6 +19,8 @@ import re
 import sys
 from collections.abc import Sequence
 
+from groundeval.extras import extra_missing_message, has_module
+
 __all__ = ["CLI_DEFAULTS", "build_parser", "main", "pytest_args", "version"]
 
 MODEL_DEFAULT = "claude-opus-4-8"
@@ -178,13 +180,21 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``groundeval`` console script; returns pytest's exit code."""
+    """Entry point of the ``groundeval`` console script; returns pytest's exit code.
+
+    ``-n N`` without pytest-xdist installed is one line naming the ``xdist`` extra and exit
+    status 4 (pytest's usage error), as for any other missing extra.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("compare", "report"):  # read run records; no pytest run
         from groundeval.cli_tools import main as tools_main
 
         return tools_main(args)
     pargs = pytest_args(args)
+    workers = any(a.startswith("--numprocesses") or (a.startswith("-n") and not a.startswith("--")) for a in pargs)
+    if workers and not has_module("xdist"):
+        print(f"ERROR: {extra_missing_message('xdist', 'xdist', '-n (parallel workers)')}", file=sys.stderr)
+        return 4
     import pytest
 
     return int(pytest.main(pargs))

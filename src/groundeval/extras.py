@@ -5,6 +5,7 @@ A plain ``pip install groundeval`` installs what the extraction and reconcile ta
 own ``module:attr`` agent, the result cache and the compare/report/gate CLIs need. Extras add
 the rest (inspect_ai-style: a provider's SDK is installed only for the agent that calls it):
 
+* ``xdist``: pytest-xdist, for ``-n`` (parallel workers).
 * ``claude``: the ``anthropic`` SDK for the ``claude`` agent.
 * ``openai``: the ``openai`` SDK for the ``openai-compatible`` agent.
 * ``healthchain``: HealthChain for the ``baseline`` and ``baseline-write`` agents, the write
@@ -18,7 +19,8 @@ They are extras because each brings a pytest plugin that loads in every pytest r
 environment, eval or not: ``anthropic``, ``openai`` and ``healthchain`` depend (directly or
 through httpx/starlette) on anyio, whose ``pytest11`` plugin imports anyio and asyncio;
 ``langchain-core`` depends on ``langsmith``, whose plugin rewrites and imports its client (see
-FRICTION.md, "anyio" and "LangSmith").
+FRICTION.md, "anyio" and "LangSmith"); pytest-xdist's own plugin and execnet cost about 0.06x of
+a trivial pytest run, and a project that runs its tests in parallel has it already.
 
 Whether an extra is installed is decided with ``importlib.util.find_spec`` on its top-level
 module, which finds the package without importing it (no import cost).
@@ -34,6 +36,7 @@ from groundeval.errors import ConfigError
 __all__ = ["EXTRAS", "NeedsExtra", "extra_missing_message", "has_module", "require_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
+    "xdist": ("xdist",),
     "claude": ("anthropic",),
     "openai": ("openai",),
     "healthchain": ("healthchain",),
