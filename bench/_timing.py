@@ -80,6 +80,21 @@ def interleaved(
     return samples
 
 
+def paired_ratio(a: Sample, b: Sample, cpu: bool = True) -> tuple[float, float, float]:
+    """Median and quartiles of the per-round ratio a/b (runs of one round were interleaved).
+
+    Pairing by round cancels the machine's slow drifts (other jobs starting and stopping), which
+    a ratio of two medians does not; the quartiles show how far single rounds scatter.
+
+    Returns:
+        ``(median, first quartile, third quartile)`` of a/b over the rounds.
+    """
+    xs, ys = (a.cpu, b.cpu) if cpu else (a.wall, b.wall)
+    ratios = [x / y for x, y in zip(xs, ys, strict=True)]
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return statistics.median(ratios), q1, q3
+
+
 def machine() -> str:
     """One line: cores, load average, Python, and whether bytecode caching is off."""
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())

@@ -20,7 +20,10 @@ Usage::
    Target: groundeval without extras within 1.1x of pytest alone.
 3. The baseline extraction run (the packaged cases) serial against ``-n 2``: reported, no target.
 
-Runs are interleaved (one warm-up round discarded), medians reported, CPU time beside wall time.
+Runs are interleaved (one warm-up round discarded), medians reported, CPU time beside wall time;
+the footprint's ratios are the median of the per-round ratios (each round runs every variant
+once, back to back), with their quartiles, which a machine shared with other jobs disturbs less
+than a ratio of two medians.
 The venvs are rebuilt on every run (uv's cache makes that a few seconds) under ``--venvs``
 (default: a temporary directory, removed afterwards).
 """
@@ -34,7 +37,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _timing import ROOT, Sample, interleaved, machine
+from _timing import ROOT, Sample, interleaved, machine, paired_ratio
 
 TWO_TESTS = "def test_a():\n    assert 1 + 1 == 2\n\n\ndef test_b():\n    assert 'a' in 'abc'\n"
 PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
@@ -117,13 +120,17 @@ def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> No
         print(_row(name, sample, ref))
     for name, against, target in (
         ("groundeval", "pytest alone", True),
+        ("groundeval -p no:groundeval", "pytest alone", False),
         ("groundeval[claude]", "pytest + anthropic", False),
     ):
         ours, theirs = samples[name], samples[against]
-        ratio = max(ours.wall_s / theirs.wall_s, ours.cpu_s / theirs.cpu_s)
+        cpu, cpu_q1, cpu_q3 = paired_ratio(ours, theirs)
+        wall, _, _ = paired_ratio(ours, theirs, cpu=False)
+        ratio = max(cpu, wall)
         label = "groundeval (no extras)" if name == "groundeval" else name
         verdict = f"target <= 1.1x: {'ok' if ratio <= 1.1 else 'MISSED'}" if target else "reported"
-        print(f"  {label} / {against}: {ratio:.2f}x (worse of wall and cpu; {verdict})")
+        print(f"  {label} / {against}: {ratio:.2f}x (median of the per-round ratios, the worse of wall and cpu; "
+              f"cpu quartiles {cpu_q1:.2f} to {cpu_q3:.2f}; {verdict})")
 
 
 def xdist(rounds: int, out: Path, env: dict[str, str]) -> None:
@@ -135,7 +142,7 @@ def xdist(rounds: int, out: Path, env: dict[str, str]) -> None:
     print("3. the baseline extraction run (the packaged cases), serial against -n 2 (dev env), median of", rounds)
     for name, sample in samples.items():
         print(_row(name, sample, serial))
-    print("  (reported, no target: each xdist worker re-collects and re-validates every case)")
+    print("  (reported, no target: each xdist worker starts its own session, collects and builds the agent)")
 
 
 def main() -> None:
