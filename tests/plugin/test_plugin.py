@@ -539,9 +539,16 @@ def agent(request):
     import sys
     import time
 
+    # A background job of a non-interactive shell (`cmd &` in a script, nohup) starts with SIGINT
+    # ignored, and a child inherits that; Python, and groundeval's handler, then leave it ignored,
+    # as they should. The child here restores the default first, as an interactive shell's
+    # foreground job has it, so the test does not depend on how the suite itself was started.
+    argv = ["pytest", "--groundeval-task=extraction", "--groundeval-agent=stuck_agent:agent",
+            "--groundeval-data-dir=data", "-p", "no:cacheprovider"]
+    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             f"sys.argv = {argv!r}; runpy.run_module('pytest', run_name='__main__')")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=stuck_agent:agent",
-         "--groundeval-data-dir=data", "-p", "no:cacheprovider"],
+        [sys.executable, "-c", start],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     deadline = time.monotonic() + 60
