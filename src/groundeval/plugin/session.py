@@ -231,8 +231,8 @@ class GroundevalSession:
     def baseline_properties(self, record: CaseRecord) -> list[tuple[str, str]]:
         """The junit ``regression`` and ``lost`` of a case against ``--groundeval-baseline`` (none without a baseline).
 
-        ``regression``: passed in the baseline, fails now; ``lost``: passed in the baseline, no
-        verdict now (excluded or not run).
+        ``regression``: passed in the baseline, fails now; ``lost``: a verdict in the baseline, none
+        now (excluded, ``invalid_case``, not run), whether or not its case file changed.
         """
         gate = self._baseline_gate
         if gate is None:
