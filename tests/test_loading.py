@@ -136,3 +136,26 @@ def test_a_resource_outside_what_the_truth_reads_is_validated_too(tmp_path: Path
     path = _mutated(tmp_path, relabel)
     with pytest.raises(DatasetError, match=r"not valid FHIR R4B: MedicationStatement/\S+ "):
         _checked(path)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda b: _first(b, "MedicationRequest").update(contained=[{"resourceType": "Medicaton", "id": "m1"}]),
+         r"entry\[\d+\]\.resource\.contained\[0\] \(id 'm1'\): resourceType 'Medicaton' is not an R4B resource "
+         r"type \(did you mean 'Medication'\?\)"),
+        (lambda b: b["entry"].append({"resource": {"resourceType": "Bundle", "type": "collection", "entry": [
+            {"resource": {"resourceType": "Condtion", "id": "c1"}}]}}),
+         r"entry\[\d+\]\.resource\.entry\[0\]\.resource \(id 'c1'\): resourceType 'Condtion' .* \(did you mean 'Condition'\?\)"),
+        (lambda b: b["entry"].append({"resource": {"id": "x1", "status": "active"}}),
+         r"entry\[\d+\] \(id 'x1'\): the resource has no resourceType"),
+    ],
+)
+def test_a_bad_resource_type_anywhere_in_the_bundle_is_named(
+    tmp_path: Path, mutate: Callable[[dict[str, Any]], object], message: str
+) -> None:
+    # fhir.resources raises KeyError for these (not a validation error): without the walk they
+    # were harness errors, counted against the agent as "ran"
+    path = _mutated(tmp_path, mutate)
+    with pytest.raises(DatasetError, match=message):
+        _checked(path)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -158,29 +158,55 @@ def validate_entries(bundle: Mapping[str, Any], resource_types: Iterable[str], p
     return entries
 
 
-def _resource_type_problem(entries: Sequence[Any]) -> str | None:
-    """The first entry whose ``resourceType`` is not an R4B resource, as a message; None when all are.
+def _resources(value: Any, where: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every JSON object with a ``resourceType`` in ``value`` (entries, contained, nested Bundles), with its path."""
+    if isinstance(value, Mapping):
+        if "resourceType" in value:
+            yield where, value
+        for key, item in value.items():
+            if isinstance(item, Mapping | list):
+                yield from _resources(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, Mapping | list):
+                yield from _resources(item, f"{where}[{index}]")
 
-    Checked before model validation because fhir.resources raises ``KeyError`` (not a validation
-    error) for an unknown ``resourceType`` inside a Bundle (FRICTION.md, "fhir.resources").
+
+def _resource_type_problem(bundle: Mapping[str, Any]) -> str | None:
+    """The first ``resourceType`` in the Bundle that is not an R4B resource, as a message; None when all are.
+
+    Every resource counts, wherever it sits (an entry, a ``contained`` resource, a nested
+    Bundle). Checked before model validation because fhir.resources raises ``KeyError`` (not a
+    validation error) for an unknown ``resourceType`` (FRICTION.md, "fhir.resources"). An entry's
+    resource without a ``resourceType`` is named here too (the model's message would be about
+    extra fields).
     """
+    import difflib
+
     import fhir.resources.R4B as r4b
     from fhir.resources.R4B import fhirtypes
     from fhir.resources.R4B.resource import Resource
 
-    for index, entry in enumerate(entries):
-        resource = entry.get("resource") if isinstance(entry, Mapping) else None
-        if not isinstance(resource, Mapping) or "resourceType" not in resource:
-            continue  # the model validation locates a missing or malformed resource
-        name = resource["resourceType"]
+    def is_resource(name: object) -> bool:
         try:
-            known = isinstance(name, str) and issubclass(r4b.get_fhir_model_class(name), Resource)
+            return isinstance(name, str) and issubclass(r4b.get_fhir_model_class(name), Resource)
         except ValueError:
-            known = False
-        if not known:
-            close = [t[:-4] for t in dir(fhirtypes) if t.lower() == f"{str(name).lower()}type"]
-            hint = f" (did you mean {close[0]!r}?)" if close else " (e.g. 'MedicationRequest'; case-sensitive)"
-            return f"entry {index} (id {resource.get('id')!r}): resourceType {name!r} is not an R4B resource type{hint}"
+            return False
+
+    for index, entry in enumerate(bundle.get("entry") or []):
+        resource = entry.get("resource") if isinstance(entry, Mapping) else None
+        if isinstance(resource, Mapping) and "resourceType" not in resource:
+            return f"entry[{index}] (id {resource.get('id')!r}): the resource has no resourceType"
+    for where, resource in _resources(bundle, ""):
+        name = resource["resourceType"]
+        if is_resource(name):
+            continue
+        types = [t[:-4] for t in dir(fhirtypes) if t.endswith("Type") and t[:1].isupper()]
+        close = [t for t in types if t.lower() == str(name).lower()] or difflib.get_close_matches(str(name), types, 3)
+        close = [t for t in close if is_resource(t)]
+        hint = f" (did you mean {close[0]!r}?)" if close else " (names are case-sensitive, e.g. 'MedicationRequest')"
+        what = f"{where or '(the file)'} (id {resource.get('id')!r})"
+        return f"{what}: resourceType {name!r} is not an R4B resource type{hint}"
     return None
 
 
@@ -205,10 +231,12 @@ def check_fhir_bundle(bundle: Mapping[str, Any], path: Path) -> None:
     from pydantic import ValidationError
 
     entries = bundle.get("entry") or []
-    if isinstance(entries, list) and (problem := _resource_type_problem(entries)) is not None:
+    if isinstance(entries, list) and (problem := _resource_type_problem(bundle)) is not None:
         raise DatasetError(str(path), "not valid FHIR R4B: " + problem)
     try:
         Bundle.model_validate(bundle)
+    except KeyError as exc:  # fhir.resources' unknown-type lookup, in a place the walk above did not foresee
+        raise DatasetError(str(path), f"not valid FHIR R4B: unknown resource or element type {exc}") from None
     except ValidationError as exc:
         located = entries if isinstance(entries, list) and all(isinstance(e, Mapping) for e in entries) else None
         text = describe_validation_error(exc, located, limit=3, object_hint=REFERENCE_HINT)
