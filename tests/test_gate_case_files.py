@@ -113,3 +113,23 @@ def test_the_plugin_gate_fails_on_a_case_file_broken_since_the_baseline(pytester
     assert f"LOST {LIZ}: passed " in out and "(collection_error: its case file could not be read" in out
     assert f"UNREADABLE groundeval/extraction::{liz.name}: " in out
     assert "regression gate FAILED" in out and "1 case file(s) could not be read" in out
+
+
+def test_a_new_case_file_that_fails_its_checks_fails_the_gate_in_every_output(tmp_path: Path) -> None:
+    # not in the baseline at all ("only in B"), so not lost: it fails the gate as a broken file,
+    # as an unreadable one does, once per case whatever its trials
+    message = "invalid_case: MedicationRequest/r1 status 'actve' is not a MedicationRequest status code (file: x)"
+    bad = [case("New_Patient", "invalid_case", run_id="B", counted=False, answered=False, metrics={}, trial=t)
+           .model_copy(update={"nodeid": f"groundeval/extraction::New_Patient[trial-{t}]", "message": message})
+           for t in range(2)]
+    current = run([case(LIZ, run_id="B"), case("Max_Kris", run_id="B"), *bad], run_id="B")
+    comp = compare_runs(_baseline(), current)
+    gate = comp.gate
+    assert not gate.lost and not gate.regressed and gate.failed
+    assert gate.invalid_cases == ("groundeval/extraction::New_Patient: " + bad[0].message,)
+    assert "1 case file(s) failed their checks (invalid_case)" in gate.reasons()
+    assert any(line.startswith("INVALID groundeval/extraction::New_Patient: invalid_case:") for line in gate.summary_lines())
+    assert comparison_dict(comp)["invalid_cases"] == list(gate.invalid_cases)
+    assert "INVALID groundeval/extraction::New_Patient" in comparison_text(comp)
+    assert "failed their checks (invalid_case)" in comparison_markdown(comp)
+    assert 'id="invalid"' in render_report(_baseline(), current)

@@ -10,7 +10,8 @@ Examples::
 
 Exit status: 0; 1 with ``--fail-on-regression`` when a case regressed (passed -> failed) or was
 lost (a verdict -> none: excluded, not run or its case file unreadable), run B has a collection
-error (a case file that could not be read) or is incomplete; 2 for runs that cannot be compared
+error (a case file that could not be read) or an ``invalid_case`` (one that failed its checks),
+or is incomplete; 2 for runs that cannot be compared
 (different tasks), bad arguments or a file that is not a run record.
 """
 
@@ -41,7 +42,8 @@ def _compare_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--fail-on-regression", action="store_true",
         help="exit 1 when a case passed in A and fails in B, or has no verdict in B (excluded, not run or its "
-        "file unreadable), or B has a collection error (a case file that could not be read) or is incomplete",
+        "file unreadable), or B has a collection error or an invalid_case (a case file that could not be read "
+        "or failed its checks) or is incomplete",
     )
     return parser
 

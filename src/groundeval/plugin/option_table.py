@@ -105,8 +105,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "fail-on-regression", _bool, False,
         "With --groundeval-baseline: exit non-zero when the gate fails (a case regressed or was lost, a case file "
-        "could not be read, the pass rate dropped beyond noise, or the run is incomplete), even if every threshold "
-        "passes.",
+        "could not be read or failed its checks, the pass rate dropped beyond noise, or the run is incomplete), even "
+        "if every threshold passes.",
         "BOOL", flag=True,
     ),
     Option(

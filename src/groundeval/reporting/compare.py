@@ -43,6 +43,7 @@ from groundeval.reporting.gate import (
     GateResult,
     collection_error_lines,
     gate_case,
+    invalid_case_lines,
     lost_case,
     unreadable_files,
 )
@@ -267,12 +268,13 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
         gone = {c.case_id for c in lost}
         only_a = [k for k in only_a if k not in gone]
     if changed_fixtures:
-        warns.append(f"{changed_fixtures} case file(s) changed between the runs (fixture SHA-256): not compared")
+        warns.append(f"{changed_fixtures} case file(s) changed between the runs (fixture SHA-256): their verdicts are "
+                     "not compared (one without a verdict now is still lost)")
     figures = _figures(a, b, cases, dims, comparable=not problems)
     pass_iv = next((f.interval for f in figures if f.name == "pass_rate"), None)
     incomplete = None if b.complete else (b.stop_reason or "interrupted")
     gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems), tuple(lost),
-                      incomplete, collection_error_lines(b))
+                      incomplete, collection_error_lines(b), invalid_case_lines(b))
     return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate, dims, dirs,
                       _count_dimensions(dims, a, b))
 

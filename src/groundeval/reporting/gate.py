@@ -35,6 +35,7 @@ from groundeval.run_record import CaseRecord, RunRecord
 
 __all__ = [
     "UNREADABLE", "BaselineGate", "CaseGate", "CaseLost", "GateResult", "collection_error_lines", "gate_case",
+    "invalid_case_lines",
     "lost_case", "lost_outcomes", "unreadable_files",
 ]
 
@@ -145,6 +146,19 @@ def collection_error_lines(record: RunRecord) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def invalid_case_lines(record: RunRecord) -> tuple[str, ...]:
+    """``groundeval/extraction::Liz: invalid_case: <problem> (file: ...)``, one per case whose file failed its checks.
+
+    A case with several trials is one line (its first trial's node id without the ``[trial-i]``).
+    """
+    seen: dict[str, str] = {}
+    for case in record.cases:
+        if case.outcome == "invalid_case" and case.case_id not in seen:
+            nodeid = case.nodeid.split("[trial-", 1)[0]
+            seen[case.case_id] = f"{nodeid}: {(case.message or 'invalid_case').splitlines()[0]}"
+    return tuple(seen.values())
+
+
 def gate_case(a: CaseValues, b: CaseValues) -> CaseGate:
     """The verdict on one case counted in both runs (A the baseline, B the current run)."""
     ra, rb = a.passes / a.counted, b.passes / b.counted
@@ -191,6 +205,9 @@ class GateResult:
         incomplete: Why the current run is incomplete (its ``stop_reason``), or None when complete.
         collection_errors: The current run's collection errors, ``<node id>: <message's first line>``
             each (``collection_error_lines``): case files that could not be read.
+        invalid_cases: The current run's ``invalid_case`` cases (``invalid_case_lines``): case files
+            that failed their checks. Like an unreadable file, each fails the gate, in the baseline
+            or not (a broken case file must not pass CI).
     """
 
     baseline_run_id: str
@@ -202,6 +219,7 @@ class GateResult:
     lost: tuple[CaseLost, ...] = ()
     incomplete: str | None = None
     collection_errors: tuple[str, ...] = ()
+    invalid_cases: tuple[str, ...] = ()
 
     @property
     def regressed(self) -> tuple[CaseGate, ...]:
@@ -225,7 +243,7 @@ class GateResult:
         What ``--groundeval-fail-on-regression`` and ``groundeval compare --fail-on-regression`` fail on.
         """
         return bool(self.regressed or self.lost or self.incomplete is not None or self.pass_rate_dropped
-                    or self.collection_errors)
+                    or self.collection_errors or self.invalid_cases)
 
     @property
     def pass_rate_dropped(self) -> bool:
@@ -244,6 +262,8 @@ class GateResult:
             out.append(f"the current run is incomplete ({self.incomplete})")
         if self.collection_errors:
             out.append(f"{len(self.collection_errors)} case file(s) could not be read (collection errors)")
+        if self.invalid_cases:
+            out.append(f"{len(self.invalid_cases)} case file(s) failed their checks (invalid_case)")
         if self.pass_rate_dropped and self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             out.append(f"the pass rate dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
@@ -254,6 +274,7 @@ class GateResult:
         if self.problems:
             lines = [f"regression gate: not applied ({'; '.join(self.problems)})"]
             lines += [f"UNREADABLE {e}" for e in self.collection_errors]
+            lines += [f"INVALID {e}" for e in self.invalid_cases]
             if self.failed:
                 lines.append("regression gate FAILED: " + "; ".join(self.reasons()))
             return lines
@@ -267,6 +288,7 @@ class GateResult:
         lines += [f"REGRESSED {c.text()}" for c in self.regressed]
         lines += [f"LOST {c.text()}" for c in self.lost]
         lines += [f"UNREADABLE {e}" for e in self.collection_errors]
+        lines += [f"INVALID {e}" for e in self.invalid_cases]
         if self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             lines.append(f"pass rate change {iv.mean:+.3f}, 95% interval {iv.text()} over {iv.n} cases")

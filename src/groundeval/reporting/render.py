@@ -86,6 +86,7 @@ def comparison_dict(comp: Comparison) -> dict[str, Any]:
         "regressed": [c.case_id for c in gate.regressed], "improved": [c.case_id for c in gate.improved],
         "lost": [_lost(c) for c in gate.lost], "incomplete": gate.incomplete,
         "collection_errors": list(gate.collection_errors),
+        "invalid_cases": list(gate.invalid_cases),
         "count_dimensions": sorted(comp.counts),
         "gate_failed": gate.failed, "gate_reasons": gate.reasons(),
     }
@@ -144,6 +145,7 @@ def comparison_text(comp: Comparison) -> str:
         lines.append(f"  {label:<9} {c.case_id}: {_change_text(comp, c)}")
     lines += [f"  LOST      {c.text()}" for c in gate.lost]
     lines += [f"  UNREADABLE {e}" for e in gate.collection_errors]
+    lines += [f"  INVALID {e}" for e in gate.invalid_cases]
     if not comp.problems:  # with different tasks every case is in one run only: counted above
         lines += [f"  only in A {k}" for k in comp.only_a]
         lines += [f"  only in B {k}" for k in comp.only_b]

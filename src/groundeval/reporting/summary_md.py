@@ -208,6 +208,11 @@ def _lost_md(gate: GateResult) -> list[str]:
         lines += [f"- {md_escape(e)}" for e in gate.collection_errors[:MAX_LISTED]]
         if len(gate.collection_errors) > MAX_LISTED:
             lines += ["", f"and {len(gate.collection_errors) - MAX_LISTED} more"]
+    if gate.invalid_cases:
+        lines += ["", "case files that failed their checks (invalid_case):", ""]
+        lines += [f"- {md_escape(e)}" for e in gate.invalid_cases[:MAX_LISTED]]
+        if len(gate.invalid_cases) > MAX_LISTED:
+            lines += ["", f"and {len(gate.invalid_cases) - MAX_LISTED} more"]
     return lines
 
 
