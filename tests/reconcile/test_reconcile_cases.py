@@ -163,7 +163,7 @@ def test_the_task_is_built_in_and_refuses_a_changed_fixture(tmp_path: Path) -> N
     data = json.loads(source.read_text())
     data["fixture"]["sha256"] = "0" * 64
     (tmp_path / source.name).write_text(json.dumps(data))
-    with pytest.raises(DatasetError, match=r"regenerate with scripts/make_reconcile\.py"):
+    with pytest.raises(DatasetError, match=r"pin its new SHA-256 in fixture.sha256 .*scripts/make_reconcile\.py"):
         TASK.load_case(tmp_path / source.name)
 
 
@@ -231,5 +231,7 @@ def test_a_pinned_fixture_of_your_own_is_validated_not_only_hashed(tmp_path: Pat
     (tmp_path / "cases" / source.name).write_text(json.dumps(data))
     case = TASK.load_case(tmp_path / "cases" / source.name)  # the sibling extraction/ directory's file
     assert case.meta["bundle_sha256"] == data["fixture"]["sha256"]
-    with pytest.raises(DatasetError, match=r"not valid FHIR R4B: MedicationRequest/\S+ subject"):
+    with pytest.raises(DatasetError, match=r"not valid FHIR R4B: MedicationRequest/\S+ subject") as info:
         TASK.check_case(case)
+    # the bad data is in the pinned Bundle: the error names that file, and the case that pins it
+    assert info.value.path == str(mine) and info.value.problem.endswith(f"(the Bundle that {source.name} pins)")

@@ -132,12 +132,16 @@ class ReconcileTask(BaseTask):
             raise DatasetError(str(path), f"not a reconcile case: {describe_validation_error(exc)}") from None
         if spec.id != path.stem:
             raise DatasetError(str(path), f"id {spec.id!r} differs from the file name; name the file {spec.id}.json")
+        bundle_file: str | None = None
         if spec.fixture is not None:
-            bundle, bundle_sha = _fixture_bundle(_resolve_fixture(path, spec.fixture.file))
+            found = _resolve_fixture(path, spec.fixture.file)
+            bundle, bundle_sha = _fixture_bundle(found)
+            bundle_file = str(found)
             if bundle_sha != spec.fixture.sha256:
                 raise DatasetError(
-                    str(path), f"fixture {spec.fixture.file} has SHA-256 {bundle_sha[:12]}..., the case pins "
-                    f"{spec.fixture.sha256[:12]}...; regenerate with scripts/make_reconcile.py",
+                    str(path), f"fixture {found} has SHA-256 {bundle_sha}, the case pins {spec.fixture.sha256}; "
+                    "if the Bundle changed on purpose, pin its new SHA-256 in fixture.sha256 (the packaged cases: "
+                    "regenerate them with scripts/make_reconcile.py)",
                 )
         else:
             bundle, bundle_sha = dict(spec.bundle or {}), digest
@@ -145,7 +149,7 @@ class ReconcileTask(BaseTask):
         items = [i.model_dump() for i in spec.report.items]
         meta = {"patient_id": str(patient.get("id") or ""), "fixture": spec.fixture.file if spec.fixture else None,
                 "bundle_sha256": bundle_sha, "transformations": [t.kind for t in spec.transformations]}
-        case_data = {"bundle": bundle, "report": spec.report.text, "items": items}
+        case_data = {"bundle": bundle, "report": spec.report.text, "items": items, "bundle_file": bundle_file}
         return Case(case_id=spec.id, source=path, sha256=digest, data=case_data, meta=meta)
 
     def check_case(self, case: Case) -> None:
@@ -164,7 +168,13 @@ class ReconcileTask(BaseTask):
         if check_cache.is_checked("reconcile", case.sha256):
             return
         path = case.source
-        check_fhir_bundle(case.data["bundle"], path)
+        pinned = case.data.get("bundle_file")
+        try:
+            check_fhir_bundle(case.data["bundle"], Path(pinned) if pinned else path)
+        except DatasetError as exc:
+            if pinned:  # the bad data is in the pinned file: name it, and the case that pins it
+                raise DatasetError(exc.path, f"{exc.problem} (the Bundle that {path.name} pins)") from None
+            raise
         try:  # fail before the agent is called, naming the file, not after an agent was paid for an answer
             reconcile_truth(case.data["bundle"], case.data["items"], _catalog_displays(), str(path))
         except DatasetError:
