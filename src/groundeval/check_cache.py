@@ -2,7 +2,7 @@
 
 A task's ``check_case`` (FHIR R4B validation of the entries the truth reads, deriving the truth
 once as a data check) is a pure function of the file's bytes and of the code that checks them.
-It costs about 10 ms per extraction case plus about 0.3 s to import the R4B models, paid by the
+It costs about 5 ms per extraction case plus about 0.3 s to import the R4B models, paid by the
 process that runs the case, when the case is about to run (never at collection). In one process
 a file's bytes are checked once (every trial after the first reuses the verdict). With a cache
 directory set (the plugin uses pytest's cache, ``.pytest_cache/d/groundeval-checked``), a file

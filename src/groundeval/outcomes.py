@@ -91,8 +91,8 @@ POLICY: tuple[OutcomeRule, ...] = (
                 "(full traceback)"),
     OutcomeRule("invalid_case", "error", False, False,
                 "the case file failed the task's checks when its case was about to run (not valid FHIR R4B, "
-                "a code outside a required binding, a truth that cannot be derived); the agent is not called. "
-                "Fix the file", agent_ran=False),
+                "a MedicationRequest status or intent outside its value set, a truth that cannot be derived); the "
+                "agent is not called. Fix the file the message names", agent_ran=False),
     OutcomeRule("config_error", "error", False, True,
                 "404 unknown model or 400 invalid request: no later case can succeed; the run stops"),
     OutcomeRule("auth_error", "error", False, True, "missing or rejected API key (401/403); the run stops"),

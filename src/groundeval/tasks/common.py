@@ -221,7 +221,7 @@ def check_fhir_bundle(bundle: Mapping[str, Any], path: Path) -> None:
     two codes the truth reads are checked here: ``MedicationRequest.status`` against
     ``REQUEST_STATUSES`` and ``intent`` against ``REQUEST_INTENTS``.
 
-    About 7 ms for a trimmed extraction fixture and 0.2 to 0.3 s for a raw Synthea Bundle; the
+    About 5 ms for a trimmed extraction fixture and 0.2 to 0.3 s for a raw Synthea Bundle; the
     callers run it when a case is about to run and remember the verdict (``check_cache``).
 
     Raises:
