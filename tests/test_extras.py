@@ -72,10 +72,21 @@ def test_the_cli_asks_for_the_xdist_extra_when_n_is_given_without_it(
     monkeypatch.setattr(cli, "has_module", lambda m: m != "xdist" and has_module(m))
     assert cli.main(["--agent", "naive", "-n", "2"]) == 4
     assert capsys.readouterr().err.splitlines() == [
-        f"ERROR: {extra_missing_message('xdist', 'xdist', '-n (parallel workers)')}"
+        f"ERROR: {extra_missing_message('xdist', 'pytest-xdist', '-n (parallel workers)')}"
     ]
     assert cli.main(["--agent", "naive", "--", "-n2"]) == 4  # pytest's own spelling, after --
-    capsys.readouterr()
+    assert "pytest-xdist is not installed" in capsys.readouterr().err
+    import groundeval.cli as cli_module
+
+    seen: list[list[str]] = []
+
+    def fake_main(args: list[str]) -> int:
+        seen.append(list(args))
+        return 0
+
+    monkeypatch.setattr("pytest.main", fake_main)
+    assert cli_module.main(["--agent", "naive", "-n", "0"]) == 0  # serial: needs no pytest-xdist
+    assert "-n" not in seen[0]
 
 
 def test_extras_install_the_stack_they_are_named_for() -> None:

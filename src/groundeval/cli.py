@@ -179,6 +179,21 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
     return out + list(args.pytest_extra)
 
 
+def _serial_without_xdist(pargs: list[str]) -> list[str]:
+    """``pargs`` without ``-n 0`` (serial, which needs no pytest-xdist); anything else is kept."""
+    out, i = [], 0
+    while i < len(pargs):
+        if pargs[i] == "-n" and i + 1 < len(pargs) and pargs[i + 1] == "0":
+            i += 2
+            continue
+        if pargs[i] in ("-n0", "--numprocesses=0"):
+            i += 1
+            continue
+        out.append(pargs[i])
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``groundeval`` console script; returns pytest's exit code.
 
@@ -191,10 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return tools_main(args)
     pargs = pytest_args(args)
-    workers = any(a.startswith("--numprocesses") or (a.startswith("-n") and not a.startswith("--")) for a in pargs)
-    if workers and not has_module("xdist"):
-        print(f"ERROR: {extra_missing_message('xdist', 'xdist', '-n (parallel workers)')}", file=sys.stderr)
-        return 4
+    if not has_module("xdist"):
+        pargs = _serial_without_xdist(pargs)
+        workers = any(a.startswith("--numprocesses") or (a.startswith("-n") and not a.startswith("--")) for a in pargs)
+        if workers:
+            print(f"ERROR: {extra_missing_message('xdist', 'pytest-xdist', '-n (parallel workers)')}", file=sys.stderr)
+            return 4
     import pytest
 
     return int(pytest.main(pargs))
