@@ -133,3 +133,10 @@ def test_a_new_case_file_that_fails_its_checks_fails_the_gate_in_every_output(tm
     assert "INVALID groundeval/extraction::New_Patient" in comparison_text(comp)
     assert "failed their checks (invalid_case)" in comparison_markdown(comp)
     assert 'id="invalid"' in render_report(_baseline(), current)
+
+
+def test_baseline_cases_missing_from_the_run_are_said_in_the_gate_line_not_gated() -> None:
+    current = run([case(LIZ, run_id="B")], run_id="B")  # Max_Kris's file deleted, or deselected with -k
+    gate = compare_runs(_baseline(), current).gate
+    assert gate.only_in_baseline == 1 and not gate.failed
+    assert "only in the baseline: 1 (deleted or not selected; not gated)" in gate.summary_lines()[0]

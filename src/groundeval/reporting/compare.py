@@ -274,7 +274,7 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
     pass_iv = next((f.interval for f in figures if f.name == "pass_rate"), None)
     incomplete = None if b.complete else (b.stop_reason or "interrupted")
     gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems), tuple(lost),
-                      incomplete, collection_error_lines(b), invalid_case_lines(b))
+                      incomplete, collection_error_lines(b), invalid_case_lines(b), len(only_a))
     return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate, dims, dirs,
                       _count_dimensions(dims, a, b))
 

@@ -208,6 +208,8 @@ class GateResult:
         invalid_cases: The current run's ``invalid_case`` cases (``invalid_case_lines``): case files
             that failed their checks. Like an unreadable file, each fails the gate, in the baseline
             or not (a broken case file must not pass CI).
+        only_in_baseline: How many baseline cases this run does not have at all (their files
+            deleted, or not selected with ``-k``/``--groundeval-limit``); said, not gated.
     """
 
     baseline_run_id: str
@@ -220,6 +222,7 @@ class GateResult:
     incomplete: str | None = None
     collection_errors: tuple[str, ...] = ()
     invalid_cases: tuple[str, ...] = ()
+    only_in_baseline: int = 0
 
     @property
     def regressed(self) -> tuple[CaseGate, ...]:
@@ -284,6 +287,8 @@ class GateResult:
         )
         if self.not_compared:
             head += f"  not compared: {len(self.not_compared)}"
+        if self.only_in_baseline:
+            head += f"  only in the baseline: {self.only_in_baseline} (deleted or not selected; not gated)"
         lines = [head]
         lines += [f"REGRESSED {c.text()}" for c in self.regressed]
         lines += [f"LOST {c.text()}" for c in self.lost]
