@@ -140,3 +140,11 @@ def test_baseline_cases_missing_from_the_run_are_said_in_the_gate_line_not_gated
     gate = compare_runs(_baseline(), current).gate
     assert gate.only_in_baseline == 1 and not gate.failed
     assert "only in the baseline: 1 (deleted or not selected; not gated)" in gate.summary_lines()[0]
+
+
+def test_junit_suite_properties_count_the_unreadable_files() -> None:
+    from groundeval.plugin.junit import suite_properties
+
+    current = run([case("Max_Kris", run_id="B")], run_id="B", collection_errors=[BROKEN])
+    assert dict(suite_properties(current))["collection_errors"] == 1
+    assert dict(suite_properties(_baseline()))["collection_errors"] == 0

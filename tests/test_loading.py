@@ -159,3 +159,9 @@ def test_a_bad_resource_type_anywhere_in_the_bundle_is_named(
     path = _mutated(tmp_path, mutate)
     with pytest.raises(DatasetError, match=message):
         _checked(path)
+
+
+def test_a_misspelled_patient_is_named_in_the_collection_error(tmp_path: Path) -> None:
+    path = _mutated(tmp_path, lambda b: _first(b, "Patient").update(resourceType="Patinet"))
+    with pytest.raises(DatasetError, match=r"no Patient entry \(an entry's resourceType is 'Patinet': did you mean 'Patient'\?\)"):
+        ExtractionTask().load_case(path)

@@ -84,13 +84,15 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
     ``pass_at_k`` and ``pass_hat_k`` (pass^k) at k = K, ``min_pass_rate`` (empty when not given),
     ``cases_judged`` and ``cases_passed`` (the case verdicts), and what they leave out:
     ``pass_at_k_cases`` (cases averaged at k = K), ``pass_at_k_scope`` and ``cases_scope`` (why
-    cases are missing; empty when none are), ``cases`` (distinct case ids).
+    cases are missing; empty when none are), ``cases`` (distinct case ids). ``collection_errors``
+    counts the case files that could not be read (they are testcases without properties).
     """
     agg = record.aggregate
     props: list[tuple[str, str | int | float]] = [
         ("groundeval_task", record.task), ("run_id", record.run_id), ("agent", record.agent),
         ("model", record.model or ""), ("complete", _value(record.complete)),
         ("selected", agg.selected), ("counted", agg.counted), ("excluded", agg.excluded), ("not_run", agg.not_run),
+        ("collection_errors", len(record.collection_errors)),
         ("scope", scope_text(agg)), ("pass_rate", _value(agg.pass_rate)),
         ("pass_rate_ran", _value(pass_rate_ran(agg))), ("answer_rate", _value(agg.answer_rate)),
     ]

@@ -110,7 +110,11 @@ def find_patient(bundle: Mapping[str, Any], source: str) -> tuple[dict[str, Any]
         and e["resource"].get("resourceType") == "Patient"
     ]
     if not patients:
-        raise DatasetError(source, "the Bundle has no Patient entry; one patient per bundle")
+        near = sorted({str(e["resource"].get("resourceType")) for e in entries if isinstance(e, dict)
+                       and isinstance(e.get("resource"), dict)
+                       and str(e["resource"].get("resourceType", "")).lower() in ("patient", "patinet", "pateint")})
+        hint = f" (an entry's resourceType is {near[0]!r}: did you mean 'Patient'?)" if near else ""
+        raise DatasetError(source, f"the Bundle has no Patient entry{hint}; one patient per bundle")
     if len(patients) > 1:
         raise DatasetError(
             source, f"the Bundle has {len(patients)} Patient entries; split it, one per bundle"
