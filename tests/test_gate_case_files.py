@@ -148,3 +148,10 @@ def test_junit_suite_properties_count_the_unreadable_files() -> None:
     current = run([case("Max_Kris", run_id="B")], run_id="B", collection_errors=[BROKEN])
     assert dict(suite_properties(current))["collection_errors"] == 1
     assert dict(suite_properties(_baseline()))["collection_errors"] == 0
+
+
+def test_the_report_of_one_run_lists_its_unreadable_files() -> None:
+    current = run([case("Max_Kris", run_id="B")], run_id="B", collection_errors=[BROKEN])
+    html = render_report(current)
+    assert 'id="unreadable-1"' in html and f"<code>{BROKEN['nodeid']}: groundeval: data/{LIZ}.json" in html
+    assert 'id="unreadable-1"' not in render_report(_baseline())

@@ -25,6 +25,7 @@ from typing import Any
 from groundeval.outcomes import POLICY
 from groundeval.reporting.cases import metric_names
 from groundeval.reporting.compare import compare_runs
+from groundeval.reporting.gate import collection_error_lines
 from groundeval.reporting.render import change_value, comparison_dict, fmt, fmt_p
 from groundeval.reporting.stats import METHOD
 from groundeval.run_record import CaseRecord, RunRecord
@@ -147,6 +148,7 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
         "record": record, "figures": figures, "bars": bars, "usage": usage, "trials": stats,
         "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
         "scope": scope_text(agg) if scope_needed(agg) else "",
+        "unreadable": collection_error_lines(record),
         "pass_k_scope": pass_k_note(stats, stats.headline) if stats.headline is not None else "",
         "cases_scope": unjudged_note(stats),
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
