@@ -70,11 +70,13 @@ def test_errors_still_count_as_ran_and_not_passed() -> None:
     assert ran(agg) == 4 and agg.pass_rate_ran == pytest.approx(0.25)
 
 
-def test_pass_rate_ran_of_an_older_record_is_read_from_its_counts() -> None:
-    """A record written while invalid_case still counted as ran shows the same figure as a new one."""
+def test_outputs_read_the_stored_pass_rate_ran_and_derive_it_only_for_a_record_without_one() -> None:
+    """Data flows one way: summarize() computes pass_rate_ran once; every output reads that value."""
     rec = _forty_seven_and_one_invalid()
-    old = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(update={"pass_rate_ran": round(47 / 48, 6)})})
-    assert pass_rate_ran(old.aggregate) == 1.0
+    stored = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(update={"pass_rate_ran": 0.5})})
+    assert pass_rate_ran(stored.aggregate) == 0.5  # what the record says, not recomputed downstream
+    older = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(update={"pass_rate_ran": None})})
+    assert pass_rate_ran(older.aggregate) == 1.0  # written before the field existed: passed / ran (47 / 47)
 
 
 def test_cached_answers_are_counted_out_of_the_answers_asked_for() -> None:

@@ -1,7 +1,7 @@
 """Remember which case files passed their costly checks, so each file is checked once.
 
-A task's ``check_case`` (FHIR R4B validation of the entries the truth reads, deriving the truth
-once as a data check) is a pure function of the file's bytes and of the code that checks them.
+A task's ``check_case`` (FHIR R4B validation of the whole Bundle and the request codes the truth
+reads) is a pure function of the file's bytes and of the code that checks them.
 It costs about 5 ms per extraction case plus about 0.3 s to import the R4B models, paid by the
 process that runs the case, when the case is about to run (never at collection). In one process
 a file's bytes are checked once (every trial after the first reuses the verdict). With a cache

@@ -54,13 +54,8 @@ def ran(agg: Aggregate) -> int:
 
 
 def pass_rate_ran(agg: Aggregate) -> float | None:
-    """Passed / cases that ran (``ran``), to 6 decimals, from the outcome counts; None when none ran.
-
-    Read from ``Aggregate.counts``, not the stored ``Aggregate.pass_rate_ran``, so a record written
-    before ``invalid_case`` stopped counting as ran (or before the field existed) gets the same figure;
-    a record without counts falls back to the stored value.
-    """
-    if not agg.counts:
+    """``Aggregate.pass_rate_ran`` as ``aggregate.summarize`` stored it; for an older record, passed / ran."""
+    if agg.pass_rate_ran is not None:
         return agg.pass_rate_ran
     n = ran(agg)
     return round(agg.counts.get("passed", 0) / n, 6) if n > 0 else None

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from groundeval import check_cache
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case, load_json, slug
-from groundeval.errors import ConfigError, DatasetError
+from groundeval.errors import ConfigError
 from groundeval.fhir_read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
 from groundeval.scorers.extraction import aggregate_medications, score_medications
@@ -31,7 +31,7 @@ from groundeval.task_options import EXTRACTION_OPTIONS
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
 from groundeval.tasks.common import case_id_from_stem, check_fhir_bundle, wrong_task_error
 from groundeval.tasks.extraction_prompt import ANSWER_FORMAT, system_prompt
-from groundeval.tasks.medlist import active_medications, find_patient, medication_truth
+from groundeval.tasks.medlist import find_patient, medication_truth
 
 __all__ = ["ANSWER_FORMAT", "TOOLS_NOTE", "ExtractionTask", "case_id_from_stem", "is_manifest"]
 
@@ -44,23 +44,18 @@ TOOLS_NOTE = (
 
 
 def _check_structure(bundle: dict[str, Any], path: Path) -> None:
-    """Check the Bundle as FHIR R4B with its request codes (``common.check_fhir_bundle``), then derive the truth once.
+    """Check the Bundle as FHIR R4B with its request codes (``common.check_fhir_bundle``).
 
     Bad data must fail before the agent is called, naming the file and the field, not after an
     agent has been paid for an answer, and never by silently yielding an empty truth (an ``id``
     given as a number, a ``subject`` given as a string, ``coding`` given as an object, a
-    misspelled ``resourceType``).
+    misspelled ``resourceType``). The truth itself is derived once, right after, by
+    ``runner.prepare``; a ``DatasetError`` it raises is an ``invalid_case`` too.
 
     Raises:
         DatasetError: The first few validation problems, with their locations.
     """
     check_fhir_bundle(bundle, path)
-    try:
-        active_medications(bundle, str(path))
-    except DatasetError:
-        raise
-    except Exception as exc:
-        raise DatasetError(str(path), f"cannot derive the truth ({type(exc).__name__}: {exc})") from exc
 
 
 def _is_answer(value: object) -> bool:
@@ -129,7 +124,7 @@ class ExtractionTask(BaseTask):
         return Case(case_id=case_id, source=path, sha256=digest, data=bundle, meta=meta)
 
     def check_case(self, case: Case) -> None:
-        """Validate the Bundle as FHIR R4B, check its requests' status and intent codes, derive the truth once.
+        """Validate the Bundle as FHIR R4B and check its requests' status and intent codes.
 
         About 5 ms a trimmed fixture (plus about 0.3 s to import the R4B models, once per process); a file
         whose bytes passed under the same code is not checked again (``check_cache``).

@@ -153,17 +153,17 @@ class ReconcileTask(BaseTask):
         return Case(case_id=spec.id, source=path, sha256=digest, data=case_data, meta=meta)
 
     def check_case(self, case: Case) -> None:
-        """Check the case's Bundle (inline or pinned fixture) as the extraction task does, and derive the truth once.
+        """Check the case's Bundle (inline or pinned fixture) as the extraction task does.
 
         The whole Bundle must be valid FHIR R4B and its MedicationRequests' status and intent codes
         of their value sets (``common.check_fhir_bundle``); a pinned fixture's SHA-256 was checked
         at load, which says it is the file the case was made from, not that the file is valid.
-        Runs when the case is about to run, before its agent call (``BaseTask.check_case``).
-        Remembered by the case file's SHA-256 (``check_cache``), which pins the fixture's.
+        Runs when the case is about to run, before its truth and agent call (``BaseTask.check_case``;
+        the truth is derived once, by ``runner.prepare``). Remembered by the case file's SHA-256
+        (``check_cache``), which pins the fixture's.
 
         Raises:
-            DatasetError: The Bundle is not valid R4B, a request code is outside its value set,
-                or the truth cannot be derived.
+            DatasetError: The Bundle is not valid R4B or a request code is outside its value set.
         """
         if check_cache.is_checked("reconcile", case.sha256):
             return
@@ -175,12 +175,6 @@ class ReconcileTask(BaseTask):
             if pinned:  # the bad data is in the pinned file: name it, and the case that pins it
                 raise DatasetError(exc.path, f"{exc.problem} (the Bundle that {path.name} pins)") from None
             raise
-        try:  # fail before the agent is called, naming the file, not after an agent was paid for an answer
-            reconcile_truth(case.data["bundle"], case.data["items"], _catalog_displays(), str(path))
-        except DatasetError:
-            raise
-        except Exception as exc:
-            raise DatasetError(str(path), f"cannot derive the truth ({type(exc).__name__}: {exc})") from exc
         check_cache.mark_checked("reconcile", case.sha256)
 
     def prompt(self, case: Case) -> Prompt:
