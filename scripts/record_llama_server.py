@@ -81,7 +81,7 @@ def main() -> int:
             text = "\n".join(keep).replace(str(model), "<model>")
             (OUT / "server-log.txt").write_text(text + "\n")
         with LlamaServer(model, alias=alias, n_ctx=512, n_threads=2, log_path=Path(tmp) / "small.log") as small:
-            save("context_length", chat(small, "Repeat exactly: " + "[] " * 400, 32))
+            save("context_length", chat(small, "Repeat exactly: " + "[] " * 1000, 32))
     return 0
 
 
