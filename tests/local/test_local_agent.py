@@ -167,6 +167,8 @@ def test_one_call_at_a_time_and_the_cores_shared_among_xdist_workers(monkeypatch
     assert LocalAgent.max_concurrency == 1
     monkeypatch.setattr("os.cpu_count", lambda: 8)
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
-    assert server_threads() == 2
+    assert server_threads() == (1, 2)  # generation, prompt processing
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT")
-    assert server_threads() == 8
+    assert server_threads() == (7, 8)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert server_threads() == (1, 2)

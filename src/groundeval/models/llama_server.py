@@ -167,8 +167,8 @@ class LlamaServer:
         model: The GGUF file.
         alias: The model id the server serves and reports (``--model_alias``).
         n_ctx: Context size to allocate, tokens (``--n_ctx``).
-        n_threads: CPU threads for generation and prompt processing (``--n_threads``,
-            ``--n_threads_batch``).
+        n_threads: CPU threads for generation (``--n_threads``).
+        n_threads_batch: CPU threads for prompt processing (``--n_threads_batch``); default ``n_threads``.
         log_path: File the server's stdout and stderr are appended to (its directory is created).
         command: The server command before its arguments (default ``python -m llama_cpp.server``).
         start_timeout_s: How long to wait for ``/v1/models`` to answer, seconds.
@@ -186,6 +186,7 @@ class LlamaServer:
         n_ctx: int,
         n_threads: int,
         log_path: Path,
+        n_threads_batch: int | None = None,
         command: Sequence[str] = DEFAULT_COMMAND,
         start_timeout_s: float = START_TIMEOUT_S,
     ) -> None:
@@ -193,6 +194,7 @@ class LlamaServer:
         self.alias = alias
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        self.n_threads_batch = n_threads_batch or n_threads
         self.log_path = log_path
         self.command = tuple(command)
         self.start_timeout_s = start_timeout_s
@@ -247,7 +249,7 @@ class LlamaServer:
         return [
             *self.command, "--model", str(self.model), "--model_alias", self.alias, "--host", "127.0.0.1",
             "--port", str(port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
-            "--n_threads_batch", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads_batch),
         ]
 
     def start(self) -> None:
