@@ -213,7 +213,7 @@ class Variant:
     source: str  # file-name prefix of the raw Synthea bundle
     apply: Callable[[JSON, str], list[str]]
     effect: str  # expected change of the truth (see the module docstring)
-    rule: str  # the README/medlist rule it exercises
+    rule: str  # the documented (docs/tasks/extraction.md) medlist rule it exercises
 
 
 VARIANTS: tuple[Variant, ...] = (

@@ -7,7 +7,7 @@ Public API (imported lazily so that loading the pytest plugin stays cheap)::
 Test doubles (``ScriptedAgent``, ``ScriptedChatModel``) live in ``groundeval.testing``; the
 exception tree is documented in ``groundeval.errors`` and exported here.
 
-Writing a task takes only names from here (see README "Writing a task")::
+Writing a task takes only names from here (see docs/tasks/writing-a-task.md)::
 
     from groundeval import BaseTask, Case, CodeSetScorer, Parsed, Prompt, TaskOption
 """

@@ -1,6 +1,6 @@
 """The outcome policy: every case outcome, how pytest shows it, and whether it counts.
 
-This table is the one place the policy is defined; the README's outcome table is rendered from
+This table is the one place the policy is defined; the outcome table of docs/reference/outcomes.md is rendered from
 the same rows (``tests/test_outcomes.py`` checks they agree). Outcomes fall in four classes:
 
 * **scored**: the agent answered and the scorer gave a verdict (``passed``, ``partial``,
@@ -55,7 +55,7 @@ class OutcomeRule:
         pytest: What pytest shows (``passed``, ``failed``, ``error``, ``-`` for no item run).
         counted: True when the case counts in the run's means (scored, or scored as empty).
         stops_run: True when the run stops at once after this outcome.
-        meaning: One line for the README.
+        meaning: One line for the outcomes table (docs/reference/outcomes.md).
         agent_ran: True when the case counts as ran (in ``pass_rate_ran`` and "N ran"): every
             outcome but those whose agent was never asked for an answer (``invalid_case``, ``not_run``).
     """
@@ -116,7 +116,7 @@ RAN: frozenset[str] = frozenset(rule.outcome for rule in POLICY if rule.agent_ra
 
 
 def outcome_table_markdown() -> str:
-    """The policy as the Markdown table the README shows.
+    """The policy as the Markdown table docs/reference/outcomes.md shows.
 
     The exit status is pytest's for a run whose worst case has this outcome: 0 when every case
     passed, 1 (``TESTS_FAILED``) for any failure or error, 2 (``INTERRUPTED``) when the run stopped.

@@ -158,9 +158,9 @@ class Cold:
     result.stdout.fnmatch_lines(["*INCOMPLETE: groundeval: the agent's warmup() raised OSError*"])
 
 
-def test_the_readme_outcome_table_is_the_policy() -> None:
+def test_the_outcomes_page_table_is_the_policy() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert outcome_table_markdown() in readme
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "outcomes.md").read_text(encoding="utf-8")
+    assert outcome_table_markdown() in page
     assert len(POLICY) == len(OUTCOMES)

@@ -7,7 +7,7 @@ with autoescaping on, because case text (messages, displays, reasons, agent outp
 Nothing here knows a task's names. The per-case table has one score column per metric of the
 record's ``metric_names`` whose values are fractions or booleans (``score_columns``: counts and
 ``"none"``-direction values such as doses are left to the run record), and renders these
-``CaseRecord.details`` keys of any task (README, "Writing a task"):
+``CaseRecord.details`` keys of any task (docs/tasks/writing-a-task.md):
 
 * ``missing``, ``extra``: lists of items, each a string or a mapping shown as its code (``codes``
   joined by ``/``, else ``rxnorm_code`` or ``code``), ``display`` and ``note`` or ``status``;

@@ -86,7 +86,7 @@ def score_reconcile(
     Returns:
         A ``Score`` with the metrics of ``METRIC_NAMES`` (except ``format_ok``, added by the task):
         ``passed``, ``partial`` (some pair right, not passing, no high-alert miss) or ``failed``.
-        Details follow the report convention (README, "Writing a task"): ``missing`` (truth
+        Details follow the report convention (docs/tasks/writing-a-task.md): ``missing`` (truth
         entries the answer lacks), ``mismatches`` (``expected``/``got`` status), ``extra`` (items on
         neither side), plus ``high_alert_missed``.
     """
