@@ -13,15 +13,15 @@ import pytest
 from groundeval.agents.base import AGENTS, OFFLINE_AGENT_EXTRAS, OFFLINE_AGENTS
 from groundeval.agents.claude import NO_KEY_HINT
 from groundeval.agents.langgraph_agent import NO_KEY_HINT as LANGGRAPH_NO_KEY_HINT
-from groundeval.aggregate import summarize
-from groundeval.outcomes import OUTCOMES, POLICY, RAN
 from groundeval.plugin.items import select_by_node_id
 from groundeval.plugin.junit import junit_properties, suite_properties
 from groundeval.plugin.option_table import OPTIONS
 from groundeval.plugin.summary import _run_shape, format_table
+from groundeval.records.aggregate import summarize
+from groundeval.records.outcomes import OUTCOMES, POLICY, RAN
+from groundeval.records.run_record import CaseRecord, RunRecord
+from groundeval.records.scope import pass_rate_ran, ran, scope_text
 from groundeval.reporting import compare_runs
-from groundeval.run_record import CaseRecord, RunRecord
-from groundeval.scope import pass_rate_ran, ran, scope_text
 from groundeval.tasks import TASKS, make_task
 
 from ._records import case, run

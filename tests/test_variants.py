@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from groundeval.agent_io import AgentRequest
-from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
-from groundeval.tasks.extraction import ExtractionTask
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
+from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.medlist import active_medications
 
 ROOT = Path(__file__).resolve().parents[1]

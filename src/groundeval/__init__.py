@@ -92,21 +92,21 @@ _WHERE = {
     "Prompt": "groundeval.agent_io",
     "Score": "groundeval.scoring",
     "Case": "groundeval.datasets",
-    "ExtractionTask": "groundeval.tasks.extraction",
+    "ExtractionTask": "groundeval.tasks.extraction.task",
     "Task": "groundeval.tasks.base",
     "make_task": "groundeval.tasks",
-    "score_medications": "groundeval.scorers.extraction",
-    "BaselineExtractionAgent": "groundeval.agents.baseline",
-    "BaselineWriteAgent": "groundeval.agents.baseline_write",
+    "score_medications": "groundeval.tasks.extraction.scorer",
+    "BaselineExtractionAgent": "groundeval.agents.baselines.extraction",
+    "BaselineWriteAgent": "groundeval.agents.baselines.write",
     "ClaudeAgent": "groundeval.agents.claude",
     "OpenAICompatibleAgent": "groundeval.agents.openai_compat",
     "LangGraphAgent": "groundeval.agents.langgraph_agent",
     "LangGraphFHIRAgent": "groundeval.agents.langgraph_agent",
     "LangGraphWriteAgent": "groundeval.agents.langgraph_agent",
     "Catalog": "groundeval.terminology",
-    "WriteTask": "groundeval.tasks.write",
-    "score_write": "groundeval.scorers.write",
-    "validate_medication_statement": "groundeval.hc_tools",
+    "WriteTask": "groundeval.tasks.write.task",
+    "score_write": "groundeval.tasks.write.scorer",
+    "validate_medication_statement": "groundeval.tasks.write.tools",
     "BaseTask": "groundeval.tasks.base",
     "Scorer": "groundeval.tasks.base",
     "TaskOption": "groundeval.task_options",
@@ -123,11 +123,11 @@ _WHERE = {
     "describe_validation_error": "groundeval.tasks.common",
     "validate_entries": "groundeval.tasks.common",
     "wrong_task_error": "groundeval.tasks.common",
-    "codings_by_system": "groundeval.fhir",
-    "entry_resources": "groundeval.fhir",
-    "patient_reference_matches": "groundeval.fhir",
-    "SNOMED_SYSTEM": "groundeval.fhir",
-    "RXNORM_SYSTEMS": "groundeval.fhir",
+    "codings_by_system": "groundeval.fhir.bundle",
+    "entry_resources": "groundeval.fhir.bundle",
+    "patient_reference_matches": "groundeval.fhir.bundle",
+    "SNOMED_SYSTEM": "groundeval.fhir.bundle",
+    "RXNORM_SYSTEMS": "groundeval.fhir.bundle",
     "DatasetError": "groundeval.errors",
     "ConfigError": "groundeval.errors",
     "AgentError": "groundeval.errors",
@@ -140,16 +140,16 @@ _WHERE = {
     "RefusalError": "groundeval.errors",
     "RunStopError": "groundeval.errors",
     "TruncatedError": "groundeval.errors",
-    "CaseRecord": "groundeval.run_record",
-    "RunRecord": "groundeval.run_record",
+    "CaseRecord": "groundeval.records.run_record",
+    "RunRecord": "groundeval.records.run_record",
     "task_class": "groundeval.tasks",
 }
 
 if TYPE_CHECKING:
     from groundeval.agent_io import AgentRequest, AgentResult, Prompt
     from groundeval.agents.base import Agent, AgentConfig, make_agent
-    from groundeval.agents.baseline import BaselineExtractionAgent
-    from groundeval.agents.baseline_write import BaselineWriteAgent
+    from groundeval.agents.baselines.extraction import BaselineExtractionAgent
+    from groundeval.agents.baselines.write import BaselineWriteAgent
     from groundeval.agents.claude import ClaudeAgent
     from groundeval.agents.langgraph_agent import LangGraphAgent, LangGraphFHIRAgent, LangGraphWriteAgent
     from groundeval.agents.openai_compat import OpenAICompatibleAgent
@@ -168,19 +168,16 @@ if TYPE_CHECKING:
         RunStopError,
         TruncatedError,
     )
-    from groundeval.fhir import (
+    from groundeval.fhir.bundle import (
         RXNORM_SYSTEMS,
         SNOMED_SYSTEM,
         codings_by_system,
         entry_resources,
         patient_reference_matches,
     )
-    from groundeval.hc_tools import validate_medication_statement
     from groundeval.parsing import extract_json
-    from groundeval.run_record import CaseRecord, RunRecord
+    from groundeval.records.run_record import CaseRecord, RunRecord
     from groundeval.scorers.codes import CodeSetScorer
-    from groundeval.scorers.extraction import score_medications
-    from groundeval.scorers.write import score_write
     from groundeval.scoring import Direction, Parsed, Score
     from groundeval.task_options import TaskOption, choice, unit_interval
     from groundeval.tasks import make_task, task_class
@@ -192,8 +189,11 @@ if TYPE_CHECKING:
         validate_entries,
         wrong_task_error,
     )
-    from groundeval.tasks.extraction import ExtractionTask
-    from groundeval.tasks.write import WriteTask
+    from groundeval.tasks.extraction.scorer import score_medications
+    from groundeval.tasks.extraction.task import ExtractionTask
+    from groundeval.tasks.write.scorer import score_write
+    from groundeval.tasks.write.task import WriteTask
+    from groundeval.tasks.write.tools import validate_medication_statement
     from groundeval.terminology import Catalog
 
 

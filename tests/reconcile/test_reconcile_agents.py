@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import groundeval.agents.baseline_reconcile as module
+import groundeval.agents.baselines.reconcile as module
 from groundeval.agent_io import AgentRequest
-from groundeval.agents.baseline_reconcile import BaselineReconcileAgent, NaiveReconcileAgent
+from groundeval.agents.baselines.reconcile import BaselineReconcileAgent, NaiveReconcileAgent
 from groundeval.errors import AgentError
-from groundeval.tasks.reconcile import ReconcileTask
+from groundeval.tasks.reconcile.task import ReconcileTask
 
 CASES = Path(__file__).resolve().parents[2] / "fixtures" / "reconcile"
 TASK = ReconcileTask()

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from groundeval.run_record import CaseRecord, RunRecord, TrialStats
-from groundeval.scope import pass_k_note, pass_rate_ran, scope_text, unjudged_note
+from groundeval.records.run_record import CaseRecord, RunRecord, TrialStats
+from groundeval.records.scope import pass_k_note, pass_rate_ran, scope_text, unjudged_note
 from groundeval.scoring import Metric
 
 __all__ = ["FACT_KEYS", "junit_properties", "suite_properties"]
@@ -78,7 +78,7 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
     because workers call it; these are added by the process that writes the junit file, from the
     finished run record, so they are the same serially and under ``-n``. ``scope`` comes before
     ``pass_rate``: how many cases were scored of those selected, the excluded ones by outcome, the
-    not-run ones and the pass rate over every case that ran (``groundeval.scope.scope_text``);
+    not-run ones and the pass rate over every case that ran (``groundeval.records.scope.scope_text``);
     ``pass_rate_ran`` is that last figure (excluded cases count as not passed). From ``Aggregate.trials``:
     each interval as ``<figure>_ci_low``/``<figure>_ci_high``, ``trials`` (K), ``pass_at_1``,
     ``pass_at_k`` and ``pass_hat_k`` (pass^k) at k = K, ``min_pass_rate`` (empty when not given),

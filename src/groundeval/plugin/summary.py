@@ -2,7 +2,7 @@
 
 It leads with what cannot be gamed (how many cases were scored, the pass rate, the answer rate),
 their 95% intervals, pass@k/pass^k and the case verdicts over repeated trials
-(``Aggregate.trials``, from ``groundeval.trial_stats``), then the task's means, then usage;
+(``Aggregate.trials``, from ``groundeval.records.trial_stats``), then the task's means, then usage;
 partial cases are listed above the table so that the table is the last thing a run prints.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from groundeval.outcomes import POLICY
+from groundeval.records.outcomes import POLICY
+from groundeval.records.run_record import Aggregate, RunRecord, TrialStats
+from groundeval.records.scope import pass_k_note, scope_needed, scope_text, unjudged_note
+from groundeval.records.scope import ran as ran_count
 from groundeval.redaction import clean_text
-from groundeval.run_record import Aggregate, RunRecord, TrialStats
-from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.scope import ran as ran_count
 from groundeval.scoring import Metric
 
 __all__ = ["format_table", "trial_lines", "write_summary"]

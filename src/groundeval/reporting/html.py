@@ -22,15 +22,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from groundeval.outcomes import POLICY
+from groundeval.records.outcomes import POLICY
+from groundeval.records.run_record import CaseRecord, RunRecord
+from groundeval.records.scope import pass_k_note, scope_needed, scope_text, unjudged_note
+from groundeval.records.trial_stats import record_trial_stats
 from groundeval.reporting.cases import metric_names
 from groundeval.reporting.compare import compare_runs
 from groundeval.reporting.gate import collection_error_lines
 from groundeval.reporting.render import change_value, comparison_dict, fmt, fmt_p
 from groundeval.reporting.stats import METHOD
-from groundeval.run_record import CaseRecord, RunRecord
-from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.trial_stats import record_trial_stats
 
 __all__ = ["render_report", "score_columns", "write_report"]
 

@@ -11,13 +11,13 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from groundeval.outcomes import POLICY
+from groundeval.records.outcomes import POLICY
+from groundeval.records.run_record import FigureInterval, RunRecord, TrialStats
+from groundeval.records.scope import pass_k_note, scope_needed, scope_text, unjudged_note
+from groundeval.records.trial_stats import INTERVAL_METHOD, record_trial_stats
 from groundeval.reporting.compare import Comparison, GateResult
 from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
 from groundeval.reporting.stats import METHOD
-from groundeval.run_record import FigureInterval, RunRecord, TrialStats
-from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.trial_stats import INTERVAL_METHOD, record_trial_stats
 
 __all__ = ["comparison_markdown", "figure_intervals", "md_escape", "summary_markdown", "write_summary_markdown"]
 
@@ -35,7 +35,7 @@ def figure_intervals(record: RunRecord) -> dict[str, FigureInterval]:
     """Figure name -> its 95% interval, read from the record's ``Aggregate.trials`` (never recomputed).
 
     Only figures that are means of a per-case value have one (pass rate, answer rate, macro
-    means, dimension pass rates); see ``groundeval.trial_stats``. A record written before
+    means, dimension pass rates); see ``groundeval.records.trial_stats``. A record written before
     ``Aggregate.trials`` existed gets them computed from its cases.
     """
     return dict(record_trial_stats(record).intervals)
