@@ -31,6 +31,7 @@ from groundeval.reporting.stats import METHOD
 from groundeval.run_record import CaseRecord, RunRecord
 from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
 from groundeval.trial_stats import record_trial_stats
+from groundeval.write_errors import named
 
 __all__ = ["render_report", "score_columns", "write_report"]
 
@@ -189,8 +190,14 @@ def render_report(record: RunRecord, other: RunRecord | None = None) -> str:
 
 
 def write_report(path: str | Path, record: RunRecord, other: RunRecord | None = None) -> Path:
-    """Render the report and write it to ``path`` (UTF-8); returns the path."""
+    """Render the report and write it to ``path`` (UTF-8); returns the path.
+
+    Raises:
+        OSError: The file cannot be written; its ``filename`` names it.
+    """
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(record, other), encoding="utf-8")
+    text = render_report(record, other)
+    with named(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
     return out
