@@ -29,7 +29,7 @@ def test_a_line_past_the_file_size_limit_raises_and_leaves_only_whole_lines(tmp_
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (before + 4096, hard))
     try:
-        with pytest.raises(OSError) as raised:
+        with pytest.raises(OSError, match="File too large") as raised:
             writer.append(_case(1, "x" * 20_000))  # the line crosses the limit part-way
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
