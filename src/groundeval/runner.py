@@ -19,6 +19,7 @@ trials and concurrency wrap it without touching tasks or scorers.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 import traceback
@@ -33,7 +34,7 @@ from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError
 from groundeval.jsonable import jsonable
 from groundeval.outcomes import OUTCOMES
-from groundeval.redaction import clean
+from groundeval.redaction import clean, redact
 from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
@@ -119,6 +120,11 @@ def request_for(task: Task, case: Case, trial: int = 0) -> AgentRequest:
 def call_agent(agent: Agent, request: AgentRequest) -> Execution:
     """Run the agent once on ``request``; a ``str`` answer becomes ``AgentResult(text=...)``.
 
+    The answer's secrets are redacted here, before it is parsed (``redaction.redact``: secret
+    environment values, URL credentials, echoed ``Basic``/``Bearer`` tokens), so the text that is
+    scored is the text the run record and ``--groundeval-cache`` keep, and a cached or replayed
+    answer re-scores exactly as it scored when it was first made (``redact`` is idempotent).
+
     Raises:
         AgentError: Whatever the agent raised (its class carries the outcome), or the agent
             returned None (no answer: ``no_answer``, counted).
@@ -144,6 +150,9 @@ def call_agent(agent: Agent, request: AgentRequest) -> Execution:
             f"{request.case_id}: agent {agent.name!r} returned an AgentResult whose text is "
             f"{type(out.text).__name__}; AgentResult.text must be the answer as a str"
         )
+    text = redact(out.text)  # the text scored is the text every output and the cache keep
+    if text != out.text:
+        out = dataclasses.replace(out, text=text)
     return Execution(prompt_sha256=prompt_hash(request.prompt), result=out, latency_s=round(latency, 6))
 
 
