@@ -127,7 +127,9 @@ def test_html_on_every_call_of_the_first_case_stops_the_run_naming_the_url(
     with pytest.raises(RunStopError, match=r"got an HTML page from http://127\.0\.0\.1:") as info:
         make(max_retries=1).run(REQUEST)
     assert info.value.outcome == "config_error" and info.value.attempts == 2
-    assert loop.root in str(info.value) and "--groundeval-base-url" in str(info.value)
+    hint = "ANTHROPIC_BASE_URL" if make.sdk == "claude" else "--groundeval-base-url"  # type: ignore[attr-defined]
+    wrong = "--groundeval-base-url" if make.sdk == "claude" else "ANTHROPIC_BASE_URL"  # type: ignore[attr-defined]
+    assert loop.root in str(info.value) and hint in str(info.value) and wrong not in str(info.value)
     assert "\n" not in str(info.value)
 
 
@@ -139,6 +141,8 @@ def test_html_after_a_real_answer_is_only_an_infra_error(make: MakeAgent, loop: 
     with pytest.raises(InfraError, match="an HTML page") as info:
         agent.run(REQUEST)
     assert type(info.value) is InfraError and info.value.details["bad_response"] == "html"
+    hint = "ANTHROPIC_BASE_URL" if make.sdk == "claude" else "--groundeval-base-url"  # type: ignore[attr-defined]
+    assert f"check {hint}" in str(info.value)
 
 
 # -- 3. classification -----------------------------------------------------------------------
@@ -173,6 +177,18 @@ def test_a_refusal_stop_reason_is_a_refusal(make: MakeAgent, loop: Loopback) -> 
     with pytest.raises(RefusalError, match="c1: the model declined to answer") as info:
         make().run(REQUEST)
     assert info.value.outcome == "refusal" and len(loop.requests) == 1
+
+
+def test_an_openai_refusal_with_null_content_is_a_refusal_with_its_text_kept(loop: Loopback) -> None:
+    body = chat_completion("", finish="stop")
+    body["choices"][0]["message"] = {"role": "assistant", "content": None,
+                                     "refusal": "I can't help with listing this patient's medications."}
+    loop.plan = lambda path, req: Answer.json(200, body)
+    agent = OpenAICompatibleAgent(AgentConfig(model="m", options={"base_url": loop.root + "/v1", "max_retries": 0}))
+    with pytest.raises(RefusalError, match="refusal: \"I can't help with listing") as info:
+        agent.run(REQUEST)
+    assert info.value.outcome == "refusal"
+    assert info.value.details["partial_text"] == "I can't help with listing this patient's medications."
 
 
 def test_a_case_far_over_the_context_window_is_refused_before_any_call(
