@@ -177,7 +177,10 @@ class ResultCache:
             except (sqlite3.Error, OSError, _SchemaMismatch) as exc:
                 self._disabled = True
                 problem = str(exc) if isinstance(exc, _SchemaMismatch) else f"{type(exc).__name__}: {exc}"
-                fix = "" if isinstance(exc, OSError) else f"; delete {self.path.name} to start a new cache"
+                if isinstance(exc, OSError) or not self.path.is_file():
+                    fix = f"; give --groundeval-cache a writable directory (not {self.directory})"
+                else:
+                    fix = f"; delete {self.path} to start a new cache"
                 warnings.warn(
                     f"groundeval cache {self.path}: {problem}; running without the cache{fix}",
                     CacheWarning, stacklevel=4,

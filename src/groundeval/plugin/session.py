@@ -25,7 +25,7 @@ from groundeval.errors import ConfigError, InfraError, RunStopError
 from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
-from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
+from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.worker_keys import RUN_ID_KEY
 from groundeval.redaction import clean_text
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
@@ -87,6 +87,7 @@ class GroundevalSession:
             raise pytest.UsageError(str(exc)) from None
         if not self.is_worker:
             check_out_dir(settings.out_dir)
+            check_cache_dir(settings.cache_dir)
             check_data_dir_task(self.task, settings.data_dir)
         cache = getattr(config, "cache", None)  # pytest's cacheprovider; absent with -p no:cacheprovider
         from groundeval import check_cache
