@@ -100,6 +100,10 @@ class CaseRecord(BaseModel):
         worker: The xdist worker id that ran the case (``gw0``), or None when serial.
         trial: 0-based trial index under ``--groundeval-trials`` (0 without it).
         cached: True when the agent result came from ``--groundeval-cache`` or a replayed run.
+        capped: What was cut to a sample (``groundeval.record_caps``): each list of ``parsed``,
+            ``details`` and ``error.details`` longer than ``MAX_LISTED`` items, and a
+            ``message``/``error.message`` longer than ``MAX_LISTED`` lines, by its path
+            (``details.extra``), with its full length (items or lines). Empty when nothing was.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -137,6 +141,7 @@ class CaseRecord(BaseModel):
     worker: str | None = None
     trial: int = 0
     cached: bool = False
+    capped: dict[str, int] = Field(default_factory=dict)
 
 
 class FigureInterval(BaseModel):

@@ -34,6 +34,7 @@ from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError
 from groundeval.jsonable import jsonable
 from groundeval.outcomes import OUTCOMES
+from groundeval.record_caps import cap_lines, cap_lists
 from groundeval.redaction import clean, redact
 from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
 from groundeval.scoring import Metric, Parsed, Score
@@ -236,10 +237,30 @@ def _record(
     data = {
         "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent,
         "source": case.source.name, "fixture_sha256": case.sha256, "meta": case.meta,
-        "model": info.model, "worker": info.worker, **fields,
+        "model": info.model, "worker": info.worker, **_capped(fields),
         "outcome": outcome, "counted": OUTCOMES[outcome].counted, "trial": trial,
     }
     return CaseRecord.model_validate(clean(jsonable(data)))
+
+
+def _capped(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with the answer's lists and the failure messages cut to a sample (``record_caps``)."""
+    capped: dict[str, int] = {}
+    out = dict(fields)
+    for name in ("parsed", "details"):
+        if name in out:
+            out[name] = cap_lists(out[name], name, capped)
+    if isinstance(out.get("message"), str):
+        out["message"] = cap_lines(out["message"], "message", capped)
+    error = out.get("error")
+    if isinstance(error, dict):
+        error = {**error, "details": cap_lists(error.get("details") or {}, "error.details", capped)}
+        if isinstance(error.get("message"), str):
+            error["message"] = cap_lines(error["message"], "error.message", capped)
+        out["error"] = error
+    if capped:
+        out["capped"] = capped
+    return out
 
 
 def _scored(parsed: Parsed, score: Score, truth: Any) -> dict[str, Any]:

@@ -64,6 +64,15 @@ def _items(items: object) -> list[str]:
     return out
 
 
+def _left_out(case: CaseRecord, key: str) -> list[str]:
+    """One line saying how many items of ``details[key]`` the record left out (``record_caps``), if any."""
+    full = case.capped.get(f"details.{key}")
+    kept = case.details.get(key)
+    if full is None or not isinstance(kept, list):
+        return []
+    return [f"... {full - len(kept)} more (the run record keeps the first {len(kept)} of {full})"]
+
+
 def _mismatches(details: Mapping[str, Any]) -> list[str]:
     found = [d for key in MISMATCH_KEYS for d in details.get(key) or [] if isinstance(d, Mapping)]
     return [f"{_code(d) or '(uncoded)'}: expected {d.get('expected')!r}, got {d.get('got')!r}" for d in found]
@@ -109,8 +118,8 @@ def _case_row(case: CaseRecord, columns: Sequence[str], dimension_names: Sequenc
         "trial": case.trial,
         "outcome": case.outcome,
         "scores": {k: _shown(case.metrics[k]) for k in columns if k in case.metrics},
-        "missing": _items(case.details.get("missing")),
-        "extra": _items(case.details.get("extra")),
+        "missing": _items(case.details.get("missing")) + _left_out(case, "missing"),
+        "extra": _items(case.details.get("extra")) + _left_out(case, "extra"),
         "mismatches": _mismatches(case.details),
         "dimensions": [
             {"name": k, "ok": bool(d.get("ok")), "reasons": [str(r) for r in d.get("reasons") or []]}
