@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from groundeval.plugin.thread_output import _Router
+
 from .conftest import eval_args
 
 SECRET = "sk-printed-0123456789abcdef"
@@ -66,4 +68,4 @@ def test_output_of_calls_made_ahead_is_captured_redacted_and_attached_to_its_cas
         result = pytester.runpytest_subprocess(*args, "-n", workers)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     _check(result, pytester.path / "out.xml")
-    assert sys.stdout is not None  # the in-process run put the streams back
+    assert not isinstance(sys.stdout, _Router) and not isinstance(sys.stderr, _Router)  # the streams were put back
