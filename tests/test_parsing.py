@@ -156,3 +156,14 @@ def test_thousands_of_brackets_that_start_nothing_stop_the_search() -> None:
     parsed = parse_object("{ x " * (MAX_FAILED_DECODES + 1) + MS_TEXT)
     assert parsed.found is False and f"over {MAX_FAILED_DECODES} brackets" in (parsed.error or "")
     assert parse_object("{ x " * 50 + MS_TEXT).value == MS  # a little noise is still searched
+
+
+@pytest.mark.parametrize(("text", "name", "where"), [
+    ('[{"rxnorm_code": "1", "display": "Aspirin\n81 MG"}]', "a line feed (U+000A)", "line 1 column 42"),
+    ('Here you are:\n[{"display": "A\tB"}]', "a tab (U+0009)", "line 2 column 16"),
+])
+def test_a_raw_control_character_inside_a_json_string_is_named(text: str, name: str, where: str) -> None:
+    parsed = extract_json(text, "[", lambda v: isinstance(v, list), [])
+    assert not parsed.found and parsed.value == []
+    assert parsed.error is not None and f"{name} inside a string at {where}" in parsed.error
+    assert "must escape control characters" in parsed.error

@@ -160,8 +160,9 @@ def test_retry_after_longer_than_the_time_budget_fails_at_once(api_key: str, sle
 
 def test_each_attempt_gets_what_is_left_of_the_case_timeout(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([message()])
-    agent_for(api, sleeps, timeout=7.5).run(REQUEST)
-    assert 7.0 < api.requests[0].extensions["timeout"]["read"] <= 7.5
+    agent_for(api, sleeps, timeout=600).run(REQUEST)
+    # what is left of 600 s: at most the bound, and far more than a busy machine spends before the call
+    assert 540 < api.requests[0].extensions["timeout"]["read"] <= 600
 
 
 def test_401_fails_fast_with_one_call_and_the_hint(api_key: str, sleeps: list[float]) -> None:

@@ -91,6 +91,7 @@ class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
 
     name = "claude"
     refusal_reasons = frozenset({"refusal"})
+    base_url_hint = "ANTHROPIC_BASE_URL (unset it to call the Anthropic API)"
     temperature_range = (0.0, 1.0)  # https://platform.claude.com/docs/en/api/messages ("temperature")
     _deprecation_shown = False
 

@@ -22,6 +22,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from groundeval.records.write_errors import describe, named
+
 if TYPE_CHECKING:
     from groundeval.records.run_record import RunRecord
 
@@ -80,8 +82,11 @@ def compare_main(argv: Sequence[str]) -> int:
     render = {"text": comparison_text, "markdown": comparison_markdown, "json": comparison_json}[args.format]
     text = render(comp)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
+        try:
+            with named(args.output), open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text if text.endswith("\n") else text + "\n")
+        except OSError as exc:
+            return _unwritable(exc, "--output")
     else:
         print(text)
     if comp.problems:  # not comparable (different tasks): a gate must not pass on a wrong baseline
@@ -98,9 +103,18 @@ def report_main(argv: Sequence[str]) -> int:
         parser.error("give one run record, or two (baseline, current)")
     records = [_load(parser, p) for p in args.runs]
     first, *rest = records
-    path = write_report(args.output, first, rest[0] if rest else None)
+    try:
+        path = write_report(args.output, first, rest[0] if rest else None)
+    except OSError as exc:
+        return _unwritable(exc, "--output")
     print(f"report: {path}")
     return 0
+
+
+def _unwritable(exc: OSError, option: str) -> int:
+    """Say which file could not be written and why; the exit status 2 (nothing was written whole)."""
+    print(f"groundeval: {describe(exc)}; give {option} a writable path", file=sys.stderr)
+    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,13 @@ What is cached:
 never: an ``InfraError`` (rate limits, timeouts, a rejected key: nothing about the answer), a
 plain ``AgentError`` (an agent's own "could not answer" may be transient) or any other exception.
 
+Secrets never reach the file: an entry passes through the same redaction as every other output
+(``groundeval.redaction``) before it is stored: the answer text through ``redact`` (secret
+environment values, URL credentials, echoed ``Basic``/``Bearer`` tokens), everything else
+(message, usage, trace, meta, details) through ``clean``. The runner scores the answer after the
+same ``redact`` (``runner.call_agent``), and ``redact`` of a redacted text changes nothing, so an
+answer read back from the cache is scored exactly as it was when it was first made.
+
 The store is one SQLite file (standard library ``sqlite3``) in WAL mode, so several pytest-xdist
 workers and two runs can share a directory: each operation opens its own connection with a busy
 timeout, and writes are single ``INSERT OR REPLACE`` statements (short transactions; the last
@@ -40,6 +47,7 @@ from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import AgentError, AgentLoopError, RefusalError, TruncatedError
+from groundeval.redaction import clean, redact
 
 __all__ = [
     "CACHEABLE_ERRORS",
@@ -169,7 +177,10 @@ class ResultCache:
             except (sqlite3.Error, OSError, _SchemaMismatch) as exc:
                 self._disabled = True
                 problem = str(exc) if isinstance(exc, _SchemaMismatch) else f"{type(exc).__name__}: {exc}"
-                fix = "" if isinstance(exc, OSError) else f"; delete {self.path.name} to start a new cache"
+                if isinstance(exc, OSError) or not self.path.is_file():
+                    fix = f"; give --groundeval-cache a writable directory (not {self.directory})"
+                else:
+                    fix = f"; delete {self.path} to start a new cache"
                 warnings.warn(
                     f"groundeval cache {self.path}: {problem}; running without the cache{fix}",
                     CacheWarning, stacklevel=4,
@@ -231,7 +242,7 @@ class ResultCache:
         if not self._open():
             return
         try:
-            value = _canonical(dict(entry))
+            value = _canonical(_redacted(entry))
             con = self._connect()
             try:
                 con.execute(
@@ -242,6 +253,17 @@ class ResultCache:
                 con.close()
         except (sqlite3.Error, TypeError, ValueError) as exc:
             self._warn(f"cannot write ({type(exc).__name__}: {exc}); results of this run are not cached")
+
+
+def _redacted(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry as stored: the answer text through ``redact``, every other string through ``clean``.
+
+    The text keeps its control characters (only secrets go), so it parses as the runner parsed it.
+    """
+    stored: dict[str, Any] = {k: v if k == "text" else clean(v) for k, v in entry.items()}
+    if isinstance(stored.get("text"), str):
+        stored["text"] = redact(stored["text"])
+    return stored
 
 
 class _SchemaMismatch(Exception):

@@ -212,8 +212,9 @@ def _classify(  # one branch per row of the module's table
     if isinstance(exc, BadResponse):
         details["bad_response"] = exc.kind
         return InfraError(
-            f"{case_id}: {provider} answered with {exc.what}{tries}{tail}; check --groundeval-base-url"
-            f"{' (it should end in /v1)' if where else ''} and that the server serves the API", **kw,
+            f"{case_id}: {provider} answered with {exc.what}{tries}{tail}; check "
+            f"{'--groundeval-base-url (it should end in /v1)' if where else 'ANTHROPIC_BASE_URL'} and that the server "
+            "serves the API", **kw,
         )
     if isinstance(status, int):
         if status == 401:

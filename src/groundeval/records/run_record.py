@@ -15,7 +15,9 @@ the record was built (secrets redacted, lone surrogates and control characters r
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import platform
 import secrets
 from datetime import UTC, datetime
@@ -26,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundeval.records.outcomes import Outcome
+from groundeval.records.write_errors import named
 from groundeval.scoring import Direction, Metric
 
 __all__ = [
@@ -97,6 +100,10 @@ class CaseRecord(BaseModel):
         worker: The xdist worker id that ran the case (``gw0``), or None when serial.
         trial: 0-based trial index under ``--groundeval-trials`` (0 without it).
         cached: True when the agent result came from ``--groundeval-cache`` or a replayed run.
+        capped: What was cut to a sample (``groundeval.records.caps``): each list of ``parsed``,
+            ``details`` and ``error.details`` longer than ``MAX_LISTED`` items, and a
+            ``message``/``error.message`` longer than ``MAX_LISTED`` lines, by its path
+            (``details.extra``), with its full length (items or lines). Empty when nothing was.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -134,6 +141,7 @@ class CaseRecord(BaseModel):
     worker: str | None = None
     trial: int = 0
     cached: bool = False
+    capped: dict[str, int] = Field(default_factory=dict)
 
 
 class FigureInterval(BaseModel):
@@ -362,18 +370,55 @@ class RunWriter:
         self.partial = out_dir / f"{run_id}.partial.jsonl"
 
     def append(self, case: CaseRecord) -> None:
-        """Append one finished case to the partial file (flushed at once)."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(case.model_dump(mode="json"), ensure_ascii=False)
-        with self.partial.open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        """Append one finished case to the partial file as one line, written whole or not at all.
+
+        Raises:
+            OSError: The line could not be written (``filename`` is the partial file); the file
+                is cut back to where it was, so every line it holds is a whole case.
+        """
+        line = json.dumps(case.model_dump(mode="json"), ensure_ascii=False) + "\n"
+        with named(self.partial):
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            _append_whole(self.partial, line.encode("utf-8", "surrogatepass"))
 
     def finish(self, record: RunRecord) -> Path:
-        """Write the complete record atomically, remove the partial file, return the path."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        """Write the complete record atomically, remove the partial file, return the path.
+
+        Raises:
+            OSError: The record could not be written (``filename`` is the record's path); the
+                half-written temporary file is removed and the partial file kept.
+        """
         text = record.model_dump_json(indent=2)
         tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(text + "\n", encoding="utf-8")
-        tmp.replace(self.path)
+        with named(self.path):
+            try:
+                self.out_dir.mkdir(parents=True, exist_ok=True)
+                tmp.write_text(text + "\n", encoding="utf-8")
+                tmp.replace(self.path)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    tmp.unlink(missing_ok=True)
+                raise
         self.partial.unlink(missing_ok=True)
         return self.path
+
+
+def _append_whole(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path``; on a failed write, cut the file back to its length before.
+
+    Raises:
+        OSError: What ``open`` or ``write`` raised (``EFBIG``, ``ENOSPC``, ``EACCES``, ...).
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        start = os.fstat(fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)

@@ -26,6 +26,7 @@ from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.records.scope import pass_k_note, scope_needed, scope_text, unjudged_note
 from groundeval.records.trial_stats import record_trial_stats
+from groundeval.records.write_errors import named
 from groundeval.reporting.cases import metric_names
 from groundeval.reporting.compare import compare_runs
 from groundeval.reporting.gate import collection_error_lines
@@ -61,6 +62,15 @@ def _items(items: object) -> list[str]:
         note = f" [{label}]" if label else ""
         out.append(f"{_code(item) or '(uncoded)'} {item.get('display') or ''}{note}".strip())
     return out
+
+
+def _left_out(case: CaseRecord, key: str) -> list[str]:
+    """One line saying how many items of ``details[key]`` the record left out (``record_caps``), if any."""
+    full = case.capped.get(f"details.{key}")
+    kept = case.details.get(key)
+    if full is None or not isinstance(kept, list):
+        return []
+    return [f"... {full - len(kept)} more (the run record keeps the first {len(kept)} of {full})"]
 
 
 def _mismatches(details: Mapping[str, Any]) -> list[str]:
@@ -108,8 +118,8 @@ def _case_row(case: CaseRecord, columns: Sequence[str], dimension_names: Sequenc
         "trial": case.trial,
         "outcome": case.outcome,
         "scores": {k: _shown(case.metrics[k]) for k in columns if k in case.metrics},
-        "missing": _items(case.details.get("missing")),
-        "extra": _items(case.details.get("extra")),
+        "missing": _items(case.details.get("missing")) + _left_out(case, "missing"),
+        "extra": _items(case.details.get("extra")) + _left_out(case, "extra"),
         "mismatches": _mismatches(case.details),
         "dimensions": [
             {"name": k, "ok": bool(d.get("ok")), "reasons": [str(r) for r in d.get("reasons") or []]}
@@ -189,8 +199,14 @@ def render_report(record: RunRecord, other: RunRecord | None = None) -> str:
 
 
 def write_report(path: str | Path, record: RunRecord, other: RunRecord | None = None) -> Path:
-    """Render the report and write it to ``path`` (UTF-8); returns the path."""
+    """Render the report and write it to ``path`` (UTF-8); returns the path.
+
+    Raises:
+        OSError: The file cannot be written; its ``filename`` names it.
+    """
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(record, other), encoding="utf-8")
+    text = render_report(record, other)
+    with named(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
     return out

@@ -15,6 +15,7 @@ from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import FigureInterval, RunRecord, TrialStats
 from groundeval.records.scope import pass_k_note, scope_needed, scope_text, unjudged_note
 from groundeval.records.trial_stats import INTERVAL_METHOD, record_trial_stats
+from groundeval.records.write_errors import named
 from groundeval.reporting.compare import Comparison, GateResult
 from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
 from groundeval.reporting.stats import METHOD
@@ -159,19 +160,20 @@ def write_summary_markdown(
         The files written, in that order.
 
     Raises:
-        OSError: A file cannot be written (the caller decides whether that fails the run).
+        OSError: A file cannot be written; its ``filename`` names it (the caller decides what the run does).
     """
     env = os.environ if environ is None else environ
     text = summary_markdown(record, gate)
     written: list[Path] = []
     if path is not None:
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        with named(target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
         written.append(target)
     step = env.get("GITHUB_STEP_SUMMARY")
     if step:
-        with Path(step).open("a", encoding="utf-8") as fh:
+        with named(step), Path(step).open("a", encoding="utf-8") as fh:
             fh.write(text)
         written.append(Path(step))
     return written
