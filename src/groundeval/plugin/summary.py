@@ -13,8 +13,7 @@ from typing import Any
 
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, RunRecord, TrialStats
-from groundeval.records.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.records.scope import ran as ran_count
+from groundeval.records.scope import pass_k_note, ran as ran_count, scope_needed, scope_text, unjudged_note
 from groundeval.redaction import clean_text
 from groundeval.scoring import Metric
 
