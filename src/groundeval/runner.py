@@ -36,6 +36,7 @@ from groundeval.jsonable import jsonable
 from groundeval.records.caps import cap_lines, cap_lists
 from groundeval.records.outcomes import OUTCOMES
 from groundeval.records.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
+from groundeval.records.trial_ids import split_trial
 from groundeval.redaction import clean, redact
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
