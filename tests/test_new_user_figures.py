@@ -134,3 +134,23 @@ def test_the_options_page_has_every_option() -> None:
     rows = set(re.findall(r"^\| `--groundeval-([a-z0-9-]+)", section, flags=re.MULTILINE))
     assert {o.name for o in OPTIONS} <= rows, sorted({o.name for o in OPTIONS} - rows)
     assert OUTCOMES["invalid_case"].agent_ran is False
+
+
+def test_the_shared_sentences_are_stored_once_and_every_output_reads_them() -> None:
+    """summarize() writes the scope sentences; the terminal, junit, Markdown, HTML and compare print what is stored."""
+    from groundeval.reporting import summary_markdown
+    from groundeval.reporting.html import render_report
+
+    rec = _forty_seven_and_one_invalid()
+    assert rec.aggregate.statements["scope"] == scope_text(rec.aggregate)
+    marked = "scored 47 of 48 cases: STORED SENTENCE"
+    stored = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(
+        update={"statements": {**rec.aggregate.statements, "scope": marked}})})
+    assert marked in format_table(stored.aggregate, "h")
+    assert dict(suite_properties(stored))["scope"] == marked
+    assert marked in summary_markdown(stored)
+    assert marked in render_report(stored)
+    other = stored.model_copy(update={"run_id": "B"})
+    assert any(marked in w for w in compare_runs(stored, other).warnings)
+    older = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(update={"statements": {}})})
+    assert dict(suite_properties(older))["scope"] == scope_text(rec.aggregate)  # a record from before: derived

@@ -24,8 +24,7 @@ from groundeval.records.trial_stats import (
     verdict_exit_status,
     warm_up,
 )
-from groundeval.reporting import stats as reporting_stats
-from groundeval.reporting import summary_markdown
+from groundeval.reporting import stats as reporting_stats, summary_markdown
 from groundeval.reporting.html import render_report
 from groundeval.reporting.stats import paired_interval
 from groundeval.tasks import make_task

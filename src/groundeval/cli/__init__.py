@@ -47,8 +47,7 @@ _OWN_DEFAULT = re.compile(r"\s*\(default: [^()]*\)|\s*Default: (?:[^.()]|\([^()]
 
 def version() -> str:
     """The installed groundeval version (package metadata), or ``"unknown"`` from a bare checkout."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
+    from importlib.metadata import PackageNotFoundError, version as dist_version
 
     try:
         return dist_version("groundeval")

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from groundeval.models.pricing import total_cost
 from groundeval.records.run_record import Aggregate, CaseRecord
-from groundeval.records.scope import ran_outcome_count
+from groundeval.records.scope import ran_outcome_count, statements
 from groundeval.records.trial_stats import with_trial_stats
 from groundeval.scoring import Metric
 from groundeval.tasks.base import Task
@@ -65,4 +65,5 @@ def summarize(
         usage=usage,
         cached=sum(r.cached for r in records),
     )
-    return with_trial_stats(aggregate, records, min_pass_rate)
+    aggregate = with_trial_stats(aggregate, records, min_pass_rate)
+    return aggregate.model_copy(update={"statements": statements(aggregate)})

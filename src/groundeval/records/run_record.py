@@ -282,6 +282,10 @@ class Aggregate(BaseModel):
             (no model call was made for them).
         trials: Per-case passes out of K, 95% intervals, pass@k, pass^k and the case verdicts
             (``groundeval.records.trial_stats``); None in records written before it existed.
+        statements: The sentences every output prints beside the figures, written once by
+            ``aggregate.summarize`` (``groundeval.records.scope.statements``): ``scope`` (what the
+            pass rate covers), ``pass_k_scope`` (which cases pass@k leaves out) and ``cases_scope``
+            (which cases have no verdict); empty in records written before they were stored.
     """
 
     selected: int = 0
@@ -297,6 +301,7 @@ class Aggregate(BaseModel):
     usage: dict[str, Metric] = Field(default_factory=dict)
     cached: int = 0
     trials: TrialStats | None = None
+    statements: dict[str, str] = Field(default_factory=dict)
 
 
 class RunRecord(BaseModel):

@@ -19,9 +19,12 @@ from groundeval.records.outcomes import COUNTED, POLICY, RAN
 from groundeval.records.run_record import Aggregate, PassAtK, TrialStats
 
 __all__ = [
-    "excluded_by_outcome", "pass_k_note", "pass_rate_ran", "ran", "ran_outcome_count", "scope_needed", "scope_text",
-    "unit", "unjudged_note",
+    "STATEMENTS", "excluded_by_outcome", "pass_k_note", "pass_rate_ran", "ran", "ran_outcome_count", "scope_needed",
+    "scope_text", "statement", "statements", "unit", "unjudged_note",
 ]
+
+STATEMENTS = ("scope", "pass_k_scope", "cases_scope")
+"""The sentences stored on ``Aggregate.statements``, computed once and read by every output."""
 
 ORDER = tuple(rule.outcome for rule in POLICY)
 
@@ -79,6 +82,29 @@ def scope_text(agg: Aggregate) -> str:
         + (f" ({by_outcome})" if by_outcome else "") + f", {agg.not_run} not run"
         + f"; pass rate over every {u[:-1]} that ran: {_fmt(pass_rate_ran(agg))}"
     )
+
+
+def statements(agg: Aggregate) -> dict[str, str]:
+    """The run's shared sentences (``STATEMENTS``), computed once, by ``aggregate.summarize``.
+
+    Returns:
+        ``scope`` (``scope_text``, whether or not anything was left out: outputs print it when
+        ``scope_needed``), ``pass_k_scope`` (``pass_k_note`` at the headline k, or ``""``) and
+        ``cases_scope`` (``unjudged_note``, or ``""``).
+    """
+    stats = agg.trials
+    head = stats.headline if stats is not None else None
+    return {
+        "scope": scope_text(agg),
+        "pass_k_scope": pass_k_note(stats, head) if stats is not None and head is not None else "",
+        "cases_scope": unjudged_note(stats) if stats is not None else "",
+    }
+
+
+def statement(agg: Aggregate, key: str) -> str:
+    """The stored sentence ``key`` (one of ``STATEMENTS``); derived for a record written before they were stored."""
+    stored = agg.statements.get(key)
+    return stored if stored is not None else statements(agg)[key]
 
 
 def _outcomes_of(stats: TrialStats, case_ids: set[str]) -> str:

@@ -28,7 +28,7 @@ from typing import Literal
 
 from groundeval.records.dimensions import figure_dimension
 from groundeval.records.run_record import RunRecord
-from groundeval.records.scope import pass_rate_ran, ran, scope_needed, scope_text
+from groundeval.records.scope import pass_rate_ran, ran, scope_needed, statement
 from groundeval.reporting.cases import (
     EPS,
     CaseValues,
@@ -211,7 +211,7 @@ def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]
         warnings.append(f"task options differ: {json.dumps(oa, sort_keys=True)} vs {json.dumps(ob, sort_keys=True)}")
     for name, run in (("A", a), ("B", b)):
         if scope_needed(run.aggregate):  # its pass rate covers only the counted cases: say what it leaves out
-            warnings.append(f"run {name} {scope_text(run.aggregate)}")
+            warnings.append(f"run {name} {statement(run.aggregate, 'scope')}")
         if not run.complete:
             agg = run.aggregate
             warnings.append(

@@ -24,7 +24,7 @@ from typing import Any
 
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import CaseRecord, RunRecord
-from groundeval.records.scope import pass_k_note, scope_needed, scope_text, unjudged_note
+from groundeval.records.scope import scope_needed, statement
 from groundeval.records.trial_stats import record_trial_stats
 from groundeval.records.write_errors import named
 from groundeval.reporting.cases import metric_names
@@ -157,10 +157,10 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
     return {
         "record": record, "figures": figures, "bars": bars, "usage": usage, "trials": stats,
         "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
-        "scope": scope_text(agg) if scope_needed(agg) else "",
+        "scope": statement(agg, "scope") if scope_needed(agg) else "",
         "unreadable": collection_error_lines(record),
-        "pass_k_scope": pass_k_note(stats, stats.headline) if stats.headline is not None else "",
-        "cases_scope": unjudged_note(stats),
+        "pass_k_scope": statement(agg, "pass_k_scope"),
+        "cases_scope": statement(agg, "cases_scope"),
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
         "cases": [_case_row(c, columns, dimension_names) for c in record.cases],
         "case_count": len({c.case_id for c in record.cases}),

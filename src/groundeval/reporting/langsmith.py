@@ -253,8 +253,7 @@ def _make_client(on_error: Any) -> Client:
     Few, short retries and short timeouts: a failure stops streaming anyway, and a dead endpoint
     must not hold up the first case or the end of the run.
     """
-    from langsmith import Client
-    from langsmith import utils as ls_utils
+    from langsmith import Client, utils as ls_utils
     from urllib3.util.retry import Retry
 
     retry = Retry(
