@@ -46,6 +46,7 @@ TASKS: dict[str, str] = {
     "extraction": "groundeval.tasks.extraction:ExtractionTask",
     "write": "groundeval.tasks.write:WriteTask",
     "reconcile": "groundeval.tasks.reconcile:ReconcileTask",
+    "labs": "groundeval.tasks.labs:LabsTask",
 }
 """Built-in task name -> ``module:Class``."""
 
