@@ -94,6 +94,34 @@ def _is_absolute(reference: str) -> bool:
     return ":" in head
 
 
+OBSERVATION_STATUSES = frozenset(
+    {"registered", "preliminary", "final", "amended", "corrected", "cancelled", "entered-in-error", "unknown"}
+)
+"""Observation.status in FHIR R4/R4B (https://hl7.org/fhir/R4B/valueset-observation-status.html). fhir.resources
+8.1.0 lists only ``registered, preliminary, final, amended, +`` as the binding's values (the element's short
+description), so HealthChain's ``load_bundle`` refuses ``corrected``, ``cancelled``, ``entered-in-error`` and
+``unknown`` (FRICTION.md, "fhir.resources")."""
+
+
+def _only_observation_status_misread(issues: list[Any], bundle: Mapping[str, Any]) -> bool:
+    """True when every validation issue is that misread: a valid Observation.status called invalid."""
+    found = bundle.get("entry")
+    entries: list[Any] = found if isinstance(found, list) else []
+    for issue in issues:
+        where = str(getattr(issue, "expression", ""))
+        head, _, tail = where.partition("].resource.")
+        index = head.removeprefix("Bundle.entry[")
+        if getattr(issue, "code", None) != "code-invalid" or tail != "status" or not index.isdigit():
+            return False
+        entry = entries[int(index)] if int(index) < len(entries) else None
+        resource = entry.get("resource") if isinstance(entry, Mapping) else None
+        if not isinstance(resource, Mapping) or resource.get("resourceType") != "Observation":
+            return False
+        if resource.get("status") not in OBSERVATION_STATUSES:
+            return False
+    return bool(issues)
+
+
 class BundleTools:
     """The read tools' implementations over one Bundle (plain methods, JSON-safe dicts out).
 
@@ -117,6 +145,12 @@ class BundleTools:
         try:  # a dict: validated in memory, never read from a path
             self.kit: Any = toolkit(bundle=dict(bundle), lookup=lookup)
         except error as exc:
+            if _only_observation_status_misread(exc.report.issues, bundle):
+                from fhir.resources.R4B.bundle import Bundle
+
+                self.kit = toolkit(bundle=Bundle.model_validate(dict(bundle)), lookup=lookup)
+                self._tools = {t.name: t for t in self.kit.get_tools()}
+                return
             issues = [i.model_dump(**_DUMP) for i in exc.report.issues[:5]]
             where = "; ".join(f"{i.get('expression', '?')}: {i.get('diagnostics', '')}" for i in issues)
             raise BundleToolsError(f"the Bundle is not valid FHIR R4B ({where})", issues) from exc
