@@ -13,7 +13,7 @@ from groundeval.agents.base import check_task, make_agent
 from groundeval.agents.baselines.labs import BaselineLabsAgent, NaiveLabsAgent
 from groundeval.errors import AgentError, ConfigError
 from groundeval.tasks.labs import LabsTask
-from groundeval.tasks.labs.task import READ_TOOLS
+from groundeval.tasks.labs.task import LAB_READ_TOOLS
 
 CASES = Path(__file__).resolve().parents[2] / "fixtures" / "labs"
 TASK = LabsTask()
@@ -71,7 +71,7 @@ def test_the_read_tools_over_a_labs_bundle_are_the_tasks_tools_with_observations
     (path,) = CASES.glob("variant-same-date--*.json")
     bundle = json.loads(path.read_text())
     tools = {t.name: t for t in make_read_tools(bundle, Catalog.load())}
-    assert tuple(tools) == READ_TOOLS == (*BASE_TOOLS, OBSERVATION_TOOL) == TASK.tools
+    assert tuple(tools) == LAB_READ_TOOLS == (*BASE_TOOLS, OBSERVATION_TOOL) == TASK.tools
     found = tools[OBSERVATION_TOOL].invoke({"loinc_code": "6298-4"})
     firsts = [(e["resource"]["effectiveDateTime"], e["resource"]["valueQuantity"]["value"]) for e in found["entries"]]
     assert found["ok"] and firsts[:2] == [("2024-11-10", 5.7), ("2024-11-10", 4.39)]  # issued decides the tie
@@ -125,7 +125,7 @@ def test_langgraph_fhir_reads_the_latest_result_through_get_observations() -> No
     result = LangGraphFHIRAgent(chat_model=model_for).run(request)
     case = TASK.load_case(path)
     assert TASK.score(case, TASK.truth(case), TASK.parse(case, result.text)).outcome == "passed"
-    assert seen[0].bound_tools == list(READ_TOOLS) and [t["tool"] for t in result.trace] == ["get_observations"]
+    assert seen[0].bound_tools == list(LAB_READ_TOOLS) and [t["tool"] for t in result.trace] == ["get_observations"]
 
 
 CORE_ONLY = '''

@@ -99,6 +99,20 @@ def test_a_childs_result_is_neither_missed_nor_a_false_alarm_whatever_its_flag()
         assert score_labs(TABLE, truth, answer).outcome == "passed"
 
 
+def test_a_direction_without_a_previous_result_is_invented_and_null_everywhere_earns_nothing() -> None:
+    truth, answer = _answer("Beatrice_Aufderhar")
+    single = [t["loinc"] for t in truth if t["result"] and t["previous"] is None]
+    assert single == ["2339-0", "6298-4"]
+    _entry(answer, "2339-0")["direction"] = "up"
+    score = score_labs(TABLE, truth, answer)
+    assert score.outcome == "partial" and score.metrics["directions_invented"] == 1
+    assert score.metrics["direction_accuracy"] == 1.0 and score.metrics["tests_with_previous"] == 2
+    for entry in answer:
+        entry["direction"] = None
+    hedged = score_labs(TABLE, truth, answer).metrics
+    assert hedged["direction_accuracy"] == 0.0 and hedged["directions_invented"] == 0
+
+
 def test_missing_duplicate_and_extra_entries() -> None:
     truth, answer = _answer("Delores12")
     hba1c = copy.deepcopy(answer[0])

@@ -17,6 +17,9 @@ https://terminology.hl7.org/CodeSystem-v3-orderableDrugForm.html). A code under 
 system is never read as UCUM. Converting a count to mg needs the product's strength
 (``count_form`` here, the strength in ``terminology.rxnorm.CatalogEntry.unit_strength_mg``).
 
+``convert`` turns any UCUM amount into another unit of the same dimension (and a substance
+concentration into a mass concentration given the molar mass), for laboratory results.
+
 ``ucumvert`` (which imports pint, about 0.6 s) is imported on first use, never at import time.
 """
 
@@ -262,9 +265,9 @@ def convert(value: float, source: str, target: str, *, molar_mass_g_per_mol: flo
 
     Returns:
         The amount in ``target``, or None when either code is not legal UCUM or the dimensions
-        differ (and no molar mass bridges them). UCUM's own conversions can be clinically wrong for
-        a given analyte (HbA1c ``mmol/mol`` is not ``%`` divided by 10): callers decide which units
-        they accept.
+        differ (and no molar mass bridges them). A conversion UCUM allows can still be wrong for an
+        analyte (UCUM turns 48 mmol/mol into 4.8 %, but IFCC HbA1c 48 mmol/mol is NGSP 6.5 %, by a
+        master equation): callers decide which units they accept.
     """
     factors = _linear(source, target, molar_mass_g_per_mol)
     return None if factors is None else factors[0] * value + factors[1]

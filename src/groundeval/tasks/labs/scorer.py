@@ -13,8 +13,10 @@ Per test with a counted result (``tests_with_result``):
   every component), and its date is the result's date (``YYYY-MM-DD``; a longer dateTime is cut to
   its date). A unit that is missing, not UCUM or not accepted for the test makes the value wrong.
 * **category**: equal to the truth's (case and surrounding space ignored).
-* **direction**: equal to the truth's, ``null`` where there is no previous result (per component
-  for blood pressure).
+* **direction**, over the tests that also have a previous result (``tests_with_previous``): equal
+  to the truth's (per component for blood pressure). Where there is no previous result the right
+  answer is ``null``; anything else is a ``directions_invented`` and keeps the case from passing,
+  but such tests are not in ``direction_accuracy``, so answering ``null`` everywhere earns nothing.
 
 Per test without a counted result (``tests_without_result``): right when the entry says so
 (``value`` null and category ``no_result``).
@@ -26,7 +28,7 @@ the case from passing (flagging everything cannot pay) but is not a miss. A resu
 not assess (``not_applicable``) is neither.
 
 A case passes when an answer was found, every applicable accuracy is 1.0 and there is no critical
-miss and no false alarm; it is ``partial`` when something is right and no critical result was
+miss, no false alarm and no invented direction; it is ``partial`` when something is right and no critical result was
 missed; otherwise ``failed``. An accuracy with no test to count is n/a (None); when no answer was
 found every applicable accuracy is 0.0.
 
@@ -57,14 +59,16 @@ VALUE_TOLERANCE = 0.005
 
 METRIC_NAMES: tuple[str, ...] = (
     "value_accuracy", "category_accuracy", "direction_accuracy", "no_result_accuracy",
-    "critical_missed", "critical_false_alarms", "critical_results",
-    "tests_with_result", "tests_without_result", "values_correct", "categories_correct", "directions_correct",
-    "no_results_correct", "missing_entries", "extra_entries", "duplicates", "category_pairs", "format_ok",
+    "critical_missed", "critical_false_alarms", "critical_results", "directions_invented",
+    "tests_with_result", "tests_with_previous", "tests_without_result", "values_correct", "categories_correct",
+    "directions_correct", "no_results_correct", "missing_entries", "extra_entries", "duplicates", "category_pairs",
+    "format_ok",
 )
 METRIC_DIRECTIONS: dict[str, Direction] = {
-    **dict.fromkeys(("critical_missed", "critical_false_alarms", "missing_entries", "extra_entries", "duplicates"),
-                    "lower"),
-    **dict.fromkeys(("critical_results", "tests_with_result", "tests_without_result", "category_pairs"), "none"),
+    **dict.fromkeys(("critical_missed", "critical_false_alarms", "directions_invented", "missing_entries",
+                     "extra_entries", "duplicates"), "lower"),
+    **dict.fromkeys(("critical_results", "tests_with_result", "tests_with_previous", "tests_without_result",
+                     "category_pairs"), "none"),
 }
 """Metrics for which higher is not better (the truth's counts are neither)."""
 
@@ -154,7 +158,7 @@ def score_labs(table: Thresholds, truth: Sequence[Mapping[str, Any]], answer: Se
         else:
             by_code[str(code)] = given
     counts = dict.fromkeys(("values", "categories", "directions", "no_results"), 0)
-    missed, alarms, critical, pairs, mismatches = [], 0, 0, [], []
+    missed, alarms, critical, invented, pairs, mismatches = [], 0, 0, 0, [], []
     for entry in truth:
         item = by_code.get(entry["loinc"])
         check = _Check(table, entry, item)
@@ -172,32 +176,37 @@ def score_labs(table: Thresholds, truth: Sequence[Mapping[str, Any]], answer: Se
             continue
         said = re.sub(r"[;=>]", "_", _word((item or {}).get("category")) or _MISSING)
         pairs.append(f"{entry['loinc']}={entry['category'].lower()}>{said}")
-        for name, ok, field, expected in (
-            ("values", check.value(), "value", f"{_shown_value(entry)} on {entry['date']}"),
-            ("categories", check.category(), "category", entry["category"]),
-            ("directions", check.direction(), "direction", entry["direction"]),
-        ):
+        checks = [("values", check.value(), "value", f"{_shown_value(entry)} on {entry['date']}"),
+                  ("categories", check.category(), "category", entry["category"])]
+        if entry["previous"] is not None:
+            checks.append(("directions", check.direction(), "direction", entry["direction"]))
+        elif item is not None and not check.direction():
+            invented += 1
+            mismatches.append(_mismatch(entry, "direction", None, item.get("direction")))
+        for name, ok, field, expected in checks:
             counts[name] += ok
             if not ok and item is not None:
                 got = (f"{item.get('value')} {item.get('unit')} on {item.get('date')}" if field == "value"
                        else item.get(field))
                 mismatches.append(_mismatch(entry, field, expected, got))
     with_result = sum(1 for e in truth if e["result"])
+    with_previous = sum(1 for e in truth if e["result"] and e["previous"] is not None)
     without = len(truth) - with_result
     metrics: dict[str, Metric] = {
         "value_accuracy": _ratio(counts["values"], with_result, found=found),
         "category_accuracy": _ratio(counts["categories"], with_result, found=found),
-        "direction_accuracy": _ratio(counts["directions"], with_result, found=found),
+        "direction_accuracy": _ratio(counts["directions"], with_previous, found=found),
         "no_result_accuracy": _ratio(counts["no_results"], without, found=found),
         "critical_missed": bool(missed), "critical_false_alarms": alarms, "critical_results": critical,
-        "tests_with_result": with_result, "tests_without_result": without,
+        "directions_invented": invented, "tests_with_result": with_result, "tests_with_previous": with_previous,
+        "tests_without_result": without,
         "values_correct": counts["values"], "categories_correct": counts["categories"],
         "directions_correct": counts["directions"], "no_results_correct": counts["no_results"],
         "missing_entries": len(wanted - set(by_code)), "extra_entries": len(extra), "duplicates": duplicates,
         "category_pairs": ";".join(pairs),
     }
     rates = [metrics[k] for k in ("value_accuracy", "category_accuracy", "direction_accuracy", "no_result_accuracy")]
-    ok = found and not missed and not alarms and all(r is None or r == 1.0 for r in rates)
+    ok = found and not missed and not alarms and not invented and all(r is None or r == 1.0 for r in rates)
     credit = found and not missed and sum(counts.values()) > 0
     outcome: Literal["passed", "partial", "failed"] = "passed" if ok else ("partial" if credit else "failed")
     details = {
@@ -281,7 +290,8 @@ def aggregate_labs(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]
     Returns:
         ``micro_``/``macro_`` ``value_accuracy``, ``category_accuracy``, ``direction_accuracy``,
         ``no_result_accuracy`` (None where no case applies), ``category_macro_f1``,
-        ``cases_critical_missed``, ``critical_false_alarms``, ``missing_entries``, ``format_not_ok``.
+        ``cases_critical_missed``, ``critical_false_alarms``, ``directions_invented``, ``missing_entries``,
+        ``format_not_ok``.
     """
     def total(key: str) -> int:
         return sum(int(m.get(key) or 0) for m in metrics)
@@ -294,7 +304,7 @@ def aggregate_labs(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]
     out: dict[str, Metric] = {}
     for name, correct, den in (("value_accuracy", "values_correct", with_result),
                                ("category_accuracy", "categories_correct", with_result),
-                               ("direction_accuracy", "directions_correct", with_result),
+                               ("direction_accuracy", "directions_correct", total("tests_with_previous")),
                                ("no_result_accuracy", "no_results_correct", without)):
         out[f"micro_{name}"] = round(total(correct) / den, 6) if den else None
         out[f"macro_{name}"] = mean(name)
@@ -302,6 +312,7 @@ def aggregate_labs(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]
     out.update({
         "cases_critical_missed": sum(m.get("critical_missed") is True for m in metrics),
         "critical_false_alarms": total("critical_false_alarms"),
+        "directions_invented": total("directions_invented"),
         "missing_entries": total("missing_entries"),
         "format_not_ok": sum(m.get("format_ok") is False for m in metrics),
     })

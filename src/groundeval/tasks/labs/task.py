@@ -35,7 +35,7 @@ from groundeval.tasks.labs.scorer import METRIC_NAMES, LabsScorer
 from groundeval.tasks.labs.thresholds import Thresholds, default_thresholds
 from groundeval.tasks.labs.truth import labs_truth
 
-__all__ = ["LABS_OPTIONS", "READ_TOOLS", "LabsTask"]
+__all__ = ["LABS_OPTIONS", "LAB_READ_TOOLS", "LabsTask"]
 
 LABS_OPTIONS: tuple[TaskOption, ...] = (
     TaskOption(
@@ -45,7 +45,7 @@ LABS_OPTIONS: tuple[TaskOption, ...] = (
     ),
 )
 
-READ_TOOLS: tuple[str, ...] = ("get_resources", "resolve_reference", "lookup_code", "get_observations")
+LAB_READ_TOOLS: tuple[str, ...] = ("get_resources", "resolve_reference", "lookup_code", "get_observations")
 """The read-only FHIR tools a tool-using agent gets over a Bundle holding Observations
 (``groundeval.fhir_read_tools``: the three of extraction and reconcile, and ``get_observations``)."""
 
@@ -72,7 +72,7 @@ class LabsTask(BaseTask):
     name: ClassVar[str] = "labs"
     default_agent: ClassVar[str] = "claude"
     options: ClassVar[tuple[TaskOption, ...]] = LABS_OPTIONS
-    tools: ClassVar[tuple[str, ...]] = READ_TOOLS
+    tools: ClassVar[tuple[str, ...]] = LAB_READ_TOOLS
     bundle_in_context: ClassVar[bool] = True
     thresholds_in_prompt: bool = False
     scorer: Any = field(init=False, default=None)
