@@ -103,6 +103,8 @@ AGENTS: dict[str, str] = {
     "baseline-write": "groundeval.agents.baselines.write:BaselineWriteAgent",
     "baseline-reconcile": "groundeval.agents.baselines.reconcile:BaselineReconcileAgent",
     "naive-reconcile": "groundeval.agents.baselines.reconcile:NaiveReconcileAgent",
+    "baseline-labs": "groundeval.agents.baselines.labs:BaselineLabsAgent",
+    "naive-labs": "groundeval.agents.baselines.labs:NaiveLabsAgent",
     "replay": "groundeval.agents.replay:ReplayAgent",
 }
 """Built-in agent name -> ``module:class``. A built-in that takes an argument (``replay:RUN.json``)
@@ -112,6 +114,7 @@ OFFLINE_AGENTS: dict[str, str] = {
     "extraction": "baseline",
     "write": "baseline-write",
     "reconcile": "baseline-reconcile",
+    "labs": "baseline-labs",
 }
 """Built-in task name -> its rule-based agent (no model, no key, no network), for the missing-key hint."""
 

@@ -1,7 +1,8 @@
-"""Read-only FHIR tools over one case's Bundle, for the tool-using agent on extraction and reconcile.
+"""Read-only FHIR tools over one case's Bundle, for the tool-using agent on extraction, reconcile and labs.
 
 Three LangChain tools (``READ_TOOLS``), built per case by :func:`make_read_tools` from the Bundle a
-task puts in ``context(case)["bundle"]`` and the site RxNorm catalog:
+task puts in ``context(case)["bundle"]`` and the site RxNorm catalog, and a fourth
+(``OBSERVATION_TOOL``) when the Bundle holds Observations:
 
 * ``get_resources(resource_type)``: every resource of one type in the Bundle, each with its
   entry's ``fullUrl``;
@@ -9,7 +10,9 @@ task puts in ``context(case)["bundle"]`` and the site RxNorm catalog:
   (``urn:uuid:...``, ``Type/id``, an absolute URL, or a contained ``#id`` with the id of the
   resource that contains it);
 * ``lookup_code(query, limit=10)``: ranked RxNorm codings from the site catalog (brand names
-  included: "Tylenol" finds ``Acetaminophen 325 MG Oral Tablet [Tylenol]``).
+  included: "Tylenol" finds ``Acetaminophen 325 MG Oral Tablet [Tylenol]``);
+* ``get_observations(loinc_code)``: the Observations whose ``code`` has that LOINC code, latest
+  first (by effective date/time as written, then ``issued``), whatever their status.
 
 They are HealthChain's implementations (``healthchain.tools.FHIRToolkit``, whose ``get_tools()``
 gives ``resolve_reference`` and ``lookup_code``, and ``healthchain.fhir.get_resources``), not
@@ -54,10 +57,16 @@ if TYPE_CHECKING:
 
     from groundeval.terminology import Catalog
 
-__all__ = ["READ_TOOLS", "RXNORM_SYSTEM", "BundleTools", "BundleToolsError", "make_read_tools"]
+__all__ = ["OBSERVATION_TOOL", "READ_TOOLS", "RXNORM_SYSTEM", "BundleTools", "BundleToolsError", "make_read_tools"]
 
 READ_TOOLS: tuple[str, ...] = ("get_resources", "resolve_reference", "lookup_code")
 """The tool names, in the order :func:`make_read_tools` returns them (a task's ``tools``)."""
+
+OBSERVATION_TOOL = "get_observations"
+"""Offered after ``READ_TOOLS`` when the Bundle holds an Observation (the labs task's Bundles do)."""
+
+LOINC_SYSTEM = "http://loinc.org"
+"""LOINC's code system URI (https://terminology.hl7.org/CodeSystem-v3-loinc.html)."""
 
 RXNORM_SYSTEM = "http://www.nlm.nih.gov/research/umls/rxnorm"
 """RxNorm's code system URI (https://terminology.hl7.org/CodeSystem-v3-rxNorm.html); kept here, not
@@ -85,6 +94,34 @@ def _is_absolute(reference: str) -> bool:
     return ":" in head
 
 
+OBSERVATION_STATUSES = frozenset(
+    {"registered", "preliminary", "final", "amended", "corrected", "cancelled", "entered-in-error", "unknown"}
+)
+"""Observation.status in FHIR R4/R4B (https://hl7.org/fhir/R4B/valueset-observation-status.html). fhir.resources
+8.1.0 lists only ``registered, preliminary, final, amended, +`` as the binding's values (the element's short
+description), so HealthChain's ``load_bundle`` refuses ``corrected``, ``cancelled``, ``entered-in-error`` and
+``unknown`` (FRICTION.md, "fhir.resources")."""
+
+
+def _only_observation_status_misread(issues: list[Any], bundle: Mapping[str, Any]) -> bool:
+    """True when every validation issue is that misread: a valid Observation.status called invalid."""
+    found = bundle.get("entry")
+    entries: list[Any] = found if isinstance(found, list) else []
+    for issue in issues:
+        where = str(getattr(issue, "expression", ""))
+        head, _, tail = where.partition("].resource.")
+        index = head.removeprefix("Bundle.entry[")
+        if getattr(issue, "code", None) != "code-invalid" or tail != "status" or not index.isdigit():
+            return False
+        entry = entries[int(index)] if int(index) < len(entries) else None
+        resource = entry.get("resource") if isinstance(entry, Mapping) else None
+        if not isinstance(resource, Mapping) or resource.get("resourceType") != "Observation":
+            return False
+        if resource.get("status") not in OBSERVATION_STATUSES:
+            return False
+    return bool(issues)
+
+
 class BundleTools:
     """The read tools' implementations over one Bundle (plain methods, JSON-safe dicts out).
 
@@ -108,6 +145,12 @@ class BundleTools:
         try:  # a dict: validated in memory, never read from a path
             self.kit: Any = toolkit(bundle=dict(bundle), lookup=lookup)
         except error as exc:
+            if _only_observation_status_misread(exc.report.issues, bundle):
+                from fhir.resources.R4B.bundle import Bundle
+
+                self.kit = toolkit(bundle=Bundle.model_validate(dict(bundle)), lookup=lookup)
+                self._tools = {t.name: t for t in self.kit.get_tools()}
+                return
             issues = [i.model_dump(**_DUMP) for i in exc.report.issues[:5]]
             where = "; ".join(f"{i.get('expression', '?')}: {i.get('diagnostics', '')}" for i in issues)
             raise BundleToolsError(f"the Bundle is not valid FHIR R4B ({where})", issues) from exc
@@ -178,6 +221,44 @@ class BundleTools:
             )}
         return {"ok": True, "resource": target, "fullUrl": full_url}
 
+    def get_observations(self, loinc_code: str) -> dict[str, Any]:
+        """The Observations whose ``code`` carries ``loinc_code`` (system http://loinc.org), latest first.
+
+        Ordered by the effective date/time as written (``effectiveDateTime``, ``effectiveInstant``
+        or ``effectivePeriod.start``), then ``issued``, newest first; every status is returned, as
+        the record holds it (the reader decides what counts). Components are not searched: ask for
+        a panel's own code (blood pressure 85354-9).
+
+        Args:
+            loinc_code: A LOINC code, e.g. "4548-4".
+
+        Returns:
+            ``{"ok": true, "loinc_code", "count", "entries": [{"fullUrl", "resource"}]}`` (with
+            ``loinc_codes_in_bundle`` when there is none), or ``{"ok": false, "error"}`` for an
+            empty code.
+        """
+        code = loinc_code.strip() if isinstance(loinc_code, str) else ""
+        if not code:
+            return {"ok": False, "error": "loinc_code is empty; give a LOINC code such as '4548-4'"}
+        found, codes = [], set()
+        for index, entry in enumerate(self.kit.bundle.entry or []):
+            if type(entry.resource).__name__ != "Observation":
+                continue
+            resource = entry.resource.model_dump(**_DUMP)
+            loinc = {c.get("code") for c in (resource.get("code") or {}).get("coding") or []
+                     if c.get("system") == LOINC_SYSTEM}
+            codes |= loinc
+            if code in loinc:
+                when = (resource.get("effectiveDateTime") or resource.get("effectiveInstant")
+                        or (resource.get("effectivePeriod") or {}).get("start") or "")
+                item = {**({"fullUrl": str(entry.fullUrl)} if entry.fullUrl else {}), "resource": resource}
+                found.append(((str(when)[:10], str(when), str(resource.get("issued") or ""), index), item))
+        found.sort(key=lambda pair: pair[0], reverse=True)
+        out: dict[str, Any] = {"ok": True, "loinc_code": code, "count": len(found), "entries": [i for _, i in found]}
+        if not found:
+            out["loinc_codes_in_bundle"] = sorted(c for c in codes if c)
+        return out
+
     def lookup_code(self, query: str, limit: int = 10) -> dict[str, Any]:
         """Ranked RxNorm codings from the site catalog for free text.
 
@@ -234,6 +315,11 @@ _DESCRIPTIONS = {
         "'lisinopril 10 mg'). Returns {ok, results: [{code, display, system}]}, best first; a branded "
         "product's display names its brand in brackets."
     ),
+    "get_observations": (
+        "List the patient's Observations with one LOINC code (e.g. '4548-4' for HbA1c, '85354-9' for the blood "
+        "pressure panel), latest first by effective date/time then issued, each as {fullUrl, resource} in full "
+        "FHIR R4 JSON. Every status is listed as recorded: decide yourself which results count."
+    ),
 }
 
 
@@ -246,8 +332,9 @@ def make_read_tools(bundle: Mapping[str, Any], lookup: Catalog | Any) -> list[Ba
             caller: the tools themselves read no file).
 
     Returns:
-        ``StructuredTool`` objects named as in ``READ_TOOLS``; each returns a dict and reports
-        failures, bad arguments included, as ``{"ok": false, "error": ...}``.
+        ``StructuredTool`` objects named as in ``READ_TOOLS``, then ``OBSERVATION_TOOL`` when the
+        Bundle holds an Observation; each returns a dict and reports failures, bad arguments
+        included, as ``{"ok": false, "error": ...}``.
 
     Raises:
         BundleToolsError: The Bundle is not a dict or not valid FHIR R4B.
@@ -257,10 +344,12 @@ def make_read_tools(bundle: Mapping[str, Any], lookup: Catalog | Any) -> list[Ba
     from langchain_core.tools import StructuredTool
 
     tools = BundleTools(bundle, lookup)
+    names = READ_TOOLS + ((OBSERVATION_TOOL,) if any(
+        type(e.resource).__name__ == "Observation" for e in tools.kit.bundle.entry or []) else ())
     return [
         StructuredTool.from_function(
             func=_guarded(getattr(tools, name)), name=name, description=_DESCRIPTIONS[name],
             parse_docstring=True, handle_validation_error=_bad_arguments, handle_tool_error=_bad_arguments,
         )
-        for name in READ_TOOLS
+        for name in names
     ]

@@ -46,6 +46,7 @@ TASKS: dict[str, str] = {
     "extraction": "groundeval.tasks.extraction.task:ExtractionTask",
     "write": "groundeval.tasks.write.task:WriteTask",
     "reconcile": "groundeval.tasks.reconcile.task:ReconcileTask",
+    "labs": "groundeval.tasks.labs:LabsTask",
 }
 """Built-in task name -> ``module:Class``."""
 
