@@ -20,7 +20,7 @@ from packaging.requirements import Requirement
 
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.errors import ConfigError
-from groundeval.extras import EXTRAS, extra_missing_message, has_module, require_extra
+from groundeval.extras import EXTRAS, NOT_IN_ALL, extra_missing_message, has_module, require_extra
 from groundeval.reporting.langsmith import LangSmithStream, LangSmithStreamWarning
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,10 +108,10 @@ def test_pyproject_extras_match_extras_module_and_dev_group_installs_all() -> No
     extras = meta["project"]["optional-dependencies"]
     assert set(extras) == {*EXTRAS, "all"}
     (every,) = (Requirement(r) for r in extras["all"])  # self-referencing: groundeval[every other extra]
-    assert every.name == "groundeval" and every.extras == set(EXTRAS)
+    assert every.name == "groundeval" and every.extras == set(EXTRAS) - NOT_IN_ALL
     for name, modules in EXTRAS.items():
         dists = {_normal(Requirement(r).name) for r in extras[name]}
-        assert {_normal({"xdist": "pytest-xdist"}.get(m, m)) for m in modules} <= dists, name  # module -> distribution
+        assert {_normal({"xdist": "pytest-xdist", "llama_cpp": "llama-cpp-python"}.get(m, m)) for m in modules} <= dists, name  # module -> distribution
     core = {_normal(Requirement(r).name) for r in meta["project"]["dependencies"]}
     assert not core & HEAVY
     assert not core & ANYIO

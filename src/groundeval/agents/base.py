@@ -35,6 +35,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from groundeval.agent_io import AgentRequest, AgentResult
@@ -56,11 +57,15 @@ class AgentConfig:
     Attributes:
         model: Model id (``--groundeval-model``), or None for the agent's default.
         options: Other agent settings (``temperature``, ``max_tokens`` (tokens), ``timeout``
-            (seconds), ``max_retries``, ``base_url``); each agent reads the ones it knows.
+            (seconds), ``max_retries``, ``base_url``, ``n_ctx`` (tokens)); each agent reads the
+            ones it knows.
+        out_dir: The run's ``--groundeval-out-dir``, where an agent may write files of its own
+            (the ``local`` agent's server log), or None outside a run. Not part of the cache key.
     """
 
     model: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    out_dir: Path | None = None
 
 
 @runtime_checkable
@@ -87,6 +92,9 @@ class Agent(Protocol):
 
     # Optional: ``warmup(self) -> None`` is called once per process before the first case is
     # timed (import SDKs, load catalogs), so ``latency_s`` measures the agent, not its imports.
+    # A ``ConfigError`` from it (a server that cannot start) is a ``config_error`` that stops the run.
+    # Optional: ``close(self) -> None`` is called once per process when the session ends (and on
+    # Ctrl-C), to release what ``warmup`` started (the ``local`` agent's server).
     # Optional: a classmethod ``check_config(cls, config: AgentConfig) -> None`` that raises
     # ``ConfigError`` for settings no case can survive (a missing key), without building the
     # agent; the pytest-xdist controller, which never builds the agent, calls it before workers
@@ -96,6 +104,7 @@ class Agent(Protocol):
 AGENTS: dict[str, str] = {
     "claude": "groundeval.agents.claude:ClaudeAgent",
     "openai-compatible": "groundeval.agents.openai_compat:OpenAICompatibleAgent",
+    "local": "groundeval.agents.local:LocalAgent",
     "baseline": "groundeval.agents.baselines.extraction:BaselineExtractionAgent",
     "naive": "groundeval.agents.baselines.extraction:NaiveExtractionAgent",
     "langgraph": "groundeval.agents.langgraph_agent:LangGraphAgent",

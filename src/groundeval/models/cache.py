@@ -294,7 +294,7 @@ class CachingAgent:
     """Wraps an agent: answers from the cache when it can, else calls the agent and stores its answer.
 
     Has the wrapped agent's ``name``, ``model``, ``requires``, ``tasks`` and ``max_concurrency``,
-    and delegates ``warmup()``, so tasks, scorers and the runner see the same agent. Thread-safe
+    and delegates ``warmup()`` and ``close()``, so tasks, scorers and the runner see the same agent. Thread-safe
     (``--groundeval-concurrency`` calls it from several threads).
 
     Args:
@@ -330,6 +330,12 @@ class CachingAgent:
         warmup = getattr(self.wrapped, "warmup", None)
         if callable(warmup):
             warmup()
+
+    def close(self) -> None:
+        """The wrapped agent's ``close()``, if it has one."""
+        close = getattr(self.wrapped, "close", None)
+        if callable(close):
+            close()
 
     def key(self, request: AgentRequest) -> str:
         """The cache key of ``request`` for this agent (see ``cache_key``)."""

@@ -66,12 +66,16 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "agent", _text, None,
-        "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph (tool-using: write, "
-        "extraction, reconcile), langgraph-fhir (the read tools only), baseline-write (write), "
-        "baseline-reconcile, naive-reconcile (reconcile), or package.module:attribute. Default: the task's "
-        "own (claude for extraction and reconcile, langgraph for write).", "NAME",
+        "Agent: claude, openai-compatible, local (a llama.cpp server it starts), baseline, naive (extraction), "
+        "langgraph (tool-using: write, extraction, reconcile), langgraph-fhir (the read tools only), "
+        "baseline-write (write), baseline-reconcile, naive-reconcile (reconcile), or package.module:attribute. "
+        "Default: the task's own (claude for extraction and reconcile, langgraph for write).", "NAME",
     ),
-    Option("model", _text, None, "Model id for model-backed agents.", "ID", "agent"),
+    Option(
+        "model", _text, None,
+        "Model id for model-backed agents; for the local agent a GGUF file or a packaged model (smollm2).", "ID",
+        "agent",
+    ),
     Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
     Option("data-dir", _text, None, "Directory of case files (default: the packaged fixtures).", "DIR"),
     Option("out-dir", _text, "runs", "Directory for JSON run records.", "DIR"),
@@ -98,6 +102,11 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "base-url", _text, None,
         "Server URL for the openai-compatible agent, e.g. http://127.0.0.1:8000/v1 (vLLM).", "URL", "agent",
+    ),
+    Option(
+        "n-ctx", _positive_int, None,
+        "The local agent's context size, tokens, allocated by its llama.cpp server (--n_ctx). Default: 8192.",
+        "TOKENS", "agent",
     ),
     Option(
         "baseline", _text, None,

@@ -171,7 +171,8 @@ class GroundevalSession:
                 constructor that raised (its message is kept).
         """
         try:
-            agent = make_agent(settings.agent, AgentConfig(model=settings.model, options=dict(settings.agent_options)))
+            config = AgentConfig(model=settings.model, options=dict(settings.agent_options), out_dir=settings.out_dir)
+            agent = make_agent(settings.agent, config)
         except ConfigError:
             raise
         except Exception as exc:
@@ -200,10 +201,14 @@ class GroundevalSession:
             if callable(warmup):
                 try:
                     warmup()  # imports and clients, before the first case is timed
-                except Exception as warm_exc:
-                    run = setup_failed(self.info, case, nodeid, warm_exc, "agent_error")
+                except Exception as warm_exc:  # a ConfigError (a server that cannot start) is config_error
+                    outcome = "config_error" if isinstance(warm_exc, ConfigError) else "agent_error"
+                    run = setup_failed(self.info, case, nodeid, warm_exc, outcome)
                     name = type(warm_exc).__name__
-                    self._stop(session, f"groundeval: the agent's warmup() raised {name}: {warm_exc}")
+                    reason = f"the agent's warmup() raised {name}: {warm_exc}"
+                    if outcome == "config_error":
+                        reason = f"stopped after config_error on {case.case_id} (see the error above)"
+                    self._stop(session, f"groundeval: {reason}")
                     return run
         attempted = None
         if self.concurrency > 1 and self.answered:  # fan out only once the agent has answered here
@@ -293,10 +298,23 @@ class GroundevalSession:
             self._signal_stop = SignalStop(self.config, self.stop_file, functools.partial(setattr, self, "stop_reason"))
             self._signal_stop.install()
 
+    def close_agent(self) -> None:
+        """Call the agent's optional ``close()`` (the ``local`` agent stops its server); warn if it raises."""
+        close = getattr(self._agent, "close", None)
+        if not callable(close):
+            return
+        try:
+            close()
+        except Exception as exc:  # the run's results matter more than a failed cleanup
+            import warnings
+
+            warnings.warn(f"groundeval: the agent's close() raised {type(exc).__name__}: {exc}", stacklevel=2)
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """Put the signal handlers back; forget the check cache directory."""
+        """Close the agent if the session did not end normally; put the signal handlers back; forget the check cache."""
         from groundeval import check_cache
 
+        self.close_agent()
         check_cache.use_directory(None)
         if self._signal_stop is not None:
             self._signal_stop.restore()
@@ -388,6 +406,7 @@ class GroundevalSession:
         go into the ``<testsuite>`` properties.
         """
         self._cancel_ahead()
+        self.close_agent()
         throttle.configure(None)
         if self.is_worker:
             from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY
