@@ -14,7 +14,7 @@ import pytest
 
 from groundeval.datasets import load_json, sha256_file
 from groundeval.errors import DatasetError
-from groundeval.tasks.extraction import ExtractionTask
+from groundeval.tasks.extraction.task import ExtractionTask
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
 
@@ -104,3 +104,16 @@ def test_unreadable_files_are_collection_errors_and_the_good_case_runs(pytester:
         "*x.json: it is a directory, not a case file*",
         "*pipe.json: it is a named pipe (FIFO), not a case file*",
     ])
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_a_nan_or_infinity_literal_is_named_as_not_json_with_the_fix(tmp_path: Path, literal: str) -> None:
+    path = tmp_path / "case.json"
+    path.write_text('{"resourceType": "Bundle",\n "entry": [{"resource": {"valueQuantity": {"value": '
+                    + literal + ', "unit": "mg"}}}]}')
+    with pytest.raises(DatasetError) as info:
+        load_json(path)
+    message = str(info.value)
+    assert f"{literal} at line 2 column" in message and "is not JSON" in message
+    assert "write the measured number, or leave the element out" in message and str(path) in message
+    assert "regex" not in message

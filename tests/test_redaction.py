@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from groundeval.redaction import REDACTED, clean, clean_text
+from groundeval.redaction import REDACTED, clean, clean_text, redact
 
 TRICKY = [
     "plain display 81 MG Oral Tablet",
@@ -47,3 +47,16 @@ def test_every_string_of_a_nested_value_comes_out_as_clean_text_makes_it() -> No
 def test_a_string_with_nothing_to_change_is_the_same_object() -> None:
     text = "nothing to see here " * 50
     assert clean([text])[0] is text
+
+
+def test_redact_is_idempotent_so_a_redacted_cached_answer_scores_as_it_first_did(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_API_KEY", "sk-abcdef0123456789")
+    texts = [
+        'Authorization: Bearer sk-abcdef0123456789 and Basic dXNlcjpwYXNz',
+        '[{"display": "http://user:pw@host/v1 sk-abcdef0123456789"}]',
+        "Bearer [REDACTED] http://[REDACTED]@host",
+    ]
+    for text in texts:
+        once = redact(text)
+        assert "sk-abcdef0123456789" not in once and "user:pw" not in once
+        assert redact(once) == once

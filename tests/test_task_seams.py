@@ -26,8 +26,8 @@ from groundeval.agents.base import FunctionAgent, check_task
 from groundeval.errors import ConfigError
 from groundeval.tasks import make_task, task_class
 from groundeval.tasks.base import TEXT_PROMPT, TOOLS, Task, case_files
-from groundeval.tasks.extraction import ExtractionTask
-from groundeval.tasks.write import WriteTask
+from groundeval.tasks.extraction.task import ExtractionTask
+from groundeval.tasks.write.task import WriteTask
 
 TINY_TASK = '''
 from dataclasses import dataclass
@@ -102,7 +102,7 @@ def test_entry_point_tasks_resolve_and_cannot_take_a_built_in_name(monkeypatch: 
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("summarise", "unknown task 'summarise'; choose one of: extraction, reconcile, write, or 'package.module:Class'*"),
+        ("summarise", "unknown task 'summarise'; choose one of: extraction, labs, reconcile, write, or 'package.module:Class'*"),
         ("no_such_module:Task", "task 'no_such_module:Task': cannot import 'no_such_module'*"),
         ("groundeval.tasks:NoSuch", "task 'groundeval.tasks:NoSuch': 'groundeval.tasks' has no attribute 'NoSuch'"),
         ("groundeval.tasks:make_task", "task 'groundeval.tasks:make_task' is not a task class*"),
@@ -163,7 +163,7 @@ def test_base_task_delegates_to_its_scorer_and_reports_capabilities() -> None:
 
 
 def test_built_in_metric_names_cover_what_their_scorers_emit() -> None:
-    from groundeval.scorers.extraction import score_medications
+    from groundeval.tasks.extraction.scorer import score_medications
 
     emitted = score_medications([], [{"rxnorm_code": "1", "display": "x"}]).metrics
     assert set(emitted) == set(ExtractionTask.metric_names)
@@ -202,7 +202,7 @@ def test_the_single_call_agents_declare_capabilities_not_task_names() -> None:
 
 
 def test_an_agent_bound_to_one_task_is_still_refused_elsewhere() -> None:
-    from groundeval.agents.baseline_write import BaselineWriteAgent
+    from groundeval.agents.baselines.write import BaselineWriteAgent
 
     with pytest.raises(ConfigError, match="answers the write task, not 'extraction'"):
         check_task(BaselineWriteAgent(), "baseline-write", ExtractionTask())

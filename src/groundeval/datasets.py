@@ -102,6 +102,29 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(read_case_bytes(path)).hexdigest()
 
 
+class _NotJSONConstant(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a file: Python's ``json`` reads them, JSON has no such literal."""
+
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+    def problem(self, text: str) -> str:
+        found = re.search(rf"(?<![\w.\"]){re.escape(self.literal)}(?![\w\"])", text)
+        where = ""
+        if found is not None:
+            line = text.count("\n", 0, found.start()) + 1
+            where = f" at line {line} column {found.start() - text.rfind(chr(10), 0, found.start())}"
+        return (
+            f"{self.literal}{where} is not JSON (JSON has no NaN or Infinity literal, and FHIR decimals are "
+            "finite numbers); write the measured number, or leave the element out when there is no value"
+        )
+
+
+def _not_json_constant(literal: str) -> Any:
+    raise _NotJSONConstant(literal)
+
+
 def load_json(path: Path) -> tuple[dict[str, Any], str]:
     """Read a JSON object from ``path``, once.
 
@@ -112,12 +135,14 @@ def load_json(path: Path) -> tuple[dict[str, Any], str]:
         ``(object, sha256)``: the object and the hex SHA-256 of the file's bytes as read.
 
     Raises:
-        DatasetError: The file is not a readable regular file, not UTF-8, not JSON, or not a
-            JSON object.
+        DatasetError: The file is not a readable regular file, not UTF-8, not JSON (a ``NaN`` or
+            ``Infinity`` literal included: Python reads them, JSON has none), or not a JSON object.
     """
     raw = read_case_bytes(path)
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
+        data = json.loads(raw.decode("utf-8-sig"), parse_constant=_not_json_constant)
+    except _NotJSONConstant as exc:
+        raise DatasetError(str(path), exc.problem(raw.decode("utf-8-sig"))) from None
     except UnicodeDecodeError as exc:
         raise DatasetError(str(path), "the file is not UTF-8 text; save it as UTF-8") from exc
     except json.JSONDecodeError as exc:

@@ -1,4 +1,4 @@
-"""Recover a JSON answer from model text.
+r"""Recover a JSON answer from model text.
 
 Models asked for raw JSON sometimes wrap it in a markdown fence or add a sentence before or after
 it. The rule here:
@@ -8,7 +8,9 @@ it. The rule here:
    with ``json.JSONDecoder.raw_decode`` (so backticks or brackets inside strings are never
    touched). Exactly one acceptable value: recovered, ``format_ok`` False. Two or more:
    ambiguous, nothing is scored (a model that answers twice has not answered).
-3. None: no answer, with the reason recorded.
+3. None: no answer, with the reason recorded. When the text held an opener whose value failed
+   because a string in it holds a raw control character (a line break or tab that JSON
+   requires escaped as ``\n``/``\t``), the reason names the character and where it is.
 
 A pathological answer is a failed answer, never an exception: JSON nested deeper than
 ``MAX_DEPTH`` levels (Python's decoder raises ``RecursionError`` near 1,000 levels, and deep values
@@ -83,10 +85,11 @@ def _checked(value: Any) -> Any:
 def _extract(raw: str, opener: str, accept: Callable[[Any], bool], empty: Any) -> Parsed:
     text = raw.strip()
     wrapper: str | None = None
+    control: json.JSONDecodeError | None = None  # the first decode that failed on a raw control character
     try:
         whole = _checked(json.loads(text))
-    except ValueError:  # JSONDecodeError, and an integer past Python's 4,300-digit conversion limit
-        pass
+    except ValueError as exc:  # JSONDecodeError, and an integer past Python's 4,300-digit conversion limit
+        control = _control_character(exc)
     else:
         if accept(whole):
             return Parsed(value=whole, format_ok=True)
@@ -97,7 +100,8 @@ def _extract(raw: str, opener: str, accept: Callable[[Any], bool], empty: Any) -
     while i != -1:
         try:
             value, end = _DECODER.raw_decode(text, i)
-        except ValueError:  # JSONDecodeError, and an integer past Python's 4,300-digit conversion limit
+        except ValueError as exc:  # JSONDecodeError, and an integer past Python's 4,300-digit conversion limit
+            control = control or _control_character(exc)
             failed += 1
             if failed > MAX_FAILED_DECODES:
                 why = f"the answer holds over {MAX_FAILED_DECODES} brackets that start no JSON value"
@@ -128,7 +132,28 @@ def _extract(raw: str, opener: str, accept: Callable[[Any], bool], empty: Any) -
     if wrapper:
         why = f"the answer is a JSON {wrapper}, not the requested {kind}"
         return Parsed(value=empty, format_ok=False, error=why, found=False)
+    if control is not None:
+        return Parsed(value=empty, format_ok=False, error=_control_message(control, kind), found=False)
     return Parsed(value=empty, format_ok=False, error=f"no JSON {kind} of the requested shape found", found=False)
+
+
+_CONTROL_NAMES = {"\n": "a line feed", "\r": "a carriage return", "\t": "a tab"}
+
+
+def _control_character(exc: ValueError) -> json.JSONDecodeError | None:
+    """``exc`` when the decoder stopped at a raw control character inside a string, else None."""
+    if isinstance(exc, json.JSONDecodeError) and exc.msg.startswith("Invalid control character"):
+        return exc
+    return None
+
+
+def _control_message(exc: json.JSONDecodeError, kind: str) -> str:
+    char = exc.doc[exc.pos] if 0 <= exc.pos < len(exc.doc) else "?"
+    name = _CONTROL_NAMES.get(char, "a control character")
+    return (
+        f"the answer's JSON is invalid: {name} (U+{ord(char):04X}) inside a string at line {exc.lineno} column "
+        f"{exc.colno}; JSON strings must escape control characters (\\n, \\t), so no JSON {kind} was recovered"
+    )
 
 
 def _json_kind(value: Any) -> str:

@@ -1,6 +1,6 @@
 """Runs one case: prompt, agent, truth, parsing, scoring; returns its ``CaseRecord``; never looks at values.
 
-``run_case`` applies the outcome policy (``groundeval.outcomes``) by where an exception came from,
+``run_case`` applies the outcome policy (``groundeval.records.outcomes``) by where an exception came from,
 never by what a value holds:
 
 * the task's ``check_case``, ``prompt``, ``context`` or ``truth`` raised a ``DatasetError``: the
@@ -19,6 +19,7 @@ trials and concurrency wrap it without touching tasks or scorers.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 import traceback
@@ -32,12 +33,13 @@ from groundeval.agents.base import Agent
 from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError
 from groundeval.jsonable import jsonable
-from groundeval.outcomes import OUTCOMES
-from groundeval.redaction import clean
-from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
+from groundeval.records.caps import cap_lines, cap_lists
+from groundeval.records.outcomes import OUTCOMES
+from groundeval.records.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
+from groundeval.records.trial_ids import split_trial
+from groundeval.redaction import clean, redact
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
-from groundeval.trial_ids import split_trial
 
 __all__ = [
     "Attempt",
@@ -119,6 +121,11 @@ def request_for(task: Task, case: Case, trial: int = 0) -> AgentRequest:
 def call_agent(agent: Agent, request: AgentRequest) -> Execution:
     """Run the agent once on ``request``; a ``str`` answer becomes ``AgentResult(text=...)``.
 
+    The answer's secrets are redacted here, before it is parsed (``redaction.redact``: secret
+    environment values, URL credentials, echoed ``Basic``/``Bearer`` tokens), so the text that is
+    scored is the text the run record and ``--groundeval-cache`` keep, and a cached or replayed
+    answer re-scores exactly as it scored when it was first made (``redact`` is idempotent).
+
     Raises:
         AgentError: Whatever the agent raised (its class carries the outcome), or the agent
             returned None (no answer: ``no_answer``, counted).
@@ -144,6 +151,9 @@ def call_agent(agent: Agent, request: AgentRequest) -> Execution:
             f"{request.case_id}: agent {agent.name!r} returned an AgentResult whose text is "
             f"{type(out.text).__name__}; AgentResult.text must be the answer as a str"
         )
+    text = redact(out.text)  # the text scored is the text every output and the cache keep
+    if text != out.text:
+        out = dataclasses.replace(out, text=text)
     return Execution(prompt_sha256=prompt_hash(request.prompt), result=out, latency_s=round(latency, 6))
 
 
@@ -227,10 +237,30 @@ def _record(
     data = {
         "case_id": case.case_id, "nodeid": nodeid, "run_id": info.run_id, "task": info.task, "agent": info.agent,
         "source": case.source.name, "fixture_sha256": case.sha256, "meta": case.meta,
-        "model": info.model, "worker": info.worker, **fields,
+        "model": info.model, "worker": info.worker, **_capped(fields),
         "outcome": outcome, "counted": OUTCOMES[outcome].counted, "trial": trial,
     }
     return CaseRecord.model_validate(clean(jsonable(data)))
+
+
+def _capped(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with the answer's lists and the failure messages cut to a sample (``record_caps``)."""
+    capped: dict[str, int] = {}
+    out = dict(fields)
+    for name in ("parsed", "details"):
+        if name in out:
+            out[name] = cap_lists(out[name], name, capped)
+    if isinstance(out.get("message"), str):
+        out["message"] = cap_lines(out["message"], "message", capped)
+    error = out.get("error")
+    if isinstance(error, dict):
+        error = {**error, "details": cap_lists(error.get("details") or {}, "error.details", capped)}
+        if isinstance(error.get("message"), str):
+            error["message"] = cap_lines(error["message"], "error.message", capped)
+        out["error"] = error
+    if capped:
+        out["capped"] = capped
+    return out
 
 
 def _scored(parsed: Parsed, score: Score, truth: Any) -> dict[str, Any]:

@@ -3,12 +3,14 @@
 Each test provokes one fault and checks the class it is reported as (and so its outcome):
 a trickling server, 2xx bodies that are not answers, an HTML page at the base URL, connection
 failures, refusals, out-of-range temperatures, cases too large for the model, and credentials
-in the base URL. No test asserts on elapsed time; bounds are fractions of a second.
+in the base URL. No test asserts on elapsed time or races the machine: a case bound is far above
+what the harness needs, and the fault it cuts holds far longer.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import socket
 from collections.abc import Callable, Iterator
@@ -17,7 +19,6 @@ from typing import Any
 import pytest
 
 from groundeval.agent_io import AgentRequest, Prompt
-from groundeval.agents._classify import too_large
 from groundeval.agents._single_call import SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import ClaudeAgent
@@ -29,6 +30,7 @@ from groundeval.errors import (
     RefusalError,
     RunStopError,
 )
+from groundeval.models.classify import too_large
 from groundeval.redaction import redact, strip_userinfo
 
 from .conftest import FAKE_KEY
@@ -69,29 +71,36 @@ def answer_for(make: MakeAgent, text: str = "[]") -> Answer:
 
 # -- 1. deadlines ---------------------------------------------------------------------------
 
+BOUND_S = 2.0
+"""The case bound of the deadline tests: far above what the harness needs to send the request on a
+busy machine (tens of ms), while the fault holds much longer (``TRICKLE_GAP_S`` per byte)."""
+TRICKLE_GAP_S = 0.25
+"""Seconds between the bytes of a trickled answer: a few hundred bytes take over a minute."""
+
 def test_a_trickling_server_is_cut_off_at_the_case_bound(make: MakeAgent, loop: Loopback) -> None:
     full = answer_for(make)
-    full.gap_s = 0.02  # a byte every 20 ms: every read succeeds, the answer would take ~10 s
+    full.gap_s = TRICKLE_GAP_S  # every read succeeds; the whole answer would take over a minute
     loop.plan = lambda path, body: full
-    agent = make(timeout=0.3, max_retries=2)
-    agent.warmup()  # as the plugin does before the first case: the SDK client is built outside the 0.3 s bound
-    with pytest.raises(InfraError, match=r"the case ran \d+\.\d+ s and was stopped at its 0.3 s bound") as info:
+    agent = make(timeout=BOUND_S, max_retries=2)
+    agent.warmup()  # as the plugin does before the first case: the SDK client is built outside the bound
+    with pytest.raises(InfraError, match=rf"the case ran \d+\.\d+ s and was stopped at its {BOUND_S:g} s bound") as info:
         agent.run(REQUEST)
     error = info.value
     assert error.outcome == "infra_error" and error.attempts == 1 and len(loop.requests) == 1
     ran = error.details["ran_s"]
-    assert error.details["timeout_s"] == 0.3 and isinstance(ran, float) and ran >= 0.3
+    assert error.details["timeout_s"] == BOUND_S and isinstance(ran, float) and ran >= BOUND_S
     assert not error.connection  # bytes were coming back: the API is reachable
 
 
 def test_the_agent_answers_again_after_an_abandoned_attempt(make: MakeAgent, loop: Loopback) -> None:
     slow = answer_for(make)
-    slow.gap_s = 0.02
+    slow.gap_s = TRICKLE_GAP_S
     answers = [slow, answer_for(make, '[{"rxnorm_code": "1", "display": "x"}]')]
     loop.plan = lambda path, body: answers[min(len(loop.requests), 2) - 1]
-    agent = make(timeout=0.3)
-    with pytest.raises(InfraError):
+    agent = make(timeout=BOUND_S)
+    with pytest.raises(InfraError, match="stopped at its"):
         agent.run(REQUEST)
+    agent.retry = dataclasses.replace(agent.retry, timeout_s=600.0)  # the answer is instant: no bound to race
     assert agent.run(REQUEST).text == '[{"rxnorm_code": "1", "display": "x"}]'  # a fresh client
 
 
@@ -127,7 +136,9 @@ def test_html_on_every_call_of_the_first_case_stops_the_run_naming_the_url(
     with pytest.raises(RunStopError, match=r"got an HTML page from http://127\.0\.0\.1:") as info:
         make(max_retries=1).run(REQUEST)
     assert info.value.outcome == "config_error" and info.value.attempts == 2
-    assert loop.root in str(info.value) and "--groundeval-base-url" in str(info.value)
+    hint = "ANTHROPIC_BASE_URL" if make.sdk == "claude" else "--groundeval-base-url"  # type: ignore[attr-defined]
+    wrong = "--groundeval-base-url" if make.sdk == "claude" else "ANTHROPIC_BASE_URL"  # type: ignore[attr-defined]
+    assert loop.root in str(info.value) and hint in str(info.value) and wrong not in str(info.value)
     assert "\n" not in str(info.value)
 
 
@@ -139,6 +150,8 @@ def test_html_after_a_real_answer_is_only_an_infra_error(make: MakeAgent, loop: 
     with pytest.raises(InfraError, match="an HTML page") as info:
         agent.run(REQUEST)
     assert type(info.value) is InfraError and info.value.details["bad_response"] == "html"
+    hint = "ANTHROPIC_BASE_URL" if make.sdk == "claude" else "--groundeval-base-url"  # type: ignore[attr-defined]
+    assert f"check {hint}" in str(info.value)
 
 
 # -- 3. classification -----------------------------------------------------------------------
@@ -173,6 +186,18 @@ def test_a_refusal_stop_reason_is_a_refusal(make: MakeAgent, loop: Loopback) -> 
     with pytest.raises(RefusalError, match="c1: the model declined to answer") as info:
         make().run(REQUEST)
     assert info.value.outcome == "refusal" and len(loop.requests) == 1
+
+
+def test_an_openai_refusal_with_null_content_is_a_refusal_with_its_text_kept(loop: Loopback) -> None:
+    body = chat_completion("", finish="stop")
+    body["choices"][0]["message"] = {"role": "assistant", "content": None,
+                                     "refusal": "I can't help with listing this patient's medications."}
+    loop.plan = lambda path, req: Answer.json(200, body)
+    agent = OpenAICompatibleAgent(AgentConfig(model="m", options={"base_url": loop.root + "/v1", "max_retries": 0}))
+    with pytest.raises(RefusalError, match="refusal: \"I can't help with listing") as info:
+        agent.run(REQUEST)
+    assert info.value.outcome == "refusal"
+    assert info.value.details["partial_text"] == "I can't help with listing this patient's medications."
 
 
 def test_a_case_far_over_the_context_window_is_refused_before_any_call(

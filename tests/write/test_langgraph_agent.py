@@ -23,9 +23,9 @@ from groundeval.errors import (
     RefusalError,
     TruncatedError,
 )
-from groundeval.hc_tools import make_tools
 from groundeval.runner import call_agent, request_for
-from groundeval.tasks.write import WriteTask
+from groundeval.tasks.write.task import WriteTask
+from groundeval.tasks.write.tools import make_tools
 from groundeval.terminology import Catalog
 from groundeval.testing.scripted_chat import (
     ScriptedChatModel,
@@ -304,22 +304,25 @@ def test_the_case_timeout_bounds_every_model_turn() -> None:
 
 
 def test_a_model_turn_is_bounded_by_what_is_left_of_the_case_budget() -> None:
+    # the bound is far above what the first (scripted) turn needs once warmed up (tens of ms on a
+    # busy machine), and the second turn holds far longer than the bound (released at teardown)
     release = threading.Event()
 
     def slow(messages: list[BaseMessage]) -> str:
-        release.wait(10)  # a turn that would outlive the case; released at teardown
+        release.wait(120)  # a turn that would outlive the case
         return "{}"
 
     model = ScriptedChatModel(steps=[call("lookup_rxnorm", query="ibuprofen"), slow])
-    agent = LangGraphWriteAgent(AgentConfig(options={"timeout": 0.2}), chat_model=model)
+    agent = LangGraphWriteAgent(AgentConfig(options={"timeout": 2.0}), chat_model=model)
+    agent.warmup()  # as the plugin does before the first case: imports are not the case's time
     try:
-        with pytest.raises(InfraError, match=r"stopped at its 0.2 s bound \(--groundeval-timeout\)") as info:
+        with pytest.raises(InfraError, match=r"stopped at its 2 s bound \(--groundeval-timeout\)") as info:
             run(agent, "ibuprofen-two-tablets")
     finally:
         release.set()
     assert info.value.outcome == "infra_error" and not info.value.connection
     ran, trace = info.value.details["ran_s"], info.value.details["trace"]
-    assert info.value.details["timeout_s"] == 0.2 and isinstance(ran, float) and ran >= 0.2
+    assert info.value.details["timeout_s"] == 2.0 and isinstance(ran, float) and ran >= 2.0
     assert isinstance(trace, list) and [t["tool"] for t in trace] == ["lookup_rxnorm"]  # the first turn ran
 
 

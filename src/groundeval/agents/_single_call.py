@@ -2,7 +2,7 @@
 
 ``SingleCallAgent`` holds what the Claude and OpenAI-compatible agents have in common: reading
 the shared options (``CallSettings``), the ``http_client`` and ``sleep`` test seams, the SDK
-client built on first use with ``max_retries=0`` (``groundeval.agents._retry`` is the one retry
+client built on first use with ``max_retries=0`` (``groundeval.models.retry`` is the one retry
 layer), ``warmup``, the retried call with its failure classification, and the result record,
 including the ``TruncatedError`` for a reply that was cut off. A provider supplies the pieces
 that differ: configuration checks, the SDK client, the request arguments, the call itself, the
@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from groundeval.agent_io import AgentRequest, AgentResult
-from groundeval.agents._classify import BadResponse, advise
-from groundeval.agents._retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import (
     AgentError,
@@ -33,7 +31,9 @@ from groundeval.errors import (
     RunStopError,
     TruncatedError,
 )
-from groundeval.pricing import CHARS_PER_TOKEN, context_window, estimate_tokens
+from groundeval.models.classify import BadResponse, advise
+from groundeval.models.pricing import CHARS_PER_TOKEN, context_window, estimate_tokens
+from groundeval.models.retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
@@ -61,6 +61,9 @@ class Reply:
     stop_reason: str | None
     usage: dict[str, Metric]
     request_id: str | None
+    refusal: str | None = None
+    """The model's refusal text when the provider returns it apart from the answer (OpenAI's
+    ``message.refusal``), else None."""
 
 
 def check_temperature(value: float | None, allowed: tuple[float, float], agent: str) -> None:
@@ -76,6 +79,10 @@ def check_temperature(value: float | None, allowed: tuple[float, float], agent: 
             f"--groundeval-temperature={value:g} is outside the range the '{agent}' agent's API accepts "
             f"({low:g} to {high:g}); give a value in that range or leave it out"
         )
+
+
+_REFUSAL_SHOWN = 200
+"""Characters of a refusal text quoted in the failure message (the whole text is the raw output)."""
 
 
 class SingleCallAgent(ABC, Generic[ClientT]):
@@ -101,6 +108,8 @@ class SingleCallAgent(ABC, Generic[ClientT]):
     """How the provider names the stop reason, in the ``TruncatedError`` message."""
     refusal_reasons: frozenset[str] = frozenset()
     """Stop reasons meaning the model declined to answer (``RefusalError``)."""
+    base_url_hint = "--groundeval-base-url (an OpenAI-compatible root ends in /v1)"
+    """Where the user sets the endpoint, named when it serves a web page instead of the API."""
     temperature_range: tuple[float, float] = (0.0, 1.0)
     """Sampling temperatures the provider accepts (inclusive)."""
 
@@ -335,7 +344,7 @@ class SingleCallAgent(ABC, Generic[ClientT]):
                 error = RunStopError(
                     f"every call of the first case ({request.case_id}, {gave_up.attempts} attempts) got an HTML "
                     f"page from {self._endpoint()}, not the API: the base URL points at a web site. Check "
-                    "--groundeval-base-url (an OpenAI-compatible root ends in /v1)",
+                    f"{self.base_url_hint}",
                     attempts=gave_up.attempts, details=error.details,
                 )
             raise error from None  # the facts are in the message and details; the SDK chain is noise
@@ -351,12 +360,17 @@ class SingleCallAgent(ABC, Generic[ClientT]):
             "temperature": self.temperature,
             "retry_wait_s": done.waited_s,
         }
-        if reply.stop_reason in self.refusal_reasons:
+        if reply.stop_reason in self.refusal_reasons or (reply.refusal and not reply.text):
+            said = f"{self.stop_field}={reply.stop_reason}"
+            if reply.refusal:  # the model's own words, kept as the case's raw output
+                cut = "..." if len(reply.refusal) > _REFUSAL_SHOWN else ""
+                said += f"; refusal: {reply.refusal[:_REFUSAL_SHOWN]!r}{cut}"
             raise RefusalError(
-                f"{request.case_id}: the model declined to answer ({self.stop_field}={reply.stop_reason}); it "
-                "counts as an empty answer in the run's means",
+                f"{request.case_id}: the model declined to answer ({said}); it counts as an empty answer in the "
+                "run's means",
                 attempts=done.attempts,
-                details={**meta, "model": reply.model, "usage": reply.usage, "partial_text": reply.text},
+                details={**meta, "model": reply.model, "usage": reply.usage,
+                         "partial_text": reply.text or reply.refusal or ""},
             )
         fix = self._truncation_fix(reply.stop_reason)
         if fix is not None:

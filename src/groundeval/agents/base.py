@@ -105,13 +105,15 @@ AGENTS: dict[str, str] = {
     "claude": "groundeval.agents.claude:ClaudeAgent",
     "openai-compatible": "groundeval.agents.openai_compat:OpenAICompatibleAgent",
     "local": "groundeval.agents.local:LocalAgent",
-    "baseline": "groundeval.agents.baseline:BaselineExtractionAgent",
-    "naive": "groundeval.agents.baseline:NaiveExtractionAgent",
+    "baseline": "groundeval.agents.baselines.extraction:BaselineExtractionAgent",
+    "naive": "groundeval.agents.baselines.extraction:NaiveExtractionAgent",
     "langgraph": "groundeval.agents.langgraph_agent:LangGraphAgent",
     "langgraph-fhir": "groundeval.agents.langgraph_agent:LangGraphFHIRAgent",
-    "baseline-write": "groundeval.agents.baseline_write:BaselineWriteAgent",
-    "baseline-reconcile": "groundeval.agents.baseline_reconcile:BaselineReconcileAgent",
-    "naive-reconcile": "groundeval.agents.baseline_reconcile:NaiveReconcileAgent",
+    "baseline-write": "groundeval.agents.baselines.write:BaselineWriteAgent",
+    "baseline-reconcile": "groundeval.agents.baselines.reconcile:BaselineReconcileAgent",
+    "naive-reconcile": "groundeval.agents.baselines.reconcile:NaiveReconcileAgent",
+    "baseline-labs": "groundeval.agents.baselines.labs:BaselineLabsAgent",
+    "naive-labs": "groundeval.agents.baselines.labs:NaiveLabsAgent",
     "replay": "groundeval.agents.replay:ReplayAgent",
 }
 """Built-in agent name -> ``module:class``. A built-in that takes an argument (``replay:RUN.json``)
@@ -121,6 +123,7 @@ OFFLINE_AGENTS: dict[str, str] = {
     "extraction": "baseline",
     "write": "baseline-write",
     "reconcile": "baseline-reconcile",
+    "labs": "baseline-labs",
 }
 """Built-in task name -> its rule-based agent (no model, no key, no network), for the missing-key hint."""
 

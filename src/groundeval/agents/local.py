@@ -43,13 +43,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from groundeval.agent_io import AgentRequest, AgentResult
-from groundeval.agents._retry import Completed
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.openai_compat import OpenAICompatibleAgent
 from groundeval.errors import AgentError, CaseTooLargeError, ConfigError, InfraError, RunStopError
 from groundeval.extras import require_extra
 from groundeval.models.llama_server import DEFAULT_COMMAND, START_TIMEOUT_S, LlamaServer
-from groundeval.pricing import CHARS_PER_TOKEN, estimate_tokens
+from groundeval.models.pricing import CHARS_PER_TOKEN, estimate_tokens
+from groundeval.models.retry import Completed
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_N_CTX", "PACKAGED_MODELS", "TEMPLATE_TOKENS", "LocalAgent", "PackagedModel",
            "resolve_model"]

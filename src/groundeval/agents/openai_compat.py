@@ -22,13 +22,13 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agent_io import AgentRequest
-from groundeval.agents._classify import BadResponse, classify_openai_error, strip_userinfo
-from groundeval.agents._retry import Completed
 from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError, ConfigError
 from groundeval.extras import require_extra
-from groundeval.pricing import cost_usd
+from groundeval.models.classify import BadResponse, classify_openai_error, strip_userinfo
+from groundeval.models.pricing import cost_usd
+from groundeval.models.retry import Completed
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
@@ -60,7 +60,8 @@ class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
     the first choice's text, with ``meta["stop_reason"]`` its ``finish_reason``. It raises
     ``AuthError`` when the server rejected the key (401/402/403), ``InfraError`` for 429, 5xx,
     timeout or connection error after the allowed retries, ``TruncatedError`` for
-    ``finish_reason == "length"``, ``RefusalError`` for ``content_filter``,
+    ``finish_reason == "length"``, ``RefusalError`` for ``content_filter`` or a ``message.refusal``
+    with no content (its text kept as the case's raw output),
     ``CaseTooLargeError`` for a context-length 400, ``RunStopError`` for an unknown model (404),
     any other invalid request (4xx) or an HTML page on every attempt of the first case, and
     ``AgentError`` for a reply with no choices (an empty message is returned as empty text and
@@ -147,6 +148,7 @@ class OpenAICompatibleAgent(SingleCallAgent["openai.OpenAI"]):
             stop_reason=choice.finish_reason,
             usage=self.usage(completion.model, completion.usage),
             request_id=getattr(completion, "_request_id", None),
+            refusal=refusal or None if isinstance(refusal := getattr(choice.message, "refusal", None), str) else None,
         )
 
     def _truncation_fix(self, stop_reason: str | None) -> str | None:

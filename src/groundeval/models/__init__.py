@@ -1,1 +1,1 @@
-"""The model layer: what serves and calls models (being built here; the llama.cpp server first)."""
+"""The model layer: retries, error classification, the throttle, prices and the response cache."""

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from groundeval.agent_io import AgentRequest
+from groundeval.plugin.thread_output import Printed, captured, replay
 from groundeval.runner import Attempt, prepare
 from groundeval.tasks.base import Task
 
@@ -67,6 +68,7 @@ class Prefetcher:
         self._call = call
         self._queue: queue.SimpleQueue[tuple[AgentRequest, Any, Future[Attempt]] | None] = queue.SimpleQueue()
         self._futures: dict[str, Future[Attempt]] = {}
+        self._printed: dict[Future[Attempt], Printed] = {}  # what each finished call printed
         self._lock = threading.Lock()
         self.started = 0
         self.cancelled = 0
@@ -85,7 +87,10 @@ class Prefetcher:
             with self._lock:
                 self.started += 1
             try:
-                future.set_result(self._call(request, truth))
+                with captured() as printed:  # what the agent prints goes to its own case (thread_output)
+                    result = self._call(request, truth)
+                self._printed[future] = printed
+                future.set_result(result)
             except BaseException as exc:  # the call keeps what the agent raises; this is a harness bug
                 future.set_exception(exc)
 
@@ -105,12 +110,21 @@ class Prefetcher:
     def take(self, nodeid: str) -> Attempt | None:
         """Wait for the call made ahead for ``nodeid``, or None when none was queued for it.
 
+        What the agent printed during the call is written, redacted, to the current streams, so
+        pytest captures it into this item's report (``thread_output.replay``).
+
         Raises:
             KeyboardInterrupt: Ctrl-C while waiting.
             BaseException: A failure inside the call machinery itself (a harness bug).
         """
         future = self._futures.pop(nodeid, None)
-        return None if future is None else future.result()
+        if future is None:
+            return None
+        result = future.result()
+        printed = self._printed.pop(future, None)
+        if printed is not None:
+            replay(printed)
+        return result
 
     def cancel(self) -> int:
         """Cancel every call not started yet and stop the threads; return how many were in flight or done.
@@ -124,6 +138,7 @@ class Prefetcher:
             else:
                 unreported += 1
         self._futures.clear()
+        self._printed.clear()
         for _ in self._threads:
             self._queue.put(None)
         return unreported

@@ -8,7 +8,34 @@ from typing import Any
 
 import pytest
 
-__all__ = ["check_data_dir_task", "check_out_dir"]
+__all__ = ["check_cache_dir", "check_data_dir_task", "check_out_dir", "check_writable_dir"]
+
+
+def check_writable_dir(directory: Path, option: str, what: str) -> None:
+    """Refuse a directory option that names a file or a directory that cannot be written.
+
+    The directory is created if missing, and a probe file is created and removed in it.
+
+    Args:
+        directory: The directory given.
+        option: The option's name, for the message (``--groundeval-out-dir``).
+        what: What goes there, for the fix (``run records``).
+
+    Raises:
+        pytest.UsageError: Naming the option, the directory, the reason and the fix.
+    """
+    problem = None
+    if directory.exists() and not directory.is_dir():
+        problem = "is a file, not a directory"
+    else:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=directory, prefix=".groundeval-probe-"):
+                pass
+        except OSError as exc:
+            problem = f"cannot be written ({exc.strerror or exc})"
+    if problem is not None:
+        raise pytest.UsageError(f"{option}={str(directory)!r} {problem}; give a writable directory for {what}")
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -17,20 +44,17 @@ def check_out_dir(out_dir: Path) -> None:
     Raises:
         pytest.UsageError: Naming the directory and the fix.
     """
-    problem = None
-    if out_dir.exists() and not out_dir.is_dir():
-        problem = "is a file, not a directory"
-    else:
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".groundeval-probe-"):
-                pass
-        except OSError as exc:
-            problem = f"cannot be written ({exc.strerror or exc})"
-    if problem is not None:
-        raise pytest.UsageError(
-            f"--groundeval-out-dir={str(out_dir)!r} {problem}; give a writable directory for run records"
-        )
+    check_writable_dir(out_dir, "--groundeval-out-dir", "run records")
+
+
+def check_cache_dir(cache_dir: Path | None) -> None:
+    """Refuse a ``--groundeval-cache`` that is a file or cannot be written, before any agent call.
+
+    Raises:
+        pytest.UsageError: Naming the directory and the fix.
+    """
+    if cache_dir is not None:
+        check_writable_dir(cache_dir, "--groundeval-cache", "the response cache")
 
 
 def check_data_dir_task(task: Any, data_dir: Path) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from groundeval.errors import GroundevalError
-from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.items import EvalItem
+from groundeval.records.outcomes import OUTCOMES
 from groundeval.redaction import clean_text
 
 __all__ = ["ReportHooks"]
@@ -16,6 +17,22 @@ __all__ = ["ReportHooks"]
 
 class ReportHooks:
     """Registered with the session while a task is active (every process)."""
+
+    def __init__(self) -> None:
+        self._restore_output: Callable[[], None] | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Keep what agent calls made ahead print for their own cases (``plugin.thread_output``)."""
+        from groundeval.plugin.thread_output import install
+
+        self._restore_output = install(session.config)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """Put pytest's capture streams back as they were."""
+        if self._restore_output is not None:
+            self._restore_output()
+            self._restore_output = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:

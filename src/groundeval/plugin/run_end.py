@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from groundeval.aggregate import summarize
+from groundeval.records.aggregate import summarize
+from groundeval.records.run_record import RunRecord, package_versions
+from groundeval.records.trial_stats import verdict_exit_status
+from groundeval.records.write_errors import describe
 from groundeval.redaction import clean, clean_text, strip_userinfo
-from groundeval.run_record import RunRecord, package_versions
 from groundeval.runner import not_run_record
-from groundeval.trial_stats import verdict_exit_status
 
 if TYPE_CHECKING:
     from groundeval.plugin.options import Settings
+    from groundeval.records.run_record import CaseRecord, RunWriter
     from groundeval.reporting import GateResult
-    from groundeval.run_record import CaseRecord, RunWriter
     from groundeval.runner import RunInfo
     from groundeval.tasks.base import Task
 
@@ -52,6 +53,7 @@ class RunState(Protocol):
     gate: GateResult | None
     run_record: RunRecord | None
     record_path: Path | None
+    output_failures: list[str]
 
     @property
     def stop_file(self) -> Path:
@@ -113,8 +115,11 @@ def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
 
     Sets ``session.exitstatus``: cleared to 0 when every case meets ``--groundeval-min-pass-rate``
     and only tolerated trials failed; 1 when ``--groundeval-fail-on-regression`` finds a
-    regression; 3 (internal error) when the gate or the Markdown summary itself failed. The
-    record's ``exit_status`` is the final one.
+    regression; 3 (internal error) when the gate or the Markdown summary itself failed; 2
+    (interrupted: the run is incomplete) when an output file could not be written (the partial
+    file, the run record or the Markdown summary; each is named in ``output_failures`` with the
+    reason, and printed at the end of the terminal summary). The record's ``exit_status`` is
+    the status before its own write.
     """
     record = gs.build_record(exit_status=exitstatus)
     status = exitstatus
@@ -135,16 +140,28 @@ def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
         status = pytest.ExitCode.INTERNAL_ERROR
     session.exitstatus = status
     record = gs.run_record = record.model_copy(update={"exit_status": int(status)})
-    gs.record_path = gs.writer.finish(record)
+    try:
+        gs.record_path = gs.writer.finish(record)
+    except OSError as exc:
+        junit = gs.config.getoption("xmlpath", default=None)
+        kept = [] if gs.output_failures else [str(gs.writer.partial)]
+        kept += [str(junit)] if junit else []
+        gs.output_failures.append(
+            describe(exc, gs.writer.path) + (f"; the finished cases are in {' and '.join(kept)}" if kept else "")
+        )
     try:
         if gs.settings.summary_md is not None:
             from groundeval.reporting import write_summary_markdown
 
             write_summary_markdown(record, gs.gate, gs.settings.summary_md)
+    except OSError as exc:
+        gs.output_failures.append(describe(exc))
     except Exception as exc:
         failure = failure or exc
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    if gs.output_failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        session.exitstatus = pytest.ExitCode.INTERRUPTED  # an output is missing: the run is incomplete
     if failure is not None:
         warnings.warn(f"groundeval: the regression gate or Markdown summary failed: {failure!r}", stacklevel=1)
     gs.stop_file.unlink(missing_ok=True)

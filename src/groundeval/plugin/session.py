@@ -9,6 +9,7 @@ prints the summary. Workers only run cases and ship their records on the reports
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -18,26 +19,26 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval import throttle
 from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
 from groundeval.errors import ConfigError, InfraError, RunStopError
-from groundeval.outcomes import OUTCOMES
+from groundeval.models import throttle
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
-from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
+from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.worker_keys import RUN_ID_KEY
+from groundeval.records.outcomes import OUTCOMES
+from groundeval.records.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
+from groundeval.records.trial_stats import warm_up
 from groundeval.redaction import clean_text
-from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
 from groundeval.runner import CaseRun, RunInfo, attempt, run_case, setup_failed
 from groundeval.tasks import make_task
-from groundeval.trial_stats import warm_up
 
 if TYPE_CHECKING:
     from groundeval.datasets import Case
-    from groundeval.langsmith_stream import LangSmithStream
     from groundeval.plugin.prefetch import Ahead, Prefetcher
     from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
+    from groundeval.reporting.langsmith import LangSmithStream
 
 __all__ = ["DEFAULT_CONCURRENCY", "UNREACHABLE_AFTER", "GroundevalSession"]
 
@@ -86,6 +87,7 @@ class GroundevalSession:
             raise pytest.UsageError(str(exc)) from None
         if not self.is_worker:
             check_out_dir(settings.out_dir)
+            check_cache_dir(settings.cache_dir)
             check_data_dir_task(self.task, settings.data_dir)
         cache = getattr(config, "cache", None)  # pytest's cacheprovider; absent with -p no:cacheprovider
         from groundeval import check_cache
@@ -127,6 +129,7 @@ class GroundevalSession:
         self.run_record: RunRecord | None = None
         self.record_path: Path | None = None
         self.stop_reason: str | None = None
+        self.output_failures: list[str] = []  # files of this run that could not be written, and why
         self._signal_stop: SignalStop | None = None
         self.concurrency = self._effective_concurrency()
         self._prefetch: Prefetcher | None = None  # started on the first case when concurrency > 1
@@ -139,7 +142,7 @@ class GroundevalSession:
             throttle.configure(self.concurrency)
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
         if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
-            from groundeval.langsmith_stream import LangSmithStream
+            from groundeval.reporting.langsmith import LangSmithStream
 
             self.stream = LangSmithStream.from_env(self.info)
 
@@ -368,7 +371,25 @@ class GroundevalSession:
             if first is not None:
                 report.longrepr = f"auth_error: the same rejected credentials as {first} (see above)"
         self.records[report.nodeid] = record
-        self.writer.append(record)
+        if not self.output_failures:  # after a failed write the cases are kept here, for the final record
+            try:
+                self.writer.append(record)
+            except OSError as exc:
+                self._output_failed(exc)
+
+    def _output_failed(self, exc: OSError) -> None:
+        """The partial file could not be written: say which and why, and stop the run on every process."""
+        from groundeval.records.write_errors import describe
+
+        self.output_failures.append(describe(exc))
+        reason = f"groundeval: {self.output_failures[0]}; the run stopped so that no further case goes unrecorded"
+        if self._session is not None:
+            self._stop(self._session, reason)
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        if dsession is not None:  # under xdist: workers start no further case (as after a signal)
+            with contextlib.suppress(OSError):
+                self.stop_file.touch()
+            dsession.shouldstop = self.stop_reason
 
     # -- end of run -------------------------------------------------------------------------
     def build_record(self, exit_status: int | None = None) -> RunRecord:
@@ -412,6 +433,8 @@ class GroundevalSession:
             from groundeval.plugin.summary import write_summary
 
             write_summary(terminalreporter, self.run_record, self.record_path)
+            for problem in self.output_failures:
+                terminalreporter.write_line(f"groundeval: {problem}", red=True, bold=True)
             for line in self.gate.summary_lines() if self.gate is not None else ():
                 terminalreporter.write_line(line, red=line.startswith(("REGRESSED", "LOST", "regression gate FAILED")))
         return result

@@ -7,7 +7,7 @@ with autoescaping on, because case text (messages, displays, reasons, agent outp
 Nothing here knows a task's names. The per-case table has one score column per metric of the
 record's ``metric_names`` whose values are fractions or booleans (``score_columns``: counts and
 ``"none"``-direction values such as doses are left to the run record), and renders these
-``CaseRecord.details`` keys of any task (README, "Writing a task"):
+``CaseRecord.details`` keys of any task (docs/tasks/writing-a-task.md):
 
 * ``missing``, ``extra``: lists of items, each a string or a mapping shown as its code (``codes``
   joined by ``/``, else ``rxnorm_code`` or ``code``), ``display`` and ``note`` or ``status``;
@@ -22,15 +22,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from groundeval.outcomes import POLICY
+from groundeval.records.outcomes import POLICY
+from groundeval.records.run_record import CaseRecord, RunRecord
+from groundeval.records.scope import scope_needed, statement
+from groundeval.records.trial_stats import record_trial_stats
+from groundeval.records.write_errors import named
 from groundeval.reporting.cases import metric_names
 from groundeval.reporting.compare import compare_runs
 from groundeval.reporting.gate import collection_error_lines
 from groundeval.reporting.render import change_value, comparison_dict, fmt, fmt_p
 from groundeval.reporting.stats import METHOD
-from groundeval.run_record import CaseRecord, RunRecord
-from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.trial_stats import record_trial_stats
 
 __all__ = ["render_report", "score_columns", "write_report"]
 
@@ -61,6 +62,15 @@ def _items(items: object) -> list[str]:
         note = f" [{label}]" if label else ""
         out.append(f"{_code(item) or '(uncoded)'} {item.get('display') or ''}{note}".strip())
     return out
+
+
+def _left_out(case: CaseRecord, key: str) -> list[str]:
+    """One line saying how many items of ``details[key]`` the record left out (``record_caps``), if any."""
+    full = case.capped.get(f"details.{key}")
+    kept = case.details.get(key)
+    if full is None or not isinstance(kept, list):
+        return []
+    return [f"... {full - len(kept)} more (the run record keeps the first {len(kept)} of {full})"]
 
 
 def _mismatches(details: Mapping[str, Any]) -> list[str]:
@@ -108,8 +118,8 @@ def _case_row(case: CaseRecord, columns: Sequence[str], dimension_names: Sequenc
         "trial": case.trial,
         "outcome": case.outcome,
         "scores": {k: _shown(case.metrics[k]) for k in columns if k in case.metrics},
-        "missing": _items(case.details.get("missing")),
-        "extra": _items(case.details.get("extra")),
+        "missing": _items(case.details.get("missing")) + _left_out(case, "missing"),
+        "extra": _items(case.details.get("extra")) + _left_out(case, "extra"),
         "mismatches": _mismatches(case.details),
         "dimensions": [
             {"name": k, "ok": bool(d.get("ok")), "reasons": [str(r) for r in d.get("reasons") or []]}
@@ -147,10 +157,10 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
     return {
         "record": record, "figures": figures, "bars": bars, "usage": usage, "trials": stats,
         "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
-        "scope": scope_text(agg) if scope_needed(agg) else "",
+        "scope": statement(agg, "scope") if scope_needed(agg) else "",
         "unreadable": collection_error_lines(record),
-        "pass_k_scope": pass_k_note(stats, stats.headline) if stats.headline is not None else "",
-        "cases_scope": unjudged_note(stats),
+        "pass_k_scope": statement(agg, "pass_k_scope"),
+        "cases_scope": statement(agg, "cases_scope"),
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
         "cases": [_case_row(c, columns, dimension_names) for c in record.cases],
         "case_count": len({c.case_id for c in record.cases}),
@@ -189,8 +199,14 @@ def render_report(record: RunRecord, other: RunRecord | None = None) -> str:
 
 
 def write_report(path: str | Path, record: RunRecord, other: RunRecord | None = None) -> Path:
-    """Render the report and write it to ``path`` (UTF-8); returns the path."""
+    """Render the report and write it to ``path`` (UTF-8); returns the path.
+
+    Raises:
+        OSError: The file cannot be written; its ``filename`` names it.
+    """
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(record, other), encoding="utf-8")
+    text = render_report(record, other)
+    with named(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
     return out

@@ -43,9 +43,10 @@ __all__ = [
 ]
 
 TASKS: dict[str, str] = {
-    "extraction": "groundeval.tasks.extraction:ExtractionTask",
-    "write": "groundeval.tasks.write:WriteTask",
-    "reconcile": "groundeval.tasks.reconcile:ReconcileTask",
+    "extraction": "groundeval.tasks.extraction.task:ExtractionTask",
+    "write": "groundeval.tasks.write.task:WriteTask",
+    "reconcile": "groundeval.tasks.reconcile.task:ReconcileTask",
+    "labs": "groundeval.tasks.labs:LabsTask",
 }
 """Built-in task name -> ``module:Class``."""
 

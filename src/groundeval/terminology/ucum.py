@@ -17,6 +17,9 @@ https://terminology.hl7.org/CodeSystem-v3-orderableDrugForm.html). A code under 
 system is never read as UCUM. Converting a count to mg needs the product's strength
 (``count_form`` here, the strength in ``terminology.rxnorm.CatalogEntry.unit_strength_mg``).
 
+``convert`` turns any UCUM amount into another unit of the same dimension (and a substance
+concentration into a mass concentration given the molar mass), for laboratory results.
+
 ``ucumvert`` (which imports pint, about 0.6 s) is imported on first use, never at import time.
 """
 
@@ -32,6 +35,7 @@ __all__ = [
     "UCUM_SYSTEM",
     "UNITS_OF_TIME_DAYS",
     "administrations_per_day",
+    "convert",
     "count_form",
     "rxnorm_unit_to_ucum",
     "to_mg",
@@ -211,6 +215,62 @@ def to_mg(value: float, ucum_unit: str | None) -> float | None:
         return None
     factor = _mg_factor(ucum_unit)
     return None if factor is None else value * factor
+
+
+@lru_cache(maxsize=512)
+def _linear(source: str, target: str, molar_mass: float | None) -> tuple[float, float] | None:
+    """``(scale, offset)`` with ``target = scale * source + offset``, or None when not convertible."""
+    if ucum_grammar_error(source) is not None or ucum_grammar_error(target) is not None:
+        return None
+    registry = _registry()
+
+    def at(value: float) -> float | None:
+        quantity = registry.Quantity(value, registry.from_ucum(source).units)
+        goal = registry.from_ucum(target).units
+        if quantity.dimensionality == goal.dimensionality:
+            return float(quantity.to(goal).magnitude)
+        if molar_mass is None:
+            return None
+        substance, mass = registry.parse_units("mol/L"), registry.parse_units("g/L")
+        if quantity.dimensionality == substance.dimensionality and goal.dimensionality == mass.dimensionality:
+            grams = registry.Quantity(quantity.to(substance).magnitude * molar_mass, mass)
+            return float(grams.to(goal).magnitude)
+        if quantity.dimensionality == mass.dimensionality and goal.dimensionality == substance.dimensionality:
+            moles = registry.Quantity(quantity.to(mass).magnitude / molar_mass, substance)
+            return float(moles.to(goal).magnitude)
+        return None
+
+    try:
+        with _USE:
+            zero, one = at(0.0), at(1.0)
+    except Exception:  # ucumvert/pint cannot map every legal code; unmapped means unconvertible
+        return None
+    return None if zero is None or one is None else (one - zero, zero)
+
+
+def convert(value: float, source: str, target: str, *, molar_mass_g_per_mol: float | None = None) -> float | None:
+    """Convert an amount from one UCUM unit to another (``mmol/L`` -> ``mg/dL``, ``mL/min`` -> ``mL/min/{1.73_m2}``).
+
+    Units of the same dimension convert by UCUM's definitions (through ``ucumvert``'s pint registry;
+    annotations such as ``{1.73_m2}`` are unity, https://ucum.org/ucum#section-Curly-Braces). An
+    amount-of-substance concentration and a mass concentration (``mmol/L`` and ``mg/dL``) convert
+    only through the substance's molar mass, which UCUM cannot know: pass it.
+
+    Args:
+        value: The amount in ``source``.
+        source: A UCUM code, case-sensitive.
+        target: A UCUM code, case-sensitive.
+        molar_mass_g_per_mol: The substance's molar mass in g/mol (glucose 180.156), for
+            substance <-> mass concentrations; None otherwise.
+
+    Returns:
+        The amount in ``target``, or None when either code is not legal UCUM or the dimensions
+        differ (and no molar mass bridges them). A conversion UCUM allows can still be wrong for an
+        analyte (UCUM turns 48 mmol/mol into 4.8 %, but IFCC HbA1c 48 mmol/mol is NGSP 6.5 %, by a
+        master equation): callers decide which units they accept.
+    """
+    factors = _linear(source, target, molar_mass_g_per_mol)
+    return None if factors is None else factors[0] * value + factors[1]
 
 
 def rxnorm_unit_to_ucum(unit: str | None) -> str | None:

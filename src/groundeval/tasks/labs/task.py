@@ -1,0 +1,153 @@
+"""Labs task: interpret a patient's latest laboratory results and vital signs against cited guideline thresholds.
+
+Each case (``fixtures/labs/*.json``, made by ``scripts/make_labs.py``) is one patient's FHIR Bundle:
+the Patient and the Observations of the tests in the threshold table
+(``fixtures/terminology/lab_thresholds.json``, ``tasks.labs.thresholds``). The agent sees the
+Bundle (``prompt``; ``context`` has it as ``"bundle"`` for tool-using agents, whose read tools
+include ``get_observations``) and answers a JSON list, one entry per test the prompt names
+(``tasks.labs.prompt.ANSWER_FORMAT``); the truth is derived at ``truth`` time from the same Bundle
+and the table (``tasks.labs.truth``); ``tasks.labs.scorer`` scores it.
+
+Option ``thresholds_in_prompt`` (default false): give the categories' bounds and the critical limits
+in the prompt (the task then measures whether a model applies a given table), or only the category
+names and their sources (whether it knows the guidelines). The run record carries the option and
+the table's file, SHA-256 and version (``run_facts``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from groundeval.agent_io import Prompt
+from groundeval.datasets import Case
+from groundeval.parsing import extract_json
+from groundeval.scoring import Parsed
+from groundeval.task_options import TaskOption, boolean
+from groundeval.tasks.base import BaseTask
+from groundeval.tasks.labs.cases import check_bundle, has_observations, read_case
+from groundeval.tasks.labs.prompt import system_prompt, user_prompt
+from groundeval.tasks.labs.scorer import METRIC_NAMES, LabsScorer
+from groundeval.tasks.labs.thresholds import Thresholds, default_thresholds
+from groundeval.tasks.labs.truth import labs_truth
+
+__all__ = ["LABS_OPTIONS", "LAB_READ_TOOLS", "LabsTask"]
+
+LABS_OPTIONS: tuple[TaskOption, ...] = (
+    TaskOption(
+        "thresholds_in_prompt", boolean, False,
+        "Labs: give the guideline thresholds and critical limits in the prompt (true), or only the category "
+        "names and their sources, so the model must know the guidelines (false).", "true|false",
+    ),
+)
+
+LAB_READ_TOOLS: tuple[str, ...] = ("get_resources", "resolve_reference", "lookup_code", "get_observations")
+"""The read-only FHIR tools a tool-using agent gets over a Bundle holding Observations
+(``groundeval.fhir.read_tools``: the three of extraction and reconcile, and ``get_observations``)."""
+
+_CHECKED: set[str] = set()  # SHA-256 of case files whose Bundle passed check_bundle in this process
+
+
+@functools.cache
+def _system(table: Thresholds, thresholds_in_prompt: bool) -> str:
+    return system_prompt(table, thresholds_in_prompt)
+
+
+def _is_answer(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) and "loinc" in item for item in value)
+
+
+@dataclass(frozen=True, slots=True)
+class LabsTask(BaseTask):
+    """The result-interpretation task.
+
+    Attributes:
+        thresholds_in_prompt: Give the thresholds in the prompt (default False).
+    """
+
+    name: ClassVar[str] = "labs"
+    default_agent: ClassVar[str] = "claude"
+    options: ClassVar[tuple[TaskOption, ...]] = LABS_OPTIONS
+    tools: ClassVar[tuple[str, ...]] = LAB_READ_TOOLS
+    bundle_in_context: ClassVar[bool] = True
+    thresholds_in_prompt: bool = False
+    scorer: Any = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scorer", LabsScorer(default_thresholds()))
+
+    @property
+    def table(self) -> Thresholds:
+        """The threshold table (the packaged one)."""
+        table: Thresholds = self.scorer.table
+        return table
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """Every per-case metric (``tasks.labs.scorer.METRIC_NAMES``)."""
+        return METRIC_NAMES
+
+    @classmethod
+    def claims(cls, data: Mapping[str, Any]) -> bool:
+        """A FHIR Bundle holding Observations is a labs case (for other tasks' wrong-task hints)."""
+        return has_observations(data)
+
+    def load_case(self, path: Path) -> Case:
+        """Read a Bundle with exactly one Patient; the R4B check and the truth wait for the case to run.
+
+        Raises:
+            DatasetError: Invalid JSON, not a Bundle, or not exactly one Patient.
+        """
+        return read_case(path)
+
+    def check_case(self, case: Case) -> None:
+        """The whole Bundle as FHIR R4B and every Observation status in its value set (``cases.check_bundle``).
+
+        Checked once per file's bytes in a process.
+
+        Raises:
+            DatasetError: The first problems, located, with the fix.
+        """
+        if case.sha256 not in _CHECKED:
+            check_bundle(case.data, case.source)
+            _CHECKED.add(case.sha256)
+
+    def prompt(self, case: Case) -> Prompt:
+        """System: rules, tests (with thresholds if asked), format, worked example; user: the Bundle."""
+        bundle = json.dumps(case.data, ensure_ascii=False, separators=(",", ":"), check_circular=False)
+        return Prompt(system=_system(self.table, self.thresholds_in_prompt), user=user_prompt(bundle))
+
+    def context(self, case: Case) -> dict[str, Any]:
+        """``{"bundle": <the case's Bundle>}`` for tool-using agents (the loaded dict; agents must not edit it).
+
+        Not copied, as for extraction: the runner derives the truth before the agent runs.
+        """
+        return {"bundle": case.data}
+
+    def truth(self, case: Case) -> dict[str, Any]:
+        """``{"tests": [entry...]}`` (``tasks.labs.truth.labs_truth``).
+
+        Raises:
+            DatasetError: An Observation the truth reads is malformed (status, effective[x], unit).
+        """
+        return labs_truth(case.data, self.table, str(case.source))
+
+    def parse(self, case: Case, raw: str) -> Parsed:
+        """Parse a JSON array of ``{"loinc", "value", "unit", "date", "category", "direction", "critical"}``."""
+        parsed = extract_json(raw, "[", _is_answer, [])
+        items = []
+        for item in parsed.value:
+            code = item.get("loinc")
+            items.append({
+                "loinc": None if code is None else str(code).strip(),
+                **{key: item.get(key) for key in ("value", "unit", "date", "category", "direction", "critical")},
+            })
+        return Parsed(value=items, format_ok=parsed.format_ok, error=parsed.error, found=parsed.found)
+
+    def run_facts(self) -> dict[str, Any]:
+        """``{"thresholds": {"file", "sha256", "version"}}`` for the run record."""
+        return {"thresholds": self.table.facts}

@@ -1,0 +1,49 @@
+"""The labs task through the pytest plugin: one in-process run (serial) and one ``-n 2`` run, offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundeval.tasks.labs.thresholds import default_thresholds
+
+
+def _record(base: Path) -> dict[str, Any]:
+    (path,) = (base / "runs").glob("*.json")
+    record: dict[str, Any] = json.loads(path.read_text())
+    return record
+
+
+def test_the_baseline_passes_every_packaged_case_and_the_record_says_which_prompt(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--groundeval-task=labs", "--groundeval-agent=baseline-labs", "-p", "no:cacheprovider",
+                                "--groundeval-option=thresholds_in_prompt=true", "--junitxml=out.xml")
+    assert result.ret == 0
+    result.assert_outcomes(passed=36)
+    result.stdout.fnmatch_lines(["*groundeval labs*", "agent: baseline-labs  model: -  run: *",
+                                 "pass rate: 1.000 (36/36)  answer rate: 1.000*", "category_macro_f1: 1.000"])
+    record = _record(pytester.path)
+    assert record["settings"]["task_options"] == {"thresholds_in_prompt": True}
+    assert record["task_facts"] == {"thresholds": default_thresholds().facts}
+    assert record["metric_directions"]["critical_missed"] == "lower"
+    crit = next(c for c in record["cases"] if c["case_id"].startswith("variant-critical-potassium--"))
+    potassium = next(t for t in crit["truth"]["tests"] if t["loinc"] == "6298-4")
+    assert potassium["critical"] is True and crit["metrics"]["critical_results"] == 1
+    xml = (pytester.path / "out.xml").read_text()
+    assert '<property name="critical_missed" value="false"' in xml
+    assert '<property name="value_accuracy" value=""' in xml  # n/a: the patient with no result
+
+
+def test_the_naive_control_fails_on_two_workers(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--groundeval-task=labs", "--groundeval-agent=naive-labs", "-n", "2",
+                                           "-p", "no:cacheprovider")
+    assert result.ret == 1
+    record = _record(pytester.path)
+    agg = record["aggregate"]
+    assert agg["counts"] == {"failed": 2, "partial": 33, "passed": 1}
+    assert agg["metrics"]["cases_critical_missed"] == 2 and agg["metrics"]["micro_value_accuracy"] < 0.1
+    assert {c["worker"] for c in record["cases"]} == {"gw0", "gw1"}
+    failed = {c["case_id"].split("--")[0] for c in record["cases"] if c["outcome"] == "failed"}
+    assert failed == {"variant-critical-potassium", "variant-critical-bp"}

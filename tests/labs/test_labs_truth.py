@@ -1,0 +1,126 @@
+"""The labs truth rules, one by one, on small hand-made Bundles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from groundeval.errors import DatasetError
+from groundeval.tasks.labs.thresholds import default_thresholds
+from groundeval.tasks.labs.truth import direction, labs_truth
+
+TABLE = default_thresholds()
+LOINC, UCUM = "http://loinc.org", "http://unitsofmeasure.org"
+JSON = dict[str, Any]
+
+
+def obs(oid: str, code: str, when: str | None, value: float | None = None, unit: str = "mmol/L",
+        status: str = "final", **extra: Any) -> JSON:
+    resource: JSON = {"resourceType": "Observation", "id": oid, "status": status,
+                      "code": {"coding": [{"system": LOINC, "code": code}]}, **extra}
+    if when is not None:
+        resource["effectiveDateTime"] = when
+    if value is not None:
+        resource["valueQuantity"] = {"value": value, "unit": unit, "system": UCUM, "code": unit}
+    return {"fullUrl": f"urn:uuid:{oid}", "resource": resource}
+
+
+def bp(oid: str, when: str, systolic: float, diastolic: float, **extra: Any) -> JSON:
+    comps = [{"code": {"coding": [{"system": LOINC, "code": c}]},
+              "valueQuantity": {"value": v, "unit": "mm[Hg]", "system": UCUM, "code": "mm[Hg]"}}
+             for c, v in (("8462-4", diastolic), ("8480-6", systolic))]
+    return obs(oid, "85354-9", when, component=comps, **extra)
+
+
+def truth(*entries: JSON, birth: str = "1960-01-01") -> dict[str, JSON]:
+    patient = {"fullUrl": "urn:uuid:p", "resource": {"resourceType": "Patient", "id": "p", "birthDate": birth}}
+    found = labs_truth({"resourceType": "Bundle", "type": "collection", "entry": [patient, *entries]}, TABLE, "t.json")
+    return {e["loinc"]: e for e in found["tests"]}
+
+
+K = "6298-4"
+
+
+@pytest.mark.parametrize("status", ["preliminary", "registered", "cancelled", "entered-in-error", "unknown"])
+def test_only_final_amended_and_corrected_results_count(status: str) -> None:
+    got = truth(obs("a", K, "2024-01-01", 4.0), obs("b", K, "2024-02-01", 6.9, status=status))[K]
+    assert (got["value"], got["date"], got["critical"]) == (4.0, "2024-01-01", False)
+    assert got["excluded"] == [{"observation": "Observation/b", "status": status, "day": "2024-02-01"}]
+    for counted in ("amended", "corrected"):
+        assert truth(obs("a", K, "2024-01-01", 4.0), obs("b", K, "2024-02-01", 4.6, status=counted))[K]["value"] == 4.6
+
+
+def test_a_test_with_no_counted_result_is_no_result_and_a_result_without_a_value_does_not_count() -> None:
+    got = truth(obs("a", K, "2024-01-01", status="final", dataAbsentReason={"text": "haemolysed"}))
+    assert got[K]["category"] == "no_result" and got[K]["value"] is None and got[K]["critical"] is False
+    assert got["4548-4"] == {"loinc": "4548-4", "name": "Hemoglobin A1c", "unit": "%", "excluded": [], "result": False,
+                             "value": None, "recorded_unit": None, "value_in_unit": None, "date": None,
+                             "observation": None, "category": "no_result", "category_basis": None, "previous": None,
+                             "direction": None, "critical": False}
+
+
+def test_latest_is_by_date_then_time_then_issued_then_bundle_order() -> None:
+    later_time = truth(obs("a", K, "2024-03-01T18:00:00+00:00", 5.0), obs("b", K, "2024-03-01T07:00:00+00:00", 4.0))
+    assert later_time[K]["value"] == 5.0 and later_time[K]["previous"]["value_in_unit"] == 4.0
+    by_issued = truth(obs("a", K, "2024-03-01", 5.0, issued="2024-03-01T12:00:00Z"),
+                      obs("b", K, "2024-03-01", 4.0, issued="2024-03-01T09:00:00Z"))
+    assert by_issued[K]["value"] == 5.0 and by_issued[K]["observation"] == "Observation/a"
+    tie = truth(obs("a", K, "2024-03-01", 5.0), obs("b", K, "2024-03-01", 4.0))
+    assert tie[K]["value"] == 4.0  # nothing tells them apart: the later entry
+    dated_only_first = truth(obs("a", K, "2024-03-01T00:30:00Z", 5.0), obs("b", K, "2024-03-01", 4.0))
+    assert dated_only_first[K]["value"] == 5.0
+
+
+def test_a_value_in_another_unit_is_converted_before_it_is_classified() -> None:
+    got = truth(obs("a", "2339-0", "2024-01-01", 99, "mg/dL"), obs("b", "2339-0", "2024-02-01", 7.0, "mmol/L"))
+    entry = got["2339-0"]
+    assert (entry["value"], entry["recorded_unit"], entry["value_in_unit"]) == (7.0, "mmol/L", 126.1092)
+    assert entry["category"] == "diabetes" and entry["direction"] == "up"
+    with pytest.raises(DatasetError, match="Observation/a: unit 'mmol/mol' is not one the table accepts for 4548-4"):
+        truth(obs("a", "4548-4", "2024-01-01", 48, "mmol/mol"))
+
+
+def test_the_laboratorys_own_range_takes_precedence_with_inclusive_bounds() -> None:
+    def ranged(value: float, **bounds: float) -> str:
+        rng = {k: {"value": v, "unit": "mmol/L", "system": UCUM, "code": "mmol/L"} for k, v in bounds.items()}
+        found: str = truth(obs("a", K, "2024-01-01", value, referenceRange=[rng]))[K]["category"]
+        return found
+
+    assert ranged(5.3, low=3.5, high=5.1) == "high" and ranged(5.1, low=3.5, high=5.1) == "normal"
+    assert ranged(3.5, low=3.5, high=5.1) == "normal" and ranged(3.4, low=3.5) == "low"
+    assert ranged(9.0, low=3.5) == "normal"  # no high: unbounded above
+    other = {"type": {"coding": [{"system": "http://terminology.hl7.org/CodeSystem/referencerange-meaning",
+                                  "code": "therapeutic"}]}, "low": {"value": 1, "code": "mmol/L"}}
+    assert truth(obs("a", K, "2024-01-01", 5.3, referenceRange=[other]))[K]["category"] == "normal"  # the table's
+
+
+def test_adult_categories_do_not_apply_before_the_18th_birthday() -> None:
+    child = truth(obs("a", K, "2024-06-30", 7.0), birth="2006-07-01")[K]
+    adult = truth(obs("a", K, "2024-07-01", 7.0), birth="2006-07-01")[K]
+    assert (child["category"], child["critical"], child["category_basis"]) == ("not_applicable", None, "age")
+    assert (adult["category"], adult["critical"]) == ("severe_hyperkalemia", True)
+
+
+def test_blood_pressure_components_decide_category_direction_and_crisis() -> None:
+    got = truth(bp("a", "2024-01-01", 121, 70), bp("b", "2024-02-01", 118, 92))["85354-9"]
+    assert got["value"] == {"8480-6": 118.0, "8462-4": 92.0} and got["category"] == "stage_2"
+    assert got["direction"] == {"8480-6": "down", "8462-4": "up"} and got["critical"] is False
+    assert truth(bp("a", "2024-01-01", 181, 70))["85354-9"]["critical"] is True
+    assert truth(bp("a", "2024-01-01", 180, 120))["85354-9"]["critical"] is False
+
+
+def test_direction_uses_the_tolerance_and_sees_one_step_despite_binary_floats() -> None:
+    assert direction(6.1, 6.0, 0.1) == "up" and direction(6.0, 6.1, 0.1) == "down"
+    assert direction(6.09, 6.0, 0.1) == "stable" and direction(100.4, 100.0, 1) == "stable"
+    got = truth(obs("a", "4548-4", "2024-01-01", 6.0, "%"), obs("b", "4548-4", "2024-06-01", 6.1, "%"))
+    assert got["4548-4"]["direction"] == "up" and truth(obs("a", K, "2024-01-01", 4.0))[K]["direction"] is None
+
+
+@pytest.mark.parametrize(("entry", "match"), [
+    (obs("a", K, None, 4.0), "Observation/a .6298-4 Potassium. has no effectiveDateTime"),
+    (obs("a", K, "2024-01-01", 4.0, status="Final"), "Observation/a status 'Final' is not an R4 ObservationStatus"),
+])
+def test_malformed_observations_are_dataset_errors_naming_the_resource(entry: JSON, match: str) -> None:
+    with pytest.raises(DatasetError, match=match):
+        truth(entry)
