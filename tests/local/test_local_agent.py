@@ -172,3 +172,11 @@ def test_one_call_at_a_time_and_the_cores_shared_among_xdist_workers(monkeypatch
     assert server_threads() == (7, 8)
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     assert server_threads() == (1, 2)
+
+
+def test_the_help_names_the_local_agents_defaults() -> None:
+    from groundeval.agents.local import DEFAULT_MODEL
+    from groundeval.cli import CLI_DEFAULTS
+
+    assert CLI_DEFAULTS["n-ctx"] == str(DEFAULT_N_CTX)
+    assert f"{DEFAULT_MODEL} for local" in CLI_DEFAULTS["model"]

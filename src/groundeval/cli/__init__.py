@@ -30,12 +30,13 @@ kept as a literal so ``--help`` imports no agent; a test checks that the two agr
 CLI_DEFAULTS: dict[str, str] = {
     "task": "extraction",
     "agent": "the task's own: claude for extraction and reconcile, langgraph for write",
-    "model": f"{MODEL_DEFAULT} for claude and langgraph; openai-compatible needs one",
+    "model": f"{MODEL_DEFAULT} for claude and langgraph; smollm2 for local; openai-compatible needs one",
     "limit": "all cases",
     "data-dir": "the packaged fixtures",
     "temperature": "none sent, so the model's own; Claude Opus 4.7 and later reject an explicit one",
     "recursion-limit": "25",
     "base-url": "none; openai-compatible needs one",
+    "n-ctx": "8192",
     "cache": "off: every case calls the agent",
     "concurrency": "4 for the built-in agents, 1 for an agent of your own unless it sets thread_safe = True",
 }
