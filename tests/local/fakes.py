@@ -77,7 +77,7 @@ def gone(pid: int) -> bool:
     return False
 
 
-def wait_gone(pid: int, bound_s: float = 60.0) -> bool:
+def wait_gone(pid: int, bound_s: float = 300.0) -> bool:
     """Poll until ``pid`` is gone; the bound is far above the few seconds a stop takes."""
     deadline = time.monotonic() + bound_s
     while not gone(pid):
