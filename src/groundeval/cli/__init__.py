@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         if opt.name == "task":
             parser.add_argument(
                 "--task", dest="task", default="extraction", metavar=opt.metavar,
-                help=_help("The eval task: extraction, write or reconcile.", default),
+                help=_help("The eval task: extraction, write, reconcile, labs, a registered task or package.module:Class.", default),
             )
             continue
         if opt.flag:
@@ -157,7 +157,7 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
     if unknown:
         parser.error(_unknown_flag_message(parser, argv, unknown))
     if not str(args.task).strip():
-        parser.error("--task must name a task (extraction, write, reconcile, or package.module:Class); "
+        parser.error("--task must name a task (extraction, write, reconcile, labs, or package.module:Class); "
                      "it cannot be empty")
     out: list[str] = []
     for opt in OPTIONS:

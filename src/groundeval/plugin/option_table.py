@@ -61,7 +61,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "task", _text, None,
         "Run this eval task: extraction (read active medications from a FHIR Bundle), write "
         "(write an R4B MedicationStatement from a note), reconcile (a patient's admission report against "
-        "the record), a task registered under the entry-point "
+        "the record), labs (interpret lab and vital-sign results against a cited threshold table), a task "
+        "registered under the entry-point "
         "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME",
     ),
     Option(
