@@ -80,7 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
         if opt.name == "task":
             parser.add_argument(
                 "--task", dest="task", default="extraction", metavar=opt.metavar,
-                help=_help("The eval task: extraction, write, reconcile, labs, a registered task or package.module:Class.", default),
+                help=_help(
+                    "The eval task: extraction, write, reconcile, labs, a registered task or package.module:Class.",
+                    default,
+                ),
             )
             continue
         if opt.flag:
