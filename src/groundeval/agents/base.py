@@ -29,10 +29,7 @@ failures.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import ConfigError
+from groundeval.loading import load_target
 
 __all__ = [
     "AGENTS", "OFFLINE_AGENTS", "OFFLINE_AGENT_EXTRAS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires",
@@ -169,6 +167,21 @@ class FunctionAgent:
         return self._fn(request)
 
 
+def _missing_extra(spec: str) -> Callable[[ImportError], ConfigError | None]:
+    """An agent whose import failed for want of an extra's package: the one-line extra message."""
+
+    def check(exc: ImportError) -> ConfigError | None:
+        from groundeval.extras import EXTRAS, extra_missing_message
+
+        missing = (exc.name or "").split(".")[0]
+        for extra, modules in EXTRAS.items():
+            if missing and (missing in modules or (extra == "write" and missing == "langchain_core")):
+                return ConfigError(extra_missing_message(extra, missing, f"agent {spec!r}"))
+        return None
+
+    return check
+
+
 def _load_target(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
@@ -177,29 +190,7 @@ def _load_target(spec: str) -> Any:
             f"unknown agent {spec!r}; use one of: {known}, or 'package.module:attribute' "
             "for your own agent"
         )
-    cwd = os.getcwd()
-    if spec not in AGENTS.values() and cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        from groundeval.extras import EXTRAS, extra_missing_message
-
-        missing = (exc.name or "").split(".")[0]
-        for extra, modules in EXTRAS.items():
-            if missing and (missing in modules or (extra == "write" and missing == "langchain_core")):
-                raise ConfigError(extra_missing_message(extra, missing, f"agent {spec!r}")) from exc
-        raise ConfigError(
-            f"agent {spec!r}: cannot import {module_name!r} ({exc}); run from the directory that "
-            "holds it, or add that directory to PYTHONPATH"
-        ) from exc
-    target = module
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise ConfigError(f"agent {spec!r}: {module_name!r} has no attribute {attr!r}") from None
-    return target
+    return load_target(spec, spec, kind="agent", builtin=spec in AGENTS.values(), import_failed=_missing_extra(spec))
 
 
 def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:
