@@ -49,8 +49,8 @@ from groundeval import check_cache
 from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import make_agent
 from groundeval.jsonable import jsonable
+from groundeval.records.run_record import CaseRecord
 from groundeval.redaction import clean
-from groundeval.run_record import CaseRecord
 from groundeval.runner import RunInfo, run_case
 from groundeval.tasks import make_task
 

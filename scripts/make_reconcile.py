@@ -51,9 +51,9 @@ from typing import Any
 
 from reconcile_text import drug_name, freq_text, report_text
 
-from groundeval.tasks.extraction import case_id_from_stem
+from groundeval.tasks.extraction.task import case_id_from_stem
 from groundeval.tasks.medlist import medication_truth
-from groundeval.tasks.reconcile_truth import reconcile_truth, record_dosage, request_displays
+from groundeval.tasks.reconcile.truth import reconcile_truth, record_dosage, request_displays
 from groundeval.terminology import Catalog, format_strength, parse_display
 
 ROOT = Path(__file__).resolve().parents[1]

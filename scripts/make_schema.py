@@ -2,7 +2,7 @@
 
 The schema file ships inside the package (``groundeval/schemas/run_record.schema.json``) so that
 tools outside Python can validate run records. Regenerate after changing
-``groundeval.run_record``; ``--check`` verifies the committed file and writes nothing.
+``groundeval.records.run_record``; ``--check`` verifies the committed file and writes nothing.
 
     uv run python scripts/make_schema.py
     uv run python scripts/make_schema.py --check
@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from groundeval.run_record import SCHEMA_VERSION, RunRecord
+from groundeval.records.run_record import SCHEMA_VERSION, RunRecord
 
 TARGET = Path(__file__).resolve().parents[1] / "src" / "groundeval" / "schemas" / "run_record.schema.json"
 
@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     text = schema_text()
     if args.check:
         if not TARGET.is_file() or TARGET.read_text(encoding="utf-8") != text:
-            print(f"{TARGET} is out of date with groundeval.run_record; run scripts/make_schema.py", file=sys.stderr)
+            print(f"{TARGET} is out of date with groundeval.records.run_record; run scripts/make_schema.py",
+                  file=sys.stderr)
             return 1
         print(f"checked {TARGET.name}: matches RunRecord (schema_version {SCHEMA_VERSION})")
         return 0

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from groundeval.datasets import read_bundles
-from groundeval.fhir import RXNORM_SYSTEM, is_rxnorm
+from groundeval.fhir.bundle import RXNORM_SYSTEM, is_rxnorm
 from groundeval.terminology import CATALOG_FILE, parse_display
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -41,7 +41,7 @@ from typing import Any
 from make_fixtures import DEFAULT_SOURCE, render, sha256, trim
 
 from groundeval.datasets import read_bundles
-from groundeval.tasks.extraction import case_id_from_stem
+from groundeval.tasks.extraction.task import case_id_from_stem
 from groundeval.tasks.medlist import active_medications
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,7 +213,7 @@ class Variant:
     source: str  # file-name prefix of the raw Synthea bundle
     apply: Callable[[JSON, str], list[str]]
     effect: str  # expected change of the truth (see the module docstring)
-    rule: str  # the README/medlist rule it exercises
+    rule: str  # the documented (docs/tasks/extraction.md) medlist rule it exercises
 
 
 VARIANTS: tuple[Variant, ...] = (

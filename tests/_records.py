@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundeval.run_record import Aggregate, CaseRecord, RunRecord
+from groundeval.records.run_record import Aggregate, CaseRecord, RunRecord
 
 
 def case(case_id: str, outcome: str = "passed", run_id: str = "run-a", task: str = "extraction",

@@ -10,12 +10,12 @@ import requests  # noqa: F401
 import scipy.stats  # noqa: F401
 import ucumvert  # type: ignore[import-untyped]  # noqa: F401
 
-import groundeval.agents.baseline
+import groundeval.agents.baselines.extraction
 import groundeval.plugin.reporting
 import groundeval.plugin.session
 import groundeval.plugin.xdist_hooks
-import groundeval.tasks.extraction
-import groundeval.tasks.write  # noqa: F401
+import groundeval.tasks.extraction.task
+import groundeval.tasks.write.task  # noqa: F401
 from groundeval._healthchain import import_healthchain
 
 # The four imports above load, before any pytester run, modules that cannot be imported twice in

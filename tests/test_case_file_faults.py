@@ -14,7 +14,7 @@ import pytest
 
 from groundeval.datasets import load_json, sha256_file
 from groundeval.errors import DatasetError
-from groundeval.tasks.extraction import ExtractionTask
+from groundeval.tasks.extraction.task import ExtractionTask
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
 

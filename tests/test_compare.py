@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from groundeval.cli import main as cli_main
+from groundeval.records.run_record import RunRecord
 from groundeval.reporting import BaselineGate, compare_runs, load_record, regressions
 from groundeval.reporting.render import comparison_dict, comparison_text
 from groundeval.reporting.stats import fisher_one_sided, paired_interval
 from groundeval.reporting.summary_md import comparison_markdown
-from groundeval.run_record import RunRecord
 
 from ._records import case, run
 
@@ -201,7 +201,7 @@ def test_ci_example_workflow_uses_the_real_commands() -> None:
     assert "--agent replay:$BASELINE" in script  # no key: main's recorded answers re-scored (tests/test_examples.py)
     assert set(workflow[True]) == {"pull_request", "push"}  # YAML 1.1 reads the key `on` as True
     # the flags the workflow passes exist
-    from groundeval.cli_tools import _compare_parser
+    from groundeval.cli.tools import _compare_parser
 
     args = _compare_parser().parse_args(["a.json", "b.json", "--format", "markdown", "--fail-on-regression"])
     assert args.fail_on_regression and args.format == "markdown"

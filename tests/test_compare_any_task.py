@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from groundeval.records.run_record import RunRecord
 from groundeval.reporting import BaselineGate, compare_runs, comparison_markdown, load_record, summary_markdown
 from groundeval.reporting.cases import dimensions
 from groundeval.reporting.html import render_report, score_columns
 from groundeval.reporting.render import comparison_dict, comparison_text
-from groundeval.run_record import RunRecord
-from groundeval.scorers.reconcile import METRIC_NAMES
+from groundeval.tasks.reconcile.scorer import METRIC_NAMES
 
 from ._records import case, run
 

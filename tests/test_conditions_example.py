@@ -257,7 +257,7 @@ def test_properties_and_run_record_have_the_built_in_shape(
     pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=ext",
                        "-p", "no:cacheprovider", "--junitxml=ext.xml", "--groundeval-out-dir=ext_runs")
     task = ConditionsTask()
-    from groundeval.tasks.extraction import ExtractionTask
+    from groundeval.tasks.extraction.task import ExtractionTask
 
     cond = junit_cases(pytester.path / "cond.xml")
     ext = junit_cases(pytester.path / "ext.xml")

@@ -94,7 +94,7 @@ def test_the_write_task_without_healthchain_is_a_config_error(monkeypatch: pytes
 
 
 def test_the_fhir_read_tools_without_healthchain_are_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from groundeval.fhir_read_tools import BundleTools
+    from groundeval.fhir.read_tools import BundleTools
 
     _without(monkeypatch, "healthchain")
     with pytest.raises(ConfigError, match=r"the FHIR read tools needs the 'healthchain' extra"):

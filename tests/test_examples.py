@@ -96,7 +96,7 @@ def test_ci_workflow_caches_with_a_key_and_replays_without(tmp_path: Path) -> No
     assert {"--groundeval-agent=replay:baseline/runs/r.json", "--groundeval-replay-allow-changed"} <= set(
         converted[variants[1]])
     # compare and report get arguments their parsers accept; every script is valid shell
-    from groundeval.cli_tools import _compare_parser, _report_parser
+    from groundeval.cli.tools import _compare_parser, _report_parser
 
     script = "\n".join(str(s.get("run", "")) for s in steps)
     for line in script.splitlines():

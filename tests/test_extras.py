@@ -21,7 +21,7 @@ from packaging.requirements import Requirement
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.errors import ConfigError
 from groundeval.extras import EXTRAS, extra_missing_message, has_module, require_extra
-from groundeval.langsmith_stream import LangSmithStream, LangSmithStreamWarning
+from groundeval.reporting.langsmith import LangSmithStream, LangSmithStreamWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = {"langchain", "langchain-core", "langchain-anthropic", "langgraph", "langsmith"}

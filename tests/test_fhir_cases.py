@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from groundeval.errors import DatasetError
-from groundeval.fhir import BundleIndex, patient_reference_matches, rxnorm_codings
-from groundeval.scorers.extraction import score_medications
+from groundeval.fhir.bundle import BundleIndex, patient_reference_matches, rxnorm_codings
+from groundeval.tasks.extraction.scorer import score_medications
 from groundeval.tasks.medlist import active_medications, find_patient
 
 RX = "http://www.nlm.nih.gov/research/umls/rxnorm"

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from groundeval.cli import main as cli_main
+from groundeval.records.run_record import RunRecord
 from groundeval.reporting import BaselineGate, compare_runs
 from groundeval.reporting.html import render_report
 from groundeval.reporting.render import comparison_dict, comparison_text
 from groundeval.reporting.summary_md import comparison_markdown
-from groundeval.run_record import RunRecord
 
 from ._records import case, run
 

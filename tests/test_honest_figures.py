@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from groundeval.aggregate import summarize
-from groundeval.cli_tools import compare_main
+from groundeval.cli.tools import compare_main
 from groundeval.plugin.junit import suite_properties
 from groundeval.plugin.summary import format_table
+from groundeval.records.aggregate import summarize
+from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.reporting import BaselineGate, compare_runs, regressions, summary_markdown
 from groundeval.reporting.html import render_report
 from groundeval.reporting.render import comparison_dict, comparison_text, fmt, fmt_p
 from groundeval.reporting.stats import Interval
 from groundeval.reporting.summary_md import comparison_markdown
-from groundeval.run_record import CaseRecord, RunRecord
 from groundeval.tasks import make_task
 
 from ._records import case, run

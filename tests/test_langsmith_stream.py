@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from groundeval.langsmith_stream import (
+from groundeval.reporting.langsmith import (
     LangSmithStream,
     LangSmithStreamWarning,
     case_payload,
@@ -34,7 +34,7 @@ from groundeval.langsmith_stream import (
     feedback_scores,
 )
 from groundeval.runner import RunInfo
-from groundeval.tasks.extraction import ExtractionTask
+from groundeval.tasks.extraction.task import ExtractionTask
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
 PICK = ("Liz_Conn", "Clemente_Kreiger")
@@ -48,7 +48,7 @@ INFO_BODY = {
 
 TRACE_AGENT = '''
 import os
-from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent
 from groundeval.agent_io import AgentResult
 
 BASE = BaselineExtractionAgent()
@@ -73,7 +73,7 @@ import sys
 
 
 def pytest_sessionfinish(session):
-    print("STREAM_MODULE_LOADED", "groundeval.langsmith_stream" in sys.modules)
+    print("STREAM_MODULE_LOADED", "groundeval.reporting.langsmith" in sys.modules)
 '''
 
 

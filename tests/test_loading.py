@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from groundeval.errors import DatasetError
-from groundeval.tasks.extraction import ExtractionTask, case_id_from_stem, is_manifest
+from groundeval.tasks.extraction.task import ExtractionTask, case_id_from_stem, is_manifest
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "extraction" / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"
 BASE = json.loads(FIXTURE.read_text())

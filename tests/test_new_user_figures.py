@@ -13,15 +13,15 @@ import pytest
 from groundeval.agents.base import AGENTS, OFFLINE_AGENT_EXTRAS, OFFLINE_AGENTS
 from groundeval.agents.claude import NO_KEY_HINT
 from groundeval.agents.langgraph_agent import NO_KEY_HINT as LANGGRAPH_NO_KEY_HINT
-from groundeval.aggregate import summarize
-from groundeval.outcomes import OUTCOMES, POLICY, RAN
 from groundeval.plugin.items import select_by_node_id
 from groundeval.plugin.junit import junit_properties, suite_properties
 from groundeval.plugin.option_table import OPTIONS
 from groundeval.plugin.summary import _run_shape, format_table
+from groundeval.records.aggregate import summarize
+from groundeval.records.outcomes import OUTCOMES, POLICY, RAN
+from groundeval.records.run_record import CaseRecord, RunRecord
+from groundeval.records.scope import pass_rate_ran, ran, scope_text
 from groundeval.reporting import compare_runs
-from groundeval.run_record import CaseRecord, RunRecord
-from groundeval.scope import pass_rate_ran, ran, scope_text
 from groundeval.tasks import TASKS, make_task
 
 from ._records import case, run
@@ -129,9 +129,28 @@ def test_a_trial_id_this_run_does_not_have_says_to_pass_trials(wanted: str, item
         select_by_node_id(None, items, ["groundeval/extraction::Nobody"], Path("data"))  # type: ignore[arg-type]
 
 
-def test_the_readme_options_table_has_every_option() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Options", 1)[1].split("\n#", 1)[0]
+def test_the_options_page_has_every_option() -> None:
+    section = (ROOT / "docs" / "reference" / "options.md").read_text(encoding="utf-8")
     rows = set(re.findall(r"^\| `--groundeval-([a-z0-9-]+)", section, flags=re.MULTILINE))
     assert {o.name for o in OPTIONS} <= rows, sorted({o.name for o in OPTIONS} - rows)
     assert OUTCOMES["invalid_case"].agent_ran is False
+
+
+def test_the_shared_sentences_are_stored_once_and_every_output_reads_them() -> None:
+    """summarize() writes the scope sentences; the terminal, junit, Markdown, HTML and compare print what is stored."""
+    from groundeval.reporting import summary_markdown
+    from groundeval.reporting.html import render_report
+
+    rec = _forty_seven_and_one_invalid()
+    assert rec.aggregate.statements["scope"] == scope_text(rec.aggregate)
+    marked = "scored 47 of 48 cases: STORED SENTENCE"
+    stored = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(
+        update={"statements": {**rec.aggregate.statements, "scope": marked}})})
+    assert marked in format_table(stored.aggregate, "h")
+    assert dict(suite_properties(stored))["scope"] == marked
+    assert marked in summary_markdown(stored)
+    assert marked in render_report(stored)
+    other = stored.model_copy(update={"run_id": "B"})
+    assert any(marked in w for w in compare_runs(stored, other).warnings)
+    older = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(update={"statements": {}})})
+    assert dict(suite_properties(older))["scope"] == scope_text(rec.aggregate)  # a record from before: derived

@@ -9,7 +9,7 @@ import pytest
 
 from groundeval.parsing import MAX_DEPTH, MAX_FAILED_DECODES, extract_json
 from groundeval.scoring import Parsed
-from groundeval.tasks.extraction import ExtractionTask
+from groundeval.tasks.extraction.task import ExtractionTask
 
 MS = {"resourceType": "MedicationStatement", "status": "active", "subject": {"reference": "Patient/p"},
       "dosage": [{"text": "take with `food`"}]}
@@ -93,8 +93,8 @@ def test_extraction_numeric_code_is_normalised_to_string() -> None:
 
 def test_system_prompt_example_agrees_with_an_independent_reader_and_is_cacheable() -> None:
     from groundeval.agent_io import AgentRequest, Prompt
-    from groundeval.agents.baseline import BaselineExtractionAgent
-    from groundeval.tasks.extraction_prompt import EXAMPLE_BUNDLE, example_answer, system_prompt
+    from groundeval.agents.baselines.extraction import BaselineExtractionAgent
+    from groundeval.tasks.extraction.prompt import EXAMPLE_BUNDLE, example_answer, system_prompt
 
     prompt = Prompt(system="", user="Bundle:\n" + json.dumps(EXAMPLE_BUNDLE))
     text = BaselineExtractionAgent().run(AgentRequest(case_id="example", task="extraction", prompt=prompt)).text
@@ -118,7 +118,7 @@ def test_system_prompt_example_agrees_with_an_independent_reader_and_is_cacheabl
     ],
 )
 def test_pathologically_nested_answers_are_failed_answers_in_both_tasks(raw: str) -> None:
-    from groundeval.tasks.write import WriteTask
+    from groundeval.tasks.write.task import WriteTask
 
     for task in (ExtractionTask(), WriteTask()):
         parsed = task.parse(None, raw)  # type: ignore[arg-type]  # parse reads only the text
@@ -134,8 +134,8 @@ def test_pathologically_nested_answers_are_failed_answers_in_both_tasks(raw: str
     + "0" * 5000 + "}}]}]}",
 ])
 def test_an_integer_too_long_to_convert_is_a_failed_answer_in_every_task(raw: str) -> None:
-    from groundeval.tasks.reconcile import ReconcileTask
-    from groundeval.tasks.write import WriteTask
+    from groundeval.tasks.reconcile.task import ReconcileTask
+    from groundeval.tasks.write.task import WriteTask
 
     for task in (ExtractionTask(), WriteTask(), ReconcileTask()):
         parsed = task.parse(None, raw)  # type: ignore[arg-type]  # parse reads only the text

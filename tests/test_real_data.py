@@ -12,10 +12,10 @@ from typing import Any
 
 from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import Agent
-from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
 from groundeval.runner import call_agent
 from groundeval.scoring import Parsed
-from groundeval.tasks.extraction import ExtractionTask
+from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.medlist import active_medications
 
 ROOT = Path(__file__).resolve().parents[1]

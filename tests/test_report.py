@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from groundeval.cli import main as cli_main
+from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.reporting import regressions, summary_markdown
 from groundeval.reporting.html import render_report, write_report
 from groundeval.reporting.summary_md import write_summary_markdown
-from groundeval.run_record import CaseRecord, RunRecord
 
 from ._records import case, run
 

@@ -11,7 +11,7 @@ from groundeval.agents.base import FunctionAgent
 from groundeval.datasets import Case
 from groundeval.errors import DatasetError
 from groundeval.runner import RunInfo, run_case
-from groundeval.tasks.extraction import ExtractionTask
+from groundeval.tasks.extraction.task import ExtractionTask
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
 INFO = RunInfo(run_id="r", task="extraction", agent="a", model=None)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from groundeval.scorers.extraction import aggregate_medications, normalize_display, score_medications
 from groundeval.scoring import Metric, Score
+from groundeval.tasks.extraction.scorer import aggregate_medications, normalize_display, score_medications
 
 
 def med(code: str, display: str) -> dict[str, Any]:
@@ -165,7 +165,7 @@ def test_task_scores_a_missing_answer_on_an_empty_truth_as_a_failure() -> None:
     """The runner scores no_answer/truncated cases as ``task.parse(case, "")``: that must cost F1 and pass."""
     from pathlib import Path
 
-    from groundeval.tasks.extraction import ExtractionTask
+    from groundeval.tasks.extraction.task import ExtractionTask
 
     task = ExtractionTask()
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"

@@ -26,8 +26,8 @@ from groundeval.agents.base import FunctionAgent, check_task
 from groundeval.errors import ConfigError
 from groundeval.tasks import make_task, task_class
 from groundeval.tasks.base import TEXT_PROMPT, TOOLS, Task, case_files
-from groundeval.tasks.extraction import ExtractionTask
-from groundeval.tasks.write import WriteTask
+from groundeval.tasks.extraction.task import ExtractionTask
+from groundeval.tasks.write.task import WriteTask
 
 TINY_TASK = '''
 from dataclasses import dataclass
@@ -163,7 +163,7 @@ def test_base_task_delegates_to_its_scorer_and_reports_capabilities() -> None:
 
 
 def test_built_in_metric_names_cover_what_their_scorers_emit() -> None:
-    from groundeval.scorers.extraction import score_medications
+    from groundeval.tasks.extraction.scorer import score_medications
 
     emitted = score_medications([], [{"rxnorm_code": "1", "display": "x"}]).metrics
     assert set(emitted) == set(ExtractionTask.metric_names)
@@ -202,7 +202,7 @@ def test_the_single_call_agents_declare_capabilities_not_task_names() -> None:
 
 
 def test_an_agent_bound_to_one_task_is_still_refused_elsewhere() -> None:
-    from groundeval.agents.baseline_write import BaselineWriteAgent
+    from groundeval.agents.baselines.write import BaselineWriteAgent
 
     with pytest.raises(ConfigError, match="answers the write task, not 'extraction'"):
         check_task(BaselineWriteAgent(), "baseline-write", ExtractionTask())

@@ -8,17 +8,12 @@ from typing import Any
 
 import pytest
 
-from groundeval.aggregate import summarize
 from groundeval.plugin.junit import suite_properties
 from groundeval.plugin.option_values import positive_fraction
 from groundeval.plugin.summary import format_table
-from groundeval.reporting import stats as reporting_stats
-from groundeval.reporting import summary_markdown
-from groundeval.reporting.html import render_report
-from groundeval.reporting.stats import paired_interval
-from groundeval.run_record import FigureInterval, PassAtK, RunRecord, TrialStats
-from groundeval.tasks import make_task
-from groundeval.trial_stats import (
+from groundeval.records.aggregate import summarize
+from groundeval.records.run_record import FigureInterval, PassAtK, RunRecord, TrialStats
+from groundeval.records.trial_stats import (
     CONFIDENCE,
     N_RESAMPLES,
     SEED,
@@ -29,6 +24,10 @@ from groundeval.trial_stats import (
     verdict_exit_status,
     warm_up,
 )
+from groundeval.reporting import stats as reporting_stats, summary_markdown
+from groundeval.reporting.html import render_report
+from groundeval.reporting.stats import paired_interval
+from groundeval.tasks import make_task
 
 from ._records import case, run
 

@@ -7,197 +7,155 @@ Public API (imported lazily so that loading the pytest plugin stays cheap)::
 Test doubles (``ScriptedAgent``, ``ScriptedChatModel``) live in ``groundeval.testing``; the
 exception tree is documented in ``groundeval.errors`` and exported here.
 
-Writing a task takes only names from here (see README "Writing a task")::
+Writing a task takes only names from here (see docs/tasks/writing-a-task.md)::
 
     from groundeval import BaseTask, Case, CodeSetScorer, Parsed, Prompt, TaskOption
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "RXNORM_SYSTEMS",
-    "SNOMED_SYSTEM",
-    "TEXT_PROMPT",
-    "TOOLS",
-    "Agent",
-    "AgentConfig",
-    "AgentError",
-    "AgentLoopError",
-    "AgentRequest",
-    "AgentResult",
-    "AgentReturnedWrongType",
-    "AuthError",
-    "BaseTask",
-    "BaselineExtractionAgent",
-    "BaselineWriteAgent",
-    "Case",
-    "CaseRecord",
-    "CaseTooLargeError",
-    "Catalog",
-    "ClaudeAgent",
-    "CodeSetScorer",
-    "ConfigError",
-    "DatasetError",
-    "Direction",
-    "ExtractionTask",
-    "GroundevalError",
-    "InfraError",
-    "LangGraphAgent",
-    "LangGraphFHIRAgent",
-    "LangGraphWriteAgent",
-    "OpenAICompatibleAgent",
-    "Parsed",
-    "Prompt",
-    "RefusalError",
-    "RunRecord",
-    "RunStopError",
-    "Score",
-    "Scorer",
-    "Task",
-    "TaskOption",
-    "TruncatedError",
-    "WriteTask",
-    "case_files",
-    "choice",
-    "codings_by_system",
-    "describe_validation_error",
-    "entry_resources",
-    "extract_json",
-    "find_patient",
-    "load_json",
-    "make_agent",
-    "make_task",
-    "patient_case_id",
-    "patient_reference_matches",
-    "score_medications",
-    "score_write",
-    "task_class",
-    "unit_interval",
-    "validate_entries",
-    "validate_medication_statement",
-    "wrong_task_error",
-]
-
-_WHERE = {
-    "Agent": "groundeval.agents.base",
-    "AgentConfig": "groundeval.agents.base",
-    "make_agent": "groundeval.agents.base",
-    "AgentRequest": "groundeval.agent_io",
-    "AgentResult": "groundeval.agent_io",
-    "Direction": "groundeval.scoring",
-    "Parsed": "groundeval.scoring",
-    "Prompt": "groundeval.agent_io",
-    "Score": "groundeval.scoring",
-    "Case": "groundeval.datasets",
-    "ExtractionTask": "groundeval.tasks.extraction",
-    "Task": "groundeval.tasks.base",
-    "make_task": "groundeval.tasks",
-    "score_medications": "groundeval.scorers.extraction",
-    "BaselineExtractionAgent": "groundeval.agents.baseline",
-    "BaselineWriteAgent": "groundeval.agents.baseline_write",
-    "ClaudeAgent": "groundeval.agents.claude",
-    "OpenAICompatibleAgent": "groundeval.agents.openai_compat",
-    "LangGraphAgent": "groundeval.agents.langgraph_agent",
-    "LangGraphFHIRAgent": "groundeval.agents.langgraph_agent",
-    "LangGraphWriteAgent": "groundeval.agents.langgraph_agent",
-    "Catalog": "groundeval.terminology",
-    "WriteTask": "groundeval.tasks.write",
-    "score_write": "groundeval.scorers.write",
-    "validate_medication_statement": "groundeval.hc_tools",
-    "BaseTask": "groundeval.tasks.base",
-    "Scorer": "groundeval.tasks.base",
-    "TaskOption": "groundeval.task_options",
-    "unit_interval": "groundeval.task_options",
-    "choice": "groundeval.task_options",
-    "case_files": "groundeval.tasks.base",
-    "TEXT_PROMPT": "groundeval.tasks.base",
-    "TOOLS": "groundeval.tasks.base",
-    "CodeSetScorer": "groundeval.scorers.codes",
-    "extract_json": "groundeval.parsing",
-    "load_json": "groundeval.datasets",
-    "find_patient": "groundeval.tasks.common",
-    "patient_case_id": "groundeval.tasks.common",
-    "describe_validation_error": "groundeval.tasks.common",
-    "validate_entries": "groundeval.tasks.common",
-    "wrong_task_error": "groundeval.tasks.common",
-    "codings_by_system": "groundeval.fhir",
-    "entry_resources": "groundeval.fhir",
-    "patient_reference_matches": "groundeval.fhir",
-    "SNOMED_SYSTEM": "groundeval.fhir",
-    "RXNORM_SYSTEMS": "groundeval.fhir",
-    "DatasetError": "groundeval.errors",
-    "ConfigError": "groundeval.errors",
-    "AgentError": "groundeval.errors",
-    "AgentLoopError": "groundeval.errors",
-    "AgentReturnedWrongType": "groundeval.errors",
-    "AuthError": "groundeval.errors",
-    "CaseTooLargeError": "groundeval.errors",
-    "GroundevalError": "groundeval.errors",
-    "InfraError": "groundeval.errors",
-    "RefusalError": "groundeval.errors",
-    "RunStopError": "groundeval.errors",
-    "TruncatedError": "groundeval.errors",
-    "CaseRecord": "groundeval.run_record",
-    "RunRecord": "groundeval.run_record",
-    "task_class": "groundeval.tasks",
-}
-
+# The public API is listed once, in the block below: each name and the module that defines it.
+# At run time nothing is imported from it; the first access of a name reads this block (from this
+# file's source) and imports only that name's module, so loading the pytest plugin stays cheap.
 if TYPE_CHECKING:
-    from groundeval.agent_io import AgentRequest, AgentResult, Prompt
-    from groundeval.agents.base import Agent, AgentConfig, make_agent
-    from groundeval.agents.baseline import BaselineExtractionAgent
-    from groundeval.agents.baseline_write import BaselineWriteAgent
-    from groundeval.agents.claude import ClaudeAgent
-    from groundeval.agents.langgraph_agent import LangGraphAgent, LangGraphFHIRAgent, LangGraphWriteAgent
-    from groundeval.agents.openai_compat import OpenAICompatibleAgent
-    from groundeval.datasets import Case, load_json
+    from groundeval.agent_io import (
+        AgentRequest as AgentRequest,
+        AgentResult as AgentResult,
+        Prompt as Prompt,
+    )
+    from groundeval.agents.base import (
+        Agent as Agent,
+        AgentConfig as AgentConfig,
+        make_agent as make_agent,
+    )
+    from groundeval.agents.baselines.extraction import (
+        BaselineExtractionAgent as BaselineExtractionAgent,
+    )
+    from groundeval.agents.baselines.write import (
+        BaselineWriteAgent as BaselineWriteAgent,
+    )
+    from groundeval.agents.claude import (
+        ClaudeAgent as ClaudeAgent,
+    )
+    from groundeval.agents.langgraph_agent import (
+        LangGraphAgent as LangGraphAgent,
+        LangGraphFHIRAgent as LangGraphFHIRAgent,
+        LangGraphWriteAgent as LangGraphWriteAgent,
+    )
+    from groundeval.agents.openai_compat import (
+        OpenAICompatibleAgent as OpenAICompatibleAgent,
+    )
+    from groundeval.datasets import (
+        Case as Case,
+        load_json as load_json,
+    )
     from groundeval.errors import (
-        AgentError,
-        AgentLoopError,
-        AgentReturnedWrongType,
-        AuthError,
-        CaseTooLargeError,
-        ConfigError,
-        DatasetError,
-        GroundevalError,
-        InfraError,
-        RefusalError,
-        RunStopError,
-        TruncatedError,
+        AgentError as AgentError,
+        AgentLoopError as AgentLoopError,
+        AgentReturnedWrongType as AgentReturnedWrongType,
+        AuthError as AuthError,
+        CaseTooLargeError as CaseTooLargeError,
+        ConfigError as ConfigError,
+        DatasetError as DatasetError,
+        GroundevalError as GroundevalError,
+        InfraError as InfraError,
+        RefusalError as RefusalError,
+        RunStopError as RunStopError,
+        TruncatedError as TruncatedError,
     )
-    from groundeval.fhir import (
-        RXNORM_SYSTEMS,
-        SNOMED_SYSTEM,
-        codings_by_system,
-        entry_resources,
-        patient_reference_matches,
+    from groundeval.fhir.bundle import (
+        RXNORM_SYSTEMS as RXNORM_SYSTEMS,
+        SNOMED_SYSTEM as SNOMED_SYSTEM,
+        codings_by_system as codings_by_system,
+        entry_resources as entry_resources,
+        patient_reference_matches as patient_reference_matches,
     )
-    from groundeval.hc_tools import validate_medication_statement
-    from groundeval.parsing import extract_json
-    from groundeval.run_record import CaseRecord, RunRecord
-    from groundeval.scorers.codes import CodeSetScorer
-    from groundeval.scorers.extraction import score_medications
-    from groundeval.scorers.write import score_write
-    from groundeval.scoring import Direction, Parsed, Score
-    from groundeval.task_options import TaskOption, choice, unit_interval
-    from groundeval.tasks import make_task, task_class
-    from groundeval.tasks.base import TEXT_PROMPT, TOOLS, BaseTask, Scorer, Task, case_files
+    from groundeval.parsing import (
+        extract_json as extract_json,
+    )
+    from groundeval.records.run_record import (
+        CaseRecord as CaseRecord,
+        RunRecord as RunRecord,
+    )
+    from groundeval.scorers.codes import (
+        CodeSetScorer as CodeSetScorer,
+    )
+    from groundeval.scoring import (
+        Direction as Direction,
+        Parsed as Parsed,
+        Score as Score,
+    )
+    from groundeval.task_options import (
+        TaskOption as TaskOption,
+        choice as choice,
+        unit_interval as unit_interval,
+    )
+    from groundeval.tasks import (
+        make_task as make_task,
+        task_class as task_class,
+    )
+    from groundeval.tasks.base import (
+        TEXT_PROMPT as TEXT_PROMPT,
+        TOOLS as TOOLS,
+        BaseTask as BaseTask,
+        Scorer as Scorer,
+        Task as Task,
+        case_files as case_files,
+    )
     from groundeval.tasks.common import (
-        describe_validation_error,
-        find_patient,
-        patient_case_id,
-        validate_entries,
-        wrong_task_error,
+        describe_validation_error as describe_validation_error,
+        find_patient as find_patient,
+        patient_case_id as patient_case_id,
+        validate_entries as validate_entries,
+        wrong_task_error as wrong_task_error,
     )
-    from groundeval.tasks.extraction import ExtractionTask
-    from groundeval.tasks.write import WriteTask
-    from groundeval.terminology import Catalog
+    from groundeval.tasks.extraction.scorer import (
+        score_medications as score_medications,
+    )
+    from groundeval.tasks.extraction.task import (
+        ExtractionTask as ExtractionTask,
+    )
+    from groundeval.tasks.write.scorer import (
+        score_write as score_write,
+    )
+    from groundeval.tasks.write.task import (
+        WriteTask as WriteTask,
+    )
+    from groundeval.tasks.write.tools import (
+        validate_medication_statement as validate_medication_statement,
+    )
+    from groundeval.terminology import (
+        Catalog as Catalog,
+    )
+
+
+
+@cache
+def _where() -> dict[str, str]:
+    """Public name -> defining module, read from this module's ``if TYPE_CHECKING:`` block."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    return {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
+    if name == "__all__":
+        return sorted(_where())
+    if name in _where():
+        return getattr(importlib.import_module(_where()[name]), name)
     raise AttributeError(f"module 'groundeval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_where()})

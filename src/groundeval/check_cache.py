@@ -43,7 +43,8 @@ def _versions() -> str:
             found.append(f"{name}=?")
     code = hashlib.sha256()
     package = Path(__file__).resolve().parent
-    for source in sorted([*(package / "tasks").glob("*.py"), package / "fhir.py", package / "datasets.py"]):
+    sources = [*(package / "tasks").rglob("*.py"), *(package / "fhir").glob("*.py"), package / "datasets.py"]
+    for source in sorted(sources):
         with contextlib.suppress(OSError):
             code.update(source.read_bytes())
     found.append(f"code={code.hexdigest()[:16]}")

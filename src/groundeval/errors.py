@@ -1,7 +1,7 @@
 """Exceptions raised by groundeval.
 
 The tree (each class's ``outcome`` is the run-record outcome it maps to; the outcome policy, what
-counts in the means and what pytest shows, is ``groundeval.outcomes.POLICY``)::
+counts in the means and what pytest shows, is ``groundeval.records.outcomes.POLICY``)::
 
     GroundevalError              base class; never raised directly
     ├── ConfigError              a bad option, ini value or agent/task spec (pytest.UsageError)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date, datetime
-from datetime import time as time_
+from datetime import date, datetime, time as time_
 from typing import Any
 
 from groundeval.scoring import Metric

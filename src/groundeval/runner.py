@@ -1,6 +1,6 @@
 """Runs one case: prompt, agent, truth, parsing, scoring; returns its ``CaseRecord``; never looks at values.
 
-``run_case`` applies the outcome policy (``groundeval.outcomes``) by where an exception came from,
+``run_case`` applies the outcome policy (``groundeval.records.outcomes``) by where an exception came from,
 never by what a value holds:
 
 * the task's ``check_case``, ``prompt``, ``context`` or ``truth`` raised a ``DatasetError``: the
@@ -33,13 +33,13 @@ from groundeval.agents.base import Agent
 from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError
 from groundeval.jsonable import jsonable
-from groundeval.outcomes import OUTCOMES
-from groundeval.record_caps import cap_lines, cap_lists
+from groundeval.records.caps import cap_lines, cap_lists
+from groundeval.records.outcomes import OUTCOMES
+from groundeval.records.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
+from groundeval.records.trial_ids import split_trial
 from groundeval.redaction import clean, redact
-from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
-from groundeval.trial_ids import split_trial
 
 __all__ = [
     "Attempt",

@@ -31,7 +31,7 @@ class TaskOption:
         convert: Turns the raw string into the value; raises ``ValueError`` whose message starts
             with ``"must"`` to give the reason (e.g. ``unit_interval``). ``float``/``int`` work.
         default: The value when the option is not given.
-        help: One line for ``--help`` and the README.
+        help: One line for ``--help`` and the options table (docs/reference/options.md).
         metavar: Placeholder shown in ``--help``.
     """
 

@@ -13,9 +13,8 @@ import pytest
 
 from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.base import AgentConfig, make_agent
-from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent
 from groundeval.agents.claude import NO_KEY_HINT, ClaudeAgent
-from groundeval.aggregate import summarize
 from groundeval.errors import (
     AgentError,
     AuthError,
@@ -26,6 +25,7 @@ from groundeval.errors import (
     TruncatedError,
 )
 from groundeval.plugin.junit import junit_properties
+from groundeval.records.aggregate import summarize
 from groundeval.runner import RunInfo, run_case
 from groundeval.tasks import make_task
 
@@ -250,7 +250,7 @@ def test_the_sdk_client_has_no_retry_layer_of_its_own(api_key: str, sleeps: list
 
 
 def test_classify_anthropic_error_for_langchain_style_callers() -> None:
-    from groundeval.agents._classify import classify_anthropic_error
+    from groundeval.models.classify import classify_anthropic_error
 
     request = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
     body = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}

@@ -25,7 +25,7 @@ PATIENTS = ("Liz_Conn", "Max_Kris", "Clemente_Kreiger", "Garrett_Thompson")
 MOCK_MODULE = '''
 import json, os
 import httpx2
-from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent
 from groundeval.agents.claude import ClaudeAgent
 from groundeval.agent_io import AgentRequest, Prompt
 

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from groundeval.agent_io import AgentRequest, Prompt
-from groundeval.agents._classify import too_large
 from groundeval.agents._single_call import SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import ClaudeAgent
@@ -31,6 +30,7 @@ from groundeval.errors import (
     RefusalError,
     RunStopError,
 )
+from groundeval.models.classify import too_large
 from groundeval.redaction import redact, strip_userinfo
 
 from .conftest import FAKE_KEY

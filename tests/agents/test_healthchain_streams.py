@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_warming_and_running_the_baseline_agent_leaves_the_streams_alone() -> None:
     code = (
         "import sys; out, err = sys.stdout, sys.stderr\n"
-        "from groundeval.agents.baseline import BaselineExtractionAgent\n"
+        "from groundeval.agents.baselines.extraction import BaselineExtractionAgent\n"
         "from groundeval.datasets import default_data_dir\n"
         "from groundeval.runner import call_agent, request_for\n"
         "from groundeval.tasks import make_task\n"

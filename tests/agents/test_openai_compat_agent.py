@@ -15,7 +15,7 @@ import pytest
 
 from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.base import AgentConfig, make_agent
-from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent
 from groundeval.agents.openai_compat import KEY_ENV, OpenAICompatibleAgent
 from groundeval.errors import (
     AuthError,

@@ -7,8 +7,11 @@ import threading
 import httpx2
 import pytest
 
-from groundeval.agents._classify import advise, parse_retry_after
-from groundeval.agents._retry import (
+from groundeval.agents.base import AgentConfig
+from groundeval.errors import ConfigError
+from groundeval.models.classify import advise, parse_retry_after
+from groundeval.models.pricing import PRICES, cost_usd, price_for
+from groundeval.models.retry import (
     CallSettings,
     DeadlineExceeded,
     GaveUp,
@@ -16,9 +19,6 @@ from groundeval.agents._retry import (
     call_with_retries,
     within,
 )
-from groundeval.agents.base import AgentConfig
-from groundeval.errors import ConfigError
-from groundeval.pricing import PRICES, cost_usd, price_for
 
 
 @pytest.mark.parametrize(
@@ -212,7 +212,7 @@ def test_call_settings_defaults_and_validation() -> None:
 
 
 def test_waiting_for_a_call_slot_spends_the_case_budget() -> None:
-    from groundeval import throttle
+    from groundeval.models import throttle
 
     gate = throttle.configure(2)
     assert gate is not None
@@ -234,7 +234,7 @@ def test_waiting_for_a_call_slot_spends_the_case_budget() -> None:
 
 
 def test_a_rate_limit_answer_cuts_the_process_limit() -> None:
-    from groundeval import throttle
+    from groundeval.models import throttle
 
     class Limited(Flaky):
         status_code = 429

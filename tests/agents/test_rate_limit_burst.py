@@ -19,8 +19,8 @@ from .conftest import FAKE_KEY
 MOCK = '''
 import json, threading
 import httpx2
-from groundeval import throttle
-from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.models import throttle
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent
 from groundeval.agents.claude import ClaudeAgent
 from groundeval.agent_io import AgentRequest, Prompt
 

@@ -19,7 +19,7 @@ PICK = ("Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen
 COUNTING_AGENT = '''
 from pathlib import Path
 
-from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent
 from groundeval.errors import InfraError, TruncatedError
 from groundeval.testing import ScriptedAgent
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from groundeval.result_cache import CACHE_FILE
+from groundeval.models.cache import CACHE_FILE
 
 from .conftest import args, calls, records
 
@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from groundeval.agent_io import AgentResult
-from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent
 from groundeval.errors import TruncatedError
 
 BASE = BaselineExtractionAgent()

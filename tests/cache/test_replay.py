@@ -14,7 +14,7 @@ from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.base import AgentConfig, make_agent, preflight_agent
 from groundeval.agents.replay import ReplayAgent, ReplayCaseError
 from groundeval.errors import AgentError, ConfigError, TruncatedError
-from groundeval.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord, ErrorInfo, RunRecord
+from groundeval.records.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord, ErrorInfo, RunRecord
 
 PROMPT = Prompt("sys", "bundle")
 PROMPT_SHA = hashlib.sha256(PROMPT.text.encode()).hexdigest()

@@ -12,7 +12,7 @@ import pytest
 
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.errors import AgentError, InfraError, TruncatedError
-from groundeval.result_cache import CACHE_FILE, CacheWarning, CachingAgent, ResultCache, cache_key
+from groundeval.models.cache import CACHE_FILE, CacheWarning, CachingAgent, ResultCache, cache_key
 from groundeval.testing import ScriptedAgent
 
 OPTIONS: dict[str, Any] = {"temperature": None, "max_tokens": 4096, "timeout": 600.0, "max_retries": 2}

@@ -18,7 +18,7 @@ PICK = ("Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen
 # Liz: baseline (pass); Clemente: fenced "[]" (pass, format_ok False); Garrett: naive (partial);
 # Max_Kris: empty list (fail); Stephen: raises (pytest error).
 AGENT_MODULE = '''
-from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
 
 BASE, NAIVE = BaselineExtractionAgent(), NaiveExtractionAgent()
 PREFIXES = ("Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen_McLaughlin")

@@ -54,10 +54,10 @@ import datetime
 from decimal import Decimal
 
 from groundeval.agent_io import AgentResult
-from groundeval.agents.baseline import BaselineExtractionAgent, NaiveExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
 from groundeval.errors import (AgentError, AgentLoopError, CaseTooLargeError, InfraError, RefusalError,
                                TruncatedError)
-from groundeval.tasks.extraction import ExtractionTask
+from groundeval.tasks.extraction.task import ExtractionTask
 
 BASE, NAIVE = BaselineExtractionAgent(), NaiveExtractionAgent()
 _truth = ExtractionTask.truth

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from groundeval import throttle
+from groundeval.models import throttle
 
 from .conftest import eval_args, junit_cases
 

@@ -51,8 +51,8 @@ def agent(request):
 def test_a_10_mb_answer_of_10000_items_is_capped_in_every_output_with_its_counts(
     pytester: pytest.Pytester, eval_dir: Path
 ) -> None:
-    from groundeval.cli_tools import main as cli_main
-    from groundeval.record_caps import MAX_LISTED
+    from groundeval.cli.tools import main as cli_main
+    from groundeval.records.caps import MAX_LISTED
 
     pytester.makepyfile(many_agent='''
 import json

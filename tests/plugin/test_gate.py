@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from groundeval.outcomes import OUTCOMES
+from groundeval.records.outcomes import OUTCOMES
 
 from .conftest import junit_cases
 from .matrix import MATRIX, SharedRun, prefix_of

@@ -1,6 +1,6 @@
 """The outcome policy, row by row, through the plugin (serial and -n 2).
 
-One agent module gives every outcome of ``groundeval.outcomes.POLICY`` on its own patient; the
+One agent module gives every outcome of ``groundeval.records.outcomes.POLICY`` on its own patient; the
 run-stopping rows (config_error, auth_error) get runs of their own.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from groundeval.outcomes import OUTCOMES, POLICY, outcome_table_markdown
+from groundeval.records.outcomes import OUTCOMES, POLICY, outcome_table_markdown
 
 from .conftest import junit_cases, run_records
 from .matrix import MATRIX, SharedRun, matrix_args, prefix_of, write_matrix_dir
@@ -31,7 +31,7 @@ _prefix = prefix_of
 def test_every_outcome_row_is_reported_and_counted_as_the_policy_says_serial(
     pytester: pytest.Pytester, matrix_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from groundeval.tasks.extraction import ExtractionTask
+    from groundeval.tasks.extraction.task import ExtractionTask
 
     # the agent module patches ExtractionTask.truth (a harness bug on one case); in-process, undo it afterwards
     monkeypatch.setattr(ExtractionTask, "truth", ExtractionTask.truth)
@@ -158,9 +158,9 @@ class Cold:
     result.stdout.fnmatch_lines(["*INCOMPLETE: groundeval: the agent's warmup() raised OSError*"])
 
 
-def test_the_readme_outcome_table_is_the_policy() -> None:
+def test_the_outcomes_page_table_is_the_policy() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert outcome_table_markdown() in readme
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "outcomes.md").read_text(encoding="utf-8")
+    assert outcome_table_markdown() in page
     assert len(POLICY) == len(OUTCOMES)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from groundeval.cli_tools import main as cli_main
-from groundeval.run_record import CaseRecord, RunWriter
+from groundeval.cli.tools import main as cli_main
+from groundeval.records.run_record import CaseRecord, RunWriter
 
 from .conftest import eval_args, junit_cases, run_records
 

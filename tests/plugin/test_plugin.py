@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from groundeval.outcomes import OUTCOMES
+from groundeval.records.outcomes import OUTCOMES
 
 from .conftest import eval_args, junit_cases, run_records
 from .matrix import MALFORMED, MALFORMED_LINES, MATRIX, SharedRun, prefix_of, shared_args
@@ -72,7 +72,7 @@ def test_properties_identical_with_and_without_xdist(
     """The shared -n 2 matrix run (``matrix.py``) against the same run serially, in-process."""
     import shutil
 
-    from groundeval.tasks.extraction import ExtractionTask
+    from groundeval.tasks.extraction.task import ExtractionTask
 
     monkeypatch.setattr(ExtractionTask, "truth", ExtractionTask.truth)  # the agent module patches it
     for folder in ("data", "base"):
@@ -437,7 +437,7 @@ class Leaky:
 def test_a_harness_bug_is_an_error_with_a_record_not_a_failure(
     pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from groundeval.tasks.extraction import ExtractionTask
+    from groundeval.tasks.extraction.task import ExtractionTask
 
     def broken_score(self: object, case: object, truth: object, parsed: object) -> None:
         raise KeyError("scorer bug")
@@ -622,7 +622,7 @@ def test_each_case_file_is_checked_once_across_runs_and_never_at_collection(
     import importlib
 
     # the module the plugin will load (sys.modules), not a package attribute left by an earlier in-process run
-    extraction = importlib.import_module("groundeval.tasks.extraction")
+    extraction = importlib.import_module("groundeval.tasks.extraction.task")
     checked: list[str] = []
     real = extraction._check_structure
 
@@ -658,7 +658,7 @@ def test_a_file_that_fails_its_check_is_invalid_case_the_agent_is_not_called_and
     (eval_dir / "upper.json").write_text(json.dumps(bundle))
     pytester.makepyfile(counting_agent=(
         "from pathlib import Path\n"
-        "from groundeval.agents.baseline import BaselineExtractionAgent\n"
+        "from groundeval.agents.baselines.extraction import BaselineExtractionAgent\n"
         "_inner = BaselineExtractionAgent()\n"
         "def agent(request):\n"
         "    with Path('calls.txt').open('a') as f:\n"

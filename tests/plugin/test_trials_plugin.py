@@ -19,7 +19,7 @@ PICK = ("Liz_Conn", "Garrett_Thompson")
 AGENT_MODULE = '''
 import os
 
-from groundeval.agents.baseline import BaselineExtractionAgent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent
 from groundeval.testing import ScriptedAgent
 
 BASE = BaselineExtractionAgent()

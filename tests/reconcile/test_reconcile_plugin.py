@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from groundeval.agent_io import AgentRequest, Prompt
-from groundeval.agents.baseline_reconcile import BaselineReconcileAgent
+from groundeval.agents.baselines.reconcile import BaselineReconcileAgent
 
 FAKE_KEY = "sk-ant-api03-FAKEKEY-0123456789abcdefghij"
 BASELINE = BaselineReconcileAgent()
@@ -69,7 +69,7 @@ MOCK_CLAUDE = '''
 import json
 import httpx2
 from groundeval.agent_io import AgentRequest, Prompt
-from groundeval.agents.baseline_reconcile import BaselineReconcileAgent
+from groundeval.agents.baselines.reconcile import BaselineReconcileAgent
 from groundeval.agents.claude import ClaudeAgent
 
 BASE = BaselineReconcileAgent()

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from groundeval.scorers.reconcile import aggregate_reconcile, score_reconcile
-from groundeval.tasks.reconcile_truth import same_amount
+from groundeval.tasks.reconcile.scorer import aggregate_reconcile, score_reconcile
+from groundeval.tasks.reconcile.truth import same_amount
 from groundeval.terminology.high_alert import high_alert_class
 
 

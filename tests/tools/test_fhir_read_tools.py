@@ -1,4 +1,4 @@
-"""The read-only FHIR tools on the packaged extraction fixtures (groundeval.fhir_read_tools)."""
+"""The read-only FHIR tools on the packaged extraction fixtures (groundeval.fhir.read_tools)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from groundeval.fhir_read_tools import READ_TOOLS, BundleTools, BundleToolsError, make_read_tools
+from groundeval.fhir.read_tools import READ_TOOLS, BundleTools, BundleToolsError, make_read_tools
 from groundeval.terminology import Catalog
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"

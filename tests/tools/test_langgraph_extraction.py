@@ -12,11 +12,11 @@ from groundeval.agents.base import AgentConfig, check_task, make_agent, prefligh
 from groundeval.agents.langgraph_agent import LangGraphAgent, LangGraphFHIRAgent
 from groundeval.datasets import Case
 from groundeval.errors import AgentError, ConfigError
-from groundeval.fhir_read_tools import READ_TOOLS
+from groundeval.fhir.read_tools import READ_TOOLS
 from groundeval.tasks import make_task
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS
-from groundeval.tasks.extraction import TOOLS_NOTE, ExtractionTask
-from groundeval.tasks.write import WriteTask
+from groundeval.tasks.extraction.task import TOOLS_NOTE, ExtractionTask
+from groundeval.tasks.write.task import WriteTask
 from groundeval.testing.scripted_chat import ScriptedChatModel, call
 
 from .reader_agent import reader_model

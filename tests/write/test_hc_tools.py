@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from groundeval.hc_tools import (
+from groundeval.tasks.write.tools import (
     STATUS_CODES,
     UNITS_OF_TIME,
     build_medication_statement,
@@ -331,7 +331,7 @@ def test_tools_run_inside_create_agent(catalog: Catalog) -> None:
 
 
 def test_importing_the_tools_loads_neither_healthchain_nor_langchain() -> None:
-    code = ("import sys, groundeval.hc_tools, groundeval.terminology; "
+    code = ("import sys, groundeval.tasks.write.tools, groundeval.terminology; "
             "print(sorted(m for m in ('healthchain', 'langchain_core', 'fhir.resources') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
@@ -340,7 +340,7 @@ def test_importing_the_tools_loads_neither_healthchain_nor_langchain() -> None:
 
 def test_healthchain_import_leaves_stdout_alone() -> None:
     code = ("import sys; out = sys.stdout; "
-            "from groundeval.hc_tools import validate_medication_statement as v; v({}); "
+            "from groundeval.tasks.write.tools import validate_medication_statement as v; v({}); "
             "from groundeval.terminology import Catalog; Catalog.load().search('x'); "
             "import healthchain; print(sys.stdout is out)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
@@ -348,7 +348,7 @@ def test_healthchain_import_leaves_stdout_alone() -> None:
 
 
 def test_a_drug_missing_from_the_catalog_is_built_as_text_only_without_a_code() -> None:
-    from groundeval.hc_tools import build_medication_statement, validate_medication_statement
+    from groundeval.tasks.write.tools import build_medication_statement, validate_medication_statement
 
     resource = build_medication_statement(
         status="active", rxcui=None, display=None, patient_reference="Patient/p1", medication_text="gabapentin",

@@ -23,9 +23,9 @@ from groundeval.errors import (
     RefusalError,
     TruncatedError,
 )
-from groundeval.hc_tools import make_tools
 from groundeval.runner import call_agent, request_for
-from groundeval.tasks.write import WriteTask
+from groundeval.tasks.write.task import WriteTask
+from groundeval.tasks.write.tools import make_tools
 from groundeval.terminology import Catalog
 from groundeval.testing.scripted_chat import (
     ScriptedChatModel,

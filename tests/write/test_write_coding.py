@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from groundeval.datasets import Case, default_data_dir
-from groundeval.hc_tools import build_medication_statement, validate_medication_statement
-from groundeval.scorers.write import CODING_REASONS, aggregate_write
 from groundeval.scoring import Score
-from groundeval.tasks.write import WriteTask
+from groundeval.tasks.write.scorer import CODING_REASONS, aggregate_write
+from groundeval.tasks.write.task import WriteTask
+from groundeval.tasks.write.tools import build_medication_statement, validate_medication_statement
 
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
 RXNORM_OID = "urn:oid:2.16.840.1.113883.6.88"

@@ -13,10 +13,10 @@ import pytest
 
 from groundeval.datasets import Case, default_data_dir
 from groundeval.errors import DatasetError
-from groundeval.hc_tools import build_medication_statement, validate_medication_statement
-from groundeval.scorers.write import aggregate_write
 from groundeval.scoring import Parsed, Score
-from groundeval.tasks.write import WriteTask
+from groundeval.tasks.write.scorer import aggregate_write
+from groundeval.tasks.write.task import WriteTask
+from groundeval.tasks.write.tools import build_medication_statement, validate_medication_statement
 from groundeval.terminology import Catalog
 from groundeval.terminology.ucum import ORDERABLE_DRUG_FORM_SYSTEM, count_form, to_mg, ucum_problem
 
@@ -282,7 +282,7 @@ def test_a_rate_is_legal_ucum_but_not_a_dose(ibuprofen: Case) -> None:
 
 
 def test_ucum_libraries_are_imported_lazily() -> None:
-    code = ("import sys, groundeval.tasks.write, groundeval.r4b_raw_json, groundeval.scorers.write; "
+    code = ("import sys, groundeval.tasks.write.task, groundeval.tasks.write.r4b_raw_json, groundeval.tasks.write.scorer; "
             "print(sorted(m for m in ('ucumvert', 'pint', 'lark') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from groundeval.datasets import default_data_dir
-from groundeval.hc_tools import build_medication_statement, validate_medication_statement
-from groundeval.scorers.write import aggregate_write, score_write
 from groundeval.scoring import Score
-from groundeval.tasks.write import WriteTask
+from groundeval.tasks.write.scorer import aggregate_write, score_write
+from groundeval.tasks.write.task import WriteTask
+from groundeval.tasks.write.tools import build_medication_statement, validate_medication_statement
 
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
 UCUM = "http://unitsofmeasure.org"

@@ -10,10 +10,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from groundeval.agents._classify import BadResponse, advise
-from groundeval.agents._retry import GaveUp, RetryPolicy, call_with_retries
 from groundeval.agents.claude import TRUNCATED
 from groundeval.errors import InfraError, RefusalError, TruncatedError
+from groundeval.models.classify import BadResponse, advise
+from groundeval.models.retry import GaveUp, RetryPolicy, call_with_retries
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agents.claude import ClaudeAgent
-from groundeval.pricing import total_cost
+from groundeval.models.pricing import total_cost
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:

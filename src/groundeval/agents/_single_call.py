@@ -2,7 +2,7 @@
 
 ``SingleCallAgent`` holds what the Claude and OpenAI-compatible agents have in common: reading
 the shared options (``CallSettings``), the ``http_client`` and ``sleep`` test seams, the SDK
-client built on first use with ``max_retries=0`` (``groundeval.agents._retry`` is the one retry
+client built on first use with ``max_retries=0`` (``groundeval.models.retry`` is the one retry
 layer), ``warmup``, the retried call with its failure classification, and the result record,
 including the ``TruncatedError`` for a reply that was cut off. A provider supplies the pieces
 that differ: configuration checks, the SDK client, the request arguments, the call itself, the
@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from groundeval.agent_io import AgentRequest, AgentResult
-from groundeval.agents._classify import BadResponse, advise
-from groundeval.agents._retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import (
     AgentError,
@@ -33,7 +31,9 @@ from groundeval.errors import (
     RunStopError,
     TruncatedError,
 )
-from groundeval.pricing import CHARS_PER_TOKEN, context_window, estimate_tokens
+from groundeval.models.classify import BadResponse, advise
+from groundeval.models.pricing import CHARS_PER_TOKEN, context_window, estimate_tokens
+from groundeval.models.retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:

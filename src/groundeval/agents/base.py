@@ -96,13 +96,13 @@ class Agent(Protocol):
 AGENTS: dict[str, str] = {
     "claude": "groundeval.agents.claude:ClaudeAgent",
     "openai-compatible": "groundeval.agents.openai_compat:OpenAICompatibleAgent",
-    "baseline": "groundeval.agents.baseline:BaselineExtractionAgent",
-    "naive": "groundeval.agents.baseline:NaiveExtractionAgent",
+    "baseline": "groundeval.agents.baselines.extraction:BaselineExtractionAgent",
+    "naive": "groundeval.agents.baselines.extraction:NaiveExtractionAgent",
     "langgraph": "groundeval.agents.langgraph_agent:LangGraphAgent",
     "langgraph-fhir": "groundeval.agents.langgraph_agent:LangGraphFHIRAgent",
-    "baseline-write": "groundeval.agents.baseline_write:BaselineWriteAgent",
-    "baseline-reconcile": "groundeval.agents.baseline_reconcile:BaselineReconcileAgent",
-    "naive-reconcile": "groundeval.agents.baseline_reconcile:NaiveReconcileAgent",
+    "baseline-write": "groundeval.agents.baselines.write:BaselineWriteAgent",
+    "baseline-reconcile": "groundeval.agents.baselines.reconcile:BaselineReconcileAgent",
+    "naive-reconcile": "groundeval.agents.baselines.reconcile:NaiveReconcileAgent",
     "replay": "groundeval.agents.replay:ReplayAgent",
 }
 """Built-in agent name -> ``module:class``. A built-in that takes an argument (``replay:RUN.json``)

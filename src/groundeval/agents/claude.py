@@ -6,10 +6,10 @@ content (the Bundle) is the user turn. Caching only applies to a prefix above th
 minimum cacheable length (1,024 tokens for Opus 4.8, more for some models); a shorter system
 prompt is sent and billed as ordinary input, which the recorded cache token counts show.
 
-Failure classes (``groundeval.agents._classify``): a rejected key is an ``AuthError`` that stops
+Failure classes (``groundeval.models.classify``): a rejected key is an ``AuthError`` that stops
 the run; rate limits, overload, 5xx, timeouts and connection errors are ``InfraError``; a reply
 cut off at ``max_tokens`` is a ``TruncatedError`` carrying the partial text. None of them is
-scored. The SDK client is built with ``max_retries=0``: ``groundeval.agents._retry`` is the one
+scored. The SDK client is built with ``max_retries=0``: ``groundeval.models.retry`` is the one
 retry layer, and it bounds all attempts and waits of a case by ``timeout``.
 
 The ``anthropic`` SDK (the ``claude`` extra) is imported on first use, never at collection time.
@@ -22,19 +22,19 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agent_io import AgentRequest
-from groundeval.agents._classify import BadResponse, classify_anthropic_error, strip_userinfo
-from groundeval.agents._retry import Completed
 from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig, offline_hint
 from groundeval.errors import AgentError, ConfigError
 from groundeval.extras import require_extra
-from groundeval.pricing import cost_usd
+from groundeval.models.classify import BadResponse, classify_anthropic_error, strip_userinfo
+from groundeval.models.pricing import cost_usd
+from groundeval.models.retry import Completed
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["DEFAULT_MODEL", "NO_KEY_HINT", "TRUNCATED", "ClaudeAgent"]
+__all__ = ["DEFAULT_MODEL", "NO_KEY_HINT", "REJECTED_KEY_HINT", "TRUNCATED", "ClaudeAgent"]
 
 DEFAULT_MODEL = "claude-opus-4-8"
 """Model used when ``--groundeval-model`` is not given."""
@@ -43,6 +43,8 @@ TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
 
 NO_KEY_HINT = f"ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or {offline_hint()}."
 """The one-line error without a key: names every built-in task's offline agent (``agents.base.OFFLINE_AGENTS``)."""
+REJECTED_KEY_HINT = f"set a valid ANTHROPIC_API_KEY, or {offline_hint()}"
+"""The advice of a rejected key (401), for every agent that calls Claude."""
 _DEPRECATED = r"The model '.*' is deprecated"
 
 
@@ -143,7 +145,9 @@ class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
                 self._deprecation_shown = True
 
     def _classify(self, exc: BaseException, case_id: str, *, attempts: int, note: str) -> AgentError:
-        return classify_anthropic_error(exc, case_id, attempts=attempts, note=note, model=self.model)
+        return classify_anthropic_error(
+            exc, case_id, attempts=attempts, note=note, model=self.model, key_hint=REJECTED_KEY_HINT
+        )
 
     def _check(self, value: Any) -> None:
         if not isinstance(getattr(value, "content", None), list):

@@ -43,15 +43,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
-from groundeval.agents._classify import classify_anthropic_error
 from groundeval.agents._langgraph_graph import build_write_graph, model_call_guard
 from groundeval.agents._langgraph_trace import message_usage, tool_trace
-from groundeval.agents._retry import CallSettings, GaveUp
 from groundeval.agents._single_call import check_temperature
 from groundeval.agents.base import AgentConfig, offline_hint
-from groundeval.agents.claude import DEFAULT_MODEL, ClaudeAgent
+from groundeval.agents.claude import DEFAULT_MODEL, REJECTED_KEY_HINT, ClaudeAgent
 from groundeval.errors import AgentError, AgentLoopError, ConfigError
 from groundeval.extras import EXTRAS, require_extra
+from groundeval.models.classify import classify_anthropic_error
+from groundeval.models.retry import CallSettings, GaveUp
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -194,7 +194,7 @@ class LangGraphAgent:
             )
         if self._read_tools is not None:
             return self._read_tools(bundle)
-        from groundeval.fhir_read_tools import BundleToolsError, make_read_tools
+        from groundeval.fhir.read_tools import BundleToolsError, make_read_tools
 
         try:
             return make_read_tools(bundle, self._site_catalog())
@@ -218,7 +218,7 @@ class LangGraphAgent:
             )
         if self._tools is not None:
             return self._tools(reference)
-        from groundeval.hc_tools import make_tools
+        from groundeval.tasks.write.tools import make_tools
 
         return make_tools(self._site_catalog(), reference)
 
@@ -245,7 +245,7 @@ class LangGraphAgent:
         import langchain.agents  # noqa: F401
         import langgraph.errors  # noqa: F401
 
-        import groundeval.hc_tools  # noqa: F401
+        import groundeval.tasks.write.tools  # noqa: F401
         from groundeval._healthchain import module
 
         module("healthchain.tools")  # the read tools' FHIRToolkit (HealthChain, fhir.resources)
@@ -302,7 +302,8 @@ class LangGraphAgent:
             ) from exc
         except GaveUp as gave_up:
             error = classify_anthropic_error(
-                gave_up.error, case, attempts=guard.attempts, note=gave_up.note, model=self.model
+                gave_up.error, case, attempts=guard.attempts, note=gave_up.note, model=self.model,
+                key_hint=REJECTED_KEY_HINT,
             )
             error.details.update(self._facts(state, guard))
             raise error from gave_up.error

@@ -22,13 +22,13 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agent_io import AgentRequest
-from groundeval.agents._classify import BadResponse, classify_openai_error, strip_userinfo
-from groundeval.agents._retry import Completed
 from groundeval.agents._single_call import Reply, SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError, ConfigError
 from groundeval.extras import require_extra
-from groundeval.pricing import cost_usd
+from groundeval.models.classify import BadResponse, classify_openai_error, strip_userinfo
+from groundeval.models.pricing import cost_usd
+from groundeval.models.retry import Completed
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:

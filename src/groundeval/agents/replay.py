@@ -1,7 +1,7 @@
 """The replay agent (``--groundeval-agent=replay:RUN.json``): re-score a previous run's raw outputs.
 
 No model is called: each case's answer is the ``raw_output`` its record holds in the run record
-``RUN.json`` (``groundeval.run_record.RunRecord``), with that case's ``usage``, ``trace``,
+``RUN.json`` (``groundeval.records.run_record.RunRecord``), with that case's ``usage``, ``trace``,
 ``attempts`` and agent facts, so a scorer or parser change can be measured on the same answers,
 and CI without an API key can still evaluate a model's recorded answers. Every replayed result has
 ``cached=True``. Cases are matched by ``(case_id, trial)``.
@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import ConfigError, GroundevalError
-from groundeval.outcomes import SCORED
+from groundeval.records.outcomes import SCORED
 
 if TYPE_CHECKING:
     from groundeval.agents.base import AgentConfig
-    from groundeval.run_record import CaseRecord, RunRecord
+    from groundeval.records.run_record import CaseRecord, RunRecord
 
 __all__ = ["ReplayAgent", "ReplayCaseError", "load_run_record"]
 
@@ -65,7 +65,7 @@ def load_run_record(path: Path) -> RunRecord:
     """
     from pydantic import ValidationError
 
-    from groundeval.run_record import RunRecord
+    from groundeval.records.run_record import RunRecord
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -192,7 +192,7 @@ class ReplayAgent:
         flags = self._flags(rec, request)
         error = rec.error
         if rec.outcome in BEHAVIOUR_OUTCOMES and error is not None:
-            from groundeval.result_cache import rebuild_error
+            from groundeval.models.cache import rebuild_error
 
             details: dict[str, Any] = {**error.details, **flags}
             if rec.raw_output is not None:

@@ -55,7 +55,7 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
         return agent  # a replay makes no model call: nothing to cache
     if settings.cache_dir is None:
         return agent
-    from groundeval.result_cache import CachingAgent, ResultCache
+    from groundeval.models.cache import CachingAgent, ResultCache
 
     tools = tuple(getattr(task, "tools", ()) or ())
     facts: dict[str, Any] = {"tools": list(tools)}

@@ -18,10 +18,10 @@ import groundeval
 from groundeval.datasets import Case
 from groundeval.errors import DatasetError
 from groundeval.plugin.junit import junit_properties
-from groundeval.run_record import CaseRecord
+from groundeval.records.run_record import CaseRecord
+from groundeval.records.trial_ids import split_trial, trial_name
 from groundeval.runner import CaseRun
 from groundeval.tasks.base import Task
-from groundeval.trial_ids import split_trial, trial_name
 
 
 class CaseRunner(Protocol):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from groundeval.run_record import CaseRecord, RunRecord, TrialStats
-from groundeval.scope import pass_k_note, pass_rate_ran, scope_text, unjudged_note
+from groundeval.records.run_record import Aggregate, CaseRecord, RunRecord, TrialStats
+from groundeval.records.scope import pass_rate_ran, statement
 from groundeval.scoring import Metric
 
 __all__ = ["FACT_KEYS", "junit_properties", "suite_properties"]
@@ -78,7 +78,7 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
     because workers call it; these are added by the process that writes the junit file, from the
     finished run record, so they are the same serially and under ``-n``. ``scope`` comes before
     ``pass_rate``: how many cases were scored of those selected, the excluded ones by outcome, the
-    not-run ones and the pass rate over every case that ran (``groundeval.scope.scope_text``);
+    not-run ones and the pass rate over every case that ran (``groundeval.records.scope.scope_text``);
     ``pass_rate_ran`` is that last figure (excluded cases count as not passed). From ``Aggregate.trials``:
     each interval as ``<figure>_ci_low``/``<figure>_ci_high``, ``trials`` (K), ``pass_at_1``,
     ``pass_at_k`` and ``pass_hat_k`` (pass^k) at k = K, ``min_pass_rate`` (empty when not given),
@@ -93,16 +93,16 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
         ("model", record.model or ""), ("complete", _value(record.complete)),
         ("selected", agg.selected), ("counted", agg.counted), ("excluded", agg.excluded), ("not_run", agg.not_run),
         ("collection_errors", len(record.collection_errors)),
-        ("scope", scope_text(agg)), ("pass_rate", _value(agg.pass_rate)),
+        ("scope", statement(agg, "scope")), ("pass_rate", _value(agg.pass_rate)),
         ("pass_rate_ran", _value(pass_rate_ran(agg))), ("answer_rate", _value(agg.answer_rate)),
     ]
     props += [(key, _value(value)) for key, value in agg.metrics.items()]
     if "cost_usd" in agg.usage:
         props.append(("cost_usd", _value(agg.usage["cost_usd"])))
-    return [(name, _value(value)) for name, value in props + _trial_properties(agg.trials)]
+    return [(name, _value(value)) for name, value in props + _trial_properties(agg.trials, agg)]
 
 
-def _trial_properties(stats: TrialStats | None) -> list[tuple[str, str | int | float]]:
+def _trial_properties(stats: TrialStats | None, agg: Aggregate) -> list[tuple[str, str | int | float]]:
     """``<figure>_ci_low``/``_ci_high``, ``trials``, ``pass_at_1``, ``pass_at_k``, ``pass_hat_k`` and verdicts."""
     if stats is None:
         return []
@@ -114,8 +114,9 @@ def _trial_properties(stats: TrialStats | None) -> list[tuple[str, str | int | f
         ("trials", stats.k), ("pass_at_1", _value(stats.pass_k[0].pass_at_k if stats.pass_k else None)),
         ("pass_at_k", _value(head.pass_at_k if head else None)),
         ("pass_hat_k", _value(head.pass_hat_k if head else None)),
-        ("pass_at_k_cases", head.cases if head else 0), ("pass_at_k_scope", pass_k_note(stats, head) if head else ""),
+        ("pass_at_k_cases", head.cases if head else 0),
+        ("pass_at_k_scope", statement(agg, "pass_k_scope") if head else ""),
         ("cases", stats.cases), ("min_pass_rate", _value(stats.min_pass_rate)), ("cases_judged", stats.cases_judged),
-        ("cases_passed", stats.cases_passed), ("cases_scope", unjudged_note(stats)),
+        ("cases_passed", stats.cases_passed), ("cases_scope", statement(agg, "cases_scope")),
     ]
     return props

@@ -10,12 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from groundeval.plugin.option_values import bool_value as _bool
-from groundeval.plugin.option_values import non_negative_int as _non_negative_int
-from groundeval.plugin.option_values import positive_float as _positive_float
-from groundeval.plugin.option_values import positive_fraction as _positive_fraction
-from groundeval.plugin.option_values import positive_int as _positive_int
-from groundeval.plugin.option_values import text as _text
+from groundeval.plugin.option_values import (
+    bool_value as _bool,
+    non_negative_int as _non_negative_int,
+    positive_float as _positive_float,
+    positive_fraction as _positive_fraction,
+    positive_int as _positive_int,
+    text as _text,
+)
 
 __all__ = ["GENERIC", "OPTIONS", "RUN_OPTIONS", "Option"]
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from groundeval.errors import GroundevalError
-from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.items import EvalItem
+from groundeval.records.outcomes import OUTCOMES
 from groundeval.redaction import clean_text
 
 __all__ = ["ReportHooks"]

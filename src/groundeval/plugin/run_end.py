@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from groundeval.aggregate import summarize
+from groundeval.records.aggregate import summarize
+from groundeval.records.run_record import RunRecord, package_versions
+from groundeval.records.trial_stats import verdict_exit_status
+from groundeval.records.write_errors import describe
 from groundeval.redaction import clean, clean_text, strip_userinfo
-from groundeval.run_record import RunRecord, package_versions
 from groundeval.runner import not_run_record
-from groundeval.trial_stats import verdict_exit_status
-from groundeval.write_errors import describe
 
 if TYPE_CHECKING:
     from groundeval.plugin.options import Settings
+    from groundeval.records.run_record import CaseRecord, RunWriter
     from groundeval.reporting import GateResult
-    from groundeval.run_record import CaseRecord, RunWriter
     from groundeval.runner import RunInfo
     from groundeval.tasks.base import Task
 

@@ -19,26 +19,26 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval import throttle
 from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
 from groundeval.errors import ConfigError, InfraError, RunStopError
-from groundeval.outcomes import OUTCOMES
+from groundeval.models import throttle
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.worker_keys import RUN_ID_KEY
+from groundeval.records.outcomes import OUTCOMES
+from groundeval.records.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
+from groundeval.records.trial_stats import warm_up
 from groundeval.redaction import clean_text
-from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
 from groundeval.runner import CaseRun, RunInfo, attempt, run_case, setup_failed
 from groundeval.tasks import make_task
-from groundeval.trial_stats import warm_up
 
 if TYPE_CHECKING:
     from groundeval.datasets import Case
-    from groundeval.langsmith_stream import LangSmithStream
     from groundeval.plugin.prefetch import Ahead, Prefetcher
     from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
+    from groundeval.reporting.langsmith import LangSmithStream
 
 __all__ = ["DEFAULT_CONCURRENCY", "UNREACHABLE_AFTER", "GroundevalSession"]
 
@@ -142,7 +142,7 @@ class GroundevalSession:
             throttle.configure(self.concurrency)
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
         if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
-            from groundeval.langsmith_stream import LangSmithStream
+            from groundeval.reporting.langsmith import LangSmithStream
 
             self.stream = LangSmithStream.from_env(self.info)
 
@@ -361,7 +361,7 @@ class GroundevalSession:
 
     def _output_failed(self, exc: OSError) -> None:
         """The partial file could not be written: say which and why, and stop the run on every process."""
-        from groundeval.write_errors import describe
+        from groundeval.records.write_errors import describe
 
         self.output_failures.append(describe(exc))
         reason = f"groundeval: {self.output_failures[0]}; the run stopped so that no further case goes unrecorded"

@@ -2,7 +2,7 @@
 
 It leads with what cannot be gamed (how many cases were scored, the pass rate, the answer rate),
 their 95% intervals, pass@k/pass^k and the case verdicts over repeated trials
-(``Aggregate.trials``, from ``groundeval.trial_stats``), then the task's means, then usage;
+(``Aggregate.trials``, from ``groundeval.records.trial_stats``), then the task's means, then usage;
 partial cases are listed above the table so that the table is the last thing a run prints.
 """
 
@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from groundeval.outcomes import POLICY
+from groundeval.records.outcomes import POLICY
+from groundeval.records.run_record import Aggregate, RunRecord, TrialStats
+from groundeval.records.scope import ran as ran_count, scope_needed, statement
 from groundeval.redaction import clean_text
-from groundeval.run_record import Aggregate, RunRecord, TrialStats
-from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.scope import ran as ran_count
 from groundeval.scoring import Metric
 
 __all__ = ["format_table", "trial_lines", "write_summary"]
@@ -54,14 +53,14 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     ivs = stats.intervals if stats is not None else {}
     unit = "trials" if stats is not None and stats.k > 1 else "cases"
     if scope_needed(agg):  # before the pass rate: an agent must not raise it by crashing
-        lines.append(scope_text(agg))
+        lines.append(statement(agg, "scope"))
     passed = agg.counts.get("passed", 0)
     lines.append(
         f"pass rate: {_fmt(agg.pass_rate)} ({passed}/{agg.counted})  answer rate: {_fmt(agg.answer_rate)}"
         f"  (over the {agg.counted} counted {unit}; {ran} ran)"
     )
     if stats is not None:
-        lines += trial_lines(stats)
+        lines += trial_lines(stats, agg)
     lines.append("outcomes: " + "  ".join(f"{k}: {agg.counts[k]}" for k in ORDER if k in agg.counts))
     metrics = agg.metrics
     columns = [k[len("micro_"):] for k in metrics if k.startswith("micro_")]
@@ -83,7 +82,7 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     return lines
 
 
-def trial_lines(stats: TrialStats) -> list[str]:
+def trial_lines(stats: TrialStats, agg: Aggregate) -> list[str]:
     """Pass and answer rate intervals, pass@k/pass^k (K > 1) and the case verdicts (K > 1 or a min pass rate)."""
     lines = []
     rates = {k: iv for k, iv in stats.intervals.items() if k in ("pass_rate", "answer_rate")}
@@ -99,7 +98,7 @@ def trial_lines(stats: TrialStats) -> list[str]:
             f"trials: {stats.k} per case, {_judged(stats)}  pass@1: {_fmt(first.pass_at_k)}  "
             f"pass@{head.k}: {_fmt(head.pass_at_k)}{' ' + at_iv.text() if at_iv else ''}  "
             f"pass^{head.k}: {_fmt(head.pass_hat_k)}{' ' + hat_iv.text() if hat_iv else ''}"
-            + (f"  (pass@{head.k}/pass^{head.k} {note})" if (note := pass_k_note(stats, head)) else "")
+            + (f"  (pass@{head.k}/pass^{head.k} {note})" if (note := statement(agg, "pass_k_scope")) else "")
         )
     if stats.k > 1 or stats.min_pass_rate is not None:
         rule = f"at least {stats.min_pass_rate:g} of" if stats.min_pass_rate is not None else "all"
@@ -109,7 +108,7 @@ def trial_lines(stats: TrialStats) -> list[str]:
         if failed:
             more = len(stats.cases_failed) - len(failed)
             line += "  below: " + ", ".join(failed) + (f" and {more} more" if more else "")
-        if note := unjudged_note(stats):
+        if note := statement(agg, "cases_scope"):
             line += f"  ({note})"
         lines.append(line)
     return lines

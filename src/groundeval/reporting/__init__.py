@@ -1,6 +1,6 @@
 """Comparing runs, the regression gate, Markdown summaries and the HTML report.
 
-Everything here reads finished run records (``groundeval.run_record.RunRecord``); nothing
+Everything here reads finished run records (``groundeval.records.run_record.RunRecord``); nothing
 recomputes a score. scipy and jinja2 are imported only when an interval or a report is made.
 """
 

@@ -10,7 +10,7 @@ then any undeclared metric the case records carry), each a dimension wherever it
 number or a boolean (True = 1). Which way a dimension is better is the record's
 ``metric_directions`` (default higher). Nothing here knows a task's metric names: a record
 written before ``metric_names`` existed falls back to the metric keys its case records carry, in
-first-seen order. Only counted cases have values (``groundeval.outcomes``: scored answers and
+first-seen order. Only counted cases have values (``groundeval.records.outcomes``: scored answers and
 agent-behaviour failures, the latter scored as empty answers); excluded and not-run cases have
 none.
 """
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from groundeval.dimensions import dimension_values
-from groundeval.run_record import CaseRecord, RunRecord
+from groundeval.records.dimensions import dimension_values
+from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.scoring import Direction
 
 __all__ = [

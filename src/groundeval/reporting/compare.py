@@ -14,7 +14,7 @@ Nothing here knows a task's metric names. Per case, every dimension of either re
 first; ``cases.dimensions``), and a change is better or worse by the record's
 ``metric_directions``. The headline figures are the records' own: pass rate (then ``pass_rate_ran``, over every case
 that ran, when either run excluded or did not run a case; each such run is also a warning that
-states its scope, ``groundeval.scope``), answer rate, every
+states its scope, ``groundeval.records.scope``), answer rate, every
 figure of ``Aggregate.metrics`` and usage; a figure gets a paired interval when it is the mean of a
 per-case dimension, by the naming rule of ``figure_dimension`` (``macro_<m>``, ``<m>_pass_rate``).
 """
@@ -26,7 +26,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from groundeval.dimensions import figure_dimension
+from groundeval.records.dimensions import figure_dimension
+from groundeval.records.run_record import RunRecord
+from groundeval.records.scope import pass_rate_ran, ran, scope_needed, statement
 from groundeval.reporting.cases import (
     EPS,
     CaseValues,
@@ -48,8 +50,6 @@ from groundeval.reporting.gate import (
     unreadable_files,
 )
 from groundeval.reporting.stats import Interval, paired_interval
-from groundeval.run_record import RunRecord
-from groundeval.scope import pass_rate_ran, ran, scope_needed, scope_text
 from groundeval.scoring import Direction
 
 __all__ = [
@@ -211,7 +211,7 @@ def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]
         warnings.append(f"task options differ: {json.dumps(oa, sort_keys=True)} vs {json.dumps(ob, sort_keys=True)}")
     for name, run in (("A", a), ("B", b)):
         if scope_needed(run.aggregate):  # its pass rate covers only the counted cases: say what it leaves out
-            warnings.append(f"run {name} {scope_text(run.aggregate)}")
+            warnings.append(f"run {name} {statement(run.aggregate, 'scope')}")
         if not run.complete:
             agg = run.aggregate
             warnings.append(

@@ -6,7 +6,7 @@ Two kinds of case fail the gate, and every output keeps them apart:
   pass-rate drop with one-sided Fisher exact p <= 0.05;
 * **lost**: had a verdict in the baseline (a counted trial, passed or not) and has none now:
   every trial of it is excluded (``agent_error``, ``harness_error``, ``infra_error``,
-  ``invalid_case``, ... see ``groundeval.outcomes``) or ``not_run``, or its case file is among the
+  ``invalid_case``, ... see ``groundeval.records.outcomes``) or ``not_run``, or its case file is among the
   current run's collection errors (it could not be read: outcome ``collection_error``). An agent
   must not clear the gate, or raise its pass rate, by crashing on the cases it would fail, and a
   case file broken in a pull request must not pass CI, so a lost case fails the gate like a
@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.reporting.cases import EPS, CaseValues, case_values, record_values
 from groundeval.reporting.stats import ALPHA, Interval, fisher_one_sided
-from groundeval.run_record import CaseRecord, RunRecord
 
 __all__ = [
     "UNREADABLE", "BaselineGate", "CaseGate", "CaseLost", "GateResult", "collection_error_lines", "gate_case",

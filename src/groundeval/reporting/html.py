@@ -7,7 +7,7 @@ with autoescaping on, because case text (messages, displays, reasons, agent outp
 Nothing here knows a task's names. The per-case table has one score column per metric of the
 record's ``metric_names`` whose values are fractions or booleans (``score_columns``: counts and
 ``"none"``-direction values such as doses are left to the run record), and renders these
-``CaseRecord.details`` keys of any task (README, "Writing a task"):
+``CaseRecord.details`` keys of any task (docs/tasks/writing-a-task.md):
 
 * ``missing``, ``extra``: lists of items, each a string or a mapping shown as its code (``codes``
   joined by ``/``, else ``rxnorm_code`` or ``code``), ``display`` and ``note`` or ``status``;
@@ -22,16 +22,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from groundeval.outcomes import POLICY
+from groundeval.records.outcomes import POLICY
+from groundeval.records.run_record import CaseRecord, RunRecord
+from groundeval.records.scope import scope_needed, statement
+from groundeval.records.trial_stats import record_trial_stats
+from groundeval.records.write_errors import named
 from groundeval.reporting.cases import metric_names
 from groundeval.reporting.compare import compare_runs
 from groundeval.reporting.gate import collection_error_lines
 from groundeval.reporting.render import change_value, comparison_dict, fmt, fmt_p
 from groundeval.reporting.stats import METHOD
-from groundeval.run_record import CaseRecord, RunRecord
-from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.trial_stats import record_trial_stats
-from groundeval.write_errors import named
 
 __all__ = ["render_report", "score_columns", "write_report"]
 
@@ -157,10 +157,10 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
     return {
         "record": record, "figures": figures, "bars": bars, "usage": usage, "trials": stats,
         "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
-        "scope": scope_text(agg) if scope_needed(agg) else "",
+        "scope": statement(agg, "scope") if scope_needed(agg) else "",
         "unreadable": collection_error_lines(record),
-        "pass_k_scope": pass_k_note(stats, stats.headline) if stats.headline is not None else "",
-        "cases_scope": unjudged_note(stats),
+        "pass_k_scope": statement(agg, "pass_k_scope"),
+        "cases_scope": statement(agg, "cases_scope"),
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
         "cases": [_case_row(c, columns, dimension_names) for c in record.cases],
         "case_count": len({c.case_id for c in record.cases}),

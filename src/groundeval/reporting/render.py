@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from groundeval.records.run_record import RunRecord
 from groundeval.reporting.compare import CaseDiff, CaseLost, Comparison, Figure
 from groundeval.reporting.stats import METHOD, Interval
-from groundeval.run_record import RunRecord
 
 __all__ = ["comparison_dict", "comparison_json", "comparison_text", "fmt", "fmt_count", "fmt_p", "run_line"]
 

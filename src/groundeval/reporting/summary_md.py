@@ -11,14 +11,14 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from groundeval.outcomes import POLICY
+from groundeval.records.outcomes import POLICY
+from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, TrialStats
+from groundeval.records.scope import scope_needed, statement
+from groundeval.records.trial_stats import INTERVAL_METHOD, record_trial_stats
+from groundeval.records.write_errors import named
 from groundeval.reporting.compare import Comparison, GateResult
 from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
 from groundeval.reporting.stats import METHOD
-from groundeval.run_record import FigureInterval, RunRecord, TrialStats
-from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.trial_stats import INTERVAL_METHOD, record_trial_stats
-from groundeval.write_errors import named
 
 __all__ = ["comparison_markdown", "figure_intervals", "md_escape", "summary_markdown", "write_summary_markdown"]
 
@@ -36,7 +36,7 @@ def figure_intervals(record: RunRecord) -> dict[str, FigureInterval]:
     """Figure name -> its 95% interval, read from the record's ``Aggregate.trials`` (never recomputed).
 
     Only figures that are means of a per-case value have one (pass rate, answer rate, macro
-    means, dimension pass rates); see ``groundeval.trial_stats``. A record written before
+    means, dimension pass rates); see ``groundeval.records.trial_stats``. A record written before
     ``Aggregate.trials`` existed gets them computed from its cases.
     """
     return dict(record_trial_stats(record).intervals)
@@ -46,7 +46,7 @@ def _iv(iv: FigureInterval | None) -> str:
     return iv.text() if iv is not None else ""
 
 
-def _trials_md(stats: TrialStats) -> list[str]:
+def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
     """pass@k/pass^k (K > 1) and the case verdicts (K > 1 or a min pass rate)."""
     lines: list[str] = []
     head = stats.headline
@@ -58,14 +58,14 @@ def _trials_md(stats: TrialStats) -> list[str]:
             at = fmt(p.pass_at_k) + (f" {_iv(p.pass_at_k_interval)}" if p.pass_at_k_interval else "")
             hat = fmt(p.pass_hat_k) + (f" {_iv(p.pass_hat_k_interval)}" if p.pass_hat_k_interval else "")
             lines.append(f"| {p.k} | {at} | {hat} | {p.cases} |")
-        if note := pass_k_note(stats, head):
+        if note := statement(agg, "pass_k_scope"):
             lines += ["", f"pass@{head.k}/pass^{head.k} {md_escape(note)}"]
     if stats.k > 1 or stats.min_pass_rate is not None:
         rule = f"at least {stats.min_pass_rate:g} of" if stats.min_pass_rate is not None else "all"
         lines += ["", f"cases passing ({rule} their counted trials): **{stats.cases_passed}/{stats.cases_judged}**"]
         if stats.cases_failed:
             lines[-1] += f"; below: {_listed(stats.cases_failed)}"
-        if note := unjudged_note(stats):
+        if note := statement(agg, "cases_scope"):
             lines[-1] += f"; {md_escape(note)}"
         lines += ["", "<details><summary>passes out of counted trials, per case</summary>", "",
                   "| case | passes | trials | outcomes |", "| --- | ---: | ---: | --- |"]
@@ -103,7 +103,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
              + ("" if record.complete else f" — **INCOMPLETE**: {md_escape(record.stop_reason or '')}"), ""]
     passed = agg.counts.get("passed", 0)
     if scope_needed(agg):  # before the pass rate: nobody reads a pass rate raised by crashing without it
-        lines += [f"**{md_escape(scope_text(agg))}**", ""]
+        lines += [f"**{md_escape(statement(agg, 'scope'))}**", ""]
     lines.append(
         f"**pass rate {fmt(agg.pass_rate)}** ({passed}/{agg.counted}) 95% interval {_iv(ivs.get('pass_rate'))}"
         f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
@@ -119,7 +119,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         else:  # counts (format_not_ok, duplicates) as integers, means to three decimals
             shown = str(value) if isinstance(value, int) else fmt(value)
         lines.append(f"| {md_escape(name)} | {shown} | {_iv(ivs.get(name))} |")
-    lines += _trials_md(stats)
+    lines += _trials_md(stats, agg)
     lines += ["", "outcomes: " + ", ".join(f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts)]
     if gate is not None:
         lines += ["", *_gate_md(gate)]

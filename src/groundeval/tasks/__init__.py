@@ -43,9 +43,9 @@ __all__ = [
 ]
 
 TASKS: dict[str, str] = {
-    "extraction": "groundeval.tasks.extraction:ExtractionTask",
-    "write": "groundeval.tasks.write:WriteTask",
-    "reconcile": "groundeval.tasks.reconcile:ReconcileTask",
+    "extraction": "groundeval.tasks.extraction.task:ExtractionTask",
+    "write": "groundeval.tasks.write.task:WriteTask",
+    "reconcile": "groundeval.tasks.reconcile.task:ReconcileTask",
 }
 """Built-in task name -> ``module:Class``."""
 

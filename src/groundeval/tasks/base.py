@@ -18,7 +18,7 @@ Capabilities (what a task offers an agent; ``Agent.requires`` names what an agen
 * ``"tools"`` (``TOOLS``): the task offers tools to call (their names in ``Task.tools``).
 * ``"fhir_bundle"`` (``FHIR_BUNDLE``): ``context(case)["bundle"]`` is the case's FHIR Bundle (a
   dict), so a tool-using agent can serve it through read-only tools
-  (``groundeval.fhir_read_tools``). A ``BaseTask`` declares it with ``bundle_in_context = True``
+  (``groundeval.fhir.read_tools``). A ``BaseTask`` declares it with ``bundle_in_context = True``
   (which also provides ``TOOLS``; name the read tools in ``tools``).
 """
 

@@ -9,7 +9,7 @@ Public helpers for task authors (re-exported at the ``groundeval`` top level)::
     validate_entries(bundle, resource_types, path) -> None  (FHIR R4B shape check)
 
 ``case_files`` lives in ``groundeval.tasks.base``; FHIR coding by system in
-``groundeval.fhir.codings_by_system``.
+``groundeval.fhir.bundle.codings_by_system``.
 """
 
 from __future__ import annotations

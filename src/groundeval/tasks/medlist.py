@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from groundeval.errors import DatasetError
-from groundeval.fhir import (
+from groundeval.fhir.bundle import (
     BundleIndex,
     entry_resources,
     patient_references,

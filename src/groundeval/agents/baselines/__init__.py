@@ -1,0 +1,1 @@
+"""Rule-based agents: the honest floor and the negative control of each built-in task."""

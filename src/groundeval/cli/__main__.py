@@ -1,0 +1,7 @@
+"""``python -m groundeval.cli``: the same as the ``groundeval`` command."""
+
+from __future__ import annotations
+
+from groundeval.cli import main
+
+raise SystemExit(main())

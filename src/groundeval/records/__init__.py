@@ -1,0 +1,1 @@
+"""Run records: the case and run record models, outcomes, aggregates, trial statistics and scope."""

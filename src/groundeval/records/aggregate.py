@@ -1,0 +1,69 @@
+"""A run's aggregate: computed once from its case records, read by every output.
+
+Outcome counts, the pass and answer rates (over the counted cases, and over every case that
+ran: ``groundeval.records.scope.ran``, which leaves out ``invalid_case`` and ``not_run``), the task's own
+means, tokens and cost, and the trial statistics (``groundeval.records.trial_stats``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from groundeval.models.pricing import total_cost
+from groundeval.records.run_record import Aggregate, CaseRecord
+from groundeval.records.scope import ran_outcome_count, statements
+from groundeval.records.trial_stats import with_trial_stats
+from groundeval.scoring import Metric
+from groundeval.tasks.base import Task
+
+__all__ = ["summarize"]
+
+
+def summarize(
+    task: Task, records: Iterable[CaseRecord], selected: int | None = None, min_pass_rate: float | None = None
+) -> Aggregate:
+    """Aggregate case records: outcome counts, pass and answer rates, the task's means, tokens and cost.
+
+    Args:
+        task: The task whose ``aggregate`` combines the counted cases' metrics.
+        records: Every case record of the run (``not_run`` ones included).
+        selected: Cases selected for the run; defaults to the number of records.
+        min_pass_rate: ``--groundeval-min-pass-rate`` R for the case verdicts, or None.
+
+    Returns:
+        The ``Aggregate``, with ``trials`` from ``groundeval.records.trial_stats.with_trial_stats``.
+        ``cost_usd`` is None when any record with usage has no known cost.
+    """
+    records = list(records)
+    counts: dict[str, int] = {}
+    for rec in records:
+        counts[rec.outcome] = counts.get(rec.outcome, 0) + 1
+    counted = [r for r in records if r.counted]
+    not_run = counts.get("not_run", 0)
+    usage: dict[str, Metric] = {}
+    for rec in records:
+        for key, value in rec.usage.items():
+            if key != "cost_usd" and isinstance(value, int | float) and not isinstance(value, bool):
+                usage[key] = (usage.get(key) or 0) + value  # type: ignore[operator]
+    used = [r.usage for r in records if r.usage]
+    if used:
+        usage["cost_usd"] = total_cost(u.get("cost_usd") for u in used)  # missing = unknown
+    n = len(counted)
+    ran = ran_outcome_count(counts)  # invalid_case and not_run: the agent was never asked
+    passed = sum(r.outcome == "passed" for r in records)
+    aggregate = Aggregate(
+        selected=len(records) if selected is None else selected,
+        cases=len(records),
+        counts=dict(sorted(counts.items())),
+        counted=n,
+        excluded=len(records) - n - not_run,
+        not_run=not_run,
+        pass_rate=round(passed / n, 6) if n else None,
+        pass_rate_ran=round(passed / ran, 6) if ran else None,
+        answer_rate=round(sum(r.answered for r in counted) / n, 6) if n else None,
+        metrics=task.aggregate([r.metrics for r in counted]),
+        usage=usage,
+        cached=sum(r.cached for r in records),
+    )
+    aggregate = with_trial_stats(aggregate, records, min_pass_rate)
+    return aggregate.model_copy(update={"statements": statements(aggregate)})

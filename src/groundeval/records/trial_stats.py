@@ -1,0 +1,319 @@
+"""Statistics over cases and repeated trials, computed once into ``Aggregate.trials``.
+
+Several case records with the same ``case_id`` are trials of one case (``--groundeval-trials K``;
+``CaseRecord.trial`` is the 0-based index). Every report (terminal, Markdown, HTML, junit) reads
+what this module put in the run record; nothing downstream recomputes it.
+
+**Counted trials.** A case's ``n`` is its *counted* trials (``groundeval.records.outcomes``): excluded
+trials (``infra_error``, ``agent_error``, ...) and not-run ones are left out of every mean and of
+``n``, exactly as a K = 1 run leaves excluded cases out of its pass rate; agent-behaviour failures
+(``no_answer``, ``truncated``, ...) count, scored as empty answers. ``c`` is the counted trials
+that passed. A case with no counted trial has no values and no verdict.
+
+**Intervals.** 95% interval of each headline mean by a cluster bootstrap over cases: whole cases
+are resampled with all their trials (trials of one case are not independent), and the statistic
+is the pooled mean over the resampled cases' counted trials (sum of values / number of trials,
+so the point estimate is the Aggregate's own figure). ``scipy.stats.bootstrap`` with the BCa
+method (Efron 1987), ``paired=True`` over (per-case sum, per-case trial count), 9,999 resamples,
+seed 0; when BCa is degenerate, the percentile method. When every case has the same mean, every
+resample does too and the interval is that value (``exact``): the bootstrap cannot show variation
+the cases did not. With K = 1 this is the ordinary bootstrap of the mean over cases. Figures that
+are not the mean of a per-case value (micro means, counts, tokens, cost) get no interval.
+Source: https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.bootstrap.html.
+
+**pass@k** (Chen et al. 2021, "Evaluating Large Language Models Trained on Code",
+arXiv:2107.03374, eq. 1): the unbiased estimator ``1 - C(n-c, k) / C(n, k)`` of the chance that at
+least one of k trials passes, averaged over cases. **pass^k** (Yao et al. 2024, "tau-bench",
+arXiv:2406.12045, section 5): the chance that all k trials pass, estimated as ``C(c, k) / C(n, k)``,
+averaged over cases. Both need ``n >= k``: a case with fewer counted trials is left out at that k
+(``PassAtK.cases`` says how many were averaged). pass@1 = pass^1 = the mean over cases of ``c / n``.
+
+**Case verdicts** (``--groundeval-min-pass-rate R``): a case passes when ``c >= R * n``; without R,
+when every counted trial passed. The trial items keep their own outcomes; the session's exit
+status follows the verdicts (``verdict_exit_status``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from groundeval.records.dimensions import dimension_values, figure_dimension
+from groundeval.records.run_record import (
+    Aggregate,
+    CaseRecord,
+    CaseTrials,
+    FigureInterval,
+    PassAtK,
+    RunRecord,
+    TrialStats,
+)
+
+__all__ = [
+    "INTERVAL_METHOD",
+    "cluster_interval",
+    "pass_at_k",
+    "pass_hat_k",
+    "record_trial_stats",
+    "trial_stats",
+    "verdict_exit_status",
+    "warm_up",
+    "with_trial_stats",
+]
+
+N_RESAMPLES = 9_999
+"""Bootstrap resamples (as ``groundeval.reporting.stats``)."""
+SEED = 0
+"""Seed of the bootstrap's generator: intervals are reproducible."""
+CONFIDENCE = 0.95
+"""Confidence level."""
+INTERVAL_METHOD = (
+    f"cluster bootstrap over cases, each case's trials pooled (scipy.stats.bootstrap, BCa, {N_RESAMPLES} "
+    f"resamples, seed {SEED}, {CONFIDENCE:.0%})"
+)
+"""How ``TrialStats.intervals`` are computed, for every report that prints one."""
+EPS = 1e-9
+_WARMING: list[threading.Thread] = []
+
+
+def warm_up() -> threading.Thread:
+    """Import numpy and ``scipy.stats`` in a background daemon thread, once per process.
+
+    The intervals are computed when the run ends, and importing ``scipy.stats`` costs about 1 s of
+    CPU (2-4 s where bytecode is not cached). Started when the cases start, the import overlaps
+    the run's waits on the model; the final ``summarize`` then finds the modules loaded, or waits
+    on Python's import lock until they are. Only numpy and scipy are imported (never the agent's
+    modules), and a failure is swallowed here: the real import at the end raises it.
+
+    Returns:
+        The thread (the same one on every call).
+    """
+    if not _WARMING:
+        def _import() -> None:
+            try:
+                import numpy  # noqa: F401
+                import scipy.stats  # noqa: F401
+            except Exception:  # the import in cluster_interval raises it where it matters
+                pass
+
+        thread = threading.Thread(target=_import, name="groundeval-warm-up-scipy", daemon=True)
+        _WARMING.append(thread)
+        thread.start()
+    return _WARMING[0]
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """pass@k of one case: ``1 - C(n-c, k) / C(n, k)`` (Chen et al. 2021, arXiv:2107.03374, eq. 1).
+
+    The unbiased estimate, from ``n`` trials of which ``c`` passed, of the chance that at least one
+    of ``k`` trials drawn without replacement passes.
+
+    Raises:
+        ValueError: Unless ``1 <= k <= n`` and ``0 <= c <= n``.
+    """
+    _check(n, c, k)
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k of one case: ``C(c, k) / C(n, k)`` (tau-bench, Yao et al. 2024, arXiv:2406.12045).
+
+    The unbiased estimate, from ``n`` trials of which ``c`` passed, of the chance that all ``k``
+    trials drawn without replacement pass.
+
+    Raises:
+        ValueError: Unless ``1 <= k <= n`` and ``0 <= c <= n``.
+    """
+    _check(n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def _check(n: int, c: int, k: int) -> None:
+    if not 1 <= k <= n or not 0 <= c <= n:
+        raise ValueError(f"need 1 <= k <= n and 0 <= c <= n; got n={n}, c={c}, k={k}")
+
+
+def cluster_interval(sums: Sequence[float], counts: Sequence[int]) -> FigureInterval | None:
+    """Cluster-bootstrap interval of a pooled mean: ``sum(sums) / sum(counts)`` over resampled cases.
+
+    Args:
+        sums: Per case, the sum of its counted trials' values (any units; 0/1 for rates).
+        counts: Per case, how many trials the sum covers; cases with 0 are dropped.
+
+    Returns:
+        The interval (see the module docstring), or None for fewer than 2 cases.
+    """
+    pairs = [(float(s), int(n)) for s, n in zip(sums, counts, strict=True) if n > 0]
+    if len(pairs) < 2:
+        return None
+    value = sum(s for s, _ in pairs) / sum(n for _, n in pairs)
+    means = [s / n for s, n in pairs]
+    if all(abs(m - means[0]) <= EPS for m in means):
+        return FigureInterval(value=round(value, 6), low=round(value, 6), high=round(value, 6), cases=len(pairs),
+                              method="exact")
+    import numpy as np
+    from scipy import stats
+
+    s_arr = np.array([s for s, _ in pairs], dtype=float)
+    n_arr = np.array([n for _, n in pairs], dtype=float)
+
+    def pooled(s: Any, n: Any, axis: int = -1) -> Any:
+        return np.sum(s, axis=axis) / np.sum(n, axis=axis)
+
+    method: Literal["bootstrap-bca", "bootstrap-percentile"] = "bootstrap-bca"
+    low = high = math.nan
+    for name in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # DegenerateDataWarning: handled by the percentile fallback
+            res = stats.bootstrap(
+                (s_arr, n_arr), pooled, paired=True, vectorized=True, n_resamples=N_RESAMPLES,
+                confidence_level=CONFIDENCE, method=name, rng=np.random.default_rng(SEED),
+            )
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if not (math.isnan(low) or math.isnan(high)):
+            break
+        method = "bootstrap-percentile"
+    return FigureInterval(value=round(value, 6), low=round(low, 6), high=round(high, 6), cases=len(pairs),
+                          method=method)
+
+
+def _groups(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
+    groups: dict[str, list[CaseRecord]] = defaultdict(list)
+    for rec in records:
+        groups[rec.case_id].append(rec)
+    return {k: sorted(v, key=lambda r: r.trial) for k, v in groups.items()}
+
+
+def _verdict(passes: int, counted: int, min_pass_rate: float | None) -> bool | None:
+    if counted == 0:
+        return None
+    need = 1.0 if min_pass_rate is None else min_pass_rate
+    return passes >= need * counted - EPS
+
+
+def _intervals(groups: dict[str, list[CaseRecord]], figures: Iterable[str]) -> dict[str, FigureInterval]:
+    per_case: list[dict[str, list[float]]] = []
+    for trials in groups.values():
+        dims: dict[str, list[float]] = defaultdict(list)
+        for rec in trials:
+            for name, value in dimension_values(rec).items():
+                dims[name].append(value)
+        per_case.append(dims)
+    out: dict[str, FigureInterval] = {}
+    for figure in figures:
+        dim = figure_dimension(figure)
+        if dim is None:
+            continue
+        sums = [sum(d.get(dim, ())) for d in per_case]
+        counts = [len(d.get(dim, ())) for d in per_case]
+        interval = cluster_interval(sums, counts)
+        if interval is not None:
+            out[figure] = interval
+    return out
+
+
+def _pass_k(cases: Sequence[CaseTrials], k_max: int) -> list[PassAtK]:
+    out: list[PassAtK] = []
+    for k in range(1, k_max + 1):
+        usable = [c for c in cases if c.counted >= k]
+        at = [pass_at_k(c.counted, c.passes, k) for c in usable]
+        hat = [pass_hat_k(c.counted, c.passes, k) for c in usable]
+        entry: dict[str, Any] = {
+            "k": k, "cases": len(usable),
+            "pass_at_k": round(sum(at) / len(at), 6) if at else None,
+            "pass_hat_k": round(sum(hat) / len(hat), 6) if hat else None,
+        }
+        if k == k_max:  # the headline k: intervals over cases
+            ones = [1] * len(usable)
+            entry["pass_at_k_interval"] = cluster_interval(at, ones)
+            entry["pass_hat_k_interval"] = cluster_interval(hat, ones)
+        out.append(PassAtK.model_validate(entry))
+    return out
+
+
+def trial_stats(
+    records: Iterable[CaseRecord], figures: Iterable[str] = ("pass_rate", "answer_rate"),
+    min_pass_rate: float | None = None,
+) -> TrialStats:
+    """Per-case passes out of K, intervals of the headline means, pass@k, pass^k, case verdicts.
+
+    Args:
+        records: Every case record of the run (trials, excluded and not-run ones included).
+        figures: Headline figure names to give intervals (``pass_rate``, ``answer_rate`` and the
+            task's aggregate names); those that are not a mean of a per-case value are skipped.
+        min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None.
+
+    Returns:
+        The ``TrialStats`` (see the module docstring for every definition).
+    """
+    groups = _groups(records)
+    per_case = []
+    for case_id, trials in groups.items():
+        counted = [t for t in trials if t.counted]
+        passes = sum(t.outcome == "passed" for t in counted)
+        per_case.append(CaseTrials(
+            case_id=case_id, trials=len(trials), counted=len(counted), passes=passes,
+            outcomes=[t.outcome for t in trials], passed=_verdict(passes, len(counted), min_pass_rate),
+        ))
+    judged = [c for c in per_case if c.passed is not None]
+    k_max = max((c.trials for c in per_case), default=1)
+    return TrialStats(
+        k=k_max, cases=len(per_case), intervals=_intervals(groups, figures), interval_method=INTERVAL_METHOD,
+        pass_k=_pass_k(judged, k_max) if judged else [], min_pass_rate=min_pass_rate,
+        cases_judged=len(judged), cases_passed=sum(bool(c.passed) for c in judged),
+        cases_failed=[c.case_id for c in judged if not c.passed], per_case=per_case,
+    )
+
+
+def with_trial_stats(
+    aggregate: Aggregate, records: Iterable[CaseRecord], min_pass_rate: float | None = None
+) -> Aggregate:
+    """``aggregate`` with ``trials`` filled from ``records`` (intervals for its own figures).
+
+    Waits for a ``warm_up`` import still running, so that no import is left running at exit.
+    """
+    figures = ["pass_rate", "answer_rate", *(k for k, v in aggregate.metrics.items() if isinstance(v, float))]
+    stats = trial_stats(records, figures, min_pass_rate)
+    for thread in _WARMING:
+        thread.join()
+    return aggregate.model_copy(update={"trials": stats})
+
+
+def record_trial_stats(record: RunRecord) -> TrialStats:
+    """The run record's ``Aggregate.trials``; for a record written before that field, computed from its cases."""
+    if record.aggregate.trials is not None:
+        return record.aggregate.trials
+    stats = with_trial_stats(record.aggregate, record.cases).trials
+    assert stats is not None
+    return stats
+
+
+def verdict_exit_status(record: RunRecord, exit_status: int, failed_items: int) -> int | None:
+    """The exit status when the case verdicts at ``--groundeval-min-pass-rate`` decide it, else None.
+
+    A run that failed only because some trials of cases that meet R failed exits 0: R was given,
+    pytest's status is 1 (tests failed), the run is complete with nothing excluded, not run or
+    uncollectable, every case meets R, and every failed item (``session.testsfailed``) is a
+    groundeval trial (so no other test in the session failed).
+
+    Args:
+        record: The finished run record.
+        exit_status: pytest's exit status so far.
+        failed_items: Items pytest counted as failed or errored in the session.
+
+    Returns:
+        0 when the verdicts clear the run, else None (keep pytest's status).
+    """
+    stats, agg = record.aggregate.trials, record.aggregate
+    if stats is None or stats.min_pass_rate is None or exit_status != 1:
+        return None
+    if not record.complete or record.collection_errors or agg.excluded or agg.not_run:
+        return None
+    if stats.cases_failed or stats.cases_judged != stats.cases:
+        return None
+    failing_trials = sum(c.counted and c.outcome != "passed" for c in record.cases)
+    return 0 if failed_items == failing_trials else None

@@ -1,0 +1,1 @@
+"""The extraction task: active medications of one patient, as RxNorm codes."""

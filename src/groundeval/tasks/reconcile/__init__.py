@@ -1,0 +1,1 @@
+"""The medication reconciliation task: the patient's report against the record."""

@@ -1,0 +1,1 @@
+"""The write-and-validate task: a clinical note recorded as an R4B MedicationStatement."""
