@@ -144,8 +144,9 @@ def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
         gs.record_path = gs.writer.finish(record)
     except OSError as exc:
         junit = gs.config.getoption("xmlpath", default=None)
-        kept = [] if gs.output_failures else [str(gs.writer.partial)]
-        kept += [str(junit)] if junit else []
+        finished = len(gs.records)
+        kept = [f"{gs.writer.partial} ({gs.writer.appended} of {finished})"] if gs.writer.appended else []
+        kept += [f"the junit file {junit}"] if junit else []
         gs.output_failures.append(
             describe(exc, gs.writer.path) + (f"; the finished cases are in {' and '.join(kept)}" if kept else "")
         )

@@ -373,6 +373,7 @@ class RunWriter:
         self.out_dir = out_dir
         self.path = out_dir / f"{run_id}.json"
         self.partial = out_dir / f"{run_id}.partial.jsonl"
+        self.appended = 0  # cases written whole to the partial file
 
     def append(self, case: CaseRecord) -> None:
         """Append one finished case to the partial file as one line, written whole or not at all.
@@ -385,6 +386,7 @@ class RunWriter:
         with named(self.partial):
             self.out_dir.mkdir(parents=True, exist_ok=True)
             _append_whole(self.partial, line.encode("utf-8", "surrogatepass"))
+        self.appended += 1
 
     def finish(self, record: RunRecord) -> Path:
         """Write the complete record atomically, remove the partial file, return the path.
