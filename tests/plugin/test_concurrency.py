@@ -172,7 +172,7 @@ def test_throttle_halves_on_rate_limits_and_grows_back() -> None:
     assert gate.limit == 1  # never below one
     with gate.slot(1.0):
         assert gate.in_flight == 1
-        with pytest.raises(throttle.SlotTimeout, match="no model-call slot came free"):
+        with pytest.raises(throttle.SlotTimeout, match="for a concurrency slot; no request was sent"):
             gate.acquire(0.0)
     assert gate.limit == 1  # still within the 30 s hold
     now[0] = 31.0
