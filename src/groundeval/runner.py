@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -252,7 +252,7 @@ def _result_fields(execution: Execution, info: RunInfo) -> dict[str, Any]:
 
 def run_case(
     task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, trial: int = 0,
-    attempted: Attempt | None = None,
+    attempted: Attempt | None = None, call: Callable[[AgentRequest, Any], Attempt] | None = None,
 ) -> CaseRun:
     """Run ``agent`` on ``case`` and score the answer; never raises for a case-level problem.
 
@@ -265,6 +265,8 @@ def run_case(
         trial: 0-based trial index (``--groundeval-trials``); passed on in the request.
         attempted: The agent call already made for this case (``--groundeval-concurrency``
             makes it ahead, in a thread); None to build the request and call the agent here.
+        call: Makes that call here (``attempt`` bound to ``agent`` when None; the plugin passes
+            one that counts the calls in flight).
 
     Returns:
         The ``CaseRun``: its record, and for excluded outcomes the exception to report.
@@ -282,7 +284,7 @@ def run_case(
         except Exception as exc:  # the task's check, prompt, context or truth: the agent is never called
             error = {"error": _error(exc, with_traceback=True)}
             return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
-        attempted = attempt(agent, request, truth)
+        attempted = attempt(agent, request, truth) if call is None else call(request, truth)
     request = attempted.request
     failure = attempted.error
     if isinstance(failure, AgentError):

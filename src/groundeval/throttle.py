@@ -30,8 +30,10 @@ from collections.abc import Callable, Iterator
 __all__ = [
     "MIN_COOLDOWN_S",
     "AdaptiveLimit",
+    "CallRun",
     "CallsStopped",
     "SlotTimeout",
+    "active",
     "calls_stopped",
     "configure",
     "current",
@@ -104,6 +106,7 @@ class AdaptiveLimit:
         self._hold_until = 0.0
         self._cond = threading.Condition()
         self._queue: collections.deque[object] = collections.deque()  # waiters, first come first served
+        self._stop = threading.Event()  # set by the run's stop switch (``CallRun.stop``)
 
     def acquire(self, timeout_s: float) -> int:
         """Take a slot, waiting at most ``timeout_s`` seconds for one; first come, first served.
@@ -122,13 +125,13 @@ class AdaptiveLimit:
             self._cond.notify_all()  # anyone watching the queue (tests) sees the new waiter
             try:
                 ready = self._cond.wait_for(
-                    lambda: _STOP.is_set() or (self._queue[0] is ticket and self.in_flight < self.limit),
+                    lambda: self._stop.is_set() or (self._queue[0] is ticket and self.in_flight < self.limit),
                     timeout=max(timeout_s, 0.0),
                 )
             finally:
                 self._queue.remove(ticket)
                 self._cond.notify_all()  # the next in line may go
-            if _STOP.is_set():
+            if self._stop.is_set():
                 raise CallsStopped("the run was stopped before a concurrency slot came free; no request was sent")
             if not ready:
                 waited = max(self._clock() - start, timeout_s)
@@ -178,43 +181,76 @@ class AdaptiveLimit:
             self.release(ok=ok)
 
 
-_current: AdaptiveLimit | None = None
-_STOP = threading.Event()
-_stop_checks: list[Callable[[], bool]] = []
+class CallRun:
+    """One run's call gate and stop switch (``configure`` starts a new one).
+
+    Calls capture the ``CallRun`` they start under (``active``), so a call still in flight from
+    an earlier run (a daemon thread after an interrupted run) obeys that run's stop, never the
+    next run's.
+
+    Attributes:
+        gate: The run's ``AdaptiveLimit``, or None when calls are not concurrent.
+    """
+
+    def __init__(self, gate: AdaptiveLimit | None) -> None:
+        self.gate = gate
+        self._stop = gate._stop if gate is not None else threading.Event()
+        self._checks: list[Callable[[], bool]] = []
+
+    def stop(self) -> None:
+        """No call of this run starts from now on; waiters for a slot wake and give up."""
+        self._stop.set()
+        if self.gate is not None:
+            self.gate.wake()
+
+    def watch(self, check: Callable[[], bool]) -> None:
+        """Also count the run as stopped once ``check()`` is true (an xdist worker's stop file)."""
+        self._checks.append(check)
+
+    def stopped(self) -> bool:
+        """True once ``stop`` was called or a ``watch`` check says so (then it stays true)."""
+        if self._stop.is_set():
+            return True
+        if any(check() for check in self._checks):
+            self.stop()
+            return True
+        return False
+
+
+_run = CallRun(None)
 
 
 def configure(ceiling: int | None) -> AdaptiveLimit | None:
-    """Set this process's limit (None or 1: no limit object) and clear the stop switch."""
-    global _current
-    _current = AdaptiveLimit(ceiling) if ceiling is not None and ceiling > 1 else None
-    _STOP.clear()
-    _stop_checks.clear()
-    return _current
+    """Start this process's calls of a new run: a limit (None or 1: none) and a clear stop switch.
+
+    The previous run's switch is thrown: its calls still in flight start no further attempt.
+    """
+    global _run
+    _run.stop()
+    _run = CallRun(AdaptiveLimit(ceiling) if ceiling is not None and ceiling > 1 else None)
+    return _run.gate
 
 
-def stop_calls() -> None:
-    """Stop the run's model calls: none starts from now on (safe to call from a signal handler)."""
-    _STOP.set()
-    gate = _current
-    if gate is not None:
-        gate.wake()
-
-
-def watch_stop(check: Callable[[], bool]) -> None:
-    """Also treat the calls as stopped once ``check()`` is true (an xdist worker's stop file)."""
-    _stop_checks.append(check)
-
-
-def calls_stopped() -> bool:
-    """True once ``stop_calls`` was called or a ``watch_stop`` check says so (then it stays true)."""
-    if _STOP.is_set():
-        return True
-    if any(check() for check in _stop_checks):
-        stop_calls()
-        return True
-    return False
+def active() -> CallRun:
+    """The current run's gate and stop switch (a call captures it when it starts)."""
+    return _run
 
 
 def current() -> AdaptiveLimit | None:
     """This process's limit, or None when calls are not concurrent."""
-    return _current
+    return _run.gate
+
+
+def stop_calls() -> None:
+    """Stop the current run's model calls: none starts from now on (safe in a signal handler)."""
+    _run.stop()
+
+
+def watch_stop(check: Callable[[], bool]) -> None:
+    """Also treat the current run's calls as stopped once ``check()`` is true."""
+    _run.watch(check)
+
+
+def calls_stopped() -> bool:
+    """True once the current run's calls were stopped (``stop_calls``, a ``watch_stop`` check)."""
+    return _run.stopped()

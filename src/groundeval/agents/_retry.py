@@ -292,16 +292,17 @@ def call_with_retries(
     attempts = 0
     waited = 0.0
     last: BaseException | None = None  # the last real failure, kept when a later attempt is never sent
+    run = throttle.active()  # this run's gate and stop switch, for every attempt of the call
+    gate = run.gate
     while True:
-        gate = throttle.current()
         # the first attempt waits up to one budget for a slot before its budget starts; a retry's
         # wait for a slot spends the budget that is left
         slot_s = policy.timeout_s if start is None else max(start + policy.timeout_s - policy.clock(), 0.001)
         try:
-            if throttle.calls_stopped():
+            if run.stopped():
                 raise throttle.CallsStopped("the run was stopped; no request was sent")
             with gate.slot(slot_s) if gate is not None else contextlib.nullcontext(1) as in_flight:
-                if throttle.calls_stopped():  # stopped while this attempt waited for its slot
+                if run.stopped():  # stopped while this attempt waited for its slot
                     raise throttle.CallsStopped("the run was stopped; no request was sent")
                 if start is None:
                     start = policy.clock()

@@ -24,6 +24,7 @@ from groundeval.errors import ConfigError, InfraError, RunStopError
 from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
+from groundeval.plugin.prefetch import CallTally
 from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
 from groundeval.plugin.worker_keys import RUN_ID_KEY
 from groundeval.redaction import clean_text
@@ -119,6 +120,9 @@ class GroundevalSession:
         self.selected: list[str] = []
         self.collection_errors: dict[str, dict[str, str]] = {}
         self.answered = 0  # agent calls that returned, in this process
+        self.fan_out = False  # a call returned here (not a connection failure): calls may go ahead
+        self.calls = CallTally()  # this process's agent calls: in flight, peak, cut off by Ctrl-C
+        self.workers_peak = 0  # xdist controller: the most calls in flight at once on any worker
         self.unreachable = 0  # connection-level failures before the first answer, in this process
         self.warmed = False
         self.started = datetime.now(UTC)
@@ -142,6 +146,11 @@ class GroundevalSession:
             from groundeval.langsmith_stream import LangSmithStream
 
             self.stream = LangSmithStream.from_env(self.info)
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most agent calls that were in flight at once in one process (max over xdist workers)."""
+        return max(self.calls.peak, self.workers_peak)
 
     @property
     def limit(self) -> int | None:
@@ -184,7 +193,12 @@ class GroundevalSession:
         process are started ahead, in threads (``plugin.prefetch``); this case's own call is
         then waited for, and scored here, in collection order. The first call on a process
         goes alone: a rejected key, an unknown model or an unreachable API then stops the run
-        after one call (three when unreachable), as in a serial run, instead of N.
+        after one call (three when unreachable), as in a serial run, instead of N. Calls go
+        ahead once a call has returned, whatever its outcome (a wrong answer, no answer, a
+        truncated reply), unless it stopped the run or never reached the server.
+
+        Raises:
+            pytest.skip.Exception: The run was stopped before this case's call could start.
         """
         if self._agent is None:
             problem = self._agent_problem or ConfigError("the agent was not built on this process")
@@ -203,17 +217,22 @@ class GroundevalSession:
                     self._stop(session, f"groundeval: the agent's warmup() raised {name}: {warm_exc}")
                     return run
         attempted = None
-        if self.concurrency > 1 and self.answered:  # fan out only once the agent has answered here
+        call = functools.partial(self.calls.run, functools.partial(attempt, self._agent))
+        if self.concurrency > 1 and self.fan_out:  # fan out only once a call has returned here
             if self._prefetch is None:
                 from groundeval.plugin.prefetch import Prefetcher
 
-                self._prefetch = Prefetcher(functools.partial(attempt, self._agent), self.concurrency)
+                self._prefetch = Prefetcher(call, self.concurrency)
             self._prefetch.submit(self._upcoming(nodeid, session))
             attempted = self._prefetch.take(nodeid)
-        run = run_case(self.task, self._agent, case, self.info, nodeid, trial, attempted)
+        if attempted is None and throttle.calls_stopped():
+            pytest.skip("not run: the run was stopped before this case's agent call started")
+        run = run_case(self.task, self._agent, case, self.info, nodeid, trial, attempted, call=call)
         exc: BaseException | None = run.exc
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
+        if run.record.started_at is not None and not (isinstance(exc, InfraError) and exc.connection):
+            self.fan_out = True  # a call reached the server and returned, whatever its outcome
         if OUTCOMES[run.record.outcome].stops_run and exc is not None:
             outcome = run.record.outcome
             self._stop(session, f"groundeval: stopped after {outcome} on {case.case_id} (see the error above)")
@@ -243,6 +262,7 @@ class GroundevalSession:
     def _stop(self, session: pytest.Session, reason: str) -> None:
         self.stop_reason = clean_text(reason.splitlines()[0] if reason else reason)
         session.shouldstop = self.stop_reason
+        throttle.stop_calls()
         self._cancel_ahead()
 
     # -- calls made ahead (--groundeval-concurrency) ---------------------------------------------
@@ -264,7 +284,8 @@ class GroundevalSession:
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         """After -x/--maxfail or a stop, start no further call made ahead."""
         session = self._session
-        if self._prefetch is not None and session is not None and (session.shouldfail or session.shouldstop):
+        if session is not None and (session.shouldfail or session.shouldstop):
+            throttle.stop_calls()  # no call starts after -x, --maxfail or a stop
             self._cancel_ahead()
 
     # -- signals -------------------------------------------------------------------------------
@@ -287,8 +308,15 @@ class GroundevalSession:
         if not self.is_worker:
             from groundeval.plugin.signals import SignalStop
 
-            self._signal_stop = SignalStop(self.config, self.stop_file, functools.partial(setattr, self, "stop_reason"))
+            self._signal_stop = SignalStop(self.config, self.stop_file, self._signalled)
             self._signal_stop.install()
+        elif self.runs_cases:
+            throttle.watch_stop(self.stop_file.exists)  # the controller was signalled: no call starts
+
+    def _signalled(self, reason: str) -> None:
+        """The first SIGINT/SIGTERM: keep the reason and let no agent call start from now on."""
+        self.stop_reason = reason
+        throttle.stop_calls()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Put the signal handlers back; forget the check cache directory."""
@@ -366,13 +394,18 @@ class GroundevalSession:
         Runs before pytest's junitxml plugin writes its file, so the run's headline figures can
         go into the ``<testsuite>`` properties.
         """
+        if session.shouldfail or session.shouldstop or self.stop_reason or exitstatus == pytest.ExitCode.INTERRUPTED:
+            throttle.stop_calls()  # a retry of a call still in flight must not go out now
         self._cancel_ahead()
-        throttle.configure(None)
+        self.discarded_calls += self.calls.interrupted  # cut off by Ctrl-C in the main thread: paid, never scored
+        self.calls.interrupted = 0
+        throttle.configure(None)  # ends this run's calls: none of them starts another attempt
         if self.is_worker:
-            from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY
+            from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY
 
             self.config.workeroutput[DROPPED_KEY] = self.discarded_calls  # type: ignore[attr-defined]
             self.config.workeroutput[CONCURRENCY_KEY] = self.concurrency  # type: ignore[attr-defined]
+            self.config.workeroutput[PEAK_KEY] = self.calls.peak  # type: ignore[attr-defined]
         if self.stream is not None:
             self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or self.config.getoption("collectonly", default=False):

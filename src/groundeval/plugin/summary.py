@@ -133,8 +133,12 @@ def _run_shape(record: RunRecord) -> list[str]:
     n = settings.get("concurrency")
     workers = settings.get("workers")
     if isinstance(n, int) and n > 1:
-        total = f" per worker x {workers} workers = {n * workers}" if isinstance(workers, int) and workers > 1 else ""
-        lines.append(f"concurrency: {n} agent calls in flight at most{total}")
+        xdist = isinstance(workers, int) and workers > 1
+        where = " per worker" if xdist else ""
+        total = f" x {workers} workers" if xdist else ""
+        peak = record.peak_in_flight
+        reached = f"reached {peak} in flight at once{where}" if peak is not None else "reached: not recorded"
+        lines.append(f"concurrency: {n} agent calls{where}{total} allowed, {reached}")
     if record.aggregate.cached:
         asked = ran_count(record.aggregate)  # answers asked for: not invalid_case or not_run
         lines.append(
@@ -150,8 +154,8 @@ def _run_shape(record: RunRecord) -> list[str]:
         )
     if record.dropped_calls:
         lines.append(
-            f"{record.dropped_calls} agent calls made ahead were dropped when the run stopped "
-            "(paid for or in flight, never scored; --groundeval-cache keeps answers for the next run)"
+            f"{record.dropped_calls} agent calls were dropped when the run stopped (made ahead or in flight: "
+            "paid for, never scored; --groundeval-cache keeps answers for the next run)"
         )
     return lines
 

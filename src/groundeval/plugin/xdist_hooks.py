@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, RUN_ID_KEY
+from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, RUN_ID_KEY
 from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
@@ -32,6 +32,9 @@ class XdistHooks:
         dropped = output.get(DROPPED_KEY)
         if isinstance(dropped, int):
             self.gsession.discarded_calls += dropped
+        peak = output.get(PEAK_KEY)
+        if isinstance(peak, int):
+            self.gsession.workers_peak = max(self.gsession.workers_peak, peak)
         concurrency = output.get(CONCURRENCY_KEY)
         if isinstance(concurrency, int) and not self.gsession.worker_concurrency_heard:
             self.gsession.concurrency = concurrency  # the workers' effective N (the controller has no agent)
