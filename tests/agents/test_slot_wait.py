@@ -7,6 +7,7 @@ test depends on; the case budgets run on a fake clock.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -68,8 +69,12 @@ def test_the_budget_starts_at_the_first_send_not_while_waiting_for_a_slot(gate: 
     policy = RetryPolicy(timeout_s=5.0, clock=lambda: now[0], sleep=lambda s: None)
     gate.acquire(1.0)  # a trickling call of another case holds the only slot
     lefts: list[float] = []
-    thread, box = in_thread(lambda: call_with_retries(lambda left: lefts.append(left) or "answer", policy,
-                                                     errors=(Status,), advise=lambda e: (True, None)))
+
+    def call(left: float) -> str:
+        lefts.append(left)
+        return "answer"
+
+    thread, box = in_thread(lambda: call_with_retries(call, policy, errors=(Status,), advise=lambda e: (True, None)))
     waiting(gate)
     now[0] += 100.0  # far past the case's 5 s bound while it waited, unsent
     gate.release(ok=True)
@@ -114,8 +119,13 @@ def test_slots_go_first_come_first_served(gate: throttle.AdaptiveLimit) -> None:
     gate.acquire(1.0)
     order: list[str] = []
     threads = []
+    def take(name: str) -> None:
+        gate.acquire(60.0)
+        order.append(name)
+        gate.release(ok=False)
+
     for name in ("first", "second", "third"):
-        thread, _ = in_thread(lambda name=name: (gate.acquire(60.0), order.append(name), gate.release(ok=False)))
+        thread, _ = in_thread(functools.partial(take, name))
         threads.append(thread)
         waiting(gate, len(threads))
     gate.release(ok=False)

@@ -42,10 +42,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from groundeval.agents._retry import DeadlineExceeded
-from groundeval.throttle import CallsStopped, SlotTimeout
 from groundeval.agents.base import offline_hint
 from groundeval.errors import AgentError, AuthError, CaseTooLargeError, InfraError, RunStopError
 from groundeval.redaction import redact, strip_userinfo, url_secrets
+from groundeval.throttle import CallsStopped, SlotTimeout
 
 __all__ = [
     "BadResponse",
