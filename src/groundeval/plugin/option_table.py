@@ -138,6 +138,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "flagged fixture_changed=true, instead of refusing to start.", "BOOL", flag=True,
     ),
     Option(
+        "failure-blocks", _bool, False,
+        "Print pytest's full failure block (FAILURES section) for every failed case. By default, above 25 failed "
+        "cases each is one line, 'FAILED <node id> - <reason>', under 'failed cases' before the groundeval summary: "
+        "thousands of blocks are unreadable, and pytest's FAILURES section costs time that grows with failures x tests.",
+        "BOOL", flag=True,
+    ),
+    Option(
         "min-pass-rate", _positive_fraction, None,
         "With --groundeval-trials: a case passes when at least R of its counted trials pass (0 < R <= 1; "
         "excluded trials are left out); each trial item still shows its own outcome, and the exit status "

@@ -40,10 +40,13 @@ if TYPE_CHECKING:
     from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
 
-__all__ = ["DEFAULT_CONCURRENCY", "UNREACHABLE_AFTER", "GroundevalSession"]
+__all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "UNREACHABLE_AFTER", "GroundevalSession"]
 
 DEFAULT_CONCURRENCY = 4
 """Agent calls in flight at once per process for agents that declare ``thread_safe = True``."""
+
+MAX_FAILURE_BLOCKS = 25
+"""Failed cases shown as pytest's FAILURES blocks at most; above it, one line each (``--groundeval-failure-blocks``)."""
 
 UNREACHABLE_AFTER = 3
 """Connection-level failures on a process's first cases, with no answer yet, after which the run stops."""
@@ -420,11 +423,34 @@ class GroundevalSession:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> Any:
-        """Print the groundeval table last, after pytest's own summary and short summary."""
-        result = yield
-        if not self.is_worker and self.run_record is not None:
-            from groundeval.plugin.summary import write_summary
+        """Print the groundeval table last, after pytest's own summary and short summary.
 
+        Above ``MAX_FAILURE_BLOCKS`` failed cases, each is one line ('FAILED <node id> - <reason>',
+        ``summary.write_failed``) rather than a block of pytest's FAILURES section, unless
+        ``--groundeval-failure-blocks``: pytest looks up each failed item's teardown reports by
+        scanning every report of the run, a cost of failures x tests that dominated a 5,000-case
+        run (FRICTION.md), and thousands of blocks are unreadable anyway. Their reports are held
+        out of ``stats["failed"]`` while pytest's summary sections run (so pytest's short summary
+        does not list them twice), and put back before pytest counts them for its last line.
+        """
+        stats: dict[str, list[Any]] = getattr(terminalreporter, "stats", {})
+        every_failed = stats.get("failed")
+        held: list[Any] = []
+        if not self.is_worker and every_failed and not self.settings.failure_blocks:
+            held = [r for r in every_failed if str(getattr(r, "nodeid", "")).startswith("groundeval/")]
+            if len(held) > MAX_FAILURE_BLOCKS:
+                stats["failed"] = [r for r in every_failed if not str(getattr(r, "nodeid", "")).startswith("groundeval/")]
+            else:
+                held = []
+        try:
+            result = yield
+        finally:
+            if held:
+                stats["failed"] = every_failed  # pytest's last line counts them
+        if not self.is_worker and self.run_record is not None:
+            from groundeval.plugin.summary import write_failed, write_summary
+
+            write_failed(terminalreporter, held)
             write_summary(terminalreporter, self.run_record, self.record_path)
             for line in self.gate.summary_lines() if self.gate is not None else ():
                 terminalreporter.write_line(line, red=line.startswith(("REGRESSED", "LOST", "regression gate FAILED")))

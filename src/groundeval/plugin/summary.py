@@ -18,7 +18,7 @@ from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_not
 from groundeval.scope import ran as ran_count
 from groundeval.scoring import Metric
 
-__all__ = ["format_table", "trial_lines", "write_summary"]
+__all__ = ["format_table", "trial_lines", "write_failed", "write_summary"]
 
 ORDER = tuple(rule.outcome for rule in POLICY)
 MAX_FAILED_LISTED = 10
@@ -158,6 +158,21 @@ def _run_shape(record: RunRecord) -> list[str]:
             "paid for, never scored; --groundeval-cache keeps answers for the next run)"
         )
     return lines
+
+
+def write_failed(tr: Any, reports: list[Any]) -> None:
+    """One line per failed case, reason first: ``FAILED <node id> - <first line of its message>``.
+
+    Args:
+        tr: pytest's ``TerminalReporter``.
+        reports: The failed cases' call reports, in the order they ran.
+    """
+    if not reports:
+        return
+    tr.write_sep("-", f"failed cases ({len(reports)}, one line each; --groundeval-failure-blocks prints pytest's blocks)")
+    for report in reports:
+        first = (str(report.longrepr).splitlines() or [""])[0]
+        tr.write_line(f"FAILED {report.nodeid} - {clean_text(first)}")
 
 
 def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
