@@ -256,10 +256,11 @@ def test_many_cases_take_the_percentile_interval_in_bounded_batches(monkeypatch:
     monkeypatch.setattr(stats, "bootstrap", spy)
     values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.5, 0.2]
     small = cluster_interval(values, [1] * len(values))
+    default_batch = ts.BATCH_VALUES
     monkeypatch.setattr(ts, "BCA_MAX_CASES", len(values) - 1)
     monkeypatch.setattr(ts, "BATCH_VALUES", 600)
     large = cluster_interval(values, [1] * len(values))
     assert small is not None and small.method == "bootstrap-bca"
     assert large is not None and large.method == "bootstrap-percentile" and large.low < large.value < large.high
     assert [c["method"] for c in calls] == ["BCa", "percentile"]
-    assert calls[1]["batch"] * len(values) <= 600 and calls[0]["batch"] * len(values) <= ts.BATCH_VALUES
+    assert calls[1]["batch"] * len(values) <= 600 and calls[0]["batch"] * len(values) <= default_batch
