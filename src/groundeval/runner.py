@@ -347,18 +347,19 @@ def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted:
     return CaseRun(_record(info, case, nodeid, exc.outcome, fields, trial=request.trial))
 
 
-def setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str) -> CaseRun:
+def setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str, trial: int = 0) -> CaseRun:
     """The record of a case that could not start.
 
-    Either the agent's ``warmup()`` raised (``agent_error``, with the traceback), or the agent
-    could not be built on this process (``config_error``).
+    Either the agent's ``warmup()`` raised (``agent_error``, with the traceback), the agent
+    could not be built on this process (``config_error``), or the case file could not be read
+    again when the case was about to run (``invalid_case``).
     """
     what = "warmup() raised " if outcome == "agent_error" else ""
     fields = {
         "message": f"{outcome}: {what}{type(exc).__name__}: {exc}" if what else f"{outcome}: {exc}",
         "error": _error(exc, with_traceback=bool(what)),
     }
-    return CaseRun(_record(info, case, nodeid, outcome, fields), exc)
+    return CaseRun(_record(info, case, nodeid, outcome, fields, trial=trial), exc)
 
 
 def not_run_record(info: RunInfo, nodeid: str, reason: str) -> CaseRecord:

@@ -33,8 +33,8 @@ import pytest
 
 from groundeval import throttle
 from groundeval.agent_io import AgentRequest
-from groundeval.runner import Attempt, prepare
-from groundeval.tasks.base import Task
+from groundeval.datasets import Case
+from groundeval.runner import Attempt
 
 __all__ = ["LOOKAHEAD_PER_SLOT", "Ahead", "CallTally", "Prefetcher", "effective_concurrency", "upcoming"]
 
@@ -186,15 +186,15 @@ class Prefetcher:
 
 
 def upcoming(
-    task: Task, order: Sequence[Any], position: Mapping[str, int], nodeid: str, session: pytest.Session,
-    window: int, *, worker: bool,
+    prepare_case: Callable[[Case, int], tuple[AgentRequest, Any]], order: Sequence[Any],
+    position: Mapping[str, int], nodeid: str, session: pytest.Session, window: int, *, worker: bool,
 ) -> list[Ahead]:
     """The item ``nodeid`` and the next ones this process will run, at most ``window`` in all.
 
     Serially the next ones are the rest of the collection (``order``, the process's eval items
     in collection order); on an xdist worker, the item after this one and the worker's queue
     (xdist hands a worker its items a few at a time, so N is per worker, over the items it has
-    been handed).
+    been handed). ``prepare_case(case, trial)`` prepares an item's call (loading its case file).
     """
     if worker:
         indices = _worker_queue(session.config)
@@ -204,7 +204,7 @@ def upcoming(
         nxt = list(order[at + 1 : at + window])
     current = [order[position[nodeid]]] if nodeid in position else []
     return [
-        Ahead(item.nodeid, functools.partial(prepare, task, item.case, item.trial))
+        Ahead(item.nodeid, functools.partial(prepare_case, item.case, item.trial))
         for item in current + nxt
         if hasattr(item, "case") and hasattr(item, "trial")
     ]

@@ -9,6 +9,7 @@ prints the summary. Workers only run cases and ship their records on the reports
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import time
@@ -20,7 +21,8 @@ import pytest
 
 from groundeval import throttle
 from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
-from groundeval.errors import ConfigError, InfraError, RunStopError
+from groundeval.datasets import Case
+from groundeval.errors import ConfigError, DatasetError, InfraError, RunStopError
 from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
@@ -29,12 +31,11 @@ from groundeval.plugin.preflight import check_data_dir_task, check_out_dir
 from groundeval.plugin.worker_keys import RUN_ID_KEY
 from groundeval.redaction import clean_text
 from groundeval.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
-from groundeval.runner import CaseRun, RunInfo, attempt, run_case, setup_failed
+from groundeval.runner import CaseRun, RunInfo, attempt, prepare, run_case, setup_failed
 from groundeval.tasks import make_task
 from groundeval.trial_stats import warm_up
 
 if TYPE_CHECKING:
-    from groundeval.datasets import Case
     from groundeval.langsmith_stream import LangSmithStream
     from groundeval.plugin.prefetch import Ahead, Prefetcher
     from groundeval.plugin.signals import SignalStop
@@ -141,6 +142,7 @@ class GroundevalSession:
         self._position: dict[str, int] = {}
         self._session: pytest.Session | None = None
         self.discarded_calls = 0  # agent calls made ahead whose items never ran (the run stopped)
+        self._loaded: collections.OrderedDict[Path, Case] = collections.OrderedDict()  # recent cases, read again
         self.worker_concurrency_heard = False  # xdist controller: a worker reported its effective N
         if self.runs_cases:
             throttle.configure(self.concurrency)
@@ -203,6 +205,10 @@ class GroundevalSession:
         Raises:
             pytest.skip.Exception: The run was stopped before this case's call could start.
         """
+        try:
+            case = self.load_case(case)
+        except DatasetError as exc:  # the file went or changed since collection: no agent call
+            return setup_failed(self.info, case, nodeid, exc, "invalid_case", trial)
         if self._agent is None:
             problem = self._agent_problem or ConfigError("the agent was not built on this process")
             run = setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
@@ -276,7 +282,41 @@ class GroundevalSession:
         if self.stop_requested():
             return []
         window = self.concurrency * LOOKAHEAD_PER_SLOT
-        return upcoming(self.task, self._order, self._position, nodeid, session, window, worker=self.is_worker)
+        return upcoming(self._prepare, self._order, self._position, nodeid, session, window, worker=self.is_worker)
+
+    def _prepare(self, ref: Case, trial: int) -> tuple[Any, Any]:
+        """Load the case behind ``ref`` and build its request and truth (``runner.prepare``)."""
+        return prepare(self.task, self.load_case(ref), trial)
+
+    # -- case files, read when their case runs ------------------------------------------------
+    def load_case(self, ref: Case) -> Case:
+        """The case behind a collected item's ``ref``, read from its file now (a few recent ones kept).
+
+        Collection reads each case file for its id and checks, then keeps only the file's name,
+        hash and meta on the item (``EvalItem.case``): holding 5,000 parsed Bundles (about 0.12 MB
+        each) would cost more memory than the rest of the run. The file is read again when its
+        case runs, and its bytes must hash as they did at collection. The last ``window + 4``
+        cases stay loaded (the trials of a case and the calls made ahead reuse them).
+
+        Raises:
+            DatasetError: The file can no longer be read, or it changed since collection.
+        """
+        hit = self._loaded.get(ref.source)
+        if hit is not None:
+            self._loaded.move_to_end(ref.source)
+            return hit
+        case = self.task.load_case(ref.source)
+        if case.sha256 != ref.sha256:
+            raise DatasetError(
+                str(ref.source), f"the file changed after collection (SHA-256 {ref.sha256[:12]}... then, "
+                f"{case.sha256[:12]}... now); run again so that the run scores and records one version of it",
+            )
+        self._loaded[ref.source] = case
+        from groundeval.plugin.prefetch import LOOKAHEAD_PER_SLOT
+
+        while len(self._loaded) > self.concurrency * LOOKAHEAD_PER_SLOT + 4:
+            self._loaded.popitem(last=False)
+        return case
 
     def _cancel_ahead(self) -> None:
         """Cancel the calls not started yet (the run stopped); count those whose items will not run."""
@@ -382,6 +422,8 @@ class GroundevalSession:
                 report.longrepr = f"auth_error: the same rejected credentials as {first} (see above)"
         self.records[report.nodeid] = record
         self.writer.append(record)
+        # pytest keeps every report to the end; the outcome is all its status hooks still read
+        report.groundeval = {"outcome": record.outcome}  # type: ignore[attr-defined]
 
     # -- end of run -------------------------------------------------------------------------
     def build_record(self, exit_status: int | None = None) -> RunRecord:

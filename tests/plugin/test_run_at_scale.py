@@ -1,4 +1,4 @@
-"""Concurrency that happens (and is reported as reached), and no agent call after a stop."""
+"""Runs that scale: concurrency that happens and is reported as reached, no call after a stop, failures one line each, case files read when their case runs."""
 
 from __future__ import annotations
 
@@ -118,3 +118,47 @@ def test_a_worker_stop_file_stops_the_calls(tmp_path: Path) -> None:
     finally:
         throttle.configure(None)
     assert not throttle.calls_stopped()
+
+
+def test_many_failed_cases_are_one_line_each_unless_blocks_are_asked_for(
+    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from groundeval.plugin import session
+
+    monkeypatch.setattr(session, "MAX_FAILURE_BLOCKS", 2)  # Max_Kris fails 3 trials: above it
+    lines = pytester.runpytest(*eval_args("--groundeval-trials=3", "-k", "Max_Kris or Liz"))
+    lines.assert_outcomes(failed=3, passed=3)  # pytest still counts every failure
+    lines.stdout.fnmatch_lines([
+        "*- failed cases (3, one line each; --groundeval-failure-blocks prints pytest's blocks) -*",
+        "FAILED groundeval/extraction::Max_Kris*[[]trial-0[]] - *",
+        "FAILED groundeval/extraction::Max_Kris*[[]trial-2[]] - *",
+        "*= groundeval extraction =*",
+    ])
+    lines.stdout.no_fnmatch_line("*= FAILURES =*")
+    assert sum(line.startswith("FAILED ") for line in lines.stdout.lines) == 3  # not twice (short summary)
+    blocks = pytester.runpytest(*eval_args("--groundeval-trials=3", "-k", "Max_Kris or Liz",
+                                           "--groundeval-failure-blocks"))
+    blocks.stdout.fnmatch_lines(["*= FAILURES =*"])
+    blocks.stdout.no_fnmatch_line("*failed cases (*")
+
+
+def test_items_hold_no_case_content_and_a_file_changed_after_collection_is_invalid(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    pytester.makeconftest('''
+import json
+from pathlib import Path
+
+def pytest_collection_finish(session):
+    held = [len(item.case.data) for item in session.items]
+    Path("held.json").write_text(json.dumps(held))
+    (liz,) = Path("data").glob("Liz_Conn*.json")
+    liz.write_text(liz.read_text() + " ")  # edited while the run goes on
+''')
+    result = pytester.runpytest(*eval_args("-k", "Liz or Max_Kris"))
+    result.assert_outcomes(failed=1, errors=1)
+    assert json.loads((pytester.path / "held.json").read_text()) == [0, 0]
+    (record,) = run_records(pytester.path)
+    liz = next(c for c in record["cases"] if c["case_id"].startswith("Liz"))
+    assert liz["outcome"] == "invalid_case" and "the file changed after collection" in liz["message"]
+    assert liz["attempts"] is None and liz["started_at"] is None  # no agent call
