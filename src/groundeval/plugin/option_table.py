@@ -86,7 +86,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "timeout", _positive_float, 600.0,
-        "Upper bound on one case's model time, retries and waits included, seconds.", "SECONDS", "agent",
+        "Upper bound on one case's model time, retries and waits included, from its first request, seconds "
+        "(before it, a case waits at most this long for a concurrency slot).", "SECONDS", "agent",
     ),
     Option(
         "recursion-limit", _positive_int, None,
