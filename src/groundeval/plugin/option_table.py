@@ -142,7 +142,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "failure-blocks", _bool, False,
         "Print pytest's full failure block (FAILURES section) for every failed case. By default, above 25 failed "
         "cases each is one line, 'FAILED <node id> - <reason>', under 'failed cases' before the groundeval summary: "
-        "thousands of blocks are unreadable, and pytest's FAILURES section costs time that grows with failures x tests.",
+        "thousands of blocks are unreadable, and pytest's FAILURES section costs time that grows with "
+        "failures x tests.",
         "BOOL", flag=True,
     ),
     Option(

@@ -207,8 +207,8 @@ class GroundevalSession:
         """
         try:
             case = self.load_case(case)
-        except DatasetError as exc:  # the file went or changed since collection: no agent call
-            return setup_failed(self.info, case, nodeid, exc, "invalid_case", trial)
+        except DatasetError as gone:  # the file went or changed since collection: no agent call
+            return setup_failed(self.info, case, nodeid, gone, "invalid_case", trial)
         if self._agent is None:
             problem = self._agent_problem or ConfigError("the agent was not built on this process")
             run = setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
@@ -479,15 +479,14 @@ class GroundevalSession:
         every_failed = stats.get("failed")
         held: list[Any] = []
         if not self.is_worker and every_failed and not self.settings.failure_blocks:
-            held = [r for r in every_failed if str(getattr(r, "nodeid", "")).startswith("groundeval/")]
-            if len(held) > MAX_FAILURE_BLOCKS:
-                stats["failed"] = [r for r in every_failed if not str(getattr(r, "nodeid", "")).startswith("groundeval/")]
-            else:
-                held = []
+            ours = [str(getattr(r, "nodeid", "")).startswith("groundeval/") for r in every_failed]
+            if sum(ours) > MAX_FAILURE_BLOCKS:
+                held = [r for r, mine in zip(every_failed, ours, strict=True) if mine]
+                stats["failed"] = [r for r, mine in zip(every_failed, ours, strict=True) if not mine]
         try:
             result = yield
         finally:
-            if held:
+            if held and every_failed is not None:
                 stats["failed"] = every_failed  # pytest's last line counts them
         if not self.is_worker and self.run_record is not None:
             from groundeval.plugin.summary import write_failed, write_summary

@@ -169,7 +169,8 @@ def write_failed(tr: Any, reports: list[Any]) -> None:
     """
     if not reports:
         return
-    tr.write_sep("-", f"failed cases ({len(reports)}, one line each; --groundeval-failure-blocks prints pytest's blocks)")
+    blocks = "--groundeval-failure-blocks prints pytest's blocks"
+    tr.write_sep("-", f"failed cases ({len(reports)}, one line each; {blocks})")
     for report in reports:
         first = (str(report.longrepr).splitlines() or [""])[0]
         tr.write_line(f"FAILED {report.nodeid} - {clean_text(first)}")
