@@ -22,6 +22,24 @@ class XdistHooks:
     def __init__(self, gsession: GroundevalSession) -> None:
         self.gsession = gsession
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """``--dist load`` (the default) with calls made ahead: keep each worker's queue long enough.
+
+        See ``plugin.xdist_schedule``; other modes, and a run of one call at a time, keep xdist's own.
+        """
+        if config.getvalue("dist") != "load":
+            return None
+        from groundeval.plugin.prefetch import LOOKAHEAD_PER_SLOT
+        from groundeval.plugin.session import DEFAULT_CONCURRENCY
+
+        wanted = self.gsession.settings.concurrency or DEFAULT_CONCURRENCY  # the workers' N (no agent here)
+        if wanted <= 1:
+            return None
+        from groundeval.plugin.xdist_schedule import AheadLoadScheduling
+
+        return AheadLoadScheduling(config, log, ahead=wanted * LOOKAHEAD_PER_SLOT)
+
     def pytest_configure_node(self, node: Any) -> None:
         """Give every worker the controller's run id."""
         node.workerinput[RUN_ID_KEY] = self.gsession.info.run_id
