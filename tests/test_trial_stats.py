@@ -236,3 +236,30 @@ def test_warm_up_is_one_thread_and_summarize_waits_for_it() -> None:
     assert warm_up() is thread and thread.daemon and thread.name == "groundeval-warm-up-scipy"
     summarize(make_task("extraction"), [case("c1"), case("c2", "failed")])
     assert not thread.is_alive()  # never left importing when the process exits
+
+
+def test_many_cases_take_the_percentile_interval_in_bounded_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # BCa's jackknife grows with cases squared; above BCA_MAX_CASES the percentile method is used,
+    # and every bootstrap draws its resamples in batches of at most BATCH_VALUES values.
+    from scipy import stats
+
+    from groundeval import trial_stats as ts
+
+    calls: list[dict[str, Any]] = []
+    real = stats.bootstrap
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stats, "bootstrap", spy)
+    values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.5, 0.2]
+    small = cluster_interval(values, [1] * len(values))
+    default_batch = ts.BATCH_VALUES
+    monkeypatch.setattr(ts, "BCA_MAX_CASES", len(values) - 1)
+    monkeypatch.setattr(ts, "BATCH_VALUES", 600)
+    large = cluster_interval(values, [1] * len(values))
+    assert small is not None and small.method == "bootstrap-bca"
+    assert large is not None and large.method == "bootstrap-percentile" and large.low < large.value < large.high
+    assert [c["method"] for c in calls] == ["BCa", "percentile"]
+    assert calls[1]["batch"] * len(values) <= 600 and calls[0]["batch"] * len(values) <= default_batch

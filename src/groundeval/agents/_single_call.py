@@ -340,7 +340,7 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         except GaveUp as gave_up:
             error = self._classify(gave_up.error, request.case_id, attempts=gave_up.attempts, note=gave_up.note)
             error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
-            if not self._answered and len(html) == gave_up.attempts:
+            if not self._answered and gave_up.attempts and len(html) == gave_up.attempts:
                 error = RunStopError(
                     f"every call of the first case ({request.case_id}, {gave_up.attempts} attempts) got an HTML "
                     f"page from {self._endpoint()}, not the API: the base URL points at a web site. Check "

@@ -93,7 +93,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "timeout", _positive_float, 600.0,
-        "Upper bound on one case's model time, retries and waits included, seconds.", "SECONDS", "agent",
+        "Upper bound on one case's model time, retries and waits included, from its first request, seconds "
+        "(before it, a case waits at most this long for a concurrency slot).", "SECONDS", "agent",
     ),
     Option(
         "recursion-limit", _positive_int, None,
@@ -148,6 +149,14 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "replay-allow-changed", _bool, False,
         "With --groundeval-agent=replay:RUN.json: re-score cases whose case file changed since that run, "
         "flagged fixture_changed=true, instead of refusing to start.", "BOOL", flag=True,
+    ),
+    Option(
+        "failure-blocks", _bool, False,
+        "Print pytest's full failure block (FAILURES section) for every failed case. By default, above 25 failed "
+        "cases each is one line, 'FAILED <node id> - <reason>', under 'failed cases' before the groundeval summary: "
+        "thousands of blocks are unreadable, and pytest's FAILURES section costs time that grows with "
+        "failures x tests.",
+        "BOOL", flag=True,
     ),
     Option(
         "min-pass-rate", _positive_fraction, None,

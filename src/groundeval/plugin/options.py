@@ -78,6 +78,7 @@ class Settings:
         cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
         replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
         min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None (every trial must pass).
+        failure_blocks: ``--groundeval-failure-blocks``: pytest's FAILURES blocks for failed cases.
     """
 
     task: str | None
@@ -97,6 +98,7 @@ class Settings:
     cache_dir: Path | None = None
     replay_allow_changed: bool = False
     min_pass_rate: float | None = None
+    failure_blocks: bool = False
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -295,6 +297,7 @@ def read_settings(config: pytest.Config) -> Settings:
         cache_dir=path("cache"),
         replay_allow_changed=bool(values["replay_allow_changed"]),
         min_pass_rate=values["min_pass_rate"],
+        failure_blocks=bool(values["failure_blocks"]),
     )
 
 

@@ -49,6 +49,12 @@ class RunState(Protocol):
     concurrency: int
     discarded_calls: int
     baseline: Any
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most agent calls in flight at once in one process."""
+        ...
+
     writer: RunWriter
     gate: GateResult | None
     run_record: RunRecord | None
@@ -102,6 +108,7 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         ),
         collection_errors=list(gs.collection_errors.values()),
         dropped_calls=gs.discarded_calls,
+        peak_in_flight=gs.peak_in_flight,
         metric_names=list(gs.task.metric_names),
         metric_directions=dict(getattr(gs.task, "metric_directions", None) or {}),
         cases=cases,

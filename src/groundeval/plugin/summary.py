@@ -17,7 +17,7 @@ from groundeval.records.scope import ran as ran_count, scope_needed, statement
 from groundeval.redaction import clean_text
 from groundeval.scoring import Metric
 
-__all__ = ["format_table", "trial_lines", "write_summary"]
+__all__ = ["format_table", "trial_lines", "write_failed", "write_summary"]
 
 ORDER = tuple(rule.outcome for rule in POLICY)
 MAX_FAILED_LISTED = 10
@@ -132,8 +132,12 @@ def _run_shape(record: RunRecord) -> list[str]:
     n = settings.get("concurrency")
     workers = settings.get("workers")
     if isinstance(n, int) and n > 1:
-        total = f" per worker x {workers} workers = {n * workers}" if isinstance(workers, int) and workers > 1 else ""
-        lines.append(f"concurrency: {n} agent calls in flight at most{total}")
+        xdist = isinstance(workers, int) and workers > 1
+        where = " per worker" if xdist else ""
+        total = f" x {workers} workers" if xdist else ""
+        peak = record.peak_in_flight
+        reached = f"reached {peak} in flight at once{where}" if peak is not None else "reached: not recorded"
+        lines.append(f"concurrency: {n} agent calls{where}{total} allowed, {reached}")
     if record.aggregate.cached:
         asked = ran_count(record.aggregate)  # answers asked for: not invalid_case or not_run
         lines.append(
@@ -149,10 +153,26 @@ def _run_shape(record: RunRecord) -> list[str]:
         )
     if record.dropped_calls:
         lines.append(
-            f"{record.dropped_calls} agent calls made ahead were dropped when the run stopped "
-            "(paid for or in flight, never scored; --groundeval-cache keeps answers for the next run)"
+            f"{record.dropped_calls} agent calls were dropped when the run stopped (made ahead or in flight: "
+            "paid for, never scored; --groundeval-cache keeps answers for the next run)"
         )
     return lines
+
+
+def write_failed(tr: Any, reports: list[Any]) -> None:
+    """One line per failed case, reason first: ``FAILED <node id> - <first line of its message>``.
+
+    Args:
+        tr: pytest's ``TerminalReporter``.
+        reports: The failed cases' call reports, in the order they ran.
+    """
+    if not reports:
+        return
+    blocks = "--groundeval-failure-blocks prints pytest's blocks"
+    tr.write_sep("-", f"failed cases ({len(reports)}, one line each; {blocks})")
+    for report in reports:
+        first = (str(report.longrepr).splitlines() or [""])[0]
+        tr.write_line(f"FAILED {report.nodeid} - {clean_text(first)}")
 
 
 def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
