@@ -243,7 +243,7 @@ def test_many_cases_take_the_percentile_interval_in_bounded_batches(monkeypatch:
     # and every bootstrap draws its resamples in batches of at most BATCH_VALUES values.
     from scipy import stats
 
-    from groundeval import trial_stats as ts
+    from groundeval.records import trial_stats as ts
 
     calls: list[dict[str, Any]] = []
     real = stats.bootstrap
