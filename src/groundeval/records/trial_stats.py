@@ -88,6 +88,8 @@ INTERVAL_METHOD = (
 """How ``TrialStats.intervals`` are computed, for every report that prints one."""
 EPS = 1e-9
 _WARMING: list[threading.Thread] = []
+WARM_UP_JOIN_S = 5.0
+"""The longest the run's end waits for the ``warm_up`` import, seconds (its intervals are already computed)."""
 
 
 def warm_up() -> threading.Thread:
@@ -288,12 +290,15 @@ def with_trial_stats(
 ) -> Aggregate:
     """``aggregate`` with ``trials`` filled from ``records`` (intervals for its own figures).
 
-    Waits for a ``warm_up`` import still running, so that no import is left running at exit.
+    Waits a little (``WARM_UP_JOIN_S``) for a ``warm_up`` import still running, so that no import is
+    usually left running at exit; never longer: a signal that interrupts an import in the main
+    thread can leave a module lock the warm-up thread then waits on forever, and the run's end
+    (its record, its summary) must not wait with it. The thread is a daemon.
     """
     figures = ["pass_rate", "answer_rate", *(k for k, v in aggregate.metrics.items() if isinstance(v, float))]
     stats = trial_stats(records, figures, min_pass_rate)
     for thread in _WARMING:
-        thread.join()
+        thread.join(timeout=WARM_UP_JOIN_S)
     return aggregate.model_copy(update={"trials": stats})
 
 
