@@ -170,9 +170,12 @@ def _task_options(config: pytest.Config, cls: Any, task: str) -> dict[str, Any]:
         offer(opt.key, raw, source, 0 if source.startswith("--") else 3)
     for key, raw, source in _generic_pairs(config):
         if key not in declared:
+            from groundeval.usage import did_you_mean
+
             known = ", ".join(sorted(declared)) or "none"
             raise pytest.UsageError(
-                f"{source}={key}={raw}: the {task} task has no option {key!r} (its options: {known})"
+                f"{source}={key}={raw}: the {task} task has no option {key!r}{did_you_mean(key, declared)} "
+                f"(its options: {known})"
             )
         offer(key, raw, source, 1 if source.startswith("--") else 2)
     values: dict[str, Any] = {}
@@ -196,9 +199,12 @@ def _task_class(task: str) -> Any:
     from groundeval.tasks import available_tasks, task_class
 
     if ":" not in task and task not in available_tasks():
+        from groundeval.usage import did_you_mean
+
         names = ", ".join(sorted(available_tasks()))
         raise pytest.UsageError(
-            f"--groundeval-task={task!r}: unknown task; choose one of: {names}, or package.module:Class "
+            f"--groundeval-task={task!r}: unknown task{did_you_mean(task, available_tasks())}; choose one of: "
+            f"{names}, or package.module:Class "
             "for your own task"
         )
     try:

@@ -182,7 +182,10 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
     lines[1:1] = _run_shape(record)
     for line in lines:
         tr.write_line(clean_text(line))
-    if not record.complete:
+    if not record.complete and not record.cases and record.collection_errors:
+        tr.write_line(f"NOTHING SCORED: {record.stop_reason} (see the errors above); fix the case files and rerun",
+                      red=True, bold=True)
+    elif not record.complete:
         tr.write_line(
             f"INCOMPLETE: {record.stop_reason}; {record.aggregate.not_run} selected case(s) did not run and "
             "these numbers cover only the cases that ran", red=True, bold=True,
