@@ -37,6 +37,7 @@ CLI_DEFAULTS: dict[str, str] = {
     "recursion-limit": "25",
     "base-url": "none; openai-compatible needs one",
     "cache": "off: every case calls the agent",
+    "max-cost": "no limit",
     "concurrency": "4 for the built-in agents, 1 for an agent of your own unless it sets thread_safe = True",
 }
 """Shown default of each option whose plugin default is ``None`` (meaning "decided later")."""

@@ -63,6 +63,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ReportHooks(), "groundeval-reporting")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(gsession), "groundeval-xdist")
+    from groundeval.plugin.progress import LiveOnReports, Progress
+
+    if is_worker:
+        config.pluginmanager.register(LiveOnReports(), "groundeval-live")
+    elif settings.progress != "off" and not config.getoption("collectonly", default=False):
+        config.pluginmanager.register(Progress(gsession, settings.progress, settings.progress_every),
+                                      "groundeval-progress")
 
 
 def _node_ids(args: list[str], task: str) -> list[str] | None:

@@ -78,6 +78,9 @@ class Settings:
         cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
         replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
         min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None (every trial must pass).
+        max_cost: ``--groundeval-max-cost``: the most this run may spend on model calls, USD, or None.
+        progress: ``--groundeval-progress``: ``auto``, ``tty``, ``plain`` or ``off``.
+        progress_every: ``--groundeval-progress-every``: seconds between plain progress lines.
     """
 
     task: str | None
@@ -97,6 +100,9 @@ class Settings:
     cache_dir: Path | None = None
     replay_allow_changed: bool = False
     min_pass_rate: float | None = None
+    max_cost: float | None = None
+    progress: str = "auto"
+    progress_every: float = 30.0
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -301,6 +307,9 @@ def read_settings(config: pytest.Config) -> Settings:
         cache_dir=path("cache"),
         replay_allow_changed=bool(values["replay_allow_changed"]),
         min_pass_rate=values["min_pass_rate"],
+        max_cost=values["max_cost"],
+        progress=str(values["progress"]),
+        progress_every=float(values["progress_every"]),
     )
 
 

@@ -148,6 +148,10 @@ class GroundevalSession:
         """``--groundeval-limit``: run only the first N cases, or None for all."""
         return self.settings.limit
 
+    def case_file_count(self) -> int:
+        """Case files in the data directory (for the start-up note while they are collected)."""
+        return len(self.task.case_files(self.settings.data_dir))
+
     @property
     def trials(self) -> int:
         """``--groundeval-trials``: items per case."""
@@ -195,13 +199,19 @@ class GroundevalSession:
             self.warmed = True
             warmup = getattr(self._agent, "warmup", None)
             if callable(warmup):
+                progress = self.config.pluginmanager.get_plugin("groundeval-progress")
                 try:
+                    if progress is not None:
+                        progress.set_phase("warming up the agent (imports, clients)")
                     warmup()  # imports and clients, before the first case is timed
                 except Exception as warm_exc:
                     run = setup_failed(self.info, case, nodeid, warm_exc, "agent_error")
                     name = type(warm_exc).__name__
                     self._stop(session, f"groundeval: the agent's warmup() raised {name}: {warm_exc}")
                     return run
+                finally:
+                    if progress is not None:
+                        progress.set_phase(None)
         attempted = None
         if self.concurrency > 1 and self.answered:  # fan out only once the agent has answered here
             if self._prefetch is None:
