@@ -20,7 +20,7 @@ import pytest
 
 from groundeval import throttle
 from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
-from groundeval.errors import ConfigError, InfraError, RunStopError
+from groundeval.errors import ConfigError, InfraError, RunStopError, SpendLimitReached
 from groundeval.outcomes import OUTCOMES
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
@@ -84,6 +84,8 @@ class GroundevalSession:
                     self._agent_problem = exc  # reported as config_error on this worker's first case
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if settings.max_cost is not None:
+            self._check_max_cost(settings)
         if not self.is_worker:
             check_out_dir(settings.out_dir)
             check_data_dir_task(self.task, settings.data_dir)
@@ -135,8 +137,14 @@ class GroundevalSession:
         self._session: pytest.Session | None = None
         self.discarded_calls = 0  # agent calls made ahead whose items never ran (the run stopped)
         self.worker_concurrency_heard = False  # xdist controller: a worker reported its effective N
+        self.spend_stop: str | None = None  # the stop reason when --groundeval-max-cost stopped this process
         if self.runs_cases:
             throttle.configure(self.concurrency)
+            if settings.max_cost is not None:
+                from groundeval import spend
+                from groundeval.plugin.spend_check import worker_share
+
+                spend.configure(worker_share(settings.max_cost, config))
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
         if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
             from groundeval.langsmith_stream import LangSmithStream
@@ -162,6 +170,17 @@ class GroundevalSession:
         from groundeval.plugin.prefetch import effective_concurrency
 
         return effective_concurrency(self.settings.concurrency, self._agent, DEFAULT_CONCURRENCY)
+
+    def _check_max_cost(self, settings: Settings) -> None:
+        """Refuse ``--groundeval-max-cost`` for calls that cannot be priced beforehand (``plugin.spend_check``)."""
+        from groundeval.agents.base import AGENTS, _load_target
+        from groundeval.plugin.spend_check import check_max_cost
+
+        assert settings.max_cost is not None
+        agent: Any = self._agent
+        if agent is None and not settings.agent.startswith("replay:"):
+            agent = _load_target(AGENTS.get(settings.agent, settings.agent))
+        check_max_cost(settings.max_cost, settings.agent, agent, settings.model)
 
     @staticmethod
     def _build_agent(settings: Settings, task: Any) -> Agent:
@@ -222,6 +241,10 @@ class GroundevalSession:
             attempted = self._prefetch.take(nodeid)
         run = run_case(self.task, self._agent, case, self.info, nodeid, trial, attempted)
         exc: BaseException | None = run.exc
+        if isinstance(exc, SpendLimitReached):  # no call was made: this case and the rest are not_run
+            self._stop(session, f"groundeval: {exc}")
+            self.spend_stop = self.stop_reason
+            return CaseRun(run.record, pytest.skip.Exception(f"not_run: {exc}"))
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
         if OUTCOMES[run.record.outcome].stops_run and exc is not None:
@@ -378,11 +401,16 @@ class GroundevalSession:
         """
         self._cancel_ahead()
         throttle.configure(None)
+        if self.settings.max_cost is not None:
+            from groundeval import spend
+
+            spend.configure(None)
         if self.is_worker:
-            from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY
+            from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, SPEND_STOP_KEY
 
             self.config.workeroutput[DROPPED_KEY] = self.discarded_calls  # type: ignore[attr-defined]
             self.config.workeroutput[CONCURRENCY_KEY] = self.concurrency  # type: ignore[attr-defined]
+            self.config.workeroutput[SPEND_STOP_KEY] = self.spend_stop  # type: ignore[attr-defined]
         if self.stream is not None:
             self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or self.config.getoption("collectonly", default=False):
