@@ -251,3 +251,12 @@ def test_first_screen_shows_the_headline_and_the_first_failing_case(pytester: py
     assert found, proc.stderr[-500:]
     first = json.loads(found.group(1).replace("&quot;", '"'))
     assert 0 < first["headline"] < 800 and 0 < first["failing"] <= 800  # both on the first screen
+
+
+def test_a_case_shows_its_tool_calls_and_its_trials() -> None:
+    trace = [{"tool": "get_resources", "args": {"type": "MedicationRequest"}, "result": "<b>3 found</b>", "ok": True}]
+    cases = [case("c1", "failed", trace=trace, trial=0, message="F1 0.000"), case("c1", "passed", trial=1)]
+    page = render_report(run(cases, run_id="T"))
+    assert '<ol class="trace"><li><code>get_resources</code> (ok)' in page and "&lt;b&gt;3 found&lt;/b&gt;" in page
+    assert page.count('<ul class="plain trials">') == 2  # each trial's details list both trials
+    assert "trial 0: <span class=\"failed\">failed</span> <span class=\"small\">F1 0.000</span>" in page

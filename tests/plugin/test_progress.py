@@ -52,6 +52,7 @@ def test_the_status_line_says_when_rate_limiting_cut_the_limit() -> None:
                     "limiting)  cached 3  12.3k tokens  $0.4200  elapsed 1m05s  ETA 3m00s")
     assert "ETA" not in status_text(tally, 12, None, 65, 60)  # nothing left
     assert "in flight" not in status_text(tally, 48, None, 65, 60)  # calls not concurrent
+    assert "  $0.4200 of $5  " in status_text(tally, 48, None, 65, 60, limit_usd=5.0)  # --groundeval-max-cost
 
 
 def test_a_slow_start_up_phase_is_announced() -> None:

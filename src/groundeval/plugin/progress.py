@@ -134,7 +134,7 @@ def _tokens(n: int) -> str:
 
 
 def status_text(tally: Tally, total: int, live: dict[str, int] | None, elapsed_s: float,
-                running_s: float | None) -> str:
+                running_s: float | None, limit_usd: float | None = None) -> str:
     """The status line (one line, plain text).
 
     Args:
@@ -144,6 +144,7 @@ def status_text(tally: Tally, total: int, live: dict[str, int] | None, elapsed_s
             when calls are not concurrent.
         elapsed_s: Seconds since the run started.
         running_s: Seconds since the first item started, or None before it (for the ETA).
+        limit_usd: ``--groundeval-max-cost``, shown beside the spend, or None.
 
     Returns:
         ``groundeval 12/48 done  9 passed  1 excluded  calls 4 in flight (limit 4)  cached 3
@@ -159,8 +160,9 @@ def status_text(tally: Tally, total: int, live: dict[str, int] | None, elapsed_s
         parts.append(f"cached {tally.cached}")
     if tally.tokens:
         parts.append(f"{_tokens(tally.tokens)} tokens")
-    if tally.spent_usd or tally.tokens:
-        parts.append(f"${tally.spent_usd:.4f}" + (f" (+{tally.unpriced} unpriced)" if tally.unpriced else ""))
+    if tally.spent_usd or tally.tokens or limit_usd:
+        spent = f"${tally.spent_usd:.4f}" + (f" of ${limit_usd:g}" if limit_usd else "")
+        parts.append(spent + (f" (+{tally.unpriced} unpriced)" if tally.unpriced else ""))
     parts.append(f"elapsed {_duration(elapsed_s)}")
     if running_s is not None and tally.done and total > tally.done:
         parts.append(f"ETA {_duration(running_s / tally.done * (total - tally.done))}")
@@ -307,6 +309,8 @@ class Progress:
         record = getattr(report, "groundeval", None)
         if isinstance(record, dict):
             with self._lock:
+                if self._phase is not None and self.first_start is not None:
+                    self._phase = None  # the first answer is in: the workers are up
                 self.tally.add(report.nodeid, record)
                 live = getattr(report, LIVE_KEY, None)
                 worker = record.get("worker")
@@ -320,8 +324,10 @@ class Progress:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
-        """Cases are about to run."""
-        self.set_phase(None)
+        """Cases are about to run (under xdist: the workers start, collect and warm up first)."""
+        distributed = not getattr(self.gsession, "runs_cases", True)
+        self.set_phase("starting the workers (each collects the cases and warms up the agent)" if distributed
+                       else None)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
@@ -348,7 +354,8 @@ class Progress:
             return phase
         now = self.clock()
         running = None if self.first_start is None else now - self.first_start
-        return status_text(self.tally, len(self.gsession.selected), self.live(), now - self.t0, running)
+        limit = getattr(getattr(self.gsession, "settings", None), "max_cost", None)
+        return status_text(self.tally, len(self.gsession.selected), self.live(), now - self.t0, running, limit)
 
     def tick(self, after_item: bool = False) -> None:
         """Redraw the terminal line, or write a plain line when one is due."""
