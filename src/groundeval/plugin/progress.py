@@ -277,6 +277,8 @@ class Progress:
     def set_phase(self, phase: str | None) -> None:
         """Start-up phase now (``collecting``, ``warming up the agent``), or None once cases run."""
         with self._lock:
+            if phase is None and self._phase is not None and self._phase[0].startswith("warming up"):
+                self.first_start = self.clock()  # the ETA's clock: the warm-up is not a case's time
             self._phase = (phase, self.clock()) if phase else None
 
     def _phase_text(self) -> str | None:
