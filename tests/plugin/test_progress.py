@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from groundeval.plugin.progress import Progress, Tally, status_text
+from groundeval.plugin.progress import Progress
+from groundeval.plugin.progress_line import Tally, status_text
 
 from ..conftest import LEAN_ADDOPTS
 from ._screen import render
