@@ -299,7 +299,7 @@ def test_an_outside_task_runs_with_its_own_options(pytester: pytest.Pytester, ti
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("--groundeval-option=min_f=0.5", "ERROR: --groundeval-option=min_f=0.5: the tiny task has no option 'min_f' "
+        ("--groundeval-option=min_f=0.5", "ERROR: --groundeval-option=min_f=0.5: the tiny task has no option 'min_f' (did you mean min_f1?) "
                                           "(its options: min_f1)"),
         ("--groundeval-option=min_f1=2", "ERROR: --groundeval-option min_f1='2': must be between 0 and 1 "
                                          "(option min_f1 of the tiny task)"),

@@ -326,6 +326,32 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         errors = (*self._api_errors(), BadResponse)
         params = self.params(request)
         self.preflight(request)
+        from groundeval.models import spend
+
+        limit = spend.current()
+        if limit is None:
+            return self._run(request, params, errors)
+        chars = len(request.prompt.system) + len(request.prompt.user)
+        estimate = spend.highest_call_cost(self.model, chars, self.max_tokens)
+        reserved = limit.reserve(estimate if estimate is not None else 0.0, request.case_id)
+        try:
+            result = self._run(request, params, errors)
+        except AgentError as exc:  # a reply that was paid for (cut off, refused) carries its usage
+            usage = exc.details.get("usage")
+            cost = usage.get("cost_usd") if isinstance(usage, dict) else None
+            limit.settle(reserved, float(cost) if isinstance(cost, int | float) else 0.0)
+            raise
+        except BaseException:
+            limit.settle(reserved, 0.0)
+            raise
+        cost = result.usage.get("cost_usd")
+        limit.settle(reserved, float(cost) if isinstance(cost, int | float) else None)
+        return result
+
+    def _run(
+        self, request: AgentRequest, params: dict[str, Any], errors: tuple[type[BaseException], ...]
+    ) -> AgentResult:
+        """The retried call and its result (``run`` without the spending limit)."""
         html: list[int] = []
         held: dict[str, Any] = {}  # the latest attempt's client, for _abandon
 

@@ -40,8 +40,9 @@ from groundeval.errors import ConfigError
 from groundeval.loading import load_target
 
 __all__ = [
-    "AGENTS", "OFFLINE_AGENTS", "OFFLINE_AGENT_EXTRAS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires",
-    "check_task", "make_agent", "offline_hint", "preflight_agent",
+    "AGENTS", "BUILTIN_AGENT_TASKS", "DEFAULT_AGENTS", "OFFLINE_AGENTS", "OFFLINE_AGENT_EXTRAS", "Agent",
+    "AgentConfig", "FunctionAgent", "agent_requires",
+    "check_task", "make_agent", "offline_hint", "preflight_agent", "serving_agents",
 ]
 
 DEFAULT_REQUIRES: frozenset[str] = frozenset({"text_prompt"})
@@ -125,6 +126,32 @@ OFFLINE_AGENTS: dict[str, str] = {
 }
 """Built-in task name -> its rule-based agent (no model, no key, no network), for the missing-key hint."""
 
+_ANY_TASK = ("extraction", "write", "reconcile")
+BUILTIN_AGENT_TASKS: dict[str, tuple[str, ...]] = {
+    "claude": _ANY_TASK,
+    "openai-compatible": _ANY_TASK,
+    "langgraph": _ANY_TASK,
+    "replay": _ANY_TASK,
+    "langgraph-fhir": ("extraction", "reconcile"),
+    "baseline": ("extraction",),
+    "naive": ("extraction",),
+    "baseline-write": ("write",),
+    "baseline-reconcile": ("reconcile",),
+    "naive-reconcile": ("reconcile",),
+}
+"""Built-in agent -> the built-in tasks it serves (what ``check_task`` decides from the classes'
+``requires``/``tasks``; a test keeps them equal). Read without importing any agent or task, for
+the messages that name the agents serving a task."""
+
+DEFAULT_AGENTS: dict[str, str] = {"extraction": "claude", "write": "langgraph", "reconcile": "claude"}
+"""Built-in task -> its ``default_agent`` (a test keeps them equal), for checks made before any task is imported."""
+
+
+def serving_agents(task: str) -> list[str]:
+    """The built-in agents that serve the built-in ``task`` (none for another task), in ``AGENTS`` order."""
+    return [name for name in AGENTS if task in BUILTIN_AGENT_TASKS.get(name, ()) and name != "replay"]
+
+
 OFFLINE_AGENT_EXTRAS: dict[str, str] = {"baseline": "healthchain", "baseline-write": "healthchain"}
 """Offline agent -> the extra it needs (its class's ``NeedsExtra.needs_extra``; a test keeps them equal)."""
 
@@ -185,9 +212,11 @@ def _missing_extra(spec: str) -> Callable[[ImportError], ConfigError | None]:
 def _load_target(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
+        from groundeval.cli.usage import did_you_mean
+
         known = ", ".join(sorted(AGENTS))
         raise ConfigError(
-            f"unknown agent {spec!r}; use one of: {known}, or 'package.module:attribute' "
+            f"unknown agent {spec!r}{did_you_mean(spec, AGENTS)}; use one of: {known}, or 'package.module:attribute' "
             "for your own agent"
         )
     return load_target(spec, spec, kind="agent", builtin=spec in AGENTS.values(), import_failed=_missing_extra(spec))
@@ -237,17 +266,19 @@ def check_task(agent: Agent, spec: str, task: Any) -> None:
         declared = ("tools",) if isinstance(tools, tuple | list) and tools else ()
         bundle = ("fhir_bundle", "tools") if getattr(task, "bundle_in_context", False) is True else ()
         provides = frozenset({"text_prompt", *declared, *bundle})
+    serving = serving_agents(name)
+    pick = f"agents that serve {name}: {', '.join(serving)}" if serving else f"pick an agent for {name!r}"
     missing = sorted(agent_requires(agent) - set(provides))
     if missing:
         offered = ", ".join(sorted(provides)) or "nothing"
         raise ConfigError(
             f"agent {spec!r} requires {', '.join(missing)}, which the {name} task does not provide "
-            f"(it provides: {offered}); pick an agent for {name!r}"
+            f"(it provides: {offered}); {pick}"
         )
     tasks = getattr(agent, "tasks", None)
     if tasks and name not in tasks:
         names = ", ".join(sorted(tasks))
-        raise ConfigError(f"agent {spec!r} answers the {names} task, not {name!r}; pick an agent for {name!r}")
+        raise ConfigError(f"agent {spec!r} answers the {names} task, not {name!r}; {pick}")
 
 
 def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:

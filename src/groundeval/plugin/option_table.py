@@ -12,10 +12,12 @@ from typing import Any
 
 from groundeval.plugin.option_values import (
     bool_value as _bool,
+    non_negative_float as _non_negative_float,
     non_negative_int as _non_negative_int,
     positive_float as _positive_float,
     positive_fraction as _positive_fraction,
     positive_int as _positive_int,
+    progress_mode as _progress_mode,
     text as _text,
 )
 
@@ -163,6 +165,22 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "With --groundeval-trials: a case passes when at least R of its counted trials pass (0 < R <= 1; "
         "excluded trials are left out); each trial item still shows its own outcome, and the exit status "
         "follows the cases. Default: every trial must pass.", "R",
+    ),
+    Option(
+        "max-cost", _positive_float, None,
+        "Stop the run before it spends more than USD on model calls: each call's cost is estimated from its "
+        "prompt tokens and max-tokens before it is sent, and a call that could pass the limit is not made; "
+        "cases not started are not_run. Needs a model with a known price.", "USD",
+    ),
+    Option(
+        "progress", _progress_mode, "auto",
+        "Status line while the run goes (cases done, passed, excluded, calls in flight, tokens, USD, ETA): tty "
+        "(one line redrawn in place), plain (a line every --groundeval-progress-every seconds, for CI logs), "
+        "off, or auto (tty on a terminal, else plain).", "MODE",
+    ),
+    Option(
+        "progress-every", _non_negative_float, 30.0,
+        "Seconds between plain progress lines (0: after every case).", "SECONDS",
     ),
 )
 

@@ -94,7 +94,7 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         model=clean_text(model) if model else None,
         started_at=gs.started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
         duration_s=round(time.perf_counter() - gs.t0, 3), complete=complete,
-        stop_reason=None if complete else (gs.stop_reason or "interrupted"), exit_status=exit_status,
+        stop_reason=None if complete else (gs.stop_reason or _why_incomplete(gs)), exit_status=exit_status,
         settings=clean({
             "agent_spec": settings.agent, "limit": settings.limit, "task_options": settings.task_options,
             "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
@@ -115,6 +115,14 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         aggregate=summarize(gs.task, cases, selected=len(gs.selected) or len(cases),
                             min_pass_rate=settings.min_pass_rate),
     )
+
+
+def _why_incomplete(gs: RunState) -> str:
+    """The stop reason of an incomplete run that no stop named: no readable case file, or an interruption."""
+    if not gs.selected and gs.collection_errors:
+        n = len(gs.collection_errors)
+        return f"no case to run: {'the' if n == 1 else 'all'} {n} case file{'s' * (n != 1)} failed collection"
+    return "interrupted"
 
 
 def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:

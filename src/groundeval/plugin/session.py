@@ -22,7 +22,7 @@ import pytest
 
 from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
 from groundeval.datasets import Case
-from groundeval.errors import ConfigError, DatasetError, InfraError, RunStopError
+from groundeval.errors import ConfigError, DatasetError, InfraError, RunStopError, SpendLimitReached
 from groundeval.models import throttle
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
@@ -90,6 +90,8 @@ class GroundevalSession:
                     self._agent_problem = exc  # reported as config_error on this worker's first case
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if settings.max_cost is not None:
+            self._check_max_cost(settings)
         if not self.is_worker:
             check_out_dir(settings.out_dir)
             check_cache_dir(settings.cache_dir)
@@ -147,8 +149,14 @@ class GroundevalSession:
         self.discarded_calls = 0  # agent calls made ahead whose items never ran (the run stopped)
         self._loaded: collections.OrderedDict[Path, Case] = collections.OrderedDict()  # recent cases, read again
         self.worker_concurrency_heard = False  # xdist controller: a worker reported its effective N
+        self.spend_stop: str | None = None  # the stop reason when --groundeval-max-cost stopped this process
         if self.runs_cases:
             throttle.configure(self.concurrency)
+            if settings.max_cost is not None:
+                from groundeval.models import spend
+                from groundeval.plugin.spend_check import worker_share
+
+                spend.configure(worker_share(settings.max_cost, config))
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
         if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
             from groundeval.reporting.langsmith import LangSmithStream
@@ -165,6 +173,10 @@ class GroundevalSession:
         """``--groundeval-limit``: run only the first N cases, or None for all."""
         return self.settings.limit
 
+    def case_file_count(self) -> int:
+        """Case files in the data directory (for the start-up note while they are collected)."""
+        return len(self.task.case_files(self.settings.data_dir))
+
     @property
     def trials(self) -> int:
         """``--groundeval-trials``: items per case."""
@@ -175,6 +187,17 @@ class GroundevalSession:
         from groundeval.plugin.prefetch import effective_concurrency
 
         return effective_concurrency(self.settings.concurrency, self._agent, DEFAULT_CONCURRENCY)
+
+    def _check_max_cost(self, settings: Settings) -> None:
+        """Refuse ``--groundeval-max-cost`` for calls that cannot be priced beforehand (``plugin.spend_check``)."""
+        from groundeval.agents.base import AGENTS, _load_target
+        from groundeval.plugin.spend_check import check_max_cost
+
+        assert settings.max_cost is not None
+        agent: Any = self._agent
+        if agent is None and not settings.agent.startswith("replay:"):
+            agent = _load_target(AGENTS.get(settings.agent, settings.agent))
+        check_max_cost(settings.max_cost, settings.agent, agent, settings.model)
 
     @staticmethod
     def _build_agent(settings: Settings, task: Any) -> Agent:
@@ -222,7 +245,10 @@ class GroundevalSession:
             self.warmed = True
             warmup = getattr(self._agent, "warmup", None)
             if callable(warmup):
+                progress = self.config.pluginmanager.get_plugin("groundeval-progress")
                 try:
+                    if progress is not None:
+                        progress.set_phase("warming up the agent (imports, clients)")
                     warmup()  # imports and clients, before the first case is timed
                 except Exception as warm_exc:  # a ConfigError (a server that cannot start) is config_error
                     outcome = "config_error" if isinstance(warm_exc, ConfigError) else "agent_error"
@@ -233,6 +259,9 @@ class GroundevalSession:
                         reason = f"stopped after config_error on {case.case_id} (see the error above)"
                     self._stop(session, f"groundeval: {reason}")
                     return run
+                finally:
+                    if progress is not None:
+                        progress.set_phase(None)
         attempted = None
         call = functools.partial(self.calls.run, functools.partial(attempt, self._agent))
         if self.concurrency > 1 and self.fan_out:  # fan out only once a call has returned here
@@ -246,6 +275,10 @@ class GroundevalSession:
             pytest.skip("not run: the run was stopped before this case's agent call started")
         run = run_case(self.task, self._agent, case, self.info, nodeid, trial, attempted, call=call)
         exc: BaseException | None = run.exc
+        if isinstance(exc, SpendLimitReached):  # no call was made: this case and the rest are not_run
+            self._stop(session, f"groundeval: {exc}")
+            self.spend_stop = self.stop_reason
+            return CaseRun(run.record, pytest.skip.Exception(f"not_run: {exc}"))
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
         if run.record.started_at is not None and not (isinstance(exc, InfraError) and exc.connection):
@@ -485,12 +518,17 @@ class GroundevalSession:
         self.discarded_calls += self.calls.interrupted  # cut off by Ctrl-C in the main thread: paid, never scored
         self.calls.interrupted = 0
         throttle.configure(None)  # ends this run's calls: none of them starts another attempt
+        if self.settings.max_cost is not None:
+            from groundeval.models import spend
+
+            spend.configure(None)
         if self.is_worker:
-            from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY
+            from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, SPEND_STOP_KEY
 
             self.config.workeroutput[DROPPED_KEY] = self.discarded_calls  # type: ignore[attr-defined]
             self.config.workeroutput[CONCURRENCY_KEY] = self.concurrency  # type: ignore[attr-defined]
             self.config.workeroutput[PEAK_KEY] = self.calls.peak  # type: ignore[attr-defined]
+            self.config.workeroutput[SPEND_STOP_KEY] = self.spend_stop  # type: ignore[attr-defined]
         if self.stream is not None:
             self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or self.config.getoption("collectonly", default=False):

@@ -77,9 +77,20 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     lines += [f"{key}: {_fmt(metrics[key])}" for key in others]
     if any(k in ivs for k in others):
         lines.append("95% CI: " + "  ".join(f"{k} {ivs[k].text()}" for k in others if k in ivs))
-    if agg.usage:
-        lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in agg.usage.items()))
+    shown = {k: v for k, v in agg.usage.items() if k not in SPLIT_KEYS}
+    if shown:
+        lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in shown.items()))
+    if "spent_usd" in agg.usage:
+        spent, cached = agg.usage.get("spent_usd"), agg.usage.get("cached_cost_usd")
+        lines.append(
+            f"cost: {_fmt_usage('cost_usd', spent)} USD spent by this run; {_fmt_usage('cost_usd', cached)} USD is the "
+            f"recorded cost of the {agg.cached} cached or replayed answers (not spent now)"
+        )
     return lines
+
+
+SPLIT_KEYS = ("spent_usd", "cached_cost_usd")
+"""Usage keys shown on the ``cost:`` line (this run's spend apart from the cached answers' recorded cost)."""
 
 
 def trial_lines(stats: TrialStats, agg: Aggregate) -> list[str]:
@@ -201,7 +212,10 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
     lines[1:1] = _run_shape(record)
     for line in lines:
         tr.write_line(clean_text(line))
-    if not record.complete:
+    if not record.complete and not record.cases and record.collection_errors:
+        tr.write_line(f"NOTHING SCORED: {record.stop_reason} (see the errors above); fix the case files and rerun",
+                      red=True, bold=True)
+    elif not record.complete:
         tr.write_line(
             f"INCOMPLETE: {record.stop_reason}; {record.aggregate.not_run} selected case(s) did not run and "
             "these numbers cover only the cases that ran", red=True, bold=True,

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, RUN_ID_KEY
+from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, RUN_ID_KEY, SPEND_STOP_KEY
 from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
@@ -53,6 +53,9 @@ class XdistHooks:
         peak = output.get(PEAK_KEY)
         if isinstance(peak, int):
             self.gsession.workers_peak = max(self.gsession.workers_peak, peak)
+        spend_stop = output.get(SPEND_STOP_KEY)
+        if isinstance(spend_stop, str) and not self.gsession.stop_reason:
+            self.gsession.stop_reason = spend_stop  # a worker reached its share of --groundeval-max-cost
         concurrency = output.get(CONCURRENCY_KEY)
         if isinstance(concurrency, int) and not self.gsession.worker_concurrency_heard:
             self.gsession.concurrency = concurrency  # the workers' effective N (the controller has no agent)
