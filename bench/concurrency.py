@@ -93,6 +93,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="timed rounds (default 1)")
     parser.add_argument("--latency", type=float, default=0.25, help="agent latency, seconds (default 0.25)")
     parser.add_argument("--cases", type=int, default=64, help="cases (default 64)")
+    parser.add_argument("--src", type=Path, help="run the groundeval package in DIR (a checkout's src/), "
+                        "not the installed one: measure an older commit with the same bench")
     args = parser.parse_args()
     print(machine())
     with tempfile.TemporaryDirectory(prefix="groundeval-bench-") as tmp:
@@ -109,7 +111,8 @@ def main() -> None:
                 variants[f"{'-n 2' if workers == 2 else 'serial'} N={n}"] = [
                     *common, f"--groundeval-concurrency={n}", *extra]
         variants["floor"] = [sys.executable, "floor.py"]
-        env = {"PYTHONPATH": str(base), "PATH": "/usr/bin:/bin", "HOME": str(base)}
+        path = [str(base)] + ([str(args.src.resolve())] if args.src else [])
+        env = {"PYTHONPATH": ":".join(path), "PATH": "/usr/bin:/bin", "HOME": str(base)}
         run_once([*common, "--collect-only"], base, env)  # warm pytest's cache (load-time checks)
         wall: dict[str, list[float]] = {v: [] for v in variants}
         cpu: dict[str, list[float]] = {v: [] for v in variants}

@@ -1,121 +1,98 @@
-"""Truth-derivation throughput against ``json.loads`` of the same bytes.
+"""Cost of a run as it grows: 500, 2,000 and 5,000 cases through an instant agent.
 
 Usage::
 
-    uv run python bench/scale.py [--source DIR] [--copies N] [--active K] [--repeats R]
+    uv run python bench/scale.py [--sizes 500,2000,5000] [--extra-args "--tb=long"]
 
-Measures, per raw Synthea bundle in ``--source`` (default ``../shared/data/synthea``), the CPU time
-(``time.process_time``) and wall time of ``json.loads`` and of the extraction truth
-(``medlist.medication_truth``: the active list and the excluded RxCUIs, what
-``ExtractionTask.truth`` computes) on the parsed
-dict. Runs are interleaved (parse, truth, parse, truth, ... per file and repeat) so machine load
-hits both alike; the best of ``--repeats`` per file is kept. Prints MB/s of each and the
-truth/parse ratio (target: within 1.5x of the parse).
+For each size, one whole ``pytest --groundeval-task=extraction`` process over that many case files
+(the packaged extraction fixtures, then copies of them under new names) with an agent that answers
+``[]`` at once: most cases fail, so the failure reporting is exercised at full size. Prints, per
+size, the process's CPU seconds (user + system, ``os.wait4``), CPU per case, the marginal CPU per
+case against the previous size, the peak resident set (``ru_maxrss``) and the size of the run
+record. One untimed run over the 48 distinct files goes first, so that the R4B check of each is
+remembered (every copy has the bytes of one of them), as on any second run.
 
-``--copies N`` simulates a population: the source bundles repeated N times (each copy with fresh
-ids, so nothing is cached). ``--active K`` adds one synthetic patient with K distinct active
-requests, the case where the old quadratic collapse took 81 s at K = 10,000.
+The last line is one JSON object for CI: ``cpu_per_case_ratio`` (CPU per case at the largest size
+over that at the smallest; target <= 1.2) and ``peak_rss_mb_<size>`` (target < 500 MB at 5,000),
+with every figure. Read the ratios, not the seconds: the machine may be shared.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import subprocess
 import sys
-import time
-from collections.abc import Callable
+import tempfile
 from pathlib import Path
-from typing import Any
 
-from groundeval.tasks.medlist import medication_truth
+from _timing import machine
+from concurrency import make_cases
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "synthea"
-
-
-def _copy(raw: bytes, n: int) -> bytes:
-    """Copy ``n`` of a bundle: every ``urn:uuid:`` fullUrl and reference renamed alike (fresh bytes)."""
-    return raw if n == 0 else raw.replace(b"urn:uuid:", f"urn:uuid:c{n}-".encode())
+AGENT = """def agent(request):
+    return "[]"
+"""
 
 
-def _big(active: int) -> bytes:
-    pid = "00000000-0000-4000-8000-000000000001"
-    entries: list[dict[str, Any]] = [{"fullUrl": f"urn:uuid:{pid}", "resource": {"resourceType": "Patient", "id": pid}}]
-    entries += [{"fullUrl": f"urn:uuid:r{i}", "resource": {
-        "resourceType": "MedicationRequest", "id": f"r{i}", "status": "active", "intent": "order",
-        "subject": {"reference": f"urn:uuid:{pid}"},
-        "medicationCodeableConcept": {"coding": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm",
-                                                  "code": str(100000 + i), "display": f"drug {i}"}]}}}
-        for i in range(active)]
-    return json.dumps({"resourceType": "Bundle", "type": "collection", "entry": entries}).encode()
+def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:
+    """Run ``cmd``; return (child CPU seconds, peak RSS in MB, exit status)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
-def _timed(fn: Callable[[], object]) -> tuple[float, float]:
-    cpu, wall = time.process_time(), time.perf_counter()
-    fn()
-    return time.process_time() - cpu, time.perf_counter() - wall
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--sizes", default="500,2000,5000", help="case counts, comma-separated")
+    parser.add_argument("--extra-args", default="", help="more pytest arguments for every run")
+    parser.add_argument("--src", type=Path, help="run the groundeval package in DIR (a checkout's src/), "
+                        "not the installed one: measure an older commit with the same bench")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(machine())
+    figures: dict[str, float] = {}
+    rows: list[tuple[int, float, float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="groundeval-scale-") as tmp:
+        base = Path(tmp)
+        (base / "bench_agent.py").write_text(AGENT)
+        path = [str(base)] + ([str(args.src.resolve())] if args.src else [])
+        env = {"PYTHONPATH": os.pathsep.join(path), "PATH": "/usr/bin:/bin", "HOME": str(base)}
 
+        def command(size: int) -> list[str]:
+            return [sys.executable, "-m", "pytest", "-q", "-p", "no:langsmith_plugin", "-p", "no:anyio",
+                    "--groundeval-task=extraction", "--groundeval-agent=bench_agent:agent",
+                    f"--groundeval-data-dir=data{size}", f"--groundeval-out-dir=out{size}",
+                    *shlex.split(args.extra_args)]
 
-def _truth(bundle: dict[str, Any]) -> None:
-    medication_truth(bundle, "bench")
-
-
-def measure(blobs: list[bytes], repeats: int) -> dict[str, float]:
-    """Best-of-``repeats`` CPU and wall seconds of parse and truth, summed over ``blobs``."""
-    keys = ("parse_cpu", "parse_wall", "truth_cpu", "truth_wall")
-    best = {k: [float("inf")] * len(blobs) for k in keys}
-    for _ in range(repeats):
-        for i, blob in enumerate(blobs):
-            text = blob.decode("utf-8")
-            bundle: dict[str, Any] = {}
-
-            def parse(text: str = text, into: dict[str, Any] = bundle) -> None:
-                into.update(json.loads(text))
-
-            def truth(bundle: dict[str, Any] = bundle) -> None:
-                _truth(bundle)
-
-            for key, fn in (("parse", parse), ("truth", truth)):
-                cpu, wall = _timed(fn)
-                best[f"{key}_cpu"][i] = min(best[f"{key}_cpu"][i], cpu)
-                best[f"{key}_wall"][i] = min(best[f"{key}_wall"][i], wall)
-    return {k: sum(v) for k, v in best.items()}
-
-
-def report(label: str, blobs: list[bytes], repeats: int) -> float:
-    """Print one line of figures for ``blobs``; return truth CPU / parse CPU."""
-    mb = sum(len(b) for b in blobs) / 1e6
-    t = measure(blobs, repeats)
-    ratio = t["truth_cpu"] / max(t["parse_cpu"], 1e-9)
-    print(
-        f"{label}: {len(blobs)} bundles, {mb:.1f} MB | json.loads {mb / max(t['parse_cpu'], 1e-9):.1f} MB/s CPU "
-        f"({t['parse_cpu']:.3f} s CPU, {t['parse_wall']:.3f} s wall) | truth {mb / max(t['truth_cpu'], 1e-9):.1f} MB/s "
-        f"CPU ({t['truth_cpu']:.3f} s CPU, {t['truth_wall']:.3f} s wall) | truth/parse {ratio:.2f}x "
-        + ("(within 1.5x)" if ratio <= 1.5 else "(ABOVE the 1.5x target)")
-    )
-    return ratio
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; exit status 0 (it reports, it does not judge)."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="directory of raw Synthea bundles")
-    parser.add_argument("--copies", type=int, default=0, help="also time a population of N copies of the sources")
-    parser.add_argument("--active", type=int, default=0, help="also time one bundle with K active requests")
-    parser.add_argument("--repeats", type=int, default=3, help="interleaved runs per file; the best is kept")
-    args = parser.parse_args(argv)
-    raws = [p.read_bytes() for p in sorted(args.source.glob("*.json"))]
-    raws = [r for r in raws if json.loads(r).get("resourceType") == "Bundle"]
-    if not raws:
-        print(f"no raw Synthea bundles in {args.source}; pass --source DIR", file=sys.stderr)
-        return 2
-    report("synthea", raws, args.repeats)
-    if args.copies:
-        report(f"population x{args.copies}", [_copy(r, n) for n in range(args.copies) for r in raws], args.repeats)
-    if args.active:
-        report(f"one bundle, {args.active:,} active requests", [_big(args.active)], args.repeats)
-    return 0
+        make_cases(base / "data48", 48)
+        run(command(48), base, env)  # untimed: the R4B check of every distinct file is remembered
+        for size in sizes:
+            make_cases(base / f"data{size}", size)
+            out = base / f"out{size}"
+            cmd = command(size)
+            cpu, rss, status = run(cmd, base, env)
+            if status not in (0, 1):  # 1: the "[]" answers fail their cases, as intended
+                raise SystemExit(f"{size} cases: exited {status}: {' '.join(cmd)}")
+            record = sum(p.stat().st_size for p in out.glob("*.json"))
+            rows.append((size, cpu, rss, record / 1e6))
+            figures[f"cpu_s_{size}"] = round(cpu, 2)
+            figures[f"peak_rss_mb_{size}"] = round(rss, 1)
+            figures[f"record_mb_{size}"] = round(record / 1e6, 2)
+    print(f"{'cases':>6}{'cpu s':>9}{'ms/case':>9}{'marginal':>10}{'peak RSS MB':>13}{'record MB':>11}")
+    previous: tuple[int, float] | None = None
+    for size, cpu, rss, record_mb in rows:
+        marginal = "" if previous is None else f"{(cpu - previous[1]) / (size - previous[0]) * 1000:.1f}"
+        print(f"{size:>6}{cpu:>9.1f}{cpu / size * 1000:>9.1f}{marginal:>10}{rss:>13.0f}{record_mb:>11.2f}")
+        previous = (size, cpu)
+    first, last = rows[0], rows[-1]
+    ratio = (last[1] / last[0]) / (first[1] / first[0])
+    figures["cpu_per_case_ratio"] = round(ratio, 3)
+    print(f"cpu_per_case_ratio {ratio:.2f} (target <= 1.2); peak RSS at {last[0]} cases {last[2]:.0f} MB "
+          "(target < 500 at 5000)")
+    print(json.dumps(figures, sort_keys=True))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -19,6 +19,12 @@ Usage::
    (groundeval's own plugin idle); ``groundeval[claude]`` with ``-p no:anyio``.
    Target: groundeval without extras within 1.1x of pytest alone.
 3. The baseline extraction run (the packaged cases) serial against ``-n 2``: reported, no target.
+4. Usage errors: an unknown task, a bad option value and a missing API key, through the
+   ``groundeval`` CLI and through ``pytest --groundeval-task=...``, each against ``python -c pass``
+   (the interpreter's own start). Target: a CLI usage error under 1 CPU-s (the options are
+   checked before pytest and the plugin start). The pytest path cannot beat pytest's own start
+   and the other plugins installed beside groundeval (langsmith's, through langchain-core): it
+   is reported against ``pytest --version`` in the same environment.
 
 Runs are interleaved (one warm-up round discarded), medians reported, CPU time beside wall time;
 the footprint's ratios are the median of the per-round ratios (each round runs every variant
@@ -74,7 +80,7 @@ def build_venvs(base: Path) -> dict[str, Path]:
 
 
 def _row(name: str, sample: Sample, ref: Sample) -> str:
-    return (f"  {name:<44} wall {sample.wall_s:6.3f} s ({sample.wall_s / ref.wall_s:4.2f}x)   "
+    return (f"  {name:<52} wall {sample.wall_s:6.3f} s ({sample.wall_s / ref.wall_s:4.2f}x)   "
             f"cpu {sample.cpu_s:6.3f} s ({sample.cpu_s / ref.cpu_s:4.2f}x)")
 
 
@@ -145,12 +151,42 @@ def xdist(rounds: int, out: Path, env: dict[str, str]) -> None:
     print("  (reported, no target: each xdist worker starts its own session, collects and builds the agent)")
 
 
+USAGE_ERRORS: dict[str, list[str]] = {
+    "unknown task": ["--task", "extractoin"],
+    "bad option value": ["--limit", "0"],
+    "missing API key (the default agent)": [],
+}
+
+
+def usage_errors(rounds: int, empty: Path, env: dict[str, str]) -> None:
+    groundeval = str(Path(sys.executable).with_name("groundeval"))
+    no_key = {k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"}
+    variants: dict[str, tuple[list[str], Path]] = {"python -c pass": ([sys.executable, "-c", "pass"], empty)}
+    for label, args in USAGE_ERRORS.items():
+        variants[f"groundeval {' '.join(args)}".rstrip() + f" ({label})"] = ([groundeval, *args], empty)
+    variants["pytest --version"] = ([sys.executable, "-m", "pytest", "--version"], empty)
+    variants["pytest --groundeval-task=extractoin"] = (
+        [sys.executable, *PYTEST, "--groundeval-task=extractoin"], empty)
+    samples = interleaved(variants, rounds, ok=lambda name, status: status == (0 if "--version" in name or
+                                                                                  "-c pass" in name else 4),
+                          env=no_key)
+    print("4. usage errors (exit status 4), median of", rounds)
+    ref = samples["python -c pass"]
+    for name, sample in samples.items():
+        print(_row(name, sample, ref))
+    worst = max(s.cpu_s for n, s in samples.items() if n.startswith("groundeval "))
+    print(f"  worst CLI usage error: cpu {worst:.3f} s (target < 1 CPU-s): {'ok' if worst < 1 else 'MISSED'}")
+    pyt, ver = samples["pytest --groundeval-task=extractoin"], samples["pytest --version"]
+    print(f"  pytest path: cpu {pyt.cpu_s:.3f} s, {pyt.cpu_s / ver.cpu_s:.2f}x `pytest --version` (reported)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="timed rounds per variant (default: 7)")
     parser.add_argument("--venvs", type=Path, default=None, help="where to build the venvs (default: a temp dir)")
     parser.add_argument("--skip-footprint", action="store_true", help="leave out the install footprint (2.)")
     parser.add_argument("--skip-xdist", action="store_true", help="leave out serial against -n 2 (3.)")
+    parser.add_argument("--only-usage", action="store_true", help="run only the usage errors (4.)")
     parser.add_argument(
         "--no-bytecode", action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE for the runs (default: unset it, as in a user's shell, so "
@@ -169,6 +205,9 @@ def main() -> None:
         empty.mkdir()
         project.mkdir()
         (project / "test_two.py").write_text(TWO_TESTS)
+        if args.only_usage:
+            usage_errors(args.rounds, empty, env)
+            return
         collection(args.rounds, empty, env)
         if not args.skip_footprint:
             venvs = args.venvs or Path(tmp, "venvs")
@@ -176,6 +215,7 @@ def main() -> None:
             footprint(args.rounds, venvs, project, env)
         if not args.skip_xdist:
             xdist(max(1, args.rounds // 2), Path(tmp, "runs"), env)
+        usage_errors(args.rounds, empty, env)
 
 
 if __name__ == "__main__":

@@ -33,12 +33,13 @@ import argparse
 import copy
 import hashlib
 import json
-import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import fixture_files
 
 from groundeval.datasets import read_bundles
 from groundeval.tasks.labs.thresholds import default_thresholds
@@ -331,24 +332,14 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--source {args.source}: the directory does not exist; give the raw Synthea bundles")
     outputs = build(args.source)
     if args.check:
-        stale = [n for n, d in outputs.items() if not (args.out / n).is_file() or (args.out / n).read_bytes() != d]
-        stray = sorted(p.name for p in args.out.glob("*.json") if p.name not in outputs)
-        for name in stale:
-            print(f"stale or missing: {args.out / name}", file=sys.stderr)
-        for name in stray:
-            print(f"not made by this script (delete it): {args.out / name}", file=sys.stderr)
+        stale, stray = fixture_files.check(outputs, args.out, "*.json")
         print(
             f"checked {len(outputs) - 1} case files ({len(VARIANTS)} variants) and {MANIFEST} in {args.out} "
             f"against the bundles in {args.source} (bytes, and each variant's declared truth): "
-            + ("all current" if not stale and not stray else f"{len(stale)} stale, {len(stray)} stray")
+            + fixture_files.verdict(stale, stray)
         )
         return 1 if stale or stray else 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    for stray in args.out.glob("*.json"):
-        if stray.name not in outputs:
-            stray.unlink()
-    for name, data in outputs.items():
-        (args.out / name).write_bytes(data)
+    fixture_files.write(outputs, args.out, "*.json")
     print(f"wrote {len(outputs) - 1} case files ({len(VARIANTS)} variants) and {MANIFEST} to {args.out}")
     return 0
 

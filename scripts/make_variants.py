@@ -31,13 +31,13 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import fixture_files
 from make_fixtures import DEFAULT_SOURCE, render, sha256, trim
 
 from groundeval.datasets import read_bundles
@@ -325,25 +325,15 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--source {args.source}: the directory does not exist; give the raw Synthea bundles")
     outputs = build(args.source)
     if args.check:
-        stale = [n for n, d in outputs.items() if not (args.out / n).is_file() or (args.out / n).read_bytes() != d]
-        stray = sorted(p.name for p in args.out.glob("variant-*.json") if p.name not in outputs)
-        for name in stale:
-            print(f"stale or missing: {args.out / name}", file=sys.stderr)
-        for name in stray:
-            print(f"not made by this script (delete it): {args.out / name}", file=sys.stderr)
+        stale, stray = fixture_files.check(outputs, args.out, "variant-*.json")
         print(
             f"checked {len(outputs) - 1} variant cases and {MANIFEST} in {args.out} against the "
             f"transformations of {len({v.source for v in VARIANTS})} source bundles in {args.source} "
             f"(bytes, and each variant's declared effect on the truth): "
-            + ("all current" if not stale and not stray else f"{len(stale)} stale, {len(stray)} stray")
+            + fixture_files.verdict(stale, stray)
         )
         return 1 if stale or stray else 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    for stray in args.out.glob("variant-*.json"):
-        if stray.name not in outputs:
-            stray.unlink()
-    for name, data in outputs.items():
-        (args.out / name).write_bytes(data)
+    fixture_files.write(outputs, args.out, "variant-*.json")
     print(f"wrote {len(outputs) - 1} variant cases and {MANIFEST} to {args.out}")
     return 0
 

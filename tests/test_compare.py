@@ -142,7 +142,18 @@ def test_markdown_escapes_case_text() -> None:
     a = run([case("x|<b>")], run_id="A")
     b = run([case("x|<b>", "failed", run_id="B")], run_id="B")
     md = comparison_markdown(compare_runs(a, b))
-    assert "x\\|&lt;b&gt;" in md and "<b>" not in md
+    # a case id is a code span: shown as written (a code span renders no HTML), its | escaped for the table
+    assert "`x\\|<b>`" in md and "&lt;" not in md
+    assert md.count("<b>") == md.count("`x\\|<b>`")  # never outside a code span
+
+
+def test_markdown_prose_keeps_arrows_and_escapes_tags() -> None:
+    from groundeval.reporting.summary_md import md_code, md_escape
+
+    assert md_escape("passed -> failed <script>a|b</script> & co") == (
+        "passed -> failed &lt;script>a\\|b&lt;/script> &amp; co"
+    )
+    assert md_code("run `x` -> y|z") == "`run 'x' -> y\\|z`"
 
 
 def test_load_record_rejects_other_json(tmp_path: Path) -> None:

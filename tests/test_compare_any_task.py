@@ -82,15 +82,15 @@ def test_two_reconcile_runs_compare_on_the_tasks_own_metrics(pytester: pytest.Py
     columns = score_columns(naive)
     assert columns[:3] == ["discrepancy_precision", "discrepancy_recall", "discrepancy_f1"]
     assert "high_alert_missed" in columns and "tp" not in columns  # counts stay in the record
-    assert "<th>discrepancy_f1</th>" in page and "<th>high_alert_missed</th>" in page
-    assert "<th>missing</th>" in page  # the reconcile scorer's details follow the missing/extra convention
+    assert '<span class="num">discrepancy_f1</span>' in page and '<span class="num">high_alert_missed</span>' in page
+    assert "<li>extra: (uncoded) allegra" in page  # the reconcile scorer's details follow the missing/extra convention
 
     # an older record of the same run: dimensions from the metric keys its cases carry
     old = _without_metric_names(naive, tmp_path)
     assert old.metric_names == []
     old_comp = compare_runs(base, old)
     assert [c.changes for c in old_comp.cases] == [c.changes for c in comp.cases]
-    assert "<th>discrepancy_f1</th>" in render_report(old)
+    assert '<span class="num">discrepancy_f1</span>' in render_report(old)
 
 
 def test_the_outside_example_task_compares_on_its_own_metric(
@@ -117,7 +117,8 @@ def test_the_outside_example_task_compares_on_its_own_metric(
         assert {"precision", "fp"} <= set(c.regressed_dims()) and c.improved_dims() == []  # more fp is worse
     assert next(f for f in comp.figures if f.name == "macro_precision").interval is not None
     page = render_report(base, naive)
-    assert "<th>precision</th>" in page and "<th>f1</th>" in page and "<th>extra</th>" in page
+    assert '<span class="num">precision</span>' in page and '<span class="num">f1</span>' in page
+    assert "<li>extra: " in page
 
 
 def test_old_records_without_metric_names_still_compare() -> None:

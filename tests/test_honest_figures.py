@@ -138,7 +138,9 @@ def test_crashing_on_the_failures_is_lost_and_fails_the_gate() -> None:
     text = comparison_text(comp)
     assert "regressed (passed->failed): 0, lost (passed->no verdict: excluded, not run or unreadable): 27" in text
     assert "  LOST      c47: passed 1/1 -> no verdict (agent_error)" in text
-    assert "regression gate FAILED (--fail-on-regression exits 1): 27 lost" in text
+    assert "regression gate: would fail with --fail-on-regression (exit status 0 without it): 27 lost" in text
+    assert "regression gate FAILED" not in text  # plain compare exits 0: it must not say FAILED
+    assert "regression gate FAILED (exit status 1): 27 lost" in comparison_text(comp, fail_on_regression=True)
     md = comparison_markdown(comp)
     assert "**0 regressed** (passed -> failed), **27 lost**" in md and "| `c21` | 1/1 | agent_error |" in md
     data = comparison_dict(comp)

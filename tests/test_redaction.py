@@ -60,3 +60,11 @@ def test_redact_is_idempotent_so_a_redacted_cached_answer_scores_as_it_first_did
         once = redact(text)
         assert "sk-abcdef0123456789" not in once and "user:pw" not in once
         assert redact(once) == once
+
+
+def test_an_echoed_token_is_redacted_and_a_word_after_basic_is_not() -> None:
+    assert redact("Authorization: Basic dXNlcjpwYXNz") == "Authorization: Basic [redacted]"
+    assert redact("bearer abc.def-ghi0") == "bearer [redacted]"
+    # answers are scored after redaction: ordinary words after "Basic" must come through unchanged
+    for text in ("Basic metabolic panel - Blood", "BASIC METABOLIC PANEL", "Bearer Pharmaceuticals"):
+        assert redact(text) == text

@@ -86,7 +86,8 @@ def test_summary_markdown_write_task_dimensions() -> None:
 def test_html_is_self_contained_and_escapes_case_text() -> None:
     a, b = _extraction_runs()
     page = render_report(a, b)
-    assert "<script" not in page and "src=" not in page and "href=" not in page
+    assert "<script" not in page and "src=" not in page
+    assert all(href.startswith("#") for href in re.findall(r'href="([^"]*)"', page))  # links within the page only
     assert "http://" not in page and "https://" not in page
     assert "Amoxicillin &lt;b&gt;250&lt;/b&gt;" in page and "316049 Hydrochlorothiazide 25 MG" in page
     assert 'id="regressed-count">1<' in page and "Comparison: B (B) against A (A)" in page
@@ -132,7 +133,7 @@ def test_report_loads_in_chromium_without_console_errors(tmp_path: Path) -> None
     dom, console = _load_in_chromium(path, tmp_path / "profile")
     assert console == []
     assert '<strong class="case-count">5</strong>' in dom
-    assert dom.count('<tr class="case"') == 5
+    assert dom.count('<details class="case"') == 5
     assert '<td class="num" data-figure="pass_rate">0.800</td>' in dom
     assert '<td class="num" data-figure="coding_pass_rate">0.800</td>' in dom
     assert "coding wrong &lt;script&gt;alert(1)&lt;/script&gt;" in dom  # escaped, not executed
@@ -150,4 +151,112 @@ def test_cli_report_of_two_real_runs_in_chromium(pytester: pytest.Pytester, tmp_
     dom, console = _load_in_chromium(out, tmp_path / "profile")
     assert console == []
     assert dom.count('<strong class="case-count">3</strong>') == 2
-    assert 'id="comparison"' in dom and dom.count('<tr class="case"') == 6
+    assert 'id="comparison"' in dom and dom.count('<details class="case"') == 6
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+NAIVE_CASES = ("Clemente_Kreiger", "Garrett_Thompson", "Johnie961_Connelly992")  # naive: passed, partial, failed
+
+
+def _naive_record(pytester: pytest.Pytester, out: Path) -> Path:
+    data = pytester.mkdir("data")
+    for prefix in NAIVE_CASES:
+        (src,) = FIXTURES.glob(f"{prefix}*.json")
+        (data / src.name).write_bytes(src.read_bytes())
+    pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=naive", "--groundeval-data-dir=data",
+                       f"--groundeval-out-dir={out}", "-q", "-p", "no:randomly", "--groundeval-progress=off")
+    (path,) = out.glob("*.json")
+    return path
+
+
+def test_failures_come_first_and_each_case_explains_itself(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    from groundeval.reporting.cases import load_record
+
+    record = load_record(_naive_record(pytester, tmp_path / "runs"))
+    page = render_report(record)
+    order = [page.index(f'id="run1-{g}"') for g in ("failed", "partial", "passed")]
+    assert order == sorted(order)  # failures first, then partial credit, passes last
+    assert '<a href="#run1-failed" class="failed">failed 1</a>' in page  # the counts link to their groups
+    failed = page[page.index('id="run1-failed"'):page.index('id="run1-partial"')]
+    assert 'data-outcome="failed"' in failed and "Johnie961_Connelly992_98ea7ef1" in failed
+    assert '&#34;groundeval/extraction::Johnie961_Connelly992_98ea7ef1&#34;' in failed  # the node id to rerun
+    assert '<li class="extra">1535362  sodium fluoride 0.0272 MG/MG Oral Gel' in failed  # the extra item, marked
+    assert "F1 0.000 (needs &gt;= 1)" in failed and 'class="raw"' in failed
+    partial = page[page.index('id="run1-partial"'):page.index('id="run1-passed"')]
+    assert partial.count('<li class="extra">') == 2 and "<li class=\"\">" in partial  # Garrett: 2 extra, 1 right
+    assert "per-dimension rates" not in page and 'class="bars"' not in page  # the bar list is gone
+    assert page.count('<svg class="chart"') >= 3  # score histograms, rates with intervals, latency
+    assert 'aria-label="distribution of f1 over the cases"' in page
+    assert "cost (USD)" not in page  # a rule-based run has no cost: the empty column is dropped
+
+
+def test_two_runs_chart_the_per_case_change(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    from groundeval.reporting.cases import load_record
+
+    naive = load_record(_naive_record(pytester, tmp_path / "runs"))
+    better = naive.model_copy(update={"run_id": "B", "cases": [
+        c.model_copy(update={"outcome": "passed", "metrics": {**c.metrics, "f1": 1.0}}) for c in naive.cases]})
+    page = render_report(naive, better)
+    assert 'id="change-charts"' in page and "change of passed per case (B - A): 0 down, 2 up, 1 same" in page
+
+
+def _probe(page: str) -> str:
+    """The report with a script that measures the layout (the real report allows no script)."""
+    probe = (
+        "<script>const r = (q) => { const e = document.querySelector(q); return e ? e.getBoundingClientRect().bottom"
+        " : -1; };document.body.setAttribute('data-probe', JSON.stringify({width: document.documentElement.scrollWidth,"
+        " headline: r('[data-headline=\"pass_rate\"]'), failing: r('details.case[data-outcome=\"failed\"]')}));"
+        "</script>"
+    )
+    page = page.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
+    return page.replace("</body>", probe + "</body>")
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_first_screen_shows_the_headline_and_the_first_failing_case(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    import json
+
+    from groundeval.reporting.cases import load_record
+
+    record = load_record(_naive_record(pytester, tmp_path / "runs"))
+    page = render_report(record)
+    screen = ("--window-size=1280,800",)
+    shot = tmp_path / "first-screen.png"
+    binary = _chromium()
+    (tmp_path / "report.html").write_text(page, encoding="utf-8")
+    subprocess.run([binary, *CHROMIUM_FLAGS, *screen, f"--user-data-dir={tmp_path / 'p0'}", f"--screenshot={shot}",
+                    (tmp_path / "report.html").as_uri()], capture_output=True, timeout=120, check=False)
+    if not shot.exists():
+        pytest.skip("Chromium could not take a screenshot here")
+    assert _png_size(shot) == (1280, 800)
+    probed = tmp_path / "probe.html"
+    # every case opened: long raw answers and lists must wrap, not widen the page
+    probed.write_text(_probe(page.replace("<details class", "<details open class")), encoding="utf-8")
+    proc = subprocess.run([binary, *CHROMIUM_FLAGS, *screen, f"--user-data-dir={tmp_path / 'p1'}", "--dump-dom",
+                           probed.as_uri()], capture_output=True, text=True, timeout=120, check=False)
+    found = re.search(r'data-probe="([^"]*)"', proc.stdout)
+    assert found, proc.stderr[-500:]
+    layout = json.loads(found.group(1).replace("&quot;", '"'))
+    assert layout["width"] <= 1280  # no horizontal scrolling at 1,280 px
+    closed = tmp_path / "closed.html"
+    closed.write_text(_probe(page), encoding="utf-8")
+    proc = subprocess.run([binary, *CHROMIUM_FLAGS, *screen, f"--user-data-dir={tmp_path / 'p2'}", "--dump-dom",
+                           closed.as_uri()], capture_output=True, text=True, timeout=120, check=False)
+    found = re.search(r'data-probe="([^"]*)"', proc.stdout)
+    assert found, proc.stderr[-500:]
+    first = json.loads(found.group(1).replace("&quot;", '"'))
+    assert 0 < first["headline"] < 800 and 0 < first["failing"] <= 800  # both on the first screen
+
+
+def test_a_case_shows_its_tool_calls_and_its_trials() -> None:
+    trace = [{"tool": "get_resources", "args": {"type": "MedicationRequest"}, "result": "<b>3 found</b>", "ok": True}]
+    cases = [case("c1", "failed", trace=trace, trial=0, message="F1 0.000"), case("c1", "passed", trial=1)]
+    page = render_report(run(cases, run_id="T"))
+    assert '<ol class="trace"><li><code>get_resources</code> (ok)' in page and "&lt;b&gt;3 found&lt;/b&gt;" in page
+    assert page.count('<ul class="plain trials">') == 2  # each trial's details list both trials
+    assert "trial 0: <span class=\"failed\">failed</span> <span class=\"small\">F1 0.000</span>" in page

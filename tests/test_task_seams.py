@@ -299,7 +299,7 @@ def test_an_outside_task_runs_with_its_own_options(pytester: pytest.Pytester, ti
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("--groundeval-option=min_f=0.5", "ERROR: --groundeval-option=min_f=0.5: the tiny task has no option 'min_f' "
+        ("--groundeval-option=min_f=0.5", "ERROR: --groundeval-option=min_f=0.5: the tiny task has no option 'min_f' (did you mean min_f1?) "
                                           "(its options: min_f1)"),
         ("--groundeval-option=min_f1=2", "ERROR: --groundeval-option min_f1='2': must be between 0 and 1 "
                                          "(option min_f1 of the tiny task)"),
@@ -336,3 +336,18 @@ def test_unknown_task_lists_the_choices(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --groundeval-task='nosuch:Task': task 'nosuch:Task': cannot import 'nosuch'*"])
 
+
+
+def test_tasks_and_agents_are_loaded_by_one_loader_with_the_same_messages(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from groundeval.agents.base import make_agent
+    from groundeval.errors import ConfigError
+    from groundeval.tasks import task_class
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("class Thing:\n    pass\n")
+    for load, kind in ((task_class, "task"), (make_agent, "agent")):
+        with pytest.raises(ConfigError, match=rf"^{kind} 'no_such_module:X': cannot import 'no_such_module'"):
+            load("no_such_module:X")
+        with pytest.raises(ConfigError, match=rf"^{kind} 'mine:Other': 'mine' has no attribute 'Other'"):
+            load("mine:Other")

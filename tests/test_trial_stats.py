@@ -12,7 +12,7 @@ from groundeval.plugin.junit import suite_properties
 from groundeval.plugin.option_values import positive_fraction
 from groundeval.plugin.summary import format_table
 from groundeval.records.aggregate import summarize
-from groundeval.records.run_record import FigureInterval, PassAtK, RunRecord, TrialStats
+from groundeval.records.run_record import Aggregate, FigureInterval, PassAtK, RunRecord, TrialStats
 from groundeval.records.trial_stats import (
     CONFIDENCE,
     N_RESAMPLES,
@@ -236,3 +236,55 @@ def test_warm_up_is_one_thread_and_summarize_waits_for_it() -> None:
     assert warm_up() is thread and thread.daemon and thread.name == "groundeval-warm-up-scipy"
     summarize(make_task("extraction"), [case("c1"), case("c2", "failed")])
     assert not thread.is_alive()  # never left importing when the process exits
+
+
+def test_many_cases_take_the_percentile_interval_in_bounded_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # BCa's jackknife grows with cases squared; above BCA_MAX_CASES the percentile method is used,
+    # and every bootstrap draws its resamples in batches of at most BATCH_VALUES values.
+    from scipy import stats
+
+    from groundeval.records import trial_stats as ts
+
+    calls: list[dict[str, Any]] = []
+    real = stats.bootstrap
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stats, "bootstrap", spy)
+    values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.5, 0.2]
+    small = cluster_interval(values, [1] * len(values))
+    default_batch = ts.BATCH_VALUES
+    monkeypatch.setattr(ts, "BCA_MAX_CASES", len(values) - 1)
+    monkeypatch.setattr(ts, "BATCH_VALUES", 600)
+    large = cluster_interval(values, [1] * len(values))
+    assert small is not None and small.method == "bootstrap-bca"
+    assert large is not None and large.method == "bootstrap-percentile" and large.low < large.value < large.high
+    assert [c["method"] for c in calls] == ["BCa", "percentile"]
+    assert calls[1]["batch"] * len(values) <= 600 and calls[0]["batch"] * len(values) <= default_batch
+
+
+def test_the_run_end_does_not_wait_forever_for_a_stuck_warm_up_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal can interrupt an import and leave a module lock the warm-up thread waits on for ever."""
+    import threading
+
+    from groundeval.records import trial_stats as module
+
+    release = threading.Event()
+    stuck = threading.Thread(target=release.wait, daemon=True)
+    stuck.start()
+    monkeypatch.setattr(module, "_WARMING", [stuck])
+    monkeypatch.setattr(module, "WARM_UP_JOIN_S", 0.01)
+    done = threading.Event()
+    agg = Aggregate(counts={"passed": 1}, counted=1, pass_rate=1.0, answer_rate=1.0)
+
+    def end_of_run() -> None:
+        module.with_trial_stats(agg, [case("c1")])
+        done.set()
+
+    worker = threading.Thread(target=end_of_run, daemon=True)
+    worker.start()
+    finished = done.wait(timeout=120)  # far above what the computation needs: only a join without a bound misses it
+    release.set()
+    assert finished, "with_trial_stats waited on the stuck warm-up thread"

@@ -7,6 +7,8 @@ counts in the means and what pytest shows, is ``groundeval.records.outcomes.POLI
     ├── ConfigError              a bad option, ini value or agent/task spec (pytest.UsageError)
     ├── DatasetError             a case file that cannot be used: unreadable, not JSON, not a
     │                            Bundle, no/several Patients, a write case failing its schema
+    ├── SpendLimitReached        the next model call could pass ``--groundeval-max-cost``: no call
+    │                            is made, the run stops, the case and those after it are ``not_run``
     └── AgentError               the agent did not answer (outcome ``no_answer``): a pytest
         │                        *failure*, scored as an empty answer
         ├── AgentLoopError       a tool-using agent hit its recursion limit (``agent_loop``)
@@ -43,6 +45,7 @@ __all__ = [
     "InfraError",
     "RefusalError",
     "RunStopError",
+    "SpendLimitReached",
     "TruncatedError",
 ]
 
@@ -67,6 +70,22 @@ class DatasetError(GroundevalError):
         self.path = path
         self.problem = problem
         super().__init__(f"{path}: {problem}")
+
+
+class SpendLimitReached(GroundevalError):
+    """The next model call could take the run past ``--groundeval-max-cost``; it was not made.
+
+    Attributes:
+        limit_usd: The limit, USD (this process's share under pytest-xdist).
+        spent_usd: What this process's calls cost so far, USD.
+        estimate_usd: The refused call's estimated highest cost, USD.
+    """
+
+    def __init__(self, message: str, *, limit_usd: float, spent_usd: float, estimate_usd: float) -> None:
+        super().__init__(message)
+        self.limit_usd = limit_usd
+        self.spent_usd = spent_usd
+        self.estimate_usd = estimate_usd
 
 
 class AgentError(GroundevalError):

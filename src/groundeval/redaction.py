@@ -8,8 +8,10 @@ it; anything written outside the record (failure text, captured output) passes t
 * Secrets (``redact``): the value of every environment variable whose name looks like a secret
   (``*KEY``, ``*TOKEN``, ``*SECRET``, ``*PASSWORD``, ``*CREDENTIALS``), 8 characters or longer,
   becomes ``[REDACTED]``; so does the userinfo of any ``scheme://user:pass@host`` URL, a
-  ``Basic``/``Bearer`` token a server echoes (``Basic [redacted]``), and any secret passed in
-  (``url_secrets`` lists the forms a URL's credentials can take).
+  ``Basic``/``Bearer`` token a server echoes (``Basic [redacted]``: 8 or more characters with a
+  digit, a symbol or mixed case, so that "Basic metabolic panel" stays), and any secret passed in
+  (``url_secrets`` lists the forms a URL's credentials can take). Agent answers are scored after
+  ``redact`` (``runner.call_agent``), which is why it must leave ordinary words alone.
 * Text (``clean_text``): a lone UTF-16 surrogate (half of an emoji, from a JSON escape such as
   ``\ud83c``) becomes U+FFFD, so the text can be encoded as UTF-8; so do C0 control characters
   other than tab, newline and carriage return, so no output carries terminal escape sequences or
@@ -32,7 +34,21 @@ __all__ = ["REDACTED", "clean", "clean_text", "redact", "strip_userinfo", "url_s
 REDACTED = "[REDACTED]"
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@]+)@")
-_TOKEN = re.compile(r"\b(Basic|Bearer)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
+_TOKEN = re.compile(r"\b(Basic|Bearer)\s+([A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
+_TOKEN_MARK = re.compile(r"[0-9._~+/=-]")
+
+
+def _credential(token: str) -> bool:
+    """True for what an auth token looks like, false for a word ("Basic metabolic panel").
+
+    A token has a digit or a symbol, or mixed case after its first letter (base64, opaque keys).
+    """
+    rest = token[1:]
+    return _TOKEN_MARK.search(token) is not None or (rest != rest.lower() and rest != rest.upper())
+
+
+def _token(match: re.Match[str]) -> str:
+    return f"{match.group(1)} [redacted]" if _credential(match.group(2)) else match.group(0)
 _BAD_CHARS = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
@@ -85,7 +101,7 @@ def _redact(text: str, env_secrets: Iterable[str], secrets: Iterable[str]) -> st
             text = text.replace(value, REDACTED)
     if "@" in text:
         text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
-    text = _TOKEN.sub(lambda m: f"{m.group(1)} [redacted]", text)
+    text = _TOKEN.sub(_token, text)
     for secret in sorted(set(secrets), key=len, reverse=True):
         text = text.replace(secret, "[redacted]")
     return text

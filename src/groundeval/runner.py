@@ -23,7 +23,7 @@ import dataclasses
 import hashlib
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -282,7 +282,7 @@ def _result_fields(execution: Execution, info: RunInfo) -> dict[str, Any]:
 
 def run_case(
     task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, trial: int = 0,
-    attempted: Attempt | None = None,
+    attempted: Attempt | None = None, call: Callable[[AgentRequest, Any], Attempt] | None = None,
 ) -> CaseRun:
     """Run ``agent`` on ``case`` and score the answer; never raises for a case-level problem.
 
@@ -295,6 +295,8 @@ def run_case(
         trial: 0-based trial index (``--groundeval-trials``); passed on in the request.
         attempted: The agent call already made for this case (``--groundeval-concurrency``
             makes it ahead, in a thread); None to build the request and call the agent here.
+        call: Makes that call here (``attempt`` bound to ``agent`` when None; the plugin passes
+            one that counts the calls in flight).
 
     Returns:
         The ``CaseRun``: its record, and for excluded outcomes the exception to report.
@@ -312,7 +314,7 @@ def run_case(
         except Exception as exc:  # the task's check, prompt, context or truth: the agent is never called
             error = {"error": _error(exc, with_traceback=True)}
             return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
-        attempted = attempt(agent, request, truth)
+        attempted = attempt(agent, request, truth) if call is None else call(request, truth)
     request = attempted.request
     failure = attempted.error
     if isinstance(failure, AgentError):
@@ -375,18 +377,19 @@ def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted:
     return CaseRun(_record(info, case, nodeid, exc.outcome, fields, trial=request.trial))
 
 
-def setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str) -> CaseRun:
+def setup_failed(info: RunInfo, case: Case, nodeid: str, exc: Exception, outcome: str, trial: int = 0) -> CaseRun:
     """The record of a case that could not start.
 
-    Either the agent's ``warmup()`` raised (``agent_error``, with the traceback), or the agent
-    could not be built on this process (``config_error``).
+    Either the agent's ``warmup()`` raised (``agent_error``, with the traceback), the agent
+    could not be built on this process (``config_error``), or the case file could not be read
+    again when the case was about to run (``invalid_case``).
     """
     what = "warmup() raised " if outcome == "agent_error" else ""
     fields = {
         "message": f"{outcome}: {what}{type(exc).__name__}: {exc}" if what else f"{outcome}: {exc}",
         "error": _error(exc, with_traceback=bool(what)),
     }
-    return CaseRun(_record(info, case, nodeid, outcome, fields), exc)
+    return CaseRun(_record(info, case, nodeid, outcome, fields, trial=trial), exc)
 
 
 def not_run_record(info: RunInfo, nodeid: str, reason: str) -> CaseRecord:

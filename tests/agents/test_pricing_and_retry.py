@@ -211,7 +211,7 @@ def test_call_settings_defaults_and_validation() -> None:
         CallSettings.from_config(AgentConfig(options={"max_tokens": 0}))
 
 
-def test_waiting_for_a_call_slot_spends_the_case_budget() -> None:
+def test_a_case_that_never_gets_a_call_slot_sends_nothing() -> None:
     from groundeval.models import throttle
 
     gate = throttle.configure(2)
@@ -223,9 +223,9 @@ def test_waiting_for_a_call_slot_spends_the_case_budget() -> None:
         with pytest.raises(GaveUp) as info:
             call_with_retries(lambda left: calls.append(left), RetryPolicy(timeout_s=0.05), errors=(Flaky,),
                               advise=lambda e: (True, None))
-        assert calls == []  # never called: no slot came free within the case's 0.05 s
-        assert isinstance(info.value.error, DeadlineExceeded)
-        assert "no model-call slot came free" in info.value.note
+        assert calls == [] and info.value.attempts == 0  # never called: no slot came free within 0.05 s
+        assert isinstance(info.value.error, throttle.SlotTimeout)
+        assert "for a concurrency slot; no request was sent" in info.value.note
         gate.release(ok=True)
         assert call_with_retries(lambda left: "answer", RetryPolicy(timeout_s=5.0), errors=(Flaky,),
                                  advise=lambda e: (True, None)).value == "answer"

@@ -25,6 +25,8 @@ JSON = dict[str, Any]
 
 @pytest.fixture(scope="module")
 def make_labs() -> ModuleType:
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))  # as when the script runs: its helper module sits next to it
     spec = importlib.util.spec_from_file_location("make_labs", ROOT / "scripts" / "make_labs.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

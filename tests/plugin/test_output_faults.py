@@ -93,8 +93,44 @@ def test_the_final_record_failing_keeps_the_partial_file_junit_and_the_summary(
     assert "groundeval extraction" in out  # the terminal summary
     (partial,) = (pytester.path / "runs").glob("*.partial.jsonl")
     assert f"{partial.name.removesuffix('.partial.jsonl')}.json: No space left on device (ENOSPC)" in out
-    assert f"the finished cases are in {partial} and out.xml" in out.replace("\n", "")
+    assert f"the finished cases are in {partial} (5 of 5) and the junit file out.xml" in out.replace("\n", "")
     assert "md: Is a directory (EISDIR)" in out
     assert len(partial.read_text().splitlines()) == 5  # every finished case survives
     assert sorted(p.name for p in (pytester.path / "runs").iterdir()) == [partial.name]  # no .json.tmp left
     assert len(junit_cases(pytester.path / "out.xml")) == 5
+
+
+def test_under_xdist_a_real_file_size_limit_is_named_and_the_whole_lines_survive(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    """The issue's own scenario, ``ulimit -f``, under ``-n 2``: workers stop, nothing ends in INTERNALERROR."""
+    import os
+    import subprocess
+    import sys
+
+    from ..conftest import LEAN_ADDOPTS
+
+    limit = 6_000  # bytes: a few case lines of the partial file fit, not all five
+
+    def lower_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LANGSMITH_"))}
+    env.update(PYTEST_ADDOPTS=LEAN_ADDOPTS, PY_COLORS="0")
+    proc = subprocess.run(  # preexec_fn only lowers a limit in the child
+        [sys.executable, "-m", "pytest", *eval_args("--groundeval-agent=baseline", "-n", "2")],
+        cwd=pytester.path, env=env, capture_output=True, text=True, timeout=300, check=False,
+        preexec_fn=lower_limit,
+    )
+    out = proc.stdout + proc.stderr
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert ".partial.jsonl: File too large (EFBIG)" in out
+    (partial,) = (pytester.path / "runs").glob("*.partial.jsonl")
+    text = partial.read_text()
+    lines = text.splitlines()
+    assert text.endswith("\n") and 1 <= len(lines) < 5 and len(text.encode()) <= limit
+    assert all(json.loads(line)["outcome"] == "passed" for line in lines)  # whole lines only, none cut mid-line
+    assert not list((pytester.path / "runs").glob("*.tmp"))
+    if not list((pytester.path / "runs").glob("*.json")):  # the final record did not fit either: said so
+        assert f"the finished cases are in {partial} ({len(lines)} of " in out.replace("\n", "")

@@ -53,14 +53,15 @@ def _check(result: pytest.RunResult, junit: Path) -> None:
     assert out.count("out from ") == 5  # -rA shows each case's output once, in its own section
 
 
-@pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "n2"])
+@pytest.mark.parametrize(("workers", "capture"), [(None, "fd"), (None, "sys"), ("2", "fd")],
+                         ids=["serial", "serial-capture-sys", "n2"])
 def test_output_of_calls_made_ahead_is_captured_redacted_and_attached_to_its_case(
-    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch, workers: str | None
+    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch, workers: str | None, capture: str
 ) -> None:
     monkeypatch.setenv("PRINTING_AGENT_API_KEY", SECRET)
     pytester.makepyfile(printing_agent=PRINTING_AGENT)
     args = eval_args("--groundeval-agent=printing_agent:agent", "--groundeval-concurrency=4", "-rA",
-                     "-o", "junit_logging=all", "--junitxml=out.xml", "-p", "no:randomly")
+                     "-o", "junit_logging=all", "--junitxml=out.xml", "-p", "no:randomly", f"--capture={capture}")
     if workers is None:
         result = pytester.runpytest(*args)
     else:

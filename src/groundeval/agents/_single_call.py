@@ -326,6 +326,32 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         errors = (*self._api_errors(), BadResponse)
         params = self.params(request)
         self.preflight(request)
+        from groundeval.models import spend
+
+        limit = spend.current()
+        if limit is None:
+            return self._run(request, params, errors)
+        chars = len(request.prompt.system) + len(request.prompt.user)
+        estimate = spend.highest_call_cost(self.model, chars, self.max_tokens)
+        reserved = limit.reserve(estimate if estimate is not None else 0.0, request.case_id)
+        try:
+            result = self._run(request, params, errors)
+        except AgentError as exc:  # a reply that was paid for (cut off, refused) carries its usage
+            usage = exc.details.get("usage")
+            cost = usage.get("cost_usd") if isinstance(usage, dict) else None
+            limit.settle(reserved, float(cost) if isinstance(cost, int | float) else 0.0)
+            raise
+        except BaseException:
+            limit.settle(reserved, 0.0)
+            raise
+        cost = result.usage.get("cost_usd")
+        limit.settle(reserved, float(cost) if isinstance(cost, int | float) else None)
+        return result
+
+    def _run(
+        self, request: AgentRequest, params: dict[str, Any], errors: tuple[type[BaseException], ...]
+    ) -> AgentResult:
+        """The retried call and its result (``run`` without the spending limit)."""
         html: list[int] = []
         held: dict[str, Any] = {}  # the latest attempt's client, for _abandon
 
@@ -340,7 +366,7 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         except GaveUp as gave_up:
             error = self._classify(gave_up.error, request.case_id, attempts=gave_up.attempts, note=gave_up.note)
             error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
-            if not self._answered and len(html) == gave_up.attempts:
+            if not self._answered and gave_up.attempts and len(html) == gave_up.attempts:
                 error = RunStopError(
                     f"every call of the first case ({request.case_id}, {gave_up.attempts} attempts) got an HTML "
                     f"page from {self._endpoint()}, not the API: the base URL points at a web site. Check "

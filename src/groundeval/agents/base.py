@@ -29,10 +29,7 @@ failures.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +37,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import ConfigError
+from groundeval.loading import load_target
 
 __all__ = [
-    "AGENTS", "OFFLINE_AGENTS", "OFFLINE_AGENT_EXTRAS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires",
-    "check_task", "make_agent", "offline_hint", "preflight_agent",
+    "AGENTS", "BUILTIN_AGENT_TASKS", "DEFAULT_AGENTS", "OFFLINE_AGENTS", "OFFLINE_AGENT_EXTRAS", "Agent",
+    "AgentConfig", "FunctionAgent", "agent_requires",
+    "check_task", "make_agent", "offline_hint", "preflight_agent", "serving_agents",
 ]
 
 DEFAULT_REQUIRES: frozenset[str] = frozenset({"text_prompt"})
@@ -127,6 +126,32 @@ OFFLINE_AGENTS: dict[str, str] = {
 }
 """Built-in task name -> its rule-based agent (no model, no key, no network), for the missing-key hint."""
 
+_ANY_TASK = ("extraction", "write", "reconcile")
+BUILTIN_AGENT_TASKS: dict[str, tuple[str, ...]] = {
+    "claude": _ANY_TASK,
+    "openai-compatible": _ANY_TASK,
+    "langgraph": _ANY_TASK,
+    "replay": _ANY_TASK,
+    "langgraph-fhir": ("extraction", "reconcile"),
+    "baseline": ("extraction",),
+    "naive": ("extraction",),
+    "baseline-write": ("write",),
+    "baseline-reconcile": ("reconcile",),
+    "naive-reconcile": ("reconcile",),
+}
+"""Built-in agent -> the built-in tasks it serves (what ``check_task`` decides from the classes'
+``requires``/``tasks``; a test keeps them equal). Read without importing any agent or task, for
+the messages that name the agents serving a task."""
+
+DEFAULT_AGENTS: dict[str, str] = {"extraction": "claude", "write": "langgraph", "reconcile": "claude"}
+"""Built-in task -> its ``default_agent`` (a test keeps them equal), for checks made before any task is imported."""
+
+
+def serving_agents(task: str) -> list[str]:
+    """The built-in agents that serve the built-in ``task`` (none for another task), in ``AGENTS`` order."""
+    return [name for name in AGENTS if task in BUILTIN_AGENT_TASKS.get(name, ()) and name != "replay"]
+
+
 OFFLINE_AGENT_EXTRAS: dict[str, str] = {"baseline": "healthchain", "baseline-write": "healthchain"}
 """Offline agent -> the extra it needs (its class's ``NeedsExtra.needs_extra``; a test keeps them equal)."""
 
@@ -169,37 +194,32 @@ class FunctionAgent:
         return self._fn(request)
 
 
-def _load_target(spec: str) -> Any:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        known = ", ".join(sorted(AGENTS))
-        raise ConfigError(
-            f"unknown agent {spec!r}; use one of: {known}, or 'package.module:attribute' "
-            "for your own agent"
-        )
-    cwd = os.getcwd()
-    if spec not in AGENTS.values() and cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
+def _missing_extra(spec: str) -> Callable[[ImportError], ConfigError | None]:
+    """An agent whose import failed for want of an extra's package: the one-line extra message."""
+
+    def check(exc: ImportError) -> ConfigError | None:
         from groundeval.extras import EXTRAS, extra_missing_message
 
         missing = (exc.name or "").split(".")[0]
         for extra, modules in EXTRAS.items():
             if missing and (missing in modules or (extra == "write" and missing == "langchain_core")):
-                raise ConfigError(extra_missing_message(extra, missing, f"agent {spec!r}")) from exc
+                return ConfigError(extra_missing_message(extra, missing, f"agent {spec!r}"))
+        return None
+
+    return check
+
+
+def _load_target(spec: str) -> Any:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        from groundeval.cli.usage import did_you_mean
+
+        known = ", ".join(sorted(AGENTS))
         raise ConfigError(
-            f"agent {spec!r}: cannot import {module_name!r} ({exc}); run from the directory that "
-            "holds it, or add that directory to PYTHONPATH"
-        ) from exc
-    target = module
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise ConfigError(f"agent {spec!r}: {module_name!r} has no attribute {attr!r}") from None
-    return target
+            f"unknown agent {spec!r}{did_you_mean(spec, AGENTS)}; use one of: {known}, or 'package.module:attribute' "
+            "for your own agent"
+        )
+    return load_target(spec, spec, kind="agent", builtin=spec in AGENTS.values(), import_failed=_missing_extra(spec))
 
 
 def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:
@@ -246,17 +266,19 @@ def check_task(agent: Agent, spec: str, task: Any) -> None:
         declared = ("tools",) if isinstance(tools, tuple | list) and tools else ()
         bundle = ("fhir_bundle", "tools") if getattr(task, "bundle_in_context", False) is True else ()
         provides = frozenset({"text_prompt", *declared, *bundle})
+    serving = serving_agents(name)
+    pick = f"agents that serve {name}: {', '.join(serving)}" if serving else f"pick an agent for {name!r}"
     missing = sorted(agent_requires(agent) - set(provides))
     if missing:
         offered = ", ".join(sorted(provides)) or "nothing"
         raise ConfigError(
             f"agent {spec!r} requires {', '.join(missing)}, which the {name} task does not provide "
-            f"(it provides: {offered}); pick an agent for {name!r}"
+            f"(it provides: {offered}); {pick}"
         )
     tasks = getattr(agent, "tasks", None)
     if tasks and name not in tasks:
         names = ", ".join(sorted(tasks))
-        raise ConfigError(f"agent {spec!r} answers the {names} task, not {name!r}; pick an agent for {name!r}")
+        raise ConfigError(f"agent {spec!r} answers the {names} task, not {name!r}; {pick}")
 
 
 def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:

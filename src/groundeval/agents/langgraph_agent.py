@@ -3,7 +3,7 @@
 Per case the agent gets the task's system prompt, the task's user turn, and the tools the case's
 context calls for:
 
-* ``context["bundle"]`` (a FHIR Bundle: extraction, reconcile): the read-only tools of
+* ``context["bundle"]`` (a FHIR Bundle: extraction, reconcile, labs): the read-only tools of
   ``fhir_read_tools.make_read_tools`` (``get_resources``, ``resolve_reference``, ``lookup_code``)
   over that Bundle;
 * else ``context["patient_reference"]`` (the write task): three tools bound to the patient
@@ -190,7 +190,7 @@ class LangGraphAgent:
         if not isinstance(bundle, dict):
             raise AgentError(
                 f"{request.case_id}: the request context has no FHIR Bundle (context['bundle']); the "
-                f"{self.name!r} agent reads one through its tools (tasks extraction, reconcile)"
+                f"{self.name!r} agent reads one through its tools (tasks extraction, reconcile, labs)"
             )
         if self._read_tools is not None:
             return self._read_tools(bundle)

@@ -38,6 +38,7 @@ CLI_DEFAULTS: dict[str, str] = {
     "base-url": "none; openai-compatible needs one",
     "n-ctx": "8192",
     "cache": "off: every case calls the agent",
+    "max-cost": "no limit",
     "concurrency": "4 for the built-in agents, 1 for an agent of your own unless it sets thread_safe = True",
 }
 """Shown default of each option whose plugin default is ``None`` (meaning "decided later")."""
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     Every flag's help ends in ``(default: ...)``.
     """
-    from groundeval.plugin.options import OPTIONS
+    from groundeval.plugin.option_table import OPTIONS
 
     parser = argparse.ArgumentParser(
         prog="groundeval",
@@ -81,7 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
         if opt.name == "task":
             parser.add_argument(
                 "--task", dest="task", default="extraction", metavar=opt.metavar,
-                help=_help("The eval task: extraction, write or reconcile.", default),
+                help=_help(
+                    "The eval task: extraction, write, reconcile, labs, a registered task or package.module:Class.",
+                    default,
+                ),
             )
             continue
         if opt.flag:
@@ -150,7 +154,7 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
         SystemExit: Unknown flags (status 2; the message names the flag and shows the same
             command with pytest's options after ``--``), ``--help`` and ``--version`` (status 0).
     """
-    from groundeval.plugin.options import OPTIONS
+    from groundeval.plugin.option_table import OPTIONS
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -158,7 +162,7 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
     if unknown:
         parser.error(_unknown_flag_message(parser, argv, unknown))
     if not str(args.task).strip():
-        parser.error("--task must name a task (extraction, write, reconcile, or package.module:Class); "
+        parser.error("--task must name a task (extraction, write, reconcile, labs, or package.module:Class); "
                      "it cannot be empty")
     out: list[str] = []
     for opt in OPTIONS:
@@ -194,6 +198,17 @@ def _serial_without_xdist(pargs: list[str]) -> list[str]:
     return out
 
 
+def _usage_problem(argv: list[str]) -> str | None:
+    """The first certain usage error in the CLI's own flags (``groundeval.cli.usage.run_problem``), or None."""
+    from groundeval.cli.usage import run_problem
+    from groundeval.plugin.option_table import OPTIONS
+
+    args, _ = build_parser().parse_known_args(argv)
+    given = {opt.name: str(getattr(args, opt.key)) for opt in OPTIONS
+             if opt.name != "task" and getattr(args, opt.key) is not None}
+    return run_problem(str(args.task).strip(), given, args.task_option or [], list(args.pytest_extra))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``groundeval`` console script; returns pytest's exit code.
 
@@ -206,6 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return tools_main(args)
     pargs = pytest_args(args)
+    problem = _usage_problem(args)
+    if problem is not None:  # before pytest starts: a usage error costs a fraction of a second
+        print(f"ERROR: {problem}", file=sys.stderr)
+        return 4
     if not has_module("xdist"):
         pargs = _serial_without_xdist(pargs)
         workers = any(a.startswith("--numprocesses") or (a.startswith("-n") and not a.startswith("--")) for a in pargs)

@@ -79,8 +79,11 @@ def compare_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(list(argv))
     a, b = _load(parser, args.baseline), _load(parser, args.current)
     comp = compare_runs(a, b)
-    render = {"text": comparison_text, "markdown": comparison_markdown, "json": comparison_json}[args.format]
-    text = render(comp)
+    if args.format == "json":
+        text = comparison_json(comp)
+    else:
+        render = comparison_text if args.format == "text" else comparison_markdown
+        text = render(comp, fail_on_regression=args.fail_on_regression)
     if args.output:
         try:
             with named(args.output), open(args.output, "w", encoding="utf-8") as fh:

@@ -16,6 +16,8 @@ cause                                       class (outcome)                     
 a 200 that is not an answer: HTML, cut-off  ``InfraError`` (infra_error)        yes
 JSON, JSON of the wrong shape (``BadResponse``)
 the case outlived ``--groundeval-timeout``  ``InfraError`` (infra_error)        no
+no concurrency slot came free, or the run   ``InfraError`` (infra_error)        no
+stopped, before anything was sent
 connection refused, DNS, TLS, no response   ``InfraError(connection=True)``     yes
 400/413/422 "prompt is too long", context   ``CaseTooLargeError`` (case_too_    no
 window exceeded                             large)
@@ -41,6 +43,7 @@ from typing import Any
 
 from groundeval.errors import AgentError, AuthError, CaseTooLargeError, InfraError, RunStopError
 from groundeval.models.retry import DeadlineExceeded
+from groundeval.models.throttle import CallsStopped, SlotTimeout
 from groundeval.redaction import redact, strip_userinfo, url_secrets
 
 __all__ = [
@@ -203,8 +206,18 @@ def _classify(  # one branch per row of the module's table
     what = " ".join(str(x) for x in (status, facts.get("error_type")) if x)
     said = f": {facts['api_message']}" if "api_message" in facts else ""
     kw: dict[str, Any] = {"attempts": attempts, "details": details}
+    if isinstance(exc, SlotTimeout):  # nothing was sent: no status to keep
+        details.update(slot_wait_s=round(exc.waited_s, 3), in_flight=exc.in_flight, limit=exc.limit)
+        return InfraError(
+            f"{case_id}: {exc}; lower --groundeval-concurrency, or raise --groundeval-timeout (the longest a case "
+            "waits for its first slot)", **kw,
+        )
+    if isinstance(exc, CallsStopped):
+        return InfraError(f"{case_id}: {exc}", **kw)
     if isinstance(exc, DeadlineExceeded):
         details.update(ran_s=exc.ran_s, timeout_s=exc.bound_s)
+        if exc.others_in_flight:
+            details["others_in_flight"] = exc.others_in_flight
         return InfraError(
             f"{case_id}: {provider} had not answered when the case reached its time bound: {exc}{tries}; "
             "raise --groundeval-timeout or check the server", **kw,

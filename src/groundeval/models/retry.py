@@ -8,7 +8,8 @@ SDKs' own policy, so moving the layer here changes nothing but who counts:
   5xx including 529, connection errors and timeouts; an ``x-should-retry`` header is obeyed);
 * the wait is the server's ``Retry-After`` when it sends one, else exponential backoff from
   0.5 s doubling to at most 8 s, minus up to 25% jitter;
-* every attempt and every wait must fit in one time budget per case (``timeout_s``): each
+* every attempt and every wait must fit in one time budget per case (``timeout_s``), which starts
+  when the case's first request is sent (see below for the wait for a slot before it): each
   attempt's HTTP timeout is what is left of it, and a wait that would pass it (say a
   ``Retry-After`` of 171 s with 60 s left) is not started: the call fails at once instead;
 * the budget is a wall-clock deadline, whatever the server does. httpx's timeouts are per
@@ -26,9 +27,14 @@ would replace is the 30-line loop below. The loop stays, with every rule tested 
 
 Under ``--groundeval-concurrency`` every attempt holds a slot of the process's
 ``groundeval.models.throttle.AdaptiveLimit``: a 429/529 answer cuts the number of calls in flight for a
-while (waiting for a slot spends the case's budget like any wait).
+while. A case's first request waits for its slot up to one ``timeout_s`` of its own, and its
+budget starts only when it is sent, so a case is never starved by other cases' calls: it is sent
+and classed by what the server says, as at concurrency 1. A retry's wait for a slot spends the
+budget like any wait. An attempt that never got a slot sends nothing: it is not counted, and the
+case keeps the last status the server gave (or, if nothing was ever sent, says it waited N s for
+a concurrency slot). Once the run is stopped (``throttle.stop_calls``) no attempt starts.
 
-Attempts are counted here and recorded with the case, whether it succeeds or not.
+Attempts are counted here (only requests actually sent) and recorded with the case.
 """
 
 from __future__ import annotations
@@ -86,16 +92,26 @@ class DeadlineExceeded(Exception):
     """An attempt was still running when its case's time budget ran out.
 
     Attributes:
-        ran_s: How long the case had run when it stopped waiting, seconds.
+        ran_s: How long the case had run (since its first request was sent) when it stopped
+            waiting, seconds.
         bound_s: The case's time budget (``--groundeval-timeout``), seconds.
+        others_in_flight: Other calls of this process in flight when the last attempt was sent
+            (a server that serves one request at a time queues them, and the queueing counts).
     """
 
-    def __init__(self, ran_s: float, bound_s: float) -> None:
+    def __init__(self, ran_s: float, bound_s: float, others_in_flight: int = 0) -> None:
+        queued = (
+            f"; {others_in_flight} other call{'s' if others_in_flight != 1 else ''} of this run were in flight "
+            "when it was sent, and a server that serves one request at a time (llama.cpp's server, for one) "
+            "queues them, so the queueing counted against the bound: lower --groundeval-concurrency"
+            if others_in_flight > 0 else ""
+        )
         super().__init__(
-            f"the case ran {ran_s:.2f} s and was stopped at its {bound_s:g} s bound (--groundeval-timeout)"
+            f"the case ran {ran_s:.2f} s and was stopped at its {bound_s:g} s bound (--groundeval-timeout){queued}"
         )
         self.ran_s = ran_s
         self.bound_s = bound_s
+        self.others_in_flight = others_in_flight
 
 
 class Abandoned(Exception):
@@ -266,38 +282,56 @@ def call_with_retries(
             exception is a bug and propagates unchanged.
         advise: Says whether an error may be retried and how long the server asked to wait.
         abandon: Called when an attempt is abandoned at the deadline (close the SDK client).
-        started: When the case started (``policy.clock`` time), if before this call: the budget
-            runs from there (a LangGraph case makes one such call per model turn).
+        started: When the case's budget started (``policy.clock`` time), if before this call:
+            the budget runs from there (a LangGraph case makes one such call per model turn).
+            None: the budget starts when the first request is sent.
 
     Returns:
         The value with the number of attempts and the time waited.
 
     Raises:
         GaveUp: The last error could not be retried, the retries ran out, the next wait would
-            pass the time budget, or an attempt outlived the budget (``error`` is then a
-            ``DeadlineExceeded`` with the time the case ran and its bound).
+            pass the time budget, an attempt outlived the budget (``error`` is then a
+            ``DeadlineExceeded`` with the time the case ran and its bound), or an attempt never
+            got a slot or the run was stopped first (``error`` is the last real failure, or a
+            ``throttle.SlotTimeout``/``throttle.CallsStopped`` when nothing was sent).
     """
-    start = policy.clock() if started is None else started
-    deadline = start + policy.timeout_s
+    start = started  # the budget starts at the first send (or when the caller's case started)
     attempts = 0
     waited = 0.0
+    last: BaseException | None = None  # the last real failure, kept when a later attempt is never sent
+    run = throttle.active()  # this run's gate and stop switch, for every attempt of the call
+    gate = run.gate
     while True:
-        attempts += 1
-        left = max(deadline - policy.clock(), 0.001)
-        gate = throttle.current()
+        # the first attempt waits up to one budget for a slot before its budget starts; a retry's
+        # wait for a slot spends the budget that is left
+        slot_s = policy.timeout_s if start is None else max(start + policy.timeout_s - policy.clock(), 0.001)
         try:
-            with gate.slot(left) if gate is not None else contextlib.nullcontext():
-                left = max(deadline - policy.clock(), 0.001)  # waiting for a slot spends the budget
+            if run.stopped():
+                raise throttle.CallsStopped("the run was stopped; no request was sent")
+            with gate.slot(slot_s) if gate is not None else contextlib.nullcontext(1) as in_flight:
+                if run.stopped():  # stopped while this attempt waited for its slot
+                    raise throttle.CallsStopped("the run was stopped; no request was sent")
+                if start is None:
+                    start = policy.clock()
+                attempts += 1
+                left = max(start + policy.timeout_s - policy.clock(), 0.001)
                 value = within(functools.partial(call, left), left + DEADLINE_GRACE_S)
-        except throttle.SlotTimeout as exc:
-            late = DeadlineExceeded(round(policy.clock() - start, 3), policy.timeout_s)
-            raise GaveUp(late, attempts, f"{late}: {exc}", waited) from None
+        except (throttle.SlotTimeout, throttle.CallsStopped) as exc:
+            unsent = f"attempt {attempts + 1}: {exc}"
+            if last is None:  # nothing was ever sent: that is the case's error
+                raise GaveUp(exc, attempts, unsent, waited) from None
+            raise GaveUp(last, attempts, unsent, waited) from last  # keep the last status the server gave
         except Abandoned:
             if abandon is not None:
                 abandon()
-            late = DeadlineExceeded(round(policy.clock() - start, 3), policy.timeout_s)
+            assert start is not None
+            late = DeadlineExceeded(round(policy.clock() - start, 3), policy.timeout_s, in_flight - 1)
             raise GaveUp(late, attempts, str(late), waited) from None
         except errors as exc:
+            last = exc
+            assert start is not None
+            deadline = start + policy.timeout_s
             retry, asked = advise(exc)
             if gate is not None and throttle.is_rate_limit(exc):
                 gate.rate_limited(asked)  # fewer calls in flight for a while, not a failed wave

@@ -10,19 +10,37 @@ whole wave of cases, so the process limit is cut: additive increase, multiplicat
 * after that, each successful call raises the limit by one, up to N.
 
 The call that was rate limited is retried by the one retry layer (``agents._retry``), which
-obeys ``Retry-After`` and the case's time budget; waiting for a slot counts against that budget
-too. One ``AdaptiveLimit`` serves the whole process (``configure``/``current``); a serial run
-with ``--groundeval-concurrency 1`` has none, so nothing changes for it.
+obeys ``Retry-After`` and the case's time budget. Slots are handed out first come, first served,
+so no case waits behind later ones. One ``AdaptiveLimit`` serves the whole process
+(``configure``/``current``); a serial run with ``--groundeval-concurrency 1`` has none.
+
+The module also holds the process's stop switch (``stop_calls``/``calls_stopped``): once the run
+is stopped (a signal, a stop policy, the xdist stop file) no model call starts, whether it was
+waiting for a slot, between retries, or queued ahead.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["MIN_COOLDOWN_S", "AdaptiveLimit", "SlotTimeout", "configure", "current", "is_rate_limit"]
+__all__ = [
+    "MIN_COOLDOWN_S",
+    "AdaptiveLimit",
+    "CallRun",
+    "CallsStopped",
+    "SlotTimeout",
+    "active",
+    "calls_stopped",
+    "configure",
+    "current",
+    "is_rate_limit",
+    "stop_calls",
+    "watch_stop",
+]
 
 MIN_COOLDOWN_S = 5.0
 """Shortest time the cut limit holds after a rate-limit answer, seconds."""
@@ -32,7 +50,28 @@ RATE_LIMIT_STATUSES = frozenset({429, 529})
 
 
 class SlotTimeout(Exception):
-    """No call slot came free before the case's time budget ran out."""
+    """No call slot came free in time: no request was sent for this attempt.
+
+    Attributes:
+        waited_s: How long the attempt waited for a slot, seconds.
+        in_flight: Calls holding a slot when it gave up.
+        limit: The limit then (cut by rate-limit answers).
+        cuts: Rate-limit answers seen by then.
+    """
+
+    def __init__(self, waited_s: float, in_flight: int, limit: int, cuts: int) -> None:
+        super().__init__(
+            f"waited {waited_s:.1f} s for a concurrency slot; no request was sent ({in_flight} in flight, "
+            f"limit {limit} after {cuts} rate-limit answers)"
+        )
+        self.waited_s = waited_s
+        self.in_flight = in_flight
+        self.limit = limit
+        self.cuts = cuts
+
+
+class CallsStopped(Exception):
+    """The run was stopped before this call was sent (``stop_calls``): no request was sent."""
 
 
 def is_rate_limit(exc: BaseException) -> bool:
@@ -66,21 +105,45 @@ class AdaptiveLimit:
         self._clock = clock
         self._hold_until = 0.0
         self._cond = threading.Condition()
+        self._queue: collections.deque[object] = collections.deque()  # waiters, first come first served
+        self._stop = threading.Event()  # set by the run's stop switch (``CallRun.stop``)
 
-    def acquire(self, timeout_s: float) -> None:
-        """Take a slot, waiting at most ``timeout_s`` seconds for one.
+    def acquire(self, timeout_s: float) -> int:
+        """Take a slot, waiting at most ``timeout_s`` seconds for one; first come, first served.
+
+        Returns:
+            The calls in flight once this one holds its slot (itself included).
 
         Raises:
-            SlotTimeout: No slot came free in time.
+            SlotTimeout: No slot came free in time (it says how long it waited).
+            CallsStopped: The run was stopped (``stop_calls``) before a slot came free.
         """
+        ticket = object()
+        start = self._clock()
         with self._cond:
-            if not self._cond.wait_for(lambda: self.in_flight < self.limit, timeout=max(timeout_s, 0.0)):
-                raise SlotTimeout(
-                    f"no model-call slot came free in {timeout_s:.1f} s ({self.in_flight} in flight, limit "
-                    f"{self.limit} after {self.cuts} rate-limit answers)"
+            self._queue.append(ticket)
+            self._cond.notify_all()  # anyone watching the queue (tests) sees the new waiter
+            try:
+                ready = self._cond.wait_for(
+                    lambda: self._stop.is_set() or (self._queue[0] is ticket and self.in_flight < self.limit),
+                    timeout=max(timeout_s, 0.0),
                 )
+            finally:
+                self._queue.remove(ticket)
+                self._cond.notify_all()  # the next in line may go
+            if self._stop.is_set():
+                raise CallsStopped("the run was stopped before a concurrency slot came free; no request was sent")
+            if not ready:
+                waited = max(self._clock() - start, timeout_s)
+                raise SlotTimeout(waited, self.in_flight, self.limit, self.cuts)
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
+            return self.in_flight
+
+    def wake(self) -> None:
+        """Wake every waiter (they re-check the stop switch)."""
+        with self._cond:
+            self._cond.notify_all()
 
     def release(self, *, ok: bool) -> None:
         """Give a slot back; a success after the hold raises the limit by one (up to the ceiling)."""
@@ -99,31 +162,95 @@ class AdaptiveLimit:
             self._hold_until = max(self._hold_until, self._clock() + hold)
 
     @contextlib.contextmanager
-    def slot(self, timeout_s: float) -> Iterator[None]:
+    def slot(self, timeout_s: float) -> Iterator[int]:
         """Hold a slot for one call; the slot counts as a success unless the block raised.
+
+        Yields:
+            The calls in flight once this one holds its slot (itself included).
 
         Raises:
             SlotTimeout: No slot came free within ``timeout_s`` seconds.
+            CallsStopped: The run was stopped first.
         """
-        self.acquire(timeout_s)
+        in_flight = self.acquire(timeout_s)
         ok = False
         try:
-            yield
+            yield in_flight
             ok = True
         finally:
             self.release(ok=ok)
 
 
-_current: AdaptiveLimit | None = None
+class CallRun:
+    """One run's call gate and stop switch (``configure`` starts a new one).
+
+    Calls capture the ``CallRun`` they start under (``active``), so a call still in flight from
+    an earlier run (a daemon thread after an interrupted run) obeys that run's stop, never the
+    next run's.
+
+    Attributes:
+        gate: The run's ``AdaptiveLimit``, or None when calls are not concurrent.
+    """
+
+    def __init__(self, gate: AdaptiveLimit | None) -> None:
+        self.gate = gate
+        self._stop = gate._stop if gate is not None else threading.Event()
+        self._checks: list[Callable[[], bool]] = []
+
+    def stop(self) -> None:
+        """No call of this run starts from now on; waiters for a slot wake and give up."""
+        self._stop.set()
+        if self.gate is not None:
+            self.gate.wake()
+
+    def watch(self, check: Callable[[], bool]) -> None:
+        """Also count the run as stopped once ``check()`` is true (an xdist worker's stop file)."""
+        self._checks.append(check)
+
+    def stopped(self) -> bool:
+        """True once ``stop`` was called or a ``watch`` check says so (then it stays true)."""
+        if self._stop.is_set():
+            return True
+        if any(check() for check in self._checks):
+            self.stop()
+            return True
+        return False
+
+
+_run = CallRun(None)
 
 
 def configure(ceiling: int | None) -> AdaptiveLimit | None:
-    """Set this process's limit (None or 1: no limit object, calls go straight through)."""
-    global _current
-    _current = AdaptiveLimit(ceiling) if ceiling is not None and ceiling > 1 else None
-    return _current
+    """Start this process's calls of a new run: a limit (None or 1: none) and a clear stop switch.
+
+    The previous run's switch is thrown: its calls still in flight start no further attempt.
+    """
+    global _run
+    _run.stop()
+    _run = CallRun(AdaptiveLimit(ceiling) if ceiling is not None and ceiling > 1 else None)
+    return _run.gate
+
+
+def active() -> CallRun:
+    """The current run's gate and stop switch (a call captures it when it starts)."""
+    return _run
 
 
 def current() -> AdaptiveLimit | None:
     """This process's limit, or None when calls are not concurrent."""
-    return _current
+    return _run.gate
+
+
+def stop_calls() -> None:
+    """Stop the current run's model calls: none starts from now on (safe in a signal handler)."""
+    _run.stop()
+
+
+def watch_stop(check: Callable[[], bool]) -> None:
+    """Also treat the current run's calls as stopped once ``check()`` is true."""
+    _run.watch(check)
+
+
+def calls_stopped() -> bool:
+    """True once the current run's calls were stopped (``stop_calls``, a ``watch_stop`` check)."""
+    return _run.stopped()

@@ -7,15 +7,18 @@ option table, so ordinary test runs pay nothing for it.
 
 from __future__ import annotations
 
-import pytest
+from typing import TYPE_CHECKING
 
-from groundeval.plugin.options import add_options, read_settings
+if TYPE_CHECKING:
+    import pytest
 
 __all__ = ["pytest_addoption", "pytest_configure"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ``--groundeval-*`` options and their ini twins."""
+    from groundeval.plugin.options import add_options
+
     add_options(parser)
 
 
@@ -34,6 +37,10 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.UsageError: Bad option values, positional paths that are not case node ids, or an
             agent that cannot run (e.g. ``claude`` without ``ANTHROPIC_API_KEY``).
     """
+    import pytest
+
+    from groundeval.plugin.options import read_settings
+
     config.addinivalue_line("markers", "live: calls a real model API (needs ANTHROPIC_API_KEY)")
     settings = read_settings(config)
     if settings.task is None:
@@ -47,6 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     gsession = GroundevalSession(config, settings)
     config.args = [str(settings.data_dir)]
+    # the eval's own cases, not the project's testpaths: pytest's header must not say "testpaths: tests"
+    config.args_source = pytest.Config.ArgsSource.ARGS
     config.option.continue_on_collection_errors = True
     if config.getini("junit_suite_name") == "pytest":  # the default; read by junitxml, configured after us
         config._inicache["junit_suite_name"] = f"groundeval-{settings.task}"
@@ -54,6 +63,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ReportHooks(), "groundeval-reporting")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(gsession), "groundeval-xdist")
+    from groundeval.plugin.progress import LiveOnReports, Progress
+
+    if is_worker:
+        config.pluginmanager.register(LiveOnReports(), "groundeval-live")
+    elif settings.progress != "off" and not config.getoption("collectonly", default=False):
+        config.pluginmanager.register(Progress(gsession, settings.progress, settings.progress_every),
+                                      "groundeval-progress")
 
 
 def _node_ids(args: list[str], task: str) -> list[str] | None:
@@ -62,6 +78,8 @@ def _node_ids(args: list[str], task: str) -> list[str] | None:
     Raises:
         pytest.UsageError: An argument that is not a node id of this task.
     """
+    import pytest
+
     prefix = f"groundeval/{task}"
     ids: list[str] = []
     for arg in args:

@@ -6,6 +6,7 @@ machines, readable in ``-k`` expressions, and identical on every xdist worker.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -125,7 +126,10 @@ class EvalItem(pytest.Item):
 
     def __init__(self, *, case: Case, trial: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.case = case
+        # the case's id, file, hash and meta, not its content: the session reads the file again
+        # when the case runs (``GroundevalSession.load_case``), so that a run of thousands of
+        # cases does not hold every parsed case file from collection to the end
+        self.case = dataclasses.replace(case, data={}) if case.data else case
         self.trial = trial
         self.record: CaseRecord | None = None
         self.record_sent = False

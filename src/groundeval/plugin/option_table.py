@@ -12,10 +12,12 @@ from typing import Any
 
 from groundeval.plugin.option_values import (
     bool_value as _bool,
+    non_negative_float as _non_negative_float,
     non_negative_int as _non_negative_int,
     positive_float as _positive_float,
     positive_fraction as _positive_fraction,
     positive_int as _positive_int,
+    progress_mode as _progress_mode,
     text as _text,
 )
 
@@ -61,7 +63,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "task", _text, None,
         "Run this eval task: extraction (read active medications from a FHIR Bundle), write "
         "(write an R4B MedicationStatement from a note), reconcile (a patient's admission report against "
-        "the record), a task registered under the entry-point "
+        "the record), labs (interpret lab and vital-sign results against a cited threshold table), a task "
+        "registered under the entry-point "
         "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME",
     ),
     Option(
@@ -92,7 +95,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "timeout", _positive_float, 600.0,
-        "Upper bound on one case's model time, retries and waits included, seconds.", "SECONDS", "agent",
+        "Upper bound on one case's model time, retries and waits included, from its first request, seconds "
+        "(before it, a case waits at most this long for a concurrency slot).", "SECONDS", "agent",
     ),
     Option(
         "recursion-limit", _positive_int, None,
@@ -149,10 +153,34 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "flagged fixture_changed=true, instead of refusing to start.", "BOOL", flag=True,
     ),
     Option(
+        "failure-blocks", _bool, False,
+        "Print pytest's full failure block (FAILURES section) for every failed case. By default, above 25 failed "
+        "cases each is one line, 'FAILED <node id> - <reason>', under 'failed cases' before the groundeval summary: "
+        "thousands of blocks are unreadable, and pytest's FAILURES section costs time that grows with "
+        "failures x tests.",
+        "BOOL", flag=True,
+    ),
+    Option(
         "min-pass-rate", _positive_fraction, None,
         "With --groundeval-trials: a case passes when at least R of its counted trials pass (0 < R <= 1; "
         "excluded trials are left out); each trial item still shows its own outcome, and the exit status "
         "follows the cases. Default: every trial must pass.", "R",
+    ),
+    Option(
+        "max-cost", _positive_float, None,
+        "Stop the run before it spends more than USD on model calls: each call's cost is estimated from its "
+        "prompt tokens and max-tokens before it is sent, and a call that could pass the limit is not made; "
+        "cases not started are not_run. Needs a model with a known price.", "USD",
+    ),
+    Option(
+        "progress", _progress_mode, "auto",
+        "Status line while the run goes (cases done, passed, excluded, calls in flight, tokens, USD, ETA): tty "
+        "(one line redrawn in place), plain (a line every --groundeval-progress-every seconds, for CI logs), "
+        "off, or auto (tty on a terminal, else plain).", "MODE",
+    ),
+    Option(
+        "progress-every", _non_negative_float, 30.0,
+        "Seconds between plain progress lines (0: after every case).", "SECONDS",
     ),
 )
 

@@ -12,10 +12,12 @@ from typing import Any
 __all__ = [
     "KINDS",
     "bool_value",
+    "non_negative_float",
     "non_negative_int",
     "positive_float",
     "positive_fraction",
     "positive_int",
+    "progress_mode",
     "text",
     "unit_float",
 ]
@@ -71,6 +73,22 @@ def bool_value(value: str) -> bool:
     raise ValueError("must be true or false")
 
 
+def progress_mode(value: str) -> str:
+    """``auto``, ``tty``, ``plain`` or ``off`` (``--groundeval-progress``)."""
+    mode = value.strip().lower()
+    if mode not in ("auto", "tty", "plain", "off"):
+        raise ValueError("must be auto, tty, plain or off")
+    return mode
+
+
+def non_negative_float(value: str) -> float:
+    """A number of at least 0 (seconds between progress lines)."""
+    number = float(value)
+    if not number >= 0:
+        raise ValueError("must be 0 or more")
+    return number
+
+
 def text(value: str) -> str:
     """A non-empty string, stripped."""
     if not value.strip():
@@ -80,6 +98,7 @@ def text(value: str) -> str:
 
 KINDS: dict[Callable[[str], Any], str] = {
     positive_int: "a whole number", non_negative_int: "a whole number",
-    unit_float: "a number", positive_float: "a number", positive_fraction: "a number", float: "a number",
+    unit_float: "a number", positive_float: "a number",
+    non_negative_float: "a number", positive_fraction: "a number", float: "a number",
 }
 """Converter -> what a value that does not even parse should have been (for the message)."""

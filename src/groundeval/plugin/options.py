@@ -78,6 +78,10 @@ class Settings:
         cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
         replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
         min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None (every trial must pass).
+        failure_blocks: ``--groundeval-failure-blocks``: pytest's FAILURES blocks for failed cases.
+        max_cost: ``--groundeval-max-cost``: the most this run may spend on model calls, USD, or None.
+        progress: ``--groundeval-progress``: ``auto``, ``tty``, ``plain`` or ``off``.
+        progress_every: ``--groundeval-progress-every``: seconds between plain progress lines.
     """
 
     task: str | None
@@ -97,6 +101,10 @@ class Settings:
     cache_dir: Path | None = None
     replay_allow_changed: bool = False
     min_pass_rate: float | None = None
+    failure_blocks: bool = False
+    max_cost: float | None = None
+    progress: str = "auto"
+    progress_every: float = 30.0
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -170,9 +178,12 @@ def _task_options(config: pytest.Config, cls: Any, task: str) -> dict[str, Any]:
         offer(opt.key, raw, source, 0 if source.startswith("--") else 3)
     for key, raw, source in _generic_pairs(config):
         if key not in declared:
+            from groundeval.cli.usage import did_you_mean
+
             known = ", ".join(sorted(declared)) or "none"
             raise pytest.UsageError(
-                f"{source}={key}={raw}: the {task} task has no option {key!r} (its options: {known})"
+                f"{source}={key}={raw}: the {task} task has no option {key!r}{did_you_mean(key, declared)} "
+                f"(its options: {known})"
             )
         offer(key, raw, source, 1 if source.startswith("--") else 2)
     values: dict[str, Any] = {}
@@ -196,9 +207,12 @@ def _task_class(task: str) -> Any:
     from groundeval.tasks import available_tasks, task_class
 
     if ":" not in task and task not in available_tasks():
+        from groundeval.cli.usage import did_you_mean
+
         names = ", ".join(sorted(available_tasks()))
         raise pytest.UsageError(
-            f"--groundeval-task={task!r}: unknown task; choose one of: {names}, or package.module:Class "
+            f"--groundeval-task={task!r}: unknown task{did_you_mean(task, available_tasks())}; choose one of: "
+            f"{names}, or package.module:Class "
             "for your own task"
         )
     try:
@@ -295,6 +309,10 @@ def read_settings(config: pytest.Config) -> Settings:
         cache_dir=path("cache"),
         replay_allow_changed=bool(values["replay_allow_changed"]),
         min_pass_rate=values["min_pass_rate"],
+        failure_blocks=bool(values["failure_blocks"]),
+        max_cost=values["max_cost"],
+        progress=str(values["progress"]),
+        progress_every=float(values["progress_every"]),
     )
 
 

@@ -9,9 +9,14 @@ on the main thread. So a run reads exactly as a serial run; only the wall time c
 
 The threads are daemons fed from a queue rather than a ``concurrent.futures.ThreadPoolExecutor``:
 the executor's threads are joined at interpreter exit, so after ``-x`` or Ctrl-C the process
-would wait for every model call still in flight. Calls not started when the run stops are
-cancelled (never paid for); calls in flight finish unobserved (with ``--groundeval-cache`` their
-answers are stored for the next run).
+would wait for every model call still in flight. Once the run stops (``throttle.stop_calls``: a
+signal, the stop policy, -x) no queued call starts: they are cancelled (never paid for); calls in
+flight finish unobserved (with ``--groundeval-cache`` their answers are stored for the next run)
+and are counted in the run record's ``dropped_calls``.
+
+``CallTally`` counts every agent call of the process, made ahead or not: how many are in flight,
+the most that ever were at once (the concurrency a run reached, which the summary states), and
+how many a Ctrl-C cut off in the main thread.
 """
 
 from __future__ import annotations
@@ -20,18 +25,53 @@ import functools
 import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from groundeval.agent_io import AgentRequest
+from groundeval.datasets import Case
+from groundeval.models import throttle
 from groundeval.plugin.thread_output import Printed, captured, replay
-from groundeval.runner import Attempt, prepare
-from groundeval.tasks.base import Task
+from groundeval.runner import Attempt
 
-__all__ = ["LOOKAHEAD_PER_SLOT", "Ahead", "Prefetcher", "effective_concurrency", "upcoming"]
+__all__ = ["LOOKAHEAD_PER_SLOT", "Ahead", "CallTally", "Prefetcher", "effective_concurrency", "upcoming"]
+
+
+class CallTally:
+    """The agent calls of one process: in flight now, the most at once, and cut off by Ctrl-C.
+
+    Attributes:
+        now: Calls in flight.
+        peak: The most calls that were ever in flight at once (0 before the first call).
+        made: Calls started.
+        interrupted: Calls a ``KeyboardInterrupt`` (Ctrl-C, a signal) cut off in the calling thread.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+        self.made = 0
+        self.interrupted = 0
+
+    def run(self, call: Callable[[AgentRequest, Any], Attempt], request: AgentRequest, truth: Any) -> Attempt:
+        """Make ``call(request, truth)``, counted."""
+        with self._lock:
+            self.now += 1
+            self.made += 1
+            self.peak = max(self.peak, self.now)
+        try:
+            return call(request, truth)
+        except BaseException:  # only KeyboardInterrupt gets out of runner.attempt
+            with self._lock:
+                self.interrupted += 1
+            raise
+        finally:
+            with self._lock:
+                self.now -= 1
 
 LOOKAHEAD_PER_SLOT = 4
 """Items queued ahead per call slot: enough that no slot idles behind one slow case."""
@@ -66,6 +106,7 @@ class Prefetcher:
 
     def __init__(self, call: Callable[[AgentRequest, Any], Attempt], workers: int) -> None:
         self._call = call
+        self._run = throttle.active()  # the run's stop switch: once thrown, no queued call starts
         self._queue: queue.SimpleQueue[tuple[AgentRequest, Any, Future[Attempt]] | None] = queue.SimpleQueue()
         self._futures: dict[str, Future[Attempt]] = {}
         self._printed: dict[Future[Attempt], Printed] = {}  # what each finished call printed
@@ -82,6 +123,10 @@ class Prefetcher:
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:
             request, truth, future = job
+            if self._run.stopped() and future.cancel():  # the run stopped: never called
+                with self._lock:
+                    self.cancelled += 1
+                continue
             if not future.set_running_or_notify_cancel():
                 continue  # cancelled while queued: never called
             with self._lock:
@@ -108,19 +153,25 @@ class Prefetcher:
             self._queue.put((request, truth, future))
 
     def take(self, nodeid: str) -> Attempt | None:
-        """Wait for the call made ahead for ``nodeid``, or None when none was queued for it.
+        """Wait for the call made ahead for ``nodeid``; None when none was queued or it was cancelled.
 
         What the agent printed during the call is written, redacted, to the current streams, so
         pytest captures it into this item's report (``thread_output.replay``).
 
         Raises:
-            KeyboardInterrupt: Ctrl-C while waiting.
+            KeyboardInterrupt: Ctrl-C while waiting (the call stays listed, for ``cancel`` to count).
             BaseException: A failure inside the call machinery itself (a harness bug).
         """
         future = self._futures.pop(nodeid, None)
         if future is None:
             return None
-        result = future.result()
+        try:
+            result = future.result()
+        except CancelledError:
+            return None
+        except KeyboardInterrupt:
+            self._futures[nodeid] = future  # in flight and never reported: cancel() counts it
+            raise
         printed = self._printed.pop(future, None)
         if printed is not None:
             replay(printed)
@@ -133,8 +184,11 @@ class Prefetcher:
         """
         unreported = 0
         for future in self._futures.values():
+            if future.cancelled():
+                continue  # a worker thread cancelled it at the stop, and counted it
             if future.cancel():
-                self.cancelled += 1
+                with self._lock:
+                    self.cancelled += 1
             else:
                 unreported += 1
         self._futures.clear()
@@ -145,15 +199,15 @@ class Prefetcher:
 
 
 def upcoming(
-    task: Task, order: Sequence[Any], position: Mapping[str, int], nodeid: str, session: pytest.Session,
-    window: int, *, worker: bool,
+    prepare_case: Callable[[Case, int], tuple[AgentRequest, Any]], order: Sequence[Any],
+    position: Mapping[str, int], nodeid: str, session: pytest.Session, window: int, *, worker: bool,
 ) -> list[Ahead]:
     """The item ``nodeid`` and the next ones this process will run, at most ``window`` in all.
 
     Serially the next ones are the rest of the collection (``order``, the process's eval items
     in collection order); on an xdist worker, the item after this one and the worker's queue
     (xdist hands a worker its items a few at a time, so N is per worker, over the items it has
-    been handed).
+    been handed). ``prepare_case(case, trial)`` prepares an item's call (loading its case file).
     """
     if worker:
         indices = _worker_queue(session.config)
@@ -163,7 +217,7 @@ def upcoming(
         nxt = list(order[at + 1 : at + window])
     current = [order[position[nodeid]]] if nodeid in position else []
     return [
-        Ahead(item.nodeid, functools.partial(prepare, task, item.case, item.trial))
+        Ahead(item.nodeid, functools.partial(prepare_case, item.case, item.trial))
         for item in current + nxt
         if hasattr(item, "case") and hasattr(item, "trial")
     ]

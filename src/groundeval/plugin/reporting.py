@@ -64,6 +64,7 @@ class ReportHooks:
         if item.record is not None and not item.record_sent and deciding:
             report.groundeval = item.record.model_dump(mode="json")
             item.record_sent = True
+            item.record = None  # shipped: the item (kept by pytest to the end) no longer holds it
         return report
 
     def pytest_report_teststatus(

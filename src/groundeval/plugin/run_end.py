@@ -49,6 +49,12 @@ class RunState(Protocol):
     concurrency: int
     discarded_calls: int
     baseline: Any
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most agent calls in flight at once in one process."""
+        ...
+
     writer: RunWriter
     gate: GateResult | None
     run_record: RunRecord | None
@@ -88,7 +94,7 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         model=clean_text(model) if model else None,
         started_at=gs.started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
         duration_s=round(time.perf_counter() - gs.t0, 3), complete=complete,
-        stop_reason=None if complete else (gs.stop_reason or "interrupted"), exit_status=exit_status,
+        stop_reason=None if complete else (gs.stop_reason or _why_incomplete(gs)), exit_status=exit_status,
         settings=clean({
             "agent_spec": settings.agent, "limit": settings.limit, "task_options": settings.task_options,
             "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
@@ -102,12 +108,21 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         ),
         collection_errors=list(gs.collection_errors.values()),
         dropped_calls=gs.discarded_calls,
+        peak_in_flight=gs.peak_in_flight,
         metric_names=list(gs.task.metric_names),
         metric_directions=dict(getattr(gs.task, "metric_directions", None) or {}),
         cases=cases,
         aggregate=summarize(gs.task, cases, selected=len(gs.selected) or len(cases),
                             min_pass_rate=settings.min_pass_rate),
     )
+
+
+def _why_incomplete(gs: RunState) -> str:
+    """The stop reason of an incomplete run that no stop named: no readable case file, or an interruption."""
+    if not gs.selected and gs.collection_errors:
+        n = len(gs.collection_errors)
+        return f"no case to run: {'the' if n == 1 else 'all'} {n} case file{'s' * (n != 1)} failed collection"
+    return "interrupted"
 
 
 def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
@@ -144,8 +159,9 @@ def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
         gs.record_path = gs.writer.finish(record)
     except OSError as exc:
         junit = gs.config.getoption("xmlpath", default=None)
-        kept = [] if gs.output_failures else [str(gs.writer.partial)]
-        kept += [str(junit)] if junit else []
+        finished = len(gs.records)
+        kept = [f"{gs.writer.partial} ({gs.writer.appended} of {finished})"] if gs.writer.appended else []
+        kept += [f"the junit file {junit}"] if junit else []
         gs.output_failures.append(
             describe(exc, gs.writer.path) + (f"; the finished cases are in {' and '.join(kept)}" if kept else "")
         )

@@ -9,6 +9,7 @@ prints the summary. Workers only run cases and ship their records on the reports
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import os
@@ -20,30 +21,34 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
-from groundeval.errors import ConfigError, InfraError, RunStopError
+from groundeval.datasets import Case
+from groundeval.errors import ConfigError, DatasetError, InfraError, RunStopError, SpendLimitReached
 from groundeval.models import throttle
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
+from groundeval.plugin.prefetch import CallTally
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.worker_keys import RUN_ID_KEY
 from groundeval.records.outcomes import OUTCOMES
 from groundeval.records.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
 from groundeval.records.trial_stats import warm_up
 from groundeval.redaction import clean_text
-from groundeval.runner import CaseRun, RunInfo, attempt, run_case, setup_failed
+from groundeval.runner import CaseRun, RunInfo, attempt, prepare, run_case, setup_failed
 from groundeval.tasks import make_task
 
 if TYPE_CHECKING:
-    from groundeval.datasets import Case
     from groundeval.plugin.prefetch import Ahead, Prefetcher
     from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
     from groundeval.reporting.langsmith import LangSmithStream
 
-__all__ = ["DEFAULT_CONCURRENCY", "UNREACHABLE_AFTER", "GroundevalSession"]
+__all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "UNREACHABLE_AFTER", "GroundevalSession"]
 
 DEFAULT_CONCURRENCY = 4
 """Agent calls in flight at once per process for agents that declare ``thread_safe = True``."""
+
+MAX_FAILURE_BLOCKS = 25
+"""Failed cases shown as pytest's FAILURES blocks at most; above it, one line each (``--groundeval-failure-blocks``)."""
 
 UNREACHABLE_AFTER = 3
 """Connection-level failures on a process's first cases, with no answer yet, after which the run stops."""
@@ -85,6 +90,8 @@ class GroundevalSession:
                     self._agent_problem = exc  # reported as config_error on this worker's first case
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if settings.max_cost is not None:
+            self._check_max_cost(settings)
         if not self.is_worker:
             check_out_dir(settings.out_dir)
             check_cache_dir(settings.cache_dir)
@@ -121,6 +128,9 @@ class GroundevalSession:
         self.selected: list[str] = []
         self.collection_errors: dict[str, dict[str, str]] = {}
         self.answered = 0  # agent calls that returned, in this process
+        self.fan_out = False  # a call returned here (not a connection failure): calls may go ahead
+        self.calls = CallTally()  # this process's agent calls: in flight, peak, cut off by Ctrl-C
+        self.workers_peak = 0  # xdist controller: the most calls in flight at once on any worker
         self.unreachable = 0  # connection-level failures before the first answer, in this process
         self.warmed = False
         self.started = datetime.now(UTC)
@@ -137,9 +147,16 @@ class GroundevalSession:
         self._position: dict[str, int] = {}
         self._session: pytest.Session | None = None
         self.discarded_calls = 0  # agent calls made ahead whose items never ran (the run stopped)
+        self._loaded: collections.OrderedDict[Path, Case] = collections.OrderedDict()  # recent cases, read again
         self.worker_concurrency_heard = False  # xdist controller: a worker reported its effective N
+        self.spend_stop: str | None = None  # the stop reason when --groundeval-max-cost stopped this process
         if self.runs_cases:
             throttle.configure(self.concurrency)
+            if settings.max_cost is not None:
+                from groundeval.models import spend
+                from groundeval.plugin.spend_check import worker_share
+
+                spend.configure(worker_share(settings.max_cost, config))
         self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
         if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
             from groundeval.reporting.langsmith import LangSmithStream
@@ -147,9 +164,18 @@ class GroundevalSession:
             self.stream = LangSmithStream.from_env(self.info)
 
     @property
+    def peak_in_flight(self) -> int:
+        """The most agent calls that were in flight at once in one process (max over xdist workers)."""
+        return max(self.calls.peak, self.workers_peak)
+
+    @property
     def limit(self) -> int | None:
         """``--groundeval-limit``: run only the first N cases, or None for all."""
         return self.settings.limit
+
+    def case_file_count(self) -> int:
+        """Case files in the data directory (for the start-up note while they are collected)."""
+        return len(self.task.case_files(self.settings.data_dir))
 
     @property
     def trials(self) -> int:
@@ -161,6 +187,17 @@ class GroundevalSession:
         from groundeval.plugin.prefetch import effective_concurrency
 
         return effective_concurrency(self.settings.concurrency, self._agent, DEFAULT_CONCURRENCY)
+
+    def _check_max_cost(self, settings: Settings) -> None:
+        """Refuse ``--groundeval-max-cost`` for calls that cannot be priced beforehand (``plugin.spend_check``)."""
+        from groundeval.agents.base import AGENTS, _load_target
+        from groundeval.plugin.spend_check import check_max_cost
+
+        assert settings.max_cost is not None
+        agent: Any = self._agent
+        if agent is None and not settings.agent.startswith("replay:"):
+            agent = _load_target(AGENTS.get(settings.agent, settings.agent))
+        check_max_cost(settings.max_cost, settings.agent, agent, settings.model)
 
     @staticmethod
     def _build_agent(settings: Settings, task: Any) -> Agent:
@@ -188,8 +225,17 @@ class GroundevalSession:
         process are started ahead, in threads (``plugin.prefetch``); this case's own call is
         then waited for, and scored here, in collection order. The first call on a process
         goes alone: a rejected key, an unknown model or an unreachable API then stops the run
-        after one call (three when unreachable), as in a serial run, instead of N.
+        after one call (three when unreachable), as in a serial run, instead of N. Calls go
+        ahead once a call has returned, whatever its outcome (a wrong answer, no answer, a
+        truncated reply), unless it stopped the run or never reached the server.
+
+        Raises:
+            pytest.skip.Exception: The run was stopped before this case's call could start.
         """
+        try:
+            case = self.load_case(case)
+        except DatasetError as gone:  # the file went or changed since collection: no agent call
+            return setup_failed(self.info, case, nodeid, gone, "invalid_case", trial)
         if self._agent is None:
             problem = self._agent_problem or ConfigError("the agent was not built on this process")
             run = setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
@@ -199,7 +245,10 @@ class GroundevalSession:
             self.warmed = True
             warmup = getattr(self._agent, "warmup", None)
             if callable(warmup):
+                progress = self.config.pluginmanager.get_plugin("groundeval-progress")
                 try:
+                    if progress is not None:
+                        progress.set_phase("warming up the agent (imports, clients)")
                     warmup()  # imports and clients, before the first case is timed
                 except Exception as warm_exc:  # a ConfigError (a server that cannot start) is config_error
                     outcome = "config_error" if isinstance(warm_exc, ConfigError) else "agent_error"
@@ -210,18 +259,30 @@ class GroundevalSession:
                         reason = f"stopped after config_error on {case.case_id} (see the error above)"
                     self._stop(session, f"groundeval: {reason}")
                     return run
+                finally:
+                    if progress is not None:
+                        progress.set_phase(None)
         attempted = None
-        if self.concurrency > 1 and self.answered:  # fan out only once the agent has answered here
+        call = functools.partial(self.calls.run, functools.partial(attempt, self._agent))
+        if self.concurrency > 1 and self.fan_out:  # fan out only once a call has returned here
             if self._prefetch is None:
                 from groundeval.plugin.prefetch import Prefetcher
 
-                self._prefetch = Prefetcher(functools.partial(attempt, self._agent), self.concurrency)
+                self._prefetch = Prefetcher(call, self.concurrency)
             self._prefetch.submit(self._upcoming(nodeid, session))
             attempted = self._prefetch.take(nodeid)
-        run = run_case(self.task, self._agent, case, self.info, nodeid, trial, attempted)
+        if attempted is None and throttle.calls_stopped():
+            pytest.skip("not run: the run was stopped before this case's agent call started")
+        run = run_case(self.task, self._agent, case, self.info, nodeid, trial, attempted, call=call)
         exc: BaseException | None = run.exc
+        if isinstance(exc, SpendLimitReached):  # no call was made: this case and the rest are not_run
+            self._stop(session, f"groundeval: {exc}")
+            self.spend_stop = self.stop_reason
+            return CaseRun(run.record, pytest.skip.Exception(f"not_run: {exc}"))
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
+        if run.record.started_at is not None and not (isinstance(exc, InfraError) and exc.connection):
+            self.fan_out = True  # a call reached the server and returned, whatever its outcome
         if OUTCOMES[run.record.outcome].stops_run and exc is not None:
             outcome = run.record.outcome
             self._stop(session, f"groundeval: stopped after {outcome} on {case.case_id} (see the error above)")
@@ -251,6 +312,7 @@ class GroundevalSession:
     def _stop(self, session: pytest.Session, reason: str) -> None:
         self.stop_reason = clean_text(reason.splitlines()[0] if reason else reason)
         session.shouldstop = self.stop_reason
+        throttle.stop_calls()
         self._cancel_ahead()
 
     # -- calls made ahead (--groundeval-concurrency) ---------------------------------------------
@@ -261,7 +323,41 @@ class GroundevalSession:
         if self.stop_requested():
             return []
         window = self.concurrency * LOOKAHEAD_PER_SLOT
-        return upcoming(self.task, self._order, self._position, nodeid, session, window, worker=self.is_worker)
+        return upcoming(self._prepare, self._order, self._position, nodeid, session, window, worker=self.is_worker)
+
+    def _prepare(self, ref: Case, trial: int) -> tuple[Any, Any]:
+        """Load the case behind ``ref`` and build its request and truth (``runner.prepare``)."""
+        return prepare(self.task, self.load_case(ref), trial)
+
+    # -- case files, read when their case runs ------------------------------------------------
+    def load_case(self, ref: Case) -> Case:
+        """The case behind a collected item's ``ref``, read from its file now (a few recent ones kept).
+
+        Collection reads each case file for its id and checks, then keeps only the file's name,
+        hash and meta on the item (``EvalItem.case``): holding 5,000 parsed Bundles (about 0.12 MB
+        each) would cost more memory than the rest of the run. The file is read again when its
+        case runs, and its bytes must hash as they did at collection. The last ``window + 4``
+        cases stay loaded (the trials of a case and the calls made ahead reuse them).
+
+        Raises:
+            DatasetError: The file can no longer be read, or it changed since collection.
+        """
+        hit = self._loaded.get(ref.source)
+        if hit is not None:
+            self._loaded.move_to_end(ref.source)
+            return hit
+        case = self.task.load_case(ref.source)
+        if case.sha256 != ref.sha256:
+            raise DatasetError(
+                str(ref.source), f"the file changed after collection (SHA-256 {ref.sha256[:12]}... then, "
+                f"{case.sha256[:12]}... now); run again so that the run scores and records one version of it",
+            )
+        self._loaded[ref.source] = case
+        from groundeval.plugin.prefetch import LOOKAHEAD_PER_SLOT
+
+        while len(self._loaded) > self.concurrency * LOOKAHEAD_PER_SLOT + 4:
+            self._loaded.popitem(last=False)
+        return case
 
     def _cancel_ahead(self) -> None:
         """Cancel the calls not started yet (the run stopped); count those whose items will not run."""
@@ -272,7 +368,8 @@ class GroundevalSession:
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         """After -x/--maxfail or a stop, start no further call made ahead."""
         session = self._session
-        if self._prefetch is not None and session is not None and (session.shouldfail or session.shouldstop):
+        if session is not None and (session.shouldfail or session.shouldstop):
+            throttle.stop_calls()  # no call starts after -x, --maxfail or a stop
             self._cancel_ahead()
 
     # -- signals -------------------------------------------------------------------------------
@@ -295,8 +392,15 @@ class GroundevalSession:
         if not self.is_worker:
             from groundeval.plugin.signals import SignalStop
 
-            self._signal_stop = SignalStop(self.config, self.stop_file, functools.partial(setattr, self, "stop_reason"))
+            self._signal_stop = SignalStop(self.config, self.stop_file, self._signalled)
             self._signal_stop.install()
+        elif self.runs_cases:
+            throttle.watch_stop(self.stop_file.exists)  # the controller was signalled: no call starts
+
+    def _signalled(self, reason: str) -> None:
+        """The first SIGINT/SIGTERM: keep the reason and let no agent call start from now on."""
+        self.stop_reason = reason
+        throttle.stop_calls()
 
     def close_agent(self) -> None:
         """Call the agent's optional ``close()`` (the ``local`` agent stops its server); warn if it raises."""
@@ -376,6 +480,8 @@ class GroundevalSession:
                 self.writer.append(record)
             except OSError as exc:
                 self._output_failed(exc)
+        # pytest keeps every report to the end; the outcome is all its status hooks still read
+        report.groundeval = {"outcome": record.outcome}  # type: ignore[attr-defined]
 
     def _output_failed(self, exc: OSError) -> None:
         """The partial file could not be written: say which and why, and stop the run on every process."""
@@ -405,14 +511,24 @@ class GroundevalSession:
         Runs before pytest's junitxml plugin writes its file, so the run's headline figures can
         go into the ``<testsuite>`` properties.
         """
+        if session.shouldfail or session.shouldstop or self.stop_reason or exitstatus == pytest.ExitCode.INTERRUPTED:
+            throttle.stop_calls()  # a retry of a call still in flight must not go out now
         self._cancel_ahead()
         self.close_agent()
-        throttle.configure(None)
+        self.discarded_calls += self.calls.interrupted  # cut off by Ctrl-C in the main thread: paid, never scored
+        self.calls.interrupted = 0
+        throttle.configure(None)  # ends this run's calls: none of them starts another attempt
+        if self.settings.max_cost is not None:
+            from groundeval.models import spend
+
+            spend.configure(None)
         if self.is_worker:
-            from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY
+            from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, SPEND_STOP_KEY
 
             self.config.workeroutput[DROPPED_KEY] = self.discarded_calls  # type: ignore[attr-defined]
             self.config.workeroutput[CONCURRENCY_KEY] = self.concurrency  # type: ignore[attr-defined]
+            self.config.workeroutput[PEAK_KEY] = self.calls.peak  # type: ignore[attr-defined]
+            self.config.workeroutput[SPEND_STOP_KEY] = self.spend_stop  # type: ignore[attr-defined]
         if self.stream is not None:
             self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or self.config.getoption("collectonly", default=False):
@@ -427,11 +543,33 @@ class GroundevalSession:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> Any:
-        """Print the groundeval table last, after pytest's own summary and short summary."""
-        result = yield
-        if not self.is_worker and self.run_record is not None:
-            from groundeval.plugin.summary import write_summary
+        """Print the groundeval table last, after pytest's own summary and short summary.
 
+        Above ``MAX_FAILURE_BLOCKS`` failed cases, each is one line ('FAILED <node id> - <reason>',
+        ``summary.write_failed``) rather than a block of pytest's FAILURES section, unless
+        ``--groundeval-failure-blocks``: pytest looks up each failed item's teardown reports by
+        scanning every report of the run, a cost of failures x tests that dominated a 5,000-case
+        run (FRICTION.md), and thousands of blocks are unreadable anyway. Their reports are held
+        out of ``stats["failed"]`` while pytest's summary sections run (so pytest's short summary
+        does not list them twice), and put back before pytest counts them for its last line.
+        """
+        stats: dict[str, list[Any]] = getattr(terminalreporter, "stats", {})
+        every_failed = stats.get("failed")
+        held: list[Any] = []
+        if not self.is_worker and every_failed and not self.settings.failure_blocks:
+            ours = [str(getattr(r, "nodeid", "")).startswith("groundeval/") for r in every_failed]
+            if sum(ours) > MAX_FAILURE_BLOCKS:
+                held = [r for r, mine in zip(every_failed, ours, strict=True) if mine]
+                stats["failed"] = [r for r, mine in zip(every_failed, ours, strict=True) if not mine]
+        try:
+            result = yield
+        finally:
+            if held and every_failed is not None:
+                stats["failed"] = every_failed  # pytest's last line counts them
+        if not self.is_worker and self.run_record is not None:
+            from groundeval.plugin.summary import write_failed, write_summary
+
+            write_failed(terminalreporter, held)
             write_summary(terminalreporter, self.run_record, self.record_path)
             for problem in self.output_failures:
                 terminalreporter.write_line(f"groundeval: {problem}", red=True, bold=True)

@@ -17,7 +17,7 @@ from groundeval.records.scope import ran as ran_count, scope_needed, statement
 from groundeval.redaction import clean_text
 from groundeval.scoring import Metric
 
-__all__ = ["format_table", "trial_lines", "write_summary"]
+__all__ = ["format_table", "trial_lines", "write_failed", "write_summary"]
 
 ORDER = tuple(rule.outcome for rule in POLICY)
 MAX_FAILED_LISTED = 10
@@ -77,9 +77,20 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     lines += [f"{key}: {_fmt(metrics[key])}" for key in others]
     if any(k in ivs for k in others):
         lines.append("95% CI: " + "  ".join(f"{k} {ivs[k].text()}" for k in others if k in ivs))
-    if agg.usage:
-        lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in agg.usage.items()))
+    shown = {k: v for k, v in agg.usage.items() if k not in SPLIT_KEYS}
+    if shown:
+        lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in shown.items()))
+    if "spent_usd" in agg.usage:
+        spent, cached = agg.usage.get("spent_usd"), agg.usage.get("cached_cost_usd")
+        lines.append(
+            f"cost: {_fmt_usage('cost_usd', spent)} USD spent by this run; {_fmt_usage('cost_usd', cached)} USD is the "
+            f"recorded cost of the {agg.cached} cached or replayed answers (not spent now)"
+        )
     return lines
+
+
+SPLIT_KEYS = ("spent_usd", "cached_cost_usd")
+"""Usage keys shown on the ``cost:`` line (this run's spend apart from the cached answers' recorded cost)."""
 
 
 def trial_lines(stats: TrialStats, agg: Aggregate) -> list[str]:
@@ -132,8 +143,12 @@ def _run_shape(record: RunRecord) -> list[str]:
     n = settings.get("concurrency")
     workers = settings.get("workers")
     if isinstance(n, int) and n > 1:
-        total = f" per worker x {workers} workers = {n * workers}" if isinstance(workers, int) and workers > 1 else ""
-        lines.append(f"concurrency: {n} agent calls in flight at most{total}")
+        xdist = isinstance(workers, int) and workers > 1
+        where = " per worker" if xdist else ""
+        total = f" x {workers} workers" if xdist else ""
+        peak = record.peak_in_flight
+        reached = f"reached {peak} in flight at once{where}" if peak is not None else "reached: not recorded"
+        lines.append(f"concurrency: {n} agent calls{where}{total} allowed, {reached}")
     if record.aggregate.cached:
         asked = ran_count(record.aggregate)  # answers asked for: not invalid_case or not_run
         lines.append(
@@ -149,10 +164,26 @@ def _run_shape(record: RunRecord) -> list[str]:
         )
     if record.dropped_calls:
         lines.append(
-            f"{record.dropped_calls} agent calls made ahead were dropped when the run stopped "
-            "(paid for or in flight, never scored; --groundeval-cache keeps answers for the next run)"
+            f"{record.dropped_calls} agent calls were dropped when the run stopped (made ahead or in flight: "
+            "paid for, never scored; --groundeval-cache keeps answers for the next run)"
         )
     return lines
+
+
+def write_failed(tr: Any, reports: list[Any]) -> None:
+    """One line per failed case, reason first: ``FAILED <node id> - <first line of its message>``.
+
+    Args:
+        tr: pytest's ``TerminalReporter``.
+        reports: The failed cases' call reports, in the order they ran.
+    """
+    if not reports:
+        return
+    blocks = "--groundeval-failure-blocks prints pytest's blocks"
+    tr.write_sep("-", f"failed cases ({len(reports)}, one line each; {blocks})")
+    for report in reports:
+        first = (str(report.longrepr).splitlines() or [""])[0]
+        tr.write_line(f"FAILED {report.nodeid} - {clean_text(first)}")
 
 
 def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
@@ -181,7 +212,10 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
     lines[1:1] = _run_shape(record)
     for line in lines:
         tr.write_line(clean_text(line))
-    if not record.complete:
+    if not record.complete and not record.cases and record.collection_errors:
+        tr.write_line(f"NOTHING SCORED: {record.stop_reason} (see the errors above); fix the case files and rerun",
+                      red=True, bold=True)
+    elif not record.complete:
         tr.write_line(
             f"INCOMPLETE: {record.stop_reason}; {record.aggregate.not_run} selected case(s) did not run and "
             "these numbers cover only the cases that ran", red=True, bold=True,

@@ -10,13 +10,16 @@ whose call it was takes the call's result, ``replay`` writes the buffered text, 
 the item's own capture, so it appears in that case's report (``-rA``, ``junit_logging=all``) as
 if the item had printed it.
 
-pytest has no public way to wrap its capture streams; ``install`` wraps the ``_old`` and
-``tmpfile`` streams of its ``SysCapture`` objects (``_pytest.capture``), checked defensively, and
-falls back to wrapping ``sys.stdout``/``sys.stderr`` where capture is off (``-s``).
+pytest has no public way to wrap its capture streams; ``install`` routes the ``_old`` and
+``tmpfile`` streams of its ``SysCapture`` objects (``_pytest.capture``), checked defensively: its
+own buffers get a routing ``write`` on the instance (pytest checks their type), the terminal
+stream a ``_Router`` in its place; where capture is off (``-s``) ``sys.stdout``/``sys.stderr``
+themselves are routed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -86,15 +89,45 @@ def replay(printed: Printed) -> None:
             getattr(sys, name).write(clean_text(text))
 
 
+def _routed_write(write: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """``write`` that sends a capturing thread's text to its buffer instead."""
+
+    def routed(text: str) -> Any:
+        printed: Printed | None = getattr(_local, "printed", None)
+        if printed is None:
+            return write(text)
+        getattr(printed, name).append(str(text))
+        return len(text)
+
+    routed.groundeval_routed = True  # type: ignore[attr-defined]
+    return routed
+
+
 def _wrap(owner: Any, attr: str, name: str, undo: list[Callable[[], None]]) -> None:
+    """Route the writes of the stream ``owner.<attr>``.
+
+    On the stream itself when it takes attributes (pytest's own capture buffers, whose type pytest
+    checks), else by putting a ``_Router`` in its place (a built-in stream, the terminal's).
+    """
     stream = getattr(owner, attr, None)
-    if stream is None or isinstance(stream, _Router) or not callable(getattr(stream, "write", None)):
+    write = getattr(stream, "write", None)
+    if stream is None or isinstance(stream, _Router) or not callable(write) or hasattr(write, "groundeval_routed"):
         return
-    router = _Router(stream, name)
-    setattr(owner, attr, router)
-    undo.append(lambda: setattr(owner, attr, stream) if getattr(owner, attr, None) is router else None)
-    if getattr(sys, name) is stream:
-        setattr(sys, name, router)
+    try:
+        stream.write = _routed_write(write, name)
+    except AttributeError:  # a built-in stream (the terminal's): wrap it instead
+        router = _Router(stream, name)
+        setattr(owner, attr, router)
+        undo.append(lambda: setattr(owner, attr, stream) if getattr(owner, attr, None) is router else None)
+        if getattr(sys, name) is stream:
+            setattr(sys, name, router)
+        return
+
+    def unpatch() -> None:
+        with contextlib.suppress(AttributeError):
+            del stream.write
+
+    undo.append(unpatch)
 
 
 def install(config: Any) -> Callable[[], None]:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, RUN_ID_KEY
+from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, RUN_ID_KEY, SPEND_STOP_KEY
 from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
@@ -22,6 +22,24 @@ class XdistHooks:
     def __init__(self, gsession: GroundevalSession) -> None:
         self.gsession = gsession
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """``--dist load`` (the default) with calls made ahead: keep each worker's queue long enough.
+
+        See ``plugin.xdist_schedule``; other modes, and a run of one call at a time, keep xdist's own.
+        """
+        if config.getvalue("dist") != "load":
+            return None
+        from groundeval.plugin.prefetch import LOOKAHEAD_PER_SLOT
+        from groundeval.plugin.session import DEFAULT_CONCURRENCY
+
+        wanted = self.gsession.settings.concurrency or DEFAULT_CONCURRENCY  # the workers' N (no agent here)
+        if wanted <= 1:
+            return None
+        from groundeval.plugin.xdist_schedule import AheadLoadScheduling
+
+        return AheadLoadScheduling(config, log, ahead=wanted * LOOKAHEAD_PER_SLOT)
+
     def pytest_configure_node(self, node: Any) -> None:
         """Give every worker the controller's run id."""
         node.workerinput[RUN_ID_KEY] = self.gsession.info.run_id
@@ -32,6 +50,12 @@ class XdistHooks:
         dropped = output.get(DROPPED_KEY)
         if isinstance(dropped, int):
             self.gsession.discarded_calls += dropped
+        peak = output.get(PEAK_KEY)
+        if isinstance(peak, int):
+            self.gsession.workers_peak = max(self.gsession.workers_peak, peak)
+        spend_stop = output.get(SPEND_STOP_KEY)
+        if isinstance(spend_stop, str) and not self.gsession.stop_reason:
+            self.gsession.stop_reason = spend_stop  # a worker reached its share of --groundeval-max-cost
         concurrency = output.get(CONCURRENCY_KEY)
         if isinstance(concurrency, int) and not self.gsession.worker_concurrency_heard:
             self.gsession.concurrency = concurrency  # the workers' effective N (the controller has no agent)

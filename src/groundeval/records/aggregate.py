@@ -32,7 +32,9 @@ def summarize(
 
     Returns:
         The ``Aggregate``, with ``trials`` from ``groundeval.records.trial_stats.with_trial_stats``.
-        ``cost_usd`` is None when any record with usage has no known cost.
+        ``cost_usd`` is None when any record with usage has no known cost. When some answers
+        came from the cache or a replay, ``usage`` also holds ``spent_usd`` (the calls this run
+        made) and ``cached_cost_usd`` (the recorded cost of the cached answers, not spent now).
     """
     records = list(records)
     counts: dict[str, int] = {}
@@ -48,6 +50,9 @@ def summarize(
     used = [r.usage for r in records if r.usage]
     if used:
         usage["cost_usd"] = total_cost(u.get("cost_usd") for u in used)  # missing = unknown
+    if used and any(r.cached for r in records):  # what this run paid apart from what the cache served
+        usage["spent_usd"] = total_cost(r.usage.get("cost_usd") for r in records if r.usage and not r.cached)
+        usage["cached_cost_usd"] = total_cost(r.usage.get("cost_usd") for r in records if r.usage and r.cached)
     n = len(counted)
     ran = ran_outcome_count(counts)  # invalid_case and not_run: the agent was never asked
     passed = sum(r.outcome == "passed" for r in records)

@@ -309,7 +309,10 @@ class RunRecord(BaseModel):
 
     ``complete`` is true only when every selected case has a record of a case that ran.
     ``dropped_calls`` counts agent calls made ahead (``--groundeval-concurrency``) whose items
-    never ran because the run stopped: paid for (or in flight), never scored.
+    never ran because the run stopped, and calls a stop cut off in flight: paid for (or in
+    flight), never scored. ``peak_in_flight`` is the concurrency the run reached: the most agent
+    calls in flight at once in one process (the most on any worker under pytest-xdist), against
+    ``settings.concurrency``, the configured one (None in records written before it existed).
 
     ``metric_names`` is the task's declared per-case metrics in report order (``Task.metric_names``)
     and ``metric_directions`` which way each is better (``"higher"``, the default for a name not
@@ -338,6 +341,7 @@ class RunRecord(BaseModel):
     fixtures: list[dict[str, str]] = Field(default_factory=list)
     collection_errors: list[dict[str, str]] = Field(default_factory=list)
     dropped_calls: int = 0
+    peak_in_flight: int | None = None
     metric_names: list[str] = Field(default_factory=list)
     metric_directions: dict[str, Direction] = Field(default_factory=dict)
     cases: list[CaseRecord] = Field(default_factory=list)
@@ -373,6 +377,7 @@ class RunWriter:
         self.out_dir = out_dir
         self.path = out_dir / f"{run_id}.json"
         self.partial = out_dir / f"{run_id}.partial.jsonl"
+        self.appended = 0  # cases written whole to the partial file
 
     def append(self, case: CaseRecord) -> None:
         """Append one finished case to the partial file as one line, written whole or not at all.
@@ -385,6 +390,7 @@ class RunWriter:
         with named(self.partial):
             self.out_dir.mkdir(parents=True, exist_ok=True)
             _append_whole(self.partial, line.encode("utf-8", "surrogatepass"))
+        self.appended += 1
 
     def finish(self, record: RunRecord) -> Path:
         """Write the complete record atomically, remove the partial file, return the path.

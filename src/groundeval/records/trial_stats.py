@@ -15,7 +15,9 @@ are resampled with all their trials (trials of one case are not independent), an
 is the pooled mean over the resampled cases' counted trials (sum of values / number of trials,
 so the point estimate is the Aggregate's own figure). ``scipy.stats.bootstrap`` with the BCa
 method (Efron 1987), ``paired=True`` over (per-case sum, per-case trial count), 9,999 resamples,
-seed 0; when BCa is degenerate, the percentile method. When every case has the same mean, every
+seed 0; when BCa is degenerate, or above ``BCA_MAX_CASES`` cases, the percentile method
+(``FigureInterval.method`` says which). Resamples are drawn in batches of ``BATCH_VALUES`` values,
+so memory stays bounded whatever the number of cases. When every case has the same mean, every
 resample does too and the interval is that value (``exact``): the bootstrap cannot show variation
 the cases did not. With K = 1 this is the ordinary bootstrap of the mean over cases. Figures that
 are not the mean of a per-case value (micro means, counts, tokens, cost) get no interval.
@@ -71,13 +73,23 @@ SEED = 0
 """Seed of the bootstrap's generator: intervals are reproducible."""
 CONFIDENCE = 0.95
 """Confidence level."""
+BCA_MAX_CASES = 1_000
+"""Most cases for a BCa interval; above it, the percentile method. BCa's acceleration comes from a
+jackknife that scipy computes as n leave-one-out resamples of n - 1 cases: time and memory grow
+with n squared (5,000 cases: 25 million values per figure), while BCa's correction over the
+percentile interval shrinks as 1/sqrt(n) (Efron and Tibshirani 1993, section 14.3)."""
+BATCH_VALUES = 2_000_000
+"""Values per bootstrap batch (resamples x cases): bounds the arrays scipy builds (about 16 MB each)."""
 INTERVAL_METHOD = (
-    f"cluster bootstrap over cases, each case's trials pooled (scipy.stats.bootstrap, BCa, {N_RESAMPLES} "
+    f"cluster bootstrap over cases, each case's trials pooled (scipy.stats.bootstrap, BCa up to "
+    f"{BCA_MAX_CASES:,} cases and percentile above, {N_RESAMPLES} "
     f"resamples, seed {SEED}, {CONFIDENCE:.0%})"
 )
 """How ``TrialStats.intervals`` are computed, for every report that prints one."""
 EPS = 1e-9
 _WARMING: list[threading.Thread] = []
+WARM_UP_JOIN_S = 5.0
+"""The longest the run's end waits for the ``warm_up`` import, seconds (its intervals are already computed)."""
 
 
 def warm_up() -> threading.Thread:
@@ -166,11 +178,15 @@ def cluster_interval(sums: Sequence[float], counts: Sequence[int]) -> FigureInte
 
     method: Literal["bootstrap-bca", "bootstrap-percentile"] = "bootstrap-bca"
     low = high = math.nan
-    for name in ("BCa", "percentile"):
+    names = ("BCa", "percentile") if len(pairs) <= BCA_MAX_CASES else ("percentile",)
+    if len(pairs) > BCA_MAX_CASES:
+        method = "bootstrap-percentile"
+    batch = max(1, BATCH_VALUES // len(pairs))  # resamples per batch: scipy's arrays stay this small
+    for name in names:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # DegenerateDataWarning: handled by the percentile fallback
             res = stats.bootstrap(
-                (s_arr, n_arr), pooled, paired=True, vectorized=True, n_resamples=N_RESAMPLES,
+                (s_arr, n_arr), pooled, paired=True, vectorized=True, n_resamples=N_RESAMPLES, batch=batch,
                 confidence_level=CONFIDENCE, method=name, rng=np.random.default_rng(SEED),
             )
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -274,12 +290,15 @@ def with_trial_stats(
 ) -> Aggregate:
     """``aggregate`` with ``trials`` filled from ``records`` (intervals for its own figures).
 
-    Waits for a ``warm_up`` import still running, so that no import is left running at exit.
+    Waits a little (``WARM_UP_JOIN_S``) for a ``warm_up`` import still running, so that no import is
+    usually left running at exit; never longer: a signal that interrupts an import in the main
+    thread can leave a module lock the warm-up thread then waits on forever, and the run's end
+    (its record, its summary) must not wait with it. The thread is a daemon.
     """
     figures = ["pass_rate", "answer_rate", *(k for k, v in aggregate.metrics.items() if isinstance(v, float))]
     stats = trial_stats(records, figures, min_pass_rate)
     for thread in _WARMING:
-        thread.join()
+        thread.join(timeout=WARM_UP_JOIN_S)
     return aggregate.model_copy(update={"trials": stats})
 
 

@@ -69,11 +69,43 @@ def load_record(path: str | Path) -> RunRecord:
         OSError: The file cannot be read.
     """
     path = Path(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        return RunRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        return RunRecord.model_validate_json(text)
     except ValueError as exc:
-        first = str(exc).splitlines()[0]
-        raise ValueError(f"{path}: not a groundeval run record (schema_version 2): {first}") from exc
+        why = _why_not_a_record(path, text, exc)
+        raise ValueError(f"{path}: not a groundeval run record ({why}). {WHAT_A_RECORD_IS}") from exc
+
+
+WHAT_A_RECORD_IS = (
+    "A run record is the JSON file a groundeval run writes when it ends, <out-dir>/<run id>.json "
+    "(--groundeval-out-dir, default runs/); the last line of the run's summary names it"
+)
+"""Said after every "not a run record" message."""
+
+
+def _why_not_a_record(path: Path, text: str, exc: ValueError) -> str:
+    """What the file is instead, in words (never the validator's own text)."""
+    import json
+
+    if path.name.endswith(".partial.jsonl"):
+        return "a partial file of a run that did not finish; its cases are in the record only when the run ends"
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        line = getattr(err, "lineno", None)
+        return f"not JSON{f', line {line}' if line else ''}"
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    version = data.get("schema_version")
+    if version is None and "run_id" not in data:
+        return "a JSON object without run_id or schema_version"
+    if version != 2:
+        return f"schema_version {version!r}; this groundeval reads schema_version 2"
+    errors = getattr(exc, "errors", None)
+    fields = sorted({".".join(str(p) for p in e["loc"][:2]) for e in errors()}) if callable(errors) else []
+    shown = ", ".join(fields[:4]) + (f" and {len(fields) - 4} more" if len(fields) > 4 else "")
+    return f"schema_version 2 but these fields are missing or malformed: {shown}" if fields else "malformed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,10 @@ from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.records.scope import scope_needed, statement
 from groundeval.records.trial_stats import record_trial_stats
 from groundeval.records.write_errors import named
+from groundeval.reporting import charts
+from groundeval.reporting.case_view import GROUPS, case_detail, group_of
 from groundeval.reporting.cases import metric_names
-from groundeval.reporting.compare import compare_runs
+from groundeval.reporting.compare import Comparison, compare_runs
 from groundeval.reporting.gate import collection_error_lines
 from groundeval.reporting.render import change_value, comparison_dict, fmt, fmt_p
 from groundeval.reporting.stats import METHOD
@@ -111,12 +113,15 @@ def score_columns(record: RunRecord) -> list[str]:
     ]
 
 
-def _case_row(case: CaseRecord, columns: Sequence[str], dimension_names: Sequence[str]) -> dict[str, Any]:
+def _case_row(case: CaseRecord, columns: Sequence[str], dimension_names: Sequence[str],
+              trials: Sequence[CaseRecord], rerun: str) -> dict[str, Any]:
     dims = _dims(case)
+    cost = case.usage.get("cost_usd")
     return {
         "case_id": case.case_id,
         "trial": case.trial,
         "outcome": case.outcome,
+        "group": group_of(case.outcome),
         "scores": {k: _shown(case.metrics[k]) for k in columns if k in case.metrics},
         "missing": _items(case.details.get("missing")) + _left_out(case, "missing"),
         "extra": _items(case.details.get("extra")) + _left_out(case, "extra"),
@@ -127,12 +132,45 @@ def _case_row(case: CaseRecord, columns: Sequence[str], dimension_names: Sequenc
             for k in dimension_names
         ],
         "error": f"{case.error.type}: {case.error.message}" if case.error else "",
-        "latency_s": fmt(case.latency_s, 2),
-        "cost_usd": case.usage.get("cost_usd"),
+        "latency_s": fmt(case.latency_s, 2) if case.latency_s is not None else "",
+        "cost_usd": f"{float(cost):.4f}" if isinstance(cost, int | float) else "",
+        "detail": case_detail(case, trials, rerun),
     }
 
 
-def _run_view(record: RunRecord) -> dict[str, Any]:
+def _rerun(record: RunRecord) -> str:
+    """The command that reruns one case of this run (its node id is appended)."""
+    spec = str(record.settings.get("agent_spec") or record.agent)
+    return f"pytest --groundeval-task={record.task} --groundeval-agent={spec} --groundeval-data-dir={record.data_dir}"
+
+
+def _charts(record: RunRecord, columns: Sequence[str], figures: Sequence[Mapping[str, Any]],
+            ivs: Mapping[str, Any]) -> list[str]:
+    """The run's pictures: score histograms, rates with intervals, latency and cost per case."""
+    counted = [c for c in record.cases if c.counted]
+    out = []
+    for name in columns:
+        values = [v for c in counted if isinstance(v := c.metrics.get(name), float)]
+        if values and len(set(values)) > 1:
+            out.append(charts.histogram(name, values))
+    rows = []
+    for f in figures:
+        value = f["value"]
+        if isinstance(value, float) and 0.0 <= value <= 1.0:
+            iv = ivs.get(f["name"])
+            rows.append((f["name"], value, iv.low if iv is not None else None, iv.high if iv is not None else None))
+    if rows:
+        out.append(charts.intervals(rows))
+    latency = [(c.case_id, float(c.latency_s)) for c in record.cases if c.latency_s is not None]
+    if len(latency) > 1:
+        out.append(charts.per_case_bars("latency", "s", latency))
+    cost = [(c.case_id, float(v)) for c in record.cases if isinstance(v := c.usage.get("cost_usd"), int | float)]
+    if len(cost) > 1:
+        out.append(charts.per_case_bars("cost", "USD", cost))
+    return out
+
+
+def _run_view(record: RunRecord, index: int) -> dict[str, Any]:
     agg = record.aggregate
     stats = record_trial_stats(record)
     ivs = stats.intervals
@@ -146,28 +184,53 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
             fmt(value) if number else str(value))  # counts (duplicates) stay whole numbers
         figures.append({"name": name, "value": value, "shown": shown,
                         "interval": iv.text() if iv is not None else ""})
-    bars = [
-        {"name": f["name"], "value": float(f["value"]), "pct": round(100 * float(f["value"]), 1)}
-        for f in figures
-        if isinstance(f["value"], float) and 0 <= f["value"] <= 1  # rates only: counts are ints
-    ]
-    usage = {k: ("unknown" if v is None and k == "cost_usd" else v) for k, v in agg.usage.items()}
-    columns = score_columns(record)
+    usage = {k: ("unknown" if v is None and k in ("cost_usd", "spent_usd", "cached_cost_usd") else v)
+             for k, v in agg.usage.items()}
     dimension_names = list(dict.fromkeys(k for c in record.cases for k in _dims(c)))
+    columns = [k for k in score_columns(record) if any(k in c.metrics for c in record.cases)]
+    by_id: dict[str, list[CaseRecord]] = {}
+    for c in record.cases:
+        by_id.setdefault(c.case_id, []).append(c)
+    rerun = _rerun(record)
+    rows = [_case_row(c, columns, dimension_names, by_id[c.case_id], rerun) for c in record.cases]
+    groups = []
+    for key, title in GROUPS:
+        members = [r for r in rows if r["group"] == key]
+        if members:
+            groups.append({"key": key, "title": title, "id": f"run{index}-{key}", "cases": members})
+    pass_iv = ivs.get("pass_rate")
     return {
-        "record": record, "figures": figures, "bars": bars, "usage": usage, "trials": stats,
+        "record": record, "index": index, "figures": figures, "usage": usage, "trials": stats,
         "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
         "scope": statement(agg, "scope") if scope_needed(agg) else "",
         "unreadable": collection_error_lines(record),
         "pass_k_scope": statement(agg, "pass_k_scope"),
         "cases_scope": statement(agg, "cases_scope"),
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
-        "cases": [_case_row(c, columns, dimension_names) for c in record.cases],
-        "case_count": len({c.case_id for c in record.cases}),
+        "groups": groups,
+        "case_count": len(by_id),
         "score_columns": columns,
         "dimension_names": dimension_names,
-        "has_meds": any(k in c.details for c in record.cases for k in (*LIST_KEYS, *MISMATCH_KEYS)),
+        "show_latency": any(r["latency_s"] for r in rows),
+        "show_cost": any(r["cost_usd"] for r in rows),
+        "pass_interval": pass_iv.text() if pass_iv is not None else "",
+        "charts": _charts(record, columns, figures, ivs),
     }
+
+
+def _change_charts(comp: Comparison | None) -> list[str]:
+    """For two runs: the per-case change of the pass rate and of each score both runs have."""
+    if comp is None or comp.problems:
+        return []
+    out = []
+    for name in comp.dimensions:
+        if comp.directions.get(name, "higher") != "higher" or name == "answered":
+            continue
+        changes = [(c.case_id, c.changes[name][1] - c.changes[name][0]) for c in comp.cases if name in c.changes]
+        unchanged = [(c.case_id, 0.0) for c in comp.cases if name not in c.changes]
+        if changes:
+            out.append(charts.change_bars(name, changes + unchanged))
+    return out[:3]
 
 
 def render_report(record: RunRecord, other: RunRecord | None = None) -> str:
@@ -186,9 +249,11 @@ def render_report(record: RunRecord, other: RunRecord | None = None) -> str:
         loader=jinja2.PackageLoader("groundeval.reporting", "templates"), autoescape=True,
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
-    runs = [_run_view(record)] + ([_run_view(other)] if other is not None else [])
+    runs = [_run_view(record, 1)] + ([_run_view(other, 2)] if other is not None else [])
     comp = compare_runs(record, other) if other is not None else None
     comparison = comparison_dict(comp) if comp is not None else None
+    if comparison is not None:
+        comparison["charts"] = _change_charts(comp)
 
     def cval(name: str, value: float) -> str:
         return change_value(comp, name, value) if comp is not None else fmt(value)

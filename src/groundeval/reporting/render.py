@@ -106,8 +106,21 @@ def _change_text(comp: Comparison, c: CaseDiff) -> str:
     return ", ".join(f"{k} {change_value(comp, k, x)}->{change_value(comp, k, y)}" for k, (x, y) in c.changes.items())
 
 
-def comparison_text(comp: Comparison) -> str:
-    """The terminal report: runs, checks, headline figures per task, changed cases, one-sided cases."""
+def gate_verdict(comp: Comparison, fail_on_regression: bool) -> str:
+    """The gate's line, saying what the exit status is: ``FAILED`` only when it makes the command fail."""
+    reasons = "; ".join(comp.gate.reasons())
+    if fail_on_regression:
+        return f"regression gate FAILED (exit status 1): {reasons}"
+    return f"regression gate: would fail with --fail-on-regression (exit status 0 without it): {reasons}"
+
+
+def comparison_text(comp: Comparison, fail_on_regression: bool = False) -> str:
+    """The terminal report: runs, checks, headline figures per task, changed cases, one-sided cases.
+
+    Args:
+        comp: The comparison.
+        fail_on_regression: The command exits 1 when the gate fails (the gate's line says so).
+    """
     lines = [f"A (baseline): {run_line(comp.a)}", f"B (current):  {run_line(comp.b)}"]
     lines.append("checked: " + "; ".join(comp.checked))
     lines += [f"PROBLEM: {p}: not compared case by case" for p in comp.problems]
@@ -132,7 +145,7 @@ def comparison_text(comp: Comparison) -> str:
         f"not compared: {len(gate.not_compared)}"
     )
     if gate.failed:
-        lines.append("regression gate FAILED (--fail-on-regression exits 1): " + "; ".join(gate.reasons()))
+        lines.append(gate_verdict(comp, fail_on_regression))
     for c in comp.changed:
         if c.verdict != "unchanged":
             label = c.verdict.upper()

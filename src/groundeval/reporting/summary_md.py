@@ -6,7 +6,6 @@ message cannot break the table or inject HTML into a PR comment.
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,8 +27,22 @@ MAX_LISTED = 50
 
 
 def md_escape(text: str) -> str:
-    """Escape text for a Markdown table cell: HTML-escaped, ``|`` and newlines neutralised."""
-    return html.escape(text).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
+    """Escape text for Markdown prose or a table cell.
+
+    ``&`` and ``<`` are HTML-escaped (no tag can start), ``|`` cannot end a cell, newlines become
+    ``<br>``; ``>`` is kept (``passed -> failed`` reads as written: mid-text it starts nothing).
+    """
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+    return escaped.replace("\r", " ").replace("\n", "<br>")
+
+
+def md_code(text: str) -> str:
+    """``text`` as an inline code span, safe in a table cell.
+
+    Nothing is HTML-escaped (a code span shows entities literally); a backtick becomes ``'``,
+    ``|`` is escaped for the table and newlines become spaces.
+    """
+    return "`" + text.replace("`", "'").replace("|", "\\|").replace("\r", " ").replace("\n", " ") + "`"
 
 
 def figure_intervals(record: RunRecord) -> dict[str, FigureInterval]:
@@ -69,7 +82,7 @@ def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
             lines[-1] += f"; {md_escape(note)}"
         lines += ["", "<details><summary>passes out of counted trials, per case</summary>", "",
                   "| case | passes | trials | outcomes |", "| --- | ---: | ---: | --- |"]
-        lines += [f"| `{md_escape(c.case_id)}` | {c.passes}/{c.counted} | {c.trials} | {', '.join(c.outcomes)} |"
+        lines += [f"| {md_code(c.case_id)} | {c.passes}/{c.counted} | {c.trials} | {', '.join(c.outcomes)} |"
                   for c in stats.per_case[:MAX_LISTED]]
         if len(stats.per_case) > MAX_LISTED:
             lines += ["", f"and {len(stats.per_case) - MAX_LISTED} more cases (all of them in the run record)"]
@@ -78,7 +91,7 @@ def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
 
 
 def _listed(ids: Sequence[str]) -> str:
-    shown = ", ".join(f"`{md_escape(i)}`" for i in ids[:MAX_LISTED])
+    shown = ", ".join(f"{md_code(i)}" for i in ids[:MAX_LISTED])
     return shown + (f" and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else "")
 
 
@@ -99,7 +112,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
     ivs = stats.intervals
     unit = "trials" if stats.k > 1 else "cases"
     title = f"### groundeval {md_escape(record.task)}: {md_escape(record.agent)}"
-    lines = [title, "", f"run `{record.run_id}`, model `{md_escape(record.model or '-')}`"
+    lines = [title, "", f"run `{record.run_id}`, model {md_code(record.model or '-')}"
              + ("" if record.complete else f" — **INCOMPLETE**: {md_escape(record.stop_reason or '')}"), ""]
     passed = agg.counts.get("passed", 0)
     if scope_needed(agg):  # before the pass rate: nobody reads a pass rate raised by crashing without it
@@ -138,7 +151,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         for c in bad[:MAX_LISTED]:
             why = (c.message or (c.error.message if c.error else "")).splitlines()[:1]
             name = f"{c.case_id}[trial-{c.trial}]" if stats.k > 1 else c.case_id
-            lines.append(f"| `{md_escape(name)}` | {c.outcome} | {md_escape(why[0] if why else '')} |")
+            lines.append(f"| {md_code(name)} | {c.outcome} | {md_escape(why[0] if why else '')} |")
         lines += ["", "</details>"]
     lines += ["", f"<sub>intervals: {md_escape(stats.interval_method or INTERVAL_METHOD)}</sub>", ""]
     return "\n".join(lines)
@@ -190,18 +203,24 @@ def _gate_md(gate: GateResult) -> list[str]:
         lines[0] += f"; pass rate change {iv.mean:+.3f}, 95% interval {iv.text()}"
     if gate.regressed:
         lines += ["", "| regressed case | baseline | now |", "| --- | ---: | ---: |"]
-        lines += [f"| `{md_escape(c.case_id)}` | {c.baseline_passes}/{c.baseline_trials} | "
+        lines += [f"| {md_code(c.case_id)} | {c.baseline_passes}/{c.baseline_trials} | "
                   f"{c.current_passes}/{c.current_trials} |" for c in gate.regressed[:MAX_LISTED]]
     lines += _lost_md(gate)
     return lines
 
 
-def _lost_md(gate: GateResult) -> list[str]:
-    """Why the gate fails, then the lost cases (passed in the baseline, no verdict now) with their outcomes."""
-    lines = ["", f"**regression gate failed**: {md_escape('; '.join(gate.reasons()))}"] if gate.failed else []
+def _lost_md(gate: GateResult, fail_on_regression: bool = True) -> list[str]:
+    """Why the gate fails, then the lost cases (passed in the baseline, no verdict now) with their outcomes.
+
+    ``fail_on_regression``: the gate's verdict sets the exit status (a run with the flag, ``compare
+    --fail-on-regression``); without it the gate is said to be one that would fail.
+    """
+    verdict = ("**regression gate failed**" if fail_on_regression
+               else "regression gate: would fail with --fail-on-regression")
+    lines = ["", f"{verdict}: {md_escape('; '.join(gate.reasons()))}"] if gate.failed else []
     if gate.lost:
         lines += ["", "| lost case (a verdict before, none now) | baseline | now |", "| --- | ---: | --- |"]
-        lines += [f"| `{md_escape(c.case_id)}` | {c.baseline_passes}/{c.baseline_trials} | {md_escape(c.outcome)} |"
+        lines += [f"| {md_code(c.case_id)} | {c.baseline_passes}/{c.baseline_trials} | {md_escape(c.outcome)} |"
                   for c in gate.lost[:MAX_LISTED]]
         if len(gate.lost) > MAX_LISTED:
             lines += ["", f"and {len(gate.lost) - MAX_LISTED} more lost cases"]
@@ -218,10 +237,15 @@ def _lost_md(gate: GateResult) -> list[str]:
     return lines
 
 
-def comparison_markdown(comp: Comparison) -> str:
-    """The comparison (``groundeval compare --format markdown``) as Markdown."""
-    lines = ["### groundeval compare", "", f"- A (baseline): `{md_escape(run_line(comp.a))}`",
-             f"- B (current): `{md_escape(run_line(comp.b))}`",
+def comparison_markdown(comp: Comparison, fail_on_regression: bool = False) -> str:
+    """The comparison (``groundeval compare --format markdown``) as Markdown.
+
+    Args:
+        comp: The comparison.
+        fail_on_regression: The command exits 1 when the gate fails (the gate's line says so).
+    """
+    lines = ["### groundeval compare", "", f"- A (baseline): {md_code(run_line(comp.a))}",
+             f"- B (current): {md_code(run_line(comp.b))}",
              f"- checked: {md_escape('; '.join(comp.checked))}"]
     lines += [f"- **problem**: {md_escape(p)}: not compared case by case" for p in comp.problems]
     lines += [f"- **warning**: {md_escape(w)}" for w in comp.warnings]
@@ -237,18 +261,18 @@ def comparison_markdown(comp: Comparison) -> str:
     lines.append(f"{len(comp.cases)} cases compared, {len(comp.changed)} changed: **{len(gate.regressed)} regressed** "
                  f"(passed -> failed), **{len(gate.lost)} lost** (a verdict before, none now: excluded, not run or "
                  f"unreadable), {len(gate.improved)} improved")
-    lines += _lost_md(gate)
+    lines += _lost_md(gate, fail_on_regression)
     if comp.changed:
         lines += ["", "| case | verdict | changed dimensions |", "| --- | --- | --- |"]
         for c in comp.changed[:MAX_LISTED]:
             changes = ", ".join(f"{k} {change_value(comp, k, x)}→{change_value(comp, k, y)}"
                                 for k, (x, y) in c.changes.items())
-            lines.append(f"| `{md_escape(c.case_id)}` | {c.verdict} | {md_escape(changes)} |")
+            lines.append(f"| {md_code(c.case_id)} | {c.verdict} | {md_escape(changes)} |")
     if comp.only_a and not comp.problems:
         lines += ["", f"only in A: {_listed(comp.only_a)}"]
     if comp.only_b and not comp.problems:
         lines += ["", f"only in B: {_listed(comp.only_b)}"]
     if gate.not_compared:
-        lines += ["", "not compared: " + "; ".join(f"`{md_escape(k)}` ({md_escape(v)})"
+        lines += ["", "not compared: " + "; ".join(f"{md_code(k)} ({md_escape(v)})"
                                                    for k, v in list(gate.not_compared.items())[:MAX_LISTED])]
     return "\n".join(lines) + "\n"

@@ -19,14 +19,12 @@ classmethod (``BaseTask`` provides one that reads the options the task declares)
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
 from groundeval.errors import ConfigError
+from groundeval.loading import load_target
 from groundeval.tasks.base import BaseTask, Scorer, Task, TaskOption
 
 __all__ = [
@@ -66,22 +64,7 @@ def available_tasks() -> dict[str, str]:
 
 
 def _import(spec: str, target: str) -> Any:
-    module_name, _, attr = target.partition(":")
-    if target not in TASKS.values() and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(
-            f"task {spec!r}: cannot import {module_name!r} ({exc}); run from the directory that holds "
-            "it, or add that directory to PYTHONPATH"
-        ) from exc
-    found: Any = module
-    for part in attr.split("."):
-        try:
-            found = getattr(found, part)
-        except AttributeError:
-            raise ConfigError(f"task {spec!r}: {module_name!r} has no attribute {attr!r}") from None
+    found = load_target(spec, target, kind="task", builtin=target in TASKS.values())
     if not isinstance(found, type) or not callable(getattr(found, "from_options", None)):
         raise ConfigError(
             f"task {spec!r} is not a task class (a class with from_options, e.g. a groundeval.BaseTask subclass)"
