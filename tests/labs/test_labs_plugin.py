@@ -43,7 +43,7 @@ def test_the_naive_control_fails_on_two_workers(pytester: pytest.Pytester) -> No
     record = _record(pytester.path)
     agg = record["aggregate"]
     assert agg["counts"] == {"failed": 2, "partial": 33, "passed": 1}
-    assert agg["metrics"]["cases_critical_missed"] == 2 and agg["metrics"]["micro_value_accuracy"] < 0.1
+    assert agg["metrics"]["answers_critical_missed"] == 2 and agg["metrics"]["micro_value_accuracy"] < 0.1
     assert {c["worker"] for c in record["cases"]} == {"gw0", "gw1"}
     failed = {c["case_id"].split("--")[0] for c in record["cases"] if c["outcome"] == "failed"}
     assert failed == {"variant-critical-potassium", "variant-critical-bp"}
