@@ -136,13 +136,13 @@ def test_crashing_on_the_failures_is_lost_and_fails_the_gate() -> None:
     ran = next(f for f in comp.figures if f.name == "pass_rate_ran")
     assert ran.a == 1.0 and ran.b == pytest.approx(21 / 48) and ran.interval is None
     text = comparison_text(comp)
-    assert "regressed (passed->failed): 0, lost (passed->no verdict: excluded, not run or unreadable): 27" in text
+    assert "regressed (passed->not passed): 0, lost (a verdict->none: excluded, not run or unreadable): 27" in text
     assert "  LOST      c47: passed 1/1 -> no verdict (agent_error)" in text
     assert "regression gate: would fail with --fail-on-regression (exit status 0 without it): 27 lost" in text
     assert "regression gate FAILED" not in text  # plain compare exits 0: it must not say FAILED
     assert "regression gate FAILED (exit status 1): 27 lost" in comparison_text(comp, fail_on_regression=True)
     md = comparison_markdown(comp)
-    assert "**0 regressed** (passed -> failed), **27 lost**" in md and "| `c21` | 1/1 | agent_error |" in md
+    assert "**0 regressed** (passed -> not passed), **27 lost**" in md and "| `c21` | 1/1 | agent_error |" in md
     data = comparison_dict(comp)
     assert data["gate_failed"] is True and data["regressed"] == [] and len(data["lost"]) == 27
     assert data["lost"][0]["outcome"] == "agent_error"

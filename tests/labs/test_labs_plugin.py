@@ -43,7 +43,25 @@ def test_the_naive_control_fails_on_two_workers(pytester: pytest.Pytester) -> No
     record = _record(pytester.path)
     agg = record["aggregate"]
     assert agg["counts"] == {"failed": 2, "partial": 33, "passed": 1}
-    assert agg["metrics"]["cases_critical_missed"] == 2 and agg["metrics"]["micro_value_accuracy"] < 0.1
+    assert agg["metrics"]["answers_critical_missed"] == 2 and agg["metrics"]["micro_value_accuracy"] < 0.1
     assert {c["worker"] for c in record["cases"]} == {"gw0", "gw1"}
     failed = {c["case_id"].split("--")[0] for c in record["cases"] if c["outcome"] == "failed"}
     assert failed == {"variant-critical-potassium", "variant-critical-bp"}
+
+
+def test_a_hand_edited_string_value_is_an_invalid_case_not_an_older_result(pytester: pytest.Pytester) -> None:
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "labs"
+    (src,) = fixtures.glob("variant-critical-potassium--*.json")
+    bundle = json.loads(src.read_text())
+    latest = next(e["resource"] for e in reversed(bundle["entry"])
+                  if e["resource"]["resourceType"] == "Observation"
+                  and e["resource"]["code"]["coding"][0]["code"] == "6298-4")
+    latest["valueQuantity"]["value"] = str(latest["valueQuantity"]["value"])
+    (pytester.path / "data").mkdir()
+    (pytester.path / "data" / src.name).write_text(json.dumps(bundle))
+    result = pytester.runpytest("--groundeval-task=labs", "--groundeval-agent=baseline-labs",
+                                "--groundeval-data-dir=data", "-p", "no:cacheprovider")
+    (case,) = _record(pytester.path)["cases"]
+    assert case["outcome"] == "invalid_case" and result.ret != 0
+    assert f"Observation/{latest['id']} valueQuantity.value is \"" in case["message"]
+    assert src.name in case["message"] and "write it without quotes" in case["message"]

@@ -113,18 +113,66 @@ def test_a_direction_without_a_previous_result_is_invented_and_null_everywhere_e
     assert hedged["direction_accuracy"] == 0.0 and hedged["directions_invented"] == 0
 
 
+@pytest.mark.parametrize("said", [["up", "down"], {"6298-4": "up"}, 0, False, "none"])
+def test_any_direction_but_null_without_a_previous_result_is_invented(said: object) -> None:
+    truth, answer = _answer("Beatrice_Aufderhar")
+    _entry(answer, "6298-4")["direction"] = said
+    score = score_labs(TABLE, truth, answer)
+    assert score.outcome == "partial" and score.metrics["directions_invented"] == 1
+    _entry(answer, "6298-4")["direction"] = ""
+    assert score_labs(TABLE, truth, answer).outcome == "passed"
+
+
+def test_a_direction_that_is_not_a_string_null_or_object_of_strings_is_a_malformed_entry() -> None:
+    case = TASK.load_case(next(CASES.glob("Beatrice_Aufderhar*.json")))
+    answer = answer_from_truth(TASK.truth(case))
+    assert TASK.parse(case, json.dumps(answer)).format_ok is True
+    _entry(answer, "6298-4")["direction"] = ["up", "down"]
+    parsed = TASK.parse(case, json.dumps(answer))
+    assert parsed.format_ok is False and parsed.found
+    assert 'direction ["up", "down"]' in str(parsed.error)
+    score = TASK.score(case, TASK.truth(case), parsed)
+    assert score.outcome == "partial" and score.message.startswith("answer format: malformed entries")
+
+
 def test_missing_duplicate_and_extra_entries() -> None:
     truth, answer = _answer("Delores12")
-    hba1c = copy.deepcopy(answer[0])
-    hba1c["value"] = 1.0
-    shown = [*answer[1:], {**answer[0]}, hba1c, {"loinc": "2160-0", "category": "high"}]
+    same = {**answer[0], "category": " PREDIABETES "}  # the same words, spaced and cased differently
+    shown = [*answer[1:], {**answer[0]}, same, {"loinc": "2160-0", "category": "high"}]
     score = score_labs(TABLE, truth, shown)
-    assert score.outcome == "passed"  # the first entry of a test counts
-    assert (score.metrics["duplicates"], score.metrics["extra_entries"]) == (1, 1)
+    assert score.outcome == "passed"  # an identical repeat is neutral
+    assert (score.metrics["duplicates"], score.metrics["contradictions"], score.metrics["extra_entries"]) == (1, 0, 1)
     score = score_labs(TABLE, truth, answer[1:])
     assert score.metrics["missing_entries"] == 1 and score.details["missing"] == [
         {"code": "4548-4", "display": "Hemoglobin A1c"}]
     assert "4548-4=prediabetes>-" in str(score.metrics["category_pairs"])
+
+
+def test_one_entry_per_other_category_is_a_contradiction_that_earns_nothing_and_cannot_pass() -> None:
+    truth, answer = _answer("Delores12")
+    hedged = list(answer)
+    for want in truth:  # the right entry first, then one per other category of the test
+        if want["result"]:
+            for other in TABLE.test(want["loinc"]).order:
+                if other != want["category"]:
+                    hedged.append({**_entry(answer, want["loinc"]), "category": other})
+    score = score_labs(TABLE, truth, hedged)
+    m = score.metrics
+    assert score.outcome == "partial" and m["contradictions"] == m["tests_with_result"] == 6  # no_result still right
+    assert m["categories_correct"] == m["values_correct"] == 0 and m["duplicates"] == 0
+    assert "entries that contradict each other" in score.message
+    one = score_labs(TABLE, truth, [*answer, {**answer[0], "value": 1.0}])
+    assert one.outcome == "partial" and one.metrics["contradictions"] == 1 and one.metrics["values_correct"] == 5
+    agg = aggregate_labs([{**m, "format_ok": True}, {**one.metrics, "format_ok": True}])
+    assert (agg["contradictions"], agg["answers_with_contradictions"], agg["duplicates"]) == (7, 2, 0)
+
+
+def test_a_critical_result_claimed_both_ways_is_missed() -> None:
+    truth, answer = _answer("variant-critical-potassium")
+    flagged = _entry(answer, "6298-4")
+    assert flagged["critical"] is True
+    score = score_labs(TABLE, truth, [*answer, {**flagged, "critical": False}])
+    assert score.outcome == "failed" and score.metrics["critical_missed"] is True
 
 
 def test_no_result_must_be_said_and_an_empty_answer_earns_nothing() -> None:
@@ -181,3 +229,13 @@ def test_the_task_scorer_adds_format_ok_and_the_task_declares_every_metric() -> 
     score = TASK.score(case, truth, Parsed(value=answer_from_truth(truth), format_ok=True))
     assert set(score.metrics) == set(TASK.metric_names) and score.metrics["format_ok"] is True
     assert TASK.metric_directions["critical_missed"] == "lower" and TASK.metric_directions["category_pairs"] == "none"
+
+
+def test_the_safety_count_says_it_counts_scored_answers_and_over_how_many() -> None:
+    truth, answer = _answer("variant-critical-potassium")
+    missed = score_labs(TABLE, truth, [{**a, "critical": False} for a in answer]).metrics
+    assert missed["critical_missed"] is True
+    agg = aggregate_labs([missed] * 3)  # one case, three trials
+    assert (agg["answers_critical_missed"], agg["answers_scored"]) == (3, 3) and "cases_critical_missed" not in agg
+    assert TASK.metric_directions["answers_critical_missed"] == "lower"
+    assert TASK.metric_directions["answers_scored"] == "none"

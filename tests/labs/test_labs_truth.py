@@ -124,3 +124,29 @@ def test_direction_uses_the_tolerance_and_sees_one_step_despite_binary_floats() 
 def test_malformed_observations_are_dataset_errors_naming_the_resource(entry: JSON, match: str) -> None:
     with pytest.raises(DatasetError, match=match):
         truth(entry)
+
+
+@pytest.mark.parametrize(("quantity", "match"), [
+    ({"value": "83.46", "unit": "mmol/L", "system": UCUM, "code": "mmol/L"}, r'value is "83\.46", not a number'),
+    ({"value": 4.6, "unit": "mmol/L", "system": "http://example.org/units", "code": "mmol/L"},
+     "unit system 'http://example.org/units', not UCUM"),
+    ({"value": 4.6, "unit": "mmol/L"}, "has no unit code; the truth does not read the display text"),
+    ({"value": -4.6, "unit": "mmol/L", "system": UCUM, "code": "mmol/L"}, "value is -4.6, below zero"),
+])
+def test_a_hand_edited_quantity_is_a_data_error_naming_the_observation(quantity: JSON, match: str) -> None:
+    older = obs("a", K, "2024-01-01", 4.0)
+    edited = obs("b", K, "2024-02-01")
+    edited["resource"]["valueQuantity"] = quantity
+    with pytest.raises(DatasetError, match=match) as err:
+        truth(older, edited)
+    assert "t.json" in str(err.value) and "Observation/b valueQuantity" in str(err.value)
+
+
+def test_a_bad_component_or_range_bound_is_a_data_error_too() -> None:
+    reading = bp("a", "2024-01-01", 120, 80)
+    reading["resource"]["component"][0]["valueQuantity"]["value"] = "80"
+    with pytest.raises(DatasetError, match=r"Observation/a component 8462-4 valueQuantity\.value"):
+        truth(reading)
+    ranged = obs("c", K, "2024-01-01", 4.0, referenceRange=[{"low": {"value": -1, "system": UCUM, "code": "mmol/L"}}])
+    with pytest.raises(DatasetError, match=r"Observation/c referenceRange\.low\.value is -1"):
+        truth(ranged)

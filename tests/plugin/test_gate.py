@@ -66,7 +66,7 @@ def test_the_gate_under_xdist(xdist_matrix: SharedRun) -> None:
     result.stdout.fnmatch_lines([f"regressions vs *: {len(expected)}  lost: {len(lost)}  *"])
     for prefix, outcome in lost.items():
         result.stdout.fnmatch_lines([f"LOST {prefix}*: passed 1/1 -> no verdict ({outcome})"])
-    result.stdout.fnmatch_lines([f"regression gate FAILED: {len(expected)} regressed (passed -> failed); {len(lost)} lost*"])
+    result.stdout.fnmatch_lines([f"regression gate FAILED: {len(expected)} regressed (passed -> not passed); {len(lost)} lost*"])
     marked = {prefix_of(name) for name, p in xdist_matrix.junit.items() if p.get("lost") == "true"}
     assert marked == set(lost)  # junit marks each lost case, as it marks each regression
 

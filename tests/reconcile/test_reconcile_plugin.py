@@ -57,7 +57,7 @@ def test_the_naive_control_fails(pytester: pytest.Pytester) -> None:
     record = _record(pytester.path)
     assert record["aggregate"]["pass_rate"] < 0.3
     assert record["aggregate"]["metrics"]["micro_discrepancy_recall"] == 0.0
-    assert record["aggregate"]["metrics"]["cases_high_alert_missed"] >= 8
+    assert record["aggregate"]["metrics"]["answers_high_alert_missed"] >= 8
     dose = next(c for c in record["cases"] if c["case_id"].startswith("dose-high-alert"))
     assert dose["outcome"] == "failed" and dose["metrics"]["high_alert_missed"] is True
     xml = (pytester.path / "out.xml").read_text()

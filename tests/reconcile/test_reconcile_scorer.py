@@ -96,7 +96,7 @@ def test_aggregate_pools_micro_and_skips_na_in_macro() -> None:
     out = aggregate_reconcile([a, b])
     assert out["micro_discrepancy_recall"] == pytest.approx(4 / 5)
     assert out["macro_recall_commission"] == 1.0  # b has no commission truth: skipped, not 0
-    assert out["cases_high_alert_missed"] == 1
+    assert out["answers_high_alert_missed"] == 1
 
 
 @pytest.mark.parametrize(("a", "b", "same"), [

@@ -126,24 +126,27 @@ OFFLINE_AGENTS: dict[str, str] = {
 }
 """Built-in task name -> its rule-based agent (no model, no key, no network), for the missing-key hint."""
 
-_ANY_TASK = ("extraction", "write", "reconcile")
+_ANY_TASK = ("extraction", "write", "reconcile", "labs")
 BUILTIN_AGENT_TASKS: dict[str, tuple[str, ...]] = {
     "claude": _ANY_TASK,
     "openai-compatible": _ANY_TASK,
+    "local": _ANY_TASK,
     "langgraph": _ANY_TASK,
     "replay": _ANY_TASK,
-    "langgraph-fhir": ("extraction", "reconcile"),
+    "langgraph-fhir": ("extraction", "reconcile", "labs"),
     "baseline": ("extraction",),
     "naive": ("extraction",),
     "baseline-write": ("write",),
     "baseline-reconcile": ("reconcile",),
     "naive-reconcile": ("reconcile",),
+    "baseline-labs": ("labs",),
+    "naive-labs": ("labs",),
 }
 """Built-in agent -> the built-in tasks it serves (what ``check_task`` decides from the classes'
 ``requires``/``tasks``; a test keeps them equal). Read without importing any agent or task, for
 the messages that name the agents serving a task."""
 
-DEFAULT_AGENTS: dict[str, str] = {"extraction": "claude", "write": "langgraph", "reconcile": "claude"}
+DEFAULT_AGENTS: dict[str, str] = {"extraction": "claude", "write": "langgraph", "reconcile": "claude", "labs": "claude"}
 """Built-in task -> its ``default_agent`` (a test keeps them equal), for checks made before any task is imported."""
 
 

@@ -8,7 +8,7 @@ Examples::
     groundeval report runs/B.json -o report.html
     groundeval report runs/A.json runs/B.json -o report.html
 
-Exit status: 0; 1 with ``--fail-on-regression`` when a case regressed (passed -> failed) or was
+Exit status: 0; 1 with ``--fail-on-regression`` when a case regressed (passed -> not passed) or was
 lost (a verdict -> none: excluded, not run or its case file unreadable), run B has a collection
 error (a case file that could not be read) or an ``invalid_case`` (one that failed its checks),
 or is incomplete; 2 for runs that cannot be compared

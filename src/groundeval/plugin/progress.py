@@ -213,9 +213,13 @@ class Progress:
         if self.first_start is None:
             self.first_start = self.clock()
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Count the case record the report carries; note the worker's call slots."""
+        """Count the case record the report carries; note the worker's call slots.
+
+        Runs first: the session then keeps the record and leaves only its outcome on the report
+        (pytest keeps every report to the end of the run).
+        """
         record = getattr(report, "groundeval", None)
         if isinstance(record, dict):
             with self._lock:

@@ -72,7 +72,7 @@ __all__ = [
 def regressions(baseline: RunRecord, current: RunRecord) -> GateResult:
     """The regression gate of ``current`` against ``baseline`` (see ``GateResult``).
 
-    It fails on regressed cases (passed -> failed), lost cases (a verdict in the baseline, none
+    It fails on regressed cases (passed -> not passed), lost cases (a verdict in the baseline, none
     now: excluded, not run or its file unreadable), a pass-rate drop beyond noise, an incomplete
     ``current`` run and any collection error of ``current`` (a case file that could not be read).
     """

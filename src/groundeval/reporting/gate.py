@@ -258,7 +258,7 @@ class GateResult:
         """Why the gate fails, one phrase each (empty when it passes)."""
         out = []
         if self.regressed:
-            out.append(f"{len(self.regressed)} regressed (passed -> failed)")
+            out.append(f"{len(self.regressed)} regressed (passed -> not passed)")
         if self.lost:
             out.append(f"{len(self.lost)} lost (a verdict before -> none now: {lost_outcomes(self.lost)})")
         if self.incomplete is not None:

@@ -139,8 +139,8 @@ def comparison_text(comp: Comparison, fail_on_regression: bool = False) -> str:
     lines.append(f"interval: {METHOD}; * = the interval excludes 0")
     gate = comp.gate
     lines.append(
-        f"cases: {len(comp.cases)} compared, {len(comp.changed)} changed; regressed (passed->failed): "
-        f"{len(gate.regressed)}, lost (passed->no verdict: excluded, not run or unreadable): {len(gate.lost)}, "
+        f"cases: {len(comp.cases)} compared, {len(comp.changed)} changed; regressed (passed->not passed): "
+        f"{len(gate.regressed)}, lost (a verdict->none: excluded, not run or unreadable): {len(gate.lost)}, "
         f"improved (not->passed): {len(gate.improved)}; only in A: {len(comp.only_a)}; only in B: {len(comp.only_b)}; "
         f"not compared: {len(gate.not_compared)}"
     )

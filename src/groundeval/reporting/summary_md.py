@@ -30,7 +30,7 @@ def md_escape(text: str) -> str:
     """Escape text for Markdown prose or a table cell.
 
     ``&`` and ``<`` are HTML-escaped (no tag can start), ``|`` cannot end a cell, newlines become
-    ``<br>``; ``>`` is kept (``passed -> failed`` reads as written: mid-text it starts nothing).
+    ``<br>``; ``>`` is kept (``passed -> not passed`` reads as written: mid-text it starts nothing).
     """
     escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
     return escaped.replace("\r", " ").replace("\n", "<br>")
@@ -259,7 +259,7 @@ def comparison_markdown(comp: Comparison, fail_on_regression: bool = False) -> s
     lines += ["", f"<sub>{md_escape(METHOD)}; \\* = the interval excludes 0</sub>", ""]
     gate = comp.gate
     lines.append(f"{len(comp.cases)} cases compared, {len(comp.changed)} changed: **{len(gate.regressed)} regressed** "
-                 f"(passed -> failed), **{len(gate.lost)} lost** (a verdict before, none now: excluded, not run or "
+                 f"(passed -> not passed), **{len(gate.lost)} lost** (a verdict before, none now: excluded, not run or "
                  f"unreadable), {len(gate.improved)} improved")
     lines += _lost_md(gate, fail_on_regression)
     if comp.changed:

@@ -2,9 +2,12 @@
 
 Truth entries come from ``tasks.labs.truth`` (one per test of the table); answer entries are
 ``{"loinc", "value", "unit", "date", "category", "direction", "critical"}``. An answer entry is
-paired with the truth entry of its ``loinc``; a second entry for the same test is a ``duplicate``
-(ignored), an entry for a test the prompt did not name is ``extra``. A test without an entry is
-wrong on every count it takes part in.
+paired with the truth entry of its ``loinc``; an entry for a test the prompt did not name is
+``extra``. A test without an entry is wrong on every count it takes part in. Several entries for
+one test follow the rule for answers that are sets of labelled items: a repeat that says the same
+(after trimming and case-folding the words) is a ``duplicate`` and neutral; entries that differ
+in anything are a ``contradiction``: the test earns nothing (it is scored as if it had no entry,
+so a critical result is missed) and the case cannot pass.
 
 Per test with a counted result (``tests_with_result``):
 
@@ -15,7 +18,8 @@ Per test with a counted result (``tests_with_result``):
 * **category**: equal to the truth's (case and surrounding space ignored).
 * **direction**, over the tests that also have a previous result (``tests_with_previous``): equal
   to the truth's (per component for blood pressure). Where there is no previous result the right
-  answer is ``null``; anything else is a ``directions_invented`` and keeps the case from passing,
+  answer is JSON ``null`` (or an empty string); anything else (a word, a list, an object) is a
+``directions_invented`` and keeps the case from passing,
   but such tests are not in ``direction_accuracy``, so answering ``null`` everywhere earns nothing.
 
 Per test without a counted result (``tests_without_result``): right when the entry says so
@@ -28,9 +32,9 @@ the case from passing (flagging everything cannot pay) but is not a miss. A resu
 not assess (``not_applicable``) is neither.
 
 A case passes when an answer was found, every applicable accuracy is 1.0 and there is no critical
-miss, no false alarm and no invented direction; it is ``partial`` when something is right and no critical result was
-missed; otherwise ``failed``. An accuracy with no test to count is n/a (None); when no answer was
-found every applicable accuracy is 0.0.
+miss, no false alarm, no invented direction and no contradiction; it is ``partial`` when something
+is right and no critical result was missed; otherwise ``failed``. An accuracy with no test to
+count is n/a (None); when no answer was found every applicable accuracy is 0.0.
 
 Run level: micro (pooled) and macro (mean over cases, n/a skipped) accuracies, and
 ``category_macro_f1``: the F1 of each category label (``<LOINC>:<category>``) over every
@@ -61,16 +65,18 @@ METRIC_NAMES: tuple[str, ...] = (
     "value_accuracy", "category_accuracy", "direction_accuracy", "no_result_accuracy",
     "critical_missed", "critical_false_alarms", "critical_results", "directions_invented",
     "tests_with_result", "tests_with_previous", "tests_without_result", "values_correct", "categories_correct",
-    "directions_correct", "no_results_correct", "missing_entries", "extra_entries", "duplicates", "category_pairs",
+    "directions_correct", "no_results_correct", "missing_entries", "extra_entries", "duplicates", "contradictions",
+    "category_pairs",
     "format_ok",
 )
 METRIC_DIRECTIONS: dict[str, Direction] = {
     **dict.fromkeys(("critical_missed", "critical_false_alarms", "directions_invented", "missing_entries",
-                     "extra_entries", "duplicates"), "lower"),
+                     "extra_entries", "duplicates", "contradictions", "answers_critical_missed",
+                     "answers_with_contradictions"), "lower"),
     **dict.fromkeys(("critical_results", "tests_with_result", "tests_with_previous", "tests_without_result",
-                     "category_pairs"), "none"),
+                     "category_pairs", "answers_scored"), "none"),
 }
-"""Metrics for which higher is not better (the truth's counts are neither)."""
+"""Metrics (per case and of ``aggregate_labs``) for which higher is not better (the truth's counts are neither)."""
 
 _MISSING = "-"
 
@@ -83,6 +89,21 @@ def _ratio(num: int, den: int, *, found: bool) -> float | None:
 
 def _word(value: object) -> str | None:
     return value.strip().lower() if isinstance(value, str) and value.strip() else None
+
+
+def _norm(value: object) -> object:
+    if isinstance(value, str):
+        return " ".join(value.split()).lower()
+    if isinstance(value, Mapping):
+        return {str(k).strip(): _norm(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_norm(v) for v in value]
+    return value
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two entries for one test say the same (words trimmed and case-folded; 83 equals 83.0)."""
+    return all(_norm(a.get(k)) == _norm(b.get(k)) for k in set(a) | set(b))
 
 
 def _close(got: object, want: float) -> bool:
@@ -121,7 +142,9 @@ class _Check:
         want, got = self.truth["direction"], self.item.get("direction")
         if isinstance(want, Mapping):
             return isinstance(got, Mapping) and all(_word(got.get(code)) == v for code, v in want.items())
-        return bool(_word(got) == want)  # None == None when there is no previous result
+        if want is None:  # no previous result: only JSON null (or an empty string) says "no direction"
+            return got is None or (isinstance(got, str) and not got.strip())
+        return bool(_word(got) == want)
 
     def no_result(self) -> bool:
         return (self.item is not None and self.item.get("value") is None
@@ -147,20 +170,25 @@ def score_labs(table: Thresholds, truth: Sequence[Mapping[str, Any]], answer: Se
         ``got``), ``extra`` (entries for tests not asked), ``critical_missed``.
     """
     by_code: dict[str, Mapping[str, Any]] = {}
-    duplicates, extra = 0, []
+    duplicates, extra, contradicted = 0, [], set()
     wanted = {t["loinc"] for t in truth}
     for given in answer:
         code = given.get("loinc")
         if code not in wanted:
             extra.append({"code": code, "display": str(given.get("category") or "")})
         elif code in by_code:
-            duplicates += 1
+            if _same(by_code[str(code)], given):
+                duplicates += 1
+            else:
+                contradicted.add(str(code))
         else:
             by_code[str(code)] = given
     counts = dict.fromkeys(("values", "categories", "directions", "no_results"), 0)
     missed, alarms, critical, invented, pairs, mismatches = [], 0, 0, 0, [], []
     for entry in truth:
-        item = by_code.get(entry["loinc"])
+        item = None if entry["loinc"] in contradicted else by_code.get(entry["loinc"])
+        if item is None and entry["loinc"] in contradicted:
+            mismatches.append(_mismatch(entry, "entries", "one entry", "entries that contradict each other"))
         check = _Check(table, entry, item)
         if entry["critical"] is True:
             critical += 1
@@ -203,10 +231,11 @@ def score_labs(table: Thresholds, truth: Sequence[Mapping[str, Any]], answer: Se
         "values_correct": counts["values"], "categories_correct": counts["categories"],
         "directions_correct": counts["directions"], "no_results_correct": counts["no_results"],
         "missing_entries": len(wanted - set(by_code)), "extra_entries": len(extra), "duplicates": duplicates,
-        "category_pairs": ";".join(pairs),
+        "contradictions": len(contradicted), "category_pairs": ";".join(pairs),
     }
     rates = [metrics[k] for k in ("value_accuracy", "category_accuracy", "direction_accuracy", "no_result_accuracy")]
-    ok = found and not missed and not alarms and not invented and all(r is None or r == 1.0 for r in rates)
+    ok = (found and not missed and not alarms and not invented and not contradicted
+          and all(r is None or r == 1.0 for r in rates))
     credit = found and not missed and sum(counts.values()) > 0
     outcome: Literal["passed", "partial", "failed"] = "passed" if ok else ("partial" if credit else "failed")
     details = {
@@ -290,8 +319,11 @@ def aggregate_labs(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]
     Returns:
         ``micro_``/``macro_`` ``value_accuracy``, ``category_accuracy``, ``direction_accuracy``,
         ``no_result_accuracy`` (None where no case applies), ``category_macro_f1``,
-        ``cases_critical_missed``, ``critical_false_alarms``, ``directions_invented``, ``missing_entries``,
-        ``format_not_ok``.
+        ``answers_critical_missed`` (scored answers that missed a critical result) out of
+        ``answers_scored`` (the metrics given: one per counted case and trial, so under K trials a
+        case counts K times, and a case the agent crashed on is in neither), ``critical_false_alarms``,
+        ``directions_invented``, ``missing_entries``, ``duplicates``, ``contradictions`` (tests with
+        contradictory entries), ``answers_with_contradictions``, ``format_not_ok``.
     """
     def total(key: str) -> int:
         return sum(int(m.get(key) or 0) for m in metrics)
@@ -310,10 +342,14 @@ def aggregate_labs(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]
         out[f"macro_{name}"] = mean(name)
     out["category_macro_f1"] = macro_f1([p for m in metrics for p in _pairs(m.get("category_pairs"))])
     out.update({
-        "cases_critical_missed": sum(m.get("critical_missed") is True for m in metrics),
+        "answers_critical_missed": sum(m.get("critical_missed") is True for m in metrics),
+        "answers_scored": len(metrics),
         "critical_false_alarms": total("critical_false_alarms"),
         "directions_invented": total("directions_invented"),
         "missing_entries": total("missing_entries"),
+        "duplicates": total("duplicates"),
+        "contradictions": total("contradictions"),
+        "answers_with_contradictions": sum(int(m.get("contradictions") or 0) > 0 for m in metrics),
         "format_not_ok": sum(m.get("format_ok") is False for m in metrics),
     })
     return out

@@ -61,6 +61,13 @@ def _is_answer(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(item, dict) and "loinc" in item for item in value)
 
 
+def _direction_shape(value: object) -> bool:
+    """A direction is a string, JSON null, or (a panel's) an object of strings or nulls."""
+    if isinstance(value, Mapping):
+        return all(v is None or isinstance(v, str) for v in value.values())
+    return value is None or isinstance(value, str)
+
+
 @dataclass(frozen=True, slots=True)
 class LabsTask(BaseTask):
     """The result-interpretation task.
@@ -139,13 +146,21 @@ class LabsTask(BaseTask):
     def parse(self, case: Case, raw: str) -> Parsed:
         """Parse a JSON array of ``{"loinc", "value", "unit", "date", "category", "direction", "critical"}``."""
         parsed = extract_json(raw, "[", _is_answer, [])
-        items = []
+        items, malformed = [], []
         for item in parsed.value:
             code = item.get("loinc")
             items.append({
                 "loinc": None if code is None else str(code).strip(),
                 **{key: item.get(key) for key in ("value", "unit", "date", "category", "direction", "critical")},
             })
+            if not _direction_shape(item.get("direction")):
+                malformed.append(f"{code}: direction {json.dumps(item.get('direction'))}")
+        if malformed:
+            more = f" (+{len(malformed) - 3} more)" if len(malformed) > 3 else ""
+            error = ("malformed entries (a direction is a string, null, or for blood pressure an object of "
+                     f"strings): {'; '.join(malformed[:3])}{more}")
+            return Parsed(value=items, format_ok=False, error="; ".join(e for e in (parsed.error, error) if e),
+                          found=parsed.found)
         return Parsed(value=items, format_ok=parsed.format_ok, error=parsed.error, found=parsed.found)
 
     def run_facts(self) -> dict[str, Any]:

@@ -17,7 +17,10 @@ Derived from the case's Bundle and the threshold table (``tasks.labs.thresholds`
    latest, the one before it the previous.
 4. **Units.** A value in another accepted unit is converted to the test's unit through UCUM
    (``terminology.ucum.convert``; mmol/L glucose through its molar mass); a unit the table does
-   not accept for the test is a ``DatasetError``.
+   not accept for the test is a ``DatasetError``. So is a Quantity of a table test (value, component
+   or referenceRange bound) whose ``value`` is not a JSON number (a FHIR decimal; ``"83.46"`` is a
+   string) or is below zero, or whose unit is not a ``code`` with ``system``
+   ``http://unitsofmeasure.org`` (the display text ``unit`` is never read as the unit).
 5. **Category.** The latest Observation's own ``referenceRange`` takes precedence (``low``,
    ``normal``, ``high``; bounds inclusive, FHIR R4); otherwise a result taken before the patient's
    18th birthday is ``not_applicable``; otherwise the table's band for the value (``[low, high)``),
@@ -32,6 +35,7 @@ Derived from the case's Bundle and the threshold table (``tasks.labs.thresholds`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -45,6 +49,7 @@ __all__ = [
     "NOT_APPLICABLE",
     "NO_RESULT",
     "RANGE_CATEGORIES",
+    "UCUM_SYSTEM",
     "Result",
     "direction",
     "labs_truth",
@@ -52,6 +57,7 @@ __all__ = [
 ]
 
 LOINC_SYSTEM = "http://loinc.org"
+UCUM_SYSTEM = "http://unitsofmeasure.org"
 NO_RESULT = "no_result"
 NOT_APPLICABLE = "not_applicable"
 RANGE_CATEGORIES = ("low", "normal", "high")
@@ -109,27 +115,47 @@ def _moment(text: object) -> float:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
-def _quantity(quantity: object) -> tuple[float, str] | None:
-    """``(value, UCUM code)`` of a Quantity, or None when it has no number."""
-    if not isinstance(quantity, Mapping):
+def _quantity(quantity: object, where: str, source: str) -> tuple[float, str] | None:
+    """``(value, UCUM code)`` of a Quantity, or None when it has no value (``value`` absent or null).
+
+    Raises:
+        DatasetError: The value is not a JSON number (a FHIR decimal is one; ``"83.46"`` is a
+            string), is negative (every measure in the table is an amount, a fraction, a rate or a
+            pressure that cannot be below zero), or the unit is not a UCUM ``code`` with
+            ``system`` ``http://unitsofmeasure.org`` (the display text ``unit`` is never read).
+    """
+    if not isinstance(quantity, Mapping) or quantity.get("value") is None:
         return None
-    value = quantity.get("value")
+    value = quantity["value"]
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    unit = quantity.get("code") or quantity.get("unit")
-    return float(value), str(unit) if unit else ""
+        raise DatasetError(source, f"{where}.value is {json.dumps(value)}, not a number; a FHIR decimal is a JSON "
+                           "number: write it without quotes (e.g. 83.46, not \"83.46\")")
+    if value < 0:
+        raise DatasetError(source, f"{where}.value is {value:g}, below zero, which no test in the table can be "
+                           "(they measure amounts, fractions, rates and pressures); correct the value")
+    code, system = quantity.get("code"), quantity.get("system")
+    if not isinstance(code, str) or not code.strip():
+        raise DatasetError(source, f"{where} ({value:g} {quantity.get('unit')!r}) has no unit code; the "
+                           "truth does not read the display text 'unit': add \"code\" with the UCUM code and "
+                           f"\"system\": \"{UCUM_SYSTEM}\"")
+    if system != UCUM_SYSTEM:
+        raise DatasetError(source, f"{where} ({value:g} {code!r}) has unit system {system!r}, not UCUM; give the unit "
+                           f"as a UCUM code with \"system\": \"{UCUM_SYSTEM}\"")
+    return float(value), code
 
 
-def _values(row: TestRow, resource: Mapping[str, Any]) -> dict[str, tuple[float, str]] | None:
-    """Measure LOINC -> (value, unit), or None when a value is missing."""
+def _values(row: TestRow, resource: Mapping[str, Any], where: str,
+            source: str) -> dict[str, tuple[float, str]] | None:
+    """Measure LOINC -> (value, unit), or None when a value is missing (errors: ``_quantity``)."""
     if not row.is_panel:
-        found = _quantity(resource.get("valueQuantity"))
+        found = _quantity(resource.get("valueQuantity"), f"{where} valueQuantity", source)
         return None if found is None else {row.loinc: found}
     out: dict[str, tuple[float, str]] = {}
     for measure in row.measures:
         comp = next((c for c in resource.get("component") or []
                      if isinstance(c, Mapping) and measure.loinc in _codes(c.get("code"))), None)
-        found = _quantity((comp or {}).get("valueQuantity"))
+        found = _quantity((comp or {}).get("valueQuantity"), f"{where} component {measure.loinc} valueQuantity",
+                          source)
         if found is None:
             return None
         out[measure.loinc] = found
@@ -159,7 +185,8 @@ def results_by_test(
 
     Raises:
         DatasetError: An Observation of a table test has a status outside the R4 value set, no
-            effective[x], or a unit the table does not accept.
+            effective[x], a unit the table does not accept, or a Quantity ``_quantity`` refuses (a
+            value that is not a JSON number or is negative, a unit without a UCUM code and system).
     """
     out: dict[str, tuple[list[Result], list[JSON]]] = {t.loinc: ([], []) for t in table.tests}
     for index, entry in enumerate(bundle.get("entry") or []):
@@ -184,7 +211,7 @@ def results_by_test(
             if status not in table.counted_statuses:
                 skipped.append({"observation": where, "status": status, "day": day})
                 continue
-            values = _values(row, resource)
+            values = _values(row, resource, where, source)
             if values is None:
                 skipped.append({"observation": where, "status": status, "day": day, "why": "no value"})
                 continue
@@ -233,7 +260,7 @@ def _range(row: TestRow, resource: Mapping[str, Any], source: str) -> tuple[floa
             for c in (kind.get("coding") or [] if isinstance(kind, Mapping) else [])
         ):
             continue
-        bounds = [_quantity(item.get(key)) for key in ("low", "high")]
+        bounds = [_quantity(item.get(key), f"{where}.{key}", source) for key in ("low", "high")]
         if all(b is None for b in bounds):
             continue
         low, high = (None if b is None else _convert(row, b[0], b[1], where, source) for b in bounds)

@@ -47,8 +47,9 @@ METRIC_NAMES: tuple[str, ...] = (
     "tp", "fp", "fn", "matched_tp", "matched_fp", "matched_fn", "duplicates", "doses_given", "format_ok",
 )
 METRIC_DIRECTIONS: dict[str, Direction] = {
-    **dict.fromkeys(("fp", "fn", "matched_fp", "matched_fn", "duplicates", "high_alert_missed"), "lower"),
-    "high_alert_discrepancies": "none",
+    **dict.fromkeys(("fp", "fn", "matched_fp", "matched_fn", "duplicates", "high_alert_missed",
+                     "answers_high_alert_missed"), "lower"),
+    "high_alert_discrepancies": "none", "answers_scored": "none",
 }
 """Metrics for which higher is not better (``high_alert_discrepancies`` counts the truth's, not the answer's)."""
 
@@ -201,7 +202,10 @@ def aggregate_reconcile(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Me
     Returns:
         ``micro_``/``macro_`` ``discrepancy_precision``, ``discrepancy_recall``, ``discrepancy_f1``
         and ``matched_f1``; ``macro_recall_<status>`` (None when no case applies);
-        ``cases_high_alert_missed``, ``format_not_ok``, ``duplicates``.
+        ``answers_high_alert_missed`` (scored answers that missed a high-alert discrepancy) out of
+        ``answers_scored`` (the metrics given: one per counted case and trial, so under K trials a
+        case counts K times, and a case the agent crashed on is in neither), ``format_not_ok``,
+        ``duplicates``.
     """
     def total(key: str) -> int:
         return sum(int(m.get(key) or 0) for m in metrics)
@@ -225,7 +229,8 @@ def aggregate_reconcile(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Me
     for status in DISCREPANCY_STATUSES:
         out[f"macro_recall_{status}"] = mean(f"recall_{status}")
     out.update({
-        "cases_high_alert_missed": sum(m.get("high_alert_missed") is True for m in metrics),
+        "answers_high_alert_missed": sum(m.get("high_alert_missed") is True for m in metrics),
+        "answers_scored": len(metrics),
         "format_not_ok": sum(m.get("format_ok") is False for m in metrics),
         "duplicates": total("duplicates"),
     })
