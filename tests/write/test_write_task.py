@@ -164,9 +164,11 @@ def test_parse_recovers_fenced_json_and_flags_the_format(cases: list[Case]) -> N
     assert exact.value == resource and exact.format_ok
     fenced = TASK.parse(case, f"Here it is:\n```json\n{text}\n```\nDone.")
     assert fenced.value == resource and fenced.format_ok is False
+    # a tool's {"ok", "resource"} reply is not the resource: nothing nested is dug out (issue 23, section 7)
     wrapped = TASK.parse(case, json.dumps({"ok": True, "resource": resource}))
-    assert wrapped.value == resource and wrapped.format_ok is False
-    twice = TASK.parse(case, f"first {text} then {text}")
+    assert wrapped.value == {} and wrapped.found is False
+    assert 'a JSON object with keys "ok", "resource", not the requested object' in str(wrapped.error)
+    twice = TASK.parse(case, f"first:\n{text}\nthen:\n{text}")
     assert twice.value == {} and "ambiguous" in str(twice.error)
 
 
