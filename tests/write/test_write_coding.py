@@ -161,7 +161,7 @@ def test_an_rxnorm_oid_is_an_error_to_the_agent_and_a_coding_failure_to_the_scor
     lambda q: q.update(code="{tablet}", unit="tablet", value=2),
     lambda q: q.update(code="mcg", unit="mcg"),
     lambda q: q.update(code="MG"),
-], ids=["rate", "TAB", "annotation", "mcg", "megagram"])
+], ids=["rate", "TAB", "annotation", "mcg", "megagauss"])
 def test_schema_passes_exactly_when_the_validator_has_no_non_coding_error(ibuprofen: Case, change: Any) -> None:
     answer = answer_for(ibuprofen)
     change(answer["dosage"][0]["doseAndRate"][0]["doseQuantity"])

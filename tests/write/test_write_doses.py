@@ -255,7 +255,11 @@ def test_nonsense_is_rejected(unit: str) -> None:
 
 def test_known_mistakes_keep_their_hints() -> None:
     assert ucum_problem("mcg") == ("'mcg' is not a UCUM code", "use 'ug' (UCUM is case-sensitive)")
-    assert ucum_problem("MG") == ("'MG' is UCUM for megagram", "use 'mg' (UCUM is case-sensitive)")
+    # what the grammar really read: in case-sensitive UCUM, MG is mega-gauss and Mg is mega-gram
+    assert ucum_problem("MG") == ("'MG' is legal UCUM, but for megagauss (a magnetic flux density): surely not "
+                                  "what was meant", "use 'mg' (UCUM is case-sensitive)")
+    assert ucum_problem("Mg") == ("'Mg' is legal UCUM, but for megagram (a mass): surely not what was meant",
+                                  "use 'mg' (UCUM is case-sensitive)")
     problem = ucum_problem("tablets")
     assert problem is not None and "{tablet}" in problem[1]
 
