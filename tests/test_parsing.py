@@ -193,17 +193,11 @@ def test_the_real_replies_fail_the_reconcile_case_they_once_passed_as_no_answer(
     task = ReconcileTask()
     case = task.load_case(next((Path(__file__).parents[1] / "fixtures" / "reconcile").glob("no-medication--*.json")))
 
-    class Fixed:
-        name, model, tasks = "fixed", None, frozenset({"reconcile"})
-
-        def __init__(self, text: str) -> None:
-            self.text = text
-
-        def run(self, request: object) -> str:
-            return self.text
+    from groundeval.testing import ScriptedAgent
 
     info = RunInfo(run_id="r", task="reconcile", agent="fixed", model=None)
-    outcomes = {raw: run_case(task, Fixed(raw), case, info, f"r::{raw[:9]}").record for raw in (REAL_WRAPPED, REAL_PROSE, "[]")}
+    outcomes = {raw: run_case(task, ScriptedAgent({case.case_id: raw}), case, info, f"r::{raw[:9]}").record
+                for raw in (REAL_WRAPPED, REAL_PROSE, "[]")}
     assert [r.outcome for r in outcomes.values()] == ["no_answer", "no_answer", "passed"]
     assert outcomes[REAL_WRAPPED].message.startswith("no_answer: the answer is a JSON object with keys")
 

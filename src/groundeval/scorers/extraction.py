@@ -16,11 +16,13 @@ Matching (see ``tasks/medlist.py`` for how the truth is built):
 labelled items follows (``scorers.reconcile`` applies it to (drug, status)): an identical repeat
 (the same drug again, with the same display after whitespace normalisation) counts once, whether
 the drug is right or wrong: it is neither a hit nor a false positive, and ``duplicates`` counts it.
-The same drug listed again with another display is also no second hit or false positive, but its
-display is then right only when *every* display given for it is accepted; two displays of which
-one is not accepted are a *contradiction* (``contradictions`` counts such drugs), the drug's
-display counts as wrong, and a case with a contradiction cannot pass. (Two displays that are both
-accepted, say the two spellings Synthea gives one RxCUI, contradict nothing.)
+The same drug listed again with another display (or another of its codes) is also no second hit
+or false positive, but its display is then right only when *every* display given for it is
+accepted for the code it is given with; two listings of which one is not accepted are a
+*contradiction* (``contradictions`` counts such drugs), the drug's display counts as wrong, and a
+case with a contradiction cannot pass. (Two displays that are both accepted, say the two spellings
+Synthea gives one RxCUI, or a brand and a generic coding each with its own display, contradict
+nothing.)
 
 Metrics: precision = tp / (tp + fp), recall = tp / (tp + fn), F1 = their harmonic mean.
 Empty denominators are not applicable, never a made-up number:
@@ -111,7 +113,7 @@ def score_medications(
         if m.get("kind") == "uncoded"
     }
     matched: dict[int, str | None] = {}
-    given: dict[int, list[str]] = {}  # truth medication -> the distinct displays the answer gives it
+    given: dict[int, list[tuple[str | None, str]]] = {}  # truth medication -> distinct (code, display) listed
     extras: list[dict[str, Any]] = []
     extra_keys: set[str] = set()
     mismatches: list[dict[str, Any]] = []
@@ -131,25 +133,26 @@ def score_medications(
             continue
         if idx in matched:
             duplicates += 1
-            if display not in given[idx]:
-                given[idx].append(display)
+            if (code, display) not in given[idx]:
+                given[idx].append((code, display))
             continue
         matched[idx] = code
-        given[idx] = [display]
+        given[idx] = [(code, display)]
     for idx, code in matched.items():
-        accepted = _accepted(scored[idx], code)
-        if not accepted:
+        # each listing's display is checked against the displays accepted for the code it gives
+        listed = [(c, d, [normalize_display(a) for a in _accepted(scored[idx], c)]) for c, d in given[idx]]
+        listed = [(c, d, accepted) for c, d, accepted in listed if accepted]
+        if not listed:
             continue
         checked += 1
-        allowed = {normalize_display(a) for a in accepted}
-        wrong = [d for d in given[idx] if d not in allowed]
-        if not wrong:
+        if all(d in accepted for _, d, accepted in listed):
             correct += 1
             continue
-        contradicted = len(given[idx]) > 1
+        contradicted = len(listed) > 1
         contradictions += contradicted
-        expected = accepted[0] if len(accepted) == 1 else " or ".join(repr(a) for a in accepted)
-        got = " + ".join(repr(d) for d in given[idx]) if contradicted else given[idx][0]
+        raw = _accepted(scored[idx], code) or _accepted(scored[idx], listed[0][0])
+        expected = raw[0] if len(raw) == 1 else " or ".join(repr(a) for a in raw)
+        got = " + ".join(repr(d) for _, d, _ in listed) if contradicted else listed[0][1]
         mismatches.append({"rxnorm_code": code, "expected": expected, "got": got,
                            **({"contradiction": True} if contradicted else {})})
     tp, fp = len(matched), len(extras)

@@ -109,7 +109,8 @@ def check_coding(answer: JSON, expected: JSON, catalog: Any = None) -> Check:
 
     Only the expected RxCUI under the RxNorm URI, with the catalog display, and no other RxNorm
     code, earns credit. The same coding repeated is neutral; the expected RxCUI repeated with
-    another display is a contradiction (``display_mismatch``). The failure label (``Check.label``, one of ``CODING_REASONS``), first
+    another display is a contradiction (``display_mismatch``). The failure label (``Check.label``,
+    one of ``CODING_REASONS``), first
     that applies: ``missing`` (no R4B medication concept, no code, or for an uncatalogued drug
     no text naming it), ``wrong_system`` (the expected code under another system, such as the
     RxNorm OID), ``wrong_drug`` (an RxNorm code of another drug in the catalog),
