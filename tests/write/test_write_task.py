@@ -111,7 +111,8 @@ def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases: list[Case]) -> 
     (lambda d: d["expected"]["dosage"]["dose"].update(unit="mcg"), "expected.dosage.dose.unit"),
     (lambda d: d["expected"]["dosage"].update(frequency=2.5), "expected.dosage.frequency"),
     (lambda d: d["expected"]["dosage"]["daily_total"].update(value=400),
-     "daily_total 400 mg does not equal the most per administration x the most administrations per day = 1200 mg"),
+     "daily_total 400 mg does not equal the most per administration x the most administrations within 24 hours = "
+     "400 mg x 3 = 1200 mg"),
     (lambda d: d["expected"]["dosage"].update(period=None), "give frequency, period and period_unit together"),
     (lambda d: d["expected"]["medication"].update(rxcui=None), "needs 'text' and no 'display'"),
     (lambda d: d.update(id="Not A Slug"), "id: String should match pattern"),
@@ -208,6 +209,7 @@ def test_answers_built_from_the_truth_pass_every_case(cases: list[Case]) -> None
                 "dose_value": dose["value"], "dose_unit": dose["unit"],
                 "dose_max": None if rng is None else rng["high"]["value"],
                 "frequency": dosage["frequency"], "frequency_max": dosage["frequency_max"],
+                "period_max": dosage["period_max"],
                 "period": dosage["period"], "period_unit": dosage["period_unit"],
                 "as_needed": dosage["as_needed"],
             }

@@ -101,8 +101,10 @@ AGENTS: dict[str, str] = {
     "langgraph": "groundeval.agents.langgraph_agent:LangGraphAgent",
     "langgraph-fhir": "groundeval.agents.langgraph_agent:LangGraphFHIRAgent",
     "baseline-write": "groundeval.agents.baseline_write:BaselineWriteAgent",
+    "naive-write": "groundeval.agents.baseline_write:NaiveWriteAgent",
     "baseline-reconcile": "groundeval.agents.baseline_reconcile:BaselineReconcileAgent",
     "naive-reconcile": "groundeval.agents.baseline_reconcile:NaiveReconcileAgent",
+    "hedge-reconcile": "groundeval.agents.baseline_reconcile:HedgingReconcileAgent",
     "replay": "groundeval.agents.replay:ReplayAgent",
 }
 """Built-in agent name -> ``module:class``. A built-in that takes an argument (``replay:RUN.json``)

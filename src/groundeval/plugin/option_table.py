@@ -65,8 +65,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "agent", _text, None,
         "Agent: claude, openai-compatible, baseline, naive (extraction), langgraph (tool-using: write, "
-        "extraction, reconcile), langgraph-fhir (the read tools only), baseline-write (write), "
-        "baseline-reconcile, naive-reconcile (reconcile), or package.module:attribute. Default: the task's "
+        "extraction, reconcile), langgraph-fhir (the read tools only), baseline-write, naive-write (write), "
+        "baseline-reconcile, naive-reconcile, hedge-reconcile (reconcile), or package.module:attribute. Default: "
+        "the task's "
         "own (claude for extraction and reconcile, langgraph for write).", "NAME",
     ),
     Option("model", _text, None, "Model id for model-backed agents.", "ID", "agent"),
