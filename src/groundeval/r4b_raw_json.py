@@ -284,8 +284,10 @@ def _shown(qty: dict[str, Any]) -> str:
 
 
 def _amount(qty: dict[str, Any]) -> tuple[float, str] | None:
-    """A range end as ``(value in a base unit, that unit)`` for comparing: UCUM masses and rates
-    converted (``dose_amount``), counts and other codes as written; None when it has no number."""
+    """A range end as ``(value in a base unit, that unit)`` for comparing; None when it has no number.
+
+    UCUM masses and rates are converted (``dose_amount``); counts and other codes stay as written.
+    """
     value = qty.get("value")
     if not _is_number(value):
         return None

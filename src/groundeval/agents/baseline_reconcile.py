@@ -181,8 +181,11 @@ def _fmt(dose: tuple[float, str] | None, per_day: float | None, as_needed: bool 
 
 
 def reconcile_answer(request: AgentRequest, *, naive: bool = False, hedge: bool = False) -> list[dict[str, Any]]:
-    """The answer list for one request (every status ``matched`` when ``naive``; the answer and then every
-    other status of each medication when ``hedge``)."""
+    """The answer list for one request.
+
+    Every status is ``matched`` when ``naive``; with ``hedge``, the answer is followed by every other
+    status of each of its medications.
+    """
     bundle, report = _bundle_and_report(request)
     active, stopped = _record(bundle)
     segments = [s.strip().lower() for s in _SPLIT_RE.split(report) if s and s.strip()]

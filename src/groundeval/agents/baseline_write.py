@@ -13,8 +13,8 @@ trace. The patterns:
   it ("2 tablets", "two 200 mg tablets"); a count range right after it ("50 mg tablets: 1-2
   tablets") is a dose range; ``mcg``/micrograms become UCUM ``ug``.
 * **schedule**: "N to M times a day" (frequency N, frequencyMax M), every N to M hours (period N,
-  periodMax M), every N hours, every other day, once/twice/three/four times a day (and BID/TID/QID), daily, every morning/evening,
-  nightly, at bedtime.
+  periodMax M), every N hours, every other day, once/twice/three/four times a day (and
+  BID/TID/QID), daily, every morning/evening, nightly, at bedtime.
 * **as needed**: "as needed", "if needed", "when needed", "PRN".
 * **status**, first rule that matches: never took/started = not-taken; on hold/held = on-hold;
   a plan to start = intended; discontinued/stopped = stopped; finished/completed = completed;

@@ -30,7 +30,7 @@ from groundeval.reporting.render import change_value, comparison_dict, fmt, fmt_
 from groundeval.reporting.stats import METHOD
 from groundeval.run_record import CaseRecord, RunRecord
 from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.trial_stats import record_trial_stats
+from groundeval.trial_stats import METHOD_NAMES, record_trial_stats
 
 __all__ = ["render_report", "score_columns", "write_report"]
 
@@ -134,8 +134,8 @@ def _run_view(record: RunRecord) -> dict[str, Any]:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         shown = str(value) if isinstance(value, int) and not isinstance(value, bool) else (
             fmt(value) if number else str(value))  # counts (duplicates) stay whole numbers
-        figures.append({"name": name, "value": value, "shown": shown,
-                        "interval": iv.text() if iv is not None else ""})
+        shown_iv = f"{iv.text()} ({METHOD_NAMES.get(iv.method, iv.method)})" if iv is not None else ""
+        figures.append({"name": name, "value": value, "shown": shown, "interval": shown_iv})
     bars = [
         {"name": f["name"], "value": float(f["value"]), "pct": round(100 * float(f["value"]), 1)}
         for f in figures

@@ -17,7 +17,7 @@ from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
 from groundeval.reporting.stats import METHOD
 from groundeval.run_record import FigureInterval, RunRecord, TrialStats
 from groundeval.scope import pass_k_note, scope_needed, scope_text, unjudged_note
-from groundeval.trial_stats import INTERVAL_METHOD, record_trial_stats
+from groundeval.trial_stats import INTERVAL_METHOD, METHOD_NAMES, record_trial_stats
 
 __all__ = ["comparison_markdown", "figure_intervals", "md_escape", "summary_markdown", "write_summary_markdown"]
 
@@ -42,7 +42,8 @@ def figure_intervals(record: RunRecord) -> dict[str, FigureInterval]:
 
 
 def _iv(iv: FigureInterval | None) -> str:
-    return iv.text() if iv is not None else ""
+    """``[0.496, 0.802] (Wilson score)``: the bounds and the method that made them."""
+    return f"{iv.text()} ({METHOD_NAMES.get(iv.method, iv.method)})" if iv is not None else ""
 
 
 def _trials_md(stats: TrialStats) -> list[str]:

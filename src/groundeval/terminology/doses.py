@@ -137,8 +137,12 @@ def find_max_dose(
 
 
 def product_release(entry: Any) -> str:
-    """``"extended"`` for a product with a release modifier other than delayed (``24 HR``, ``ER``), ``"delayed"``
-    for ``DR``, else ``"immediate"`` (``entry``: a ``terminology.CatalogEntry``)."""
+    """The release of a catalog product (``entry``: a ``terminology.CatalogEntry``).
+
+    Returns:
+        ``"extended"`` for a release modifier other than delayed (``24 HR``, ``ER``), ``"delayed"``
+        for ``DR``, else ``"immediate"``.
+    """
     release = getattr(entry, "release", None)
     return "immediate" if release is None else "delayed" if release == "DR" else "extended"
 
