@@ -32,7 +32,7 @@ Rules and their sources:
 from __future__ import annotations
 
 import re
-from typing import Any, TypedDict
+from typing import Any, TypeGuard, TypedDict
 
 from groundeval.fhir import RXNORM_SYSTEM, is_rxnorm, is_valid_id
 from groundeval.terminology.ucum import (
@@ -101,7 +101,7 @@ def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
