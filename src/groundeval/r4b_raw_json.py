@@ -32,7 +32,7 @@ Rules and their sources:
 from __future__ import annotations
 
 import re
-from typing import Any, TypeGuard, TypedDict
+from typing import Any, TypedDict, TypeGuard
 
 from groundeval.fhir import RXNORM_SYSTEM, is_rxnorm, is_valid_id
 from groundeval.terminology.ucum import (
