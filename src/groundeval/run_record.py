@@ -144,7 +144,7 @@ class FigureInterval(BaseModel):
             (the Aggregate's own figure, e.g. ``pass_rate``), or for pass@k/pass^k the mean over cases.
         low: Lower bound, same units as ``value``.
         high: Upper bound.
-        cases: Cases resampled (those with at least one counted trial that has the value).
+        cases: The cases it is over (those with at least one counted trial that has the value).
         method: ``wilson`` (the Wilson score interval of a proportion, k of n cases), ``wilson-cases``
             (the same at a pooled rate whose k is not whole: widened to the whole numbers either
             side), ``bootstrap-bca`` or ``bootstrap-percentile`` (a cluster bootstrap over cases;

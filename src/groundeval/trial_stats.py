@@ -238,7 +238,7 @@ def interval_note(intervals: Iterable[FigureInterval]) -> str:
     shown = list(intervals)
     names = list(dict.fromkeys(METHOD_NAMES.get(iv.method, iv.method) for iv in shown))
     cases = max((iv.cases for iv in shown), default=0)
-    return f"{' / '.join(names)} over {cases} cases" if names else ""
+    return f"{' / '.join(names)} over {cases} case{'' if cases == 1 else 's'}" if names else ""
 
 
 def _groups(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
