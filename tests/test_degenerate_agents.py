@@ -84,6 +84,12 @@ def _not_above(got: Aggregate, earned: Aggregate) -> None:
             assert value <= ref[name] + 1e-9, (name, value, ref[name])
 
 
+def _n(agg: Aggregate, name: str) -> float:
+    value = agg.metrics[name]
+    assert value is None or (isinstance(value, int | float) and not isinstance(value, bool)), (name, value)
+    return float(value or 0)
+
+
 def _empty_truth_share(prepared: list[tuple[Case, AgentRequest, Any]], key: str) -> float:
     return sum(not truth[key] for _, _, truth in prepared) / len(prepared)
 
@@ -122,12 +128,12 @@ def test_reconcile_degenerate_agents_earn_no_more_than_their_answer(reconcile: l
     assert 0 < empty_share < 0.1  # the one case with no medication on either side
 
     twice = _run("reconcile", reconcile, dumps(lambda c, r, t: _right(c, r, t) * 2))
-    assert _headline(twice) == _headline(right) and twice.metrics["duplicates"] > 0
+    assert _headline(twice) == _headline(right) and _n(twice, "duplicates") > 0
 
     hedged = _run("reconcile", reconcile, dumps(lambda c, r, t: _hedged(_right(c, r, t))))
     _not_above(hedged, right)
     assert hedged.pass_rate == pytest.approx(empty_share, abs=1e-6)  # only the case with nothing to hedge passes
-    assert hedged.metrics["cases_high_alert_missed"] > right.metrics["cases_high_alert_missed"] == 0
+    assert _n(hedged, "cases_high_alert_missed") > _n(right, "cases_high_alert_missed") == 0
     assert float(hedged.metrics["macro_discrepancy_f1"] or 0) < 1.0 and float(hedged.metrics["macro_matched_f1"] or 0) < 1.0
 
     baseline = _run("reconcile", reconcile, dumps(_baseline))
@@ -179,12 +185,12 @@ def test_extraction_degenerate_agents_earn_no_more_than_their_answer(extraction:
     right = _run("extraction", extraction, dumps(lambda c, r, t: _meds(t)))
     assert right.pass_rate == 1.0
     twice = _run("extraction", extraction, dumps(lambda c, r, t: _meds(t) * 2))
-    assert _headline(twice) == _headline(right) and twice.metrics["duplicates"] > 0
+    assert _headline(twice) == _headline(right) and _n(twice, "duplicates") > 0
     # hedging the display: each drug again, spelled another way; a wrong drug listed twice
     hedged = _run("extraction", extraction, dumps(lambda c, r, t: _meds(t) + [
         {**m, "display": m["display"].swapcase()} for m in _meds(t) if m["rxnorm_code"]]))
     _not_above(hedged, right)
-    assert float(hedged.metrics["macro_display_accuracy"] or 0) < 1.0 and hedged.metrics["contradictions"] > 0
+    assert _n(hedged, "macro_display_accuracy") < 1.0 and _n(hedged, "contradictions") > 0
     coded_share = sum(any(m["rxnorm_code"] for m in _meds(t)) for _, _, t in extraction) / len(extraction)
     assert hedged.pass_rate == pytest.approx(1 - coded_share, abs=1e-6)
     wrong_twice = _run("extraction", extraction, dumps(lambda c, r, t: _meds(t) + [{"rxnorm_code": "1", "display": "x"}] * 2))
