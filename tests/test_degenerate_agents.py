@@ -265,11 +265,12 @@ def test_write_degenerate_agents_earn_no_more_than_their_answer(write: list[Any]
     _not_above(everything, right)
     assert everything.metrics["coding_pass_rate"] == 0.0
 
-    naive = _run("write", write, lambda c, r, t: json.dumps({
-        "resourceType": "MedicationStatement", "status": "active", "medicationCodeableConcept": {"text": "medication"},
-        "subject": {"reference": r.context["patient_reference"]}}))
+    from groundeval.agents.baseline_write import NaiveWriteAgent
+
+    naive = _run("write", write, lambda c, r, t: NaiveWriteAgent().run(r).text or "")
     _not_above(naive, right)
     assert naive.metrics["schema_pass_rate"] == 1.0 and naive.metrics["coding_pass_rate"] == 0.0  # table stakes
+    assert 0.3 < _n(naive, "constraints_pass_rate") < 0.7 and _n(naive, "safety_pass_rate") < 0.2
     assert naive.pass_rate == 0.0 and "naive-write" in str(naive.metrics["table_stakes"])  # and the summary says so
     empty = _run("write", write, lambda c, r, t: "{}")
     no_answer = _run("write", write, None)

@@ -23,10 +23,10 @@ trace. The patterns:
 It cannot tell an instruction embedded in the note from clinical text, resolve brands absent
 from the catalog, or read "two of them": it is meant to miss some cases.
 
-``naive-write`` is the negative control: for every note the same minimal statement, valid R4B, with
-the patient's reference and status ``active``, the drug named only as "medication" and no dosage.
-It reads nothing, so every dimension rate it earns is table stakes (README, "The write-and-validate
-task").
+``naive-write`` is the negative control: for every note the same statement, valid R4B, with the
+patient's reference, status ``active``, the drug named only as "medication" and one tablet once a
+day. It reads nothing, so every dimension rate it earns is what a constant answer earns (README,
+"The write-and-validate task").
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ class BaselineWriteAgent(NeedsExtra):
 
 
 class NaiveWriteAgent:
-    """Negative control: one valid, empty statement for every note (no tools, no reading)."""
+    """Negative control: one constant, valid statement for every note (no tools, no reading)."""
 
     thread_safe = True
     """Safe to call from several threads at once."""
@@ -263,6 +263,11 @@ class NaiveWriteAgent:
         reference = request.context.get("patient_reference")
         if not isinstance(reference, str) or not reference:
             raise AgentError(f"{request.case_id}: no patient_reference in the request context")
-        statement = {"resourceType": "MedicationStatement", "status": "active",
-                     "medicationCodeableConcept": {"text": "medication"}, "subject": {"reference": reference}}
+        statement = {
+            "resourceType": "MedicationStatement", "status": "active",
+            "medicationCodeableConcept": {"text": "medication"}, "subject": {"reference": reference},
+            "dosage": [{"timing": {"repeat": {"frequency": 1, "period": 1, "periodUnit": "d"}}, "asNeededBoolean": False,
+                        "doseAndRate": [{"doseQuantity": {"value": 1, "unit": "tablet",
+                                                          "system": "http://unitsofmeasure.org", "code": "{tablet}"}}]}],
+        }
         return AgentResult(text=json.dumps(statement))

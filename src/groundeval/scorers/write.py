@@ -24,11 +24,11 @@
 
 A case passes only when all four pass; ``partial`` when some do; ``failed`` when none do.
 
-**Table stakes.** ``schema`` and ``constraints`` are earned by any valid statement that names the
-patient and the narrative's status, without coding a drug or a dose (the ``naive-write`` control's
-constant answer earns them on most cases; ``safety`` too on the notes that document no dose). The
-aggregate says so in ``table_stakes`` so no reader takes their rates for skill: ``coding``,
-``safety`` and ``all_pass_rate`` are what a write earns.
+**Table stakes.** ``schema`` is earned by any valid statement, and ``constraints`` in good part by a
+constant one (the patient's reference, ``active``, one tablet once a day), without reading the note
+(the ``naive-write`` control gives that constant answer). The aggregate says so in ``table_stakes``
+so no reader takes their rates for skill: ``coding``, ``safety`` and ``all_pass_rate`` are what a
+write earns.
 """
 
 from __future__ import annotations
@@ -145,9 +145,9 @@ def _message(checks: Sequence[Check]) -> str:
 
 
 TABLE_STAKES = (
-    "schema_pass_rate and constraints_pass_rate are earned by any valid statement with the patient and "
-    "status right (compare the naive-write control); coding_pass_rate, safety_pass_rate and all_pass_rate "
-    "are what a write earns"
+    "schema_pass_rate is earned by any valid statement and constraints_pass_rate in good part by a constant "
+    "one (compare the naive-write control); coding_pass_rate, safety_pass_rate and all_pass_rate are what a "
+    "write earns"
 )
 """The ``table_stakes`` line of the aggregate (see the module docstring)."""
 
