@@ -108,7 +108,12 @@ def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases: list[Case]) -> 
     (lambda d: d.pop("note"), "note: Field required"),
     (lambda d: d.update(notes="typo"), "notes: Extra inputs are not permitted"),
     (lambda d: d["expected"].update(status="recorded"), "expected.status: Input should be 'active'"),
-    (lambda d: d["expected"]["dosage"]["dose"].update(unit="mcg"), "expected.dosage.dose.unit"),
+    (lambda d: d["expected"]["dosage"]["dose"].update(unit="mcg"),
+     "expected.dosage.dose.unit: Value error, 'mcg' is not a UCUM code; use 'ug'"),
+    (lambda d: d["expected"]["dosage"]["dose"].update(unit="MG"),
+     "expected.dosage.dose.unit: Value error, 'MG' is legal UCUM, but for megagauss"),
+    (lambda d: d["expected"]["dosage"]["dose"].update(unit="mg/(24.h)"),
+     "'mg/(24.h)' is milligram / hour (a mass per time (a rate)), not a mass"),
     (lambda d: d["expected"]["dosage"].update(frequency=2.5), "expected.dosage.frequency"),
     (lambda d: d["expected"]["dosage"]["daily_total"].update(value=400),
      "daily_total 400 mg does not equal the most per administration x the most administrations within 24 hours = "
@@ -116,7 +121,8 @@ def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases: list[Case]) -> 
     (lambda d: d["expected"]["dosage"].update(period=None), "give frequency, period and period_unit together"),
     (lambda d: d["expected"]["medication"].update(rxcui=None), "needs 'text' and no 'display'"),
     (lambda d: d.update(id="Not A Slug"), "id: String should match pattern"),
-], ids=["missing-note", "extra-field", "r5-status", "non-ucum-unit", "fractional-frequency",
+], ids=["missing-note", "extra-field", "r5-status", "non-ucum-unit", "megagauss", "wrong-dimension",
+        "fractional-frequency",
         "inconsistent-daily-total", "partial-timing", "rxcui-null-with-display", "bad-id"])
 def test_a_case_failing_its_schema_names_the_file_and_field(tmp_path: Path, change: Callable[[dict[str, Any]], object], expected: str) -> None:
     data = raw_case()

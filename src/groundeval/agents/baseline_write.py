@@ -263,11 +263,11 @@ class NaiveWriteAgent:
         reference = request.context.get("patient_reference")
         if not isinstance(reference, str) or not reference:
             raise AgentError(f"{request.case_id}: no patient_reference in the request context")
+        one_tablet = {"value": 1, "unit": "tablet", "system": "http://unitsofmeasure.org", "code": "{tablet}"}
         statement = {
             "resourceType": "MedicationStatement", "status": "active",
             "medicationCodeableConcept": {"text": "medication"}, "subject": {"reference": reference},
-            "dosage": [{"timing": {"repeat": {"frequency": 1, "period": 1, "periodUnit": "d"}}, "asNeededBoolean": False,
-                        "doseAndRate": [{"doseQuantity": {"value": 1, "unit": "tablet",
-                                                          "system": "http://unitsofmeasure.org", "code": "{tablet}"}}]}],
+            "dosage": [{"timing": {"repeat": {"frequency": 1, "period": 1, "periodUnit": "d"}},
+                        "asNeededBoolean": False, "doseAndRate": [{"doseQuantity": one_tablet}]}],
         }
         return AgentResult(text=json.dumps(statement))

@@ -29,7 +29,8 @@ day" adds ``"frequency_max": 4`` to ``"frequency": 2``, and "every 6 to 8 hours"
 (the answer must then carry no dosage). ``status`` uses the FHIR R4B MedicationStatement status
 codes (https://hl7.org/fhir/R4B/valueset-medication-statement-status.html); ``period_unit`` the
 UnitsOfTime codes (https://hl7.org/fhir/R4B/valueset-units-of-time.html); dose units are UCUM
-mass codes (``mg``, ``ug``, ``g``).
+mass codes, case-sensitive (``mg``, ``ug``, ``g``; another code is parsed by the UCUM grammar and
+must be a mass, see ``QuantitySpec``).
 
 Catalog- and patient-dependent checks (the RxCUI exists, the reference resolves) are made by
 ``WriteTask.load_case``; this module checks what a single file can show on its own, including
@@ -41,7 +42,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from groundeval.terminology.ucum import administrations_per_day, most_administrations_in_24h
 
@@ -61,8 +62,8 @@ Status = Literal[
     "not-taken",
 ]
 PeriodUnit = Literal["s", "min", "h", "d", "wk", "mo", "a"]
-MassUnit = Literal["mg", "ug", "g"]
-_MG = {"mg": 1.0, "ug": 1e-3, "g": 1e3}
+_KNOWN_MASS = {"mg": 1.0, "ug": 1e-3, "g": 1e3}
+"""The UCUM mass codes cases use, with their mg factors (legal UCUM: no grammar run needed for them)."""
 
 
 class _Strict(BaseModel):
@@ -70,15 +71,42 @@ class _Strict(BaseModel):
 
 
 class QuantitySpec(_Strict):
-    """An amount in a UCUM mass unit (mg, ug or g)."""
+    """An amount in a UCUM mass unit (``mg``, ``ug``, ``g``; any UCUM mass code, case-sensitive).
+
+    ``mg``, ``ug`` and ``g`` are read directly; any other code is parsed by the UCUM grammar
+    (``terminology.ucum``, so collection pays for ucumvert only when a case uses one), and must be a
+    mass: ``mcg`` is refused with "use 'ug'", ``MG`` (a megagauss in UCUM) with "use 'mg'", ``mg/h``
+    (a mass per time) as not a mass.
+    """
 
     value: float = Field(gt=0)
-    unit: MassUnit
+    unit: str = Field(min_length=1)
+
+    @field_validator("unit")
+    @classmethod
+    def _ucum_mass(cls, unit: str) -> str:
+        if unit in _KNOWN_MASS:
+            return unit
+        from groundeval.terminology.ucum import describe_unit, to_mg, ucum_problem
+
+        problem = ucum_problem(unit)
+        if problem is not None:
+            raise ValueError(f"{problem[0]}; {problem[1]}")
+        if to_mg(1.0, unit) is None:
+            raise ValueError(f"'{unit}' is {describe_unit(unit) or 'not a mass'}, not a mass; give the dose in 'mg', "
+                             "'ug' or 'g'")
+        return unit
 
     @property
     def mg(self) -> float:
         """The amount in milligrams."""
-        return self.value * _MG[self.unit]
+        if self.unit in _KNOWN_MASS:
+            return self.value * _KNOWN_MASS[self.unit]
+        from groundeval.terminology.ucum import to_mg
+
+        mg = to_mg(self.value, self.unit)
+        assert mg is not None  # checked by the validator
+        return mg
 
 
 class RangeSpec(_Strict):
