@@ -39,5 +39,5 @@ def test_the_prompt_states_the_pairing_dosing_and_contradiction_rules_the_truth_
     text = _flat(INSTRUCTIONS)
     for words in ("the latest authoredOn gives its dosage", "compared ingredient by ingredient",
                   "A brand name is the same drug as its generic", "even at another strength",
-                  "A medication given two statuses is a contradiction", "two tablets of a 10 mg tablet are 20 mg"):
+                  "A medication given two or more statuses is a contradiction", "two tablets of a 10 mg tablet are 20 mg"):
         assert words in text, words
