@@ -80,3 +80,10 @@ def test_products_read_strengths_per_ingredient_as_a_mass_or_a_rate() -> None:
     assert combo.ingredient("oxycodone") == "oxycodone hydrochloride" and combo.kind == "mg"
     assert product("insulin isophane, human 70 UNT/ML / insulin, regular, human 30 UNT/ML Injectable Suspension"
                    ).strengths is None  # units per mL: no comparable dose
+
+
+def test_an_item_that_could_be_two_stopped_drugs_is_refused_too() -> None:
+    two = _bundle(("314076", "lisinopril 10 MG Oral Tablet", "stopped"), ("311354", "lisinopril 5 MG Oral Tablet", "completed"))
+    with pytest.raises(DatasetError, match=r"could be any of the stopped drugs lisinopril"):
+        reconcile_truth(two, [_item("999", name="lisinopril")], {"999": "lisinopril 20 MG Oral Tablet"}, "case.json")
+    assert _statuses(two, _item("311354")) == [("311354", "stopped_but_taken", "rxcui")]  # its own RxCUI: no doubt

@@ -235,7 +235,9 @@ def reconcile_truth(
                 why="", high_alert=high_alert_class(display), pairing=None))
             continue
         found, how = hit
-        codes = [c for i in found for c in stopped[i][0]]
+        if len(found) > 1:
+            raise _ambiguous(source, where, "stopped", [stopped[i][1] for i in found])
+        codes = list(stopped[found[0]][0])
         if (clash := next((taken[c] for c in codes if c in taken), None)) is not None:
             raise DatasetError(source, f"{where} and report.items[{clash}] ({items[clash]['name']}) are both the "
                                        f"record's stopped {stopped[found[0]][1]}: one item per medication")
