@@ -2,13 +2,16 @@
 
 Usage::
 
-    uv run python scripts/make_reconcile.py [--source DIR] [--out DIR] [--check]
+    uv run python scripts/make_reconcile.py [--source DIR] [--out DIR] [--refused DIR] [--check]
 
 ``--source`` (default ``fixtures/extraction``: the trimmed Synthea patients and their variants) holds
 the Bundles; ``--out`` (default ``fixtures/reconcile``) receives one ``<case id>.json`` per case in
 ``CASES`` plus ``MANIFEST.json`` (case id, fixture, its SHA-256, transformations). A case file
 *references* its Bundle (``fixture.file`` + ``fixture.sha256``), so the extraction fixture stays the
-one source of truth; the task refuses a case whose fixture bytes changed.
+one source of truth; the task refuses a case whose fixture bytes changed. ``--refused`` (default
+``fixtures/reconcile_refused``) receives the cases in ``REFUSED``: case files the task must refuse
+(``invalid_case``), one per unit and pairing rule, with a ``MANIFEST.json`` giving, per case, the
+words its refusal must contain; the build checks that the truth code raises exactly that.
 
 How a report is made: the *faithful* report lists every active coded medication of the record (the
 extraction truth, ``tasks.medlist``) with the record's dosage (``tasks.reconcile_truth.record_dosage``:
@@ -26,6 +29,19 @@ transformation of the case changes it:
 * ``stopped_reported`` (RxCUI of a stopped/completed request): reported as still taken;
 * ``brand_name`` (RxCUI, brand): the patient names the brand (``BRANDS``): *not* a discrepancy;
 * ``as_needed_flip`` (RxCUI): as-needed use said as regular, or regular as "when needed";
+* ``unit_equivalent`` with ``"g"`` (RxCUI): the dose said in grams (220 mg as 0.22 g), and with
+  ``"count"``: as a count of tablets (10 mg as one ``{tablet}`` of the 10 mg tablet): *not* a
+  discrepancy;
+* ``brand_rxcui`` (RxCUI, (RxCUI, name)): the item carries the RxCUI of the same clinical drug under
+  another name (the brand's for the record's generic, or the generic's for the record's brand),
+  checked to have the same ingredients, strengths and dose form: *not* a discrepancy;
+* ``other_strength`` (RxCUI, RxCUI): the item carries the RxCUI of another strength of the record
+  drug (same ingredients and dose form) and one unit of it as its dose: one ``dose_mismatch``;
+* ``combination_dose`` (RxCUI, ``{"ingredient", "factor"}`` or ``{"count"}``): on a combination
+  product, one ingredient's amount multiplied (10 mg of oxycodone against a 5 mg / 325 mg tablet),
+  or a count of tablets: a ``dose_mismatch``;
+* ``dose_as_written`` (RxCUI, dose) and ``second_item`` (RxCUI, (RxCUI, name)): the dose exactly as
+  given, or a second item for the same record drug (only in ``REFUSED`` cases);
 * ``exact``: nothing changes.
 
 The text is written from the structured items by fixed templates (``scripts/reconcile_text.py``;
@@ -51,6 +67,7 @@ from typing import Any
 
 from reconcile_text import drug_name, freq_text, report_text
 
+from groundeval.errors import DatasetError
 from groundeval.tasks.extraction.task import case_id_from_stem
 from groundeval.tasks.medlist import medication_truth
 from groundeval.tasks.reconcile.truth import reconcile_truth, record_dosage, request_displays
@@ -59,13 +76,15 @@ from groundeval.terminology import Catalog, format_strength, parse_display
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = ROOT / "fixtures" / "extraction"
 DEFAULT_OUT = ROOT / "fixtures" / "reconcile"
+DEFAULT_REFUSED = ROOT / "fixtures" / "reconcile_refused"
 MANIFEST = "MANIFEST.json"
 JSON = dict[str, Any]
 
 EFFECT = {
     "omission": "omission", "commission": "commission", "dose_change": "dose_mismatch",
     "frequency_change": "dose_mismatch", "unit_equivalent": "matched", "stopped_reported": "stopped_but_taken",
-    "brand_name": "matched", "as_needed_flip": "dose_mismatch",
+    "brand_name": "matched", "as_needed_flip": "dose_mismatch", "brand_rxcui": "matched",
+    "other_strength": "dose_mismatch", "combination_dose": "dose_mismatch",
 }
 """Transformation -> the status the truth code must give its target."""
 
@@ -82,12 +101,16 @@ DailyMed). The brand_name transformation checks that the record drug's ingredien
 
 @dataclass(frozen=True)
 class Spec:
-    """One case: its id stem, source fixture, transformations ``(kind, rxcui, arg)`` and summary."""
+    """One case: its id stem, source fixture, transformations ``(kind, rxcui, arg)`` and summary.
+
+    ``refused`` (``REFUSED`` cases only): words the task's refusal of the case must contain.
+    """
 
     name: str
     fixture: str
     steps: tuple[tuple[str, str | None, Any], ...]
     summary: str
+    refused: str | None = None
 
 
 def _t(kind: str, code: str | None = None, arg: Any = None) -> tuple[str, str | None, Any]:
@@ -166,6 +189,52 @@ CASES: tuple[Spec, ...] = (
     Spec("exact", "variant-ndc-first--Janene3", (_t("exact"),), "Exact report; the RxNorm coding is not listed first."),
     Spec("commission-high-alert", "Stephen_McLaughlin_", (_t("commission", "1049221", "prn"),),
          "Oxycodone/acetaminophen (high-alert) reported, not in the record."),
+    Spec("unit-grams", "Ellena683_", (_t("unit_equivalent", "849574", "g"),),
+         "Naproxen 220 mg said as 0.22 g: no discrepancy."),
+    Spec("unit-tablets", "Janene3_", (_t("unit_equivalent", "314076", "count"),),
+         "Lisinopril said as one tablet of the record's 10 mg tablet: no discrepancy."),
+    Spec("brand-rxcui", "Delores12_", (_t("brand_rxcui", "866412", ("866414", "Toprol XL")),),
+         "Toprol XL with the brand's own RxCUI for the record's generic metoprolol succinate: matched."),
+    Spec("generic-rxcui", "Demarcus108_", (_t("brand_rxcui", "209387", ("313782", "acetaminophen")),),
+         "Acetaminophen with the generic's own RxCUI for the record's Tylenol: matched."),
+    Spec("other-strength", "Janene3_", (_t("other_strength", "314076", "311354"),),
+         "Lisinopril 5 mg with its own RxCUI for the record's 10 mg: one dose_mismatch, not an omission plus a "
+         "commission."),
+    Spec("combination-opioid-doubled", "Jayson808_", (
+        _t("combination_dose", "1049221", {"ingredient": "oxycodone", "factor": 2}),),
+        "Oxycodone 10 mg reported against the record's oxycodone 5 mg / acetaminophen 325 mg tablet: a high-alert "
+        "dose_mismatch."),
+    Spec("combination-two-tablets", "Herschel574_", (_t("combination_dose", "856987", {"count": 2}),),
+         "Two hydrocodone/acetaminophen tablets reported, one recorded: a high-alert dose_mismatch."),
+    Spec("refill-latest-dose", "variant-duplicate-refill--Delores12", (_t("exact"),),
+         "Two active ferrous sulfate requests; the later one (two tablets) gives the dose, reported as is: matched."),
+    Spec("refill-earlier-dose", "variant-duplicate-refill--Delores12", (_t("dose_change", "310325", 0.5),),
+         "Two active ferrous sulfate requests; the earlier one's dose reported, the later one rules: dose_mismatch."),
+)
+
+REFUSED: tuple[Spec, ...] = (
+    Spec("refused-mcg", "Trey_Berge_", (_t("dose_as_written", "197604", {"value": 125, "unit": "mcg"}),),
+         "Digoxin 125 mcg: 'mcg' is not UCUM.", refused="dose 125 'mcg': 'mcg' is not a UCUM code; use 'ug'"),
+    Spec("refused-uppercase-mg", "Trey_Berge_", (_t("dose_as_written", "855332", {"value": 5, "unit": "MG"}),),
+         "Warfarin 5 MG: UCUM is case-sensitive, 'MG' is a megagauss.",
+         refused="dose 5 'MG': 'MG' is legal UCUM, but for megagauss (a magnetic flux density)"),
+    Spec("refused-mass-for-rate", "Maximina916_", (_t("dose_as_written", "245134", {"value": 25, "unit": "ug"}),),
+         "A fentanyl patch said as 25 ug, a mass, against its 0.025 mg/h strength.",
+         refused="is a mass (mg), but '72 HR Fentanyl 0.025 MG/HR Transdermal System' is dosed as a mass per time "
+                 "(mg/h); say the rate: 'ug/h'"),
+    Spec("refused-volume-for-mass", "Janene3_", (_t("dose_as_written", "314076", {"value": 5, "unit": "mL"}),),
+         "Lisinopril tablets said as 5 mL.",
+         refused="dose 5 'mL' is milliliter (a volume); 'lisinopril 10 MG Oral Tablet' is dosed as a mass (mg)"),
+    Spec("refused-combination-without-ingredient", "Jayson808_", (
+        _t("dose_as_written", "1049221", {"value": 10, "unit": "mg"}),),
+        "10 mg of an oxycodone/acetaminophen tablet, naming neither ingredient.",
+        refused="does not say which ingredient it is of; add \"ingredient\""),
+    Spec("refused-count-without-strength", "Travis723_", (
+        _t("dose_as_written", "106892", {"value": 1, "unit": "{tablet}"}),),
+        "Insulin (units/mL) said as one tablet.", refused="counts tablets, but"),
+    Spec("refused-two-items-one-drug", "Delores12_", (_t("second_item", "866412", ("866414", "Toprol XL")),),
+         "Metoprolol succinate listed twice, once as Toprol XL with the brand's RxCUI.",
+         refused="one item per medication"),
 )
 
 
@@ -218,7 +287,8 @@ def _apply(spec: Spec, bundle: JSON, catalog: Catalog) -> tuple[list[JSON], list
     for kind, code, arg in spec.steps:
         note = ""
         item = by_code.get(code or "")
-        if kind in ("omission", "dose_change", "frequency_change", "unit_equivalent", "brand_name", "as_needed_flip") \
+        if kind in ("omission", "dose_change", "frequency_change", "unit_equivalent", "brand_name", "as_needed_flip",
+                    "brand_rxcui", "other_strength", "combination_dose", "dose_as_written", "second_item") \
                 and item is None:
             raise SystemExit(f"{spec.name}/{spec.fixture}: {kind} needs active RxCUI {code} in the record")
         assert item is not None or kind in ("exact", "commission", "stopped_reported")
@@ -236,12 +306,7 @@ def _apply(spec: Spec, bundle: JSON, catalog: Catalog) -> tuple[list[JSON], list
             note = f"{freq_text(item['frequency'])} -> {freq_text(arg)}"
             item["frequency"] = dict(arg)
         elif kind == "unit_equivalent":
-            dose = item["dose"]
-            if not dose or dose["unit"] not in ("mg", "mg/h") or dose["value"] >= 1:
-                raise SystemExit(f"{spec.name}: unit_equivalent on {code} needs a dose under 1 mg (or 1 mg/h)")
-            unit = "ug" if dose["unit"] == "mg" else "ug/h"
-            item["dose"] = {"value": float(format_strength(dose["value"] * 1000)), "unit": unit}
-            note = f"{format_strength(dose['value'])} {dose['unit']} as {format_strength(item['dose']['value'])} {unit}"
+            note = _unit_equivalent(spec, item, code, arg)
         elif kind == "brand_name":
             generic = BRANDS.get(arg)
             ingredients = [i.name for i in parse_display(item["_display"]).ingredients]
@@ -251,6 +316,20 @@ def _apply(spec: Spec, bundle: JSON, catalog: Catalog) -> tuple[list[JSON], list
                 raise SystemExit(f"{spec.name}: {arg} is neither a known brand nor the generic of {item['_display']}")
             note = f"{item['name']} said as {arg}"
             item["name"] = arg
+        elif kind == "brand_rxcui":
+            note = _brand_rxcui(spec, item, arg, catalog)
+        elif kind == "other_strength":
+            note = _other_strength(spec, item, arg, catalog)
+        elif kind == "combination_dose":
+            note = _combination_dose(spec, item, arg)
+        elif kind == "dose_as_written":
+            item["dose"] = dict(arg)
+            note = f"dose as written: {arg}"
+        elif kind == "second_item":
+            other, name = arg
+            items.append({"name": name, "rxnorm_code": other, "dose": None, "frequency": None, "as_needed": None,
+                          "_display": item["_display"]})
+            note = f"{name} ({other}) listed beside {item['name']}"
         elif kind == "as_needed_flip":
             if item["as_needed"]:
                 item["as_needed"], item["frequency"] = False, item["frequency"] or dict(DAILY)
@@ -275,6 +354,73 @@ def _apply(spec: Spec, bundle: JSON, catalog: Catalog) -> tuple[list[JSON], list
     return items, extra, log
 
 
+def _unit_equivalent(spec: Spec, item: JSON, code: str | None, arg: Any) -> str:
+    """Say the dose in micrograms (``None``), grams (``"g"``) or as a count of tablets (``"count"``)."""
+    dose = item["dose"]
+    old = f"{format_strength(dose['value'])} {dose['unit']}" if dose else ""
+    if arg == "g":
+        if not dose or dose["unit"] != "mg":
+            raise SystemExit(f"{spec.name}: unit_equivalent g on {code} needs a dose in mg")
+        item["dose"] = {"value": float(format_strength(dose["value"] / 1000)), "unit": "g"}
+    elif arg == "count":
+        entry = parse_display(item["_display"])
+        strength = _strength_dose(item["_display"])
+        if not dose or strength is None or strength["unit"] != dose["unit"] or entry.unit_form != "tablet":
+            raise SystemExit(f"{spec.name}: unit_equivalent count on {code} needs a single-strength tablet")
+        item["dose"] = {"value": float(format_strength(dose["value"] / strength["value"])), "unit": "{tablet}"}
+    else:
+        if not dose or dose["unit"] not in ("mg", "mg/h") or dose["value"] >= 1:
+            raise SystemExit(f"{spec.name}: unit_equivalent on {code} needs a dose under 1 mg (or 1 mg/h)")
+        unit = "ug" if dose["unit"] == "mg" else "ug/h"
+        item["dose"] = {"value": float(format_strength(dose["value"] * 1000)), "unit": unit}
+    return f"{old} as {format_strength(item['dose']['value'])} {item['dose']['unit']}"
+
+
+def _same(display: str, other: str, strengths: bool) -> bool:
+    a, b = parse_display(display), parse_display(other)
+    names = sorted(i.name for i in a.ingredients) == sorted(i.name for i in b.ingredients)
+    same_strengths = sorted((i.name, i.strength, i.unit) for i in a.ingredients) == sorted(
+        (i.name, i.strength, i.unit) for i in b.ingredients)
+    return names and (a.dose_form or "").lower() == (b.dose_form or "").lower() and same_strengths == strengths
+
+
+def _brand_rxcui(spec: Spec, item: JSON, arg: Any, catalog: Catalog) -> str:
+    other, name = arg
+    entry = catalog.get(other)
+    if entry is None or not _same(item["_display"], entry.display, strengths=True):
+        raise SystemExit(f"{spec.name}: {other} is not the same clinical drug as {item['_display']}")
+    note = f"{item['name']} ({item['rxnorm_code']}) said as {name} with {other}"
+    item["rxnorm_code"], item["name"] = other, name
+    return note
+
+
+def _other_strength(spec: Spec, item: JSON, other: str, catalog: Catalog) -> str:
+    entry = catalog.get(other)
+    if entry is None or not _same(item["_display"], entry.display, strengths=False):
+        raise SystemExit(f"{spec.name}: {other} is not another strength of {item['_display']}")
+    dose = _strength_dose(entry.display)
+    if dose is None:
+        raise SystemExit(f"{spec.name}: {entry.display} has no single strength to report")
+    note = f"{item['rxnorm_code']} said as {other} ({entry.display}), one unit"
+    item["rxnorm_code"], item["dose"] = other, dose
+    return note
+
+
+def _combination_dose(spec: Spec, item: JSON, arg: JSON) -> str:
+    entry = parse_display(item["_display"])
+    if len(entry.ingredients) < 2:
+        raise SystemExit(f"{spec.name}: combination_dose needs a combination product, not {item['_display']}")
+    if "count" in arg:
+        item["dose"] = {"value": float(arg["count"]), "unit": "{tablet}"}
+        return f"{arg['count']} tablets of {item['_display']}"
+    ing = next((i for i in entry.ingredients if i.name.split()[0] == arg["ingredient"]), None)
+    if ing is None or ing.strength is None or ing.ucum_unit != "mg":
+        raise SystemExit(f"{spec.name}: {item['_display']} has no {arg['ingredient']} strength in mg")
+    value = float(format_strength(ing.strength * arg["factor"]))
+    item["dose"] = {"value": value, "unit": "mg", "ingredient": arg["ingredient"]}
+    return f"{arg['ingredient']} {format_strength(ing.strength)} mg -> {format_strength(value)} mg"
+
+
 def _check_effects(spec: Spec, bundle: JSON, items: list[JSON], catalog: Catalog) -> None:
     truth = reconcile_truth(bundle, items, {e.rxcui: e.display for e in catalog.entries})
     status = {c: e["status"] for e in truth["entries"] for c in e["codes"]}
@@ -294,8 +440,19 @@ def _check_effects(spec: Spec, bundle: JSON, items: list[JSON], catalog: Catalog
             raise SystemExit(f"{spec.name}: untouched {entry['rxnorm_code']} is {entry['status']}, expected matched")
 
 
-def build(source: Path) -> dict[str, str]:
-    """Every case file and the manifest, as file name -> text."""
+def _refusal(spec: Spec, bundle: JSON, items: list[JSON], catalog: Catalog) -> str:
+    """The truth code's refusal of a ``REFUSED`` case; stops the build unless it says ``spec.refused``."""
+    try:
+        reconcile_truth(bundle, items, {e.rxcui: e.display for e in catalog.entries}, f"{spec.name}.json")
+    except DatasetError as exc:
+        if spec.refused and spec.refused in exc.problem:
+            return exc.problem
+        raise SystemExit(f"{spec.name}: refused with {exc.problem!r}, which does not say {spec.refused!r}") from None
+    raise SystemExit(f"{spec.name}: the truth code accepts this case; it must refuse it ({spec.refused!r})")
+
+
+def build(source: Path, specs: tuple[Spec, ...] = CASES) -> dict[str, str]:
+    """Every case file of ``specs`` (``CASES`` or ``REFUSED``) and its manifest, as file name -> text."""
     if not source.is_dir():
         raise SystemExit(f"--source {source}: the directory does not exist; give the extraction fixtures "
                          "(fixtures/extraction, made by make_fixtures.py and make_variants.py)")
@@ -303,7 +460,7 @@ def build(source: Path) -> dict[str, str]:
     files = sorted(p for p in source.glob("*.json") if not p.name.startswith("MANIFEST"))
     out: dict[str, str] = {}
     manifest = []
-    for index, spec in enumerate(CASES):
+    for index, spec in enumerate(specs):
         matches = [p for p in files if p.name.startswith(spec.fixture)]
         if len(matches) != 1:
             raise SystemExit(f"--source {source}: {len(matches)} fixtures start with {spec.fixture!r}, need exactly 1")
@@ -313,7 +470,9 @@ def build(source: Path) -> dict[str, str]:
         items, extra, log = _apply(spec, bundle, catalog)
         text = report_text(items, extra, index)
         report_items = [{k: v for k, v in i.items() if not k.startswith("_")} for i in items + extra]
-        _check_effects(spec, bundle, report_items, catalog)
+        refusal = _refusal(spec, bundle, report_items, catalog) if spec.refused else None
+        if refusal is None:
+            _check_effects(spec, bundle, report_items, catalog)
         case_id = f"{spec.name}--{case_id_from_stem(path.stem)}"
         case = {
             "id": case_id, "summary": spec.summary,
@@ -325,42 +484,52 @@ def build(source: Path) -> dict[str, str]:
             raise SystemExit(f"two cases are named {case_id}; rename one in CASES")
         out[f"{case_id}.json"] = json.dumps(case, ensure_ascii=False, indent=1) + "\n"
         manifest.append({"case": case_id, "fixture": path.name, "fixture_sha256": case["fixture"]["sha256"],
-                         "transformations": [t["kind"] for t in log]})
+                         "transformations": [t["kind"] for t in log],
+                         **({"refused": spec.refused} if spec.refused else {})})
     patients = len({m["fixture"].split("--")[-1][:12] for m in manifest})
     out[MANIFEST] = json.dumps({"generator": "scripts/make_reconcile.py", "cases": len(manifest),
                                 "patients": patients, "entries": manifest}, indent=1) + "\n"
     return out
 
 
+def _check(files: dict[str, str], out: Path, source: Path, what: str) -> list[str]:
+    problems = []
+    for name, text in files.items():
+        path = out / name
+        if not path.is_file():
+            problems.append(f"missing: {path}")
+        elif path.read_text(encoding="utf-8") != text:
+            problems.append(f"differs: {path}")
+    stray = sorted(p.name for p in out.glob("*.json") if p.name not in files) if out.is_dir() else []
+    problems += [f"stray (not made by this script): {out / s}" for s in stray]
+    print(f"checked {len(files) - 1} {what} and {MANIFEST} in {out} against {source}: "
+          f"{'OK' if not problems else f'{len(problems)} problem(s)'}")
+    for problem in problems:
+        print(f"  {problem}")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Write (or, with --check, verify) the reconcile cases; returns the exit status."""
+    """Write (or, with --check, verify) the reconcile cases and the refused ones; returns the exit status."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="directory of extraction fixtures")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory for the reconcile cases")
+    parser.add_argument("--refused", type=Path, default=DEFAULT_REFUSED,
+                        help="directory for the cases the task must refuse")
     parser.add_argument("--check", action="store_true", help="verify the committed cases, write nothing")
     args = parser.parse_args(argv)
-    files = build(args.source)
+    outputs = ((build(args.source), args.out, "reconcile cases"),
+               (build(args.source, REFUSED), args.refused, "refused reconcile cases (each refusal checked)"))
     if args.check:
-        problems = []
-        for name, text in files.items():
-            path = args.out / name
-            if not path.is_file():
-                problems.append(f"missing: {path}")
-            elif path.read_text(encoding="utf-8") != text:
-                problems.append(f"differs: {path}")
-        stray = sorted(p.name for p in args.out.glob("*.json") if p.name not in files) if args.out.is_dir() else []
-        problems += [f"stray (not made by this script): {args.out / s}" for s in stray]
-        print(f"checked {len(files) - 1} reconcile cases and {MANIFEST} in {args.out} against {args.source}: "
-              f"{'OK' if not problems else f'{len(problems)} problem(s)'}")
-        for problem in problems:
-            print(f"  {problem}")
+        problems = [p for files, out, what in outputs for p in _check(files, out, args.source, what)]
         if problems:
             print("regenerate with: uv run python scripts/make_reconcile.py", file=sys.stderr)
         return 1 if problems else 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (args.out / name).write_text(text, encoding="utf-8")
-    print(f"wrote {len(files) - 1} cases and {MANIFEST} to {args.out}")
+    for files, out, what in outputs:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (out / name).write_text(text, encoding="utf-8")
+        print(f"wrote {len(files) - 1} {what} and {MANIFEST} to {out}")
     return 0
 
 

@@ -34,6 +34,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -159,8 +160,23 @@ def _subject_other_server(bundle: JSON, name: str) -> list[str]:
     return _set("subject", {"reference": f"https://example.org/fhir/Patient/{pid}"})(bundle, name)
 
 
-def _refill(bundle: JSON, name: str, recase: bool = False) -> list[str]:
-    """Insert a second active request for the same drug right after the first (a refill)."""
+NEW_DOSE = [{
+    "sequence": 1, "timing": {"repeat": {"frequency": 1, "period": 1.0, "periodUnit": "d"}},
+    "asNeededBoolean": False,
+    "doseAndRate": [{"type": {"coding": [{"system": "http://terminology.hl7.org/CodeSystem/dose-rate-type",
+                                          "code": "ordered", "display": "Ordered"}]},
+                     "doseQuantity": {"value": 2.0}}],
+}]
+"""The refill's new dosage: two units once a day, in the shape Synthea's 2025 bundles write."""
+
+
+def _refill(bundle: JSON, name: str, recase: bool = False, new_dose: bool = False) -> list[str]:
+    """Insert a second active request for the same drug right after the first (a refill).
+
+    With ``new_dose`` the refill is authored a day later and doubles the dose (``NEW_DOSE``): the
+    extraction truth is unchanged (one drug), and the reconcile task's rule "the latest authoredOn
+    gives the dosage" decides a packaged case.
+    """
     (entry,) = _targets(bundle)
     refill = copy.deepcopy(entry)
     rid = _new_id(name, entry["resource"]["id"])
@@ -169,6 +185,10 @@ def _refill(bundle: JSON, name: str, recase: bool = False) -> list[str]:
     if recase:  # the other Synthea generation's spelling: first letter's case swapped
         for coding in refill["resource"]["medicationCodeableConcept"]["coding"]:
             coding["display"] = coding["display"][0].swapcase() + coding["display"][1:]
+    if new_dose:
+        authored = datetime.fromisoformat(refill["resource"]["authoredOn"]) + timedelta(days=1)
+        refill["resource"]["authoredOn"] = authored.isoformat()
+        refill["resource"]["dosageInstruction"] = copy.deepcopy(NEW_DOSE)
     bundle["entry"].insert(bundle["entry"].index(entry) + 1, refill)
     return [entry["resource"]["id"], rid]
 
@@ -230,7 +250,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("subject-relative", "Beatrice", _subject_relative, "same", "subject Patient/<id>"),
     Variant("subject-other-server", "Stephen_McLaughlin", _subject_other_server, "drops",
             "an absolute subject URL that is not the Patient's fullUrl names someone else"),
-    Variant("duplicate-refill", "Delores12", _refill, "same", "duplicate active refills collapse into one"),
+    Variant("duplicate-refill", "Delores12", lambda b, n: _refill(b, n, new_dose=True), "same",
+            "duplicate active refills collapse into one (the refill, a day later, doubles the dose)"),
     Variant("display-two-spellings", "Bobbie849", lambda b, n: _refill(b, n, recase=True), "two-displays",
             "one RxCUI with two displays on active requests: either is accepted"),
     Variant("display-not-borrowed", "Demarcus108", _display_not_borrowed, "display-unchecked",

@@ -43,12 +43,20 @@ def drug_name(display: str) -> str:
     return f"{name} {word}" if word and word != "pill" else name
 
 
+_COUNTS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
 def dose_text(dose: JSON | None) -> str:
     if not dose:
         return ""
     value, unit = format_strength(float(dose["value"])), dose["unit"]
+    if unit in ("{tablet}", "{capsule}"):
+        n = float(dose["value"])
+        word = _COUNTS.get(int(n), value) if n.is_integer() else value
+        return f"{word} {unit[1:-1]}{'' if n == 1 else 's'}"
     words = {"mg": "mg", "ug": "micrograms", "g": "g", "mg/h": "mg an hour", "ug/h": "micrograms an hour"}
-    return f"{value} {words.get(unit, unit)}"
+    said = f"{value} {words.get(unit, unit)}"
+    return f"with {said} of {dose['ingredient']}" if dose.get("ingredient") else said
 
 
 def freq_text(freq: JSON | None) -> str:

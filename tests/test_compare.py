@@ -84,10 +84,28 @@ def test_different_tasks_are_reported_not_compared() -> None:
     b = run([case("w1", task="write", run_id="B")], run_id="B", task="write")
     comp = compare_runs(a, b)
     assert comp.problems == ["different tasks: extraction vs write"]
-    assert comp.cases == [] and not comp.gate.failed
+    # nothing was compared, so nothing shows the run did not regress: the gate fails and says why
+    assert comp.cases == [] and comp.gate.failed and comp.gate.nothing_compared
     assert all(f.diff is None for f in comp.figures)
     assert "PROBLEM: different tasks" in comparison_text(comp)
-    assert regressions(a, b).summary_lines() == ["regression gate: not applied (different tasks: extraction vs write)"]
+    assert regressions(a, b).summary_lines() == [
+        "regression gate: not applied (different tasks: extraction vs write)",
+        "regression gate FAILED: 0 cases compared with the baseline (different tasks: extraction vs write): nothing "
+        "shows that this run did not regress; compare runs of the same task over the same cases"]
+
+
+def test_a_run_sharing_no_case_with_its_baseline_fails_the_gate_saying_why() -> None:
+    a = run([case("c1"), case("c2")], run_id="A")
+    b = run([case("d1", run_id="B"), case("d2", run_id="B")], run_id="B")
+    gate = compare_runs(a, b).gate
+    assert gate.cases == () and gate.failed
+    (reason,) = gate.reasons()
+    assert reason.startswith("0 cases compared with the baseline (2 only in the baseline)")
+    assert "regression gate FAILED: 0 cases compared" in "\n".join(gate.summary_lines())
+    changed = run([case("c1", run_id="B", sha="other"), case("c2", run_id="B", sha="other")], run_id="B")
+    (why,) = compare_runs(a, changed).gate.reasons()  # every case file changed: nothing comparable either
+    assert "2 not comparable (the case file changed (fixture SHA-256 differs))" in why
+    assert not compare_runs(a, run([case("c1", run_id="B")], run_id="B")).gate.failed  # one compared: gated
 
 
 def test_version_facts_options_and_fixture_changes_are_warned() -> None:

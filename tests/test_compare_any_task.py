@@ -76,7 +76,7 @@ def test_two_reconcile_runs_compare_on_the_tasks_own_metrics(pytester: pytest.Py
     md = summary_markdown(naive)
     assert "| macro_discrepancy_f1 | " in md and "| macro_discrepancy_f1 | - | |" not in md
     line = next(x for x in md.splitlines() if x.startswith("| macro_discrepancy_f1 |"))
-    assert line.rstrip(" |").endswith("]")  # an interval over the cases' discrepancy_f1
+    assert line.rstrip(" |").endswith(")") and "] (" in line  # an interval over the cases' discrepancy_f1, named
 
     page = render_report(naive)
     columns = score_columns(naive)

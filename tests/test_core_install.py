@@ -114,7 +114,7 @@ def _requests(task_name: str, limit: int) -> list[AgentRequest]:
 
 
 @pytest.mark.parametrize(("spec", "task"), [
-    ("baseline-reconcile", "reconcile"), ("naive-reconcile", "reconcile"),
+    ("baseline-reconcile", "reconcile"), ("naive-reconcile", "reconcile"), ("hedge-reconcile", "reconcile"),
 ])
 def test_plain_install_agents_answer_without_any_optional_package(
     monkeypatch: pytest.MonkeyPatch, spec: str, task: str

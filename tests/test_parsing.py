@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,8 +44,11 @@ def test_case11_d_backticks_inside_strings_are_untouched_and_format_ok() -> None
 
 def test_case11_e_two_objects_are_ambiguous_and_not_scored() -> None:
     second = dict(MS, status="completed")
-    parsed = parse_object(f"First attempt: {MS_TEXT}\nCorrected version: {json.dumps(second)}")
+    parsed = parse_object(f"First attempt:\n{MS_TEXT}\nCorrected version:\n{json.dumps(second)}")
     assert parsed.value is None and parsed.format_ok is False and "ambiguous" in (parsed.error or "")
+    # the same two objects inside sentences: neither is an answer, and the reason counts both
+    inline = parse_object(f"First attempt: {MS_TEXT} Corrected version: {json.dumps(second)}")
+    assert inline.found is False and "2 JSON objects appear only inside a sentence" in (inline.error or "")
 
 
 def test_no_json_at_all() -> None:
@@ -70,14 +74,15 @@ def test_extraction_answer_in_fence_with_prose_is_recovered() -> None:
 def test_extraction_answer_empty_list_and_brackets_in_displays() -> None:
     assert TASK.parse(None, "[]").value == []  # type: ignore[arg-type]
     branded = [{"rxnorm_code": "1", "display": "Clonazepam [Klonopin]"}]
-    parsed = TASK.parse(None, "Answer: " + json.dumps(branded))  # type: ignore[arg-type]
+    parsed = TASK.parse(None, "Answer:\n" + json.dumps(branded))  # type: ignore[arg-type]
     assert parsed.value == branded
 
 
 def test_extraction_unparseable_answer_scores_as_empty_prediction_with_error() -> None:
     parsed = TASK.parse(None, '{"medications": "none"}')  # type: ignore[arg-type]
     assert parsed.value == [] and parsed.format_ok is False and parsed.found is False
-    assert parsed.error == "the answer is a JSON object, not the requested array"
+    assert parsed.error == 'the answer is a JSON object with keys "medications", not the requested array; ' \
+        "a value nested inside it is not an answer (answer with the array itself)"
     truth: dict[str, Any] = {"medications": [], "inactive_codes": {}}
     # Even for a patient with no active medication, a reply without a list is not the answer [].
     score = TASK.score(None, truth, parsed)  # type: ignore[arg-type]
@@ -155,7 +160,7 @@ def test_nesting_up_to_the_limit_is_still_an_answer() -> None:
 def test_thousands_of_brackets_that_start_nothing_stop_the_search() -> None:
     parsed = parse_object("{ x " * (MAX_FAILED_DECODES + 1) + MS_TEXT)
     assert parsed.found is False and f"over {MAX_FAILED_DECODES} brackets" in (parsed.error or "")
-    assert parse_object("{ x " * 50 + MS_TEXT).value == MS  # a little noise is still searched
+    assert parse_object("{ x " * 50 + "\n" + MS_TEXT).value == MS  # a little noise is still searched
 
 
 @pytest.mark.parametrize(("text", "name", "where"), [
@@ -167,3 +172,54 @@ def test_a_raw_control_character_inside_a_json_string_is_named(text: str, name: 
     assert not parsed.found and parsed.value == []
     assert parsed.error is not None and f"{name} inside a string at {where}" in parsed.error
     assert "must escape control characters" in parsed.error
+
+
+# Real replies of a small open-weight model (SmolLM2-135M-Instruct on a llama.cpp server) to the reconcile
+# case with no medication on either side; both were once read as the answer [] and passed the case.
+REAL_WRAPPED = '{"data":[],"messageType":"report"}'
+REAL_PROSE = ('The patient\'s Bundle holds only the Patient resource ("entry": [] for medications), and the '
+              "report names no medicine, so there is nothing to reconcile.")
+
+
+@pytest.mark.parametrize(("raw", "said"), [
+    (REAL_WRAPPED, 'the answer is a JSON object with keys "data", "messageType", not the requested array'),
+    (f"```json\n{REAL_WRAPPED}\n```", 'the JSON on its own is a JSON object with keys "data", "messageType"'),
+    (REAL_PROSE, "a JSON array appears only inside a sentence ('resource (\"entry\": []')"),
+    ('Here is what I found: {"medications": [{"rxnorm_code": "1", "display": "x", "status": "matched"}]}',
+     "a JSON array appears only inside a sentence ('found: {\"medications\": [{\"rxnorm_code\""),
+])
+def test_an_array_nested_in_an_object_or_quoted_in_prose_is_no_answer_in_every_task(raw: str, said: str) -> None:
+    from groundeval.tasks.reconcile.task import ReconcileTask
+
+    for task in (ExtractionTask(), ReconcileTask()):
+        parsed = task.parse(None, raw)  # type: ignore[arg-type]  # parse reads only the text
+        assert parsed.found is False and parsed.value == [], (task.name, parsed)
+        assert said in (parsed.error or ""), parsed.error
+
+
+def test_the_real_replies_fail_the_reconcile_case_they_once_passed_as_no_answer() -> None:
+    from groundeval.runner import RunInfo, run_case
+    from groundeval.tasks.reconcile.task import ReconcileTask
+
+    task = ReconcileTask()
+    case = task.load_case(next((Path(__file__).parents[1] / "fixtures" / "reconcile").glob("no-medication--*.json")))
+
+    from groundeval.testing import ScriptedAgent
+
+    info = RunInfo(run_id="r", task="reconcile", agent="fixed", model=None)
+    outcomes = {raw: run_case(task, ScriptedAgent({case.case_id: raw}), case, info, f"r::{raw[:9]}").record
+                for raw in (REAL_WRAPPED, REAL_PROSE, "[]")}
+    assert [r.outcome for r in outcomes.values()] == ["no_answer", "no_answer", "passed"]
+    assert outcomes[REAL_WRAPPED].message.startswith("no_answer: the answer is a JSON object with keys")
+
+
+def test_a_write_answer_must_be_the_resource_itself_not_an_array_or_bundle_holding_it() -> None:
+    from groundeval.tasks.write.task import WriteTask
+
+    task = WriteTask()
+    wrapped = task.parse(None, json.dumps([MS]))  # type: ignore[arg-type]
+    assert wrapped.found is False and "a JSON array of 1 item, not the requested object" in (wrapped.error or "")
+    quoted = task.parse(None, f"I would write {MS_TEXT} but the note is unclear.")  # type: ignore[arg-type]
+    assert quoted.found is False and "only inside a sentence" in (quoted.error or "")
+    one_line_fence = task.parse(None, f"```json {MS_TEXT} ```")  # type: ignore[arg-type]
+    assert one_line_fence.value == MS and one_line_fence.format_ok is False

@@ -79,8 +79,9 @@ def test_summary_markdown_write_task_dimensions() -> None:
     rec = rec.model_copy(update={"aggregate": rec.aggregate.model_copy(update={"metrics": {
         "schema_pass_rate": 1.0, "coding_pass_rate": 0.5}})})
     md = summary_markdown(rec)
-    assert "| coding_pass_rate | 0.500 | [0.000, 1.000] |" in md
-    assert "| schema_pass_rate | 1.000 | [1.000, 1.000] |" in md
+    # proportions get the Wilson interval, named: 2 of 2 is no certainty (never [1.000, 1.000])
+    assert "| coding_pass_rate | 0.500 | [0.095, 0.905] (Wilson score) |" in md
+    assert "| schema_pass_rate | 1.000 | [0.342, 1.000] (Wilson score) |" in md
 
 
 def test_html_is_self_contained_and_escapes_case_text() -> None:

@@ -145,6 +145,30 @@ def test_aggregate_with_a_failed_empty_truth_case_keeps_micro_f1_at_one() -> Non
     assert agg["format_not_ok"] == 1
 
 
+def test_a_wrong_drug_listed_twice_is_one_false_positive_and_one_duplicate() -> None:
+    score = score_medications(TRUTH, [*PERFECT, ans("999", "Made-up 1 MG"), ans("999", "Made-up 1 MG"),
+                                      ans(None, "vitamin d"), ans(None, " Vitamin  D ")])
+    assert (score.metrics["fp"], score.metrics["duplicates"], score.metrics["contradictions"]) == (2, 2, 0)
+
+
+def test_one_drug_with_a_right_and_a_wrong_display_is_a_contradiction_and_cannot_pass() -> None:
+    hedged = [*PERFECT, ans("316049", "hydrochlorothiazide 25 mg")]
+    score = score_medications(TRUTH, hedged, min_display_accuracy=0.5)
+    m = score.metrics
+    assert (m["tp"], m["fp"], m["duplicates"], m["contradictions"], m["display_correct"]) == (3, 0, 1, 1, 2)
+    assert score.outcome == "partial" and "contradiction" in score.message
+    assert "'Hydrochlorothiazide 25 MG' + 'hydrochlorothiazide 25 mg'" in score.message
+    # the wrong display first and the right one after: the same contradiction, whatever the order
+    assert score_medications(TRUTH, [*PERFECT[1:], ans("316049", "x"), PERFECT[0]]).metrics["contradictions"] == 1
+
+
+def test_two_accepted_spellings_of_one_drug_contradict_nothing() -> None:
+    truth = [{"codes": ["243670"], "displays": {"243670": ["Aspirin 81 MG Oral Tablet", "aspirin 81 MG Oral Tablet"]},
+              "text": None, "kind": "coded", "requests": ["r1", "r2"]}]
+    score = score_medications(truth, [ans("243670", "Aspirin 81 MG Oral Tablet"), ans("243670", "aspirin 81 MG Oral Tablet")])
+    assert score.outcome == "passed" and score.metrics["contradictions"] == 0 and score.metrics["duplicates"] == 1
+
+
 def test_aggregate_counts_duplicates_and_cases_with_duplicates() -> None:
     dup = score_medications(TRUTH, [*PERFECT, PERFECT[0], PERFECT[1]]).metrics
     once = score_medications(TRUTH, [*PERFECT, PERFECT[2]]).metrics

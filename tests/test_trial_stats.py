@@ -193,12 +193,13 @@ def _fabricated() -> RunRecord:
 def test_reports_read_the_aggregate_not_recompute() -> None:
     rec = _fabricated()
     text = "\n".join(format_table(rec.aggregate, "header"))
-    assert "95% intervals (cluster bootstrap over 2 cases, trials pooled): pass_rate [0.123, 0.988]" in text
+    assert "95% intervals (cluster bootstrap (BCa) over 2 cases): pass_rate [0.123, 0.988]" in text
     assert "trials: 3 per case, 2 cases  pass@1: 0.432  pass@3: 0.778  pass^3: 0.222 [0.123, 0.988]" in text
     assert "cases passing (at least 0.6 of their counted trials): 1/2  below: a (2/3)" in text
     assert any(line.startswith("95% CI") and line.endswith("[0.123, 0.988]") for line in text.splitlines())
     md = summary_markdown(rec)
-    assert "95% interval [0.123, 0.988]" in md and "| 3 | 0.778 | 0.222 [0.123, 0.988] | 2 |" in md
+    assert "95% interval [0.123, 0.988] (cluster bootstrap (BCa))" in md
+    assert "| 3 | 0.778 | 0.222 [0.123, 0.988] (cluster bootstrap (BCa)) | 2 |" in md
     assert "cases passing (at least 0.6 of their counted trials): **1/2**; below: `a`" in md
     assert "| `a` | 2/3 | 3 | passed, passed, failed |" in md and "METHOD-TEXT" in md
     assert "`a[trial-2]`" in md  # the failed trial, named
@@ -207,6 +208,7 @@ def test_reports_read_the_aggregate_not_recompute() -> None:
     assert ">1/2</strong>" in html and "[trial-2]" in html
     props = dict(suite_properties(rec))
     assert props["pass_rate_ci_low"] == 0.1234 and props["macro_f1_ci_high"] == 0.9876
+    assert props["pass_rate_ci_method"] == "bootstrap-bca"
     assert (props["trials"], props["pass_at_1"], props["pass_at_k"], props["pass_hat_k"]) == (3, 0.4321, 0.7777, 0.2222)
     assert (props["min_pass_rate"], props["cases_judged"], props["cases_passed"]) == (0.6, 2, 1)
 
@@ -215,7 +217,7 @@ def test_k1_reports_show_intervals_but_no_trials_section() -> None:
     records = [case(f"c{i}", o) for i, o in enumerate(["passed", "failed", "passed"])]
     rec = _record(records, None)
     text = "\n".join(format_table(rec.aggregate, "header"))
-    assert "95% intervals (cluster bootstrap over 3 cases, trials pooled): pass_rate [" in text
+    assert "95% intervals (Wilson score over 3 cases): pass_rate [0.208, 0.939]  answer_rate [0.439, 1.000]" in text
     assert "pass@" not in text and "cases passing" not in text
     props = dict(suite_properties(rec))
     assert props["trials"] == 1 and props["pass_at_k"] == props["pass_at_1"] == props["pass_rate"]
@@ -288,3 +290,55 @@ def test_the_run_end_does_not_wait_forever_for_a_stuck_warm_up_import(monkeypatc
     finished = done.wait(timeout=120)  # far above what the computation needs: only a join without a bound misses it
     release.set()
     assert finished, "with_trial_stats waited on the stuck warm-up thread"
+
+
+def test_a_proportion_gets_a_wilson_interval_that_behaves_at_0_and_n() -> None:
+    from scipy.stats import binomtest
+
+    from groundeval.records.trial_stats import proportion_interval
+
+    every = proportion_interval(1.0, 25)  # 25 of 25 passed: compatible with a true rate well under 0.9
+    none = proportion_interval(0.0, 10)
+    assert every is not None and none is not None
+    assert every.low == pytest.approx(0.866808, abs=1e-6) and every.high == 1.0 and every.method == "wilson"
+    assert none.low == 0.0 and none.high == pytest.approx(0.277533, abs=1e-6)
+    ci = binomtest(7, 12).proportion_ci(0.95, method="wilson")  # the maintained implementation, not ours
+    seven = proportion_interval(7 / 12, 12)
+    assert seven is not None and seven.low == pytest.approx(ci.low, abs=1e-6) and seven.high == pytest.approx(ci.high, abs=1e-6)
+    assert proportion_interval(0.5, 0) is None
+
+
+def test_with_trials_the_rate_is_over_cases_and_identical_trials_do_not_narrow_it() -> None:
+    task = make_task("extraction")
+    outcomes = ["passed"] * 7 + ["failed"] * 3
+    once = summarize(task, [case(f"c{i}", o) for i, o in enumerate(outcomes)]).trials
+    thrice = summarize(task, [r for i, o in enumerate(outcomes) for r in _trials(f"c{i}", "ppp" if o == "passed" else "fff")]).trials
+    assert once is not None and thrice is not None
+    a, b = once.intervals["pass_rate"], thrice.intervals["pass_rate"]
+    assert (a.low, a.high, a.cases) == (b.low, b.high, b.cases) == (a.low, a.high, 10)
+    # a pooled rate that is not a whole number of cases is widened to the whole numbers either side
+    mixed = summarize(task, [*_trials("a", "ppf"), *_trials("b", "ppp"), *_trials("c", "fff")]).trials
+    assert mixed is not None
+    iv = mixed.intervals["pass_rate"]
+    low = proportion_interval_at(1, 3)
+    high = proportion_interval_at(2, 3)
+    assert iv.method == "wilson-cases" and (iv.low, iv.high) == (low[0], high[1]) and iv.low < iv.value < iv.high
+
+
+def proportion_interval_at(k: int, n: int) -> tuple[float, float]:
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(0.95, method="wilson")
+    return round(float(ci.low), 6), round(float(ci.high), 6)
+
+
+def test_no_summarised_figure_of_a_finite_sample_has_a_zero_width_interval() -> None:
+    task = make_task("extraction")
+    for outcomes in (["passed"] * 25, ["failed"] * 10):
+        stats = summarize(task, [case(f"c{i}", o) for i, o in enumerate(outcomes)]).trials
+        assert stats is not None and stats.intervals
+        for name, iv in stats.intervals.items():
+            assert iv.high - iv.low > 0.05 and iv.method != "exact", (name, iv)
+    # a mean over cases with no spread (every macro F1 1.0) falls back to the Wilson interval at that mean
+    stats = summarize(task, [case(f"c{i}") for i in range(25)]).trials
+    assert stats is not None and stats.intervals["macro_f1"].method == "wilson"

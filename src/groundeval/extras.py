@@ -1,8 +1,9 @@
 """Optional dependency groups ("extras") and the one-line error when one is missing.
 
 A plain ``pip install groundeval`` installs what the extraction, reconcile and labs tasks, the
-``naive``, ``baseline-reconcile``, ``naive-reconcile`` and ``replay:RUN.json`` agents, a user's
-own ``module:attr`` agent, the result cache and the compare/report/gate CLIs need. Extras add
+``naive``, ``baseline-reconcile``, ``naive-reconcile``, ``hedge-reconcile``, ``baseline-labs``, ``naive-labs``
+and ``replay:RUN.json`` agents, a user's own ``module:attr`` agent, the result cache and the
+compare/report/gate CLIs need. Extras add
 the rest (inspect_ai-style: a provider's SDK is installed only for the agent that calls it):
 
 * ``xdist``: pytest-xdist, for ``-n`` (parallel workers).

@@ -65,12 +65,13 @@ def test_k1_summary_and_junit_carry_the_intervals(pytester: pytest.Pytester, tri
     result = pytester.runpytest(*_args("--junitxml=out.xml"))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["pass rate: 0.500 (1/2)*",
-                                 "95% intervals (cluster bootstrap over 2 cases, trials pooled): pass_rate [[]0.000, 1.000[]]*"])
+                                 "95% intervals (Wilson score over 2 cases): pass_rate [[]0.095, 0.905[]]*"])
     result.stdout.no_fnmatch_line("trials: *")
     agg = run_records(pytester.path)[0]["aggregate"]
     assert agg["trials"]["k"] == 1 and agg["trials"]["pass_k"][0]["pass_at_k"] == agg["pass_rate"] == 0.5
     suite = _suite(pytester.path / "out.xml")
-    assert suite["trials"] == "1" and float(suite["pass_at_1"]) == 0.5 and suite["pass_rate_ci_low"] == "0.0"
+    assert suite["trials"] == "1" and float(suite["pass_at_1"]) == 0.5 and suite["pass_rate_ci_low"] == "0.094531"
+    assert suite["pass_rate_ci_method"] == "wilson"
 
 
 def test_min_pass_rate_rejects_values_outside_0_1(pytester: pytest.Pytester, trials_dir: Path) -> None:

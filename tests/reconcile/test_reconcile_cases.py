@@ -24,6 +24,7 @@ from groundeval.tasks.reconcile.task import ReconcileTask
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "fixtures" / "reconcile"
+REFUSED = ROOT / "fixtures" / "reconcile_refused"
 TASK = ReconcileTask()
 
 
@@ -55,7 +56,8 @@ def _status(truth: dict[str, Any], code: str) -> str:
 def test_check_mode_passes_on_the_committed_cases_and_says_what_it_checked(capsys: pytest.CaptureFixture[str]) -> None:
     assert _script().main(["--check"]) == 0
     out = capsys.readouterr().out
-    assert "checked 33 reconcile cases and MANIFEST.json" in out and out.rstrip().endswith("OK")
+    assert "checked 42 reconcile cases and MANIFEST.json" in out and out.rstrip().endswith("OK")
+    assert "checked 7 refused reconcile cases (each refusal checked) and MANIFEST.json" in out
 
 
 def test_check_mode_fails_on_an_edited_case_and_a_stray_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -79,14 +81,16 @@ def test_at_least_30_cases_from_15_patients_and_every_transformation(loaded: lis
     patients = {case.meta["patient_id"] for case, _, _ in loaded}
     assert len(patients) >= 15
     kinds = Counter(t["kind"] for _, data, _ in loaded for t in data["transformations"])
-    assert set(kinds) == set(TRANSFORMATIONS), set(TRANSFORMATIONS) - set(kinds)
+    refused = {t["kind"] for path in REFUSED.glob("refused-*.json") for t in json.loads(path.read_text())["transformations"]}
+    assert set(kinds) | refused == set(TRANSFORMATIONS), set(TRANSFORMATIONS) - set(kinds) - refused
     assert any(case.meta["fixture"].startswith("variant-") for case, _, _ in loaded)
     assert any(len({t["kind"] for t in data["transformations"]}) >= 3 for _, data, _ in loaded)
 
 
 EFFECT = {"omission": "omission", "commission": "commission", "dose_change": "dose_mismatch",
           "frequency_change": "dose_mismatch", "as_needed_flip": "dose_mismatch", "unit_equivalent": "matched",
-          "stopped_reported": "stopped_but_taken", "brand_name": "matched"}
+          "stopped_reported": "stopped_but_taken", "brand_name": "matched", "brand_rxcui": "matched",
+          "other_strength": "dose_mismatch", "combination_dose": "dose_mismatch"}
 
 
 def test_each_transformation_gets_its_status_from_the_truth_code(loaded: list[Any]) -> None:
@@ -129,6 +133,82 @@ def test_the_brand_rule_on_packaged_cases(loaded: list[Any]) -> None:
     assert [e["status"] for e in truth["entries"]] == ["matched"] * 4
     _, data, truth = _case(loaded, "generic-for-brand--")
     assert "furosemide 40 mg" in data["report"]["text"] and _status(truth, "315971") == "matched"
+
+
+def _entry(truth: dict[str, Any], code: str) -> dict[str, Any]:
+    return next(e for e in truth["entries"] if code in e["codes"])
+
+
+@pytest.mark.parametrize(("prefix", "said", "code", "dose"), [
+    ("unit-grams--", "naproxen 0.22 g", "849574", {"value": 0.22, "unit": "g"}),
+    ("unit-tablets--", "lisinopril one tablet", "314076", {"value": 1.0, "unit": "{tablet}"}),
+    ("mixed-high-alert--Maximina", "fentanyl ER patch 25 micrograms an hour", "245134", {"value": 25.0, "unit": "ug/h"}),
+    ("unit-equivalent--", "digoxin 125 micrograms", "197604", {"value": 125.0, "unit": "ug"}),
+])
+def test_every_unit_conversion_that_must_be_equal_is_packaged(loaded: list[Any], prefix: str, said: str, code: str,
+                                                              dose: dict[str, Any]) -> None:
+    _, data, truth = _case(loaded, prefix)
+    entry = _entry(truth, code)
+    assert said in data["report"]["text"] and entry["reported"]["dose"] == dose
+    assert entry["status"] == "matched" and entry["reported"]["amounts"] == entry["record"]["amounts"]
+
+
+def test_pairing_by_concept_whatever_rxcui_the_case_author_wrote(loaded: list[Any]) -> None:
+    _, data, truth = _case(loaded, "brand-rxcui--Delores")  # Toprol XL's own RxCUI for the record's generic
+    assert {"866414"} == {i["rxnorm_code"] for i in data["report"]["items"]} - {e["rxnorm_code"] for e in truth["entries"]}
+    toprol = _entry(truth, "866412")
+    assert (toprol["status"], toprol["pairing"], toprol["codes"]) == ("matched", "clinical drug", ["866412", "866414"])
+    _, _, truth = _case(loaded, "generic-rxcui--Demarcus")  # the generic's RxCUI for the record's Tylenol
+    assert (_entry(truth, "313782")["rxnorm_code"], _entry(truth, "313782")["status"]) == ("209387", "matched")
+    _, _, truth = _case(loaded, "other-strength--Janene")  # lisinopril 5 mg's RxCUI for the record's 10 mg
+    lisinopril = _entry(truth, "311354")
+    assert (lisinopril["rxnorm_code"], lisinopril["status"], lisinopril["pairing"]) == (
+        "314076", "dose_mismatch", "ingredients")
+    assert lisinopril["why"] == "dose 10 mg vs 5 mg" and len(truth["entries"]) == 7  # no omission + commission
+
+
+def test_combination_products_compare_per_ingredient_and_a_doubled_opioid_is_high_alert(loaded: list[Any]) -> None:
+    _, data, truth = _case(loaded, "combination-opioid-doubled--")
+    oxycodone = _entry(truth, "1049221")
+    assert "with 10 mg of oxycodone" in data["report"]["text"]
+    assert oxycodone["status"] == "dose_mismatch" and oxycodone["high_alert"] is not None
+    assert oxycodone["why"] == "dose of oxycodone hydrochloride 5 mg vs 10 mg"  # acetaminophen was not said
+    _, data, truth = _case(loaded, "combination-two-tablets--")
+    norco = _entry(truth, "856987")
+    assert "two tablets" in data["report"]["text"] and norco["status"] == "dose_mismatch" and norco["high_alert"]
+    assert norco["why"] == "dose of acetaminophen 300 mg vs 600 mg; dose of hydrocodone bitartrate 5 mg vs 10 mg"
+
+
+def test_the_latest_authored_request_gives_the_dosage(loaded: list[Any]) -> None:
+    latest, earlier = _case(loaded, "refill-latest-dose--"), _case(loaded, "refill-earlier-dose--")
+    requests = [r for r in _requests(latest[0].data["bundle"]) if "310325" in json.dumps(r)]
+    assert len(requests) == 2 and requests[0]["authoredOn"] < requests[1]["authoredOn"]  # the refill is later
+    assert _entry(latest[2], "310325")["status"] == "matched" and "ferrous sulfate 650 mg" in latest[1]["report"]["text"]
+    assert _entry(earlier[2], "310325")["why"] == "dose 650 mg vs 325 mg"
+
+
+def _refused() -> list[tuple[Path, str]]:
+    manifest = json.loads((REFUSED / "MANIFEST.json").read_text())
+    return [(REFUSED / f"{row['case']}.json", row["refused"]) for row in manifest["entries"]]
+
+
+@pytest.mark.parametrize(("path", "words"), _refused(), ids=lambda v: v.name.split("--")[0] if isinstance(v, Path) else "")
+def test_each_refused_case_is_an_invalid_case_naming_the_file_the_item_the_unit_and_the_fix(path: Path, words: str) -> None:
+    from groundeval.runner import RunInfo, run_case
+    from groundeval.testing import ScriptedAgent
+
+    case = TASK.load_case(path)  # the schema accepts it: the rule is the truth's, checked before any agent call
+    calls: list[str] = []
+
+    def answer(request: Any) -> str:
+        calls.append(request.case_id)
+        return "[]"
+
+    agent = ScriptedAgent(answer)
+    record = run_case(TASK, agent, case, RunInfo(run_id="r", task="reconcile", agent="x", model=None), "n").record
+    assert record.outcome == "invalid_case" and calls == []
+    assert words in record.message and path.name in record.message
+    assert "report.items[" in record.message  # the item
 
 
 def test_exact_and_empty_cases(loaded: list[Any]) -> None:

@@ -53,9 +53,49 @@ def test_branded_and_generic_codes_of_one_drug_pair_with_either() -> None:
     assert score_reconcile(truth, [said("313782", "omission")]).outcome == "passed"
 
 
-def test_a_duplicate_is_ignored_and_counted() -> None:
-    m = score_reconcile([entry("1", "omission")], [said("1", "omission"), said("1", "matched")]).metrics
-    assert m["duplicates"] == 1 and m["discrepancy_f1"] == 1.0 and m["matched_fp"] == 0
+def test_an_identical_repeat_is_neutral_right_or_wrong() -> None:
+    right = score_reconcile([entry("1", "omission")], [said("1", "omission"), said("1", "omission")])
+    assert right.outcome == "passed" and right.metrics["duplicates"] == 1 and right.metrics["discrepancy_f1"] == 1.0
+    wrong = score_reconcile([entry("1", "omission")], [said("1", "commission")] * 2).metrics
+    assert (wrong["tp"], wrong["fp"], wrong["fn"], wrong["duplicates"]) == (0, 1, 1, 1)
+    extra = score_reconcile([], [said("99", "commission")] * 3).metrics
+    assert (extra["fp"], extra["duplicates"], extra["contradictions"]) == (1, 2, 0)
+
+
+def _n(metrics: dict[str, Any], key: str) -> float:
+    value = metrics[key]
+    assert value is None or isinstance(value, int | float)
+    return float(value or 0)
+
+
+def test_one_drug_claimed_with_two_statuses_is_a_contradiction_that_earns_nothing() -> None:
+    score = score_reconcile([entry("1", "omission")], [said("1", "omission"), said("1", "matched")])
+    m = score.metrics
+    assert (m["tp"], m["fp"], m["fn"], m["matched_fp"], m["contradictions"]) == (0, 1, 1, 1, 1)
+    assert score.outcome == "failed" and "contradiction" in score.message and "omission | omission + matched" in score.message
+    # even a threshold the F1s meet cannot pass a case with a contradiction
+    truth = [entry(str(i), "omission") for i in range(9)]
+    hedged = [said(str(i), "omission") for i in range(9)] + [said("0", "dose_mismatch")]
+    lenient = score_reconcile(truth, hedged, min_f1=0.5)
+    assert _n(lenient.metrics, "discrepancy_f1") >= 0.5 and lenient.outcome == "partial"
+
+
+@pytest.mark.parametrize("guess", ["matched", "omission", "commission", "dose_mismatch", "stopped_but_taken"])
+def test_hedging_scores_strictly_below_the_best_guess_alone_whether_it_was_right_or_wrong(guess: str) -> None:
+    statuses = ("matched", "omission", "commission", "dose_mismatch", "stopped_but_taken")
+    truth = [entry("1", "dose_mismatch", "anticoagulants"), entry("2", "matched")]
+    alone = dict(score_reconcile(truth, [said("1", guess), said("2", "matched")]).metrics)
+    for n in range(1, 5):
+        hedges = [s for s in statuses if s != guess][:n]
+        hedged = score_reconcile(truth, [said("1", guess), said("2", "matched"), *(said("1", s) for s in hedges)])
+        m = dict(hedged.metrics)
+        assert hedged.outcome != "passed" and m["high_alert_missed"] is True
+        assert _n(m, "discrepancy_f1") <= _n(alone, "discrepancy_f1") and _n(m, "matched_f1") <= _n(alone, "matched_f1")
+        assert _n(m, "discrepancy_precision") <= _n(alone, "discrepancy_precision")
+        assert _n(m, "fp") + _n(m, "matched_fp") > _n(alone, "fp") + _n(alone, "matched_fp")
+        assert _n(m, "tp") + _n(m, "matched_tp") <= 1
+        if guess == "dose_mismatch":  # a right guess hedged loses its credit outright
+            assert _n(m, "discrepancy_f1") < _n(alone, "discrepancy_f1") == 1.0
 
 
 def test_the_exact_report_case_needs_every_matched_entry_and_no_discrepancy() -> None:

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -243,6 +244,39 @@ def test_max_dose_table_covers_catalog_ingredients_and_cites_sources(catalog: Ca
     assert "mcg" in (table[("levothyroxine sodium", "oral")].reason or "")
 
 
+def test_every_ceiling_row_holds_for_the_release_of_each_catalog_product_it_judges(catalog: Catalog) -> None:
+    from groundeval.terminology.doses import row_applies
+
+    table = load_max_daily_doses()
+    judged = 0
+    for entry in catalog:
+        if len(entry.ingredients) != 1:
+            continue
+        row = find_max_dose(table, entry.ingredients[0].name, entry.route)
+        if row is not None:
+            assert row_applies(row, entry) is None, row_applies(row, entry)
+            judged += 1
+    assert judged >= 30
+    memantine = table[("memantine hydrochloride", "oral")]  # the catalog's memantine is an oral solution (IR)
+    assert (memantine.release, memantine.mg_per_day) == ("immediate", 20) and "NAMENDA" in memantine.source
+    assert table[("metoprolol succinate", "oral")].release == "extended"
+    er = next(e for e in catalog if e.rxcui == "866412")  # 24 HR metoprolol succinate ER
+    wrong = replace(memantine, ingredient="metoprolol succinate")
+    assert "is for immediate-release products; 866412" in (row_applies(wrong, er) or "")
+
+
+def test_a_write_case_whose_ceiling_row_is_for_another_release_is_refused_at_load(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import groundeval.tasks.write.task as write
+
+    table = dict(load_max_daily_doses())
+    table[("metoprolol succinate", "oral")] = replace(table[("metoprolol succinate", "oral")], release="immediate")
+    monkeypatch.setattr(write, "_max_doses", lambda: table)
+    with pytest.raises(DatasetError, match=r"is for immediate-release products; \d+ '24 HR metoprolol succinate.*"
+                                           r"add the label's ceiling for that form, or correct 'release'"):
+        write.WriteTask().load_case(ROOT / "fixtures" / "write" / "toprol-xl-brand.json")
+
+
 def test_find_max_dose_falls_back_to_the_only_route() -> None:
     table = load_max_daily_doses()
     hctz = parse_display("Hydrochlorothiazide 25 MG")
@@ -256,10 +290,11 @@ def test_find_max_dose_falls_back_to_the_only_route() -> None:
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        ({"ingredient": "x", "route": "oral", "mg_per_day": None, "source": "s"}, "needs a reason"),
-        ({"ingredient": "x", "route": "oral", "mg_per_day": -1, "source": "s"}, "is not > 0"),
-        ({"ingredient": "x", "route": "oral", "mg_per_day": "10", "source": "s"}, "is not > 0"),
-        ({"ingredient": "x", "route": "oral", "mg_per_day": 10}, "non-empty ingredient"),
+        ({"ingredient": "x", "route": "oral", "release": "any", "mg_per_day": None, "source": "s"}, "needs a reason"),
+        ({"ingredient": "x", "route": "oral", "release": "any", "mg_per_day": -1, "source": "s"}, "is not > 0"),
+        ({"ingredient": "x", "route": "oral", "release": "any", "mg_per_day": "10", "source": "s"}, "is not > 0"),
+        ({"ingredient": "x", "route": "oral", "release": "any", "mg_per_day": 10}, "non-empty ingredient"),
+        ({"ingredient": "x", "route": "oral", "mg_per_day": 10, "source": "s"}, "release None is not one of"),
     ],
 )
 def test_max_dose_table_rejects_bad_rows(tmp_path: Path, row: dict[str, object], message: str) -> None:
@@ -270,7 +305,7 @@ def test_max_dose_table_rejects_bad_rows(tmp_path: Path, row: dict[str, object],
 
 
 def test_max_dose_table_rejects_duplicates(tmp_path: Path) -> None:
-    row = {"ingredient": "X", "route": "oral", "mg_per_day": 1, "source": "s"}
+    row = {"ingredient": "X", "route": "oral", "release": "any", "mg_per_day": 1, "source": "s"}
     path = tmp_path / "doses.json"
     path.write_text(json.dumps({"rows": [row, {**row, "ingredient": "x"}]}))
     with pytest.raises(DatasetError, match="duplicate"):

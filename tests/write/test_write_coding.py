@@ -52,6 +52,18 @@ def coding(answer: dict[str, Any]) -> dict[str, Any]:
 
 # -- coding_reason labels ------------------------------------------------------------------------
 
+def test_codings_are_a_set_a_repeat_is_neutral_and_a_second_display_is_a_contradiction(ibuprofen: Case) -> None:
+    answer = answer_for(ibuprofen)
+    right = coding(answer)
+    answer["medicationCodeableConcept"]["coding"] = [right, dict(right)]
+    assert score(ibuprofen, answer).metrics["coding"] is True
+    for hedge in ([right, {**right, "display": "Ibuprofen 200 MG"}], [{**right, "display": "Ibuprofen 200 MG"}, right]):
+        answer["medicationCodeableConcept"]["coding"] = hedge
+        result = score(ibuprofen, answer)
+        assert result.metrics["coding"] is False and result.metrics["coding_reason"] == "display_mismatch"
+        assert "a contradiction: the same RxCUI with two displays" in result.message
+
+
 def test_a_right_code_has_no_reason(ibuprofen: Case) -> None:
     result = score(ibuprofen, answer_for(ibuprofen))
     assert result.metrics["coding"] is True and result.metrics["coding_reason"] is None
@@ -149,7 +161,7 @@ def test_an_rxnorm_oid_is_an_error_to_the_agent_and_a_coding_failure_to_the_scor
     lambda q: q.update(code="{tablet}", unit="tablet", value=2),
     lambda q: q.update(code="mcg", unit="mcg"),
     lambda q: q.update(code="MG"),
-], ids=["rate", "TAB", "annotation", "mcg", "megagram"])
+], ids=["rate", "TAB", "annotation", "mcg", "megagauss"])
 def test_schema_passes_exactly_when_the_validator_has_no_non_coding_error(ibuprofen: Case, change: Any) -> None:
     answer = answer_for(ibuprofen)
     change(answer["dosage"][0]["doseAndRate"][0]["doseQuantity"])

@@ -40,6 +40,7 @@ def ideal(c: Case) -> dict[str, Any]:
         kwargs = {"dose_value": dose["value"], "dose_unit": dose["unit"],
                   "dose_max": None if rng is None else rng["high"]["value"],
                   "frequency": dosage["frequency"], "frequency_max": dosage["frequency_max"],
+                  "period_max": dosage["period_max"],
                   "period": dosage["period"], "period_unit": dosage["period_unit"],
                   "as_needed": dosage["as_needed"]}
     return build_medication_statement(status=truth["status"], rxcui=med["rxcui"], display=med["display"],
@@ -92,7 +93,7 @@ def test_dropping_frequency_max_fails_safety_with_the_reason(acetaminophen: Case
     assert result.metrics["safety"] is False and result.metrics["schema"] is True
     assert ("timing: expected 2-4 per 1 d (frequencyMax 4), got a fixed 2 per 1 d: the upper bound "
             "(frequencyMax) was dropped") in result.message
-    assert "daily total (the most in a day): expected 1300 mg/day, got 650 mg/day" in result.message
+    assert "daily total (the most in 24 hours): expected 1300 mg, got 650 mg (325 mg x 2 doses, 2 per 1 d)" in result.message
 
 
 def test_a_wrong_frequency_range_and_an_invented_one_fail(acetaminophen: Case, ibuprofen: Case) -> None:
@@ -255,7 +256,11 @@ def test_nonsense_is_rejected(unit: str) -> None:
 
 def test_known_mistakes_keep_their_hints() -> None:
     assert ucum_problem("mcg") == ("'mcg' is not a UCUM code", "use 'ug' (UCUM is case-sensitive)")
-    assert ucum_problem("MG") == ("'MG' is UCUM for megagram", "use 'mg' (UCUM is case-sensitive)")
+    # what the grammar really read: in case-sensitive UCUM, MG is mega-gauss and Mg is mega-gram
+    assert ucum_problem("MG") == ("'MG' is legal UCUM, but for megagauss (a magnetic flux density): surely not "
+                                  "what was meant", "use 'mg' (UCUM is case-sensitive)")
+    assert ucum_problem("Mg") == ("'Mg' is legal UCUM, but for megagram (a mass): surely not what was meant",
+                                  "use 'mg' (UCUM is case-sensitive)")
     problem = ucum_problem("tablets")
     assert problem is not None and "{tablet}" in problem[1]
 
@@ -278,7 +283,9 @@ def test_the_validator_accepts_the_units_the_catalog_produces(unit: str) -> None
 def test_a_rate_is_legal_ucum_but_not_a_dose(ibuprofen: Case) -> None:
     answer = ideal(ibuprofen)
     rate_of(answer)["doseQuantity"].update(unit="mg/h", code="mg/h")
-    assert "dose unit 'mg/h' is not a mass" in score(ibuprofen, answer).message
+    # the message says what the unit is: its name and dimension, as the UCUM registry reads it
+    assert ("dose unit 'mg/h' is milligram / hour (a mass per time (a rate)), not a mass per administration"
+            in score(ibuprofen, answer).message)
 
 
 def test_ucum_libraries_are_imported_lazily() -> None:
@@ -347,3 +354,63 @@ def test_the_validator_checks_both_ends_of_a_dose_range(tramadol: Case) -> None:
     rng["high"].update(code="mg", unit="mg", value=25)
     [issue] = validate_medication_statement(answer)["issues"]
     assert "rng-2" in issue["problem"] and issue["severity"] == "error"
+
+
+def test_rng_2_compares_the_ends_as_quantities_not_as_bare_numbers(tramadol: Case) -> None:
+    answer = ideal(tramadol)
+    rng = rate_of(answer)["doseRange"]
+    rng["high"].update(code="g", unit="g", value=0.1)  # 50 mg to 0.1 g: in order, nothing to swap
+    assert validate_medication_statement(answer)["ok"] is True
+    assert score(tramadol, answer).outcome == "passed"
+    rng["high"].update(value=0.04)  # 50 mg to 0.04 g: inverted, said with the units as written
+    (issue,) = validate_medication_statement(answer)["issues"]
+    assert issue["problem"] == "low 50 mg is above high 0.04 g (invariant rng-2)" and issue["fix"] == "swap low and high"
+    rng["high"].update(code="{tablet}", unit="tablet", value=2)  # a count and a mass: not comparable
+    (issue,) = validate_medication_statement(answer)["issues"]
+    assert "cannot be compared" in issue["problem"]
+
+
+@pytest.mark.parametrize(("repeat", "flagged"), [
+    ({"frequency": 4, "frequencyMax": 2, "period": 1, "periodUnit": "d"}, "frequencyMax 2 is below frequency 4"),
+    ({"frequency": 1, "period": 8, "periodMax": 6, "periodUnit": "h"}, "periodMax 6 is below period 8"),
+    ({"frequency": 1, "periodMax": 8, "periodUnit": "h"}, "periodMax given without period (invariant tim-6)"),
+])
+def test_the_validator_flags_a_timing_range_whose_top_is_under_its_bottom(
+        acetaminophen: Case, repeat: dict[str, Any], flagged: str) -> None:
+    answer = ideal(acetaminophen)
+    answer["dosage"][0]["timing"]["repeat"] = repeat
+    report = validate_medication_statement(answer)
+    assert report["ok"] is False and any(flagged in i["problem"] for i in report["issues"]), report["issues"]
+    assert score(acetaminophen, answer).metrics["schema"] is False
+
+
+def test_safety_reads_an_inverted_frequency_range_by_its_real_top(acetaminophen: Case) -> None:
+    answer = ideal(acetaminophen)
+    repeat_of(answer).update(frequency=4, frequencyMax=2)  # the range written upside down
+    result = score(acetaminophen, answer)
+    assert result.metrics["daily_total_mg"] == 1300.0  # 325 mg x 4, not x 2: the top is never the smaller bound
+    assert "timing:" not in result.message and result.metrics["schema"] is False
+
+
+@pytest.fixture(scope="module")
+def every_six_to_eight() -> Case:
+    return case("acetaminophen-every-six-to-eight-hours")
+
+
+def test_a_period_range_case_passes_with_period_max_and_counts_doses_at_the_shortest_period(
+        every_six_to_eight: Case) -> None:
+    answer = ideal(every_six_to_eight)
+    assert repeat_of(answer) == {"frequency": 1, "period": 6.0, "periodMax": 8.0, "periodUnit": "h"}
+    result = score(every_six_to_eight, answer)
+    assert result.outcome == "passed", result.message
+    assert result.metrics["daily_total_mg"] == 2600.0  # 650 mg x 4: every 6 hours at the most
+    del repeat_of(answer)["periodMax"]
+    dropped = score(every_six_to_eight, answer)
+    assert dropped.metrics["safety"] is False
+    assert "the longer period (periodMax) was dropped" in dropped.message
+
+
+def test_the_daily_total_is_the_most_within_24_hours_for_every_other_day_dosing() -> None:
+    iron = case("ferrous-sulfate-every-other-day")
+    assert TASK.truth(iron)["dosage"]["daily_total_mg"] == 325.0  # not the 162.5 mg average
+    assert score(iron, ideal(iron)).metrics["daily_total_mg"] == 325.0

@@ -250,7 +250,7 @@ def test_a_per_tablet_dose_is_not_the_documented_dose(ibuprofen: dict[str, Any])
     result = score(ibuprofen, answer)
     assert result.metrics["safety"] is False
     assert "dose: expected 400 mg per administration, got 200 mg" in result.message
-    assert "daily total: expected 1200 mg/day, got 600 mg/day (200 mg x 3 per 1 d)" in result.message
+    assert "daily total (the most in 24 hours): expected 1200 mg, got 600 mg (200 mg x 3 doses, 3 per 1 d)" in result.message
 
 
 def test_an_equivalent_schedule_gives_the_same_daily_total(ibuprofen: dict[str, Any]) -> None:
@@ -265,20 +265,22 @@ def test_a_daily_total_above_the_ceiling_fails_with_its_source() -> None:
     repeat_of(answer).update(frequency=1, period=2, periodUnit="h")
     result = score(truth, answer)
     assert result.metrics["safety"] is False and result.metrics["daily_total_mg"] == 7800.0
-    assert "daily total: expected 2600 mg/day, got 7800 mg/day" in result.message
+    assert "daily total (the most in 24 hours): expected 2600 mg, got 7800 mg" in result.message
     assert "dose in 24 h: 7800 mg exceeds the ceiling of 4000 mg/day for acetaminophen (oral;" in result.message
 
 
 def test_a_spread_out_schedule_cannot_hide_a_dose_above_the_daily_ceiling() -> None:
-    """5200 mg every other day averages 2600 mg/day but is 5200 mg on the day it is taken."""
+    """5200 mg every other day averages 2600 mg/day but is 5200 mg on the day it is taken: one definition."""
     truth = truth_of("tylenol-brand-lookup")
     answer = ideal(truth)
     dose_of(answer)["value"] = 5200
     repeat_of(answer).update(frequency=1, period=2, periodUnit="d")
     result = score(truth, answer)
-    assert result.metrics["daily_total_mg"] == 2600.0
+    assert result.metrics["daily_total_mg"] == 5200.0  # the daily total is the most within 24 hours, as the ceiling's
     assert result.metrics["safety"] is False
     assert "dose in 24 h: 5200 mg exceeds the ceiling of 4000 mg/day" in result.message
+    repeat_of(answer).update(frequency=1, period=16, periodUnit="h")  # every 16 h puts two doses into some 24 h
+    assert score(truth, answer).metrics["daily_total_mg"] == 10400.0
 
 
 def test_a_dose_that_cannot_be_verified_fails(ibuprofen: dict[str, Any]) -> None:

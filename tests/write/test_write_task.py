@@ -107,14 +107,21 @@ def test_truth_adds_mg_amounts_and_the_ingredient_ceiling(cases: list[Case]) -> 
     (lambda d: d.pop("note"), "note: Field required"),
     (lambda d: d.update(notes="typo"), "notes: Extra inputs are not permitted"),
     (lambda d: d["expected"].update(status="recorded"), "expected.status: Input should be 'active'"),
-    (lambda d: d["expected"]["dosage"]["dose"].update(unit="mcg"), "expected.dosage.dose.unit"),
+    (lambda d: d["expected"]["dosage"]["dose"].update(unit="mcg"),
+     "expected.dosage.dose.unit: Value error, 'mcg' is not a UCUM code; use 'ug'"),
+    (lambda d: d["expected"]["dosage"]["dose"].update(unit="MG"),
+     "expected.dosage.dose.unit: Value error, 'MG' is legal UCUM, but for megagauss"),
+    (lambda d: d["expected"]["dosage"]["dose"].update(unit="mg/(24.h)"),
+     "'mg/(24.h)' is milligram / hour (a mass per time (a rate)), not a mass"),
     (lambda d: d["expected"]["dosage"].update(frequency=2.5), "expected.dosage.frequency"),
     (lambda d: d["expected"]["dosage"]["daily_total"].update(value=400),
-     "daily_total 400 mg does not equal the most per administration x the most administrations per day = 1200 mg"),
+     "daily_total 400 mg does not equal the most per administration x the most administrations within 24 hours = "
+     "400 mg x 3 = 1200 mg"),
     (lambda d: d["expected"]["dosage"].update(period=None), "give frequency, period and period_unit together"),
     (lambda d: d["expected"]["medication"].update(rxcui=None), "needs 'text' and no 'display'"),
     (lambda d: d.update(id="Not A Slug"), "id: String should match pattern"),
-], ids=["missing-note", "extra-field", "r5-status", "non-ucum-unit", "fractional-frequency",
+], ids=["missing-note", "extra-field", "r5-status", "non-ucum-unit", "megagauss", "wrong-dimension",
+        "fractional-frequency",
         "inconsistent-daily-total", "partial-timing", "rxcui-null-with-display", "bad-id"])
 def test_a_case_failing_its_schema_names_the_file_and_field(tmp_path: Path, change: Callable[[dict[str, Any]], object], expected: str) -> None:
     data = raw_case()
@@ -163,9 +170,11 @@ def test_parse_recovers_fenced_json_and_flags_the_format(cases: list[Case]) -> N
     assert exact.value == resource and exact.format_ok
     fenced = TASK.parse(case, f"Here it is:\n```json\n{text}\n```\nDone.")
     assert fenced.value == resource and fenced.format_ok is False
+    # a tool's {"ok", "resource"} reply is not the resource: nothing nested is dug out (issue 23, section 7)
     wrapped = TASK.parse(case, json.dumps({"ok": True, "resource": resource}))
-    assert wrapped.value == resource and wrapped.format_ok is False
-    twice = TASK.parse(case, f"first {text} then {text}")
+    assert wrapped.value == {} and wrapped.found is False
+    assert 'a JSON object with keys "ok", "resource", not the requested object' in str(wrapped.error)
+    twice = TASK.parse(case, f"first:\n{text}\nthen:\n{text}")
     assert twice.value == {} and "ambiguous" in str(twice.error)
 
 
@@ -205,6 +214,7 @@ def test_answers_built_from_the_truth_pass_every_case(cases: list[Case]) -> None
                 "dose_value": dose["value"], "dose_unit": dose["unit"],
                 "dose_max": None if rng is None else rng["high"]["value"],
                 "frequency": dosage["frequency"], "frequency_max": dosage["frequency_max"],
+                "period_max": dosage["period_max"],
                 "period": dosage["period"], "period_unit": dosage["period_unit"],
                 "as_needed": dosage["as_needed"],
             }

@@ -103,12 +103,12 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
 
 
 def _trial_properties(stats: TrialStats | None, agg: Aggregate) -> list[tuple[str, str | int | float]]:
-    """``<figure>_ci_low``/``_ci_high``, ``trials``, ``pass_at_1``, ``pass_at_k``, ``pass_hat_k`` and verdicts."""
+    """``<figure>_ci_low``/``_ci_high``/``_ci_method``, ``trials``, ``pass_at_1``/``_k``, ``pass_hat_k``, verdicts."""
     if stats is None:
         return []
     props: list[tuple[str, str | int | float]] = []
     for name, iv in stats.intervals.items():
-        props += [(f"{name}_ci_low", iv.low), (f"{name}_ci_high", iv.high)]
+        props += [(f"{name}_ci_low", iv.low), (f"{name}_ci_high", iv.high), (f"{name}_ci_method", iv.method)]
     head = stats.headline
     props += [
         ("trials", stats.k), ("pass_at_1", _value(stats.pass_k[0].pass_at_k if stats.pass_k else None)),

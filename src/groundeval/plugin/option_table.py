@@ -70,9 +70,10 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "agent", _text, None,
         "Agent: claude, openai-compatible, local (a llama.cpp server it starts), baseline, naive (extraction), "
-        "langgraph (tool-using: write, extraction, reconcile), langgraph-fhir (the read tools only), "
-        "baseline-write (write), baseline-reconcile, naive-reconcile (reconcile), or package.module:attribute. "
-        "Default: the task's own (claude for extraction and reconcile, langgraph for write).", "NAME",
+        "langgraph (tool-using: write, extraction, reconcile, labs), langgraph-fhir (the read tools only), "
+        "baseline-write, naive-write (write), baseline-reconcile, naive-reconcile, hedge-reconcile (reconcile), "
+        "baseline-labs, naive-labs (labs), or package.module:attribute. "
+        "Default: the task's own (claude for extraction, reconcile and labs, langgraph for write).", "NAME",
     ),
     Option(
         "model", _text, None,

@@ -14,6 +14,7 @@ from typing import Any
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, RunRecord, TrialStats
 from groundeval.records.scope import ran as ran_count, scope_needed, statement
+from groundeval.records.trial_stats import interval_note
 from groundeval.redaction import clean_text
 from groundeval.scoring import Metric
 
@@ -73,10 +74,13 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
         if with_ci:
             row = (ivs[f"macro_{c}"].text() if f"macro_{c}" in ivs else "-" for c in columns)
             lines.append("95% CI".ljust(8) + "".join(cell.rjust(width) for cell in row))
+            note = interval_note(ivs[k] for k in ivs if k.startswith("macro_"))
+            lines.append(f"        (95% CI of the macro means: {note})")
     others = [k for k in metrics if not k.startswith(("micro_", "macro_"))]
     lines += [f"{key}: {_fmt(metrics[key])}" for key in others]
     if any(k in ivs for k in others):
-        lines.append("95% CI: " + "  ".join(f"{k} {ivs[k].text()}" for k in others if k in ivs))
+        note = interval_note(ivs[k] for k in others if k in ivs)
+        lines.append(f"95% CI ({note}): " + "  ".join(f"{k} {ivs[k].text()}" for k in others if k in ivs))
     shown = {k: v for k, v in agg.usage.items() if k not in SPLIT_KEYS}
     if shown:
         lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in shown.items()))
@@ -99,8 +103,7 @@ def trial_lines(stats: TrialStats, agg: Aggregate) -> list[str]:
     rates = {k: iv for k, iv in stats.intervals.items() if k in ("pass_rate", "answer_rate")}
     if rates:
         shown = "  ".join(f"{k} {iv.text()}" for k, iv in rates.items())
-        cases = max(iv.cases for iv in rates.values())
-        lines.append(f"95% intervals (cluster bootstrap over {cases} cases, trials pooled): {shown}")
+        lines.append(f"95% intervals ({interval_note(rates.values())}): {shown}")
     head = stats.headline
     if stats.k > 1 and head is not None:
         first = stats.pass_k[0]

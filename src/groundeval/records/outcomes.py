@@ -73,8 +73,9 @@ POLICY: tuple[OutcomeRule, ...] = (
     OutcomeRule("partial", "failed (`P` PARTIAL)", True, False, "some credit, below a threshold"),
     OutcomeRule("failed", "failed", True, False, "a wrong answer, no credit"),
     OutcomeRule("no_answer", "failed", True, False,
-                "no parseable answer, an ambiguous answer (two JSON values), "
-                "the agent returned None, or it raised `AgentError`"),
+                "no parseable answer, an ambiguous answer (two JSON values), JSON of another shape (the "
+                "wanted array nested in an object) or only quoted in a sentence, the agent returned None, "
+                "or it raised `AgentError`"),
     OutcomeRule("truncated", "failed", True, False, "the reply stopped at `max_tokens`; never parsed"),
     OutcomeRule("agent_loop", "failed", True, False,
                 "a tool-using agent hit its recursion limit (model calls, last tool and limit recorded)"),

@@ -145,16 +145,19 @@ class CaseRecord(BaseModel):
 
 
 class FigureInterval(BaseModel):
-    """A 95% confidence interval of a headline mean, from a cluster bootstrap over cases.
+    """A 95% confidence interval of a headline figure (rules: ``groundeval.records.trial_stats``).
 
     Attributes:
         value: The point estimate: the pooled mean over every counted trial that has the value
             (the Aggregate's own figure, e.g. ``pass_rate``), or for pass@k/pass^k the mean over cases.
         low: Lower bound, same units as ``value``.
         high: Upper bound.
-        cases: Cases resampled (those with at least one counted trial that has the value).
-        method: ``bootstrap-bca``, ``bootstrap-percentile`` (BCa was degenerate) or ``exact`` (every
-            case has the same value, so every resample does: the interval is that value).
+        cases: The cases it is over (those with at least one counted trial that has the value).
+        method: ``wilson`` (the Wilson score interval of a proportion, k of n cases), ``wilson-cases``
+            (the same at a pooled rate whose k is not whole: widened to the whole numbers either
+            side), ``bootstrap-bca`` or ``bootstrap-percentile`` (a cluster bootstrap over cases;
+            percentile when BCa was degenerate); ``exact`` (zero width) only in records written
+            before the Wilson rule.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -163,7 +166,7 @@ class FigureInterval(BaseModel):
     low: float
     high: float
     cases: int
-    method: Literal["bootstrap-bca", "bootstrap-percentile", "exact"]
+    method: Literal["wilson", "wilson-cases", "bootstrap-bca", "bootstrap-percentile", "exact"]
 
     def text(self, digits: int = 3) -> str:
         """``[0.612, 0.904]``."""

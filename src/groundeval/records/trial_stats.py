@@ -10,18 +10,33 @@ trials (``infra_error``, ``agent_error``, ...) and not-run ones are left out of 
 (``no_answer``, ``truncated``, ...) count, scored as empty answers. ``c`` is the counted trials
 that passed. A case with no counted trial has no values and no verdict.
 
-**Intervals.** 95% interval of each headline mean by a cluster bootstrap over cases: whole cases
-are resampled with all their trials (trials of one case are not independent), and the statistic
-is the pooled mean over the resampled cases' counted trials (sum of values / number of trials,
-so the point estimate is the Aggregate's own figure). ``scipy.stats.bootstrap`` with the BCa
-method (Efron 1987), ``paired=True`` over (per-case sum, per-case trial count), 9,999 resamples,
-seed 0; when BCa is degenerate, or above ``BCA_MAX_CASES`` cases, the percentile method
-(``FigureInterval.method`` says which). Resamples are drawn in batches of ``BATCH_VALUES`` values,
-so memory stays bounded whatever the number of cases. When every case has the same mean, every
-resample does too and the interval is that value (``exact``): the bootstrap cannot show variation
-the cases did not. With K = 1 this is the ordinary bootstrap of the mean over cases. Figures that
-are not the mean of a per-case value (micro means, counts, tokens, cost) get no interval.
-Source: https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.bootstrap.html.
+**Intervals** (95%), chosen by what a figure is, never zero-width for a finite sample:
+
+* a **proportion** (every counted trial's value is 0 or 1: ``pass_rate``, ``answer_rate``, the
+  write task's ``<dimension>_pass_rate``) and a **chance** (pass@k, pass^k): the Wilson score
+  interval (Wilson 1927; ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``), which
+  behaves at 0 and n (25 of 25 passed gives [0.867, 1.000], not [1.000, 1.000]). ``n`` is the
+  number of cases, because a case is the unit that is independent: with one trial per case ``k``
+  is the passes; with K trials the trials of one case are not independent samples, so each case is
+  one observation at its pooled rate: ``k`` is the pooled figure times the cases, and when that is
+  not a whole number the interval is widened to the Wilson intervals at the whole numbers either
+  side (method ``wilson-cases``). Repeating identical trials therefore never narrows it.
+* any other **mean over cases** (``macro_*``): a cluster bootstrap over cases: whole cases are
+  resampled with all their trials, and the statistic is the pooled mean over the resampled cases'
+  counted trials (sum of values / number of trials, so the point estimate is the Aggregate's own
+  figure). ``scipy.stats.bootstrap`` with the BCa method (Efron 1987), ``paired=True`` over
+  (per-case sum, per-case trial count), 9,999 resamples, seed 0; when BCa is degenerate, or above
+  ``BCA_MAX_CASES`` cases (BCa's jackknife grows with the square of the cases), the percentile
+  method. Resamples are drawn in batches of ``BATCH_VALUES`` values, so memory stays bounded
+  whatever the number of cases. When every case has the same value the bootstrap can show no spread; a
+  mean of values in [0, 1] then gets the Wilson interval at that mean (a value in [0, 1] varies
+  at most as a 0/1 value with the same mean does), any other mean none.
+
+Figures that are not the mean of a per-case value (micro means, counts, tokens, cost) get no
+interval. ``FigureInterval.method`` says which rule made each interval, and every report prints
+the method beside the interval. Sources:
+https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.binomtest.html,
+https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.bootstrap.html.
 
 **pass@k** (Chen et al. 2021, "Evaluating Large Language Models Trained on Code",
 arXiv:2107.03374, eq. 1): the unbiased estimator ``1 - C(n-c, k) / C(n, k)`` of the chance that at
@@ -57,9 +72,12 @@ from groundeval.records.run_record import (
 
 __all__ = [
     "INTERVAL_METHOD",
+    "METHOD_NAMES",
     "cluster_interval",
+    "interval_note",
     "pass_at_k",
     "pass_hat_k",
+    "proportion_interval",
     "record_trial_stats",
     "trial_stats",
     "verdict_exit_status",
@@ -81,11 +99,20 @@ percentile interval shrinks as 1/sqrt(n) (Efron and Tibshirani 1993, section 14.
 BATCH_VALUES = 2_000_000
 """Values per bootstrap batch (resamples x cases): bounds the arrays scipy builds (about 16 MB each)."""
 INTERVAL_METHOD = (
-    f"cluster bootstrap over cases, each case's trials pooled (scipy.stats.bootstrap, BCa up to "
-    f"{BCA_MAX_CASES:,} cases and percentile above, {N_RESAMPLES} "
-    f"resamples, seed {SEED}, {CONFIDENCE:.0%})"
+    f"{CONFIDENCE:.0%}; rates and pass@k/pass^k: Wilson score interval (scipy.stats.binomtest proportion_ci) "
+    "over cases, each case one observation (with trials, at its pooled rate, widened to the whole numbers of "
+    f"passes either side); other means over cases: cluster bootstrap, each case's trials pooled "
+    f"(scipy.stats.bootstrap, BCa up to {BCA_MAX_CASES:,} cases and percentile above, {N_RESAMPLES} resamples, "
+    f"seed {SEED}), or the Wilson interval at the mean "
+    "when every case has the same value in [0, 1]"
 )
 """How ``TrialStats.intervals`` are computed, for every report that prints one."""
+METHOD_NAMES: dict[str, str] = {
+    "wilson": "Wilson score", "wilson-cases": "Wilson score (trials pooled per case)",
+    "bootstrap-bca": "cluster bootstrap (BCa)", "bootstrap-percentile": "cluster bootstrap (percentile)",
+    "exact": "every case equal (an older record)",
+}
+"""``FigureInterval.method`` -> its short name where an interval is printed."""
 EPS = 1e-9
 _WARMING: list[threading.Thread] = []
 WARM_UP_JOIN_S = 5.0
@@ -197,6 +224,39 @@ def cluster_interval(sums: Sequence[float], counts: Sequence[int]) -> FigureInte
                           method=method)
 
 
+def proportion_interval(value: float, cases: int) -> FigureInterval | None:
+    """Wilson score interval of a proportion (or a chance) observed over ``cases`` independent cases.
+
+    Args:
+        value: The observed proportion in [0, 1] (the pooled rate, with trials).
+        cases: The cases it is observed over (each case one observation).
+
+    Returns:
+        ``scipy.stats.binomtest(k, cases).proportion_ci(0.95, method="wilson")`` with ``k =
+        value x cases`` (method ``wilson``); when ``k`` is not a whole number, from the low end at
+        ``floor(k)`` to the high end at ``ceil(k)`` (method ``wilson-cases``). None for no case.
+    """
+    if cases < 1:
+        return None
+    from scipy import stats
+
+    share = min(1.0, max(0.0, float(value)))
+    k = share * cases
+    below, above = math.floor(k + EPS), math.ceil(k - EPS)
+    low = float(stats.binomtest(below, cases).proportion_ci(CONFIDENCE, method="wilson").low)
+    high = float(stats.binomtest(above, cases).proportion_ci(CONFIDENCE, method="wilson").high)
+    method: Literal["wilson", "wilson-cases"] = "wilson" if below == above else "wilson-cases"
+    return FigureInterval(value=round(share, 6), low=round(low, 6), high=round(high, 6), cases=cases, method=method)
+
+
+def interval_note(intervals: Iterable[FigureInterval]) -> str:
+    """Name the methods of the intervals printed together: ``"Wilson score over 33 cases"``."""
+    shown = list(intervals)
+    names = list(dict.fromkeys(METHOD_NAMES.get(iv.method, iv.method) for iv in shown))
+    cases = max((iv.cases for iv in shown), default=0)
+    return f"{' / '.join(names)} over {cases} case{'' if cases == 1 else 's'}" if names else ""
+
+
 def _groups(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
     groups: dict[str, list[CaseRecord]] = defaultdict(list)
     for rec in records:
@@ -224,9 +284,17 @@ def _intervals(groups: dict[str, list[CaseRecord]], figures: Iterable[str]) -> d
         dim = figure_dimension(figure)
         if dim is None:
             continue
-        sums = [sum(d.get(dim, ())) for d in per_case]
-        counts = [len(d.get(dim, ())) for d in per_case]
-        interval = cluster_interval(sums, counts)
+        values = [d[dim] for d in per_case if d.get(dim)]
+        if not values:
+            continue
+        pooled = sum(map(sum, values)) / sum(map(len, values))
+        if all(v in (0.0, 1.0) for vs in values for v in vs):  # a proportion: Wilson over cases
+            interval = proportion_interval(pooled, len(values))
+        else:
+            interval = cluster_interval([sum(vs) for vs in values], [len(vs) for vs in values])
+            if interval is not None and interval.method == "exact":  # no spread for the bootstrap to show
+                bounded = all(0.0 <= v <= 1.0 for vs in values for v in vs)
+                interval = proportion_interval(pooled, len(values)) if bounded else None
         if interval is not None:
             out[figure] = interval
     return out
@@ -243,10 +311,9 @@ def _pass_k(cases: Sequence[CaseTrials], k_max: int) -> list[PassAtK]:
             "pass_at_k": round(sum(at) / len(at), 6) if at else None,
             "pass_hat_k": round(sum(hat) / len(hat), 6) if hat else None,
         }
-        if k == k_max:  # the headline k: intervals over cases
-            ones = [1] * len(usable)
-            entry["pass_at_k_interval"] = cluster_interval(at, ones)
-            entry["pass_hat_k_interval"] = cluster_interval(hat, ones)
+        if k == k_max and usable:  # the headline k: chances, so the Wilson interval over cases
+            entry["pass_at_k_interval"] = proportion_interval(sum(at) / len(at), len(at))
+            entry["pass_hat_k_interval"] = proportion_interval(sum(hat) / len(hat), len(hat))
         out.append(PassAtK.model_validate(entry))
     return out
 

@@ -191,7 +191,9 @@ class GateResult:
     over the cases both runs counted. Other cases that are not comparable (only in one run, not
     counted in the baseline, counted in both but the case file changed) are listed in
     ``not_compared`` and do not fail the gate. Every collection error of the current run fails it
-    (``collection_errors``).
+    (``collection_errors``). A gate that compared no case at all fails too (``nothing_compared``):
+    a run that shares no counted case with its baseline, or one of another task, has shown nothing
+    about regressions, so it must not pass CI silently.
 
     Attributes:
         baseline_run_id: The baseline run's id.
@@ -246,7 +248,25 @@ class GateResult:
         What ``--groundeval-fail-on-regression`` and ``groundeval compare --fail-on-regression`` fail on.
         """
         return bool(self.regressed or self.lost or self.incomplete is not None or self.pass_rate_dropped
-                    or self.collection_errors or self.invalid_cases)
+                    or self.collection_errors or self.invalid_cases or self.nothing_compared)
+
+    @property
+    def nothing_compared(self) -> bool:
+        """True when no case was compared: nothing was shown not to regress (the gate fails)."""
+        return not self.cases
+
+    def _nothing_compared_reason(self) -> str:
+        if self.problems:
+            why = "; ".join(self.problems)
+        else:
+            parts = [f"{self.only_in_baseline} only in the baseline"] if self.only_in_baseline else []
+            if self.not_compared:
+                parts.append(f"{len(self.not_compared)} not comparable ({_first_reason(self.not_compared)})")
+            if self.lost:
+                parts.append(f"{len(self.lost)} lost")
+            why = ", ".join(parts) or "neither run has a counted case"
+        return (f"0 cases compared with the baseline ({why}): nothing shows that this run did not regress; "
+                "compare runs of the same task over the same cases")
 
     @property
     def pass_rate_dropped(self) -> bool:
@@ -270,6 +290,8 @@ class GateResult:
         if self.pass_rate_dropped and self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             out.append(f"the pass rate dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
+        if self.nothing_compared:
+            out.append(self._nothing_compared_reason())
         return out
 
     def summary_lines(self) -> list[str]:
@@ -300,6 +322,11 @@ class GateResult:
         if self.failed:
             lines.append("regression gate FAILED: " + "; ".join(self.reasons()))
         return lines
+
+
+def _first_reason(not_compared: dict[str, str]) -> str:
+    reasons = list(dict.fromkeys(not_compared.values()))
+    return reasons[0] + (f", and {len(reasons) - 1} other reason(s)" if len(reasons) > 1 else "")
 
 
 def lost_outcomes(lost: Sequence[CaseLost]) -> str:

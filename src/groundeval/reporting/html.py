@@ -25,7 +25,7 @@ from typing import Any
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.records.scope import scope_needed, statement
-from groundeval.records.trial_stats import record_trial_stats
+from groundeval.records.trial_stats import METHOD_NAMES, record_trial_stats
 from groundeval.records.write_errors import named
 from groundeval.reporting import charts
 from groundeval.reporting.case_view import GROUPS, case_detail, group_of
@@ -182,8 +182,8 @@ def _run_view(record: RunRecord, index: int) -> dict[str, Any]:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         shown = str(value) if isinstance(value, int) and not isinstance(value, bool) else (
             fmt(value) if number else str(value))  # counts (duplicates) stay whole numbers
-        figures.append({"name": name, "value": value, "shown": shown,
-                        "interval": iv.text() if iv is not None else ""})
+        shown_iv = f"{iv.text()} ({METHOD_NAMES.get(iv.method, iv.method)})" if iv is not None else ""
+        figures.append({"name": name, "value": value, "shown": shown, "interval": shown_iv})
     usage = {k: ("unknown" if v is None and k in ("cost_usd", "spent_usd", "cached_cost_usd") else v)
              for k, v in agg.usage.items()}
     dimension_names = list(dict.fromkeys(k for c in record.cases for k in _dims(c)))

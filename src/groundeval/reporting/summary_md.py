@@ -13,7 +13,7 @@ from pathlib import Path
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, TrialStats
 from groundeval.records.scope import scope_needed, statement
-from groundeval.records.trial_stats import INTERVAL_METHOD, record_trial_stats
+from groundeval.records.trial_stats import INTERVAL_METHOD, METHOD_NAMES, record_trial_stats
 from groundeval.records.write_errors import named
 from groundeval.reporting.compare import Comparison, GateResult
 from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
@@ -56,7 +56,8 @@ def figure_intervals(record: RunRecord) -> dict[str, FigureInterval]:
 
 
 def _iv(iv: FigureInterval | None) -> str:
-    return iv.text() if iv is not None else ""
+    """``[0.496, 0.802] (Wilson score)``: the bounds and the method that made them."""
+    return f"{iv.text()} ({METHOD_NAMES.get(iv.method, iv.method)})" if iv is not None else ""
 
 
 def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:

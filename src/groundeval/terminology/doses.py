@@ -4,19 +4,26 @@ The table lives in ``fixtures/terminology/max_daily_doses.json``; every row cite
 (DailyMed SPL, section 2 "Dosage and Administration") or an FDA OTC monograph. Drugs without a
 defensible single ceiling (titrated to a lab value, opioids, indication-dependent) have
 ``mg_per_day: null`` and a ``reason``; what a scorer does with those is its own documented rule.
+Each row names the products it applies to by ``release`` (``immediate``, ``extended`` or ``any``),
+because labels differ by form (memantine: 20 mg/day immediate-release, 28 mg/day extended-release);
+``row_applies`` checks a row against a catalog product's own release.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from groundeval.datasets import default_data_dir, load_json
 from groundeval.errors import DatasetError
 
-__all__ = ["MAX_DOSE_FILE", "MaxDoseRow", "find_max_dose", "load_max_daily_doses"]
+__all__ = ["MAX_DOSE_FILE", "RELEASES", "MaxDoseRow", "find_max_dose", "load_max_daily_doses", "product_release",
+           "row_applies"]
 
 MAX_DOSE_FILE = "max_daily_doses.json"
+RELEASES = ("immediate", "extended", "any")
+"""What a row's ``release`` may say."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +34,7 @@ class MaxDoseRow:
         ingredient: Ingredient name, lower case, as the catalog writes it (salt included:
             ``"metoprolol tartrate"``, ``"naproxen sodium"``).
         route: ``"oral"``, ``"inhalation"``, ``"injection"``... (see ``terminology.route_of``).
+        release: The products the ceiling holds for: ``"immediate"``, ``"extended"`` or ``"any"``.
         mg_per_day: Maximum adult dose in mg per 24 hours, or ``None`` when there is no single
             defensible ceiling.
         reason: Why ``mg_per_day`` is ``None``; ``None`` otherwise.
@@ -36,6 +44,7 @@ class MaxDoseRow:
 
     ingredient: str
     route: str
+    release: str
     mg_per_day: float | None
     reason: str | None
     source: str
@@ -58,8 +67,8 @@ def load_max_daily_doses(path: Path | None = None) -> dict[tuple[str, str], MaxD
 
     Raises:
         DatasetError: The file is unreadable; a row lacks ``ingredient``/``route``/``source``;
-            ``mg_per_day`` is not a positive number or null; a null row has no ``reason``; or a
-            key repeats.
+            ``release`` is not one of ``RELEASES``; ``mg_per_day`` is not a positive number or
+            null; a null row has no ``reason``; or a key repeats.
     """
     path = path or default_data_dir("terminology") / MAX_DOSE_FILE
     data, _ = load_json(path)
@@ -77,6 +86,10 @@ def load_max_daily_doses(path: Path | None = None) -> dict[tuple[str, str], MaxD
         assert isinstance(ingredient, str)
         assert isinstance(route, str)
         assert isinstance(source, str)
+        release = raw.get("release")
+        if release not in RELEASES:
+            raise DatasetError(str(path), f"{where} ({ingredient}): release {release!r} is not one of "
+                               f"{', '.join(RELEASES)}; name the products the label's ceiling is for")
         mg = raw.get("mg_per_day")
         reason = raw.get("reason")
         if mg is None:
@@ -93,6 +106,7 @@ def load_max_daily_doses(path: Path | None = None) -> dict[tuple[str, str], MaxD
         table[key] = MaxDoseRow(
             ingredient=key[0],
             route=key[1],
+            release=str(release),
             mg_per_day=None if mg is None else float(mg),
             reason=reason if mg is None else None,
             source=source,
@@ -120,3 +134,33 @@ def find_max_dose(
         return table.get((name, route.strip().lower()))
     rows = [row for (ing, _), row in table.items() if ing == name]
     return rows[0] if len(rows) == 1 else None
+
+
+def product_release(entry: Any) -> str:
+    """The release of a catalog product (``entry``: a ``terminology.CatalogEntry``).
+
+    Returns:
+        ``"extended"`` for a release modifier other than delayed (``24 HR``, ``ER``), ``"delayed"``
+        for ``DR``, else ``"immediate"``.
+    """
+    release = getattr(entry, "release", None)
+    return "immediate" if release is None else "delayed" if release == "DR" else "extended"
+
+
+def row_applies(row: MaxDoseRow, entry: Any) -> str | None:
+    """Whether a ceiling row holds for a catalog product.
+
+    Args:
+        row: The row found for the product's ingredient and route.
+        entry: The product (``terminology.CatalogEntry``).
+
+    Returns:
+        None when it does (``release`` ``any``, or the product's own release), else why not
+        (``"the row for memantine hydrochloride is for extended-release products; 996740 ... is
+        immediate-release"``).
+    """
+    mine = product_release(entry)
+    if row.release in ("any", mine):
+        return None
+    return (f"the row for {row.ingredient} ({row.route}) is for {row.release}-release products; "
+            f"{entry.rxcui} {entry.display!r} is {mine}-release")

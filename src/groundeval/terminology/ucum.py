@@ -3,12 +3,15 @@
 FHIR R4B ``Dosage.doseAndRate.doseQuantity`` is a ``SimpleQuantity``; when ``system`` is
 ``http://unitsofmeasure.org`` its ``code`` is a UCUM expression
 (https://hl7.org/fhir/R4B/datatypes.html#Quantity). UCUM codes are case-sensitive
-(https://ucum.org/ucum#section-Character-Set-and-Lexical-Rules): milligram is ``mg``, ``MG`` is a
-megagram; microgram is ``ug`` (``mcg`` is not UCUM). Validity is decided by the UCUM grammar
+(https://ucum.org/ucum#section-Character-Set-and-Lexical-Rules): milligram is ``mg``; ``MG`` is
+legal UCUM for a megagauss (``M`` mega, ``G`` gauss) and ``Mg`` for a megagram; microgram is ``ug``
+(``mcg`` is not UCUM). What a legal code means is read from the registry, never assumed, so a
+message names what the grammar actually read (``describe_unit``). Validity is decided by the UCUM grammar
 (``ucumvert``, a lark parser generated from the official ``ucum-essence.xml``), so any legal
 expression (``mg/h``, ``ug/h``, ``mg/kg``, ``mg/{actuat}``) is accepted, never an allow-list.
 Conversion to mg goes through pint's UCUM registry (``ucumvert.PintUcumRegistry``), except for
-the five metric mass codes, whose factors are the UCUM prefix definitions.
+the five metric mass codes, whose factors are the UCUM prefix definitions; ``dose_amount`` reads
+an amount per administration as a mass (mg) or a mass rate (mg/h, a patch's "25 ug/h").
 
 A dose may also be a count of tablets or capsules: a UCUM annotation (``{tablet}``; UCUM
 annotations carry no unit meaning, https://ucum.org/ucum#section-Curly-Braces) or a code of the
@@ -25,6 +28,7 @@ concentration into a mass concentration given the molar mass), for laboratory re
 
 from __future__ import annotations
 
+import math
 import threading
 from functools import lru_cache
 from typing import Any
@@ -37,6 +41,9 @@ __all__ = [
     "administrations_per_day",
     "convert",
     "count_form",
+    "describe_unit",
+    "dose_amount",
+    "most_administrations_in_24h",
     "rxnorm_unit_to_ucum",
     "to_mg",
     "ucum_grammar_error",
@@ -64,15 +71,27 @@ _COUNT_ANNOTATIONS: dict[str, str] = {
 _MG_FACTOR: dict[str, float] = {"kg": 1e6, "g": 1e3, "mg": 1.0, "ug": 1e-3, "ng": 1e-6}
 
 #: Spellings seen in clinical text or model output that are not what the writer meant, with the
-#: UCUM code. Some are legal UCUM with another meaning (``MG`` megagram, ``Mg`` megagram, ``ML``
-#: megalitre, ``G`` gauss): the grammar accepts them, so they are checked first.
+#: UCUM code. Some are legal UCUM with another meaning (``MG`` megagauss, ``Mg`` megagram, ``ML``
+#: megalitre, ``G`` gauss): the grammar accepts them, so they are checked first, and the message
+#: says what the registry reads them as (``describe_unit``).
 _NOT_UCUM: dict[str, str] = {
     "mcg": "ug", "MCG": "ug", "µg": "ug", "μg": "ug", "MG": "mg", "Mg": "mg", "mgs": "mg",
     "G": "g", "gm": "g", "gram": "g", "grams": "g", "milligram": "mg", "milligrams": "mg",
     "microgram": "ug", "micrograms": "ug", "ML": "mL", "cc": "mL", "IU": "[iU]", "units": "U",
     "unit": "U", "UNT": "U",
 }
-_LEGAL_BUT_WRONG = {"MG": "megagram", "Mg": "megagram", "ML": "megalitre", "G": "gauss"}
+
+#: Names of the dimensions a dose unit may have (pint's dimensionality, as text), for messages.
+_DIMENSIONS: dict[str, str] = {
+    "[mass]": "a mass",
+    "[mass] / [time]": "a mass per time (a rate)",
+    "[length] ** 3": "a volume",
+    "[mass] / [length] ** 3": "a mass per volume (a concentration)",
+    "[time]": "a time",
+    "[substance]": "an amount of substance",
+    "dimensionless": "a pure number or ratio (dimensionless)",
+    "[mass] ** 0.5 / [length] ** 0.5 / [time]": "a magnetic flux density",
+}
 
 #: Count words ("2 tablets"): UCUM has no tablet unit; an annotation is the UCUM spelling.
 _COUNT_WORDS = frozenset(
@@ -130,11 +149,39 @@ def ucum_grammar_error(code: str) -> str | None:
     return None
 
 
+def describe_unit(code: str) -> str | None:
+    """What a legal UCUM code means, as the registry reads it, for messages.
+
+    Examples: ``"MG"`` gives ``"megagauss (a magnetic flux density)"``, ``"mg/(24.h)"`` gives
+    ``"milligram / hour (a mass per time (a rate))"``, ``"mL"`` gives ``"milliliter (a volume)"``.
+
+    Returns:
+        The unit's name and dimension, or None when the code is not legal UCUM or the registry
+        cannot map it (a bare annotation such as ``{tablet}`` is a count, described by the caller).
+    """
+    if ucum_grammar_error(code) is not None:
+        return None
+    return _meaning(code)
+
+
+@lru_cache(maxsize=256)
+def _meaning(code: str) -> str | None:
+    registry = _registry()
+    try:
+        with _USE:
+            quantity = registry.from_ucum(code)
+            name, dims = str(quantity.units), str(quantity.dimensionality)
+    except Exception:  # ucumvert/pint cannot map every legal code
+        return None
+    return f"{name} ({_DIMENSIONS.get(dims, f'dimension {dims}')})"
+
+
 def ucum_problem(unit: str | None) -> tuple[str, str] | None:
     """Say what is wrong with a UCUM dose unit, if anything.
 
     Known mistakes come first (``mcg``, and legal codes that surely mean something else, such as
-    ``MG`` = megagram), then count words (``tablets``), then the UCUM grammar.
+    ``MG``, which the registry reads as a megagauss), then count words (``tablets``), then the UCUM
+    grammar.
 
     Args:
         unit: ``doseQuantity.code`` under the UCUM system (or ``unit`` when there is no code).
@@ -142,13 +189,16 @@ def ucum_problem(unit: str | None) -> tuple[str, str] | None:
     Returns:
         ``None`` for a legal UCUM code (``mg``, ``mg/h``, ``{tablet}``), otherwise
         ``(problem, fix)`` sentences, e.g. for ``"mcg"``:
-        ``("'mcg' is not a UCUM code", "use 'ug' (UCUM is case-sensitive)")``.
+        ``("'mcg' is not a UCUM code", "use 'ug' (UCUM is case-sensitive)")``, for ``"MG"``:
+        ``("'MG' is legal UCUM, but for megagauss (a magnetic flux density): surely not what was
+        meant", "use 'mg' (UCUM is case-sensitive)")``.
     """
     if unit is None or not unit.strip():
         return ("the dose has no unit", "give a UCUM unit such as 'mg'")
     if unit in _NOT_UCUM:
-        meaning = _LEGAL_BUT_WRONG.get(unit)
-        problem = f"'{unit}' is UCUM for {meaning}" if meaning else f"'{unit}' is not a UCUM code"
+        meaning = describe_unit(unit)
+        problem = (f"'{unit}' is legal UCUM, but for {meaning}: surely not what was meant" if meaning
+                   else f"'{unit}' is not a UCUM code")
         return (problem, f"use '{_NOT_UCUM[unit]}' (UCUM is case-sensitive)")
     if unit.lower() in _COUNT_WORDS:
         return (
@@ -273,6 +323,42 @@ def convert(value: float, source: str, target: str, *, molar_mass_g_per_mol: flo
     return None if factors is None else factors[0] * value + factors[1]
 
 
+def _rate_factor(code: str) -> float | None:
+    """mg/h per unit of a UCUM mass rate (``mg/h``, ``ug/h``, ``mg/(24.h)``), else None."""
+    if ucum_problem(code) is not None:
+        return None
+    registry = _registry()
+    try:
+        with _USE:
+            quantity = registry.from_ucum(code)
+            if not quantity.check("[mass] / [time]"):
+                return None
+            return float(quantity.to("milligram / hour").magnitude)
+    except Exception:  # unmapped means unconvertible
+        return None
+
+
+def dose_amount(value: float, ucum_unit: str | None) -> tuple[float, str] | None:
+    """Read an amount per administration as a mass or a mass rate.
+
+    Args:
+        value: The amount.
+        ucum_unit: A UCUM code, case-sensitive (``mg``, ``ug``, ``g``, ``ug/h``, ``mg/(24.h)``).
+
+    Returns:
+        ``(value in mg, "mg")`` for a mass, ``(value in mg/h, "mg/h")`` for a mass per time (a
+        transdermal patch's "25 ug/h" is 0.025 mg/h; "0.12 mg/(24.h)" is 0.005 mg/h), or None for
+        anything else (not UCUM, a volume, a count, a concentration).
+    """
+    mg = to_mg(value, ucum_unit)
+    if mg is not None:
+        return mg, "mg"
+    if not ucum_unit:
+        return None
+    factor = _rate_factor(ucum_unit)
+    return None if factor is None else (value * factor, "mg/h")
+
+
 def rxnorm_unit_to_ucum(unit: str | None) -> str | None:
     """Map an RxNorm strength unit (``MG``, ``MCG``, ``MG/ML``, ``UNT/ML``) to UCUM.
 
@@ -300,3 +386,21 @@ def administrations_per_day(frequency: float, period: float, period_unit: str) -
         KeyError: ``period_unit`` is not a UnitsOfTime code.
     """
     return frequency / (period * UNITS_OF_TIME_DAYS[period_unit])
+
+
+def most_administrations_in_24h(per_day: float) -> int:
+    """The most whole administrations a schedule allows within any 24 hours.
+
+    A schedule of ``per_day`` administrations a day, evenly spaced (every 24/``per_day`` hours),
+    fits ``ceil(per_day)`` of them into some 24-hour window, and never fewer than one: a dose every
+    other day (0.5 a day) is still taken whole on the day it is taken, and every 16 hours (1.5 a
+    day) puts two doses into some 24 hours. This is the count a maximum daily dose ("not more than
+    X mg in 24 hours", FDA labels) bounds, and the write task's daily total.
+
+    Args:
+        per_day: Administrations per day (``administrations_per_day``), > 0.
+
+    Returns:
+        ``max(1, ceil(per_day))``, with a 1e-9 tolerance so 3.0000000000000004 counts as 3.
+    """
+    return max(1, math.ceil(per_day - 1e-9))

@@ -22,8 +22,12 @@ truth code), implementing the rules the prompt states:
 
 Known misses, on purpose: a brand name the record does not spell (Zocor for simvastatin) is not
 recognised (it becomes an uncoded commission and the record drug an omission), and units are
-compared as written (125 micrograms against 0.125 mg is reported as a dose mismatch). The naive
-control lists the same medications but calls every one ``matched``.
+compared as written (125 micrograms against 0.125 mg is reported as a dose mismatch), a count of
+tablets ("two tablets") is not read as a dose, and a combination product's dose is not compared.
+Two negative controls: ``naive-reconcile`` lists the same medications but calls every one
+``matched``; ``hedge-reconcile`` gives the baseline's answer and then every other status for each
+of its medications (a hedged answer: the contradiction rule of ``scorers.reconcile`` must score it
+below the baseline's own).
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
 
-__all__ = ["BaselineReconcileAgent", "NaiveReconcileAgent", "reconcile_answer"]
+__all__ = ["BaselineReconcileAgent", "HedgingReconcileAgent", "NaiveReconcileAgent", "reconcile_answer"]
+
+_STATUSES = ("matched", "omission", "commission", "dose_mismatch", "stopped_but_taken")
 
 _RXNORM = frozenset({"http://www.nlm.nih.gov/research/umls/rxnorm", "urn:oid:2.16.840.1.113883.6.88"})
 _ORDERS = frozenset({"order", "original-order", "reflex-order", "filler-order", "instance-order"})
@@ -174,8 +180,12 @@ def _fmt(dose: tuple[float, str] | None, per_day: float | None, as_needed: bool 
     return ", ".join(p for p in parts if p)
 
 
-def reconcile_answer(request: AgentRequest, *, naive: bool = False) -> list[dict[str, Any]]:
-    """The answer list for one request (every status ``matched`` when ``naive``)."""
+def reconcile_answer(request: AgentRequest, *, naive: bool = False, hedge: bool = False) -> list[dict[str, Any]]:
+    """The answer list for one request.
+
+    Every status is ``matched`` when ``naive``; with ``hedge``, the answer is followed by every other
+    status of each of its medications.
+    """
     bundle, report = _bundle_and_report(request)
     active, stopped = _record(bundle)
     segments = [s.strip().lower() for s in _SPLIT_RE.split(report) if s and s.strip()]
@@ -218,6 +228,9 @@ def reconcile_answer(request: AgentRequest, *, naive: bool = False) -> list[dict
             answer.append({"rxnorm_code": None, "display": segment, "status": "commission"})
     if naive:
         return [{"rxnorm_code": a["rxnorm_code"], "display": a["display"], "status": "matched"} for a in answer]
+    if hedge:
+        return answer + [{"rxnorm_code": a["rxnorm_code"], "display": a["display"], "status": other}
+                         for a in answer for other in _STATUSES if other != a["status"]]
     return answer
 
 
@@ -245,13 +258,15 @@ class BaselineReconcileAgent:
     tasks: frozenset[str] = frozenset({"reconcile"})
     model: str | None = None
     naive = False
+    hedge = False
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         del config  # nothing to configure
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the JSON answer; raises ``AgentError`` when the prompt holds no Bundle and report."""
-        return AgentResult(text=json.dumps(reconcile_answer(request, naive=self.naive), ensure_ascii=False))
+        answer = reconcile_answer(request, naive=self.naive, hedge=self.hedge)
+        return AgentResult(text=json.dumps(answer, ensure_ascii=False))
 
 
 class NaiveReconcileAgent(BaselineReconcileAgent):
@@ -259,3 +274,10 @@ class NaiveReconcileAgent(BaselineReconcileAgent):
 
     name = "naive-reconcile"
     naive = True
+
+
+class HedgingReconcileAgent(BaselineReconcileAgent):
+    """Negative control: the baseline's answer, then each of its medications under every other status."""
+
+    name = "hedge-reconcile"
+    hedge = True

@@ -12,9 +12,9 @@ trace. The patterns:
   alone names a product, not a dose): the first amount, times a tablet count written next to
   it ("2 tablets", "two 200 mg tablets"); a count range right after it ("50 mg tablets: 1-2
   tablets") is a dose range; ``mcg``/micrograms become UCUM ``ug``.
-* **schedule**: "N to M times a day" (frequency N, frequencyMax M), every N hours, every other
-  day, once/twice/three/four times a day (and BID/TID/QID), daily, every morning/evening,
-  nightly, at bedtime.
+* **schedule**: "N to M times a day" (frequency N, frequencyMax M), every N to M hours (period N,
+  periodMax M), every N hours, every other day, once/twice/three/four times a day (and
+  BID/TID/QID), daily, every morning/evening, nightly, at bedtime.
 * **as needed**: "as needed", "if needed", "when needed", "PRN".
 * **status**, first rule that matches: never took/started = not-taken; on hold/held = on-hold;
   a plan to start = intended; discontinued/stopped = stopped; finished/completed = completed;
@@ -22,6 +22,11 @@ trace. The patterns:
 
 It cannot tell an instruction embedded in the note from clinical text, resolve brands absent
 from the catalog, or read "two of them": it is meant to miss some cases.
+
+``naive-write`` is the negative control: for every note the same statement, valid R4B, with the
+patient's reference, status ``active``, the drug named only as "medication" and one tablet once a
+day. It reads nothing, so every dimension rate it earns is what a constant answer earns (README,
+"The write-and-validate task").
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from groundeval.agents.base import AgentConfig
 from groundeval.errors import AgentError
 from groundeval.extras import NeedsExtra
 
-__all__ = ["BaselineWriteAgent", "read_note"]
+__all__ = ["BaselineWriteAgent", "NaiveWriteAgent", "read_note"]
 
 _NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _COUNT = r"(?P<count>\d+|one|two|three|four|five|six)"
@@ -56,6 +61,7 @@ _TIMES_RANGE_RE = re.compile(
     rf"\b(?P<low>\d+|one|two|three|four){_TO}(?P<high>\d+|two|three|four|five|six) times (?:a|per) day\b",
     re.IGNORECASE,
 )
+_EVERY_RANGE_RE = re.compile(rf"\bevery (?P<low>\d+){_TO}(?P<high>\d+) hours?\b", re.IGNORECASE)
 _UNITS = {"mg": "mg", "g": "g", "mcg": "ug", "microgram": "ug", "micrograms": "ug"}
 _SCHEDULES: tuple[tuple[re.Pattern[str], tuple[int, float, str] | None], ...] = (
     (re.compile(r"\bevery (\d+) hours?\b|\bq(\d+)h\b", re.IGNORECASE), None),
@@ -97,6 +103,9 @@ def _schedule(note: str) -> tuple[int, float, str] | None:
     ranged = _TIMES_RANGE_RE.search(note)
     if ranged is not None:
         return _count(ranged["low"]), 1, "d"
+    every = _EVERY_RANGE_RE.search(note)
+    if every is not None:
+        return 1, float(every["low"]), "h"
     for pattern, value in _SCHEDULES:
         match = pattern.search(note)
         if match is None:
@@ -206,6 +215,9 @@ class BaselineWriteAgent(NeedsExtra):
                     times = _TIMES_RANGE_RE.search(note)
                     if times is not None:
                         args["frequency_max"] = _count(times["high"])
+                    every = _EVERY_RANGE_RE.search(note)
+                    if every is not None and times is None:
+                        args["period_max"] = float(every["high"])
                 if prn:
                     args["as_needed"] = True
         if top is not None:
@@ -227,3 +239,35 @@ class BaselineWriteAgent(NeedsExtra):
             trace=calls.trace,
             meta={"tool_calls": len(calls.trace), "valid": bool(report.get("ok"))},
         )
+
+
+class NaiveWriteAgent:
+    """Negative control: one constant, valid statement for every note (no tools, no reading)."""
+
+    thread_safe = True
+    """Safe to call from several threads at once."""
+
+    name = "naive-write"
+    tasks: frozenset[str] = frozenset({"write"})
+    model: str | None = None
+
+    def __init__(self, config: AgentConfig | None = None) -> None:
+        del config  # nothing to configure
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        """Return the constant statement for the case's patient.
+
+        Raises:
+            AgentError: The request context has no ``patient_reference``.
+        """
+        reference = request.context.get("patient_reference")
+        if not isinstance(reference, str) or not reference:
+            raise AgentError(f"{request.case_id}: no patient_reference in the request context")
+        one_tablet = {"value": 1, "unit": "tablet", "system": "http://unitsofmeasure.org", "code": "{tablet}"}
+        statement = {
+            "resourceType": "MedicationStatement", "status": "active",
+            "medicationCodeableConcept": {"text": "medication"}, "subject": {"reference": reference},
+            "dosage": [{"timing": {"repeat": {"frequency": 1, "period": 1, "periodUnit": "d"}},
+                        "asNeededBoolean": False, "doseAndRate": [{"doseQuantity": one_tablet}]}],
+        }
+        return AgentResult(text=json.dumps(statement))

@@ -3,14 +3,26 @@
 Matching (see ``tasks/medlist.py`` for how the truth is built):
 
 * A predicted RxCUI matches the truth medication that carries it (branded and generic codes of
-  one concept are the same drug). A second prediction for an already-matched medication is a
-  ``duplicate``: neither a hit nor a false positive.
+  one concept are the same drug).
 * A prediction with ``rxnorm_code: null`` matches an ``uncoded`` truth medication whose text is
   equal after normalisation and case folding.
-* Any other prediction is a false positive. When the truth holds an uncoded medication that is
-  still unmatched, such a coded prediction is labelled ``unverifiable`` (it may name that drug,
-  but the record cannot confirm the code), and still counts as a false positive.
+* Any other prediction is a false positive, counted once per drug (its RxCUI, or its normalised,
+  case-folded display when it has none). When the truth holds an uncoded medication that is still
+  unmatched, such a coded prediction is labelled ``unverifiable`` (it may name that drug, but the
+  record cannot confirm the code), and still counts as a false positive.
 * ``unresolved`` truth entries (a dangling medicationReference) are not scored.
+
+**The answer is a set of (drug, display) claims**, by the rule every task whose answer is a set of
+labelled items follows (``scorers.reconcile`` applies it to (drug, status)): an identical repeat
+(the same drug again, with the same display after whitespace normalisation) counts once, whether
+the drug is right or wrong: it is neither a hit nor a false positive, and ``duplicates`` counts it.
+The same drug listed again with another display (or another of its codes) is also no second hit
+or false positive, but its display is then right only when *every* display given for it is
+accepted for the code it is given with; two listings of which one is not accepted are a
+*contradiction* (``contradictions`` counts such drugs), the drug's display counts as wrong, and a
+case with a contradiction cannot pass. (Two displays that are both accepted, say the two spellings
+Synthea gives one RxCUI, or a brand and a generic coding each with its own display, contradict
+nothing.)
 
 Metrics: precision = tp / (tp + fp), recall = tp / (tp + fn), F1 = their harmonic mean.
 Empty denominators are not applicable, never a made-up number:
@@ -91,7 +103,7 @@ def score_medications(
         ``partial`` when some medication was matched, ``failed`` otherwise. Metrics: precision
         (None for an empty answer), recall (None for an empty truth), f1 (always a number),
         display_accuracy (None when nothing with a display was matched), tp, fp, fn,
-        duplicates, display_checked, display_correct.
+        duplicates, contradictions, display_checked, display_correct.
     """
     scored = [m for m in truth if m.get("kind") in ("coded", "uncoded")]
     by_code = {code: i for i, m in enumerate(scored) for code in m.get("codes", [])}
@@ -101,30 +113,48 @@ def score_medications(
         if m.get("kind") == "uncoded"
     }
     matched: dict[int, str | None] = {}
+    given: dict[int, list[tuple[str | None, str]]] = {}  # truth medication -> distinct (code, display) listed
     extras: list[dict[str, Any]] = []
+    extra_keys: set[str] = set()
     mismatches: list[dict[str, Any]] = []
-    duplicates = checked = correct = 0
+    duplicates = checked = correct = contradictions = 0
     for item in predicted:
         code = item.get("rxnorm_code")
         code = str(code).strip() if code is not None else None
         display = normalize_display(item.get("display"))
         idx = by_code.get(code) if code else by_text.get(display.casefold())
         if idx is None:
+            key = code or f"display:{display.casefold()}"
+            if key in extra_keys:
+                duplicates += 1  # a wrong drug listed again is still one false positive
+                continue
+            extra_keys.add(key)
             extras.append({"rxnorm_code": code, "display": display})
             continue
         if idx in matched:
             duplicates += 1
+            if (code, display) not in given[idx]:
+                given[idx].append((code, display))
             continue
         matched[idx] = code
-        med = scored[idx]
-        accepted = _accepted(med, code)
-        if accepted:
-            checked += 1
-            if display in {normalize_display(a) for a in accepted}:
-                correct += 1
-            else:
-                expected = accepted[0] if len(accepted) == 1 else " or ".join(repr(a) for a in accepted)
-                mismatches.append({"rxnorm_code": code, "expected": expected, "got": display})
+        given[idx] = [(code, display)]
+    for idx, code in matched.items():
+        # each listing's display is checked against the displays accepted for the code it gives
+        listed = [(c, d, [normalize_display(a) for a in _accepted(scored[idx], c)]) for c, d in given[idx]]
+        listed = [(c, d, accepted) for c, d, accepted in listed if accepted]
+        if not listed:
+            continue
+        checked += 1
+        if all(d in accepted for _, d, accepted in listed):
+            correct += 1
+            continue
+        contradicted = len(listed) > 1
+        contradictions += contradicted
+        raw = _accepted(scored[idx], code) or _accepted(scored[idx], listed[0][0])
+        expected = raw[0] if len(raw) == 1 else " or ".join(repr(a) for a in raw)
+        got = " + ".join(repr(d) for _, d, _ in listed) if contradicted else listed[0][1]
+        mismatches.append({"rxnorm_code": code, "expected": expected, "got": got,
+                           **({"contradiction": True} if contradicted else {})})
     tp, fp = len(matched), len(extras)
     missing = [m for i, m in enumerate(scored) if i not in matched]
     fn = len(missing)
@@ -141,7 +171,8 @@ def score_medications(
             extra["note"] = "unverifiable: the record's uncoded drug has no RxCUI to compare"
         else:
             extra["note"] = "not in the record"
-    ok = found and f1 >= min_f1 and (display_accuracy is None or display_accuracy >= min_display_accuracy)
+    ok = (found and f1 >= min_f1 and not contradictions
+          and (display_accuracy is None or display_accuracy >= min_display_accuracy))
     outcome: Literal["passed", "partial", "failed"] = "passed" if ok else ("partial" if tp else "failed")
     metrics: dict[str, Metric] = {
         "precision": _round(precision),
@@ -152,6 +183,7 @@ def score_medications(
         "fp": fp,
         "fn": fn,
         "duplicates": duplicates,
+        "contradictions": contradictions,
         "display_checked": checked,
         "display_correct": correct,
     }
@@ -204,9 +236,11 @@ def _message(
             for e in details["extra"]
         ]
     if details["display_mismatches"]:
-        lines.append("display mismatches (RxCUI: expected | got):")
+        lines.append("display mismatches (RxCUI: expected | got; two displays, one not accepted, are a "
+                     "contradiction and the case cannot pass):")
         lines += [
-            f"  - {d['rxnorm_code'] or '(uncoded)'}: {d['expected']!r} | {d['got']!r}"
+            f"  - {d['rxnorm_code'] or '(uncoded)'}: {d['expected']!r} | "
+            + (d["got"] if d.get("contradiction") else repr(d["got"]))
             for d in details["display_mismatches"]
         ]
     return "\n".join(lines)
@@ -232,8 +266,8 @@ def aggregate_medications(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, 
         ``micro_precision``, ``micro_recall``, ``micro_f1``, ``micro_display_accuracy``,
         ``macro_precision``, ``macro_recall``, ``macro_f1``, ``macro_display_accuracy``
         (None when no case applies), and the counts ``format_not_ok`` (cases whose answer had
-        to be dug out of prose or a fence, or was not found), ``duplicates`` (total) and
-        ``cases_with_duplicates``.
+        to be dug out of prose or a fence, or was not found), ``duplicates`` and ``contradictions``
+        (totals), and ``cases_with_duplicates``.
     """
     def total(key: str) -> int:
         return sum(int(m.get(key) or 0) for m in metrics)
@@ -255,5 +289,6 @@ def aggregate_medications(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, 
         "macro_display_accuracy": mean("display_accuracy"),
         "format_not_ok": sum(m.get("format_ok") is False for m in metrics),
         "duplicates": total("duplicates"),
+        "contradictions": total("contradictions"),
         "cases_with_duplicates": sum(int(m.get("duplicates") or 0) > 0 for m in metrics),
     }

@@ -83,11 +83,11 @@ class ExtractionTask(BaseTask):
     default_agent: ClassVar[str] = "claude"
     options: ClassVar[tuple[TaskOption, ...]] = EXTRACTION_OPTIONS
     metric_names: ClassVar[tuple[str, ...]] = (
-        "precision", "recall", "f1", "display_accuracy", "tp", "fp", "fn", "duplicates",
+        "precision", "recall", "f1", "display_accuracy", "tp", "fp", "fn", "duplicates", "contradictions",
         "display_checked", "display_correct",
     )
     metric_directions: ClassVar[Mapping[str, Direction]] = {
-        "fp": "lower", "fn": "lower", "duplicates": "lower", "display_checked": "none",
+        "fp": "lower", "fn": "lower", "duplicates": "lower", "contradictions": "lower", "display_checked": "none",
     }
     """Metrics for which higher is not better (``display_checked`` counts what could be checked)."""
     min_f1: float = 1.0

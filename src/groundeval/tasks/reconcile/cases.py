@@ -26,11 +26,16 @@ source of truth and a changed Bundle is a load error, never a silently different
 instead carry the Bundle inline as ``"bundle": {...}`` (for hand-made or test cases).
 
 ``report.items`` is the structured content of what the patient says (the agent sees only
-``report.text``): ``rxnorm_code`` is the concept the patient means (for a brand name, the
-record's own RxCUI; for a drug the record lacks, the site catalog's), ``dose`` an amount in UCUM
-(``mg``, ``ug``, ``g``, or a rate such as ``ug/h`` for a patch), ``frequency`` the
-``Timing.repeat`` triple (``period_unit`` a UnitsOfTime code, https://hl7.org/fhir/R4B/valueset-units-of-time.html),
-``as_needed`` true/false; null where the patient does not say. ``transformations`` is
+``report.text``): ``rxnorm_code`` is the product the patient means (any RxCUI of it: the record's,
+a brand's, another strength's, or for a drug the record lacks the site catalog's; the truth pairs
+it with the record by clinical concept, ``tasks.reconcile_truth``), ``dose`` an amount per
+administration in UCUM, case-sensitive (``mg``, ``ug``, ``g``; a rate such as ``ug/h`` for a
+patch; a count such as ``{tablet}``; on a combination product an amount adds the ``ingredient``
+it is of), ``frequency`` the ``Timing.repeat`` triple (``period_unit`` a UnitsOfTime code,
+https://hl7.org/fhir/R4B/valueset-units-of-time.html), ``as_needed`` true/false; null where the
+patient does not say. The units are checked when the truth is derived (``tasks.reconcile_doses``:
+``mcg`` or ``MG``, a mass for a patch's rate, an amount on a combination without its ingredient
+are an ``invalid_case`` naming the file, the item, the unit and the fix). ``transformations`` is
 provenance only: the discrepancy truth is computed from the record and ``report.items``
 (``tasks.reconcile_truth``), never read from it.
 """
@@ -54,7 +59,8 @@ __all__ = [
 
 TRANSFORMATIONS = (
     "exact", "omission", "commission", "dose_change", "frequency_change", "unit_equivalent",
-    "stopped_reported", "brand_name", "as_needed_flip",
+    "stopped_reported", "brand_name", "as_needed_flip", "brand_rxcui", "other_strength", "combination_dose",
+    "dose_as_written", "second_item",
 )
 """Names of the transformations the generator applies (``exact``: the report is the record)."""
 
@@ -64,10 +70,15 @@ class _Strict(BaseModel):
 
 
 class DoseSpec(_Strict):
-    """An amount per administration in a UCUM unit (``mg``, ``ug``, ``g``, ``ug/h``)."""
+    """An amount per administration in a UCUM unit (``mg``, ``ug``, ``g``, ``ug/h``, ``{tablet}``).
+
+    ``ingredient`` names the ingredient an amount is of, on a combination product (``"oxycodone"``
+    for 10 mg of oxycodone in an oxycodone/acetaminophen tablet); a count of units has none.
+    """
 
     value: float = Field(gt=0)
     unit: str = Field(min_length=1)
+    ingredient: str | None = Field(default=None, min_length=1)
 
 
 class FrequencySpec(_Strict):
@@ -107,7 +118,8 @@ class Transformation(_Strict):
 
     kind: Literal[
         "exact", "omission", "commission", "dose_change", "frequency_change", "unit_equivalent",
-        "stopped_reported", "brand_name", "as_needed_flip",
+        "stopped_reported", "brand_name", "as_needed_flip", "brand_rxcui", "other_strength", "combination_dose",
+        "dose_as_written", "second_item",
     ]
     rxnorm_code: str | None = None
     note: str = ""

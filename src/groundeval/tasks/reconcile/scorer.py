@@ -3,29 +3,46 @@
 Truth entries come from ``tasks.reconcile_truth`` (each with its accepted RxCUIs and status);
 answer items are ``{"rxnorm_code", "display", "status", ...}``. An answer item is paired with the
 truth entry that carries its RxCUI (any of the entry's codes: branded and generic RxCUIs of one
-record concept are the same drug); a second item for an already-paired entry is a ``duplicate``
-(ignored); an item whose RxCUI is on neither side pairs with nothing.
+record concept, and the RxCUI the report names, are the same drug); an item whose RxCUI is on
+neither side pairs with nothing (an *extra*, keyed by its RxCUI, or by its display when it has
+none).
+
+**An answer is a set of (drug, status) claims** (the rule every task whose answer is a set of
+labelled items follows; ``scorers.extraction`` applies it to (drug, display)):
+
+* an identical repeat (the same drug with the same status) counts once, right or wrong: it is
+  neither a hit nor a false positive, and ``duplicates`` counts it;
+* the same drug claimed with two or more different statuses is a *contradiction*: at most one of
+  them can be true, so none earns anything. Every distinct (drug, status) pair claimed for it is
+  a false positive (in the discrepancy or the matched pool, by the status), and its true status is
+  a false negative; a high-alert drug so claimed is a missed high-alert discrepancy;
+  ``contradictions`` counts such drugs, and a case with one cannot pass.
+
+So adding hedges (other statuses) to a best guess always scores strictly lower than the best
+guess alone, whether the guess was right or wrong.
 
 * **Discrepancies** are the (RxCUI, status) pairs whose status is not ``matched``. A discrepancy
-  item is a true positive when its entry has that status, else a false positive (a misclassified
-  status is one false positive and one false negative); truth discrepancies without a true
-  positive are false negatives. ``discrepancy_precision`` is n/a (None) when the answer names no
-  discrepancy, ``discrepancy_recall`` when the truth has none; ``discrepancy_f1`` is always a
-  number, by the extraction task's rule: 1.0 when both are empty and an answer was found, 0.0 when
-  exactly one is, 0.0 whenever no answer was found (see ``scorers.extraction``).
+  claim is a true positive when its entry has that status (and no other status is claimed for
+  it), else a false positive (a misclassified status is one false positive and one false
+  negative); truth discrepancies without a true positive are false negatives.
+  ``discrepancy_precision`` is n/a (None) when the answer names no discrepancy,
+  ``discrepancy_recall`` when the truth has none; ``discrepancy_f1`` is always a number, by the
+  extraction task's rule: 1.0 when both are empty and an answer was found, 0.0 when exactly one
+  is, 0.0 whenever no answer was found (see ``scorers.extraction``).
 * ``recall_<status>``: the recall over the truth entries of one discrepancy status (n/a when there
   are none).
-* **Matched**: ``matched_f1`` over the entries the answer calls ``matched`` against the truth's
+* **Matched**: ``matched_f1`` over the drugs the answer calls ``matched`` against the truth's
   matched entries, by the same rule. It is what makes a report that agrees with the record
   scoreable: there the discrepancy F1 is 1.0 only when the agent reports no discrepancy, and the
   matched F1 is 1.0 only when it lists every matched medication, so ``[]`` cannot pass it.
 * ``high_alert_missed``: true when some truth discrepancy on a high-alert medication (ISMP,
-  ``terminology.high_alert``) has no true positive (missed or misclassified). It fails the case
-  whatever the F1.
+  ``terminology.high_alert``) has no true positive (missed, misclassified or contradicted). It
+  fails the case whatever the F1.
 
-A case passes when an answer was found, ``discrepancy_f1 >= min_f1``, ``matched_f1 >= min_f1``
-and no high-alert discrepancy was missed. ``dose_mismatch`` items should carry ``record_dose`` and
-``reported_dose``; ``doses_given`` counts the true-positive ones that do (reported, not gating).
+A case passes when an answer was found, ``discrepancy_f1 >= min_f1``, ``matched_f1 >= min_f1``,
+no high-alert discrepancy was missed and nothing was contradicted. ``dose_mismatch`` items should
+carry ``record_dose`` and ``reported_dose``; ``doses_given`` counts the true-positive ones that do
+(reported, not gating).
 """
 
 from __future__ import annotations
@@ -44,10 +61,11 @@ METRIC_NAMES: tuple[str, ...] = (
     "discrepancy_precision", "discrepancy_recall", "discrepancy_f1",
     *(f"recall_{s}" for s in DISCREPANCY_STATUSES),
     "matched_precision", "matched_recall", "matched_f1", "high_alert_missed", "high_alert_discrepancies",
-    "tp", "fp", "fn", "matched_tp", "matched_fp", "matched_fn", "duplicates", "doses_given", "format_ok",
+    "tp", "fp", "fn", "matched_tp", "matched_fp", "matched_fn", "duplicates", "contradictions", "doses_given",
+    "format_ok",
 )
 METRIC_DIRECTIONS: dict[str, Direction] = {
-    **dict.fromkeys(("fp", "fn", "matched_fp", "matched_fn", "duplicates", "high_alert_missed",
+    **dict.fromkeys(("fp", "fn", "matched_fp", "matched_fn", "duplicates", "contradictions", "high_alert_missed",
                      "answers_high_alert_missed"), "lower"),
     "high_alert_discrepancies": "none", "answers_scored": "none",
 }
@@ -88,42 +106,55 @@ def score_reconcile(
         A ``Score`` with the metrics of ``METRIC_NAMES`` (except ``format_ok``, added by the task):
         ``passed``, ``partial`` (some pair right, not passing, no high-alert miss) or ``failed``.
         Details follow the report convention (docs/tasks/writing-a-task.md): ``missing`` (truth
-        entries the answer lacks), ``mismatches`` (``expected``/``got`` status), ``extra`` (items on
-        neither side), plus ``high_alert_missed``.
+        entries the answer lacks), ``mismatches`` (``expected``/``got`` status), ``contradictions``
+        (entries claimed with several statuses, ``got`` joined by ``+``), ``extra`` (distinct (drug,
+        status) claims on neither side), plus ``high_alert_missed``.
     """
     by_code = {code: i for i, entry in enumerate(truth) for code in entry.get("codes", [])}
-    paired: dict[int, Mapping[str, Any]] = {}
-    extras: list[dict[str, Any]] = []
+    claims: dict[int, dict[Any, Mapping[str, Any]]] = {}  # entry -> status -> its first item
+    extra_claims: dict[str, dict[Any, dict[str, Any]]] = {}  # extra drug -> status -> shown item
     duplicates = 0
     for item in answer:
         code = _code(item.get("rxnorm_code"))
+        status = item.get("status")
         idx = by_code.get(code) if code else None
         if idx is None:
-            extras.append({"rxnorm_code": code, "display": item.get("display"), "status": item.get("status")})
+            key = code or f"display:{' '.join(str(item.get('display') or '').split()).casefold()}"
+            seen = extra_claims.setdefault(key, {})
+            target: dict[Any, Any] = seen
+            shown: Mapping[str, Any] = {"rxnorm_code": code, "display": item.get("display"), "status": status}
+        else:
+            target, shown = claims.setdefault(idx, {}), item
+        if status in target:
+            duplicates += 1  # an identical repeat: neutral, right or wrong
             continue
-        if idx in paired:
-            duplicates += 1
-            continue
-        paired[idx] = item
+        target[status] = shown
     hits: set[int] = set()
     matched_hits: set[int] = set()
     wrong: list[dict[str, Any]] = []
+    contradicted: list[dict[str, Any]] = []
     doses_given = 0
+    extras = [e for statuses in extra_claims.values() for e in statuses.values()]
     fp = sum(1 for e in extras if e["status"] != "matched")
     matched_fp = len(extras) - fp
-    for idx, item in paired.items():
-        status, expected = item.get("status"), truth[idx]["status"]
-        if status == expected:
-            (matched_hits if status == "matched" else hits).add(idx)
-            if status == "dose_mismatch" and item.get("record_dose") and item.get("reported_dose"):
-                doses_given += 1
-            continue
-        if status == "matched":
-            matched_fp += 1
-        else:
-            fp += 1
-        wrong.append({"rxnorm_code": truth[idx]["rxnorm_code"], "display": truth[idx]["display"],
-                      "expected": expected, "got": status})
+    contradictions = sum(len(statuses) > 1 for statuses in extra_claims.values())
+    for idx, statuses in claims.items():
+        expected = truth[idx]["status"]
+        if len(statuses) == 1:
+            ((status, item),) = statuses.items()
+            if status == expected:
+                (matched_hits if status == "matched" else hits).add(idx)
+                if status == "dose_mismatch" and item.get("record_dose") and item.get("reported_dose"):
+                    doses_given += 1
+                continue
+            wrong.append({"rxnorm_code": truth[idx]["rxnorm_code"], "display": truth[idx]["display"],
+                          "expected": expected, "got": status})
+        else:  # a contradiction: no status claimed for this drug earns anything
+            contradictions += 1
+            contradicted.append({"rxnorm_code": truth[idx]["rxnorm_code"], "display": truth[idx]["display"],
+                                 "expected": expected, "got": " + ".join(str(s) for s in statuses)})
+        matched_fp += sum(1 for s in statuses if s == "matched")
+        fp += sum(1 for s in statuses if s != "matched")
     discrepancies = [i for i, e in enumerate(truth) if e["status"] != "matched"]
     matched = [i for i, e in enumerate(truth) if e["status"] == "matched"]
     tp, matched_tp = len(hits), len(matched_hits)
@@ -147,15 +178,16 @@ def score_reconcile(
         "high_alert_discrepancies": len(high_alert),
         "tp": tp, "fp": fp, "fn": fn,
         "matched_tp": matched_tp, "matched_fp": matched_fp, "matched_fn": matched_fn,
-        "duplicates": duplicates, "doses_given": doses_given,
+        "duplicates": duplicates, "contradictions": contradictions, "doses_given": doses_given,
     })
-    ok = (found and not high_alert_missed and float(metrics["discrepancy_f1"] or 0) >= min_f1
+    ok = (found and not high_alert_missed and not contradictions and float(metrics["discrepancy_f1"] or 0) >= min_f1
           and float(metrics["matched_f1"] or 0) >= min_f1)
     credit = (tp or matched_tp) and not high_alert_missed
     outcome: Literal["passed", "partial", "failed"] = "passed" if ok else ("partial" if credit else "failed")
     details = {
-        "missing": [_shown(truth[i]) for i in range(len(truth)) if i not in paired],
+        "missing": [_shown(truth[i]) for i in range(len(truth)) if i not in claims],
         "mismatches": wrong,
+        "contradictions": contradicted,
         "extra": extras,
         "high_alert_missed": [_shown(truth[i]) for i in high_alert if i in missed],
     }
@@ -183,12 +215,14 @@ def _message(metrics: Mapping[str, Metric], details: Mapping[str, list[dict[str,
          lambda e: f"[{e['status']}; {e['high_alert']}]"),
         ("missing", "not in the answer:", lambda e: f"[{e['status']}{'; ' + e['why'] if e['why'] else ''}]"),
         ("mismatches", "wrong status (expected | got):", lambda e: f"{e['expected']} | {e['got']}"),
+        ("contradictions", "claimed with several statuses, a contradiction: each is a false positive, the drug is "
+         "missed and the case cannot pass (expected | got):", lambda e: f"{e['expected']} | {e['got']}"),
         ("extra", "in the answer, on neither side:", lambda e: f"[{e['status']}]"),
     )
     for key, title, tail in sections:
         if details[key]:
             lines.append(title)
-            sep = ": " if key == "mismatches" else "  "
+            sep = ": " if key in ("mismatches", "contradictions") else "  "
             lines += [f"  - {e['rxnorm_code'] or '(null)'}  {e['display']}{sep}{tail(e)}" for e in details[key]]
     return "\n".join(lines)
 
@@ -205,7 +239,7 @@ def aggregate_reconcile(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Me
         ``answers_high_alert_missed`` (scored answers that missed a high-alert discrepancy) out of
         ``answers_scored`` (the metrics given: one per counted case and trial, so under K trials a
         case counts K times, and a case the agent crashed on is in neither), ``format_not_ok``,
-        ``duplicates``.
+        ``duplicates``, ``contradictions`` (totals) and ``answers_with_contradictions``.
     """
     def total(key: str) -> int:
         return sum(int(m.get(key) or 0) for m in metrics)
@@ -233,6 +267,8 @@ def aggregate_reconcile(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Me
         "answers_scored": len(metrics),
         "format_not_ok": sum(m.get("format_ok") is False for m in metrics),
         "duplicates": total("duplicates"),
+        "contradictions": total("contradictions"),
+        "answers_with_contradictions": sum(int(m.get("contradictions") or 0) > 0 for m in metrics),
     })
     return out
 

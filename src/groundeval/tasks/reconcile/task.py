@@ -146,7 +146,7 @@ class ReconcileTask(BaseTask):
         else:
             bundle, bundle_sha = dict(spec.bundle or {}), digest
         patient, _ = find_patient(bundle, str(path))
-        items = [i.model_dump() for i in spec.report.items]
+        items = [i.model_dump(exclude_none=True) for i in spec.report.items]  # a key left out is "not said"
         meta = {"patient_id": str(patient.get("id") or ""), "fixture": spec.fixture.file if spec.fixture else None,
                 "bundle_sha256": bundle_sha, "transformations": [t.kind for t in spec.transformations]}
         case_data = {"bundle": bundle, "report": spec.report.text, "items": items, "bundle_file": bundle_file}

@@ -8,28 +8,39 @@ structured ``report.items`` (``tasks.reconcile_cases.ReportItem``). Statuses:
 * ``matched``: active in the record and reported, with no dose, frequency or as-needed difference
   that both sides state;
 * ``dose_mismatch``: active and reported, but the dose per administration, the number of
-  administrations per day, or as-needed versus scheduled use differ, where both sides state it.
-  Doses compare unit-aware (UCUM, ``terminology.ucum.to_mg``: 0.1 mg equals 100 ug; a rate such as
-  0.025 mg/h equals 25 ug/h), frequencies per day (``administrations_per_day``: every 72 h equals
-  every 3 d). What only one side states is not a discrepancy;
+  administrations per day, or as-needed versus scheduled use differ, where both sides state it
+  (doses per ingredient, through UCUM: ``tasks.reconcile_doses``). What only one side states is
+  not a discrepancy;
 * ``omission``: active in the record, not reported;
 * ``stopped_but_taken``: reported, not active, but the record holds a ``stopped``, ``completed`` or
   ``on-hold`` request for it;
 * ``commission``: reported, and nowhere in the record (a drug held only by a cancelled, draft,
   entered-in-error or non-order request counts as not in the record).
 
-A brand name is not a discrepancy: the report item carries the concept the patient means.
+**Pairing by clinical concept** (what the prompt tells the agent, whatever RxCUI the case author
+wrote for the report item). A report item is the record drug that, first that applies:
 
-**The record's dose.** Synthea often writes no ``dosageInstruction``, and where it does,
-``doseQuantity`` is ``{"value": 1.0}`` with no unit: one unit (tablet, capsule, patch) of the
-product per administration. The dose is therefore *count x strength*, the strength read from the
-RxNorm display by ``terminology.rxnorm.parse_display`` ("Lisinopril 10 MG Oral Tablet" -> 10 mg;
-"72 HR Fentanyl 0.025 MG/HR Transdermal System" -> 0.025 mg/h); no ``dosageInstruction`` means one
-unit. A ``doseQuantity`` in a UCUM mass unit is used as it is. A product without one strength in a
-mass or mass-per-time unit (combinations, mg/mL solutions, insulin in units/mL) has no comparable
-dose. Frequency is ``timing.repeat`` (``frequency`` per ``period`` ``periodUnit``), as-needed is
-``asNeededBoolean``; either is unknown when absent. When one drug has several active requests, the
-latest ``authoredOn`` (then the last in bundle order) gives its dosage.
+1. carries the item's RxCUI (any code of the record concept);
+2. is the same *clinical drug* as the item's RxCUI: the same ingredients with the same strengths
+   and dose form, brand aside ("Acetaminophen 325 MG Oral Tablet [Tylenol]", RxCUI 209387, is the
+   record's "Acetaminophen 325 MG Oral Tablet", 313782): a brand name is not a discrepancy;
+3. has the same ingredients and dose form at another strength (lisinopril 5 mg, 311354, for the
+   record's lisinopril 10 mg, 314076): the same drug, so a different dose is one
+   ``dose_mismatch``, never an omission plus a commission. An item that gives no dose then states
+   one unit of its own product (its RxCUI names the strength), as a record request without a
+   ``dosageInstruction`` does.
+
+Ingredients are RxNorm's names, salt included ("metoprolol succinate" is not "metoprolol
+tartrate"), from the displays (``terminology.rxnorm.parse_display``; the item's display comes from
+the patient's Bundle, else the site catalog); a dose form compares when both displays state one.
+The record drug is looked for among the active drugs first, then, by the same three steps, among
+the stopped/completed/on-hold ones (``stopped_but_taken``); an item that pairs with nothing is a
+``commission``. An item that could be two record drugs at one step, or two items that are one
+record drug, make the case file ambiguous: a ``DatasetError`` (``invalid_case``) naming both. A
+paired entry accepts the record's RxCUIs and the item's (``codes``).
+
+When one drug has several active requests, the latest ``authoredOn`` (then the last in bundle
+order) gives its dosage.
 
 Uncoded and unresolved record medications have no RxCUI to pair on and are left out (listed under
 ``not_scored``).
@@ -37,15 +48,24 @@ Uncoded and unresolved record medications have no RxCUI to pair on and are left 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from groundeval.errors import DatasetError
 from groundeval.fhir.bundle import BundleIndex, entry_resources, rxnorm_codings
 from groundeval.tasks.medlist import medication_truth
+from groundeval.tasks.reconcile.doses import (
+    Dosage,
+    Product,
+    compare,
+    describe_dosage,
+    product,
+    record_dosage,
+    reported_dosage,
+    same_amount,
+    unit_amounts,
+)
 from groundeval.terminology.high_alert import high_alert_class
-from groundeval.terminology.rxnorm import format_strength, parse_display
-from groundeval.terminology.ucum import UNITS_OF_TIME_DAYS, administrations_per_day, rxnorm_unit_to_ucum, to_mg
 
 __all__ = [
     "DISCREPANCIES",
@@ -66,35 +86,25 @@ DISCREPANCIES = STATUSES[1:]
 """The statuses that are discrepancies (scored by precision/recall/F1)."""
 
 _STOPPED = frozenset({"stopped", "completed", "on-hold"})
-_MASS_UNITS = frozenset({"MG", "MCG", "G", "MG/HR", "MCG/HR"})
-
-
-class Dosage(TypedDict):
-    """A dosage as compared; each key None when unknown.
-
-    Keys:
-        dose: ``{"value", "unit"}`` (UCUM code).
-        frequency: ``{"frequency", "period", "period_unit"}`` (``Timing.repeat``).
-        as_needed: True for as-needed use, False for scheduled.
-    """
-
-    dose: dict[str, Any] | None
-    frequency: dict[str, Any] | None
-    as_needed: bool | None
+PAIRINGS = ("rxcui", "clinical drug", "ingredients")
+"""How a report item was paired with a record drug, in the order the steps are tried."""
 
 
 class TruthEntry(TypedDict):
     """One medication of the case, on either side.
 
     Keys:
-        rxnorm_code: The RxCUI to report (the record's first code; the report's for report-only).
-        codes: Every RxCUI accepted for it (branded and generic codes of one record concept).
+        rxnorm_code: The RxCUI to report (the record's first code; the report's for a commission).
+        codes: Every RxCUI accepted for it (branded and generic codes of one record concept, and
+            the RxCUI the report item names).
         display: The record's display, else the catalog's or the patient's name for it.
         status: One of ``STATUSES``.
         record: The record's ``Dosage`` (None when not active in the record).
         reported: The report's ``Dosage`` (None when not reported).
         why: Why a ``dose_mismatch`` (``"dose 5 mg vs 7.5 mg"``), else ``""``.
         high_alert: The ISMP class (``terminology.high_alert``), or None.
+        pairing: How the report item was paired (one of ``PAIRINGS``), None when not reported or a
+            commission.
     """
 
     rxnorm_code: str
@@ -105,121 +115,7 @@ class TruthEntry(TypedDict):
     reported: Dosage | None
     why: str
     high_alert: str | None
-
-
-def _strength(display: str) -> tuple[float, str] | None:
-    """``(value, UCUM unit)`` of a single-ingredient product's strength, or None."""
-    entry = parse_display(display)
-    if len(entry.ingredients) != 1:
-        return None
-    ing = entry.ingredients[0]
-    if ing.strength is None or ing.unit not in _MASS_UNITS:
-        return None
-    unit = rxnorm_unit_to_ucum(ing.unit)
-    return (ing.strength, unit) if unit else None
-
-
-def record_dosage(request: Mapping[str, Any], display: str) -> Dosage:
-    """The dosage of one MedicationRequest, by the rule in the module docstring.
-
-    Args:
-        request: A MedicationRequest dict.
-        display: The drug's RxNorm display (for its strength).
-    """
-    instructions = request.get("dosageInstruction") or []
-    first = instructions[0] if isinstance(instructions, list) and instructions else {}
-    first = first if isinstance(first, Mapping) else {}
-    strength = _strength(display)
-    count, dose = 1.0, None
-    for dose_rate in first.get("doseAndRate") or []:
-        quantity = dose_rate.get("doseQuantity") if isinstance(dose_rate, Mapping) else None
-        if isinstance(quantity, Mapping) and isinstance(quantity.get("value"), int | float):
-            unit = quantity.get("code") or quantity.get("unit")
-            if isinstance(unit, str) and to_mg(1.0, unit) is not None:
-                dose = {"value": float(quantity["value"]), "unit": unit}
-            else:
-                count = float(quantity["value"])
-            break
-    if dose is None and strength is not None:
-        dose = {"value": float(format_strength(count * strength[0])), "unit": strength[1]}
-    repeat = ((first.get("timing") or {}).get("repeat") or {}) if isinstance(first.get("timing"), Mapping) else {}
-    frequency = None
-    if repeat.get("frequency") and repeat.get("period") and repeat.get("periodUnit") in UNITS_OF_TIME_DAYS:
-        frequency = {"frequency": int(repeat["frequency"]), "period": float(repeat["period"]),
-                     "period_unit": repeat["periodUnit"]}
-    as_needed = first.get("asNeededBoolean")
-    return Dosage(dose=dose, frequency=frequency, as_needed=as_needed if isinstance(as_needed, bool) else None)
-
-
-def same_amount(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """True when two UCUM amounts are equal: mass via mg, ``mass/X`` rates with the same ``X``.
-
-    Args:
-        a: ``{"value": float, "unit": UCUM code}``.
-        b: The same shape.
-
-    Returns:
-        Equal within a relative 1e-9 after conversion; different units that cannot be converted
-        are equal only when value and unit are identical.
-    """
-    def close(x: float, y: float) -> bool:
-        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)
-
-    va, ua, vb, ub = float(a["value"]), str(a["unit"]), float(b["value"]), str(b["unit"])
-    ma, mb = to_mg(va, ua), to_mg(vb, ub)
-    if ma is not None and mb is not None:
-        return close(ma, mb)
-    (na, _, da), (nb, _, db) = ua.partition("/"), ub.partition("/")
-    if da and da == db:
-        ra, rb = to_mg(va, na), to_mg(vb, nb)
-        if ra is not None and rb is not None:
-            return close(ra, rb)
-    return ua == ub and close(va, vb)
-
-
-def _per_day(freq: Mapping[str, Any]) -> float:
-    return administrations_per_day(float(freq["frequency"]), float(freq["period"]), str(freq["period_unit"]))
-
-
-def compare(record: Dosage, reported: Dosage) -> str:
-    """``""`` when nothing both sides state differs, else why (``"dose 5 mg vs 7.5 mg"``)."""
-    problems = []
-    if record["dose"] and reported["dose"] and not same_amount(record["dose"], reported["dose"]):
-        problems.append(f"dose {_amount(record['dose'])} vs {_amount(reported['dose'])}")
-    if record["frequency"] and reported["frequency"] and not math.isclose(
-        _per_day(record["frequency"]), _per_day(reported["frequency"]), rel_tol=1e-9
-    ):
-        problems.append(f"frequency {_timing(record['frequency'])} vs {_timing(reported['frequency'])}")
-    prn, said = record["as_needed"], reported["as_needed"]
-    if prn is not None and said is not None and prn != said:
-        problems.append(f"{_prn(prn)} vs {_prn(said)}")
-    return "; ".join(problems)
-
-
-def _amount(dose: Mapping[str, Any]) -> str:
-    return f"{format_strength(float(dose['value']))} {dose['unit']}"
-
-
-def _timing(freq: Mapping[str, Any]) -> str:
-    return f"{freq['frequency']} per {format_strength(float(freq['period']))} {freq['period_unit']}"
-
-
-def _prn(as_needed: bool) -> str:
-    return "as needed" if as_needed else "scheduled"
-
-
-def describe_dosage(dosage: Dosage | None) -> str:
-    """A short text (``"5 mg, 1 per 1 d, scheduled"``); ``""`` when nothing is known."""
-    if dosage is None:
-        return ""
-    parts = []
-    if dosage["dose"]:
-        parts.append(_amount(dosage["dose"]))
-    if dosage["frequency"]:
-        parts.append(_timing(dosage["frequency"]))
-    if dosage["as_needed"] is not None:
-        parts.append(_prn(dosage["as_needed"]))
-    return ", ".join(parts)
+    pairing: str | None
 
 
 def request_displays(bundle: Mapping[str, Any]) -> dict[str, str]:
@@ -243,8 +139,33 @@ def _latest(requests: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return max(requests, key=lambda r: (str(r.get("authoredOn") or ""), order[id(r)]))
 
 
-def _reported(item: Mapping[str, Any]) -> Dosage:
-    return Dosage(dose=item.get("dose"), frequency=item.get("frequency"), as_needed=item.get("as_needed"))
+def _same_clinical_drug(a: Product, b: Product) -> bool:
+    return _same_drug(a, b) and a.strengths is not None and sorted(a.strengths) == sorted(b.strengths or ())
+
+
+def _same_drug(a: Product, b: Product) -> bool:
+    forms = (a.dose_form or "").casefold(), (b.dose_form or "").casefold()
+    return bool(a.ingredients) and set(a.ingredients) == set(b.ingredients) and (
+        not all(forms) or forms[0] == forms[1])
+
+
+def _find(code: str, prod: Product | None, drugs: Sequence[tuple[list[str], str]]) -> tuple[list[int], str] | None:
+    """Indices of the drugs (``(codes, display)``) the item is, by the first pairing step that finds any."""
+    exact = [i for i, (codes, _) in enumerate(drugs) if code in codes]
+    if exact:
+        return exact, "rxcui"
+    if prod is None:
+        return None
+    for how, same in (("clinical drug", _same_clinical_drug), ("ingredients", _same_drug)):
+        hits = [i for i, (_, display) in enumerate(drugs) if same(prod, product(display))]
+        if hits:
+            return hits, how
+    return None
+
+
+def _ambiguous(source: str, where: str, side: str, names: Sequence[str]) -> DatasetError:
+    return DatasetError(source, f"{where} could be any of the {side} drugs {', '.join(names)}: give the RxCUI of the "
+                                "one the patient means")
 
 
 def reconcile_truth(
@@ -258,7 +179,7 @@ def reconcile_truth(
     Args:
         bundle: The patient's Bundle (one Patient).
         items: ``report.items`` as dicts (``name``, ``rxnorm_code``, ``dose``, ``frequency``, ``as_needed``).
-        catalog_displays: RxCUI -> site catalog display, for drugs only the report names.
+        catalog_displays: RxCUI -> site catalog display, for drugs the record does not name.
         source: File name for error messages.
 
     Returns:
@@ -266,44 +187,85 @@ def reconcile_truth(
         in the extraction truth's order, then report-only ones in report order.
 
     Raises:
-        DatasetError: The bundle does not hold exactly one Patient.
+        DatasetError: The bundle does not hold exactly one Patient; a report item's dose breaks a
+            unit rule (``tasks.reconcile_doses``); or the pairing is ambiguous.
     """
     active, inactive = medication_truth(bundle, source)
     requests = {str(r.get("id") or ""): r for r in entry_resources(bundle, "MedicationRequest")}
-    by_code = {str(i["rxnorm_code"]): i for i in items}
-    used: set[str] = set()
-    entries: list[TruthEntry] = []
+    displays = request_displays(bundle)
+    catalog = catalog_displays or {}
+    record: list[tuple[list[str], str, Dosage]] = []
     not_scored = []
     for med in active:
         if med["kind"] != "coded":
             not_scored.append({"text": med["text"], "kind": med["kind"]})
             continue
-        code = med["codes"][0]
-        display = next((d for c in med["codes"] for d in med["displays"].get(c, [])), code)
+        display = next((d for c in med["codes"] for d in med["displays"].get(c, [])), med["codes"][0])
         mine = [requests[r] for r in med["requests"] if r in requests]
-        record = record_dosage(_latest(mine), display) if mine else Dosage(dose=None, frequency=None, as_needed=None)
-        item_code = next((c for c in med["codes"] if c in by_code), None)
-        if item_code is None:
-            status, reported, why = "omission", None, ""
-        else:
-            used.add(item_code)
-            reported = _reported(by_code[item_code])
-            why = compare(record, reported)
-            status = "dose_mismatch" if why else "matched"
-        entries.append(TruthEntry(
-            rxnorm_code=code, codes=list(med["codes"]), display=display, status=status, record=record,
-            reported=reported, why=why, high_alert=high_alert_class(display),
-        ))
-    displays = request_displays(bundle)
-    for item in items:
+        dosage = record_dosage(_latest(mine), display) if mine else Dosage(
+            dose=None, amounts=None, frequency=None, as_needed=None)
+        record.append((list(med["codes"]), display, dosage))
+    stopped = [([code], displays.get(code) or catalog.get(code) or code) for code, statuses in inactive.items()
+               if set(statuses) & _STOPPED and not any(code in codes for codes, _, _ in record)]
+    paired: dict[int, tuple[int, str]] = {}  # record drug -> (item, pairing)
+    report_only: list[TruthEntry] = []
+    taken: dict[str, int] = {}  # stopped RxCUI -> item
+    for n, item in enumerate(items):
         code = str(item["rxnorm_code"])
-        if code in used:
+        where = f"report.items[{n}] ({item['name']}, RxCUI {code})"
+        own = displays.get(code) or catalog.get(code)
+        prod = product(own) if own else None
+        hit = _find(code, prod, [(codes, display) for codes, display, _ in record])
+        if hit is not None:
+            found, how = hit
+            if len(found) > 1:
+                raise _ambiguous(source, where, "active", [record[i][1] for i in found])
+            if found[0] in paired:
+                first = paired[found[0]][0]
+                raise DatasetError(source, f"{where} and report.items[{first}] ({items[first]['name']}) are both the "
+                                           f"record's {record[found[0]][1]}: one item per medication")
+            paired[found[0]] = (n, how)
             continue
-        stopped = bool(set(inactive.get(code, ())) & _STOPPED)
-        display = (displays.get(code) if stopped else None) or (catalog_displays or {}).get(code) or str(item["name"])
+        dosage = reported_dosage(item, prod, source, where)
+        hit = _find(code, prod, stopped)
+        if hit is None:
+            display = catalog.get(code) or str(item["name"])
+            report_only.append(TruthEntry(
+                rxnorm_code=code, codes=[code], display=display, status="commission", record=None, reported=dosage,
+                why="", high_alert=high_alert_class(display), pairing=None))
+            continue
+        found, how = hit
+        if len(found) > 1:
+            raise _ambiguous(source, where, "stopped", [stopped[i][1] for i in found])
+        codes = list(stopped[found[0]][0])
+        if (clash := next((taken[c] for c in codes if c in taken), None)) is not None:
+            raise DatasetError(source, f"{where} and report.items[{clash}] ({items[clash]['name']}) are both the "
+                                       f"record's stopped {stopped[found[0]][1]}: one item per medication")
+        taken.update(dict.fromkeys(codes, n))
+        display = stopped[found[0]][1]
+        report_only.append(TruthEntry(
+            rxnorm_code=codes[0], codes=list(dict.fromkeys([*codes, code])), display=display,
+            status="stopped_but_taken", record=None, reported=dosage, why="", high_alert=high_alert_class(display),
+            pairing=how))
+    entries: list[TruthEntry] = []
+    for i, (codes, display, dosage) in enumerate(record):
+        if i not in paired:
+            entries.append(TruthEntry(rxnorm_code=codes[0], codes=codes, display=display, status="omission",
+                                      record=dosage, reported=None, why="", high_alert=high_alert_class(display),
+                                      pairing=None))
+            continue
+        n, how = paired[i]
+        item = items[n]
+        code = str(item["rxnorm_code"])
+        own = displays.get(code) or catalog.get(code)
+        where = f"report.items[{n}] ({item['name']}, RxCUI {code})"
+        prod = product(own) if own else product(display)
+        reported = reported_dosage(item, prod, source, where)
+        if how == "ingredients" and not item.get("dose"):  # another strength, no dose said: one unit of it
+            reported["amounts"] = unit_amounts(1.0, prod)
+        why = compare(dosage, reported)
         entries.append(TruthEntry(
-            rxnorm_code=code, codes=[code], display=display,
-            status="stopped_but_taken" if stopped else "commission", record=None, reported=_reported(item),
-            why="", high_alert=high_alert_class(display),
-        ))
-    return {"entries": entries, "not_scored": not_scored}
+            rxnorm_code=codes[0], codes=list(dict.fromkeys([*codes, code])), display=display,
+            status="dose_mismatch" if why else "matched", record=dosage, reported=reported, why=why,
+            high_alert=high_alert_class(display), pairing=how))
+    return {"entries": entries + report_only, "not_scored": not_scored}

@@ -23,12 +23,14 @@ One JSON file per case, named ``<id>.json``::
 ``medication`` is ``{"rxcui": null, "text": "<drug name>"}`` for a drug absent from the catalog
 (the agent must not invent a code). A documented range uses
 ``"dose_range": {"low": {...}, "high": {...}}`` instead of ``dose``, and "two to four times a
-day" adds ``"frequency_max": 4`` to ``"frequency": 2``; ``daily_total`` is then the most per day
-(see ``DosageSpec``). ``dosage`` is ``null`` when the note documents no dose
+day" adds ``"frequency_max": 4`` to ``"frequency": 2``, and "every 6 to 8 hours" adds
+``"period_max": 8`` to ``"period": 6``; ``daily_total`` is the most the schedule allows within any
+24 hours (see ``DosageSpec``). ``dosage`` is ``null`` when the note documents no dose
 (the answer must then carry no dosage). ``status`` uses the FHIR R4B MedicationStatement status
 codes (https://hl7.org/fhir/R4B/valueset-medication-statement-status.html); ``period_unit`` the
 UnitsOfTime codes (https://hl7.org/fhir/R4B/valueset-units-of-time.html); dose units are UCUM
-mass codes (``mg``, ``ug``, ``g``).
+mass codes, case-sensitive (``mg``, ``ug``, ``g``; another code is parsed by the UCUM grammar and
+must be a mass, see ``QuantitySpec``).
 
 Catalog- and patient-dependent checks (the RxCUI exists, the reference resolves) are made by
 ``WriteTask.load_case``; this module checks what a single file can show on its own, including
@@ -40,9 +42,9 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from groundeval.terminology.ucum import administrations_per_day
+from groundeval.terminology.ucum import administrations_per_day, most_administrations_in_24h
 
 __all__ = [
     "DosageSpec",
@@ -60,8 +62,8 @@ Status = Literal[
     "not-taken",
 ]
 PeriodUnit = Literal["s", "min", "h", "d", "wk", "mo", "a"]
-MassUnit = Literal["mg", "ug", "g"]
-_MG = {"mg": 1.0, "ug": 1e-3, "g": 1e3}
+_KNOWN_MASS = {"mg": 1.0, "ug": 1e-3, "g": 1e3}
+"""The UCUM mass codes cases use, with their mg factors (legal UCUM: no grammar run needed for them)."""
 
 
 class _Strict(BaseModel):
@@ -69,15 +71,42 @@ class _Strict(BaseModel):
 
 
 class QuantitySpec(_Strict):
-    """An amount in a UCUM mass unit (mg, ug or g)."""
+    """An amount in a UCUM mass unit (``mg``, ``ug``, ``g``; any UCUM mass code, case-sensitive).
+
+    ``mg``, ``ug`` and ``g`` are read directly; any other code is parsed by the UCUM grammar
+    (``terminology.ucum``, so collection pays for ucumvert only when a case uses one), and must be a
+    mass: ``mcg`` is refused with "use 'ug'", ``MG`` (a megagauss in UCUM) with "use 'mg'", ``mg/h``
+    (a mass per time) as not a mass.
+    """
 
     value: float = Field(gt=0)
-    unit: MassUnit
+    unit: str = Field(min_length=1)
+
+    @field_validator("unit")
+    @classmethod
+    def _ucum_mass(cls, unit: str) -> str:
+        if unit in _KNOWN_MASS:
+            return unit
+        from groundeval.terminology.ucum import describe_unit, to_mg, ucum_problem
+
+        problem = ucum_problem(unit)
+        if problem is not None:
+            raise ValueError(f"{problem[0]}; {problem[1]}")
+        if to_mg(1.0, unit) is None:
+            raise ValueError(f"'{unit}' is {describe_unit(unit) or 'not a mass'}, not a mass; give the dose in 'mg', "
+                             "'ug' or 'g'")
+        return unit
 
     @property
     def mg(self) -> float:
         """The amount in milligrams."""
-        return self.value * _MG[self.unit]
+        if self.unit in _KNOWN_MASS:
+            return self.value * _KNOWN_MASS[self.unit]
+        from groundeval.terminology.ucum import to_mg
+
+        mg = to_mg(self.value, self.unit)
+        assert mg is not None  # checked by the validator
+        return mg
 
 
 class RangeSpec(_Strict):
@@ -99,10 +128,13 @@ class DosageSpec(_Strict):
     Exactly one of ``dose`` and ``dose_range`` (FHIR ``doseQuantity`` / ``doseRange``).
     ``frequency``/``period``/``period_unit`` are given together or not at all (an as-needed dose
     with no stated interval); ``frequency_max`` ("two to four times a day": frequency 2,
-    frequency_max 4; FHIR ``Timing.repeat.frequencyMax``) needs them and exceeds ``frequency``.
-    ``daily_total`` is given exactly when the timing is: the most the schedule allows in a day
-    (top of the dose range x ``frequency_max`` or ``frequency`` per period), which for a fixed
-    schedule is the exact total.
+    frequency_max 4; FHIR ``Timing.repeat.frequencyMax``) needs them and exceeds ``frequency``;
+    ``period_max`` ("every 6 to 8 hours": period 6, period_max 8; ``Timing.repeat.periodMax``)
+    needs them and exceeds ``period``. ``daily_total`` is given exactly when the timing is: the
+    most the schedule allows within any 24 hours, the top of the dose range times the most whole
+    administrations that fit into 24 hours at the shortest period and the highest frequency
+    (``terminology.ucum.most_administrations_in_24h``: every other day is one dose, every 6 hours
+    four). It is the same figure the ceiling check bounds.
     """
 
     dose: QuantitySpec | None = None
@@ -110,6 +142,7 @@ class DosageSpec(_Strict):
     frequency: int | None = Field(default=None, gt=0)
     frequency_max: int | None = Field(default=None, gt=0)
     period: float | None = Field(default=None, gt=0)
+    period_max: float | None = Field(default=None, gt=0)
     period_unit: PeriodUnit | None = None
     as_needed: bool
     daily_total: QuantitySpec | None = None
@@ -123,10 +156,15 @@ class DosageSpec(_Strict):
         return self.dose.mg
 
     def most_per_day(self) -> float | None:
-        """The most administrations per day, or None without a schedule."""
+        """The most administrations per day (highest frequency, shortest period), or None without a schedule."""
         if self.frequency is None or self.period is None or self.period_unit is None:
             return None
         return administrations_per_day(self.frequency_max or self.frequency, self.period, self.period_unit)
+
+    def most_in_24h(self) -> float | None:
+        """The most mg within any 24 hours (``most_mg`` x whole administrations), or None without a schedule."""
+        per_day = self.most_per_day()
+        return None if per_day is None else self.most_mg * most_administrations_in_24h(per_day)
 
     @model_validator(mode="after")
     def _consistent(self) -> DosageSpec:
@@ -137,18 +175,22 @@ class DosageSpec(_Strict):
             raise ValueError("give frequency, period and period_unit together, or none of them")
         if self.frequency_max is not None and (self.frequency is None or self.frequency_max <= self.frequency):
             raise ValueError("frequency_max needs frequency, period and period_unit, and must exceed frequency")
-        per_day = self.most_per_day()
-        if per_day is None:
+        if self.period_max is not None and (self.period is None or self.period_max <= self.period):
+            raise ValueError("period_max needs frequency, period and period_unit, and must exceed period")
+        implied = self.most_in_24h()
+        if implied is None:
             if self.daily_total is not None:
                 raise ValueError("daily_total needs frequency, period and period_unit")
             return self
         if self.daily_total is None:
             raise ValueError("daily_total is required when the timing is given")
-        implied = self.most_mg * per_day
         if not math.isclose(implied, self.daily_total.mg, rel_tol=1e-6):
+            per_day = self.most_per_day()
+            assert per_day is not None
             raise ValueError(
-                f"daily_total {self.daily_total.value:g} {self.daily_total.unit} does not equal "
-                f"the most per administration x the most administrations per day = {implied:g} mg"
+                f"daily_total {self.daily_total.value:g} {self.daily_total.unit} does not equal the most per "
+                f"administration x the most administrations within 24 hours = {self.most_mg:g} mg x "
+                f"{most_administrations_in_24h(per_day)} = {implied:g} mg"
             )
         return self
 

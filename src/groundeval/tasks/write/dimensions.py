@@ -108,7 +108,9 @@ def check_coding(answer: JSON, expected: JSON, catalog: Any = None) -> Check:
     """Check the drug code against ``expected`` (``{"rxcui", "display", "text"}``).
 
     Only the expected RxCUI under the RxNorm URI, with the catalog display, and no other RxNorm
-    code, earns credit. The failure label (``Check.label``, one of ``CODING_REASONS``), first
+    code, earns credit. The same coding repeated is neutral; the expected RxCUI repeated with
+    another display is a contradiction (``display_mismatch``). The failure label (``Check.label``,
+    one of ``CODING_REASONS``), first
     that applies: ``missing`` (no R4B medication concept, no code, or for an uncatalogued drug
     no text naming it), ``wrong_system`` (the expected code under another system, such as the
     RxNorm OID), ``wrong_drug`` (an RxNorm code of another drug in the catalog),
@@ -165,10 +167,14 @@ def check_coding(answer: JSON, expected: JSON, catalog: Any = None) -> Check:
     if others:
         return Check("coding", False, [f"RxCUI: expected only {rxcui}, got also {', '.join(others)}"],
                      other_label(list(others)))
-    display = " ".join(str(hits[0].get("display") or "").split())
-    if display != expected.get("display"):
-        got_display = hits[0].get("display")
-        return Check("coding", False, [f"display: expected {expected.get('display')!r}, got {got_display!r}"],
+    # The codings are a set of labelled items (the rule of scorers.reconcile and scorers.extraction):
+    # the right RxCUI repeated with the same display is neutral; repeated with another display it is a
+    # contradiction, and the display counts as right only when every display given for it is.
+    displays = list(dict.fromkeys(" ".join(str(h.get("display") or "").split()) for h in hits))
+    if displays != [expected.get("display")]:
+        got = " + ".join(repr(d) for d in displays) if len(displays) > 1 else repr(hits[0].get("display"))
+        why = " (a contradiction: the same RxCUI with two displays)" if len(displays) > 1 else ""
+        return Check("coding", False, [f"display: expected {expected.get('display')!r}, got {got}{why}"],
                      "display_mismatch")
     return Check("coding", True)
 

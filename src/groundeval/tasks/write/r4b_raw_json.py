@@ -11,12 +11,16 @@ Rules and their sources:
   (https://hl7.org/fhir/R4B/valueset-medication-statement-status.html).
 * ``Timing.repeat.periodUnit``/``durationUnit`` in UnitsOfTime
   (https://hl7.org/fhir/R4B/valueset-units-of-time.html); invariants tim-1 (duration needs
-  durationUnit) and tim-2 (period needs periodUnit) (https://hl7.org/fhir/R4B/datatypes.html#Timing).
+  durationUnit), tim-2 (period needs periodUnit) and tim-6 (periodMax needs period)
+  (https://hl7.org/fhir/R4B/datatypes.html#Timing); and the ranges the element definitions
+  describe: ``frequencyMax`` is the top of "between frequency and frequencyMax times" and
+  ``periodMax`` "the upper limit of period", so neither may be below its lower bound.
 * JSON primitive types: boolean, positiveInt, decimal must be JSON booleans/integers/numbers, not
   strings (https://hl7.org/fhir/R4B/json.html#primitive).
 * ``doseQuantity`` and ``doseRange.low``/``high``: a legal UCUM code (by the UCUM grammar) when
   ``system`` is UCUM; a code with no system breaks invariant qty-3; a count under the orderable
-  drug form system (``TAB``) is never read as UCUM; rng-2 (low <= high)
+  drug form system (``TAB``) is never read as UCUM; rng-2 (low <= high, compared as quantities:
+  200 mg is below 0.4 g; ends whose units cannot be converted into each other are flagged)
   (https://hl7.org/fhir/R4B/datatypes.html#Quantity, #Range).
 * RxNorm codings use the URI ``http://www.nlm.nih.gov/research/umls/rxnorm``, not the OID
   ``urn:oid:2.16.840.1.113883.6.88``: "For URIs specified here ... they SHALL be used in
@@ -28,13 +32,14 @@ Rules and their sources:
 from __future__ import annotations
 
 import re
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeGuard
 
 from groundeval.fhir.bundle import RXNORM_SYSTEM, is_rxnorm, is_valid_id
 from groundeval.terminology.ucum import (
     DOSE_FORM_CODES,
     ORDERABLE_DRUG_FORM_SYSTEM,
     UCUM_SYSTEM,
+    dose_amount,
     ucum_problem,
 )
 
@@ -96,7 +101,7 @@ def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -206,6 +211,17 @@ def _repeat(repeat: dict[str, Any], base: str, out: list[Issue]) -> None:
         out.append(_issue(f"{base}.period", "frequency given without period",
                           "add period and periodUnit (3 times a day: frequency 3, period 1, "
                           "periodUnit 'd')", "invariant", "warning"))
+    if repeat.get("periodMax") is not None and repeat.get("period") is None:
+        out.append(_issue(f"{base}.period", "periodMax given without period (invariant tim-6)",
+                          "add period, the shorter end of the range (every 6 to 8 hours: period 6, periodMax 8)",
+                          "invariant"))
+    for low_key, high_key, example in (("frequency", "frequencyMax", "two to four times a day: frequency 2, "
+                                        "frequencyMax 4"),
+                                       ("period", "periodMax", "every 6 to 8 hours: period 6, periodMax 8")):
+        low, high = repeat.get(low_key), repeat.get(high_key)
+        if _is_number(low) and _is_number(high) and high < low:
+            out.append(_issue(f"{base}.{high_key}", f"{high_key} {high!r} is below {low_key} {low!r}: the top of a "
+                              "range cannot be under its bottom", f"swap them ({example})", "invariant"))
 
 
 def _dose_quantity(qty: dict[str, Any], base: str, out: list[Issue]) -> None:
@@ -249,10 +265,37 @@ def _dose_range(rng: dict[str, Any], base: str, out: list[Issue]) -> None:
         if isinstance(qty, dict):
             _dose_quantity(qty, f"{base}.{name}", out)
     if isinstance(low, dict) and isinstance(high, dict):
-        lo, hi = low.get("value"), high.get("value")
-        if isinstance(lo, int | float) and isinstance(hi, int | float) and lo > hi:
-            out.append(_issue(base, f"low {lo!r} is above high {hi!r} (invariant rng-2)",
+        lo, hi = _amount(low), _amount(high)
+        if lo is None or hi is None:
+            return  # a bad value or unit is reported on that end
+        if lo[1] != hi[1]:
+            out.append(_issue(base, f"low ({_shown(low)}) and high ({_shown(high)}) are in units that cannot be "
+                              "compared (invariant rng-2 needs low <= high)", "give both ends in the same unit",
+                              "invariant"))
+        elif lo[0] > hi[0] * (1 + 1e-9):
+            out.append(_issue(base, f"low {_shown(low)} is above high {_shown(high)} (invariant rng-2)",
                               "swap low and high", "invariant"))
+
+
+def _shown(qty: dict[str, Any]) -> str:
+    value = qty.get("value")
+    number = f"{value:g}" if _is_number(value) else repr(value)
+    return f"{number} {qty.get('code') or qty.get('unit') or ''}".strip()
+
+
+def _amount(qty: dict[str, Any]) -> tuple[float, str] | None:
+    """A range end as ``(value in a base unit, that unit)`` for comparing; None when it has no number.
+
+    UCUM masses and rates are converted (``dose_amount``); counts and other codes stay as written.
+    """
+    value = qty.get("value")
+    if not _is_number(value):
+        return None
+    code = qty.get("code") if qty.get("code") is not None else qty.get("unit")
+    code = code if isinstance(code, str) else ""
+    if qty.get("system") in (None, UCUM_SYSTEM) and (read := dose_amount(float(value), code)) is not None:
+        return read
+    return float(value), f"{qty.get('system')}|{code}"
 
 
 def _dosage(dosage: dict[str, Any], base: str, out: list[Issue]) -> None:

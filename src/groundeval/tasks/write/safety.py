@@ -11,15 +11,18 @@ Rules (the summary is in ``groundeval.tasks.write.scorer``):
   the answer codes, from the site catalog (``CatalogEntry.unit_strength_mg``). A code under a
   non-UCUM system is never read as UCUM; a unit that is neither fails as unverifiable.
 * **Schedule** (``timing.repeat``, https://hl7.org/fhir/R4B/datatypes.html#Timing):
-  administrations per day run from ``frequency`` per ``periodMax`` (or ``period``) up to
-  ``frequencyMax`` (or ``frequency``) per ``period``. "Two to four times a day" is frequency 2,
-  frequencyMax 4, period 1 d: dropping ``frequencyMax`` fails, and so does a range the note
-  never gave.
-* **Daily total**: the most the schedule allows in a day (the top of the dose range times the
-  most administrations per day; for a fixed schedule, the exact total) equals the documented one.
-* **Ceiling**: the most taken within 24 hours (that maximum, and at least one whole dose: 20 mg
-  every other day is 20 mg on the day it is taken) does not exceed the ingredient's maximum
-  daily dose (``terminology.load_max_daily_doses``, FDA labels).
+  administrations per day run from the lower of ``frequency``/``frequencyMax`` per the longer of
+  ``period``/``periodMax`` up to the higher per the shorter (so a ``frequencyMax`` below
+  ``frequency``, which the validator flags, is never read as the top). "Two to four times a day"
+  is frequency 2, frequencyMax 4, period 1 d; "every 6 to 8 hours" is period 6, periodMax 8 h:
+  dropping the upper bound fails, and so does a range the note never gave.
+* **Daily total**: the most the schedule allows within any 24 hours equals the documented one:
+  the top of the dose range times the most whole administrations that fit into 24 hours
+  (``terminology.ucum.most_administrations_in_24h``: every 6 hours is 4, every other day is 1,
+  since the dose is taken whole on the day it is taken).
+* **Ceiling**: that daily total does not exceed the ingredient's maximum daily dose
+  (``terminology.load_max_daily_doses``, FDA labels, "in 24 hours"); without a schedule, one
+  whole dose must not.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from groundeval.terminology.ucum import (
     UCUM_SYSTEM,
     UNITS_OF_TIME_DAYS,
     count_form,
+    describe_unit,
+    most_administrations_in_24h,
     to_mg,
     ucum_problem,
 )
@@ -105,7 +110,10 @@ def quantity_mg(quantity: Any, product: Any = None) -> tuple[float | None, str |
         return None, f"dose unit: {problem[0]}; {problem[1]}"
     mg = to_mg(float(value), code)
     if mg is None:
-        return None, f"dose unit {code!r} is not a mass; cannot compare it with the documented dose"
+        meaning = describe_unit(code) if isinstance(code, str) else None
+        what = f"is {meaning}" if meaning else "is not a mass"
+        return None, (f"dose unit {code!r} {what}, not a mass per administration; cannot compare it with the "
+                      "documented dose (give the amount per dose in 'mg', 'ug' or 'g')")
     return mg, None
 
 
@@ -131,18 +139,21 @@ def _schedule(dosage: JSON) -> tuple[tuple[float, float] | None, str]:
     if not isinstance(repeat, Mapping):
         return None, "no timing.repeat"
     frequency = repeat.get("frequency", 1)
-    most_often = repeat.get("frequencyMax", frequency)
+    frequency_max = repeat.get("frequencyMax", frequency)
     period, unit = repeat.get("period"), repeat.get("periodUnit")
-    longest = repeat.get("periodMax", period)
-    if not (_is_number(frequency) and _is_number(most_often) and _is_number(period) and _is_number(longest)
-            and period > 0 and longest > 0):
+    period_max = repeat.get("periodMax", period)
+    if not (_is_number(frequency) and _is_number(frequency_max) and _is_number(period) and _is_number(period_max)
+            and period > 0 and period_max > 0):
         return None, f"timing.repeat frequency {frequency!r} / period {period!r} are not numbers"
     if unit not in UNITS_OF_TIME_DAYS:
         return None, f"periodUnit {unit!r} is not a UnitsOfTime code"
     days = UNITS_OF_TIME_DAYS[unit]
-    least, most = frequency / (longest * days), most_often / (period * days)
-    times = f"{frequency:g}" if most_often == frequency else f"{frequency:g}-{most_often:g}"
-    every = f"{period:g}" if longest == period else f"{period:g}-{longest:g}"
+    # the bounds in order whatever the answer wrote: a maximum below its minimum is never the top
+    rarest, most_often = sorted((frequency, frequency_max))
+    shortest, longest = sorted((period, period_max))
+    least, most = rarest / (longest * days), most_often / (shortest * days)
+    times = f"{rarest:g}" if most_often == rarest else f"{rarest:g}-{most_often:g}"
+    every = f"{shortest:g}" if longest == shortest else f"{shortest:g}-{longest:g}"
     return (least, most), f"{times} per {every} {unit}"
 
 
@@ -151,9 +162,11 @@ def _expected_schedule(expected: JSON) -> tuple[tuple[float, float] | None, str]
     if frequency is None or period is None or unit is None:
         return None, "none"
     most_often = expected.get("frequency_max") or frequency
+    longest = expected.get("period_max") or period
     days = UNITS_OF_TIME_DAYS[unit]
     times = f"{frequency:g}" if most_often == frequency else f"{frequency:g}-{most_often:g}"
-    return (frequency / (period * days), most_often / (period * days)), f"{times} per {period:g} {unit}"
+    every = f"{period:g}" if longest == period else f"{period:g}-{longest:g}"
+    return (frequency / (longest * days), most_often / (period * days)), f"{times} per {every} {unit}"
 
 
 def _want_dose(expected: JSON) -> tuple[tuple[float, float], str, bool]:
@@ -196,8 +209,11 @@ def _timing_reasons(got: tuple[float, float] | None, how: str, expected: JSON) -
         return []  # reported with the daily total
     want_range, got_range = not math.isclose(*want), not math.isclose(*got)
     if want_range and not got_range:
-        return [f"timing: expected {want_how} (frequencyMax {expected['frequency_max']}), got a fixed {how}: "
-                "the upper bound (frequencyMax) was dropped"]
+        if expected.get("frequency_max"):
+            bound, lost = f"frequencyMax {expected['frequency_max']}", "the upper bound (frequencyMax)"
+        else:
+            bound, lost = f"periodMax {expected.get('period_max'):g}", "the longer period (periodMax)"
+        return [f"timing: expected {want_how} ({bound}), got a fixed {how}: {lost} was dropped"]
     if got_range and not want_range:
         return [f"timing: expected a fixed {want_how}, got a range {how} (frequencyMax/periodMax the note "
                 "does not give)"]
@@ -221,7 +237,7 @@ def check_safety(
 
     Returns:
         The check, and the answer's ``dose_mg`` (mg per administration, the top of a range) and
-        ``daily_total_mg`` (the most per day, mg/day), each None when it cannot be computed.
+        ``daily_total_mg`` (the most within 24 hours, mg), each None when it cannot be computed.
     """
     expected = truth.get("dosage")
     items = dosages(answer)
@@ -246,22 +262,22 @@ def check_safety(
     reasons += _timing_reasons(per_day, how, expected)
     high = None if got is None else got[1]
     numbers["dose_mg"] = None if high is None else round(high, 6)
-    total = None if high is None or per_day is None else high * per_day[1]
+    times = None if per_day is None else most_administrations_in_24h(per_day[1])
+    total = None if high is None or times is None else high * times
     numbers["daily_total_mg"] = None if total is None else round(total, 6)
     want_total = expected.get("daily_total_mg")
     if want_total is not None:
-        most = " (the most in a day)" if expected.get("dose_range_mg") or expected.get("frequency_max") else ""
-        head = f"daily total{most}: expected {_fmt(want_total)}/day, got"
+        head = f"daily total (the most in 24 hours): expected {_fmt(want_total)}, got"
         if total is None:
             reasons.append(f"{head} none ({how if per_day is None else 'no verifiable dose'})")
         elif not math.isclose(total, want_total, rel_tol=1e-6):
             assert high is not None
-            reasons.append(f"{head} {_fmt(total)}/day ({high:g} mg x {how})")
+            reasons.append(f"{head} {_fmt(total)} ({high:g} mg x {times} doses, {how})")
     ceiling = truth.get("ceiling") or {}
     limit = ceiling.get("mg_per_day")
-    # The ceiling bounds what is taken within any 24 hours: the top of every range, and at least
-    # one whole dose (a dose every other day, or one with no schedule, is still taken whole).
-    peak = None if high is None else high * max(1.0, per_day[1] if per_day else 1.0)
+    # The ceiling bounds what is taken within any 24 hours: the daily total, and without a schedule
+    # one whole dose.
+    peak = total if total is not None else high
     if peak is not None and _is_number(limit) and peak > limit + 1e-9:
         reasons.append(
             f"dose in 24 h: {_fmt(peak)} exceeds the ceiling of {_fmt(limit)}/day for "

@@ -16,13 +16,19 @@
   the as-needed flag matches.
 * **safety**: the dose per administration (``doseQuantity``, or ``doseRange`` for a documented
   range) equals the documented one in mg (UCUM masses, or tablet counts times the coded drug's
-  strength), the schedule keeps a documented ``frequencyMax``, the most per day equals the
-  documented daily total, and the most taken within 24 hours stays under the ingredient's
+  strength), the schedule keeps a documented ``frequencyMax``/``periodMax``, the most within 24
+  hours equals the documented daily total and stays under the ingredient's
   ceiling (``terminology.load_max_daily_doses``, FDA labels; a drug with no row, or a row with
   ``mg_per_day: null``, has no ceiling check). A dose that cannot be verified, or a dose or
   schedule the note never gave, fails. Rules in ``scorers.write_safety``.
 
 A case passes only when all four pass; ``partial`` when some do; ``failed`` when none do.
+
+**Table stakes.** ``schema`` is earned by any valid statement, and ``constraints`` in good part by a
+constant one (the patient's reference, ``active``, one tablet once a day), without reading the note
+(the ``naive-write`` control gives that constant answer). The aggregate says so in ``table_stakes``
+so no reader takes their rates for skill: ``coding``, ``safety`` and ``all_pass_rate`` are what a
+write earns.
 """
 
 from __future__ import annotations
@@ -138,6 +144,14 @@ def _message(checks: Sequence[Check]) -> str:
     return "\n".join(lines)
 
 
+TABLE_STAKES = (
+    "schema_pass_rate is earned by any valid statement and constraints_pass_rate in good part by a constant "
+    "one (compare the naive-write control); coding_pass_rate, safety_pass_rate and all_pass_rate are what a "
+    "write earns"
+)
+"""The ``table_stakes`` line of the aggregate (see the module docstring)."""
+
+
 def aggregate_write(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
     """Pass rate per dimension and overall, over scored cases.
 
@@ -145,7 +159,8 @@ def aggregate_write(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric
         ``schema_pass_rate``, ``coding_pass_rate``, ``constraints_pass_rate``,
         ``safety_pass_rate``, ``all_pass_rate`` (share of cases passing all four), each in
         [0, 1] or None when no case was scored; then ``coding_reason_<label>`` for each of
-        ``CODING_REASONS``: how many scored cases failed coding for that reason (int).
+        ``CODING_REASONS``: how many scored cases failed coding for that reason (int); then
+        ``table_stakes`` (text, ``TABLE_STAKES``): which rates a constant answer earns.
     """
     out: dict[str, Metric] = {}
     for name in DIMENSIONS:
@@ -155,4 +170,5 @@ def aggregate_write(metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric
     out["all_pass_rate"] = round(fmean(passed_all), 6) if passed_all else None
     for label in CODING_REASONS:
         out[f"coding_reason_{label}"] = sum(m.get("coding_reason") == label for m in metrics)
+    out["table_stakes"] = TABLE_STAKES
     return out

@@ -88,6 +88,7 @@ def build_medication_statement(
     medication_text: str | None = None,
     dose_max: float | None = None,
     frequency_max: int | None = None,
+    period_max: float | None = None,
 ) -> dict[str, Any]:
     """Build an R4B MedicationStatement as JSON.
 
@@ -116,6 +117,8 @@ def build_medication_statement(
             ``doseQuantity`` (https://hl7.org/fhir/R4B/dosage.html).
         frequency_max: The most administrations per period ("two to four times a day":
             ``frequency`` 2, ``frequency_max`` 4): ``Timing.repeat.frequencyMax``.
+        period_max: The longest period ("every 6 to 8 hours": ``period`` 6, ``period_max`` 8,
+            ``period_unit`` h): ``Timing.repeat.periodMax``.
 
     Returns:
         The resource as a JSON-safe dict (``model_dump(mode="json", exclude_none=True)``). The
@@ -123,7 +126,8 @@ def build_medication_statement(
 
     Raises:
         ValueError: ``dose_value`` without ``dose_unit`` or the reverse, ``dose_max`` without
-            ``dose_value``, ``frequency_max`` without ``frequency``, an empty ``rxcui`` or
+            ``dose_value``, ``frequency_max`` without ``frequency``, ``period_max`` without
+            ``period``, an empty ``rxcui`` or
             ``patient_reference``, or values the R4B model rejects (``frequency`` 2.5); the
             message names the argument.
     """
@@ -145,6 +149,8 @@ def build_medication_statement(
         raise ValueError("dose_max is the top of a range whose bottom is dose_value; pass dose_value too")
     if frequency_max is not None and frequency is None:
         raise ValueError("frequency_max is the top of a range whose bottom is frequency; pass frequency too")
+    if period_max is not None and period is None:
+        raise ValueError("period_max is the top of a range whose bottom is period; pass period too")
     dose_args = (dose_value, frequency, period, period_unit, as_needed, dosage_text)
     try:
         dosage = None
@@ -180,6 +186,8 @@ def build_medication_statement(
         repeat = item.get("timing", {}).get("repeat")
         if frequency_max is not None and repeat is not None:
             repeat["frequencyMax"] = frequency_max
+        if period_max is not None and repeat is not None:
+            repeat["periodMax"] = period_max
     return data
 
 
@@ -311,6 +319,7 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
         medication_text: str | None = None,
         dose_max: float | None = None,
         frequency_max: int | None = None,
+        period_max: float | None = None,
     ) -> dict[str, Any]:
         """Build and validate an R4B MedicationStatement for the patient.
 
@@ -331,6 +340,7 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
             dose_max: Top of a dose range ("1-2 tablets"); dose_value is then the bottom.
             frequency_max: Most administrations per period ("2 to 4 times a day": frequency 2,
                 frequency_max 4).
+            period_max: Longest period ("every 6 to 8 hours": period 6, period_max 8, period_unit h).
         """
         try:
             entry = catalog.get(str(rxcui)) if rxcui else None
@@ -340,7 +350,7 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
                 patient_reference=patient_reference, dose_value=dose_value, dose_unit=dose_unit,
                 frequency=frequency, period=period, period_unit=period_unit,
                 as_needed=as_needed, dosage_text=dosage_text, medication_text=medication_text,
-                dose_max=dose_max, frequency_max=frequency_max,
+                dose_max=dose_max, frequency_max=frequency_max, period_max=period_max,
             )
             report = validate_medication_statement(resource)
         except Exception as exc:
@@ -383,7 +393,7 @@ def make_tools(catalog: Catalog, patient_reference: str) -> list[BaseTool]:
          "Returns {ok, resource, issues}; when ok is false, fix each issue and call again. "
          f"status is one of {', '.join(STATUS_CODES)}; period_unit one of "
          f"{', '.join(UNITS_OF_TIME)}; dose_unit a UCUM code (mg, ug, mL, or {{tablet}} for a count "
-         "of tablets); a range uses dose_max and frequency_max."),
+         "of tablets); a range uses dose_max, frequency_max and period_max."),
         (validate, "validate_medication_statement",
          "Validate MedicationStatement JSON against FHIR R4B, including required value sets, "
          "JSON types and UCUM units. Returns {ok, issues[{path, problem, fix}]}. Call it on any "
