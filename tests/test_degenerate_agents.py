@@ -67,7 +67,7 @@ def _headline(agg: Aggregate) -> dict[str, float]:
     out = {"pass_rate": agg.pass_rate or 0.0, "answer_rate": agg.answer_rate or 0.0}
     for name, value in agg.metrics.items():
         if isinstance(value, int | float) and not isinstance(value, bool) and not name.startswith(
-                ("duplicates", "contradictions", "cases_with_", "format_not_ok", "coding_reason_")):
+                ("duplicates", "contradictions", "cases_with_", "answers_with_", "format_not_ok", "coding_reason_")):
             out[name] = float(value)
     return out
 

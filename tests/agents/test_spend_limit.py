@@ -105,9 +105,13 @@ def test_the_run_stops_before_the_limit_and_the_rest_is_not_run(pytester: pytest
 def test_concurrent_calls_stay_within_the_limit(pytester: pytest.Pytester, run_dir: Path) -> None:
     pytester.runpytest(*_args("--groundeval-max-cost=0.3", "--groundeval-concurrency=4", "--groundeval-out-dir=runs"))
     record = _record(run_dir)
-    assert 1 <= _calls(run_dir) < len(PATIENTS)
-    assert _calls(run_dir) * CALL_COST <= 0.3  # every call made, scored or dropped, was paid within the limit
-    assert record["aggregate"]["not_run"] >= 1
+    # How many calls fit depends on how the four calls overlap (each in-flight call holds its
+    # estimate), which depends on the machine; what must hold whatever the timing: every call made,
+    # scored or dropped, was paid within the limit, and a case is either scored or not run.
+    assert _calls(run_dir) >= 1
+    assert _calls(run_dir) * CALL_COST <= 0.3
+    outcomes = [c["outcome"] for c in record["cases"]]
+    assert len(outcomes) == len(PATIENTS) and all(o != "infra_error" for o in outcomes)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The reconcile prompt and the README state the same rules, word for word, and each is in the prompt."""
+"""The reconcile prompt and its docs page state the same rules, word for word, and each is in the prompt."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from groundeval.tasks.reconcile.prompt import INSTRUCTIONS, RECORD_RULE, RULES, STATUS_RULES
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "tasks" / "reconcile.md"
 
 
 def _flat(text: str) -> str:
@@ -15,10 +15,7 @@ def _flat(text: str) -> str:
 
 
 def _reconcile_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Medication reconciliation")
-    end = text.index("\n## ", start + 3)
-    return _flat(text[start:end])
+    return _flat(PAGE.read_text(encoding="utf-8"))
 
 
 def test_every_rule_the_prompt_states_is_in_the_readmes_reconcile_section_word_for_word() -> None:
@@ -28,9 +25,9 @@ def test_every_rule_the_prompt_states_is_in_the_readmes_reconcile_section_word_f
         assert _flat(f"`{name}`: {meaning}") in section, name
         assert _flat(f"- {name}: {meaning}") in prompt, name
     for n, rule in enumerate(RULES, 1):
-        assert _flat(f"{n}. {rule}") in section, f"rule {n} is not in the README: {rule[:60]}"
+        assert _flat(f"{n}. {rule}") in section, f"rule {n} is not in docs/tasks/reconcile.md: {rule[:60]}"
         assert _flat(f"{n}. {rule}") in prompt
-    # and nothing more: the README's numbered list is exactly the prompt's
+    # and nothing more: the page's numbered list is exactly the prompt's
     listed = re.findall(r"Rules: (1\. .*?) \*\*How the truth pairs", section)
     assert listed and listed[0].count(". ") >= len(RULES) and f"{len(RULES) + 1}. " not in listed[0]
 

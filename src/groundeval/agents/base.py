@@ -139,8 +139,10 @@ BUILTIN_AGENT_TASKS: dict[str, tuple[str, ...]] = {
     "baseline": ("extraction",),
     "naive": ("extraction",),
     "baseline-write": ("write",),
+    "naive-write": ("write",),
     "baseline-reconcile": ("reconcile",),
     "naive-reconcile": ("reconcile",),
+    "hedge-reconcile": ("reconcile",),
     "baseline-labs": ("labs",),
     "naive-labs": ("labs",),
 }
