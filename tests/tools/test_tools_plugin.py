@@ -11,6 +11,8 @@ import pytest
 from groundeval.cli import main as cli_main
 from groundeval.testing.junit import junit_cases
 
+from .._outcomes import outcomes
+
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parents[1] / "fixtures" / "extraction"
 VARIANTS = {v["transformation"]: v["fixture"]
@@ -51,7 +53,7 @@ def test_extraction_with_and_without_tools_side_by_side(
 ) -> None:
     plain = pytester.runpytest(*args("baseline", "plain"))
     tools = pytester.runpytest(*args("reader_agent:agent", "tools", *TOOLS, "--junitxml=serial.xml"))
-    assert plain.parseoutcomes() == tools.parseoutcomes() == {"passed": 4}
+    assert outcomes(plain) == outcomes(tools) == {"passed": 4}
     tools.stdout.fnmatch_lines(["agent: langgraph-fhir  model: scripted  run: *"])
     with_tools = json.loads(record(pytester, "tools").read_text())
     assert with_tools["settings"]["task_options"]["bundle_in_prompt"] is False
@@ -77,7 +79,7 @@ def test_extraction_with_and_without_tools_side_by_side(
 
     # the same tool-using run under -n 2 gives the same per-case properties
     xdist = pytester.runpytest_subprocess(*args("reader_agent:agent", "xdist", *TOOLS, "-n", "2", "--junitxml=x.xml"))
-    assert xdist.parseoutcomes() == {"passed": 4}
+    assert outcomes(xdist) == {"passed": 4}
     assert "INTERNALERROR" not in xdist.stdout.str()
 
     def stable(name: str) -> dict[str, dict[str, str]]:
@@ -120,8 +122,8 @@ def test_the_langgraph_agent_reconciles_through_the_read_tools(pytester: pytest.
     )
     # the scripted reconciler calls everything "matched": right on the exact and unit-equivalent
     # reports, and the missed omission of a high-alert drug fails that case
-    outcomes = result.parseoutcomes()
-    assert outcomes.get("passed") == 3 and outcomes.get("passed", 0) + outcomes.get("failed", 0) == 4, outcomes
+    counts = outcomes(result)
+    assert counts.get("passed") == 3 and counts.get("passed", 0) + counts.get("failed", 0) == 4, counts
     result.stdout.fnmatch_lines(["agent: langgraph-fhir  model: scripted  run: *"])
     cases = junit(pytester.path / "out.xml")
     missed = cases["omission-high-alert--Max_Kris_f9120576"]
@@ -142,7 +144,7 @@ def test_the_langgraph_agent_reconciles_through_the_read_tools(pytester: pytest.
             "-p", "no:cacheprovider", "-p", "no:randomly")
     serial = pytester.runpytest(*base, "--junitxml=serial.xml", "--groundeval-out-dir=serial-runs")
     spread = pytester.runpytest_subprocess(*base, "--junitxml=xdist.xml", "-n", "2", "--groundeval-out-dir=xdist-runs")
-    assert spread.parseoutcomes() == serial.parseoutcomes()
+    assert outcomes(spread) == outcomes(serial)
     volatile = {"run_id", "latency_s", "worker"}
     serial_cases = junit(pytester.path / "serial.xml")
     assert {p.get("high_alert_missed") for p in serial_cases.values()} >= {"false"}

@@ -10,6 +10,8 @@ import pytest
 
 from groundeval.testing.junit import junit_cases
 
+from .._outcomes import outcomes
+
 CASES = Path(__file__).resolve().parents[2] / "fixtures" / "write"
 # baseline-write: Tylenol and gabapentin pass; Crestor (brand not in the catalog) and the
 # embedded instruction are partial.
@@ -61,7 +63,7 @@ junit = junit_cases
 def test_one_item_per_case_with_dimension_properties_and_pass_rates(pytester: pytest.Pytester, write_dir: Path) -> None:
     result = pytester.runpytest(*args("baseline-write", "--junitxml=out.xml", "-rA"))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert result.parseoutcomes() == {"passed": 2, "partial": 2, "errors": 1}
+    assert outcomes(result) == {"passed": 2, "partial": 2, "errors": 1}
     result.stdout.fnmatch_lines([
         "PARTIAL groundeval/write::crestor-brand-generic-in-catalog - *",
         "*groundeval write*",
@@ -114,7 +116,7 @@ def test_the_run_record_keeps_the_tool_traces(pytester: pytest.Pytester, write_d
 def test_xdist_gives_the_same_properties_as_a_serial_run(pytester: pytest.Pytester, write_dir: Path) -> None:
     pytester.runpytest(*args("baseline-write", "--junitxml=serial.xml"))
     result = pytester.runpytest_subprocess(*args("baseline-write", "-n", "2", "--junitxml=xdist.xml"))
-    assert result.parseoutcomes() == {"passed": 2, "partial": 2, "errors": 1}
+    assert outcomes(result) == {"passed": 2, "partial": 2, "errors": 1}
     assert "INTERNALERROR" not in result.stdout.str()
 
     def stable(name: str) -> dict[str, dict[str, str]]:
@@ -132,7 +134,7 @@ def test_the_langgraph_agent_in_the_plugin_passes_or_stops_as_agent_loop(pyteste
     pytester.syspathinsert()
     result = pytester.runpytest(*args("lg_agent:agent", "--junitxml=out.xml", "-v"))
     # agent_loop is the agent's behaviour: a failure, scored as an empty answer
-    assert result.parseoutcomes() == {"passed": 1, "failed": 1}
+    assert outcomes(result) == {"passed": 1, "failed": 1}
     result.stdout.fnmatch_lines(["*gabapentin-not-in-catalog*AGENT_LOOP*"])
     result.stdout.fnmatch_lines(["agent_loop: gabapentin-not-in-catalog: no final answer within recursion_limit=25*"])
     cases = junit(pytester.path / "out.xml")
