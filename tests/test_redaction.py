@@ -68,3 +68,26 @@ def test_an_echoed_token_is_redacted_and_a_word_after_basic_is_not() -> None:
     # answers are scored after redaction: ordinary words after "Basic" must come through unchanged
     for text in ("Basic metabolic panel - Blood", "BASIC METABOLIC PANEL", "Bearer Pharmaceuticals"):
         assert redact(text) == text
+
+
+def test_a_secret_is_found_even_when_another_thread_changes_the_environment_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pytest deletes PYTEST_CURRENT_TEST on the main thread while calls made ahead redact in threads."""
+    import os
+    from collections.abc import ItemsView
+
+    from groundeval import redaction
+
+    failures: list[Exception] = [KeyError("PYTEST_CURRENT_TEST"), RuntimeError("dictionary changed size")]
+
+    class Changing(dict[str, str]):
+        """An environment whose first listing meets a key deleted meanwhile, the second one that changed size."""
+
+        def items(self) -> ItemsView[str, str]:  # type: ignore[override]
+            if failures:
+                raise failures.pop(0)
+            return super().items()
+
+    monkeypatch.setattr(os, "environ", Changing({"MY_API_KEY": "sk-live-0123456789abcdef"}))
+    assert redaction._env_secrets() == ["sk-live-0123456789abcdef"]

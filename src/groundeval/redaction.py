@@ -90,9 +90,30 @@ def url_secrets(url: str | None) -> list[str]:
     return [s for s in found if len(s) >= 3]
 
 
+ENVIRON_TRIES = 100
+"""How many times a snapshot of ``os.environ`` is retried when another thread changes it meanwhile."""
+
+
+def _environ_items() -> list[tuple[str, str]]:
+    """A snapshot of ``os.environ`` that a change made meanwhile by another thread cannot break.
+
+    pytest sets and deletes ``PYTEST_CURRENT_TEST`` on the main thread around every test phase,
+    while calls made ahead (``--groundeval-concurrency``) redact their answers in threads; iterating
+    ``os.environ`` across such a change raises ``KeyError`` (a key listed, then deleted) or
+    ``RuntimeError`` (the mapping changed size). Changes are rare, so a retry succeeds; the last
+    try lets the error through rather than redact with a partial view.
+    """
+    for _ in range(ENVIRON_TRIES - 1):
+        try:
+            return list(os.environ.items())
+        except (KeyError, RuntimeError):
+            continue
+    return list(os.environ.items())
+
+
 def _env_secrets() -> list[str]:
     """Values of the environment variables whose names look like secrets (8 characters or longer)."""
-    return [v for name, v in os.environ.items() if v and len(v) >= 8 and _SECRET_NAME.search(name)]
+    return [v for name, v in _environ_items() if v and len(v) >= 8 and _SECRET_NAME.search(name)]
 
 
 def _redact(text: str, env_secrets: Iterable[str], secrets: Iterable[str]) -> str:
