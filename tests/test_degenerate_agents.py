@@ -23,6 +23,8 @@ from groundeval.runner import RunInfo, attempt, prepare, run_case
 from groundeval.tasks import make_task
 from groundeval.testing import ScriptedAgent
 
+from ._write_answers import statement_from_truth
+
 Answer = Callable[[Case, AgentRequest, Any], str]
 STATUSES = ("matched", "omission", "commission", "dose_mismatch", "stopped_but_taken")
 LOWER_IS_BETTER = frozenset({"answers_high_alert_missed"})
@@ -209,28 +211,8 @@ def test_extraction_degenerate_agents_earn_no_more_than_their_answer(extraction:
 
 # -- write ---------------------------------------------------------------------------------------
 
-def _statement(truth: Any) -> dict[str, Any]:
-    from groundeval.tasks.write.tools import build_medication_statement
-
-    med, dosage = truth["medication"], truth["dosage"]
-    kwargs: dict[str, Any] = {}
-    if dosage is not None:
-        rng = dosage["dose_range"]
-        dose = dosage["dose"] or rng["low"]
-        kwargs = {"dose_value": dose["value"], "dose_unit": dose["unit"],
-                  "dose_max": None if rng is None else rng["high"]["value"],
-                  "frequency": dosage["frequency"], "frequency_max": dosage["frequency_max"],
-                  "period": dosage["period"], "period_max": dosage["period_max"],
-                  "period_unit": dosage["period_unit"], "as_needed": dosage["as_needed"]}
-    resource = build_medication_statement(status=truth["status"], rxcui=med["rxcui"] or "0", display=med["display"],
-                                          patient_reference=truth["patient"]["reference"], **kwargs)
-    if med["rxcui"] is None:
-        resource["medicationCodeableConcept"] = {"text": med["text"]}
-    return resource
-
-
 def _with(truth: Any, change: Callable[[dict[str, Any]], None]) -> str:
-    resource = copy.deepcopy(_statement(truth))
+    resource = copy.deepcopy(statement_from_truth(truth))
     change(resource)
     return json.dumps(resource)
 
@@ -243,7 +225,7 @@ def _codings(resource: Mapping[str, Any]) -> list[dict[str, Any]]:
 def test_write_degenerate_agents_earn_no_more_than_their_answer(write: list[Any]) -> None:
     from groundeval.terminology import Catalog
 
-    right = _run("write", write, lambda c, r, t: json.dumps(_statement(t)))
+    right = _run("write", write, lambda c, r, t: json.dumps(statement_from_truth(t)))
     assert right.pass_rate == 1.0 and right.metrics["all_pass_rate"] == 1.0
     twice = _run("write", write, lambda c, r, t: _with(t, lambda s: _codings(s).extend(copy.deepcopy(_codings(s)))))
     assert _headline(twice) == _headline(right)  # the same coding repeated is neutral

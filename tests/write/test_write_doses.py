@@ -20,6 +20,8 @@ from groundeval.tasks.write.tools import build_medication_statement, validate_me
 from groundeval.terminology import Catalog
 from groundeval.terminology.ucum import ORDERABLE_DRUG_FORM_SYSTEM, count_form, to_mg, ucum_problem
 
+from .._write_answers import statement_from_truth
+
 UCUM = "http://unitsofmeasure.org"
 TASK = WriteTask()
 CASES = default_data_dir("write")
@@ -31,20 +33,7 @@ def case(case_id: str) -> Case:
 
 def ideal(c: Case) -> dict[str, Any]:
     """The answer the truth describes, built with the agent's own builder."""
-    truth = TASK.truth(c)
-    med, dosage = truth["medication"], truth["dosage"]
-    kwargs: dict[str, Any] = {}
-    if dosage is not None:
-        rng = dosage["dose_range"]
-        dose = dosage["dose"] or rng["low"]
-        kwargs = {"dose_value": dose["value"], "dose_unit": dose["unit"],
-                  "dose_max": None if rng is None else rng["high"]["value"],
-                  "frequency": dosage["frequency"], "frequency_max": dosage["frequency_max"],
-                  "period_max": dosage["period_max"],
-                  "period": dosage["period"], "period_unit": dosage["period_unit"],
-                  "as_needed": dosage["as_needed"]}
-    return build_medication_statement(status=truth["status"], rxcui=med["rxcui"], display=med["display"],
-                                      patient_reference=truth["patient"]["reference"], **kwargs)
+    return statement_from_truth(TASK.truth(c))
 
 
 def score(c: Case, answer: dict[str, Any]) -> Score:
