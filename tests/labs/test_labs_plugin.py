@@ -1,4 +1,4 @@
-"""The labs task through the pytest plugin: one in-process run (serial) and one ``-n 2`` run, offline."""
+"""The labs task through the pytest plugin: in-process runs, offline, with each report's trip to an xdist controller."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from groundeval.tasks.labs.thresholds import default_thresholds
+
+from .._xdist import assert_reports_cross_to_the_controller
 
 
 def _record(base: Path) -> dict[str, Any]:
@@ -36,15 +38,16 @@ def test_the_baseline_passes_every_packaged_case_and_the_record_says_which_promp
     assert '<property name="value_accuracy" value=""' in xml  # n/a: the patient with no result
 
 
-def test_the_naive_control_fails_on_two_workers(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("--groundeval-task=labs", "--groundeval-agent=naive-labs", "-n", "2",
-                                           "-p", "no:cacheprovider")
+def test_the_naive_control_fails_and_every_labs_metric_can_reach_an_xdist_controller(
+    pytester: pytest.Pytester, request: pytest.FixtureRequest
+) -> None:
+    result = pytester.runpytest("--groundeval-task=labs", "--groundeval-agent=naive-labs", "-p", "no:cacheprovider")
     assert result.ret == 1
     record = _record(pytester.path)
     agg = record["aggregate"]
     assert agg["counts"] == {"failed": 2, "partial": 33, "passed": 1}
     assert agg["metrics"]["answers_critical_missed"] == 2 and agg["metrics"]["micro_value_accuracy"] < 0.1
-    assert {c["worker"] for c in record["cases"]} == {"gw0", "gw1"}
+    assert assert_reports_cross_to_the_controller(result, request.config) >= 36 * 3
     failed = {c["case_id"].split("--")[0] for c in record["cases"] if c["outcome"] == "failed"}
     assert failed == {"variant-critical-potassium", "variant-critical-bp"}
 

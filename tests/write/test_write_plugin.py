@@ -1,4 +1,4 @@
-"""The write task through the pytest plugin (pytester, in-process and with -n 2)."""
+"""The write task through the pytest plugin (pytester, in-process; each report's trip to an xdist controller)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import pytest
 from groundeval.testing.junit import junit_cases
 
 from .._outcomes import outcomes
+from .._xdist import assert_reports_cross_to_the_controller
 
 CASES = Path(__file__).resolve().parents[2] / "fixtures" / "write"
 # baseline-write: Tylenol and gabapentin pass; Crestor (brand not in the catalog) and the
 # embedded instruction are partial.
 PICK = ("tylenol-brand-lookup", "gabapentin-not-in-catalog", "crestor-brand-generic-in-catalog",
         "naproxen-embedded-instruction")
-VOLATILE = {"latency_s", "run_id"}
 
 LANGGRAPH_AGENT = '''
 from groundeval.testing.scripted_chat import ScriptedChatModel, answer_with_last_result, call
@@ -113,17 +113,14 @@ def test_the_run_record_keeps_the_tool_traces(pytester: pytest.Pytester, write_d
     assert tylenol["details"]["dimensions"]["safety"] == {"ok": True, "reasons": []}
 
 
-def test_xdist_gives_the_same_properties_as_a_serial_run(pytester: pytest.Pytester, write_dir: Path) -> None:
-    pytester.runpytest(*args("baseline-write", "--junitxml=serial.xml"))
-    result = pytester.runpytest_subprocess(*args("baseline-write", "-n", "2", "--junitxml=xdist.xml"))
+def test_every_write_property_can_reach_an_xdist_controller(
+    pytester: pytest.Pytester, write_dir: Path, request: pytest.FixtureRequest
+) -> None:
+    result = pytester.runpytest(*args("baseline-write", "--junitxml=serial.xml"))
     assert outcomes(result) == {"passed": 2, "partial": 2, "errors": 1}
     assert "INTERNALERROR" not in result.stdout.str()
-
-    def stable(name: str) -> dict[str, dict[str, str]]:
-        return {k: {p: v for p, v in props.items() if p not in VOLATILE}
-                for k, props in junit(pytester.path / name).items()}
-
-    assert stable("serial.xml") == stable("xdist.xml")
+    assert assert_reports_cross_to_the_controller(result, request.config) >= 4 * 3
+    assert len(junit(pytester.path / "serial.xml")) == 5
 
 
 def test_the_langgraph_agent_in_the_plugin_passes_or_stops_as_agent_loop(pytester: pytest.Pytester, write_dir: Path) -> None:
