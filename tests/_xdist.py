@@ -48,3 +48,15 @@ def assert_reports_cross_to_the_controller(result: pytest.RunResult, config: pyt
         assert (back.nodeid, back.when, back.outcome) == (report.nodeid, report.when, report.outcome)
         assert [tuple(p) for p in back.user_properties] == [tuple(p) for p in report.user_properties], report.nodeid
     return len(reports)
+
+
+def run_xdist(pytester: pytest.Pytester, *args: str, workers: int = 2) -> pytest.RunResult:
+    """``pytester.runpytest(*args, "-n", workers)`` with the controller in this process.
+
+    pytest-xdist's own tests run their controller in-process too; it saves an interpreter that
+    imports the stack again. The workers are real processes and get this process's ``sys.path``
+    as it was at startup (not the pytester directory), so ``pythonpath=.`` makes the agent and
+    task modules written into the pytester directory importable there, as ``runpytest_subprocess``
+    does through ``PYTHONPATH``.
+    """
+    return pytester.runpytest(*args, "-n", str(workers), "-o", "pythonpath=.")
