@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from .._xdist import run_xdist
 from .conftest import args, calls, junit_cases, records
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
@@ -49,13 +50,13 @@ def test_second_run_with_the_cache_makes_no_model_call(pytester: pytest.Pytester
 
 
 def test_two_workers_share_one_cache_and_a_parallel_run_replays(pytester: pytest.Pytester, counting_dir: Path) -> None:
-    parallel = pytester.runpytest_subprocess(*args("--groundeval-cache=cache", "-n", "2", "--junitxml=xa.xml"))
+    parallel = run_xdist(pytester, *args("--groundeval-cache=cache", "--junitxml=xa.xml"))
     parallel.assert_outcomes(passed=4, failed=1, errors=1)
     (first,) = records(counting_dir)
     assert {c["worker"] for c in first["cases"]} == {"gw0", "gw1"}  # both workers wrote into the one cache
     assert len(calls(counting_dir)) == 6
     path = next((counting_dir / "runs").glob("*.json"))
-    replay = pytester.runpytest_subprocess(*args("-n", "2", "--junitxml=xb.xml", agent=f"replay:{path}"))
+    replay = run_xdist(pytester, *args("--junitxml=xb.xml", agent=f"replay:{path}"))
     replay.assert_outcomes(passed=4, failed=1, errors=1)
     assert len(calls(counting_dir)) == 6  # no model call
     replay.stdout.fnmatch_lines([f"agent: counting (replayed from {path})  model: *"])
