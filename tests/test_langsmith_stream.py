@@ -36,6 +36,8 @@ from groundeval.reporting.langsmith import (
 from groundeval.runner import RunInfo
 from groundeval.tasks.extraction.task import ExtractionTask
 
+from ._xdist import run_xdist
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
 PICK = ("Liz_Conn", "Clemente_Kreiger")
 FAKE_KEY = "fake-key-for-test"
@@ -214,13 +216,6 @@ def data_dir(pytester: pytest.Pytester, copy_fixtures: Any) -> Path:
     data: Path = copy_fixtures(pytester.path / "data", PICK)
     pytester.makepyfile(trace_agent=TRACE_AGENT)
     return data
-
-
-def run_eval(pytester: pytest.Pytester, agent: str = "baseline", *extra: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "--groundeval-task=extraction", f"--groundeval-agent={agent}", "--groundeval-data-dir=data",
-        "-p", "no:cacheprovider", *extra, timeout=120,
-    )
 
 
 def free_port() -> int:
@@ -410,7 +405,8 @@ def test_plugin_streams_every_worker_into_one_experiment(pytester: pytest.Pytest
                                                          fake_langsmith: FakeLangSmith) -> None:
     """End to end: ``-n 2``, a tool-using agent; one experiment, tool child runs, feedback per case."""
     pytester.syspathinsert()
-    result = run_eval(pytester, "trace_agent:agent", "-n", "2")
+    result = run_xdist(pytester, "--groundeval-task=extraction", "--groundeval-agent=trace_agent:agent",
+                       "--groundeval-data-dir=data", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
     assert "LangSmithStreamWarning" not in result.stdout.str()
     record = json.loads(next((pytester.path / "runs").glob("*.json")).read_text())
