@@ -33,6 +33,7 @@ from examples.conditions_task import (  # noqa: E402
 from groundeval import AgentRequest, DatasetError  # noqa: E402
 from groundeval.tasks import make_task  # noqa: E402
 
+from ._fakes.fake_anthropic import FAKE_KEY, install  # noqa: E402
 from ._xdist import assert_reports_cross_to_the_controller  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "conditions_task"
@@ -170,9 +171,8 @@ def test_the_committed_fixtures_match_the_script(synthea_dir: Path) -> None:
 
 MOCK_MODULE = '''
 import json
-import httpx2
 from examples.conditions_task import BaselineConditionsAgent
-from groundeval.agents.claude import ClaudeAgent
+from fake_anthropic import api_error, message, mock_claude
 from groundeval.agent_io import AgentRequest, Prompt
 
 SEEN = set()
@@ -185,22 +185,15 @@ def handler(request):
     if "Max_Kris" in user or "f9120576" in user:
         if "max" not in SEEN:  # rate limited once, then answered
             SEEN.add("max")
-            return httpx2.Response(429, json={"type": "error", "error": {"type": "rate_limit_error", "message": "x"}},
-                                   headers={"retry-after": "1"})
+            return api_error(429, "rate_limit_error", "x", retry_after="1")
     answer = BaselineConditionsAgent().run(AgentRequest(case_id="x", task="conditions",
                                                         prompt=Prompt(system="", user=user))).text
     if "5451401c" in user:  # Beatrice: misses her conditions
         answer = "Sure:\\n[]"
-    usage = {"input_tokens": 3000, "output_tokens": 60, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    return httpx2.Response(200, headers={"request-id": "req_1"}, json={
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8",
-        "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn", "usage": usage})
+    return message(answer, input_tokens=3000, output_tokens=60, request_id="req_1")
 
 
-class MockClaude(ClaudeAgent):
-    def __init__(self, config):
-        super().__init__(config, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
-                         sleep=lambda seconds: None)
+MockClaude = mock_claude(handler)
 '''
 
 
@@ -208,12 +201,13 @@ class MockClaude(ClaudeAgent):
 def example_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A pytester directory with four conditions fixtures in ``data/``; the repository importable."""
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-FAKEKEY-0123456789abcdefghij")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     pytester.syspathinsert(ROOT)
     data = pytester.path / "data"
     data.mkdir()
     for prefix in PICK:
         shutil.copy(_fixture(prefix), data / _fixture(prefix).name)
+    install(pytester.path)
     pytester.makepyfile(mock_claude=MOCK_MODULE)
     pytester.syspathinsert()
     return data

@@ -29,7 +29,7 @@ from groundeval.records.aggregate import summarize
 from groundeval.runner import RunInfo, run_case
 from groundeval.tasks import make_task
 
-from .conftest import FAKE_KEY, ScriptedAPI, api_error, message
+from .._fakes.fake_anthropic import FAKE_KEY, ScriptedAPI, api_error, message
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))

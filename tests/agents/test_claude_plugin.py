@@ -1,7 +1,7 @@
 """The Claude agent inside real plugin runs (pytester), its HTTP transport mocked per patient.
 
 A small agent module is written into each pytester directory: ``mock_claude:MockClaude`` is the
-real ``ClaudeAgent`` with an ``httpx2.MockTransport`` and a no-op sleep. Per patient it answers:
+real ``ClaudeAgent`` over the shared fake Anthropic API (``tests/_fakes/fake_anthropic.py``). Per patient it answers:
 Liz_Conn correctly (with a cache write), Max_Kris 429 then correctly (with a cache read),
 Clemente_Kreiger 529 for ever, Garrett_Thompson cut off at max_tokens. ``MOCK_MODE=auth`` makes
 every call a 401. Each HTTP call appends a line to ``$MOCK_CALLS``. A rejected key under ``-n 2``
@@ -17,63 +17,47 @@ from typing import Any
 
 import pytest
 
-from .conftest import FAKE_KEY
+from .._fakes.fake_anthropic import FAKE_KEY, install
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
 PATIENTS = ("Liz_Conn", "Max_Kris", "Clemente_Kreiger", "Garrett_Thompson")
 
 MOCK_MODULE = '''
-import json, os
-import httpx2
+import os
+from fake_anthropic import api_error, message, mock_claude, prompt_of
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent
-from groundeval.agents.claude import ClaudeAgent
 from groundeval.agent_io import AgentRequest, Prompt
 
 BASE = BaselineExtractionAgent()
 SEEN = set()
 
 
-def reply(status, body, **headers):
-    return httpx2.Response(status, json=body, headers={"request-id": "req_" + str(status), **headers})
-
-
-def message(text, stop="end_turn", written=0, read=0):
-    usage = {"input_tokens": 5000, "output_tokens": 50, "cache_creation_input_tokens": written,
-             "cache_read_input_tokens": read}
-    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8-20260528",
-            "content": [{"type": "text", "text": text}], "stop_reason": stop, "usage": usage}
-    return reply(200, body)
-
-
-def failure(status, kind, **headers):
-    return reply(status, {"type": "error", "error": {"type": kind, "message": kind}}, **headers)
+def reply(text, stop="end_turn", written=0, read=0):
+    return message(text, stop_reason=stop, model="claude-opus-4-8-20260528", input_tokens=5000, output_tokens=50,
+                   cache_creation=written, cache_read=read, request_id="req_200")
 
 
 def handler(request):
-    body = json.loads(request.content)
-    user = body["messages"][0]["content"]
+    user = prompt_of(request)[1]
     if os.environ.get("MOCK_CALLS"):
         with open(os.environ["MOCK_CALLS"], "a") as fh:
             fh.write(str(os.getpid()) + "\\n")
     if os.environ.get("MOCK_MODE") == "auth":
-        return failure(401, "authentication_error")
+        return api_error(401, "authentication_error")
     answer = BASE.run(AgentRequest(case_id="x", task="extraction", prompt=Prompt(system="", user=user))).text
     if "1484a42d" in user:  # Clemente_Kreiger
-        return failure(529, "overloaded_error")
+        return api_error(529, "overloaded_error")
     if "5a72e290" in user:  # Garrett_Thompson
-        return message(answer[:20], stop="max_tokens")
+        return reply(answer[:20], stop="max_tokens")
     if "f9120576" in user and "max" not in SEEN:  # Max_Kris: rate limited once
         SEEN.add("max")
-        return failure(429, "rate_limit_error", **{"retry-after": "2"})
+        return api_error(429, "rate_limit_error", retry_after="2")
     if "f9120576" in user:
-        return message(answer, read=1000)
-    return message(answer, written=1000)
+        return reply(answer, read=1000)
+    return reply(answer, written=1000)
 
 
-class MockClaude(ClaudeAgent):
-    def __init__(self, config):
-        client = httpx2.Client(transport=httpx2.MockTransport(handler))
-        super().__init__(config, http_client=client, sleep=lambda seconds: None)
+MockClaude = mock_claude(handler)
 '''
 
 
@@ -83,6 +67,7 @@ def run_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, copy_fix
     monkeypatch.setenv("MOCK_CALLS", str(pytester.path / "calls.txt"))
     monkeypatch.delenv("MOCK_MODE", raising=False)
     copy_fixtures(pytester.path / "data", PATIENTS)
+    install(pytester.path)
     pytester.makepyfile(mock_claude=MOCK_MODULE)
     pytester.syspathinsert()
     return pytester.path

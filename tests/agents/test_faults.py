@@ -33,7 +33,7 @@ from groundeval.errors import (
 from groundeval.models.classify import too_large
 from groundeval.redaction import redact, strip_userinfo
 
-from .conftest import FAKE_KEY
+from .._fakes.fake_anthropic import FAKE_KEY
 from .loopback import Answer, Loopback, anthropic_message, chat_completion, serve
 
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))

@@ -19,7 +19,8 @@ import pytest
 from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.baselines.reconcile import BaselineReconcileAgent
 
-FAKE_KEY = "sk-ant-api03-FAKEKEY-0123456789abcdefghij"
+from .._fakes.fake_anthropic import FAKE_KEY, install
+
 BASELINE = BaselineReconcileAgent()
 SELECTED = "exact--Liz or dose-high-alert or no-medication--Clemente"
 
@@ -66,34 +67,22 @@ def test_the_naive_control_fails(pytester: pytest.Pytester) -> None:
 
 
 MOCK_CLAUDE = '''
-import json
-import httpx2
+from fake_anthropic import message, mock_claude, prompt_of
 from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.baselines.reconcile import BaselineReconcileAgent
-from groundeval.agents.claude import ClaudeAgent
 
 BASE = BaselineReconcileAgent()
 SEEN = []
 
 
 def handler(request):
-    body = json.loads(request.content)
-    system = "".join(block["text"] for block in body["system"])
-    user = body["messages"][0]["content"]
+    system, user = prompt_of(request)
     SEEN.append(("Site formulary" in system, "<report>" in user))
     answer = BASE.run(AgentRequest(case_id="x", task="reconcile", prompt=Prompt(system=system, user=user))).text
-    usage = {"input_tokens": 9000, "output_tokens": 80, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    content = [{"type": "text", "text": answer}]
-    return httpx2.Response(200, json={"id": "msg_1", "type": "message", "role": "assistant",
-                                      "model": "claude-opus-4-8", "content": content, "stop_reason": "end_turn",
-                                      "usage": usage}, headers={"request-id": "req_1"})
+    return message(answer, input_tokens=9000, output_tokens=80, request_id="req_1")
 
 
-class MockClaude(ClaudeAgent):
-    def __init__(self, config):
-        super().__init__(config, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
-                         sleep=lambda seconds: None)
-
+class MockClaude(mock_claude(handler)):
     def run(self, request):
         assert set(request.context) == {"bundle", "report"}
         return super().run(request)
@@ -102,6 +91,7 @@ class MockClaude(ClaudeAgent):
 
 def test_claude_runs_the_task_unchanged(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    install(pytester.path)
     pytester.makepyfile(mock_claude=MOCK_CLAUDE)
     pytester.syspathinsert()
     result = pytester.runpytest("--groundeval-task=reconcile", "--groundeval-agent=mock_claude:MockClaude",

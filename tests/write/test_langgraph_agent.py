@@ -35,6 +35,8 @@ from groundeval.testing.scripted_chat import (
     last_tool_result,
 )
 
+from .._fakes.fake_anthropic import message_body
+
 if TYPE_CHECKING:
     from langchain_anthropic import ChatAnthropic
 
@@ -221,13 +223,6 @@ def test_without_a_key_the_agent_refuses_with_a_hint(monkeypatch: pytest.MonkeyP
 
 # -- ChatAnthropic over a mocked HTTP transport --------------------------------------------------
 
-def anthropic_reply(text: str, **usage: int) -> dict[str, Any]:
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8",
-            "stop_reason": "end_turn", "stop_sequence": None, "content": [{"type": "text", "text": text}],
-            "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": 0, **usage}}
-
-
 def claude_agent(monkeypatch: pytest.MonkeyPatch, responses: list[Any], sleeps: list[float]) -> LangGraphWriteAgent:
     """The agent with its real ChatAnthropic, whose SDK client talks to a mock transport."""
     anthropic = pytest.importorskip("anthropic")
@@ -259,8 +254,8 @@ def test_chat_anthropic_overload_is_retried_then_answered(monkeypatch: pytest.Mo
               "subject": {"reference": case.data["patient"]["reference"]}}
     overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     sleeps: list[float] = []
-    agent = claude_agent(monkeypatch, [(529, overloaded), (200, anthropic_reply(json.dumps(answer),
-                                                                               input_tokens=1000, output_tokens=200))],
+    agent = claude_agent(monkeypatch, [(529, overloaded), (200, message_body(json.dumps(answer),
+                                                                            input_tokens=1000, output_tokens=200))],
                          sleeps)
     result, score = run(agent, "hydrochlorothiazide-dose-unknown")
     assert sleeps == [0.01] and result.attempts == 2
