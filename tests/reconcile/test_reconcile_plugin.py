@@ -8,9 +8,7 @@ unchanged, answering with what the baseline would say for the prompt they were s
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.baselines.reconcile import BaselineReconcileAgent
 
 from .._fakes.fake_anthropic import FAKE_KEY, install
+from .._fakes.fake_openai import ChatServer, Reply, completion, serve_chat
 
 BASELINE = BaselineReconcileAgent()
 SELECTED = "exact--Liz or dose-high-alert or no-medication--Clemente"
@@ -102,49 +101,19 @@ def test_claude_runs_the_task_unchanged(pytester: pytest.Pytester, monkeypatch: 
     assert all(c["attempts"] == 1 and c["usage"]["input_tokens"] == 9000 for c in record["cases"])
 
 
-class _ChatServer:
-    """A chat-completions server answering with the baseline's answer for the prompt it is sent."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-                outer.bodies.append(body)
-                system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-                text = BASELINE.run(AgentRequest(case_id="x", task="reconcile",
-                                                 prompt=Prompt(system=system, user=user))).text
-                reply = {"id": "c1", "object": "chat.completion", "created": 1764400000, "model": "local-model",
-                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                      "finish_reason": "stop"}],
-                         "usage": {"prompt_tokens": 700, "completion_tokens": 20, "total_tokens": 720}}
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+def _baseline_reply(body: dict[str, Any]) -> Reply:
+    """The baseline's answer for the prompt the server is sent."""
+    system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+    text = BASELINE.run(AgentRequest(case_id="x", task="reconcile", prompt=Prompt(system=system, user=user))).text
+    return completion(text, prompt=700, out=20, cached=None, model="local-model")
 
 
 @pytest.fixture
-def chat_server() -> Iterator[_ChatServer]:
-    server = _ChatServer()
-    server.thread.start()
-    yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+def chat_server() -> Iterator[ChatServer]:
+    yield from serve_chat([_baseline_reply])
 
 
-def test_openai_compatible_runs_the_task_unchanged(pytester: pytest.Pytester, chat_server: _ChatServer) -> None:
+def test_openai_compatible_runs_the_task_unchanged(pytester: pytest.Pytester, chat_server: ChatServer) -> None:
     result = pytester.runpytest(
         "--groundeval-task=reconcile", "--groundeval-agent=openai-compatible", f"--groundeval-base-url={chat_server.url}",
         "--groundeval-model=local-model", "-p", "no:cacheprovider", "-k", SELECTED,

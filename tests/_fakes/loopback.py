@@ -90,17 +90,3 @@ def serve(plan: Plan) -> Iterator[Loopback]:
     """Fixture body: a started server, stopped when the test ends."""
     with Loopback(plan) as server:
         yield server
-
-
-def anthropic_message(text: str = "[]", stop_reason: str = "end_turn") -> dict[str, Any]:
-    """A Messages API answer body."""
-    return {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-opus-4-8",
-            "content": [{"type": "text", "text": text}], "stop_reason": stop_reason, "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 2}}
-
-
-def chat_completion(text: str = "[]", finish: str = "stop") -> dict[str, Any]:
-    """A chat-completions answer body."""
-    return {"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}
