@@ -300,14 +300,11 @@ def test_make_tools_errors_are_values(catalog: Catalog, monkeypatch: pytest.Monk
 
 def test_tools_run_inside_create_agent(catalog: Catalog) -> None:
     from langchain.agents import create_agent
-    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    class Scripted(FakeMessagesListChatModel):
-        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-            return self
+    from groundeval.testing.scripted_chat import ScriptedChatModel
 
-    script: list[BaseMessage] = [
+    script = [
         AIMessage("", tool_calls=[{"name": "lookup_rxnorm", "args": {"query": "ibuprofen 200"},
                                    "id": "1"}]),
         AIMessage("", tool_calls=[{"name": "build_medication_statement", "id": "2", "args": {
@@ -318,7 +315,8 @@ def test_tools_run_inside_create_agent(catalog: Catalog) -> None:
                                             "frequency": "often"}}]),
         AIMessage("done"),
     ]
-    agent = create_agent(Scripted(responses=script), make_tools(catalog, "Patient/pt-001"))
+    model = ScriptedChatModel(steps=script)
+    agent = create_agent(model, make_tools(catalog, "Patient/pt-001"))
     messages = agent.invoke({"messages": [HumanMessage("ibuprofen 400 mg tid")]})["messages"]
     tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
     # errors are values: a tool body's failure keeps status "success"; LangChain marks an argument
@@ -328,6 +326,7 @@ def test_tools_run_inside_create_agent(catalog: Catalog) -> None:
     assert "UnitsOfTime" in str(tool_messages[1].content)
     assert '"ok": false' in str(tool_messages[2].content)
     assert messages[-1].content == "done"
+    assert model.calls == 4 and "lookup_rxnorm" in model.bound_tools
 
 
 def test_importing_the_tools_loads_neither_healthchain_nor_langchain() -> None:
