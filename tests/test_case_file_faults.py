@@ -15,8 +15,9 @@ import pytest
 from groundeval.datasets import load_json, sha256_file
 from groundeval.errors import DatasetError
 from groundeval.tasks.extraction.task import ExtractionTask
+from tests._paths import REPO
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 
 
 def dangling(d: Path) -> Path:

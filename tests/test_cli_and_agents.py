@@ -16,8 +16,9 @@ from groundeval.cli import pytest_args
 from groundeval.errors import AgentError, ConfigError
 from groundeval.runner import call_agent
 from groundeval.testing.scripted_agent import ScriptedAgent
+from tests._paths import REPO
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 
 
 def test_cli_flags_map_one_to_one_onto_plugin_options() -> None:

@@ -13,8 +13,8 @@ from groundeval.reporting import BaselineGate, compare_runs, load_record, regres
 from groundeval.reporting.render import comparison_dict, comparison_text
 from groundeval.reporting.stats import fisher_one_sided, paired_interval
 from groundeval.reporting.summary_md import comparison_markdown
-
-from ._records import case, run
+from tests._paths import REPO
+from tests._records import case, run
 
 
 def _pair() -> tuple[RunRecord, RunRecord]:
@@ -221,7 +221,7 @@ def test_real_runs_baseline_vs_naive(pytester: pytest.Pytester, tmp_path: Path) 
 
 def test_ci_example_workflow_uses_the_real_commands() -> None:
     yaml = pytest.importorskip("yaml")
-    path = Path(__file__).resolve().parents[1] / "examples" / "ci" / "groundeval.yml"
+    path = REPO / "examples" / "ci" / "groundeval.yml"
     workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
     steps = workflow["jobs"]["eval"]["steps"]
     script = "\n".join(step.get("run", "") for step in steps)

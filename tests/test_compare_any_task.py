@@ -19,10 +19,10 @@ from groundeval.reporting.cases import dimensions
 from groundeval.reporting.html import render_report, score_columns
 from groundeval.reporting.render import comparison_dict, comparison_text
 from groundeval.tasks.reconcile.scorer import METRIC_NAMES
+from tests._paths import REPO
+from tests._records import case, run
 
-from ._records import case, run
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 CONDITIONS = ROOT / "examples" / "conditions_task"
 
 

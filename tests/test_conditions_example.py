@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import REPO
+
+ROOT = REPO
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # ``examples`` is importable from the repository root, as for a user
 
@@ -32,9 +34,8 @@ from examples.conditions_task import (  # noqa: E402
 )
 from groundeval import AgentRequest, DatasetError  # noqa: E402
 from groundeval.tasks import make_task  # noqa: E402
-
-from ._fakes.fake_anthropic import FAKE_KEY, install  # noqa: E402
-from ._xdist import assert_reports_cross_to_the_controller  # noqa: E402
+from tests._fakes.fake_anthropic import FAKE_KEY, install  # noqa: E402
+from tests._xdist import assert_reports_cross_to_the_controller  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "conditions_task"
 FIXTURES = EXAMPLE / "fixtures"

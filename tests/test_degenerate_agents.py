@@ -22,8 +22,7 @@ from groundeval.records.run_record import Aggregate
 from groundeval.runner import RunInfo, attempt, prepare, run_case
 from groundeval.tasks import make_task
 from groundeval.testing import ScriptedAgent
-
-from ._write_answers import statement_from_truth
+from tests._write_answers import statement_from_truth
 
 Answer = Callable[[Case, AgentRequest, Any], str]
 STATUSES = ("matched", "omission", "commission", "dose_mismatch", "stopped_but_taken")

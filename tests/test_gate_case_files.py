@@ -18,13 +18,13 @@ from groundeval.reporting import BaselineGate, compare_runs
 from groundeval.reporting.html import render_report
 from groundeval.reporting.render import comparison_dict, comparison_text
 from groundeval.reporting.summary_md import comparison_markdown
-
-from ._records import case, run
+from tests._paths import REPO
+from tests._records import case, run
 
 LIZ = "Liz_Conn_27c911c6"
 BROKEN = {"nodeid": f"groundeval/extraction::{LIZ}.json",
           "message": f"groundeval: data/{LIZ}.json: not valid JSON: Expecting value: line 1 column 1 (char 0)\nmore"}
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 
 
 def _baseline() -> RunRecord:

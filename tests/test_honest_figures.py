@@ -23,8 +23,7 @@ from groundeval.reporting.render import comparison_dict, comparison_text, fmt, f
 from groundeval.reporting.stats import Interval
 from groundeval.reporting.summary_md import comparison_markdown
 from groundeval.tasks import make_task
-
-from ._records import case, run
+from tests._records import case, run
 
 CRASH_SCOPE = "scored 21 of 48 cases: 27 excluded (agent_error 27), 0 not run; pass rate over every case that ran: 0.438"
 

@@ -35,10 +35,10 @@ from groundeval.reporting.langsmith import (
 )
 from groundeval.runner import RunInfo
 from groundeval.tasks.extraction.task import ExtractionTask
+from tests._paths import REPO
+from tests._xdist import run_xdist
 
-from ._xdist import run_xdist
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 PICK = ("Liz_Conn", "Clemente_Kreiger")
 FAKE_KEY = "fake-key-for-test"
 INFO_BODY = {

@@ -13,8 +13,9 @@ import pytest
 
 from groundeval.errors import DatasetError
 from groundeval.tasks.extraction.task import ExtractionTask, case_id_from_stem, is_manifest
+from tests._paths import REPO
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "extraction" / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"
+FIXTURE = REPO / "fixtures" / "extraction" / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"
 BASE = json.loads(FIXTURE.read_text())
 
 

@@ -23,10 +23,10 @@ from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.records.scope import pass_rate_ran, ran, scope_text
 from groundeval.reporting import compare_runs
 from groundeval.tasks import TASKS, make_task
+from tests._paths import REPO
+from tests._records import case, run
 
-from ._records import case, run
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 
 
 def _invalid(case_id: str, **extra: Any) -> CaseRecord:

@@ -17,8 +17,9 @@ from groundeval.runner import call_agent
 from groundeval.scoring import Parsed
 from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.medlist import active_medications
+from tests._paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 TASK = ExtractionTask()
 
 

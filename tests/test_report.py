@@ -14,8 +14,8 @@ from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.reporting import regressions, summary_markdown
 from groundeval.reporting.html import render_report, write_report
 from groundeval.reporting.summary_md import write_summary_markdown
-
-from ._records import case, run
+from tests._paths import REPO
+from tests._records import case, run
 
 CHROMIUM_FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -155,7 +155,7 @@ def test_cli_report_of_two_real_runs_in_chromium(pytester: pytest.Pytester, tmp_
     assert 'id="comparison"' in dom and dom.count('<details class="case"') == 6
 
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 NAIVE_CASES = ("Clemente_Kreiger", "Garrett_Thompson", "Johnie961_Connelly992")  # naive: passed, partial, failed
 
 

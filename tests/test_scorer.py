@@ -9,6 +9,7 @@ import pytest
 
 from groundeval.scoring import Metric, Score
 from groundeval.tasks.extraction.scorer import aggregate_medications, normalize_display, score_medications
+from tests._paths import REPO
 
 
 def med(code: str, display: str) -> dict[str, Any]:
@@ -187,12 +188,11 @@ def test_aggregate_of_nothing_has_no_averages_and_zero_counts() -> None:
 
 def test_task_scores_a_missing_answer_on_an_empty_truth_as_a_failure() -> None:
     """The runner scores no_answer/truncated cases as ``task.parse(case, "")``: that must cost F1 and pass."""
-    from pathlib import Path
 
     from groundeval.tasks.extraction.task import ExtractionTask
 
     task = ExtractionTask()
-    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+    fixtures = REPO / "fixtures" / "extraction"
     (path,) = fixtures.glob("Clemente_Kreiger_*.json")  # no active medication
     case = task.load_case(path)
     truth = task.truth(case)

@@ -28,8 +28,7 @@ from groundeval.reporting import stats as reporting_stats, summary_markdown
 from groundeval.reporting.html import render_report
 from groundeval.reporting.stats import paired_interval
 from groundeval.tasks import make_task
-
-from ._records import case, run
+from tests._records import case, run
 
 
 def _trials(case_id: str, outcomes: str, **extra: Any) -> list[Any]:

@@ -15,6 +15,7 @@ from groundeval.cli import main as cli_main
 from groundeval.cli.usage import did_you_mean, run_problem
 from groundeval.errors import ConfigError
 from groundeval.tasks import TASKS, task_class
+from tests._paths import REPO
 
 NO_KEY = {"PATH": "/usr/bin"}  # an environment with no ANTHROPIC_API_KEY and no PYTEST_ADDOPTS
 
@@ -95,7 +96,7 @@ def test_an_agent_of_another_task_names_the_agents_that_serve_it() -> None:
         check_task(_load_target(AGENTS["baseline"]), "baseline", task_class("reconcile"))
 
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 
 
 def test_an_eval_run_does_not_print_the_projects_testpaths(pytester: pytest.Pytester) -> None:

@@ -14,8 +14,9 @@ from groundeval.agent_io import AgentRequest
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
 from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.medlist import active_medications
+from tests._paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 FIXTURES = ROOT / "fixtures" / "extraction"
 TASK = ExtractionTask()
 RX = {"http://www.nlm.nih.gov/research/umls/rxnorm", "urn:oid:2.16.840.1.113883.6.88"}

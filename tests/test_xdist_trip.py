@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ._xdist import assert_reports_cross_to_the_controller
+from tests._xdist import assert_reports_cross_to_the_controller
 
 
 def test_a_decimal_property_cannot_reach_the_controller_and_primitives_can(

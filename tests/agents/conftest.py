@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from .._fakes.fake_anthropic import FAKE_KEY
+from tests._fakes.fake_anthropic import FAKE_KEY
 
 
 @pytest.fixture(autouse=True)

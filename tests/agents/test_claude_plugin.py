@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from .._fakes.fake_anthropic import FAKE_KEY, install
+from tests._fakes.fake_anthropic import FAKE_KEY, install
+from tests._paths import REPO
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 PATIENTS = ("Liz_Conn", "Max_Kris", "Clemente_Kreiger", "Garrett_Thompson")
 
 MOCK_MODULE = '''

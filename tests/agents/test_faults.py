@@ -32,10 +32,9 @@ from groundeval.errors import (
 )
 from groundeval.models.classify import too_large
 from groundeval.redaction import redact, strip_userinfo
-
-from .._fakes.fake_anthropic import FAKE_KEY, message_body
-from .._fakes.fake_openai import completion_body
-from .._fakes.loopback import Answer, Loopback, serve
+from tests._fakes.fake_anthropic import FAKE_KEY, message_body
+from tests._fakes.fake_openai import completion_body
+from tests._fakes.loopback import Answer, Loopback, serve
 
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))
 HTML = Answer(200, b"<!DOCTYPE html><html><head><title>Welcome</title></head><body>Hi</body></html>", "text/html")

@@ -6,7 +6,6 @@ import json
 import shutil
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -23,10 +22,10 @@ from groundeval.errors import (
     RunStopError,
     TruncatedError,
 )
+from tests._fakes.fake_openai import ChatServer, Reply, completion, error, serve_chat
+from tests._paths import REPO
 
-from .._fakes.fake_openai import ChatServer, Reply, completion, error, serve_chat
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))
 
 def agent_of(server: ChatServer, sleeps: list[float], **options: object) -> OpenAICompatibleAgent:

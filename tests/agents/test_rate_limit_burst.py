@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .._fakes.fake_anthropic import FAKE_KEY, install
+from tests._fakes.fake_anthropic import FAKE_KEY, install
 
 MOCK = '''
 import threading

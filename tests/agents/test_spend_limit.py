@@ -11,8 +11,7 @@ import pytest
 
 from groundeval.errors import SpendLimitReached
 from groundeval.models.spend import SpendLimit, highest_call_cost
-
-from .._fakes.fake_anthropic import FAKE_KEY, install
+from tests._fakes.fake_anthropic import FAKE_KEY, install
 
 # Sorted by file name: Clemente, Garrett, Johnie961, Liz (12-14k prompt characters each).
 PATIENTS = ("Clemente_Kreiger", "Garrett_Thompson", "Johnie961_Connelly992", "Liz_Conn")

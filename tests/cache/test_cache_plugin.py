@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from .._xdist import run_xdist
+from tests._paths import REPO
+from tests._xdist import run_xdist
+
 from .conftest import args, calls, junit_cases, records
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 
 
 def outcomes(record: dict[str, object]) -> dict[str, tuple[object, object]]:

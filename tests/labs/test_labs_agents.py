@@ -14,8 +14,9 @@ from groundeval.agents.baselines.labs import BaselineLabsAgent, NaiveLabsAgent
 from groundeval.errors import AgentError, ConfigError
 from groundeval.tasks.labs import LabsTask
 from groundeval.tasks.labs.task import LAB_READ_TOOLS
+from tests._paths import REPO
 
-CASES = Path(__file__).resolve().parents[2] / "fixtures" / "labs"
+CASES = REPO / "fixtures" / "labs"
 TASK = LabsTask()
 
 

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from groundeval.tasks.labs import LabsTask
+from tests._paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 CASES = ROOT / "fixtures" / "labs"
 DOCS = ROOT / "docs" / "tasks" / "labs.md"
 TABLE: dict[str, Any] = json.loads((ROOT / "fixtures" / "terminology" / "lab_thresholds.json").read_text())

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from groundeval.tasks.labs.thresholds import default_thresholds
-
-from .._xdist import assert_reports_cross_to_the_controller
+from tests._paths import REPO
+from tests._xdist import assert_reports_cross_to_the_controller
 
 
 def _record(base: Path) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def test_the_naive_control_fails_and_every_labs_metric_can_reach_an_xdist_contro
 
 
 def test_a_hand_edited_string_value_is_an_invalid_case_not_an_older_result(pytester: pytest.Pytester) -> None:
-    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "labs"
+    fixtures = REPO / "fixtures" / "labs"
     (src,) = fixtures.glob("variant-critical-potassium--*.json")
     bundle = json.loads(src.read_text())
     latest = next(e["resource"] for e in reversed(bundle["entry"])

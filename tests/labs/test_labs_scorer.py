@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +13,9 @@ from groundeval.tasks.labs import LabsTask
 from groundeval.tasks.labs.prompt import answer_from_truth
 from groundeval.tasks.labs.scorer import aggregate_labs, macro_f1, score_labs
 from groundeval.tasks.labs.thresholds import default_thresholds
+from tests._paths import REPO
 
-CASES = Path(__file__).resolve().parents[2] / "fixtures" / "labs"
+CASES = REPO / "fixtures" / "labs"
 TASK = LabsTask()
 TABLE = default_thresholds()
 

@@ -15,8 +15,9 @@ from groundeval.tasks.labs import LabsTask
 from groundeval.tasks.labs.prompt import ANSWER_FORMAT, EXAMPLE_BUNDLE, answer_from_truth
 from groundeval.tasks.labs.thresholds import default_thresholds
 from groundeval.tasks.labs.truth import labs_truth
+from tests._paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 CASES = ROOT / "fixtures" / "labs"
 DELORES = next(CASES.glob("Delores12*.json"))
 

@@ -13,8 +13,9 @@ import pytest
 from groundeval.errors import DatasetError
 from groundeval.tasks.labs.thresholds import THRESHOLDS_FILE, default_thresholds, load_thresholds
 from groundeval.terminology.ucum import convert
+from tests._paths import REPO
 
-TABLE = Path(__file__).resolve().parents[2] / "fixtures" / "terminology" / THRESHOLDS_FILE
+TABLE = REPO / "fixtures" / "terminology" / THRESHOLDS_FILE
 RAW: dict[str, Any] = json.loads(TABLE.read_text(encoding="utf-8"))
 
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from groundeval.testing.junit import junit_cases as junit_cases  # re-exported for the tests here
+from tests._paths import REPO
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 PICK = ("Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen_McLaughlin")
 
 # Scripted agent module written into each pytester directory. Its behaviour per patient:

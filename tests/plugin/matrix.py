@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import LEAN_ADDOPTS
+from tests.conftest import LEAN_ADDOPTS
+
 from .conftest import FIXTURES, junit_cases, run_records
 
 # patient prefix -> the outcome the matrix agent produces there

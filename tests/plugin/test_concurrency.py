@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from groundeval.models import throttle
+from tests._xdist import run_xdist
 
-from .._xdist import run_xdist
 from .conftest import eval_args, junit_cases
 
 # An agent that answers as the scripted agent does, after a random short wait, and keeps count of

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from groundeval.records.outcomes import OUTCOMES, POLICY, outcome_table_markdown
+from tests._paths import REPO
+from tests._xdist import run_xdist
 
-from .._xdist import run_xdist
 from .conftest import junit_cases, run_records
 from .matrix import MATRIX, SharedRun, matrix_args, prefix_of, write_matrix_dir
 
@@ -169,8 +170,7 @@ class Cold:
 
 
 def test_the_outcomes_page_table_is_the_policy() -> None:
-    from pathlib import Path
 
-    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "outcomes.md").read_text(encoding="utf-8")
+    page = (REPO / "docs" / "reference" / "outcomes.md").read_text(encoding="utf-8")
     assert outcome_table_markdown() in page
     assert len(POLICY) == len(OUTCOMES)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from groundeval.records.outcomes import OUTCOMES
+from tests._xdist import run_xdist
 
-from .._xdist import run_xdist
 from .conftest import eval_args, junit_cases, run_records
 from .matrix import MALFORMED, MALFORMED_LINES, MATRIX, SharedRun, prefix_of, shared_args
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from groundeval.plugin.thread_output import _Router
+from tests._xdist import run_xdist
 
-from .._xdist import run_xdist
 from .conftest import eval_args
 
 SECRET = "sk-printed-0123456789abcdef"

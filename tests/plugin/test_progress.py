@@ -11,9 +11,9 @@ import pytest
 
 from groundeval.plugin.progress import Progress
 from groundeval.plugin.progress_line import Tally, status_text
+from tests._xdist import run_xdist
+from tests.conftest import LEAN_ADDOPTS
 
-from .._xdist import run_xdist
-from ..conftest import LEAN_ADDOPTS
 from ._screen import render
 from .conftest import FIXTURES
 

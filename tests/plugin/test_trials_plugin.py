@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from .._xdist import run_xdist
+from tests._xdist import run_xdist
+
 from .conftest import run_records
 
 PICK = ("Liz_Conn", "Garrett_Thompson")

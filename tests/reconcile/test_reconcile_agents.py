@@ -15,8 +15,9 @@ from groundeval.agent_io import AgentRequest
 from groundeval.agents.baselines.reconcile import BaselineReconcileAgent, NaiveReconcileAgent
 from groundeval.errors import AgentError
 from groundeval.tasks.reconcile.task import ReconcileTask
+from tests._paths import REPO
 
-CASES = Path(__file__).resolve().parents[2] / "fixtures" / "reconcile"
+CASES = REPO / "fixtures" / "reconcile"
 TASK = ReconcileTask()
 
 

@@ -21,8 +21,9 @@ from groundeval.errors import DatasetError
 from groundeval.tasks import make_task
 from groundeval.tasks.reconcile.cases import TRANSFORMATIONS
 from groundeval.tasks.reconcile.task import ReconcileTask
+from tests._paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 CASES = ROOT / "fixtures" / "reconcile"
 REFUSED = ROOT / "fixtures" / "reconcile_refused"
 TASK = ReconcileTask()

@@ -16,9 +16,8 @@ import pytest
 
 from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.baselines.reconcile import BaselineReconcileAgent
-
-from .._fakes.fake_anthropic import FAKE_KEY, install
-from .._fakes.fake_openai import ChatServer, Reply, completion, serve_chat
+from tests._fakes.fake_anthropic import FAKE_KEY, install
+from tests._fakes.fake_openai import ChatServer, Reply, completion, serve_chat
 
 BASELINE = BaselineReconcileAgent()
 SELECTED = "exact--Liz or dose-high-alert or no-medication--Clemente"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from groundeval.tasks.reconcile.prompt import INSTRUCTIONS, RECORD_RULE, RULES, STATUS_RULES
+from tests._paths import REPO
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "tasks" / "reconcile.md"
+PAGE = REPO / "docs" / "tasks" / "reconcile.md"
 
 
 def _flat(text: str) -> str:

@@ -9,15 +9,15 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from groundeval.fhir.read_tools import READ_TOOLS, BundleTools, BundleToolsError, make_read_tools
 from groundeval.terminology import Catalog
+from tests._paths import REPO
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 VARIANTS = {v["transformation"]: v for v in json.loads((FIXTURES / "MANIFEST.variants.json").read_text())["variants"]}
 
 

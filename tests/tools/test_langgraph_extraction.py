@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +17,11 @@ from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS
 from groundeval.tasks.extraction.task import TOOLS_NOTE, ExtractionTask
 from groundeval.tasks.write.task import WriteTask
 from groundeval.testing.scripted_chat import ScriptedChatModel, call
+from tests._paths import REPO
 
 from .reader_agent import reader_model
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 VARIANTS = {v["transformation"]: v["fixture"]
             for v in json.loads((FIXTURES / "MANIFEST.variants.json").read_text())["variants"]}
 TOOL_TASK = ExtractionTask(bundle_in_prompt=False)

@@ -11,12 +11,12 @@ import pytest
 
 from groundeval.cli import main as cli_main
 from groundeval.testing.junit import junit_cases
-
-from .._outcomes import outcomes
-from .._xdist import assert_reports_cross_to_the_controller
+from tests._outcomes import outcomes
+from tests._paths import REPO
+from tests._xdist import assert_reports_cross_to_the_controller
 
 HERE = Path(__file__).resolve().parent
-FIXTURES = HERE.parents[1] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 VARIANTS = {v["transformation"]: v["fixture"]
             for v in json.loads((FIXTURES / "MANIFEST.variants.json").read_text())["variants"]}
 PICK = ("medref-contained", "subject-other-server", "text-only", "dangling-reference")
@@ -99,7 +99,7 @@ def test_langgraph_fhir_on_the_write_task_stops_before_any_case(
     result.stderr.fnmatch_lines(["*agent 'langgraph-fhir' requires fhir_bundle, which the write task does not provide*"])
 
 
-RECONCILE = Path(__file__).resolve().parents[2] / "fixtures" / "reconcile"
+RECONCILE = REPO / "fixtures" / "reconcile"
 RECONCILE_PICK = ("exact--Liz_Conn_27c911c6", "exact--variant-medref-urn-uuid--Max_Kris_f9120576",
                   "unit-equivalent--variant-medref-contained--Trey_Berge_99153850", "omission-high-alert--Max_Kris_f9120576")
 

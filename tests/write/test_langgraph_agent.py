@@ -34,8 +34,7 @@ from groundeval.testing.scripted_chat import (
     call,
     last_tool_result,
 )
-
-from .._fakes.fake_anthropic import message_body
+from tests._fakes.fake_anthropic import message_body
 
 if TYPE_CHECKING:
     from langchain_anthropic import ChatAnthropic

@@ -29,8 +29,9 @@ from groundeval.terminology import (
     to_mg,
     ucum_problem,
 )
+from tests._paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 SCRIPT = ROOT / "scripts" / "make_terminology.py"
 TERMINOLOGY = ROOT / "fixtures" / "terminology"
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"

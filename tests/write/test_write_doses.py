@@ -19,8 +19,7 @@ from groundeval.tasks.write.task import WriteTask
 from groundeval.tasks.write.tools import build_medication_statement, validate_medication_statement
 from groundeval.terminology import Catalog
 from groundeval.terminology.ucum import ORDERABLE_DRUG_FORM_SYSTEM, count_form, to_mg, ucum_problem
-
-from .._write_answers import statement_from_truth
+from tests._write_answers import statement_from_truth
 
 UCUM = "http://unitsofmeasure.org"
 TASK = WriteTask()

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from groundeval.testing.junit import junit_cases
+from tests._outcomes import outcomes
+from tests._paths import REPO
+from tests._xdist import assert_reports_cross_to_the_controller
 
-from .._outcomes import outcomes
-from .._xdist import assert_reports_cross_to_the_controller
-
-CASES = Path(__file__).resolve().parents[2] / "fixtures" / "write"
+CASES = REPO / "fixtures" / "write"
 # baseline-write: Tylenol and gabapentin pass; Crestor (brand not in the catalog) and the
 # embedded instruction are partial.
 PICK = ("tylenol-brand-lookup", "gabapentin-not-in-catalog", "crestor-brand-generic-in-catalog",
