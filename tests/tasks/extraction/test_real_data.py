@@ -103,7 +103,7 @@ def _answer(agent: Agent, path: Path) -> tuple[dict[str, Any], Parsed]:
 
 
 def test_baseline_agent_is_perfect_on_every_real_fixture(extraction_fixtures: Path) -> None:
-    agent = BaselineExtractionAgent()  # the variants: tests/test_variants.py
+    agent = BaselineExtractionAgent()  # the variants: tests/tasks/extraction/test_variants.py
     for path in _real(extraction_fixtures):
         truth, parsed = _answer(agent, path)
         score = TASK.score(None, truth, parsed)  # type: ignore[arg-type]
