@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from importlib.metadata import EntryPoints
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -93,11 +95,15 @@ def test_an_installed_package_registers_a_task_and_an_agent_by_name() -> None:
 
 
 def test_a_stale_install_without_groundevals_entry_points_says_to_reinstall(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "entry_points", lambda group: [])
+    import importlib.metadata
+
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: SimpleNamespace(entry_points=EntryPoints(())))
     registry.clear_cache()
     try:
         with pytest.raises(ConfigError, match=r"declares no 'groundeval.tasks' entry points .*reinstall it: uv sync"):
             available_tasks()
+        problem = run_problem("extraction", {}, [], env={"PATH": "/usr/bin"})  # the CLI says it in one line
+        assert problem is not None and "reinstall it: uv sync, or pip install -e ." in problem
     finally:
         monkeypatch.undo()
         registry.clear_cache()

@@ -89,7 +89,12 @@ def run_problem(
             return f"--{opt.name}={raw!r}: {exc}"
     if ":" in task:
         return None  # a task of your own: the plugin imports and checks it
-    own = builtin_tasks()
+    from groundeval.errors import ConfigError
+
+    try:
+        own = builtin_tasks()
+    except ConfigError as exc:  # an install whose metadata declares no tasks
+        return str(exc)
     if task not in own:
         known = registered(TASK_GROUP)
         if task in known:

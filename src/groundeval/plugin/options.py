@@ -202,14 +202,16 @@ def _task_class(task: str) -> Any:
     from groundeval.errors import ConfigError
     from groundeval.tasks import available_tasks, task_class
 
-    if ":" not in task and task not in available_tasks():
+    try:
+        known = available_tasks()
+    except ConfigError as exc:  # an install whose metadata declares no tasks
+        raise pytest.UsageError(str(exc)) from None
+    if ":" not in task and task not in known:
         from groundeval.cli.usage import did_you_mean
 
-        names = ", ".join(sorted(available_tasks()))
         raise pytest.UsageError(
-            f"--groundeval-task={task!r}: unknown task{did_you_mean(task, available_tasks())}; choose one of: "
-            f"{names}, or package.module:Class "
-            "for your own task"
+            f"--groundeval-task={task!r}: unknown task{did_you_mean(task, known)}; choose one of: "
+            f"{', '.join(sorted(known))}, or package.module:Class for your own task"
         )
     try:
         return task_class(task)

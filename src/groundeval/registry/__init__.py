@@ -36,11 +36,13 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groundeval.errors import ConfigError
 from groundeval.options import Option
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = [
     "AGENT_GROUP",
@@ -104,16 +106,20 @@ class AgentEntry:
     needs_extra: str | None = None
 
 
-def _is_builtin(point: EntryPoint) -> bool:
-    dist = getattr(point, "dist", None)
-    return dist is not None and str(dist.name).lower() == DISTRIBUTION
-
-
 @cache
 def _points(group: str) -> tuple[tuple[EntryPoint, ...], tuple[EntryPoint, ...]]:
-    """``(groundeval's own, every other package's)`` entry points of ``group``, in declaration order."""
-    found = entry_points(group=group)
-    return tuple(p for p in found if _is_builtin(p)), tuple(p for p in found if not _is_builtin(p))
+    """``(groundeval's own, every other package's)`` entry points of ``group``.
+
+    ``importlib.metadata`` is imported here, not at the top: the CLI's ``--help`` and the plugin's
+    option table import this module and never look a name up.
+    """
+    from importlib.metadata import PackageNotFoundError, distribution, entry_points
+
+    try:
+        own = tuple(distribution(DISTRIBUTION).entry_points.select(group=group))
+    except PackageNotFoundError:
+        own = ()
+    return own, tuple(p for p in entry_points(group=group) if p not in own)
 
 
 def registered(group: str) -> dict[str, str]:
