@@ -174,7 +174,7 @@ def _task_options(config: pytest.Config, cls: Any, task: str) -> dict[str, Any]:
         offer(opt.key, raw, source, 0 if source.startswith("--") else 3)
     for key, raw, source in _generic_pairs(config):
         if key not in declared:
-            from groundeval.cli.usage import did_you_mean
+            from groundeval.errors import did_you_mean
 
             known = ", ".join(sorted(declared)) or "none"
             raise pytest.UsageError(
@@ -207,7 +207,7 @@ def _task_class(task: str) -> Any:
     except ConfigError as exc:  # an install whose metadata declares no tasks
         raise pytest.UsageError(str(exc)) from None
     if ":" not in task and task not in known:
-        from groundeval.cli.usage import did_you_mean
+        from groundeval.errors import did_you_mean
 
         raise pytest.UsageError(
             f"--groundeval-task={task!r}: unknown task{did_you_mean(task, known)}; choose one of: "
