@@ -25,7 +25,9 @@ For a spec that is not groundeval's own, the current working directory is import
 pytest-xdist worker too.
 
 Standard library only (like ``groundeval.options``): the plugin and the CLI read it before any
-task, agent or SDK is imported.
+task, agent or SDK is imported. The plugin's option table imports it in every pytest process
+(through ``groundeval.registry.builtins``), so it imports ``importlib.metadata`` and
+``groundeval.errors`` only when a name is looked up.
 """
 
 from __future__ import annotations
@@ -38,11 +40,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from groundeval.errors import ConfigError
-from groundeval.options import Option
-
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
+
+    from groundeval.errors import ConfigError
+    from groundeval.options import Option
 
 __all__ = [
     "AGENT_GROUP",
@@ -142,6 +144,8 @@ def registered(group: str) -> dict[str, str]:
 def _builtins(group: str, kind: type[Any]) -> dict[str, Any]:
     own, _ = _points(group)
     if not own:
+        from groundeval.errors import ConfigError
+
         raise ConfigError(
             f"groundeval's installed metadata declares no {group!r} entry points (an install older than its "
             "pyproject.toml); reinstall it: uv sync, or pip install -e ."
@@ -227,6 +231,8 @@ def load_target(
     Raises:
         ConfigError: The module cannot be imported (naming it, with the fix) or has no such attribute.
     """
+    from groundeval.errors import ConfigError
+
     module_name, _, attr = target.partition(":")
     if not builtin and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
