@@ -13,8 +13,9 @@ never by what a value holds:
 * the task's ``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace are kept);
 * otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text.
 
-``call_agent`` is the one seam between a case and its agent result: caching, replay, repeated
-trials and concurrency wrap it without touching tasks or scorers.
+``call_agent`` is where a case meets its agent: caching and replay wrap the agent it calls, and
+the executors (``groundeval.execution``: serial, threaded) decide when ``attempt`` makes the call,
+then hand the finished call back to ``run_case``, without touching tasks or scorers.
 """
 
 from __future__ import annotations
