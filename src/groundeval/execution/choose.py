@@ -34,6 +34,9 @@ def effective_concurrency(option: int | None, agent: object, default: int = DEFA
 def make_executor(task: Task, agent: Agent, info: RunInfo, concurrency: int, calls: CallTally) -> Executor:
     """The executor of a process: serial at ``concurrency`` 1, threaded above.
 
+    A batch executor (``execution.protocol`` says what it keeps) would be chosen here too, by an
+    option of its own; nothing else in the run changes.
+
     Args:
         task: The run's task.
         agent: The agent, built (``make_agent``) and prepared (cache, replay).

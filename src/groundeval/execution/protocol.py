@@ -64,8 +64,11 @@ Writing an executor (for a batch executor, read every point):
 * **What stays below.** Retries, deadlines (``--groundeval-timeout``), the rate-limit throttle,
   the spend limit, the response cache (``--groundeval-cache``) and redaction happen in the agent
   and model layer under ``ExecutionContext.call``, whatever the executor; a batch executor that
-  bypasses ``agent.run`` owns them for its requests (pricing at the batch rate, redaction of the
-  answer text through ``runner.call_agent``'s rules).
+  bypasses ``agent.run`` owns them for its requests: the spend check before sending (priced at
+  the batch rate; ``errors.SpendLimitReached`` in the ``Attempt`` of each job it refuses), a
+  deadline that is the batch's own (providers allow 24 hours), and the answer text redacted as
+  ``runner.call_agent`` does. An ``Attempt``'s ``started_at`` and ``latency_s`` are the job's own:
+  for a batch, when the batch was sent and how long its answer took to read back.
 * **Output.** What an agent prints in another thread must not reach the terminal: capture it per
   call (``execution.thread_output.captured``) and write it, redacted, in ``result``
   (``thread_output.replay``), so pytest attaches it to that item's report.
@@ -73,6 +76,10 @@ Writing an executor (for a batch executor, read every point):
   item: 0 for the serial executor (``submit`` is then not called), N x ``LOOKAHEAD_PER_SLOT`` for
   the threaded one once its first call returned, a batch's size for a batch executor. The session
   reads it before each item, so it may change during the run.
+* **The first call goes alone.** Keep ``lookahead`` at 0 until one call has returned on this
+  process (whatever its outcome, unless no response came back: ``InfraError.connection``), as the
+  threaded executor does: a rejected key, an unknown model or an unreachable API then stops the
+  run after one call (three when unreachable), not after a whole batch.
 """
 
 from __future__ import annotations
