@@ -3,10 +3,11 @@
 Every option ``--groundeval-x-y`` has an ini twin ``groundeval_x_y``; the command line wins.
 Bad values raise ``pytest.UsageError`` naming the option and the fix.
 
-Task options are declared by the tasks (``Task.options``, a tuple of ``TaskOption``), not here:
+Task options are declared by the tasks (``Task.options``, a tuple of ``groundeval.options.Option``,
+the type of this module's table too), not here:
 
 * the built-in tasks' options get first-class flags (``--groundeval-min-f1``), generated from
-  ``groundeval.task_options`` (standard library only: no task is imported);
+  their declarations in ``groundeval.registry.builtins`` (standard library only: no task is imported);
 * any task's options, a task from outside included, are given as
   ``--groundeval-option=KEY=VALUE`` (repeatable) or ini lines ``groundeval_option = KEY=VALUE``.
 
@@ -23,7 +24,6 @@ from typing import Any
 import pytest
 
 from groundeval.plugin.option_table import GENERIC, OPTIONS, RUN_OPTIONS, Option
-from groundeval.plugin.option_values import KINDS as _KINDS
 
 __all__ = ["OPTIONS", "Settings", "add_options", "read_settings"]
 
@@ -118,15 +118,11 @@ def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
     return None, ""
 
 
-
-
 def _convert(opt: Option, raw: str, source: str) -> Any:
     try:
-        return opt.convert(raw)
+        return opt.value(raw)
     except ValueError as exc:
-        text = str(exc)
-        reason = text if text.startswith(("must", "not ")) else f"not {_KINDS.get(opt.convert, 'valid')}"
-        raise pytest.UsageError(f"{source}={raw!r}: {reason}") from None
+        raise pytest.UsageError(f"{source}={raw!r}: {exc}") from None
 
 
 def _generic_pairs(config: pytest.Config) -> list[tuple[str, str, str]]:
@@ -206,14 +202,16 @@ def _task_class(task: str) -> Any:
     from groundeval.errors import ConfigError
     from groundeval.tasks import available_tasks, task_class
 
-    if ":" not in task and task not in available_tasks():
+    try:
+        known = available_tasks()
+    except ConfigError as exc:  # an install whose metadata declares no tasks
+        raise pytest.UsageError(str(exc)) from None
+    if ":" not in task and task not in known:
         from groundeval.errors import did_you_mean
 
-        names = ", ".join(sorted(available_tasks()))
         raise pytest.UsageError(
-            f"--groundeval-task={task!r}: unknown task{did_you_mean(task, available_tasks())}; choose one of: "
-            f"{names}, or package.module:Class "
-            "for your own task"
+            f"--groundeval-task={task!r}: unknown task{did_you_mean(task, known)}; choose one of: "
+            f"{', '.join(sorted(known))}, or package.module:Class for your own task"
         )
     try:
         return task_class(task)
@@ -317,6 +315,6 @@ def read_settings(config: pytest.Config) -> Settings:
 
 
 def _builtin_names() -> frozenset[str]:
-    from groundeval.tasks import TASKS
+    from groundeval.registry import builtin_tasks
 
-    return frozenset(TASKS)
+    return frozenset(builtin_tasks())

@@ -25,8 +25,8 @@ from groundeval.datasets import Case, load_json, slug
 from groundeval.errors import ConfigError
 from groundeval.fhir.read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
+from groundeval.registry.builtins import EXTRACTION_OPTIONS
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.task_options import EXTRACTION_OPTIONS
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
 from groundeval.tasks.common import case_id_from_stem, check_fhir_bundle, wrong_task_error
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt

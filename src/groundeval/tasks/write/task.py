@@ -27,8 +27,8 @@ from groundeval.errors import DatasetError
 from groundeval.extras import require_extra
 from groundeval.fhir.bundle import patient_reference_matches
 from groundeval.parsing import extract_json
+from groundeval.registry import builtins
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.task_options import WRITE_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
 from groundeval.tasks.common import find_bundle_file, wrong_task_error
 from groundeval.tasks.medlist import find_patient
@@ -206,7 +206,7 @@ class WriteTask(BaseTask):
 
     name: ClassVar[str] = "write"
     default_agent: ClassVar[str] = "langgraph"
-    options: ClassVar[tuple[TaskOption, ...]] = WRITE_OPTIONS
+    options: ClassVar[tuple[TaskOption, ...]] = builtins.write.options
     tools: ClassVar[tuple[str, ...]] = (
         "lookup_rxnorm", "build_medication_statement", "validate_medication_statement"
     )
