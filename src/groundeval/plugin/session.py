@@ -182,6 +182,11 @@ class GroundevalSession:
         """``--groundeval-trials``: items per case."""
         return self.settings.trials
 
+    @property
+    def counterfactual(self) -> bool:
+        """``--groundeval-counterfactual``: also run each case's counterfactual twins."""
+        return self.settings.counterfactual
+
     def _effective_concurrency(self) -> int:
         """Agent calls in flight at once in this process (``prefetch.effective_concurrency``)."""
         from groundeval.plugin.prefetch import effective_concurrency
@@ -331,6 +336,16 @@ class GroundevalSession:
 
     # -- case files, read when their case runs ------------------------------------------------
     def load_case(self, ref: Case) -> Case:
+        """The case behind ``ref`` (``read_case``); for a counterfactual twin, the twin made again from it.
+
+        Raises:
+            DatasetError: The file can no longer be read, or it changed since collection.
+        """
+        from groundeval.tasks.counterfactual import twin_of
+
+        return twin_of(self.task, self.read_case(ref), ref)
+
+    def read_case(self, ref: Case) -> Case:
         """The case behind a collected item's ``ref``, read from its file now (a few recent ones kept).
 
         Collection reads each case file for its id and checks, then keeps only the file's name,

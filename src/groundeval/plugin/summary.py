@@ -2,7 +2,8 @@
 
 It leads with what cannot be gamed (how many cases were scored, the pass rate, the answer rate),
 their 95% intervals, pass@k/pass^k and the case verdicts over repeated trials
-(``Aggregate.trials``, from ``groundeval.records.trial_stats``), then the task's means, then usage;
+(``Aggregate.trials``, from ``groundeval.records.trial_stats``), the counterfactual twins' line
+(``groundeval.records.sensitivity``), then the task's means, then usage;
 partial cases are listed above the table so that the table is the last thing a run prints.
 """
 
@@ -62,6 +63,8 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     )
     if stats is not None:
         lines += trial_lines(stats, agg)
+    if counterfactual := agg.statements.get("counterfactual"):  # the twins, beside the pass rate
+        lines.append(counterfactual)
     lines.append("outcomes: " + "  ".join(f"{k}: {agg.counts[k]}" for k in ORDER if k in agg.counts))
     metrics = agg.metrics
     columns = [k[len("micro_"):] for k in metrics if k.startswith("micro_")]

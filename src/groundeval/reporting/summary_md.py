@@ -123,6 +123,8 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
         f" ({agg.excluded} excluded, {agg.not_run} not run)"
     )
+    if counterfactual := agg.statements.get("counterfactual"):
+        lines += ["", md_escape(counterfactual)]
     lines += ["", "| figure | value | 95% interval |", "| --- | ---: | --- |"]
     for name in ["answer_rate", *agg.metrics]:
         value = agg.answer_rate if name == "answer_rate" else agg.metrics.get(name)
@@ -154,8 +156,21 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
             name = f"{c.case_id}[trial-{c.trial}]" if stats.k > 1 else c.case_id
             lines.append(f"| {md_code(name)} | {c.outcome} | {md_escape(why[0] if why else '')} |")
         lines += ["", "</details>"]
+    lines += _untracked_md(record)
     lines += ["", f"<sub>intervals: {md_escape(stats.interval_method or INTERVAL_METHOD)}</sub>", ""]
     return "\n".join(lines)
+
+
+def _untracked_md(record: RunRecord) -> list[str]:
+    """The counterfactual twins whose answer did not follow the record's change (at most ``MAX_LISTED``)."""
+    cf = record.aggregate.counterfactual
+    missed = [p for p in cf.pairs if p.tracks_record is False] if cf is not None else []
+    if not missed:
+        return []
+    lines = ["", f"<details><summary>{len(missed)} twin(s) not tracked</summary>", "",
+             "| twin | change | why |", "| --- | --- | --- |"]
+    lines += [f"| {md_code(p.twin)} | {md_escape(p.change)} | {md_escape(p.why)} |" for p in missed[:MAX_LISTED]]
+    return [*lines, "", "</details>"]
 
 
 def write_summary_markdown(

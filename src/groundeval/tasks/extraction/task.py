@@ -29,6 +29,7 @@ from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.task_options import EXTRACTION_OPTIONS
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
 from groundeval.tasks.common import case_id_from_stem, check_fhir_bundle, wrong_task_error
+from groundeval.tasks.extraction import counterfactual as _counterfactual
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.extraction.scorer import aggregate_medications, score_medications
 from groundeval.tasks.medlist import find_patient, medication_truth
@@ -96,6 +97,8 @@ class ExtractionTask(BaseTask):
     bundle_in_context: ClassVar[bool] = True
     case_ids: str = "name"
     bundle_in_prompt: bool = True
+    perturbations: ClassVar[tuple[str, ...]] = _counterfactual.PERTURBATIONS
+    """Counterfactual twins it makes (``--groundeval-counterfactual``; ``tasks.extraction.counterfactual``)."""
 
     def __post_init__(self) -> None:
         for field_name in ("min_f1", "min_display_accuracy"):
@@ -172,6 +175,14 @@ class ExtractionTask(BaseTask):
         """``{"medications": [TruthMedication...], "inactive_codes": {rxcui: [status...]}}``."""
         medications, inactive = medication_truth(case.data, str(case.source))
         return {"medications": medications, "inactive_codes": inactive}
+
+    def counterfactual(self, case: Case, kind: str) -> Case | None:
+        """The twin of ``case`` made by perturbation ``kind`` (``tasks.extraction.counterfactual``), or None."""
+        return _counterfactual.counterfactual(case, kind)
+
+    def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, bool]:
+        """``{rxcui: listed?}`` of an answer for a twin's probe (``tasks.extraction.counterfactual.observe``)."""
+        return _counterfactual.observe(probe, parsed)
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Parse a JSON array of ``{"rxnorm_code", "display"}``; see ``groundeval.parsing``."""
