@@ -145,8 +145,8 @@ def with_counterfactual(
         intervals[f"record_sensitivity[{kind}]"] = iv
     figures["twin_pass_rate"] = cf.twin_pass_rate
     counted = sum(t.counted for t in twins)
-    if cf.twin_pass_rate is not None and (iv := proportion_interval(cf.twin_pass_rate, counted)) is not None:
-        intervals["twin_pass_rate"] = iv
+    if cf.twin_pass_rate is not None and (twin_iv := proportion_interval(cf.twin_pass_rate, counted)) is not None:
+        intervals["twin_pass_rate"] = twin_iv
     update: dict[str, Any] = {"counterfactual": cf, "metrics": {**aggregate.metrics, **figures}}
     if aggregate.trials is not None:
         shown = {**aggregate.trials.intervals, **intervals}
