@@ -167,9 +167,10 @@ def test_a_task_without_perturbations_refuses_the_option(pytester: pytest.Pytest
 def _run(pytester: pytest.Pytester, agent: str, *extra: str) -> tuple[pytest.RunResult, dict[str, Any]]:
     result = pytester.runpytest(
         "--groundeval-task=extraction", f"--groundeval-agent={agent}", "--groundeval-data-dir=data",
-        "--groundeval-counterfactual", "--groundeval-concurrency=1", "-p", "no:cacheprovider", *extra,
+        "--groundeval-counterfactual", "--groundeval-concurrency=1", f"--groundeval-out-dir=runs-{agent}",
+        "-p", "no:cacheprovider", *extra,
     )
-    (path,) = sorted((pytester.path / "runs").glob("*.json"))[-1:]
+    (path,) = (pytester.path / f"runs-{agent}").glob("*.json")
     return result, json.loads(path.read_text())
 
 
