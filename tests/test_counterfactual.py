@@ -203,6 +203,7 @@ def test_baseline_tracks_every_twin_and_priors_none_that_changed(pytester: pytes
     assert agg["metrics"]["record_sensitivity"] == 0.0 and agg["metrics"]["record_sensitivity[medication-reference]"] == 1.0
     kept = [p for p in agg["counterfactual"]["pairs"] if p["effect"] != "same"]
     assert kept and all(p["kept_original_answer"] and not p["tracks_record"] for p in kept)
+    result.stdout.fnmatch_lines(["(case file: Liz_Conn_*.json; counterfactual twin: MedicationRequest/* -> stopped)"])
     md = (pytester.path / "s.md").read_text()
     assert "5 twin(s) not tracked" in md and "gave the original's answer to the changed record" in md
 

@@ -183,7 +183,9 @@ class EvalItem(pytest.Item):
         """A verdict as its message and the case file; anything else as pytest shows it."""
         exc = excinfo.value
         if isinstance(exc, CaseFailed):
-            return f"{exc}\n(case file: {self.case.source.name})"
+            twin = self.case.meta.get("counterfactual")
+            changed = f"; counterfactual twin: {twin.get('change')}" if isinstance(twin, dict) else ""
+            return f"{exc}\n(case file: {self.case.source.name}{changed})"
         return super().repr_failure(excinfo)
 
     def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
