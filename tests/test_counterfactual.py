@@ -131,7 +131,7 @@ def test_summarize_keeps_twins_out_of_the_headline_and_computes_record_sensitivi
     assert agg.counterfactual is not None and agg.counterfactual.twins == 1
     assert agg.metrics["record_sensitivity"] == 0.0 and agg.metrics["twin_pass_rate"] == 0.0
     assert agg.trials is not None and agg.trials.intervals["record_sensitivity"].method == "wilson"
-    assert "1 of them got the original's answer" in agg.statements["counterfactual"]
+    assert "1 of them got the right answer to the original and the same answer" in agg.statements["counterfactual"]
 
 
 def test_the_gate_fails_when_record_sensitivity_drops_beyond_noise() -> None:
@@ -159,9 +159,9 @@ def test_priors_reads_only_the_patient_and_answers_what_it_remembers() -> None:
 
 def test_a_task_without_perturbations_refuses_the_option(pytester: pytest.Pytester) -> None:
     assert perturbations(TASK) == cf.PERTURBATIONS
-    result = pytester.runpytest("--groundeval-task=write", "--groundeval-counterfactual", "-p", "no:cacheprovider")
+    result = pytester.runpytest("--groundeval-task=labs", "--groundeval-counterfactual", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--groundeval-counterfactual: the write task declares no perturbations*"])
+    result.stderr.fnmatch_lines(["*--groundeval-counterfactual: the labs task declares no perturbations*"])
 
 
 def _run(pytester: pytest.Pytester, agent: str, *extra: str) -> tuple[pytest.RunResult, dict[str, Any]]:
@@ -184,7 +184,7 @@ def test_baseline_tracks_every_twin_and_priors_none_that_changed(pytester: pytes
     assert result.parseoutcomes() == {"passed": 9}  # 2 cases, 3 + 4 twins
     result.stdout.fnmatch_lines([
         "counterfactual twins: 7 (*restart-stopped 1*), 7 judged; "
-        "record_sensitivity 1.000 ?0.566, 1.000? over 5 twins whose truth changed; 0 of them got the original's answer*",
+        "record_sensitivity 1.000 ?0.566, 1.000? over 5 twins whose truth changed; 0 of them got the right answer *",
         "record_sensitivity: 1.000",
     ])
     agg = record["aggregate"]
@@ -213,3 +213,39 @@ def test_selecting_a_case_selects_its_twins(pytester: pytest.Pytester, two_cases
     result, record = _run(pytester, "baseline", f"groundeval/extraction::{liz}")
     assert result.parseoutcomes() == {"passed": 4, "deselected": 5}
     assert {split_twin(c["case_id"])[0] for c in record["cases"]} == {liz}
+
+
+def test_reconcile_twins_turn_a_matched_drug_into_a_dose_mismatch_and_a_commission() -> None:
+    from groundeval.tasks.reconcile import counterfactual as rcf
+    from groundeval.tasks.reconcile.task import ReconcileTask
+
+    task = ReconcileTask()
+    case = task.load_case(FIXTURES.parent / "reconcile" / "exact--Liz_Conn_27c911c6.json")
+    made = {t.meta["counterfactual"]["kind"]: t for t in twins(task, case)}
+    assert list(made) == list(rcf.PERTURBATIONS)
+    for kind, status in (("record-dose", "dose_mismatch"), ("remove-reported", "commission")):
+        facts = made[kind].meta["counterfactual"]
+        (codes,) = facts["probe"]["drugs"]
+        entry = next(e for e in task.truth(made[kind])["entries"] if set(e["codes"]) & set(codes))
+        assert entry["status"] == status and facts["expected"]["twin"] == {"|".join(codes): status}
+        assert made[kind].data["report"] == case.data["report"]  # the record changes, never the report
+    # a hedged answer (two statuses for one drug) never matches the one status the truth gives
+    hedged = [{"rxnorm_code": "1", "status": "matched"}, {"rxnorm_code": "1", "status": "omission"}]
+    assert rcf.observe({"drugs": [["1"]]}, hedged) == {"1": "matched/omission"}
+
+
+def test_the_write_twin_changes_the_notes_frequency_and_the_statement_with_it() -> None:
+    from groundeval.tasks.write import counterfactual as wcf
+    from groundeval.tasks.write.task import WriteTask
+
+    task = WriteTask()
+    write = FIXTURES.parent / "write"
+    case = task.load_case(write / "aspirin-low-dose-display-case.json")
+    twin = task.counterfactual(case, "note-frequency")
+    assert twin is not None and "twice daily" in twin.data["note"] and "once daily" not in twin.data["note"]
+    before, after = task.truth(case)["dosage"], task.truth(twin)["dosage"]
+    assert (before["frequency"], after["frequency"]) == (1, 2)
+    assert after["daily_total_mg"] == 2 * before["daily_total_mg"]
+    assert task.counterfactual(task.load_case(write / "tramadol-every-six-hours-prn.json"), "note-frequency") is None
+    two = {"dosage": [{"timing": {"repeat": {"frequency": 1}}}, {"timing": {"repeat": {"frequency": 2}}}]}
+    assert wcf.observe({}, two) == {"frequency": [1, 2]} and wcf.observe({}, None) == {"frequency": None}

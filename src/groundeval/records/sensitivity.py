@@ -32,9 +32,12 @@ from groundeval.records.trial_stats import proportion_interval
 from groundeval.scoring import Metric
 
 __all__ = [
-    "COUNTERFACTUAL_STATEMENT", "is_twin", "judge_pairs", "pair_values", "sensitivity_figure", "sensitivity_text",
-    "with_counterfactual",
+    "COUNTERFACTUAL_STATEMENT", "PRIORS_SIGNATURE", "is_twin", "judge_pairs", "pair_values", "sensitivity_figure",
+    "sensitivity_text", "with_counterfactual",
 ]
+
+PRIORS_SIGNATURE = "gave the original's answer to the changed record"
+"""A pair's ``why`` when the original was answered right and the twin got the same answer although its truth changed."""
 
 COUNTERFACTUAL_STATEMENT = "counterfactual"
 """The key of ``Aggregate.statements`` holding the twins' one-line summary (``sensitivity_text``)."""
@@ -71,7 +74,7 @@ def _pair(task: Any, twin: CaseRecord, original: CaseRecord | None) -> TwinPair:
         why = f"the original's answer misses its own truth on the changed items ({seen_original})"
     elif not twin_ok:
         changed = facts.get("effect") != "same"
-        why = ("gave the original's answer to the changed record" if kept and changed
+        why = (PRIORS_SIGNATURE if kept and changed
                else f"the twin's answer misses its truth on the changed items ({seen_twin})")
     return TwinPair(**base, tracks_record=bool(original_ok and twin_ok), kept_original_answer=kept, why=why)
 
@@ -115,13 +118,14 @@ def sensitivity_text(cf: Counterfactual) -> str:
     """``counterfactual twins: 177 (stop-active 44, ...); judged 177; record_sensitivity 0.000 [0.000, 0.028] ...``."""
     kinds = Counter(p.kind for p in cf.pairs)
     sens = cf.record_sensitivity
-    kept = sum(bool(p.kept_original_answer) for p in cf.pairs if p.effect != "same" and p.tracks_record is not None)
+    kept = sum(p.why == PRIORS_SIGNATURE for p in cf.pairs)
     head = (f"counterfactual twins: {cf.twins} ({', '.join(f'{k} {n}' for k, n in kinds.items())}), "
             f"{cf.judged} judged")
     if sens is None:
         return head + "; record_sensitivity: - (no judged twin whose truth changed)"
     return (head + f"; record_sensitivity {sens.value:.3f} {sens.text()} over {sens.cases} twins whose truth "
-            f"changed; {kept} of them got the original's answer (answered from priors, not the record)")
+            f"changed; {kept} of them got the right answer to the original and the same answer to the changed "
+            "record (answered from priors, not the record)")
 
 
 def with_counterfactual(
@@ -144,8 +148,9 @@ def with_counterfactual(
         figures[f"record_sensitivity[{kind}]"] = iv.value
         intervals[f"record_sensitivity[{kind}]"] = iv
     figures["twin_pass_rate"] = cf.twin_pass_rate
-    counted = sum(t.counted for t in twins)
-    if cf.twin_pass_rate is not None and (twin_iv := proportion_interval(cf.twin_pass_rate, counted)) is not None:
+    counted = [t for t in twins if t.counted]
+    passed = sum(t.outcome == "passed" for t in counted)
+    if counted and (twin_iv := proportion_interval(passed / len(counted), len(counted))) is not None:
         intervals["twin_pass_rate"] = twin_iv
     update: dict[str, Any] = {"counterfactual": cf, "metrics": {**aggregate.metrics, **figures}}
     if aggregate.trials is not None:

@@ -41,6 +41,7 @@ from groundeval.tasks.common import (
     find_patient,
     wrong_task_error,
 )
+from groundeval.tasks.reconcile import counterfactual as _counterfactual
 from groundeval.tasks.reconcile.cases import ReconcileCase
 from groundeval.tasks.reconcile.prompt import ANSWER_FORMAT, system_prompt, user_prompt
 from groundeval.tasks.reconcile.scorer import METRIC_NAMES, ReconcileScorer
@@ -97,6 +98,8 @@ class ReconcileTask(BaseTask):
     tools: ClassVar[tuple[str, ...]] = READ_TOOLS
     """The read-only FHIR tools over ``context["bundle"]`` (``groundeval.fhir.read_tools``)."""
     bundle_in_context: ClassVar[bool] = True
+    perturbations: ClassVar[tuple[str, ...]] = _counterfactual.PERTURBATIONS
+    """Counterfactual twins it makes (``--groundeval-counterfactual``; ``tasks.reconcile.counterfactual``)."""
     min_f1: float = 1.0
     scorer: Any = field(init=False, default=None)
 
@@ -194,6 +197,17 @@ class ReconcileTask(BaseTask):
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"entries": [TruthEntry...], "not_scored": [...]}`` (``tasks.reconcile_truth``)."""
         return reconcile_truth(case.data["bundle"], case.data["items"], _catalog_displays(), str(case.source))
+
+    def counterfactual(self, case: Case, kind: str) -> Case | None:
+        """The twin of ``case`` made by perturbation ``kind`` (``tasks.reconcile.counterfactual``), or None."""
+        def truth(data: Mapping[str, Any]) -> dict[str, Any]:
+            return reconcile_truth(data["bundle"], data["items"], _catalog_displays(), str(case.source))
+
+        return _counterfactual.counterfactual(case, kind, truth)
+
+    def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, str | None]:
+        """``{drug: status the answer gives it}`` for a twin's probe (``tasks.reconcile.counterfactual.observe``)."""
+        return _counterfactual.observe(probe, parsed)
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Parse a JSON array of ``{"rxnorm_code", "display", "status", ...}`` (``extract_json``)."""

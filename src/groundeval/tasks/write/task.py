@@ -32,6 +32,7 @@ from groundeval.task_options import WRITE_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
 from groundeval.tasks.common import find_bundle_file, wrong_task_error
 from groundeval.tasks.medlist import find_patient
+from groundeval.tasks.write import counterfactual as _counterfactual
 from groundeval.tasks.write.cases import WriteCase, describe_validation_error
 from groundeval.tasks.write.scorer import aggregate_write, score_write
 
@@ -215,6 +216,8 @@ class WriteTask(BaseTask):
         "schema", "coding", "constraints", "safety", "dimensions_passed", "dose_mg", "daily_total_mg"
     )
     metric_directions: ClassVar[Mapping[str, Direction]] = {"dose_mg": "none", "daily_total_mg": "none"}
+    perturbations: ClassVar[tuple[str, ...]] = _counterfactual.PERTURBATIONS
+    """Counterfactual twins it makes (``--groundeval-counterfactual``; ``tasks.write.counterfactual``)."""
     """The written doses (mg, mg/day) are values, not scores."""
 
     def __post_init__(self) -> None:
@@ -316,6 +319,14 @@ class WriteTask(BaseTask):
             "dosage": dosage,
             "ceiling": _ceiling(expected.medication.rxcui),
         }
+
+    def counterfactual(self, case: Case, kind: str) -> Case | None:
+        """The twin of ``case`` made by perturbation ``kind`` (``tasks.write.counterfactual``), or None."""
+        return _counterfactual.counterfactual(case, kind, self.truth)
+
+    def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, Any]:
+        """The answer's frequency for a twin's probe (``tasks.write.counterfactual.observe``)."""
+        return _counterfactual.observe(probe, parsed)
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Recover the one JSON resource object in ``raw`` (``{}`` when there is none)."""
