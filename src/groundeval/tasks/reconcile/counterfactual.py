@@ -7,7 +7,9 @@ report and the record agree on (a ``matched`` entry), chosen among the entries i
 * ``record-dose`` (replaces ``matched`` with ``dose_mismatch``): the dose per administration of the
   drug's latest active request is doubled (a request that states none gets two units);
 * ``remove-reported`` (replaces ``matched`` with ``commission``): every MedicationRequest of the
-  drug leaves the record, so the reported drug is nowhere in it.
+  drug leaves the record, so the reported drug is nowhere in it. Only for a drug whose reported
+  RxCUI is in the site catalog (the formulary the prompt shows): otherwise the code the truth
+  accepts for the commission came from the removed request, and no agent could name it.
 
 The twin's truth is the task's truth (``reconcile.truth.reconcile_truth``) over the changed
 Bundle and the same report; a candidate counts only when that truth gives the entry the declared
@@ -104,13 +106,14 @@ def _remove(bundle: JSON, codes: frozenset[str]) -> str | None:
     return f"removed {len(gone)} MedicationRequest(s) of RxCUI {'/'.join(sorted(codes))} from the record ({ids})"
 
 
-def counterfactual(case: Case, kind: str, truth: Truth) -> Case | None:
+def counterfactual(case: Case, kind: str, truth: Truth, formulary: frozenset[str] = frozenset()) -> Case | None:
     """The twin of ``case`` made by perturbation ``kind`` (``PERTURBATIONS``), or None when no entry fits.
 
     Args:
         case: A loaded reconcile case (``data``: ``bundle``, ``report``, ``items``, ``bundle_file``).
         kind: One of ``PERTURBATIONS``.
         truth: The task's truth over a case's data (``{"entries": [...], ...}``).
+        formulary: The RxCUIs of the site catalog (``remove-reported`` needs the commission's code among them).
 
     Raises:
         ValueError: ``kind`` is not one of ``PERTURBATIONS``.
@@ -129,6 +132,8 @@ def counterfactual(case: Case, kind: str, truth: Truth) -> Case | None:
         data = {**case.data, "bundle": bundle}
         after = truth(data)["entries"]
         if not _moved(before, after, codes, _TARGET[kind]):
+            continue
+        if kind == "remove-reported" and not any(set(e["codes"]) & formulary for e in after if set(e["codes"]) & codes):
             continue
         key = "|".join(entry["codes"])
         return make_twin(

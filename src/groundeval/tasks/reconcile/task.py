@@ -203,7 +203,7 @@ class ReconcileTask(BaseTask):
         def truth(data: Mapping[str, Any]) -> dict[str, Any]:
             return reconcile_truth(data["bundle"], data["items"], _catalog_displays(), str(case.source))
 
-        return _counterfactual.counterfactual(case, kind, truth)
+        return _counterfactual.counterfactual(case, kind, truth, frozenset(_catalog_displays()))
 
     def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, str | None]:
         """``{drug: status the answer gives it}`` for a twin's probe (``tasks.reconcile.counterfactual.observe``)."""
