@@ -45,7 +45,8 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     """Render a run's aggregate as text lines.
 
     Metrics named ``micro_<m>``/``macro_<m>`` become a table with one column per ``<m>`` (plus a
-    ``95% CI`` row of the macro means' intervals); other metrics are listed as ``name: value``,
+    ``95% CI`` row of the macro means' intervals); other metrics (a ``macro_<m>`` without its
+    ``micro_<m>`` among them) are listed as ``name: value``,
     then one ``95% CI:`` line of those that have an interval. With repeated trials the counts are
     of trials.
     """
@@ -63,8 +64,9 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     )
     if stats is not None:
         lines += trial_lines(stats, agg)
-    if counterfactual := agg.statements.get("counterfactual"):  # the twins, beside the pass rate
-        lines.append(counterfactual)
+    for said in ("counterfactual", "grounding"):  # the twins and the tool grounding, beside the pass rate
+        if line := agg.statements.get(said):
+            lines.append(line)
     lines.append("outcomes: " + "  ".join(f"{k}: {agg.counts[k]}" for k in ORDER if k in agg.counts))
     metrics = agg.metrics
     columns = [k[len("micro_"):] for k in metrics if k.startswith("micro_")]
@@ -79,7 +81,7 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
             lines.append("95% CI".ljust(8) + "".join(cell.rjust(width) for cell in row))
             note = interval_note(ivs[k] for k in ivs if k.startswith("macro_"))
             lines.append(f"        (95% CI of the macro means: {note})")
-    others = [k for k in metrics if not k.startswith(("micro_", "macro_"))]
+    others = [k for k in metrics if not k.startswith("micro_") and not (k.startswith("macro_") and k[6:] in columns)]
     lines += [f"{key}: {_fmt(metrics[key])}" for key in others]
     if any(k in ivs for k in others):
         note = interval_note(ivs[k] for k in others if k in ivs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from groundeval.models.pricing import total_cost
+from groundeval.records.grounding import GROUNDING_STATEMENT, grounding_figures, grounding_text
 from groundeval.records.run_record import Aggregate, CaseRecord
 from groundeval.records.scope import ran_outcome_count, statements
 from groundeval.records.sensitivity import COUNTERFACTUAL_STATEMENT, is_twin, sensitivity_text, with_counterfactual
@@ -74,12 +75,14 @@ def summarize(
         pass_rate=round(passed / n, 6) if n else None,
         pass_rate_ran=round(passed / ran, 6) if ran else None,
         answer_rate=round(sum(r.answered for r in counted) / n, 6) if n else None,
-        metrics=task.aggregate([r.metrics for r in counted]),
+        metrics={**task.aggregate([r.metrics for r in counted]), **grounding_figures(counted)},
         usage=usage,
         cached=sum(r.cached for r in records),
     )
     aggregate = with_trial_stats(aggregate, records, min_pass_rate)
     said = statements(aggregate)
+    if grounded := grounding_text(counted):  # a tool-using agent on a task that declares lookups
+        said[GROUNDING_STATEMENT] = grounded
     if twins:
         aggregate = with_counterfactual(aggregate, task, twins, records)
         assert aggregate.counterfactual is not None

@@ -207,6 +207,7 @@ def _run_view(record: RunRecord, index: int) -> dict[str, Any]:
         "pass_k_scope": statement(agg, "pass_k_scope"),
         "cases_scope": statement(agg, "cases_scope"),
         "counterfactual": agg.statements.get("counterfactual", ""),
+        "grounding": agg.statements.get("grounding", ""),
         "untracked": [p for p in agg.counterfactual.pairs if p.tracks_record is False] if agg.counterfactual else [],
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
         "groups": groups,

@@ -123,8 +123,9 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
         f" ({agg.excluded} excluded, {agg.not_run} not run)"
     )
-    if counterfactual := agg.statements.get("counterfactual"):
-        lines += ["", md_escape(counterfactual)]
+    for said in ("counterfactual", "grounding"):
+        if line := agg.statements.get(said):
+            lines += ["", md_escape(line)]
     lines += ["", "| figure | value | 95% interval |", "| --- | ---: | --- |"]
     for name in ["answer_rate", *agg.metrics]:
         value = agg.answer_rate if name == "answer_rate" else agg.metrics.get(name)

@@ -25,11 +25,13 @@ from groundeval.datasets import Case, load_json, slug
 from groundeval.errors import ConfigError
 from groundeval.fhir.read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
+from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.task_options import EXTRACTION_OPTIONS
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
 from groundeval.tasks.common import case_id_from_stem, check_fhir_bundle, wrong_task_error
 from groundeval.tasks.extraction import counterfactual as _counterfactual
+from groundeval.tasks.extraction.lookups import lookup_plan
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.extraction.scorer import aggregate_medications, score_medications
 from groundeval.tasks.medlist import find_patient, medication_truth
@@ -183,6 +185,11 @@ class ExtractionTask(BaseTask):
     def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, bool]:
         """``{rxcui: listed?}`` of an answer for a twin's probe (``tasks.extraction.counterfactual.observe``)."""
         return _counterfactual.observe(probe, parsed)
+
+    def lookups(self, case: Case, truth: Any, parsed: Parsed) -> LookupPlan:
+        """What a tool-using agent's trace is checked for (``tasks.extraction.lookups``, ``scorers.grounding``)."""
+        del truth
+        return lookup_plan(case, parsed.value)
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Parse a JSON array of ``{"rxnorm_code", "display"}``; see ``groundeval.parsing``."""

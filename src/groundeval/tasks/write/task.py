@@ -27,6 +27,7 @@ from groundeval.errors import DatasetError
 from groundeval.extras import require_extra
 from groundeval.fhir.bundle import patient_reference_matches
 from groundeval.parsing import extract_json
+from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.task_options import WRITE_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
@@ -34,6 +35,7 @@ from groundeval.tasks.common import find_bundle_file, wrong_task_error
 from groundeval.tasks.medlist import find_patient
 from groundeval.tasks.write import counterfactual as _counterfactual
 from groundeval.tasks.write.cases import WriteCase, describe_validation_error
+from groundeval.tasks.write.lookups import lookup_plan
 from groundeval.tasks.write.scorer import aggregate_write, score_write
 
 __all__ = ["ANSWER_FORMAT", "INSTRUCTIONS", "NOTE_CLOSE", "NOTE_OPEN", "WriteTask"]
@@ -327,6 +329,11 @@ class WriteTask(BaseTask):
     def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, Any]:
         """The answer's frequency for a twin's probe (``tasks.write.counterfactual.observe``)."""
         return _counterfactual.observe(probe, parsed)
+
+    def lookups(self, case: Case, truth: Any, parsed: Parsed) -> LookupPlan:
+        """What a tool-using agent's trace is checked for (``tasks.write.lookups``, ``scorers.grounding``)."""
+        del case, truth
+        return lookup_plan(parsed.value)
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Recover the one JSON resource object in ``raw`` (``{}`` when there is none)."""
