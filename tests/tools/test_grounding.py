@@ -130,3 +130,25 @@ def test_tool_plan_consistency_is_the_share_of_trials_following_the_most_common_
                             case, trial))
     agg = summarize(WRITE, records)
     assert agg.metrics["tool_plan_consistency"] == pytest.approx(2 / 3, abs=1e-6)
+
+
+def test_reconcile_requires_a_lookup_of_each_brand_name_the_report_uses() -> None:
+    from groundeval.records.run_record import RunRecord
+    from groundeval.reporting.summary_md import summary_markdown
+    from groundeval.tasks.reconcile.lookups import lookup_plan
+    from groundeval.tasks.reconcile.task import ReconcileTask
+
+    task = ReconcileTask()
+    case = task.load_case(ROOT / "reconcile" / "brand-name--Delores12_Cronin387_0d154268.json")
+    plan = task.lookups(case, None, task.parse(case, "[]"))
+    assert [lk.label for lk in plan.required] == [
+        "look up the brand name 'zocor' (lookup_code)", "look up the brand name 'toprol' (lookup_code)"]
+    looked = [{"tool": "lookup_code", "args": {"query": "Zocor 20 mg"}, "ok": True, "result": {"results": []}}]
+    metrics, details = score_trace(plan, looked)
+    assert metrics["lookup_recall"] == 0.5 and details["missed_lookups"] == [plan.required[1].label]
+    assert lookup_plan([{"name": "aspirin"}], []).required == []  # no brand, nothing to look up
+    record = CaseRecord(case_id=case.case_id, nodeid="n", run_id="r", task="reconcile", agent="a", outcome="passed",
+                        counted=True, metrics=metrics, details=details)
+    md = summary_markdown(RunRecord(run_id="r", task="reconcile", agent="a", model=None, started_at="t",
+                                    cases=[record]))
+    assert "1 case(s) not grounded in their tool calls" in md and "look up the brand name 'toprol'" in md

@@ -158,8 +158,29 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
             lines.append(f"| {md_code(name)} | {c.outcome} | {md_escape(why[0] if why else '')} |")
         lines += ["", "</details>"]
     lines += _untracked_md(record)
+    lines += _ungrounded_md(record)
     lines += ["", f"<sub>intervals: {md_escape(stats.interval_method or INTERVAL_METHOD)}</sub>", ""]
     return "\n".join(lines)
+
+
+def _ungrounded_md(record: RunRecord) -> list[str]:
+    """The cases whose answer holds items no tool returned, or that missed a required lookup (``scorers.grounding``)."""
+    rows = [(c, c.details.get("reasoned_not_looked_up") or [], c.details.get("missed_lookups") or [])
+            for c in record.cases]
+    rows = [r for r in rows if r[1] or r[2]]
+    if not rows:
+        return []
+    lines = ["", f"<details><summary>{len(rows)} {unit_of(record)}(s) not grounded in their tool calls</summary>", "",
+             "| case | reasoned, not looked up | missed lookups |", "| --- | --- | --- |"]
+    lines += [f"| {md_code(c.case_id)} | {md_escape('; '.join(map(str, r)))} | {md_escape('; '.join(map(str, m)))} |"
+              for c, r, m in rows[:MAX_LISTED]]
+    return [*lines, "", "</details>"]
+
+
+def unit_of(record: RunRecord) -> str:
+    """``trial`` when the run has more than one trial per case, else ``case``."""
+    stats = record.aggregate.trials
+    return "trial" if stats is not None and stats.k > 1 else "case"
 
 
 def _untracked_md(record: RunRecord) -> list[str]:

@@ -46,6 +46,8 @@ class Lookup:
         tool: The tool's name.
         args: Argument name -> the value it must have (a JSON string argument is decoded first).
         result_has: A value the call's result must hold somewhere, or None.
+        args_contain: Argument name -> text it must contain, case-insensitive (a search query
+            that names a brand).
         result_equals: Result key -> the value it must have (``{"resource": <the answer>}``).
         alternatives: Other calls that satisfy the requirement as well (a build tool that
             validates what it builds, for a validation); their labels are not used.
@@ -55,6 +57,7 @@ class Lookup:
     tool: str
     args: Mapping[str, Any] = field(default_factory=dict)
     result_has: str | None = None
+    args_contain: Mapping[str, str] = field(default_factory=dict)
     result_equals: Mapping[str, Any] = field(default_factory=dict)
     alternatives: tuple[Lookup, ...] = ()
 
@@ -108,6 +111,8 @@ def _made(lookup: Lookup, call: Mapping[str, Any]) -> bool:
     if call.get("tool") != lookup.tool or not call.get("ok"):
         return False
     if any(_decoded(args.get(k)) != v for k, v in lookup.args.items()):
+        return False
+    if any(v.casefold() not in str(args.get(k) or "").casefold() for k, v in lookup.args_contain.items()):
         return False
     if lookup.result_equals and not (isinstance(result, Mapping)
                                      and all(result.get(k) == v for k, v in lookup.result_equals.items())):

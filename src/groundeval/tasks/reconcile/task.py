@@ -32,6 +32,7 @@ from groundeval.datasets import Case, load_json
 from groundeval.errors import ConfigError, DatasetError
 from groundeval.fhir.read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
+from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Parsed
 from groundeval.tasks.base import BaseTask, TaskOption, unit_interval
 from groundeval.tasks.common import (
@@ -43,6 +44,7 @@ from groundeval.tasks.common import (
 )
 from groundeval.tasks.reconcile import counterfactual as _counterfactual
 from groundeval.tasks.reconcile.cases import ReconcileCase
+from groundeval.tasks.reconcile.lookups import lookup_plan
 from groundeval.tasks.reconcile.prompt import ANSWER_FORMAT, system_prompt, user_prompt
 from groundeval.tasks.reconcile.scorer import METRIC_NAMES, ReconcileScorer
 from groundeval.tasks.reconcile.truth import STATUSES, reconcile_truth
@@ -152,7 +154,10 @@ class ReconcileTask(BaseTask):
         items = [i.model_dump(exclude_none=True) for i in spec.report.items]  # a key left out is "not said"
         meta = {"patient_id": str(patient.get("id") or ""), "fixture": spec.fixture.file if spec.fixture else None,
                 "bundle_sha256": bundle_sha, "transformations": [t.kind for t in spec.transformations]}
-        case_data = {"bundle": bundle, "report": spec.report.text, "items": items, "bundle_file": bundle_file}
+        branded = {t.rxnorm_code for t in spec.transformations if t.kind in ("brand_name", "brand_rxcui")}
+        brands = [i["name"] for i in items if i.get("rxnorm_code") in branded]  # said by a brand name (provenance)
+        case_data = {"bundle": bundle, "report": spec.report.text, "items": items, "bundle_file": bundle_file,
+                     "brands": brands}
         return Case(case_id=spec.id, source=path, sha256=digest, data=case_data, meta=meta)
 
     def check_case(self, case: Case) -> None:
@@ -208,6 +213,11 @@ class ReconcileTask(BaseTask):
     def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, str | None]:
         """``{drug: status the answer gives it}`` for a twin's probe (``tasks.reconcile.counterfactual.observe``)."""
         return _counterfactual.observe(probe, parsed)
+
+    def lookups(self, case: Case, truth: Any, parsed: Parsed) -> LookupPlan:
+        """What a tool-using agent's trace is checked for (``tasks.reconcile.lookups``, ``scorers.grounding``)."""
+        del truth
+        return lookup_plan(case.data["items"], parsed.value, case.data.get("brands") or ())
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Parse a JSON array of ``{"rxnorm_code", "display", "status", ...}`` (``extract_json``)."""
