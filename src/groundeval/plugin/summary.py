@@ -118,6 +118,8 @@ def trial_lines(stats: TrialStats, agg: Aggregate) -> list[str]:
             f"pass@{head.k}: {_fmt(head.pass_at_k)}{' ' + at_iv.text() if at_iv else ''}  "
             f"pass^{head.k}: {_fmt(head.pass_hat_k)}{' ' + hat_iv.text() if hat_iv else ''}"
             + (f"  (pass@{head.k}/pass^{head.k} {note})" if (note := statement(agg, "pass_k_scope")) else "")
+            + (f"  tool_plan_consistency: {_fmt(plan)}"
+               if (plan := agg.metrics.get("tool_plan_consistency")) is not None else "")
         )
     if stats.k > 1 or stats.min_pass_rate is not None:
         rule = f"at least {stats.min_pass_rate:g} of" if stats.min_pass_rate is not None else "all"
