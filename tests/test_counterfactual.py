@@ -206,6 +206,11 @@ def test_baseline_tracks_every_twin_and_priors_none_that_changed(pytester: pytes
     result.stdout.fnmatch_lines(["(case file: Liz_Conn_*.json; counterfactual twin: MedicationRequest/* -> stopped)"])
     md = (pytester.path / "s.md").read_text()
     assert "5 twin(s) not tracked" in md and "gave the original's answer to the changed record" in md
+    from groundeval.records.run_record import RunRecord
+    from groundeval.reporting.html import render_report
+
+    html = render_report(RunRecord.model_validate(record))
+    assert 'id="counterfactual-1">counterfactual twins: 7' in html and "5 twin(s) not tracked" in html
 
 
 def test_selecting_a_case_selects_its_twins(pytester: pytest.Pytester, two_cases: Path) -> None:
