@@ -152,3 +152,11 @@ def test_reconcile_requires_a_lookup_of_each_brand_name_the_report_uses() -> Non
     md = summary_markdown(RunRecord(run_id="r", task="reconcile", agent="a", model=None, started_at="t",
                                     cases=[record]))
     assert "1 case(s) not grounded in their tool calls" in md and "look up the brand name 'toprol'" in md
+
+
+def test_fewer_tool_errors_and_repeats_are_better_in_comparisons() -> None:
+    from groundeval.plugin.run_end import _directions
+    from groundeval.tasks.labs.task import LabsTask
+
+    assert _directions(EXTRACTION)["tool_errors"] == "lower" and _directions(WRITE)["repeated_calls"] == "lower"
+    assert "tool_errors" not in _directions(LabsTask())  # a task that declares no lookups

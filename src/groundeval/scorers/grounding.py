@@ -29,12 +29,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from groundeval.scoring import Metric, Score
+from groundeval.scoring import Direction, Metric, Score
 
-__all__ = ["GROUNDING_METRICS", "Lookup", "LookupPlan", "score_trace", "with_grounding"]
+__all__ = ["GROUNDING_DIRECTIONS", "GROUNDING_METRICS", "Lookup", "LookupPlan", "score_trace", "with_grounding"]
 
 GROUNDING_METRICS: tuple[str, ...] = ("grounded_answer_rate", "lookup_recall", "tool_errors", "repeated_calls")
 """The per-case metrics ``score_trace`` adds, in report order."""
+
+GROUNDING_DIRECTIONS: dict[str, Direction] = {"tool_errors": "lower", "repeated_calls": "lower"}
+"""The grounding metrics for which fewer is better (recorded in ``RunRecord.metric_directions``)."""
 
 
 @dataclass(frozen=True, slots=True)
