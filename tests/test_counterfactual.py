@@ -132,6 +132,10 @@ def test_summarize_keeps_twins_out_of_the_headline_and_computes_record_sensitivi
     assert agg.metrics["record_sensitivity"] == 0.0 and agg.metrics["twin_pass_rate"] == 0.0
     assert agg.trials is not None and agg.trials.intervals["record_sensitivity"].method == "wilson"
     assert "1 of them got the right answer to the original and the same answer" in agg.statements["counterfactual"]
+    # with trials each twin is one observation at its pooled rate, as a case is in trial_stats
+    again = [r.model_copy(update={"trial": 1}) for r in (original, twin)]
+    agg = summarize(TASK, [original, twin, *again], selected=4)
+    assert agg.trials is not None and agg.trials.intervals["record_sensitivity"].cases == 1
 
 
 def test_the_gate_fails_when_record_sensitivity_drops_beyond_noise() -> None:

@@ -14,8 +14,9 @@ reads those items out of each side's parsed answer.
 * ``kept_original_answer`` (per pair): the twin's answer on the probed items equals the original's.
   For a twin whose truth changed, that is the signature of answering from priors.
 * ``record_sensitivity``: tracked / judged over the twins whose truth changed (effect ``drops``,
-  ``adds`` or ``replaces``), with its Wilson score interval over those pairs (each pair one
-  observation; ``trial_stats.proportion_interval``); ``record_sensitivity[<kind>]`` per perturbation,
+  ``adds`` or ``replaces``), with its Wilson score interval over those twins (each twin one
+  observation, its trials pooled, as ``trial_stats`` treats cases:
+  ``trial_stats.proportion_interval``); ``record_sensitivity[<kind>]`` per perturbation,
   ``same`` kinds included (there it says the answer did not move when the truth did not).
 * ``twin_pass_rate``: twins passed / twins counted, scored by the task as usual.
 """
@@ -93,9 +94,9 @@ def judge_pairs(task: Any, twins: Sequence[CaseRecord], originals: Sequence[Case
 
 def _share(pairs: Sequence[TwinPair]) -> FigureInterval | None:
     judged = [p for p in pairs if p.tracks_record is not None]
-    if not judged:
+    if not judged:  # each twin is one observation: with trials, at its pooled rate (as trial_stats does)
         return None
-    return proportion_interval(sum(bool(p.tracks_record) for p in judged) / len(judged), len(judged))
+    return proportion_interval(sum(bool(p.tracks_record) for p in judged) / len(judged), len({p.twin for p in judged}))
 
 
 def counterfactual_stats(task: Any, twins: Sequence[CaseRecord], originals: Sequence[CaseRecord]) -> Counterfactual:
@@ -118,7 +119,7 @@ def sensitivity_text(cf: Counterfactual) -> str:
     """``counterfactual twins: 177 (stop-active 44, ...); judged 177; record_sensitivity 0.000 [0.000, 0.028] ...``."""
     kinds = Counter(p.kind for p in cf.pairs)
     sens = cf.record_sensitivity
-    kept = sum(p.why == PRIORS_SIGNATURE for p in cf.pairs)
+    kept = len({p.twin for p in cf.pairs if p.why == PRIORS_SIGNATURE})  # twins, whatever their trials
     head = (f"counterfactual twins: {cf.twins} ({', '.join(f'{k} {n}' for k, n in kinds.items())}), "
             f"{cf.judged} judged")
     if sens is None:
@@ -150,7 +151,7 @@ def with_counterfactual(
     figures["twin_pass_rate"] = cf.twin_pass_rate
     counted = [t for t in twins if t.counted]
     passed = sum(t.outcome == "passed" for t in counted)
-    if counted and (twin_iv := proportion_interval(passed / len(counted), len(counted))) is not None:
+    if counted and (twin_iv := proportion_interval(passed / len(counted), len({t.case_id for t in counted}))):
         intervals["twin_pass_rate"] = twin_iv
     update: dict[str, Any] = {"counterfactual": cf, "metrics": {**aggregate.metrics, **figures}}
     if aggregate.trials is not None:
