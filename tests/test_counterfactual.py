@@ -197,7 +197,8 @@ def test_baseline_tracks_every_twin_and_priors_none_that_changed(pytester: pytes
     assert twin["meta"]["counterfactual"]["change"].startswith("MedicationRequest/")
     assert twin["nodeid"] == f"groundeval/extraction::{twin['case_id']}"
     suite = junit_cases(pytester.path / "out.xml")
-    assert any(k.endswith("[cf-stop-active]") for k in suite)
+    stopped = next(v for k, v in suite.items() if k.endswith("[cf-stop-active]"))
+    assert stopped["perturbation"] == "stop-active" and stopped["change"].endswith("status active -> stopped")
     xml = (pytester.path / "out.xml").read_text()
     assert 'name="record_sensitivity" value="1.0"' in xml and 'name="record_sensitivity_ci_low"' in xml
 

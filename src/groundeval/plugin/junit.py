@@ -68,6 +68,10 @@ def junit_properties(record: CaseRecord, metric_names: Sequence[str] = ()) -> li
         facts["tool_calls"] = len(record.trace)  # agents that keep a trace but no count
     props += [(key, _value(facts.get(key))) for key in FACT_KEYS if key in facts]
     props.append(("error_type", record.error.type if record.error else ""))
+    twin = record.meta.get("counterfactual")
+    if isinstance(twin, dict):  # a counterfactual twin: what it is a twin of, and what was changed
+        props += [("counterfactual_of", twin.get("of")), ("perturbation", twin.get("kind")),
+                  ("change", twin.get("change"))]
     return [(name, _value(value)) for name, value in props]  # None -> "", bool -> true/false, whatever the row
 
 
