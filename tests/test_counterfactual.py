@@ -259,3 +259,14 @@ def test_the_write_twin_changes_the_notes_frequency_and_the_statement_with_it() 
     assert task.counterfactual(task.load_case(write / "tramadol-every-six-hours-prn.json"), "note-frequency") is None
     two = {"dosage": [{"timing": {"repeat": {"frequency": 1}}}, {"timing": {"repeat": {"frequency": 2}}}]}
     assert wcf.observe({}, two) == {"frequency": [1, 2]} and wcf.observe({}, None) == {"frequency": None}
+
+
+def test_every_xdist_worker_makes_the_same_twins(pytester: pytest.Pytester, two_cases: Path) -> None:
+    result = pytester.runpytest_subprocess(
+        "--groundeval-task=extraction", "--groundeval-agent=priors", "--groundeval-data-dir=data",
+        "--groundeval-counterfactual", "-n", "2", "-p", "no:cacheprovider",
+    )
+    assert result.parseoutcomes().get("passed") == 4  # the two originals and the two medication-reference twins
+    (path,) = (pytester.path / "runs").glob("*.json")
+    agg = json.loads(path.read_text())["aggregate"]
+    assert agg["counterfactual"]["judged"] == 7 and agg["metrics"]["record_sensitivity"] == 0.0
