@@ -39,7 +39,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "agent", _text, None,
-        "Agent: claude, openai-compatible, local (a llama.cpp server it starts), baseline, naive (extraction), "
+        "Agent: claude, openai-compatible, local (a llama.cpp server it starts), baseline, naive, priors (extraction), "
         "langgraph (tool-using: write, extraction, reconcile, labs), langgraph-fhir (the read tools only), "
         "baseline-write, naive-write (write), baseline-reconcile, naive-reconcile, hedge-reconcile (reconcile), "
         "baseline-labs, naive-labs (labs), or package.module:attribute. "
@@ -100,6 +100,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "trials", _positive_int, 1,
         "Run every case K times, one pytest item per trial (node id suffix [trial-0] ... [trial-K-1]); "
         "the summary adds pass@k, pass^k and per-case passes out of K.", "K", scope="run",
+    ),
+    Option(
+        "counterfactual", _bool, False,
+        "Also run each case's counterfactual twins: its record changed by code in a way whose effect on the truth "
+        "is known (node id suffix [cf-<perturbation>]); the summary adds record_sensitivity, the share of twins "
+        "whose answer changed as the truth did. The task must declare perturbations (extraction does).",
+        "BOOL", flag=True,
     ),
     Option(
         "concurrency", _positive_int, None,

@@ -74,6 +74,7 @@ class Settings:
         fail_on_regression: Exit non-zero when a case regressed against the baseline.
         summary_md: Where to write the Markdown summary, or None.
         trials: Items per case (``--groundeval-trials``).
+        counterfactual: ``--groundeval-counterfactual``: also run each case's counterfactual twins.
         concurrency: Agent calls in flight at once in this process (``--groundeval-concurrency``).
         cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
         replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
@@ -97,6 +98,7 @@ class Settings:
     fail_on_regression: bool = False
     summary_md: Path | None = None
     trials: int = 1
+    counterfactual: bool = False
     concurrency: int | None = None
     cache_dir: Path | None = None
     replay_allow_changed: bool = False
@@ -284,6 +286,14 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"{sources['baseline']}={str(baseline)!r}: no such run record file")
     if values["fail_on_regression"] and baseline is None:
         raise pytest.UsageError(f"{sources['fail_on_regression']} needs --groundeval-baseline=RUN.json to compare with")
+    if values["counterfactual"]:
+        from groundeval.tasks.counterfactual import perturbations
+
+        if not perturbations(built):
+            raise pytest.UsageError(
+                f"{sources['counterfactual']}: the {name} task declares no perturbations, so it has no counterfactual "
+                "twins (extraction does); drop the option"
+            )
     agent = values["agent"] or str(cls.default_agent)
     if values["replay_allow_changed"] and not agent.startswith("replay:"):
         raise pytest.UsageError(
@@ -303,6 +313,7 @@ def read_settings(config: pytest.Config) -> Settings:
         fail_on_regression=bool(values["fail_on_regression"]),
         summary_md=path("summary_md"),
         trials=int(values["trials"]),
+        counterfactual=bool(values["counterfactual"]),
         concurrency=None if values["concurrency"] is None else int(values["concurrency"]),
         cache_dir=path("cache"),
         replay_allow_changed=bool(values["replay_allow_changed"]),

@@ -53,6 +53,7 @@ baseline = AgentEntry(
 naive = AgentEntry(
     "groundeval.agents.baselines.extraction:NaiveExtractionAgent", ("extraction",), needs_extra="healthchain",
 )
+priors = AgentEntry("groundeval.agents.baselines.priors:PriorsExtractionAgent", ("extraction",))
 langgraph = AgentEntry("groundeval.agents.langgraph_agent:LangGraphAgent", ANY_TASK)
 langgraph_fhir = AgentEntry("groundeval.agents.langgraph_agent:LangGraphFHIRAgent", BUNDLE_TASKS)
 baseline_write = AgentEntry(
