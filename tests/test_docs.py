@@ -76,3 +76,24 @@ def test_the_minimal_task_of_writing_a_task_runs_as_printed(pytester: pytest.Pyt
         "--groundeval-agent=wrong_agent:answer", "--groundeval-out-dir=runs",
     )
     result.assert_outcomes(failed=len(sources))
+
+
+def test_the_judge_like_scorer_of_writing_a_task_asks_a_model_as_printed(pytester: pytest.Pytester) -> None:
+    page = DOCS / "tasks" / "writing-a-task.md"
+    (pytester.path / "gender_task.py").write_text(_python_block(page, "# gender_task.py"), encoding="utf-8")
+    (pytester.path / "gender_judge.py").write_text(_python_block(page, "# gender_judge.py"), encoding="utf-8")
+    pytester.syspathinsert()
+    data = pytester.path / "data"
+    data.mkdir()
+    sources = sorted((ROOT / "fixtures" / "extraction").glob("[A-Z]*.json"))[:2]
+    for source in sources:
+        (data / source.name).write_bytes(source.read_bytes())
+    args = ("--groundeval-task=gender_judge:JudgedGenderTask", "--groundeval-data-dir=data", "-p", "no:cacheprovider",
+            "--groundeval-out-dir=runs")
+    pytester.runpytest(*args).assert_outcomes(passed=len(sources))
+    (pytester.path / "wrong_agent.py").write_text(
+        "def answer(request):\n    return '{\"gender\": \"nonbinary\"}'\n", encoding="utf-8"
+    )
+    result = pytester.runpytest(*args, "--groundeval-agent=wrong_agent:answer")
+    result.assert_outcomes(failed=len(sources))
+    result.stdout.fnmatch_lines(["*the judge said 'no'*"])

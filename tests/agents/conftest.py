@@ -12,7 +12,11 @@ import time
 
 import pytest
 
-from tests._fakes.fake_anthropic import FAKE_KEY
+from tests._fakes.fake_anthropic import FAKE_KEY, ScriptedAPI, api_error, message
+
+# The fake Anthropic API lives in tests/_fakes/fake_anthropic.py; these names stay importable from
+# here (``from .conftest import ScriptedAPI``) for the agent tests written against this file.
+__all__ = ["FAKE_KEY", "ScriptedAPI", "api_error", "message"]
 
 
 @pytest.fixture(autouse=True)

@@ -39,7 +39,7 @@ from tests._fakes.loopback import Answer, Loopback, serve
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))
 HTML = Answer(200, b"<!DOCTYPE html><html><head><title>Welcome</title></head><body>Hi</body></html>", "text/html")
 
-MakeAgent = Callable[..., SingleCallAgent[Any]]
+MakeAgent = Callable[..., SingleCallAgent]
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def make(request: pytest.FixtureRequest, loop: Loopback, monkeypatch: pytest.Mon
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", loop.root)
 
-    def build(**options: Any) -> SingleCallAgent[Any]:
+    def build(**options: Any) -> SingleCallAgent:
         if request.param == "claude":
             return ClaudeAgent(AgentConfig(options=options), sleep=sleeps.append)
         config = AgentConfig(model="m", options={"base_url": f"{loop.root}/v1", **options})
@@ -311,24 +311,24 @@ def test_an_abandoned_attempt_closes_the_shared_client_only_when_no_other_call_u
         def close(self) -> None:
             self.closed = True
 
-    agent = ClaudeAgent(AgentConfig())
+    model = ClaudeAgent(AgentConfig()).backend  # the client pool is the model layer's
     built: list[Client] = []
 
     def new_client(options: dict[str, Any]) -> Client:
         built.append(Client())
         return built[-1]
 
-    agent._new_client = new_client  # type: ignore[assignment,method-assign]
-    first = agent._checkout()  # the call that will be abandoned
-    beside = agent._checkout()  # another case's call on the same client (--groundeval-concurrency)
+    model._new_client = new_client  # type: ignore[method-assign]
+    first = model._checkout()  # the call that will be abandoned
+    beside = model._checkout()  # another case's call on the same client (--groundeval-concurrency)
     assert first is beside and len(built) == 1
     held: dict[str, Any] = {"client": first}
-    agent._abandon(held)
+    model._abandon(held)
     assert not built[0].closed  # the call beside it is still reading from it
-    after = agent._checkout()
+    after = model._checkout()
     assert after is not first and len(built) == 2  # new calls get a new client
-    agent._checkin(beside)
+    model._checkin(beside)
     assert built[0].closed  # only the abandoned attempt held it: closed, its sockets with it
-    agent._checkin(first, abandoned=True)  # the abandoned attempt ends later: nothing breaks
-    agent._checkin(after)
+    model._checkin(first, abandoned=True)  # the abandoned attempt ends later: nothing breaks
+    model._checkin(after)
     assert not built[1].closed

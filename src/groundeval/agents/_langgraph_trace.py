@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from groundeval.agents.claude import ClaudeAgent
+from groundeval.models.anthropic import anthropic_usage
 from groundeval.models.pricing import total_cost
 from groundeval.scoring import Metric
 
@@ -92,7 +92,7 @@ def message_usage(messages: Sequence[BaseMessage], model: str | None) -> dict[st
             }
         else:
             continue
-        usage = ClaudeAgent.usage(model, SimpleNamespace(**fields))
+        usage = anthropic_usage(model, SimpleNamespace(**fields))
         costs.append(usage.pop("cost_usd"))
         for key, value in usage.items():
             totals[key] = int(totals.get(key) or 0) + int(value or 0)

@@ -1,101 +1,47 @@
-"""The shared frame of agents that answer a case with one model API call.
+"""The agents that answer a case with one model call: a thin frame over a ``Model``.
 
-``SingleCallAgent`` holds what the Claude and OpenAI-compatible agents have in common: reading
-the shared options (``CallSettings``), the ``http_client`` and ``sleep`` test seams, the SDK
-client built on first use with ``max_retries=0`` (``groundeval.models.retry`` is the one retry
-layer), ``warmup``, the retried call with its failure classification, and the result record,
-including the ``TruncatedError`` for a reply that was cut off. A provider supplies the pieces
-that differ: configuration checks, the SDK client, the request arguments, the call itself, the
-error classifier and the reading of the reply.
-
-Nothing here imports an SDK: subclasses import theirs inside the methods that need it.
+``SingleCallAgent`` turns the case's prompt into a ``ModelRequest`` (the task's system prompt,
+the case as the one user turn, the case id as the label), asks its ``Model`` (``models.get_model``:
+the one retry, deadline, pricing, spending and classification policy) and hands the answer back
+as an ``AgentResult``. Everything about the provider (its SDK, its errors, its stop reasons, its
+prices) lives in ``groundeval.models``; an agent only says which model spec its configuration
+means and how its messages name it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import threading
-from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
-from groundeval.errors import (
-    AgentError,
-    CaseTooLargeError,
-    ConfigError,
-    RefusalError,
-    RunStopError,
-    TruncatedError,
-)
-from groundeval.models.classify import BadResponse, advise
-from groundeval.models.pricing import CHARS_PER_TOKEN, context_window, estimate_tokens
-from groundeval.models.retry import CallSettings, Completed, GaveUp, call_with_retries
-from groundeval.scoring import Metric
+from groundeval.models import check_model, get_model
+from groundeval.models.base import ModelRequest
+from groundeval.models.provider import ProviderModel, check_temperature
+from groundeval.models.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["Reply", "SingleCallAgent", "check_temperature"]
-
-ClientT = TypeVar("ClientT")
+__all__ = ["SingleCallAgent", "check_temperature"]
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """What a provider's response says, in the terms the result record uses.
-
-    Attributes:
-        text: The answer text (possibly partial).
-        model: Model id as the server reported it.
-        stop_reason: Why generation stopped, as the provider names it.
-        usage: Token counts and ``cost_usd`` (see the agents' ``usage``).
-        request_id: The provider's request id, or None.
-    """
-
-    text: str
-    model: str | None
-    stop_reason: str | None
-    usage: dict[str, Metric]
-    request_id: str | None
-    refusal: str | None = None
-    """The model's refusal text when the provider returns it apart from the answer (OpenAI's
-    ``message.refusal``), else None."""
-
-
-def check_temperature(value: float | None, allowed: tuple[float, float], agent: str) -> None:
-    """Refuse a sampling temperature the provider would reject on every case.
-
-    Raises:
-        ConfigError: ``value`` is outside ``allowed`` (inclusive); the message names the option,
-            the value and the range.
-    """
-    low, high = allowed
-    if value is not None and not low <= value <= high:
-        raise ConfigError(
-            f"--groundeval-temperature={value:g} is outside the range the '{agent}' agent's API accepts "
-            f"({low:g} to {high:g}); give a value in that range or leave it out"
-        )
-
-
-_REFUSAL_SHOWN = 200
-"""Characters of a refusal text quoted in the failure message (the whole text is the raw output)."""
-
-
-class SingleCallAgent(ABC, Generic[ClientT]):
+class SingleCallAgent:
     """Base of agents that make one (retried) model call per case.
 
     Args:
-        config: Model and options; ``max_tokens``, ``temperature``, ``max_retries`` and
-            ``timeout`` are read by ``CallSettings.from_config``, the rest by ``_configure``.
+        config: Model id and options (``max_tokens``, ``temperature``, ``max_retries``,
+            ``timeout``, and the provider's own such as ``base_url``), passed to the model.
         http_client: An ``httpx2.Client`` for the SDK (tests pass one with a ``MockTransport``).
         sleep: Replacement for ``time.sleep`` between retries (tests).
 
+    Attributes:
+        backend: The ``Model`` this agent calls.
+        model: Its model id (recorded as the run's model).
+
     Raises:
-        ConfigError: The provider's configuration check failed, or an option is out of range.
+        ConfigError: The agent's or the provider's configuration check failed, or an option is
+            out of range.
     """
 
     thread_safe = True
@@ -104,14 +50,8 @@ class SingleCallAgent(ABC, Generic[ClientT]):
     name: str
     requires: frozenset[str] = frozenset({"text_prompt"})
     """Runs any task that renders a text prompt (see ``groundeval.agents.base``)."""
-    stop_field = "stop_reason"
-    """How the provider names the stop reason, in the ``TruncatedError`` message."""
-    refusal_reasons: frozenset[str] = frozenset()
-    """Stop reasons meaning the model declined to answer (``RefusalError``)."""
-    base_url_hint = "--groundeval-base-url (an OpenAI-compatible root ends in /v1)"
-    """Where the user sets the endpoint, named when it serves a web page instead of the API."""
-    temperature_range: tuple[float, float] = (0.0, 1.0)
-    """Sampling temperatures the provider accepts (inclusive)."""
+    provider: ClassVar[str]
+    """The model spec's provider (a key of ``models.PROVIDERS``)."""
 
     def __init__(
         self,
@@ -121,19 +61,31 @@ class SingleCallAgent(ABC, Generic[ClientT]):
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         config = config or AgentConfig()
-        self.model: str | None = self._configure(config)
-        settings = CallSettings.from_config(config, sleep)
-        self.max_tokens, self.temperature, self.retry = settings.max_tokens, settings.temperature, settings.retry
-        check_temperature(self.temperature, self.temperature_range, self.name)
-        self._http_client = http_client
-        self._client: ClientT | None = None
-        # One client is shared by the threads of --groundeval-concurrency: calls check it out, and
-        # an abandoned attempt retires it; a retired client is closed once no other call uses it.
-        self._lock = threading.RLock()
-        self._local = threading.local()
-        self._users: dict[int, int] = {}
-        self._retired: dict[int, tuple[ClientT, int]] = {}
-        self._answered = False  # any real answer yet? (the HTML run stop only looks at the first case)
+        self.check_agent_config(config)
+        self.backend: ProviderModel[Any] = self._build_model(config, http_client=http_client, sleep=sleep)
+        self.model: str | None = self.backend.name
+
+    def _build_model(
+        self, config: AgentConfig, *, http_client: httpx2.Client | None, sleep: Callable[[float], None] | None
+    ) -> ProviderModel[Any]:
+        """The agent's model: ``models.get_model`` with the agent's provider, model and options."""
+        return get_model(
+            f"{self.provider}/{config.model or ''}", "agent", options=config.options, owner=f"the agent {self.name!r}",
+            hints=self.hints(), http_client=http_client, sleep=sleep,
+        )
+
+    @classmethod
+    def hints(cls) -> dict[str, str]:
+        """Advice the agent's messages give (see ``ProviderModel``); none by default."""
+        return {}
+
+    @classmethod
+    def check_agent_config(cls, config: AgentConfig) -> None:
+        """The agent's own checks of ``config`` (required settings), before the model is made.
+
+        Raises:
+            ConfigError: A required setting is missing.
+        """
 
     @classmethod
     def check_config(cls, config: AgentConfig) -> None:
@@ -143,168 +95,52 @@ class SingleCallAgent(ABC, Generic[ClientT]):
             ConfigError: What the constructor would raise: a missing key or setting, or an
                 option out of range.
         """
-        probe = cls.__new__(cls)  # _configure only checks and keeps settings: no client, no I/O
-        probe._configure(config)
-        check_temperature(CallSettings.from_config(config, None).temperature, cls.temperature_range, cls.name)
+        cls.check_agent_config(config)
+        check_model(f"{cls.provider}/{config.model or ''}", options=config.options, owner=f"the agent {cls.name!r}",
+                    hints=cls.hints())
 
-    @abstractmethod
-    def _configure(self, config: AgentConfig) -> str | None:
-        """Check the provider's own settings, keep what it needs, and return the model id.
+    # -- what the run record and the session read ------------------------------------------
+    @property
+    def max_tokens(self) -> int:
+        """Output limit per call, tokens."""
+        return self.backend.max_tokens
 
-        Raises:
-            ConfigError: A required setting or key is missing.
-        """
+    @property
+    def temperature(self) -> float | None:
+        """Sampling temperature sent, or None (the provider's default)."""
+        return self.backend.temperature
 
-    @abstractmethod
-    def _new_client(self, options: dict[str, Any]) -> ClientT:
-        """Import the SDK and build its client with ``options`` (``max_retries``, ``http_client``)."""
+    @property
+    def retry(self) -> RetryPolicy:
+        """The model's retry policy (retries, the case's time budget)."""
+        return self.backend.retry
 
-    @abstractmethod
-    def params(self, request: AgentRequest) -> dict[str, Any]:
-        """The SDK call's arguments for a request (no timeout)."""
-
-    @abstractmethod
-    def _api_errors(self) -> tuple[type[BaseException], ...]:
-        """The SDK's exception types that are attempt failures (imports the SDK)."""
-
-    @abstractmethod
-    def _call(self, params: dict[str, Any], timeout_s: float) -> Any:
-        """Make one API call with ``params`` and an HTTP timeout of ``timeout_s`` seconds."""
-
-    @abstractmethod
-    def _check(self, value: Any) -> None:
-        """Raise ``BadResponse`` when a successful call's value is not an answer of the API's shape."""
-
-    @abstractmethod
-    def _endpoint(self) -> str:
-        """The API root the client talks to, without credentials (for messages)."""
-
-    @abstractmethod
-    def _classify(self, exc: BaseException, case_id: str, *, attempts: int, note: str) -> AgentError:
-        """Turn the SDK exception of a failed call into the groundeval error that reports it."""
-
-    @abstractmethod
-    def _reply(self, request: AgentRequest, done: Completed[Any]) -> Reply:
-        """Read the text, model, stop reason, usage and request id from a response.
-
-        Raises:
-            AgentError: The response holds no answer at all.
-        """
-
-    @abstractmethod
-    def _truncation_fix(self, stop_reason: str | None) -> str | None:
-        """The advice for a reply cut off with ``stop_reason``, or None if it was not cut off."""
-
-    def _sdk(self) -> ClientT:
-        """The client of this attempt (checked out by ``_attempt``), else the shared one."""
-        pinned: ClientT | None = getattr(self._local, "client", None)
-        if pinned is not None:
-            return pinned
-        with self._lock:
-            if self._client is None:
-                options: dict[str, Any] = {"max_retries": 0}
-                if self._http_client is not None:
-                    options["http_client"] = self._http_client
-                self._client = self._new_client(options)
-            return self._client
-
-    def _checkout(self) -> ClientT:
-        with self._lock:
-            client = self._sdk()
-            self._users[id(client)] = self._users.get(id(client), 0) + 1
-            return client
-
-    def _checkin(self, client: ClientT, *, abandoned: bool = False) -> None:
-        with self._lock:
-            key = id(client)
-            self._users[key] -= 1
-            retired = self._retired.get(key)
-            if retired is not None and abandoned:
-                self._retired[key] = (client, retired[1] - 1)
-            self._close_if_idle(key)
-
-    def _close_if_idle(self, key: int) -> None:
-        """Close a retired client once only abandoned attempts still hold it."""
-        client, abandoned = self._retired.get(key, (None, 0))
-        if client is None or self._users.get(key, 0) > max(abandoned, 0):
-            return
-        del self._retired[key]
-        if self._http_client is None:  # a client the caller passed in is the caller's
-            with contextlib.suppress(Exception):  # best effort; the next call builds a new client
-                getattr(client, "close", lambda: None)()
-
-    def _abandon(self, held: dict[str, Any]) -> None:
-        """Retire the shared client after an attempt was abandoned at the deadline.
-
-        It is closed (its sockets with it) as soon as no other case's call is using it, so the
-        calls in flight beside it under ``--groundeval-concurrency`` go on; new calls get a new client.
-        """
-        held["abandoned"] = True
-        client: ClientT | None = held.get("client")
-        if client is None:
-            return
-        with self._lock:
-            if self._client is client:
-                self._client = None
-            key = id(client)
-            _, abandoned = self._retired.get(key, (client, 0))
-            self._retired[key] = (client, abandoned + 1)
-            self._close_if_idle(key)
+    @retry.setter
+    def retry(self, policy: RetryPolicy) -> None:
+        self.backend.retry = policy
 
     def warmup(self) -> None:
         """Import the SDK and build the client before the first case is timed."""
-        self._sdk()
+        self.backend.warmup()
 
-    def _attempt(self, params: dict[str, Any], timeout_s: float, html: list[int], held: dict[str, Any]) -> Any:
-        """One call, with a 2xx that is not an answer turned into ``BadResponse``.
+    def model_request(self, request: AgentRequest) -> ModelRequest:
+        """The case as a model request: the task's system prompt and the case as the user turn."""
+        return ModelRequest.single(request.prompt.user, system=request.prompt.system, label=request.case_id)
 
-        ``held`` records the client this attempt checked out, so that ``_abandon`` retires that one.
-        """
-        client = self._checkout()
-        held["client"] = client
-        self._local.client = client
-        try:
-            value = self._call(params, timeout_s)
-        except json.JSONDecodeError as exc:  # the SDK decodes a JSON content type and lets this out
-            bad: BadResponse | None = BadResponse.from_text(exc.doc)
-        else:  # the SDK hands back the text of a non-JSON content type as a str
-            bad = BadResponse.from_text(value) if isinstance(value, str) else None
-        finally:
-            self._local.client = None
-            self._checkin(client, abandoned=bool(held.get("abandoned")))
-        if bad is not None:
-            if bad.kind == "html":
-                html.append(1)
-            raise bad
-        self._check(value)
-        return value
+    def params(self, request: AgentRequest) -> dict[str, Any]:
+        """The SDK call's arguments for a case (no timeout)."""
+        return self.backend.params(self.model_request(request))
 
     def preflight(self, request: AgentRequest) -> None:
-        """Refuse a case that clearly cannot fit the model's context window, before paying.
-
-        The estimate is ``estimate_tokens(system, user)`` (characters / ``CHARS_PER_TOKEN``,
-        which undercounts JSON) plus ``max_tokens``, against ``pricing.context_window(model)``;
-        models of unknown context (any OpenAI-compatible model) are not checked.
+        """Refuse a case that clearly cannot fit the model's context, before paying.
 
         Raises:
-            CaseTooLargeError: The estimate exceeds the window; ``details`` hold both numbers.
+            CaseTooLargeError: See ``ProviderModel.preflight``.
         """
-        window = context_window(self.model)
-        if window is None:
-            return
-        estimate = estimate_tokens(request.prompt.system, request.prompt.user)
-        if estimate + self.max_tokens > window:
-            raise CaseTooLargeError(
-                f"{request.case_id}: the case is too large for the model {self.model}: about {estimate:,} "
-                f"prompt tokens (characters / {CHARS_PER_TOKEN}) plus max_tokens={self.max_tokens} exceed its "
-                f"{window:,}-token context window; no call was made. Use a smaller case or a model with a "
-                "larger window",
-                attempts=0,
-                details={"estimated_tokens": estimate, "context_tokens": window, "max_tokens": self.max_tokens},
-            )
+        self.backend.preflight(self.model_request(request))
 
     def run(self, request: AgentRequest) -> AgentResult:
-        """Send one request (retried on infrastructure errors) and return the answer.
+        """Send the case to the model (retried on infrastructure errors) and return the answer.
 
         Returns:
             The answer text; ``usage`` with token counts and ``cost_usd``; ``attempts``; ``meta``
@@ -312,101 +148,11 @@ class SingleCallAgent(ABC, Generic[ClientT]):
             ``retry_wait_s`` (seconds).
 
         Raises:
-            AuthError: The key was rejected, or the account or model refused (401/402/403).
-            RunStopError: Unknown model (404), an invalid request (other 4xx), or every attempt
-                of this agent's first case got an HTML page (the base URL is a web site).
-            CaseTooLargeError: The pre-flight estimate or the API says the case does not fit.
-            InfraError: 429, 5xx, timeout, connection error or a 2xx that is not an answer,
-                after the allowed retries, or the case outlived ``timeout``.
-            RefusalError: The model declined to answer.
-            TruncatedError: The reply was cut off; ``details`` holds the partial text, the stop
-                reason and the usage.
-            AgentError: A reply with no answer in it.
+            AgentError: As ``ProviderModel.generate``: ``AuthError``, ``RunStopError``,
+                ``CaseTooLargeError``, ``InfraError``, ``RefusalError``, ``TruncatedError``.
         """
-        errors = (*self._api_errors(), BadResponse)
-        params = self.params(request)
-        self.preflight(request)
-        from groundeval.models import spend
-
-        limit = spend.current()
-        if limit is None:
-            return self._run(request, params, errors)
-        chars = len(request.prompt.system) + len(request.prompt.user)
-        estimate = spend.highest_call_cost(self.model, chars, self.max_tokens)
-        reserved = limit.reserve(estimate if estimate is not None else 0.0, request.case_id)
-        try:
-            result = self._run(request, params, errors)
-        except AgentError as exc:  # a reply that was paid for (cut off, refused) carries its usage
-            usage = exc.details.get("usage")
-            cost = usage.get("cost_usd") if isinstance(usage, dict) else None
-            limit.settle(reserved, float(cost) if isinstance(cost, int | float) else 0.0)
-            raise
-        except BaseException:
-            limit.settle(reserved, 0.0)
-            raise
-        cost = result.usage.get("cost_usd")
-        limit.settle(reserved, float(cost) if isinstance(cost, int | float) else None)
-        return result
-
-    def _run(
-        self, request: AgentRequest, params: dict[str, Any], errors: tuple[type[BaseException], ...]
-    ) -> AgentResult:
-        """The retried call and its result (``run`` without the spending limit)."""
-        html: list[int] = []
-        held: dict[str, Any] = {}  # the latest attempt's client, for _abandon
-
-        def one(left: float) -> Any:
-            held.clear()
-            return self._attempt(params, left, html, held)
-
-        try:
-            done = call_with_retries(
-                one, self.retry, errors=errors, advise=advise, abandon=lambda: self._abandon(held),
-            )
-        except GaveUp as gave_up:
-            error = self._classify(gave_up.error, request.case_id, attempts=gave_up.attempts, note=gave_up.note)
-            error.details["retry_wait_s"] = round(gave_up.waited_s, 3)
-            if not self._answered and gave_up.attempts and len(html) == gave_up.attempts:
-                error = RunStopError(
-                    f"every call of the first case ({request.case_id}, {gave_up.attempts} attempts) got an HTML "
-                    f"page from {self._endpoint()}, not the API: the base URL points at a web site. Check "
-                    f"{self.base_url_hint}",
-                    attempts=gave_up.attempts, details=error.details,
-                )
-            raise error from None  # the facts are in the message and details; the SDK chain is noise
-        self._answered = True
-        return self._result(request, done)
-
-    def _result(self, request: AgentRequest, done: Completed[Any]) -> AgentResult:
-        reply = self._reply(request, done)
-        meta: dict[str, Any] = {
-            "stop_reason": reply.stop_reason,
-            "request_id": reply.request_id,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "retry_wait_s": done.waited_s,
-        }
-        if reply.stop_reason in self.refusal_reasons or (reply.refusal and not reply.text):
-            said = f"{self.stop_field}={reply.stop_reason}"
-            if reply.refusal:  # the model's own words, kept as the case's raw output
-                cut = "..." if len(reply.refusal) > _REFUSAL_SHOWN else ""
-                said += f"; refusal: {reply.refusal[:_REFUSAL_SHOWN]!r}{cut}"
-            raise RefusalError(
-                f"{request.case_id}: the model declined to answer ({said}); it counts as an empty answer in the "
-                "run's means",
-                attempts=done.attempts,
-                details={**meta, "model": reply.model, "usage": reply.usage,
-                         "partial_text": reply.text or reply.refusal or ""},
-            )
-        fix = self._truncation_fix(reply.stop_reason)
-        if fix is not None:
-            raise TruncatedError(
-                f"{request.case_id}: the answer was cut off ({self.stop_field}={reply.stop_reason}) at "
-                f"{reply.usage['output_tokens']} output tokens with max_tokens={self.max_tokens}; it is "
-                f"not parsed (it counts as an empty answer in the run's means). {fix}",
-                attempts=done.attempts,
-                details={**meta, "model": reply.model, "usage": reply.usage, "partial_text": reply.text},
-            )
+        response = self.backend.generate(self.model_request(request))
         return AgentResult(
-            text=reply.text, model=reply.model, usage=reply.usage, attempts=done.attempts, meta=meta
+            text=response.text, model=response.model, usage=response.usage, attempts=response.attempts,
+            meta=dict(response.meta),
         )

@@ -1,16 +1,9 @@
-"""Claude agent: one Anthropic Messages API call per case.
+"""Claude agent: one Anthropic Messages API call per case, through ``models.anthropic``.
 
-The task's fixed instructions go in the system prompt, marked for prompt caching
-(``cache_control: ephemeral``, 5-minute TTL), so the cases of one run share that prefix; the case
-content (the Bundle) is the user turn. Caching only applies to a prefix above the model's
-minimum cacheable length (1,024 tokens for Opus 4.8, more for some models); a shorter system
-prompt is sent and billed as ordinary input, which the recorded cache token counts show.
-
-Failure classes (``groundeval.models.classify``): a rejected key is an ``AuthError`` that stops
-the run; rate limits, overload, 5xx, timeouts and connection errors are ``InfraError``; a reply
-cut off at ``max_tokens`` is a ``TruncatedError`` carrying the partial text. None of them is
-scored. The SDK client is built with ``max_retries=0``: ``groundeval.models.retry`` is the one
-retry layer, and it bounds all attempts and waits of a case by ``timeout``.
+The task's fixed instructions go in the system prompt, marked for prompt caching, and the case
+content (the Bundle) is the user turn. The call, its retries, failure classes, usage and prices
+are the model layer's (``groundeval.models.anthropic.AnthropicModel``); this agent only names
+the model (``--groundeval-model``, default ``DEFAULT_MODEL``) and the advice its messages give.
 
 The ``anthropic`` SDK (the ``claude`` extra) is imported on first use, never at collection time.
 """
@@ -18,181 +11,67 @@ The ``anthropic`` SDK (the ``claude`` extra) is imported on first use, never at 
 from __future__ import annotations
 
 import os
-import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from groundeval.agent_io import AgentRequest
-from groundeval.agents._single_call import Reply, SingleCallAgent
+from groundeval.agents._single_call import SingleCallAgent
 from groundeval.agents.base import AgentConfig, offline_hint
-from groundeval.errors import AgentError, ConfigError
+from groundeval.errors import ConfigError
 from groundeval.extras import require_extra
-from groundeval.models.classify import BadResponse, classify_anthropic_error, strip_userinfo
-from groundeval.models.pricing import cost_usd
-from groundeval.models.retry import Completed
+from groundeval.models.anthropic import DEFAULT_MODEL, KEY_ENV, TRUNCATED, anthropic_usage
 from groundeval.scoring import Metric
-
-if TYPE_CHECKING:
-    import anthropic
 
 __all__ = ["DEFAULT_MODEL", "NO_KEY_HINT", "REJECTED_KEY_HINT", "TRUNCATED", "ClaudeAgent"]
 
-DEFAULT_MODEL = "claude-opus-4-8"
-"""Model used when ``--groundeval-model`` is not given."""
-TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
-"""Stop reasons meaning the answer was cut off."""
-
 NO_KEY_HINT = f"ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or {offline_hint()}."
-"""The one-line error without a key: names every built-in task's offline agent (``agents.base.OFFLINE_AGENTS``)."""
+"""The one-line error without a key: names every built-in task's offline agent (``registry``)."""
 REJECTED_KEY_HINT = f"set a valid ANTHROPIC_API_KEY, or {offline_hint()}"
 """The advice of a rejected key (401), for every agent that calls Claude."""
-_DEPRECATED = r"The model '.*' is deprecated"
 
 
-def _maybe_deprecated(model: str) -> bool:
-    """Whether the SDK may warn that ``model`` is deprecated (True when its list cannot be read)."""
-    try:
-        from anthropic._data import DEPRECATED_MODELS
-    except ImportError:  # pragma: no cover - an SDK that moved its private list
-        return True
-    return model in DEPRECATED_MODELS
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int) else 0
-
-
-class ClaudeAgent(SingleCallAgent["anthropic.Anthropic"]):
+class ClaudeAgent(SingleCallAgent):
     """Asks Claude for the answer with the task's system prompt and the case as the user turn.
 
     ``run`` sends one Messages API request (retried on infrastructure errors) and returns the
     text blocks joined, with ``meta["stop_reason"]`` the Messages API ``stop_reason``. It raises
-    ``AuthError`` when the key was rejected (401) or the account or model refused (402/403),
-    ``InfraError`` for 429, 5xx, 529, timeout or connection error after the allowed retries,
-    ``TruncatedError`` when the reply stopped at ``max_tokens`` or the context window,
+    what ``AnthropicModel.generate`` raises: ``AuthError`` for a rejected key (401) or a refused
+    account or model (402/403), ``InfraError`` for 429, 5xx, 529, timeout or connection error
+    after the allowed retries, ``TruncatedError`` at ``max_tokens`` or the context window,
     ``RefusalError`` for ``stop_reason`` ``refusal``, ``CaseTooLargeError`` for a case too large
-    for the model (estimated before the call, or a 400 "prompt is too long"), and
-    ``RunStopError`` for an unknown model (404) or any other invalid request (4xx); see
-    ``agents._classify`` for the whole table.
+    for the model, and ``RunStopError`` for an unknown model (404) or any other invalid request.
 
     Args:
         config: ``model`` (default ``DEFAULT_MODEL``, any Claude model id); options
-            ``max_tokens`` (tokens, default 4096), ``temperature`` (default: not sent, so the
-            model's own; sent in the request body when given, as the SDK has no argument for it;
-            Claude Opus 4.7 and later answer an explicit value with a 400), ``max_retries``
-            (default 2) and ``timeout`` (seconds per case, default 600). ``base_url`` is not
-            used: point the SDK at a gateway with ``ANTHROPIC_BASE_URL``.
+            ``max_tokens`` (tokens, default 4096), ``temperature`` (default: not sent),
+            ``max_retries`` (default 2) and ``timeout`` (seconds per case, default 600).
+            ``base_url`` is not used: point the SDK at a gateway with ``ANTHROPIC_BASE_URL``.
         http_client: An ``httpx2.Client`` for the SDK (tests pass one with a ``MockTransport``).
         sleep: Replacement for ``time.sleep`` between retries (tests).
 
     Raises:
-        ConfigError: The anthropic SDK is not installed (the ``claude`` extra), ``ANTHROPIC_API_KEY``
-            is not set, or an option is out of range.
+        ConfigError: The anthropic SDK is not installed (the ``claude`` extra),
+            ``ANTHROPIC_API_KEY`` is not set, or an option is out of range.
     """
 
     name = "claude"
-    refusal_reasons = frozenset({"refusal"})
-    base_url_hint = "ANTHROPIC_BASE_URL (unset it to call the Anthropic API)"
-    temperature_range = (0.0, 1.0)  # https://platform.claude.com/docs/en/api/messages ("temperature")
-    _deprecation_shown = False
+    provider = "anthropic"
 
-    def _configure(self, config: AgentConfig) -> str | None:
-        require_extra("claude", "anthropic", f"the agent {self.name!r}")
-        if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise ConfigError(NO_KEY_HINT)
-        return config.model or DEFAULT_MODEL
+    @classmethod
+    def hints(cls) -> dict[str, str]:
+        """The missing and rejected key's advice: set the key, or use a built-in offline agent."""
+        return {"no_key": NO_KEY_HINT, "rejected_key": REJECTED_KEY_HINT}
 
-    def _new_client(self, options: dict[str, Any]) -> anthropic.Anthropic:
-        import anthropic
+    @classmethod
+    def check_agent_config(cls, config: AgentConfig) -> None:
+        """Refuse a run without the SDK or the key, before any case.
 
-        return anthropic.Anthropic(**options)
-
-    def params(self, request: AgentRequest) -> dict[str, Any]:
-        """The ``messages.create`` arguments for a request (no timeout)."""
-        params: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            "messages": [{"role": "user", "content": request.prompt.user}],
-        }
-        if request.prompt.system:
-            params["system"] = [
-                {"type": "text", "text": request.prompt.system, "cache_control": {"type": "ephemeral"}}
-            ]
-        if self.temperature is not None:  # the SDK (2.14) dropped the argument; the API still reads it
-            params["extra_body"] = {"temperature": self.temperature}
-        return params
-
-    def _api_errors(self) -> tuple[type[BaseException], ...]:
-        import anthropic
-
-        return (anthropic.APIError,)
-
-    def _call(self, params: dict[str, Any], timeout_s: float) -> Any:
-        """One API call. The SDK's deprecation warning for an old model id is let through once.
-
-        ``warnings.catch_warnings`` changes process-wide state and is not thread-safe, so it is
-        entered only for a model id the SDK lists as deprecated (``anthropic._data``, private;
-        when it cannot be read, always): calls of a current model made ahead in threads
-        (``--groundeval-concurrency``) never touch the warning filters.
+        Raises:
+            ConfigError: The ``claude`` extra is missing or ``ANTHROPIC_API_KEY`` is not set.
         """
-        if not _maybe_deprecated(str(params.get("model"))):
-            return self._sdk().messages.create(**params, timeout=timeout_s)
-        with warnings.catch_warnings():
-            if self._deprecation_shown:
-                warnings.filterwarnings("ignore", message=_DEPRECATED, category=DeprecationWarning)
-            try:
-                return self._sdk().messages.create(**params, timeout=timeout_s)
-            finally:
-                self._deprecation_shown = True
-
-    def _classify(self, exc: BaseException, case_id: str, *, attempts: int, note: str) -> AgentError:
-        return classify_anthropic_error(
-            exc, case_id, attempts=attempts, note=note, model=self.model, key_hint=REJECTED_KEY_HINT
-        )
-
-    def _check(self, value: Any) -> None:
-        if not isinstance(getattr(value, "content", None), list):
-            raise BadResponse("shape", "JSON that is not a Messages API answer (no content list)")
-
-    def _endpoint(self) -> str:
-        return strip_userinfo(str(self._sdk().base_url))
-
-    def _reply(self, request: AgentRequest, done: Completed[Any]) -> Reply:
-        message = done.value
-        return Reply(
-            text="".join(b.text for b in message.content if getattr(b, "type", None) == "text"),
-            model=message.model,
-            stop_reason=message.stop_reason,
-            usage=self.usage(message.model, message.usage),
-            request_id=getattr(message, "_request_id", None),
-        )
-
-    def _truncation_fix(self, stop_reason: str | None) -> str | None:
-        if stop_reason not in TRUNCATED:
-            return None
-        if stop_reason == "max_tokens":
-            return "Raise --groundeval-max-tokens"
-        return "The prompt and answer exceed the model's context window: use a shorter case"
+        require_extra("claude", "anthropic", f"the agent {cls.name!r}")
+        if not os.environ.get(KEY_ENV):
+            raise ConfigError(NO_KEY_HINT)
 
     @staticmethod
     def usage(model: str | None, usage: Any) -> dict[str, Metric]:
-        """Token counts of an Anthropic ``Usage`` and their list price.
-
-        Returns:
-            ``input_tokens``, ``output_tokens``, ``cache_creation_input_tokens``,
-            ``cache_read_input_tokens`` (tokens) and ``cost_usd`` (USD; None when the model's
-            price is unknown or the request ran on a non-standard tier or speed).
-        """
-        counts: dict[str, int] = {
-            "input_tokens": _int(getattr(usage, "input_tokens", None)),
-            "output_tokens": _int(getattr(usage, "output_tokens", None)),
-            "cache_creation_input_tokens": _int(getattr(usage, "cache_creation_input_tokens", None)),
-            "cache_read_input_tokens": _int(getattr(usage, "cache_read_input_tokens", None)),
-        }
-        breakdown = getattr(usage, "cache_creation", None)
-        standard = getattr(usage, "speed", None) in (None, "standard") and getattr(
-            usage, "service_tier", None
-        ) in (None, "standard")
-        cost = cost_usd(
-            model, **counts, cache_write_1h_tokens=_int(getattr(breakdown, "ephemeral_1h_input_tokens", None))
-        ) if standard else None
-        return {**counts, "cost_usd": cost}
+        """Token counts and list price of an Anthropic ``Usage`` (``models.anthropic.anthropic_usage``)."""
+        return anthropic_usage(model, usage)

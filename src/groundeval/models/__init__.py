@@ -1,1 +1,135 @@
-"""The model layer: retries, error classification, the throttle, prices and the response cache."""
+"""The model layer: every model call groundeval makes, an agent's or a judge's, goes through here.
+
+* ``base``: the ``Model`` protocol, ``ModelRequest``, ``ModelResponse``, ``ModelRole``.
+* ``provider``: the frame the providers share (client, retries, pre-flight, spending limit,
+  refusal and truncation); ``anthropic``, ``openai_compat`` and ``local`` are the providers.
+* ``retry``, ``classify``, ``throttle``, ``pricing``, ``spend``, ``cache``: the one policy of
+  retries and deadlines, failure classes, rate limits, prices, spending and cached responses.
+* ``chat``: the LangChain chat model a tool-using agent drives, made from the same spec.
+
+``get_model(spec, role=...)`` makes a ``Model`` from a spec string. Importing this package
+imports no provider SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from groundeval.errors import ConfigError
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from groundeval.models.base import ModelRole
+    from groundeval.models.provider import ProviderModel
+
+__all__ = ["PROVIDERS", "ModelSpec", "check_model", "get_model", "model_class", "parse_spec"]
+
+PROVIDERS: dict[str, str] = {
+    "anthropic": "groundeval.models.anthropic:AnthropicModel",
+    "openai-compatible": "groundeval.models.openai_compat:OpenAICompatibleModel",
+    "local": "groundeval.models.local:LocalModel",
+}
+"""Provider prefix of a spec -> the ``module:class`` of its ``Model`` (imported on use)."""
+
+_URL = re.compile(r"^(?P<name>.*?)@(?P<url>https?://.+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A parsed model spec.
+
+    Attributes:
+        provider: A key of ``PROVIDERS``.
+        name: The model id (None: the provider's default).
+        base_url: The server's URL for ``openai-compatible`` (may hold credentials: never show it).
+    """
+
+    provider: str
+    name: str | None
+    base_url: str | None = None
+
+
+def parse_spec(spec: str) -> ModelSpec:
+    """Read ``<provider>/<model>`` or ``openai-compatible/<model>@<base URL>``.
+
+    Examples: ``anthropic/claude-opus-4-8``, ``anthropic`` (its default model),
+    ``openai-compatible/qwen2.5-7b@http://127.0.0.1:8000/v1``, ``local/smollm2``.
+
+    Raises:
+        ConfigError: The provider is unknown or the spec is empty; the message lists the known
+            providers and the form of a spec.
+    """
+    provider, _, rest = spec.strip().partition("/")
+    if provider not in PROVIDERS:
+        known = ", ".join(PROVIDERS)
+        raise ConfigError(
+            f"model spec {spec!r}: unknown provider {provider!r}; write <provider>/<model> with a provider "
+            f"among {known} (e.g. anthropic/claude-opus-4-8, openai-compatible/<name>@http://127.0.0.1:8000/v1)"
+        )
+    found = _URL.match(rest)
+    if found:
+        return ModelSpec(provider, found["name"] or None, found["url"])
+    return ModelSpec(provider, rest or None)
+
+
+def get_model(
+    spec: str | ModelSpec,
+    role: ModelRole = "agent",
+    *,
+    options: Mapping[str, Any] | None = None,
+    owner: str | None = None,
+    hints: Mapping[str, str] | None = None,
+    http_client: httpx2.Client | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> ProviderModel[Any]:
+    """Make the ``Model`` a spec names, with the one retry, deadline, pricing and spending policy.
+
+    Args:
+        spec: A spec string (see ``parse_spec``) or a parsed ``ModelSpec``.
+        role: ``agent`` or ``judge``.
+        options: ``max_tokens`` (tokens), ``temperature``, ``max_retries``, ``timeout`` (seconds)
+            and the provider's own (``base_url``; the spec's URL wins).
+        owner: Who uses it, as messages name it (default ``the <role> model``).
+        hints: Advice for messages (see ``ProviderModel``).
+        http_client: An ``httpx2.Client`` for the SDK (tests).
+        sleep: Replacement for ``time.sleep`` between retries (tests).
+
+    Raises:
+        ConfigError: Unknown provider, a missing SDK, key or setting, or an option out of range.
+    """
+    parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    cls = model_class(parsed.provider)
+    return cls(parsed.name, role=role, options=_options(parsed, options), owner=owner, hints=hints,
+               http_client=http_client, sleep=sleep)
+
+
+def model_class(provider: str) -> type[ProviderModel[Any]]:
+    """The ``Model`` class of a provider prefix (imports its module, not its SDK)."""
+    module, _, attr = PROVIDERS[provider].partition(":")
+    cls: type[ProviderModel[Any]] = getattr(importlib.import_module(module), attr)
+    return cls
+
+
+def check_model(
+    spec: str | ModelSpec, *, options: Mapping[str, Any] | None = None, owner: str,
+    hints: Mapping[str, str] | None = None,
+) -> None:
+    """What ``get_model`` would refuse, without building anything (the pytest-xdist controller).
+
+    Raises:
+        ConfigError: As ``get_model``.
+    """
+    parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    model_class(parsed.provider).check(parsed.name, options=_options(parsed, options), owner=owner, hints=hints)
+
+
+def _options(parsed: ModelSpec, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    merged = dict(options or {})
+    if parsed.base_url:
+        merged["base_url"] = parsed.base_url
+    return merged

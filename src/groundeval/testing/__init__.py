@@ -2,6 +2,8 @@
 
 * ``ScriptedAgent``: an agent whose answers come from a table, a list or a function (no model,
   no network), for testing tasks, scorers and the plugin.
+* ``ScriptedModel``: a ``groundeval.models.base.Model`` whose replies come from a list or a
+  function: what an agent or a judge calling the model layer gets, offline.
 * ``ScriptedChatModel`` (needs the ``write`` extra): a LangChain chat model that replays scripted
   messages and tool calls, so a tool-using agent's real LangGraph loop runs offline; with the
   helpers ``call``, ``answer_with_last_result`` and ``reply``.
@@ -15,11 +17,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["ScriptedAgent", "ScriptedChatModel", "answer_with_last_result", "call", "junit_cases"]
+__all__ = ["ScriptedAgent", "ScriptedChatModel", "ScriptedModel", "answer_with_last_result", "call", "junit_cases"]
 
 _WHERE = {
     "ScriptedAgent": "groundeval.testing.scripted_agent",
     "ScriptedChatModel": "groundeval.testing.scripted_chat",
+    "ScriptedModel": "groundeval.testing.scripted_model",
     "answer_with_last_result": "groundeval.testing.scripted_chat",
     "call": "groundeval.testing.scripted_chat",
     "junit_cases": "groundeval.testing.junit",
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from groundeval.testing.junit import junit_cases
     from groundeval.testing.scripted_agent import ScriptedAgent
     from groundeval.testing.scripted_chat import ScriptedChatModel, answer_with_last_result, call
+    from groundeval.testing.scripted_model import ScriptedModel
 
 
 def __getattr__(name: str) -> Any:
