@@ -17,8 +17,7 @@ from groundeval.errors import AgentError, ConfigError, InfraError, TruncatedErro
 from groundeval.models import check_model, get_model, parse_spec
 from groundeval.models.base import Model, ModelRequest, ModelResponse
 from groundeval.testing import ScriptedModel
-
-from .conftest import ScriptedAPI, api_error, message
+from tests._fakes.fake_anthropic import ScriptedAPI, api_error, message
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "groundeval"
 PROVIDER_SDKS = {"anthropic", "openai", "langchain_anthropic", "langchain_openai"}
