@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "BUILTIN_OPTIONS", "EXTRACTION_OPTIONS", "WRITE_OPTIONS", "TaskOption", "boolean", "choice", "unit_interval",
+    "BUILTIN_OPTIONS", "EXTRACTION_OPTIONS", "SUMMARY_OPTIONS", "WRITE_OPTIONS", "TaskOption", "boolean", "choice",
+    "unit_interval",
 ]
 
 
@@ -129,5 +130,33 @@ EXTRACTION_OPTIONS: tuple[TaskOption, ...] = (
 
 WRITE_OPTIONS: tuple[TaskOption, ...] = ()
 
-BUILTIN_OPTIONS: dict[str, tuple[TaskOption, ...]] = {"extraction": EXTRACTION_OPTIONS, "write": WRITE_OPTIONS}
+def _words(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError("not a whole number") from None
+    if number < 1:
+        raise ValueError("must be at least 1")
+    return number
+
+
+SUMMARY_OPTIONS: tuple[TaskOption, ...] = (
+    TaskOption(
+        "judge", str, "baseline",
+        "Summary: who decides the rubric criteria text matching cannot: baseline (rule-based, no model), a model "
+        "spec (anthropic/<model>, openai-compatible/<name>@<url>, local/<gguf>) or package.module:attribute.",
+        "JUDGE",
+    ),
+    TaskOption(
+        "judge_card", str, None,
+        "Summary: the judge card (groundeval calibrate -o CARD.json) giving the judge's measured kappa. Default: "
+        "the packaged card of the same judge and prompt, else the scores are marked judge not calibrated.", "CARD.json",
+    ),
+    TaskOption("max_words", _words, 250, "Summary: the word limit the prompt states and a passing summary keeps.", "N"),
+    TaskOption("min_rubric_score", unit_interval, 0.8, "Summary: rubric score a case needs to pass.", "X"),
+)
+
+BUILTIN_OPTIONS: dict[str, tuple[TaskOption, ...]] = {
+    "extraction": EXTRACTION_OPTIONS, "write": WRITE_OPTIONS, "summary": SUMMARY_OPTIONS,
+}
 """Built-in task name -> its declared options (the same tuples the task classes use)."""

@@ -216,6 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     status 4 (pytest's usage error), as for any other missing extra.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "calibrate":  # measure a judge; no pytest run
+        from groundeval.cli.calibrate import main as calibrate_main
+
+        return calibrate_main(args[1:])
     if args and args[0] in ("compare", "report"):  # read run records; no pytest run
         from groundeval.cli.tools import main as tools_main
 

@@ -45,6 +45,7 @@ TASKS: dict[str, str] = {
     "write": "groundeval.tasks.write.task:WriteTask",
     "reconcile": "groundeval.tasks.reconcile.task:ReconcileTask",
     "labs": "groundeval.tasks.labs:LabsTask",
+    "summary": "groundeval.tasks.summary:SummaryTask",
 }
 """Built-in task name -> ``module:Class``."""
 
