@@ -115,6 +115,9 @@ AGENTS: dict[str, str] = {
     "hedge-reconcile": "groundeval.agents.baselines.reconcile:HedgingReconcileAgent",
     "baseline-labs": "groundeval.agents.baselines.labs:BaselineLabsAgent",
     "naive-labs": "groundeval.agents.baselines.labs:NaiveLabsAgent",
+    "baseline-summary": "groundeval.agents.baselines.summary:BaselineSummaryAgent",
+    "naive-summary": "groundeval.agents.baselines.summary:NaiveSummaryAgent",
+    "hedge-summary": "groundeval.agents.baselines.summary:HedgingSummaryAgent",
     "replay": "groundeval.agents.replay:ReplayAgent",
 }
 """Built-in agent name -> ``module:class``. A built-in that takes an argument (``replay:RUN.json``)
@@ -125,17 +128,18 @@ OFFLINE_AGENTS: dict[str, str] = {
     "write": "baseline-write",
     "reconcile": "baseline-reconcile",
     "labs": "baseline-labs",
+    "summary": "baseline-summary",
 }
 """Built-in task name -> its rule-based agent (no model, no key, no network), for the missing-key hint."""
 
-_ANY_TASK = ("extraction", "write", "reconcile", "labs")
+_ANY_TASK = ("extraction", "write", "reconcile", "labs", "summary")
 BUILTIN_AGENT_TASKS: dict[str, tuple[str, ...]] = {
     "claude": _ANY_TASK,
     "openai-compatible": _ANY_TASK,
     "local": _ANY_TASK,
     "langgraph": _ANY_TASK,
     "replay": _ANY_TASK,
-    "langgraph-fhir": ("extraction", "reconcile", "labs"),
+    "langgraph-fhir": ("extraction", "reconcile", "labs", "summary"),
     "baseline": ("extraction",),
     "naive": ("extraction",),
     "baseline-write": ("write",),
@@ -145,12 +149,16 @@ BUILTIN_AGENT_TASKS: dict[str, tuple[str, ...]] = {
     "hedge-reconcile": ("reconcile",),
     "baseline-labs": ("labs",),
     "naive-labs": ("labs",),
+    "baseline-summary": ("summary",),
+    "naive-summary": ("summary",),
+    "hedge-summary": ("summary",),
 }
 """Built-in agent -> the built-in tasks it serves (what ``check_task`` decides from the classes'
 ``requires``/``tasks``; a test keeps them equal). Read without importing any agent or task, for
 the messages that name the agents serving a task."""
 
-DEFAULT_AGENTS: dict[str, str] = {"extraction": "claude", "write": "langgraph", "reconcile": "claude", "labs": "claude"}
+DEFAULT_AGENTS: dict[str, str] = {"extraction": "claude", "write": "langgraph", "reconcile": "claude", "labs": "claude",
+                               "summary": "claude"}
 """Built-in task -> its ``default_agent`` (a test keeps them equal), for checks made before any task is imported."""
 
 

@@ -9,8 +9,9 @@ copies with one known defect each (``CORRUPTIONS``):
 * ``change_dose``: one current drug's first strength doubled (that drug's criterion becomes not
   met: the summary names another product; the rule layer also counts the invented value);
 * ``stopped_as_current``: one ended drug listed among the current ones (its must-not criterion
-  becomes made);
-* ``resolved_as_active``: one resolved disorder listed among the active problems (made);
+  becomes made, and a "no current medication" criterion not met);
+* ``resolved_as_active``: one resolved disorder listed among the active problems (made; "no active
+  diagnosis" not met);
 * ``paraphrase``: one active disorder named by a synonym of ``PARAPHRASES`` (still met: string
   matching fails where a good judge passes).
 
@@ -139,10 +140,14 @@ def _lines(criteria: Sequence[Mapping[str, Any]], *, problems: list[str], curren
     lines = []
     if problems:
         lines.append("Active problems: " + "; ".join(problems) + ".")
+    elif by["no_condition"]:
+        lines.append("No active diagnosis is recorded.")
     if allergies and by["allergy"]:
         lines.append("Allergies: " + "; ".join(f"allergy to {c['names'][0]}" for c in by["allergy"]) + ".")
     if current:
         lines.append("Current medications: " + "; ".join(current) + ".")
+    elif by["no_medication"]:
+        lines.append("No current medication is recorded.")
     if by["lab"]:
         lines.append("Results outside range: " + "; ".join(
             f"{c['names'][0]} {_value_text(c)}" for c in by["lab"]) + ".")
@@ -150,7 +155,7 @@ def _lines(criteria: Sequence[Mapping[str, Any]], *, problems: list[str], curren
         lines.append("Past medications: " + "; ".join(f"{d} (stopped)" for d in stopped) + ".")
     if resolved:
         lines.append("Past problems: " + "; ".join(f"{p} (resolved)" for p in resolved) + ".")
-    return "\n".join(lines) or "No active problems, medications or abnormal results on record."
+    return "\n".join(lines)
 
 
 def faithful_summary(criteria: Sequence[Mapping[str, Any]]) -> str:
@@ -214,11 +219,11 @@ def control_set(cases: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> lis
         stopped = next((c for c in criteria if c["type"] == "stopped_medication"), None)
         if stopped:
             variants.append(("stopped_as_current", _render(criteria, stopped_current=_display(stopped)),
-                             {stopped["id"]: True}))
+                             {stopped["id"]: True, "no_medication": False}))
         resolved = next((c for c in criteria if c["type"] == "resolved_condition"), None)
         if resolved:
             variants.append(("resolved_as_active", _render(criteria, resolved_active=resolved["names"][0]),
-                             {resolved["id"]: True}))
+                             {resolved["id"]: True, "no_condition": False}))
         para = next((c for c in criteria if c["type"] == "condition" and c["names"][0] in PARAPHRASES), None)
         if para:
             name = para["names"][0]

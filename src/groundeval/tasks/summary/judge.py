@@ -213,8 +213,15 @@ ENDED_WORDS = ("stopped", "discontinued", "completed", "previous", "previously",
                "no longer", "ended", "prior", "resolved", "history of", "historical", "healed", "off ")
 """Words that mark a drug or a problem as not current in the sentence naming it."""
 
+NONE_NOUNS: dict[str, tuple[str, ...]] = {
+    "no_condition": ("problem", "diagnos", "condition", "disorder", "disease"),
+    "no_medication": ("medication", "medicine", "drug", "prescription"),
+}
+"""Nouns that, with a negation in one sentence, say that no diagnosis (medication) is recorded."""
+
 BASELINE_SHA256 = hashlib.sha256(
-    json.dumps({"abbreviations": ABBREVIATIONS, "salts": SALTS, "ended": ENDED_WORDS, "version": 1},
+    json.dumps({"abbreviations": ABBREVIATIONS, "salts": SALTS, "ended": ENDED_WORDS, "none": NONE_NOUNS,
+                "version": 2},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
 """SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""
@@ -240,7 +247,9 @@ class BaselineJudge:
     * must-mention a result: the test's name (or abbreviation) and each value (rounded to the
       stated number's decimals) appear in one sentence;
     * must-not-state an ended drug or problem as current: a sentence names it without any of
-      ``ENDED_WORDS``.
+      ``ENDED_WORDS``;
+    * the record holds no active diagnosis (medication): a sentence holds a negation and a noun of
+      ``NONE_NOUNS``.
 
     The evidence is the sentence that decided.
     """
@@ -266,6 +275,13 @@ class BaselineJudge:
             whole = all(any(contains(text, v) for v in _variants(n, drug)) for n in names)
             return whole or any(contains(text, str(a)) for a in criterion.get("alternatives") or [])
 
+        if ctype in ("no_condition", "no_medication"):
+            nouns = NONE_NOUNS[ctype]
+            for s in parts:
+                low = f" {normalise(s)} "
+                if any(w in low for w in (" no ", " none ", " nil ", " not any ")) and any(n in low for n in nouns):
+                    return Verdict(True, s)
+            return Verdict(False)
         if ctype == "lab":
             for s in parts:
                 if naming(s) and all(self._has_value(s, v) for v in criterion["values"]):

@@ -70,6 +70,8 @@ def rule_verdict(criterion: Mapping[str, Any], summary: str) -> bool | None:
         wanted = [{"value": v["value"], "unit": v["unit"]} for v in criterion["values"]]
         found = all(any(value_matches(s, [w]) for s in stated) for w in wanted)
         return True if found and wanted else None
+    if ctype in ("no_condition", "no_medication"):
+        return None  # saying that nothing is recorded is a meaning, not a name: the judge decides
     if ctype == "allergy":
         return True if any("allerg" in s.lower() and _names_present(criterion, s) for s in sentences(summary)) else None
     return True if _names_present(criterion, summary) else None

@@ -17,6 +17,8 @@ with their sources):
 2. **Active medications** (MedicationRequest ``active``), one per RxCUI: must mention, 1 point.
 3. **Medication allergies** (active, category ``medication``): must mention, 2 points,
    **safety-critical** (an omitted drug allergy fails the case).
+   With no active disorder (no current medication), the summary must say so: a ``no_condition``
+   (``no_medication``) criterion, 1 point, so that a summary that says nothing earns nothing.
 4. **Results outside their guideline range**: the latest result of each test of the result-
    interpretation table (``tasks.labs.thresholds``, the labs task's truth) whose category is not
    in ``IN_RANGE``: must mention with its value, 1 point.
@@ -56,7 +58,10 @@ HIGH_ALERT = (
 methotrexate, from the ISMP List of High-Alert Medications in Community/Ambulatory Care Settings
 (Institute for Safe Medication Practices, 2021, https://www.ismp.org/recommendations/high-alert-medications-community-ambulatory-list)."""
 
-CRITERION_TYPES = ("condition", "medication", "allergy", "lab", "stopped_medication", "resolved_condition")
+CRITERION_TYPES = (
+    "condition", "medication", "allergy", "lab", "no_condition", "no_medication", "stopped_medication",
+    "resolved_condition",
+)
 """Every criterion ``type``, in report order (calibration figures are given per type)."""
 
 JSON = dict[str, Any]
@@ -134,6 +139,12 @@ def summary_rubric(bundle: Mapping[str, Any], table: Thresholds, source: str) ->
             f"The summary lists {d.display} as a current medication.", list(d.names),
             alternatives=[d.brand] if d.brand else [],
         ))
+    if not any(c["type"] == "condition" for c in criteria):
+        criteria.insert(0, _criterion("no_condition", "must_mention", "no_condition", 1,
+                                      "The summary states that the record holds no active diagnosis.", []))
+    if not active:
+        criteria.append(_criterion("no_medication", "must_mention", "no_medication", 1,
+                                   "The summary states that the record holds no current medication.", []))
     criteria += _lab_criteria(bundle, table, source)
     for d in drugs:
         key = f"stopped_medication:{d.rxcui}"
