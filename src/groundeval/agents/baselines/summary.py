@@ -105,7 +105,8 @@ def _abnormal(bundle: Mapping[str, Any]) -> list[str]:
             continue
         for coding in (obs.get("code") or {}).get("coding") or []:
             code = coding.get("code")
-            if code and str(obs.get("effectiveDateTime") or "") >= str(latest.get(code, {}).get("effectiveDateTime") or ""):
+            when = str(obs.get("effectiveDateTime") or "")
+            if code and when >= str(latest.get(code, {}).get("effectiveDateTime") or ""):
                 latest[code] = obs
     lines = []
     for test in _table()["tests"]:
