@@ -110,9 +110,10 @@ def _abnormal(bundle: Mapping[str, Any]) -> list[str]:
                 latest[code] = obs
     lines = []
     for test in _table()["tests"]:
-        obs = latest.get(test["loinc"])
-        if obs is None:
+        found = latest.get(test["loinc"])
+        if found is None:
             continue
+        obs = found
         when = str(obs.get("effectiveDateTime") or "")[:10]
         if test.get("components"):
             values, outside = [], False
