@@ -102,7 +102,7 @@ def test_entry_point_tasks_resolve_and_cannot_take_a_built_in_name(monkeypatch: 
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("summarise", "unknown task 'summarise'; choose one of: extraction, labs, reconcile, write, or 'package.module:Class'*"),
+        ("summarise", "unknown task 'summarise'; choose one of: extraction, labs, reconcile, summary, write, or 'package.module:Class'*"),
         ("no_such_module:Task", "task 'no_such_module:Task': cannot import 'no_such_module'*"),
         ("groundeval.tasks:NoSuch", "task 'groundeval.tasks:NoSuch': 'groundeval.tasks' has no attribute 'NoSuch'"),
         ("groundeval.tasks:make_task", "task 'groundeval.tasks:make_task' is not a task class*"),

@@ -15,7 +15,12 @@ from groundeval.models.base import ModelRequest, ModelResponse
 from groundeval.runner import RunInfo, run_case
 from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.judge import (
-    PROMPT_SHA256, SYSTEM_PROMPT, JudgeError, ModelJudge, make_judge, rejects_temperature,
+    PROMPT_SHA256,
+    SYSTEM_PROMPT,
+    JudgeError,
+    ModelJudge,
+    make_judge,
+    rejects_temperature,
 )
 from groundeval.testing import ScriptedModel
 

@@ -28,10 +28,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from groundeval.errors import AgentError, GroundevalError
-from groundeval.models.base import Model, ModelRequest
+from groundeval.models.base import Model, ModelRequest, ModelResponse
 from groundeval.parsing import extract_json
 from groundeval.tasks.summary.text import contains, normalise, sentences
 
@@ -44,6 +44,7 @@ __all__ = [
     "BaselineJudge",
     "Judge",
     "JudgeError",
+    "JudgeModel",
     "ModelJudge",
     "Verdict",
     "make_judge",
@@ -160,6 +161,23 @@ def parse_verdict(raw: str, summary: str, label: str) -> tuple[bool, str, str | 
     return met, evidence, None
 
 
+class JudgeModel(Protocol):
+    """What ``ModelJudge`` needs of a ``Model`` (read-only ``spec``: providers expose it as a property)."""
+
+    @property
+    def spec(self) -> str:
+        """The model's spec."""
+        ...
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        """As ``Model.generate``."""
+        ...
+
+    def settings(self) -> dict[str, Any]:
+        """As ``Model.settings``."""
+        ...
+
+
 class ModelJudge:
     """A judge that asks a ``Model`` (role ``judge``) one question per criterion.
 
@@ -171,7 +189,7 @@ class ModelJudge:
     costs_nothing = False
     prompt_sha256 = PROMPT_SHA256
 
-    def __init__(self, model: Model, spec: str | None = None) -> None:
+    def __init__(self, model: JudgeModel, spec: str | None = None) -> None:
         self.model = model
         self.spec = spec or model.spec
 
@@ -358,5 +376,4 @@ def make_judge(spec: str, *, options: Mapping[str, Any] | None = None) -> Judge:
     merged = {"max_tokens": JUDGE_MAX_TOKENS, **dict(options or {})}
     if not rejects_temperature(spec):
         merged.setdefault("temperature", 0.0)
-    model = cast(Model, get_model(spec, role="judge", options=merged, owner=f"the judge {spec}"))
-    return ModelJudge(model, spec)
+    return ModelJudge(get_model(spec, role="judge", options=merged, owner=f"the judge {spec}"), spec)
