@@ -344,15 +344,16 @@ def rejects_temperature(spec: str) -> bool:
     return spec.strip() == "anthropic" or (found is not None and (int(found[1]), int(found[2])) >= (4, 7))
 
 
-def make_judge(spec: str, *, options: Mapping[str, Any] | None = None) -> Judge:
+def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_client: Any = None) -> Judge:
     """The judge ``--groundeval-judge`` names.
 
     Args:
         spec: ``baseline``; a model spec (``anthropic/claude-sonnet-5-5``,
             ``openai-compatible/<name>@<url>``, ``local/<gguf>``); or ``package.module:attribute``
             naming a ``Judge`` or a ``Model``.
-        options: Model options (``max_retries``, ``timeout`` seconds); ``temperature`` 0 and
-            ``max_tokens`` ``JUDGE_MAX_TOKENS`` are set here.
+        options: Model options (``max_retries``, ``timeout`` seconds); ``temperature`` 0 (unless
+            ``rejects_temperature``) and ``max_tokens`` ``JUDGE_MAX_TOKENS`` are set here.
+        http_client: An ``httpx2.Client`` for the provider's SDK (tests).
 
     Raises:
         ConfigError: An unknown provider, a missing SDK or key, or an attribute that is neither.
@@ -371,9 +372,15 @@ def make_judge(spec: str, *, options: Mapping[str, Any] | None = None) -> Judge:
         if isinstance(found, Model):
             return ModelJudge(found, spec)
         raise ConfigError(f"judge {spec!r}: the attribute is neither a Judge (decide, settings) nor a Model")
-    from groundeval.models import get_model
+    from groundeval.models import get_model, parse_spec
 
+    try:
+        parse_spec(spec)
+    except ConfigError as exc:
+        raise ConfigError(f"--groundeval-judge {spec!r}: {exc}; or baseline (rule-based, no model), or "
+                          "package.module:attribute naming a Judge or a Model") from None
     merged = {"max_tokens": JUDGE_MAX_TOKENS, **dict(options or {})}
     if not rejects_temperature(spec):
         merged.setdefault("temperature", 0.0)
-    return ModelJudge(get_model(spec, role="judge", options=merged, owner=f"the judge {spec}"), spec)
+    model = get_model(spec, role="judge", options=merged, owner=f"the judge {spec}", http_client=http_client)
+    return ModelJudge(model, spec)
