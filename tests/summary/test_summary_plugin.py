@@ -22,6 +22,11 @@ def _no(request):
     return json.dumps({"met": False, "evidence": ""})
 
 JUDGE = ScriptedModel(_no, role="judge", name="says-no")
+
+
+def AGENT(request):  # the same model as the judge: self-preference
+    from groundeval.agent_io import AgentResult
+    return AgentResult(text="Please review the chart.", model="says-no")
 '''
 
 
@@ -33,12 +38,14 @@ def _record(base: Path) -> dict[str, Any]:
 
 def test_an_uncalibrated_judge_is_marked_so_in_every_output(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(scripted_judge=JUDGE_MODULE)
-    result = pytester.runpytest("--groundeval-task=summary", "--groundeval-agent=hedge-summary", "-p", "no:cacheprovider",
+    result = pytester.runpytest("--groundeval-task=summary", "--groundeval-agent=scripted_judge:AGENT",
+                                "-p", "no:cacheprovider",
                                 "--groundeval-judge=scripted_judge:JUDGE", "--groundeval-limit=3",
                                 "--junitxml=out.xml", "--groundeval-summary-md=summary.md")
     assert result.ret == 1
     result.assert_outcomes(failed=3)
-    result.stdout.fnmatch_lines(["rubric_score: 0.000", "must_mention_recall: 0.000",
+    result.stdout.fnmatch_lines(["WARNING: the judge is the agent's own model (says-no)*",
+                                 "rubric_score: 0.000", "must_mention_recall: 0.000",
                                  "judge: scripted_judge:JUDGE", "judge_kappa: -", "judge_reliability: judge not calibrated"])
     record = _record(pytester.path)
     assert record["aggregate"]["metrics"]["judge_reliability"] == "judge not calibrated"
@@ -46,7 +53,8 @@ def test_an_uncalibrated_judge_is_marked_so_in_every_output(pytester: pytest.Pyt
     assert record["task_facts"]["judge_card"]["source"].startswith("no judge card for scripted_judge:JUDGE")
     assert record["aggregate"]["metrics"]["judge_calls"] == record["aggregate"]["metrics"]["decided_by_judge"] > 0
     assert '<property name="judge_reliability" value="judge not calibrated"' in (pytester.path / "out.xml").read_text()
-    assert "judge not calibrated" in (pytester.path / "summary.md").read_text()
+    markdown = (pytester.path / "summary.md").read_text()
+    assert "judge not calibrated" in markdown and "self-preference" in markdown
     (run,) = (pytester.path / "runs").glob("*.json")
     assert cli_main(["report", str(run), "-o", str(pytester.path / "report.html")]) == 0
     assert "judge not calibrated" in (pytester.path / "report.html").read_text()
