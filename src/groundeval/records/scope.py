@@ -21,8 +21,8 @@ from groundeval.records.outcomes import COUNTED, POLICY, RAN
 from groundeval.records.run_record import Aggregate, PassAtK, TrialStats
 
 __all__ = [
-    "STATEMENTS", "excluded_by_outcome", "judge_note", "pass_k_note", "pass_rate_ran", "ran", "ran_outcome_count", "scope_needed",
-    "scope_text", "statement", "statements", "unit", "unjudged_note",
+    "STATEMENTS", "excluded_by_outcome", "judge_note", "pass_k_note", "pass_rate_ran", "ran", "ran_outcome_count",
+    "scope_needed", "scope_text", "statement", "statements", "unit", "unjudged_note",
 ]
 
 STATEMENTS = ("scope", "pass_k_scope", "cases_scope")
