@@ -85,3 +85,29 @@ def test_the_rule_based_agents_never_import_the_tasks_truth() -> None:
     source = Path(summary_agents.__file__).read_text()
     imported = [node.module or "" for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)]
     assert imported and not any(m.startswith("groundeval.tasks") for m in imported)
+
+
+def test_verdicts_of_an_uncalibrated_judge_are_shown_but_not_gated(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(scripted_judge=JUDGE_MODULE)
+    common = ("--groundeval-task=summary", "--groundeval-judge=scripted_judge:JUDGE", "--groundeval-limit=2",
+              "-p", "no:cacheprovider")
+    assert pytester.runpytest(*common, "--groundeval-agent=baseline-summary").ret == 0
+    (baseline,) = (pytester.path / "runs").glob("*.json")
+    assert json.loads(baseline.read_text())["task_facts"]["ungated_verdicts"] == (
+        "the case verdicts rest on the judge scripted_judge:JUDGE: judge not calibrated")
+    result = pytester.runpytest(*common, "--groundeval-agent=hedge-summary", f"--groundeval-baseline={baseline}",
+                                "--groundeval-fail-on-regression")
+    result.stdout.fnmatch_lines(["regressions vs *: 2  lost: 0*",
+                                 "verdicts not gated: the case verdicts rest on the judge scripted_judge:JUDGE*",
+                                 "REGRESSED *"])
+    assert "regression gate FAILED" not in result.stdout.str()
+
+
+def test_a_lost_case_still_fails_an_ungated_gate() -> None:
+    from groundeval.reporting.gate import CaseGate, CaseLost, GateResult
+
+    regressed = CaseGate("c1", 1, 1, 0, 1, None, "regressed")
+    assert not GateResult("a", "b", (regressed,), ungated="judge not calibrated").failed
+    assert GateResult("a", "b", (regressed,)).failed
+    lost = GateResult("a", "b", (regressed,), lost=(CaseLost("c2", 1, 1, ("agent_error",)),), ungated="judge not calibrated")
+    assert lost.failed and lost.reasons() == ["1 lost (a verdict before -> none now: agent_error 1)"]

@@ -212,6 +212,10 @@ class GateResult:
             or not (a broken case file must not pass CI).
         only_in_baseline: How many baseline cases this run does not have at all (their files
             deleted, or not selected with ``-k``/``--groundeval-limit``); said, not gated.
+        ungated: Why the case verdicts are not gated, or None: a run's task facts say its verdicts
+            rest on an unmeasured or unreliable judge (``UNGATED_FACT``). Regressions and a pass-rate
+            drop are then shown but do not fail the gate; lost cases, unreadable or invalid case
+            files and an incomplete run still do (an agent must not pass by crashing).
     """
 
     baseline_run_id: str
@@ -225,6 +229,7 @@ class GateResult:
     collection_errors: tuple[str, ...] = ()
     invalid_cases: tuple[str, ...] = ()
     only_in_baseline: int = 0
+    ungated: str | None = None
 
     @property
     def regressed(self) -> tuple[CaseGate, ...]:
@@ -247,8 +252,9 @@ class GateResult:
 
         What ``--groundeval-fail-on-regression`` and ``groundeval compare --fail-on-regression`` fail on.
         """
-        return bool(self.regressed or self.lost or self.incomplete is not None or self.pass_rate_dropped
-                    or self.collection_errors or self.invalid_cases or self.nothing_compared)
+        verdicts = self.ungated is None and bool(self.regressed or self.pass_rate_dropped or self.nothing_compared)
+        return bool(verdicts or self.lost or self.incomplete is not None or self.collection_errors
+                    or self.invalid_cases)
 
     @property
     def nothing_compared(self) -> bool:
@@ -277,6 +283,8 @@ class GateResult:
     def reasons(self) -> list[str]:
         """Why the gate fails, one phrase each (empty when it passes)."""
         out = []
+        if self.ungated is not None:  # what still fails the gate when the verdicts do not
+            return self._ungated_reasons()
         if self.regressed:
             out.append(f"{len(self.regressed)} regressed (passed -> not passed)")
         if self.lost:
@@ -292,6 +300,18 @@ class GateResult:
             out.append(f"the pass rate dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
         if self.nothing_compared:
             out.append(self._nothing_compared_reason())
+        return out
+
+    def _ungated_reasons(self) -> list[str]:
+        out = []
+        if self.lost:
+            out.append(f"{len(self.lost)} lost (a verdict before -> none now: {lost_outcomes(self.lost)})")
+        if self.incomplete is not None:
+            out.append(f"the current run is incomplete ({self.incomplete})")
+        if self.collection_errors:
+            out.append(f"{len(self.collection_errors)} case file(s) could not be read (collection errors)")
+        if self.invalid_cases:
+            out.append(f"{len(self.invalid_cases)} case file(s) failed their checks (invalid_case)")
         return out
 
     def summary_lines(self) -> list[str]:
@@ -312,6 +332,8 @@ class GateResult:
         if self.only_in_baseline:
             head += f"  only in the baseline: {self.only_in_baseline} (deleted or not selected; not gated)"
         lines = [head]
+        if self.ungated is not None:
+            lines.append(f"verdicts not gated: {self.ungated}")
         lines += [f"REGRESSED {c.text()}" for c in self.regressed]
         lines += [f"LOST {c.text()}" for c in self.lost]
         lines += [f"UNREADABLE {e}" for e in self.collection_errors]

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case
+from groundeval.records.scope import UNGATED_FACT
 from groundeval.scoring import Metric, Parsed
 from groundeval.task_options import SUMMARY_OPTIONS, TaskOption
 from groundeval.tasks.base import BaseTask
@@ -145,7 +146,11 @@ class SummaryTask(BaseTask):
     def run_facts(self) -> dict[str, Any]:
         """``{"judge": settings + prompt_sha256, "judge_card": {source, kappa, kappa_95ci, n, date}}``."""
         card = self.card["card"] or {}
+        status = str(reliability_metrics(self.judge_model, self.card["card"])["judge_reliability"])
+        ungated = {} if status.startswith("calibrated") else {
+            UNGATED_FACT: f"the case verdicts rest on the judge {self.judge_model.spec}: {status.partition(' (')[0]}"}
         return {
+            **ungated,
             "judge": self.judge_model.settings(),
             "judge_card": {"source": self.card["source"],
                            **{k: card.get(k) for k in ("kappa", "kappa_95ci", "n", "date")}},
