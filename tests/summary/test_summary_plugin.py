@@ -57,7 +57,8 @@ def test_an_uncalibrated_judge_is_marked_so_in_every_output(pytester: pytest.Pyt
     assert "judge not calibrated" in markdown and "self-preference" in markdown
     (run,) = (pytester.path / "runs").glob("*.json")
     assert cli_main(["report", str(run), "-o", str(pytester.path / "report.html")]) == 0
-    assert "judge not calibrated" in (pytester.path / "report.html").read_text()
+    html = (pytester.path / "report.html").read_text()
+    assert "judge not calibrated" in html and "self-preference" in html
 
 
 def test_baseline_agent_and_judge_pass_serially_and_the_naive_control_fails_on_two_workers(
