@@ -40,6 +40,7 @@ CLI_DEFAULTS: dict[str, str] = {
     "cache": "off: every case calls the agent",
     "max-cost": "no limit",
     "concurrency": "4 for the built-in agents, 1 for an agent of your own unless it sets thread_safe = True",
+    "judge-card": "the packaged card of the same judge and prompt, if any",
 }
 """Shown default of each option whose plugin default is ``None`` (meaning "decided later")."""
 
