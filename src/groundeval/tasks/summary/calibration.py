@@ -254,9 +254,11 @@ def _kappa_interval(truth: Sequence[bool], judged: Sequence[bool]) -> tuple[floa
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
 
+    if abs(float(kappa(t, j)) - point) > 1e-9:  # the resampled statistic must be scikit-learn's kappa
+        raise AssertionError(f"vectorised kappa {float(kappa(t, j))} differs from cohen_kappa_score {point}")
     if len(set(judged)) < 2:
         return round(point, 4), round(point, 4), round(point, 4)
-    with warnings.catch_warnings():  # resamples holding one label give nan, dropped from the percentiles
+    with warnings.catch_warnings():  # a resample holding one label gives NaN; a NaN bound is reported as undefined
         warnings.simplefilter("ignore")
         res = stats.bootstrap((t, j), kappa, paired=True, vectorized=True, n_resamples=N_RESAMPLES,
                               method="percentile", random_state=SEED)
