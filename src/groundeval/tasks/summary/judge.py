@@ -23,6 +23,7 @@ criterion, true means it makes the mistake), the quoted ``evidence``, and the us
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import re
@@ -192,6 +193,9 @@ class ModelJudge:
     def __init__(self, model: JudgeModel, spec: str | None = None) -> None:
         self.model = model
         self.spec = spec or model.spec
+        close = getattr(model, "close", None)
+        if callable(close):  # a local judge's llama.cpp server stops when the process ends
+            atexit.register(close)
 
     def settings(self) -> dict[str, Any]:
         """The model's settings (``spec``, ``role``, ``model``, ``max_tokens``, ``temperature``) and prompt hash."""
