@@ -15,7 +15,9 @@ Two kinds of case fail the gate, and every output keeps them apart:
 
 A run whose pass rate dropped beyond noise fails the gate too: the paired bootstrap interval of
 the per-case pass-rate differences lies wholly below 0 (with trials, per-case Fisher tests on 3
-trials can flag only 3/3 -> 0/3, so a run-wide drop of flaky cases is caught here).
+trials can flag only 3/3 -> 0/3, so a run-wide drop of flaky cases is caught here). So does one
+whose ``record_sensitivity`` (``--groundeval-counterfactual``) dropped beyond noise, by the same
+rule over the twins judged in both runs.
 
 An incomplete current run (``RunRecord.complete`` false) fails the gate too: its cases that never
 ran cannot be shown not to have regressed. So does any collection error of the current run
@@ -212,6 +214,8 @@ class GateResult:
             or not (a broken case file must not pass CI).
         only_in_baseline: How many baseline cases this run does not have at all (their files
             deleted, or not selected with ``-k``/``--groundeval-limit``); said, not gated.
+        sensitivity_interval: Interval of the mean per-twin change of ``tracks_record`` over the
+            counterfactual twins judged in both runs (``--groundeval-counterfactual``), or None.
         ungated: Why the case verdicts are not gated, or None: a run's task facts say its verdicts
             rest on an unmeasured or unreliable judge (``UNGATED_FACT``). Regressions and a pass-rate
             drop are then shown but do not fail the gate; lost cases, unreadable or invalid case
@@ -229,6 +233,7 @@ class GateResult:
     collection_errors: tuple[str, ...] = ()
     invalid_cases: tuple[str, ...] = ()
     only_in_baseline: int = 0
+    sensitivity_interval: Interval | None = None
     ungated: str | None = None
 
     @property
@@ -253,8 +258,8 @@ class GateResult:
         What ``--groundeval-fail-on-regression`` and ``groundeval compare --fail-on-regression`` fail on.
         """
         verdicts = self.ungated is None and bool(self.regressed or self.pass_rate_dropped or self.nothing_compared)
-        return bool(verdicts or self.lost or self.incomplete is not None or self.collection_errors
-                    or self.invalid_cases)
+        return bool(verdicts or self.lost or self.incomplete is not None or self.sensitivity_dropped
+                    or self.collection_errors or self.invalid_cases)
 
     @property
     def nothing_compared(self) -> bool:
@@ -280,12 +285,17 @@ class GateResult:
         iv = self.pass_rate_interval
         return iv is not None and iv.n >= 2 and iv.high < -EPS
 
+    @property
+    def sensitivity_dropped(self) -> bool:
+        """True when the paired interval of the ``record_sensitivity`` change lies wholly below 0 (beyond noise)."""
+        iv = self.sensitivity_interval
+        return iv is not None and iv.n >= 2 and iv.high < -EPS
+
     def reasons(self) -> list[str]:
-        """Why the gate fails, one phrase each (empty when it passes)."""
+        """Why the gate fails, one phrase each (empty when it passes); verdicts only when they are gated."""
         out = []
-        if self.ungated is not None:  # what still fails the gate when the verdicts do not
-            return self._ungated_reasons()
-        if self.regressed:
+        gated = self.ungated is None
+        if gated and self.regressed:
             out.append(f"{len(self.regressed)} regressed (passed -> not passed)")
         if self.lost:
             out.append(f"{len(self.lost)} lost (a verdict before -> none now: {lost_outcomes(self.lost)})")
@@ -295,23 +305,14 @@ class GateResult:
             out.append(f"{len(self.collection_errors)} case file(s) could not be read (collection errors)")
         if self.invalid_cases:
             out.append(f"{len(self.invalid_cases)} case file(s) failed their checks (invalid_case)")
-        if self.pass_rate_dropped and self.pass_rate_interval is not None:
+        if gated and self.pass_rate_dropped and self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             out.append(f"the pass rate dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
-        if self.nothing_compared:
+        if self.sensitivity_dropped and self.sensitivity_interval is not None:
+            iv = self.sensitivity_interval
+            out.append(f"record_sensitivity dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
+        if gated and self.nothing_compared:
             out.append(self._nothing_compared_reason())
-        return out
-
-    def _ungated_reasons(self) -> list[str]:
-        out = []
-        if self.lost:
-            out.append(f"{len(self.lost)} lost (a verdict before -> none now: {lost_outcomes(self.lost)})")
-        if self.incomplete is not None:
-            out.append(f"the current run is incomplete ({self.incomplete})")
-        if self.collection_errors:
-            out.append(f"{len(self.collection_errors)} case file(s) could not be read (collection errors)")
-        if self.invalid_cases:
-            out.append(f"{len(self.invalid_cases)} case file(s) failed their checks (invalid_case)")
         return out
 
     def summary_lines(self) -> list[str]:
@@ -341,6 +342,9 @@ class GateResult:
         if self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             lines.append(f"pass rate change {iv.mean:+.3f}, 95% interval {iv.text()} over {iv.n} cases")
+        if self.sensitivity_interval is not None:
+            iv = self.sensitivity_interval
+            lines.append(f"record_sensitivity change {iv.mean:+.3f}, 95% interval {iv.text()} over {iv.n} twins")
         if self.failed:
             lines.append("regression gate FAILED: " + "; ".join(self.reasons()))
         return lines

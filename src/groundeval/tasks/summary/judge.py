@@ -368,7 +368,7 @@ def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_clie
     if spec == "baseline":
         return BaselineJudge()
     if ":" in spec and "/" not in spec.partition(":")[0]:  # package.module:attribute
-        from groundeval.loading import load_target
+        from groundeval.registry import load_target
 
         found = load_target(spec, spec, kind="judge", builtin=False)
         if isinstance(found, Judge):

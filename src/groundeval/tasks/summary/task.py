@@ -10,7 +10,7 @@ decides each criterion by rule where text matching can and asks the judge (``--g
 
 Options (first-class flags ``--groundeval-judge``, ``--groundeval-judge-card``,
 ``--groundeval-max-words``, ``--groundeval-min-rubric-score``, with ini twins): see
-``groundeval.task_options.SUMMARY_OPTIONS``.
+``groundeval.registry.builtins.SUMMARY_OPTIONS``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from typing import Any, ClassVar
 
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case
+from groundeval.options import TaskOption
 from groundeval.records.scope import UNGATED_FACT
+from groundeval.registry.builtins import SUMMARY_OPTIONS
 from groundeval.scoring import Metric, Parsed
-from groundeval.task_options import SUMMARY_OPTIONS, TaskOption
 from groundeval.tasks.base import BaseTask
 from groundeval.tasks.labs.thresholds import default_thresholds
 from groundeval.tasks.summary.calibration import find_card, reliability_metrics
