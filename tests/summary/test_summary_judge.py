@@ -114,3 +114,33 @@ def test_a_card_of_another_judge_is_refused_and_a_low_kappa_marks_the_judge_unre
     agg = SummaryTask(judge_card=str(tmp_path / "low.json")).aggregate([])
     assert agg["judge_kappa"] == 0.41 and agg["judge_kappa_95ci"] == "[0.30, 0.50]" and agg["judge_kappa_n"] == 10
     assert str(agg["judge_reliability"]).startswith("judge unreliable")
+
+
+def test_the_judge_cache_answers_a_rerun_and_a_changed_summary_or_judge_asks_again(tmp_path: Path) -> None:
+    from groundeval.models.cache import ResultCache
+
+    def judge(name: str) -> tuple[ModelJudge, ScriptedModel]:
+        model = ScriptedModel(lambda r: '{"met": true, "evidence": "high blood pressure"}', role="judge", name=name)
+        return ModelJudge(model, cache=ResultCache(tmp_path)), model
+
+    first, model = judge("judge-a")
+    assert not first.decide(CRITERION, SUMMARY, label="x").cached and len(model.requests) == 1
+    again, model = judge("judge-a")
+    verdict = again.decide(CRITERION, SUMMARY, label="x")
+    assert verdict.cached and verdict.met and verdict.usage == {} and model.requests == []
+    again.decide(CRITERION, SUMMARY + " Stable.", label="x")  # another summary: another request
+    other, model = judge("judge-b")  # another model id: another key
+    other.decide(CRITERION, SUMMARY, label="x")
+    assert len(model.requests) == 1
+
+
+def test_cached_judge_replies_are_counted_apart_from_calls(tmp_path: Path) -> None:
+    from groundeval.models.cache import ResultCache
+
+    task = SummaryTask()
+    task.scorer.judge = ModelJudge(ScriptedModel(lambda r: '{"met": false, "evidence": ""}', role="judge"),
+                                   cache=ResultCache(tmp_path))
+    first = _run(task, "Patient is well.").metrics
+    second = _run(task, "Patient is well.").metrics
+    assert first["judge_calls"] == second["judge_cached"] > 0 and second["judge_calls"] == 0
+    assert second["rubric_score"] == first["rubric_score"]

@@ -41,6 +41,7 @@ CLI_DEFAULTS: dict[str, str] = {
     "max-cost": "no limit",
     "concurrency": "4 for the built-in agents, 1 for an agent of your own unless it sets thread_safe = True",
     "judge-card": "the packaged card of the same judge and prompt, if any",
+    "judge-cache": "off: a model judge is asked on every run",
 }
 """Shown default of each option whose plugin default is ``None`` (meaning "decided later")."""
 

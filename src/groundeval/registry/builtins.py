@@ -41,6 +41,11 @@ SUMMARY_OPTIONS: tuple[Option, ...] = (
         "the packaged card of the same judge and prompt, else the scores are marked judge not calibrated.",
         "CARD.json",
     ),
+    Option(
+        "judge_cache", text, None,
+        "Summary: keep a model judge's replies in DIR (SQLite), keyed by the judge's settings, prompt SHA-256 and "
+        "the full request, so a rerun asks the judge only what changed. Default: off.", "DIR",
+    ),
     Option("max_words", positive_int, 250, "Summary: the word limit the prompt states and a passing summary keeps.",
            "N"),
     Option("min_rubric_score", unit_interval, 0.8, "Summary: rubric score a case needs to pass.", "X"),

@@ -29,12 +29,15 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from groundeval.errors import AgentError, GroundevalError
 from groundeval.models.base import Model, ModelRequest, ModelResponse
 from groundeval.parsing import extract_json
 from groundeval.tasks.summary.text import contains, normalise, sentences
+
+if TYPE_CHECKING:
+    from groundeval.models.cache import ResultCache
 
 __all__ = [
     "BASELINE_SHA256",
@@ -104,12 +107,14 @@ class Verdict:
             (then ``met`` is False), else None.
         usage: ``input_tokens``, ``output_tokens`` (tokens) and ``cost_usd`` (USD, None when
             unpriced) of the call; zeros for a judge that calls no model.
+        cached: True when the model's reply came from the judge cache (no call, no cost now).
     """
 
     met: bool
     evidence: str = ""
     flag: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False
 
 
 @runtime_checkable
@@ -185,14 +190,20 @@ class ModelJudge:
     Args:
         model: The model (``models.get_model(spec, role="judge")`` or a ``ScriptedModel``).
         spec: The spec to record (default: the model's own).
+        cache: Where replies are kept (``--groundeval-judge-cache``), or None. The key is the
+            SHA-256 of the judge's settings (spec, model id, temperature, max tokens, prompt SHA-256)
+            and the full request (system prompt, user message with the criterion and the summary),
+            so a changed judge, prompt or summary is asked again; the reply is stored redacted
+            (``models.cache.ResultCache``) and parsed again on a hit.
     """
 
     costs_nothing = False
     prompt_sha256 = PROMPT_SHA256
 
-    def __init__(self, model: JudgeModel, spec: str | None = None) -> None:
+    def __init__(self, model: JudgeModel, spec: str | None = None, cache: ResultCache | None = None) -> None:
         self.model = model
         self.spec = spec or model.spec
+        self.cache = cache
         close = getattr(model, "close", None)
         if callable(close):  # a local judge's llama.cpp server stops when the process ends
             atexit.register(close)
@@ -208,14 +219,27 @@ class ModelJudge:
             JudgeError: The model raised an ``AgentError`` (its outcome kept) or did not answer a verdict.
         """
         user = USER_TEMPLATE.format(criterion=criterion["statement"], summary=summary)
+        key = self.cache_key(user)
+        entry = self.cache.get(key) if self.cache is not None else None
+        if entry is not None:
+            met, evidence, flag = parse_verdict(str(entry["text"]), summary, label)
+            return Verdict(met, evidence, flag, {}, cached=True)
         request = ModelRequest.single(user, system=SYSTEM_PROMPT, label=label, max_tokens=JUDGE_MAX_TOKENS)
         try:
             response = self.model.generate(request)
         except AgentError as exc:
             raise JudgeError(f"{label}: the judge {self.spec} failed ({exc.outcome}): {exc}", exc.outcome) from exc
-        met, evidence, flag = parse_verdict(response.text, summary, label)
+        met, evidence, flag = parse_verdict(response.text, summary, label)  # a non-verdict is never stored
         usage = {k: response.usage.get(k) for k in ("input_tokens", "output_tokens", "cost_usd")}
+        if self.cache is not None:
+            stored = {"kind": "result", "text": response.text, "usage": dict(response.usage), "trace": [], "meta": {}}
+            self.cache.put(key, stored, agent=f"judge:{self.spec}", model=response.model)
         return Verdict(met, evidence, flag, usage)
+
+    def cache_key(self, user: str) -> str:
+        """SHA-256 of the judge's settings and the full request (see the class docstring)."""
+        facts = {"judge": self.settings(), "system": SYSTEM_PROMPT, "user": user, "max_tokens": JUDGE_MAX_TOKENS}
+        return hashlib.sha256(json.dumps(facts, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
@@ -348,7 +372,8 @@ def rejects_temperature(spec: str) -> bool:
     return spec.strip() == "anthropic" or (found is not None and (int(found[1]), int(found[2])) >= (4, 7))
 
 
-def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_client: Any = None) -> Judge:
+def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_client: Any = None,
+               cache: ResultCache | None = None) -> Judge:
     """The judge ``--groundeval-judge`` names.
 
     Args:
@@ -358,6 +383,7 @@ def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_clie
         options: Model options (``max_retries``, ``timeout`` seconds); ``temperature`` 0 (unless
             ``rejects_temperature``) and ``max_tokens`` ``JUDGE_MAX_TOKENS`` are set here.
         http_client: An ``httpx2.Client`` for the provider's SDK (tests).
+        cache: Where a model judge keeps its replies (``ModelJudge``); the baseline needs none.
 
     Raises:
         ConfigError: An unknown provider, a missing SDK or key, or an attribute that is neither.
@@ -374,7 +400,7 @@ def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_clie
         if isinstance(found, Judge):
             return found
         if isinstance(found, Model):
-            return ModelJudge(found, spec)
+            return ModelJudge(found, spec, cache)
         raise ConfigError(f"judge {spec!r}: the attribute is neither a Judge (decide, settings) nor a Model")
     from groundeval.models import get_model, parse_spec
 
@@ -387,4 +413,4 @@ def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_clie
     if not rejects_temperature(spec):
         merged.setdefault("temperature", 0.0)
     model = get_model(spec, role="judge", options=merged, owner=f"the judge {spec}", http_client=http_client)
-    return ModelJudge(model, spec)
+    return ModelJudge(model, spec, cache)

@@ -16,7 +16,8 @@ the record does not hold is a contradiction (``invented_values``, -1 point each,
 Metrics per case: ``rubric_score`` (points met / positive points, clipped to [0, 1]; None when
 the record asks for no mention), ``must_mention_recall``, ``contradictions`` (must-not criteria
 made plus invented values), ``safety_failed``, ``words``, ``decided_by_rule``,
-``decided_by_judge``, ``evidence_flagged``, and the judge's own ``judge_calls``,
+``decided_by_judge``, ``evidence_flagged``, and the judge's own ``judge_calls``, ``judge_cached``
+(replies read from ``--groundeval-judge-cache``),
 ``judge_input_tokens``, ``judge_output_tokens`` (tokens) and ``judge_cost_usd`` (USD), apart from
 the agent's usage. A case passes when its rubric score reaches ``min_rubric_score``, it has no
 contradiction, no safety-critical criterion failed and it keeps to ``max_words``.
@@ -41,14 +42,14 @@ __all__ = ["METRIC_NAMES", "SummaryScorer", "rule_verdict"]
 METRIC_NAMES = (
     "rubric_score", "must_mention_recall", "contradictions", "safety_failed", "words",
     "decided_by_rule", "decided_by_judge", "evidence_flagged",
-    "judge_calls", "judge_input_tokens", "judge_output_tokens", "judge_cost_usd",
+    "judge_calls", "judge_cached", "judge_input_tokens", "judge_output_tokens", "judge_cost_usd",
 )
 """Every per-case metric, in report order."""
 
 _DIRECTIONS: dict[str, Direction] = {
     "contradictions": "lower", "safety_failed": "lower", "evidence_flagged": "lower", "words": "none",
-    "decided_by_rule": "none", "decided_by_judge": "none", "judge_calls": "none", "judge_input_tokens": "none",
-    "judge_output_tokens": "none", "judge_cost_usd": "none",
+    "decided_by_rule": "none", "decided_by_judge": "none", "judge_calls": "none", "judge_cached": "none",
+    "judge_input_tokens": "none", "judge_output_tokens": "none", "judge_cost_usd": "none",
 }
 JSON = dict[str, Any]
 
@@ -106,7 +107,8 @@ class SummaryScorer:
         """
         summary = str(parsed.value or "")
         decided: list[JSON] = []
-        usage = {"judge_calls": 0, "judge_input_tokens": 0, "judge_output_tokens": 0, "judge_cost_usd": 0.0}
+        usage = {"judge_calls": 0, "judge_cached": 0, "judge_input_tokens": 0, "judge_output_tokens": 0,
+                 "judge_cost_usd": 0.0}
         cost_known = True
         for criterion in truth["criteria"]:
             met = rule_verdict(criterion, summary) if summary.strip() else False  # nothing said: nothing met
@@ -119,7 +121,9 @@ class SummaryScorer:
                 entry.update(met=verdict.met, decided_by="judge", evidence=verdict.evidence[:300])
                 if verdict.flag:
                     entry["flag"] = verdict.flag
-                if not self.judge.costs_nothing:
+                if verdict.cached:
+                    usage["judge_cached"] += 1
+                elif not self.judge.costs_nothing:
                     usage["judge_calls"] += 1
                     usage["judge_input_tokens"] += int(verdict.usage.get("input_tokens") or 0)
                     usage["judge_output_tokens"] += int(verdict.usage.get("output_tokens") or 0)
@@ -183,7 +187,8 @@ class SummaryScorer:
             "contradictions": mean("contradictions"), "safety_failed": total("safety_failed"),
             "words": mean("words"), "decided_by_rule": total("decided_by_rule"),
             "decided_by_judge": total("decided_by_judge"), "evidence_flagged": total("evidence_flagged"),
-            "judge_calls": total("judge_calls"), "judge_input_tokens": total("judge_input_tokens"),
+            "judge_calls": total("judge_calls"), "judge_cached": total("judge_cached"),
+            "judge_input_tokens": total("judge_input_tokens"),
             "judge_output_tokens": total("judge_output_tokens"),
             "judge_cost_usd": None if any(c is None for c in costs) else round(
                 sum(float(c) for c in costs if isinstance(c, int | float)), 6),

@@ -57,6 +57,7 @@ class SummaryTask(BaseTask):
     Attributes:
         judge: The judge spec (``baseline``, a model spec, or ``package.module:attribute``).
         judge_card: Path of the judge card, or None for the packaged one of the same judge.
+        judge_cache: Directory where a model judge keeps its replies, or None.
         max_words: Word limit of a summary.
         min_rubric_score: Rubric score a passing case reaches.
     """
@@ -68,13 +69,19 @@ class SummaryTask(BaseTask):
     bundle_in_context: ClassVar[bool] = True
     judge: str = "baseline"
     judge_card: str | None = None
+    judge_cache: str | None = None
     max_words: int = 250
     min_rubric_score: float = 0.8
     scorer: Any = field(init=False, default=None)
     card: Any = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        judge = make_judge(self.judge)
+        cache = None
+        if self.judge_cache:
+            from groundeval.models.cache import ResultCache
+
+            cache = ResultCache(Path(self.judge_cache))
+        judge = make_judge(self.judge, cache=cache)
         card, where = find_card(judge, Path(self.judge_card) if self.judge_card else None)
         object.__setattr__(self, "card", {"card": card, "source": where})
         metrics = reliability_metrics(judge, card)
