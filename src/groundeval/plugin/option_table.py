@@ -108,7 +108,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "Also run each case's counterfactual twins: its record changed by code in a way whose effect on the truth "
         "is known (node id suffix [cf-<perturbation>]); the summary adds record_sensitivity, the share of twins "
         "whose answer changed as the truth did. The task must declare perturbations (extraction does).",
-        "BOOL", flag=True, scope="run",
+        "BOOL", scope="run", flag=True,
     ),
     Option(
         "concurrency", _positive_int, None,
