@@ -60,7 +60,7 @@ def test_what_the_command_line_does_not_fix_is_left_to_the_plugin(tmp_path: Path
 
 
 def test_nothing_close_suggests_nothing() -> None:
-    assert did_you_mean("summarise", TASKS) == ""
+    assert did_you_mean("deidentify", TASKS) == ""
     assert did_you_mean("reconcle", TASKS) == " (did you mean reconcile?)"
 
 

@@ -218,9 +218,9 @@ def test_bad_options_are_usage_errors(pytester: pytest.Pytester, eval_dir: Path,
 
 
 def test_unknown_task_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--groundeval-task=summarise")
+    result = pytester.runpytest("--groundeval-task=deidentify")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --groundeval-task='summarise': unknown task; choose one of: *extraction*"])
+    result.stderr.fnmatch_lines(["ERROR: --groundeval-task='deidentify': unknown task; choose one of: *extraction*"])
 
 
 def test_positional_paths_with_a_task_are_refused(pytester: pytest.Pytester, eval_dir: Path) -> None:

@@ -97,7 +97,7 @@ def test_every_none_is_an_empty_junit_property() -> None:
 def test_the_no_key_hint_names_every_built_in_tasks_offline_agent_and_its_extra() -> None:
     offline = {task: entry.offline_agent for task, entry in builtin_tasks().items()}
     assert offline == {"extraction": "baseline", "write": "baseline-write", "reconcile": "baseline-reconcile",
-                       "labs": "baseline-labs"}
+                       "labs": "baseline-labs", "summary": "baseline-summary"}
     for hint in (NO_KEY_HINT, LANGGRAPH_NO_KEY_HINT):
         assert "\n" not in hint
         for task, agent in offline.items():

@@ -89,7 +89,7 @@ def test_built_in_names_and_module_class_specs_resolve(tmp_path: Path, monkeypat
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("summarise", "unknown task 'summarise'; choose one of: extraction, labs, reconcile, write, or 'package.module:Class'*"),
+        ("summarise", "unknown task 'summarise'; choose one of: extraction, labs, reconcile, summary, write, or 'package.module:Class'*"),
         ("no_such_module:Task", "task 'no_such_module:Task': cannot import 'no_such_module'*"),
         ("groundeval.tasks:NoSuch", "task 'groundeval.tasks:NoSuch': 'groundeval.tasks' has no attribute 'NoSuch'"),
         ("groundeval.tasks:make_task", "task 'groundeval.tasks:make_task' is not a task class*"),
