@@ -14,9 +14,10 @@ from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.calibration import calibrate, control_set, default_card_dir
 from groundeval.tasks.summary.judge import BaselineJudge, ModelJudge
 from groundeval.testing import ScriptedModel
+from tests._paths import REPO
 
 TASK = SummaryTask()
-CASES = Path(__file__).resolve().parents[2] / "fixtures" / "summary"
+CASES = REPO / "fixtures" / "summary"
 
 
 def _cases(limit: int | None = None) -> list[tuple[str, list[dict[str, Any]]]]:

@@ -15,9 +15,9 @@ from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.record import drug_names
 from groundeval.tasks.summary.scorer import rule_verdict
 from groundeval.tasks.summary.text import stated_values, value_matches
+from tests._paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
-CASES = ROOT / "fixtures" / "summary"
+CASES = REPO / "fixtures" / "summary"
 TASK = SummaryTask()
 MOISES = CASES / "Moises22_Rowe323_7b84f6f4-1d93-52f2-dbeb-f71177ac1fc9.json"
 TAMA = CASES / "Tama137_Schamberger479_9311ccc6-c1d0-ccae-d783-09d5d41709d4.json"
@@ -84,9 +84,9 @@ def test_a_stated_value_must_be_one_the_record_holds() -> None:
 
 @pytest.fixture(scope="module")
 def make_summary() -> ModuleType:
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("make_summary", ROOT / "scripts" / "make_summary.py")
+    if str(REPO / "scripts") not in sys.path:
+        sys.path.insert(0, str(REPO / "scripts"))
+    spec = importlib.util.spec_from_file_location("make_summary", REPO / "scripts" / "make_summary.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["make_summary"] = module

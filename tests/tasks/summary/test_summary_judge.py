@@ -23,8 +23,9 @@ from groundeval.tasks.summary.judge import (
     rejects_temperature,
 )
 from groundeval.testing import ScriptedModel
+from tests._paths import REPO
 
-CASES = Path(__file__).resolve().parents[2] / "fixtures" / "summary"
+CASES = REPO / "fixtures" / "summary"
 LIZ = CASES / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"
 CRITERION = {"id": "condition:1", "type": "condition", "kind": "must_mention", "points": 1, "safety": False,
              "statement": "The summary names Essential hypertension as a current problem.",
