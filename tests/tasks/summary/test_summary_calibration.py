@@ -40,6 +40,9 @@ def test_every_corruption_changes_the_right_answer_of_its_criterion() -> None:
     assert para and all(i.expected for i in para)  # a synonym still mentions it
     made = [i for i in items if i.variant == "stopped_as_current" and i.criterion["type"] == "stopped_medication"]
     assert any(i.expected for i in made)
+    hedged = [i for i in items if i.variant == "hedged" and "(past/current)" in i.summary]
+    assert any(i.criterion["type"] == "medication" and not i.expected for i in hedged)
+    assert any(i.criterion["type"] == "stopped_medication" and i.expected for i in hedged)
 
 
 def test_a_perfect_and_a_lenient_scripted_judge() -> None:
@@ -68,7 +71,8 @@ def test_the_packaged_baseline_card_is_what_calibration_measures_now(capsys: pyt
                                "-o fixtures/summary-judge-cards/baseline.json"
     # the paraphrase blind spot, in numbers: string matching misses synonyms and cannot see a changed dose
     assert committed["by_variant"]["paraphrase"]["sensitivity"] < 1.0
-    assert committed["by_type"]["medication"]["specificity"] == 0.0
+    assert committed["by_variant"]["change_dose"]["specificity"] < 1.0
+    assert committed["by_variant"]["hedged"]["kappa"] == 1.0  # hedged items: neither mentioned nor denied
     assert committed["kappa"] >= 0.6
 
 

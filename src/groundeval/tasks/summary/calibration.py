@@ -13,7 +13,10 @@ copies with one known defect each (``CORRUPTIONS``):
 * ``resolved_as_active``: one resolved disorder listed among the active problems (made; "no active
   diagnosis" not met);
 * ``paraphrase``: one active disorder named by a synonym of ``PARAPHRASES`` (still met: string
-  matching fails where a good judge passes).
+  matching fails where a good judge passes);
+* ``hedged``: one current drug, one active disorder, one ended drug and one resolved disorder each
+  labelled both ways (``(past/current)``, ``(active/resolved)``): the hedge rule of ``scorer``
+  says such an item is not mentioned (must-mention not met) and is stated as current (must-not made).
 
 Every criterion of every control summary has a known right answer, and the judge is asked each
 one directly (not only what the rules leave open), so the figures describe the judge alone.
@@ -74,7 +77,7 @@ N_RESAMPLES = 2000
 SEED = 0
 CORRUPTIONS = (
     "drop_condition", "drop_allergy", "drop_lab", "change_dose", "stopped_as_current", "resolved_as_active",
-    "paraphrase",
+    "paraphrase", "hedged",
 )
 
 PARAPHRASES: dict[str, str] = {
@@ -165,7 +168,8 @@ def faithful_summary(criteria: Sequence[Mapping[str, Any]]) -> str:
 
 def _render(criteria: Sequence[Mapping[str, Any]], *, drop_allergy: bool = False, drop: str | None = None,
             dose: tuple[str, str] | None = None, stopped_current: str | None = None,
-            resolved_active: str | None = None, paraphrase: tuple[str, str] | None = None) -> str:
+            resolved_active: str | None = None, paraphrase: tuple[str, str] | None = None,
+            hedge: frozenset[str] = frozenset()) -> str:
     criteria = [c for c in criteria if c["id"] != drop]
     problems = [c["names"][0] for c in criteria if c["type"] == "condition"]
     if paraphrase:
@@ -181,6 +185,13 @@ def _render(criteria: Sequence[Mapping[str, Any]], *, drop_allergy: bool = False
     if resolved_active:
         resolved.remove(resolved_active)
         problems.append(resolved_active)
+    if hedge:
+        problems = [f"{p} (active/resolved)" if p in hedge else p for p in problems]
+        problems += [f"{p} (active/resolved)" for p in resolved if p in hedge]
+        resolved = [p for p in resolved if p not in hedge]
+        current = [f"{d} (past/current)" if d in hedge else d for d in current]
+        current += [f"{d} (past/current)" for d in stopped if d in hedge]
+        stopped = [d for d in stopped if d not in hedge]
     return _lines(criteria, problems=problems, current=current, stopped=stopped, resolved=resolved,
                   allergies=not drop_allergy)
 
@@ -228,6 +239,16 @@ def control_set(cases: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> lis
         if para:
             name = para["names"][0]
             variants.append(("paraphrase", _render(criteria, paraphrase=(name, PARAPHRASES[name])), {}))
+        hedged = [c for t in ("medication", "condition", "stopped_medication", "resolved_condition")
+                  if (c := next((c for c in criteria if c["type"] == t), None)) is not None]
+        if hedged:
+            shown = frozenset(_display(c) if "medication" in c["type"] else c["names"][0] for c in hedged)
+            changed = {c["id"]: c["kind"] == "must_not_state" for c in hedged}
+            if any(c["type"] == "stopped_medication" for c in hedged):
+                changed["no_medication"] = False
+            if any(c["type"] == "resolved_condition" for c in hedged):
+                changed["no_condition"] = False
+            variants.append(("hedged", _render(criteria, hedge=shown), changed))
         for variant, summary, changed in variants:
             for c in criteria:
                 items.append(ControlItem(case_id, variant, summary, dict(c), changed.get(c["id"], base[c["id"]])))

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from groundeval.errors import AgentError, GroundevalError
 from groundeval.models.base import Model, ModelRequest, ModelResponse
 from groundeval.parsing import extract_json
-from groundeval.tasks.summary.text import contains, normalise, sentences
+from groundeval.tasks.summary.text import ENDED_WORDS, contains, contradictory, normalise, sentences
 
 if TYPE_CHECKING:
     from groundeval.models.cache import ResultCache
@@ -68,7 +68,9 @@ Some criteria describe a mistake (for example stating a stopped medication as cu
 
 A summary may name a drug, a problem or a result in other words than the criterion (a synonym, a
 brand or generic name, a common abbreviation): judge the meaning, not the wording. A drug or
-problem mentioned as stopped, past, resolved or historical is not stated as current.
+problem mentioned as stopped, past, resolved or historical is not stated as current. A drug or
+problem labelled both current and ended (for example "past/current", "active or resolved") is a
+hedge: it does not count as mentioned, and it does count as stated as current.
 
 Answer with one JSON object and nothing else:
 {"met": true or false, "evidence": "<an exact, contiguous quote from the summary>"}
@@ -255,10 +257,6 @@ SALTS = ("succinate", "tartrate", "calcium", "sodium", "potassium", "hydrochlori
          "besylate", "maleate", "citrate", "sulfate", "mesylate", "fumarate", "acetate", "magnesium")
 """Salt words the baseline judge drops from a drug name (``metoprolol succinate`` -> ``metoprolol``)."""
 
-ENDED_WORDS = ("stopped", "discontinued", "completed", "previous", "previously", "past", "former", "formerly",
-               "no longer", "ended", "prior", "resolved", "history of", "historical", "healed", "off ")
-"""Words that mark a drug or a problem as not current in the sentence naming it."""
-
 NONE_NOUNS: dict[str, tuple[str, ...]] = {
     "no_condition": ("problem", "diagnos", "condition", "disorder", "disease"),
     "no_medication": ("medication", "medicine", "drug", "prescription"),
@@ -267,7 +265,7 @@ NONE_NOUNS: dict[str, tuple[str, ...]] = {
 
 BASELINE_SHA256 = hashlib.sha256(
     json.dumps({"abbreviations": ABBREVIATIONS, "salts": SALTS, "ended": ENDED_WORDS, "none": NONE_NOUNS,
-                "version": 2},
+                "version": 3},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
 """SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""
@@ -293,11 +291,13 @@ class BaselineJudge:
     * must-mention a result: the test's name (or abbreviation) and each value (rounded to the
       stated number's decimals) appear in one sentence;
     * must-not-state an ended drug or problem as current: a sentence names it without any of
-      ``ENDED_WORDS``;
+      ``ENDED_WORDS``, or labels it both current and ended (``text.contradictory``: a hedge states
+      the forbidden thing);
     * the record holds no active diagnosis (medication): a sentence holds a negation and a noun of
       ``NONE_NOUNS``.
 
-    The evidence is the sentence that decided.
+    A sentence that labels what it names both current and ended (``text.contradictory``) mentions
+    nothing. The evidence is the sentence that decided.
     """
 
     spec = "baseline"
@@ -335,16 +335,18 @@ class BaselineJudge:
             return Verdict(False)
         if criterion["kind"] == "must_not_state":
             for s in parts:
-                if naming(s) and not any(w in f" {s.lower()} " for w in ENDED_WORDS):
+                if naming(s) and (contradictory(s) or not any(w in f" {s.lower()} " for w in ENDED_WORDS)):
                     return Verdict(True, s)
             return Verdict(False)
+        parts = [s for s in parts if not contradictory(s)]  # a hedged mention states nothing
         for s in parts:
             if ctype == "allergy" and "allerg" not in s.lower():
                 continue
             if naming(s):
                 return Verdict(True, s)
-        if ctype != "allergy" and naming(summary):
-            return Verdict(True, next((s for s in parts if naming(s)), summary[:200]))
+        kept = "\n".join(parts)
+        if ctype != "allergy" and naming(kept):
+            return Verdict(True, next((s for s in parts if naming(s)), kept[:200]))
         return Verdict(False)
 
     @staticmethod
