@@ -74,7 +74,7 @@ def test_a_judge_failure_is_an_excluded_error_never_a_wrong_summary() -> None:
     task = SummaryTask()
     task.scorer.judge = ModelJudge(ScriptedModel([InfraError("timeout", attempts=3)], role="judge"))
     record = _run(task, "Active problems: none. Current medications: an inhaler.")  # the judge must decide
-    assert record.outcome == "harness_error" and not record.counted
+    assert record.outcome == "infra_error" and not record.counted
     assert "the judge scripted/scripted-model failed (infra_error)" in record.message + str(record.error)
 
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from groundeval.errors import AgentError, GroundevalError
+from groundeval.errors import AgentError, InfraError, RunStopError, ScorerModelError
 from groundeval.models.base import Model, ModelRequest, ModelResponse
 from groundeval.parsing import extract_json
 from groundeval.tasks.summary.text import ENDED_WORDS, contains, contradictory, normalise, sentences
@@ -85,17 +85,24 @@ PROMPT_SHA256 = hashlib.sha256((SYSTEM_PROMPT + "\n" + USER_TEMPLATE).encode("ut
 """SHA-256 of the judge prompt (system prompt and user template): a judge card holds for this hash only."""
 
 
-class JudgeError(GroundevalError):
+UNREACHABLE_AFTER = 3
+"""Connection-level failures of a judge with no verdict yet after which the judge stops the run
+(as ``plugin.session.UNREACHABLE_AFTER`` does for an agent)."""
+
+
+class JudgeError(ScorerModelError):
     """The judge could not decide a criterion (its model failed, or its reply was not a verdict).
 
-    Raised from the scorer, so the runner records the case as ``harness_error``: excluded from the
-    means and counted, never scored as a wrong summary. ``cause_outcome`` is the model failure's
-    outcome (``infra_error``, ``auth_error``...) when there was one.
+    Raised from the scorer; the runner classes the case by ``error`` (the model's ``AgentError``)
+    as it classes an agent call's failure: ``infra_error`` excluded and counted, ``auth_error`` and
+    ``config_error`` stop the run; an unusable reply is a ``harness_error``. Never a wrong summary.
+    ``cause_outcome`` is the model failure's outcome when there was one.
     """
 
-    def __init__(self, message: str, cause_outcome: str | None = None) -> None:
-        super().__init__(message)
-        self.cause_outcome = cause_outcome
+    def __init__(self, message: str, cause_outcome: str | None = None, *, error: AgentError | None = None,
+                 metrics: dict[str, object] | None = None) -> None:
+        super().__init__(message, error, metrics)
+        self.cause_outcome = cause_outcome or (error.outcome if error is not None else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +213,8 @@ class ModelJudge:
         self.model = model
         self.spec = spec or model.spec
         self.cache = cache
+        self.answered = 0  # verdicts this process got from the model
+        self.unreachable = 0  # connection-level failures before the first verdict
         close = getattr(model, "close", None)
         if callable(close):  # a local judge's llama.cpp server stops when the process ends
             atexit.register(close)
@@ -218,7 +227,10 @@ class ModelJudge:
         """One model call; see ``parse_verdict``.
 
         Raises:
-            JudgeError: The model raised an ``AgentError`` (its outcome kept) or did not answer a verdict.
+            JudgeError: The model raised an ``AgentError`` (kept as ``error``) or did not answer a
+                verdict. After ``UNREACHABLE_AFTER`` connection failures with no verdict yet, the
+                error is a ``RunStopError`` (``config_error``): the judge looks unreachable and the
+                run stops, as for an unreachable agent.
         """
         user = USER_TEMPLATE.format(criterion=criterion["statement"], summary=summary)
         key = self.cache_key(user)
@@ -230,7 +242,15 @@ class ModelJudge:
         try:
             response = self.model.generate(request)
         except AgentError as exc:
-            raise JudgeError(f"{label}: the judge {self.spec} failed ({exc.outcome}): {exc}", exc.outcome) from exc
+            error: AgentError = exc
+            if isinstance(exc, InfraError) and exc.connection and self.answered == 0:
+                self.unreachable += 1
+                if self.unreachable >= UNREACHABLE_AFTER:
+                    error = RunStopError(
+                        f"its first {UNREACHABLE_AFTER} calls failed to connect and none answered: it looks "
+                        f"unreachable; check the endpoint, network and key (last: {exc})", attempts=exc.attempts)
+            raise JudgeError(f"the judge {self.spec} failed ({error.outcome}): {error}", error=error) from exc
+        self.answered += 1
         met, evidence, flag = parse_verdict(response.text, summary, label)  # a non-verdict is never stored
         usage = {k: response.usage.get(k) for k in ("input_tokens", "output_tokens", "cost_usd")}
         if self.cache is not None:

@@ -41,7 +41,7 @@ from typing import Any
 
 from groundeval.datasets import Case
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.tasks.summary.judge import Judge
+from groundeval.tasks.summary.judge import Judge, JudgeError
 from groundeval.tasks.summary.text import (
     contains,
     contradictory,
@@ -122,6 +122,9 @@ class SummaryScorer:
 
     metric_names = METRIC_NAMES
     metric_directions = _DIRECTIONS
+    spend_metrics = ("judge_calls",)
+    """Summed over every case, excluded ones too (``records.aggregate``): calls whose case a judge
+    failure excluded were still made."""
 
     def __init__(self, judge: Judge, *, max_words: int, min_rubric_score: float,
                  reliability: Callable[[], dict[str, Metric]]) -> None:
@@ -134,7 +137,10 @@ class SummaryScorer:
         """Decide every criterion (rule, then judge), check stated values, and give the verdict.
 
         Raises:
-            JudgeError: The judge could not decide a criterion (the runner records ``harness_error``).
+            JudgeError: The judge could not decide a criterion: the runner classes the case by the
+                model's error (``infra_error`` excluded and counted; ``auth_error`` and
+                ``config_error`` stop the run; an unusable reply is ``harness_error``). Its
+                ``metrics`` hold ``judge_calls`` up to and including the failed call.
         """
         summary = str(parsed.value or "")
         decided: list[JSON] = []
@@ -154,7 +160,12 @@ class SummaryScorer:
             if met is not None:
                 entry.update(met=met, decided_by="rule")
             else:
-                verdict = self.judge.decide(criterion, summary, label=f"{case.case_id}/judge/{criterion['id']}")
+                try:
+                    verdict = self.judge.decide(criterion, summary, label=f"{case.case_id}/judge/{criterion['id']}")
+                except JudgeError as exc:
+                    failed = usage["judge_calls"] + (0 if self.judge.costs_nothing else 1)
+                    exc.metrics = {"judge_calls": failed}
+                    raise
                 entry.update(met=verdict.met, decided_by="judge", evidence=verdict.evidence[:300])
                 if verdict.flag:
                     entry["flag"] = verdict.flag
