@@ -154,6 +154,12 @@ class ProviderModel(ABC, Generic[ClientT]):
         self._answered = False  # any real answer yet? (the HTML run stop only looks at the first call)
 
     @classmethod
+    def takes_temperature(cls, name: str | None) -> bool:
+        """False for a model that answers an explicit temperature with a 400 (then send none); True here."""
+        del name
+        return True
+
+    @classmethod
     def check(
         cls, name: str | None, *, options: Mapping[str, Any], owner: str, hints: Mapping[str, str] | None = None
     ) -> None:

@@ -379,19 +379,15 @@ class BaselineJudge:
         return False
 
 
-_OPUS = re.compile(r"claude-opus-(\d+)-(\d+)")
-
-
 def rejects_temperature(spec: str) -> bool:
-    """True for a model that answers an explicit temperature with a 400.
+    """True for a model that answers an explicit temperature with a 400 (the judge then sends none).
 
-    Claude Opus 4.7 and later (and ``anthropic`` alone, whose default is one); the judge then sends
-    none (the model's own).
+    The model layer's rule (``models.rejects_temperature``): Claude Opus 4.7 and later, and
+    ``anthropic`` alone, whose default is one.
     """
-    if not spec.startswith("anthropic"):
-        return False
-    found = _OPUS.search(spec)
-    return spec.strip() == "anthropic" or (found is not None and (int(found[1]), int(found[2])) >= (4, 7))
+    from groundeval.models import rejects_temperature as model_rejects
+
+    return model_rejects(spec)
 
 
 def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_client: Any = None,
