@@ -83,3 +83,18 @@ def test_the_calibrate_command_writes_a_card(tmp_path: Path, capsys: pytest.Capt
     assert card["judge"] == "baseline" and card["control_set"]["cases"] == 2 and "kappa" in card
     assert "judge baseline (prompt " in capsys.readouterr().out
     assert cli_main(["calibrate", "--judge", "nosuch/model"]) == 2
+
+
+def test_calibrate_usage_errors_and_hints(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from groundeval.errors import ConfigError
+    from groundeval.tasks.summary.judge import make_judge
+
+    with pytest.raises(SystemExit) as info:
+        cli_main(["calibrate", "--task", "summary", "--judge", "baseline", "--limit", "0"])
+    assert info.value.code == 2 and "0 cases measure nothing" in capsys.readouterr().err
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert cli_main(["calibrate", "--judge", "anthropic/claude-sonnet-5-5"]) == 2
+    err = capsys.readouterr().err
+    assert "ANTHROPIC_API_KEY is not set" in err and "--judge baseline" in err
+    with pytest.raises(ConfigError, match=r"'basline' \(did you mean baseline\?\)"):
+        make_judge("basline")
