@@ -63,6 +63,7 @@ __all__ = [
     "measure",
     "read_card",
     "reliability_metrics",
+    "weak_types",
     "write_card",
 ]
 
@@ -422,16 +423,46 @@ def find_card(judge: Judge, given: Path | None) -> tuple[JSON | None, str]:
     return None, f"no judge card for {judge.spec} with prompt {judge.prompt_sha256[:12]}"
 
 
+def weak_types(card: Mapping[str, Any]) -> list[str]:
+    """The criterion types a card does not vouch for: kappa below ``KAPPA_THRESHOLD``, or not calibrated.
+
+    Returns:
+        ``"<type> (kappa 0.00)"`` or ``"<type> (not calibrated)"`` for each of ``CRITERION_TYPES``
+        whose card figures are missing or whose kappa is None (the control set had one label
+        only) or below the threshold, in ``CRITERION_TYPES`` order. The overall kappa can be high
+        while one type is near chance (most control verdicts are easy), so reliability is judged
+        per type.
+    """
+    by_type = card.get("by_type") or {}
+    out = []
+    for ctype in CRITERION_TYPES:
+        kappa = (by_type.get(ctype) or {}).get("kappa")
+        if not isinstance(kappa, int | float):
+            out.append(f"{ctype} (not calibrated)")
+        elif kappa < KAPPA_THRESHOLD:
+            out.append(f"{ctype} (kappa {kappa:.2f})")
+    return out
+
+
 def reliability_metrics(judge: Judge, card: Mapping[str, Any] | None) -> dict[str, Metric]:
-    """The aggregate metrics that put the judge's reliability beside the judged scores."""
+    """The aggregate metrics that put the judge's reliability beside the judged scores.
+
+    ``judge_reliability`` is ``calibrated (...)`` only when the overall kappa and every criterion
+    type's kappa reach ``KAPPA_THRESHOLD`` (``weak_types``); else ``judge unreliable (...)``, or
+    ``judge unreliable for <types> (...)`` naming the types below it, or ``judge not calibrated``.
+    Anything but ``calibrated`` leaves the verdicts ungated (``SummaryTask.run_facts``).
+    """
     if card is None or card.get("kappa") is None:
         return {"judge": judge.spec, "judge_kappa": None, "judge_kappa_95ci": None, "judge_kappa_n": None,
                 "judge_reliability": "judge not calibrated"}
     kappa = float(card["kappa"])
     low, high = (card.get("kappa_95ci") or [None, None])[:2]
     ci = f"[{low:.2f}, {high:.2f}]" if isinstance(low, int | float) and isinstance(high, int | float) else None
-    status = "calibrated" if kappa >= KAPPA_THRESHOLD else "judge unreliable"
+    weak = weak_types(card)
+    status = "calibrated" if kappa >= KAPPA_THRESHOLD and not weak else "judge unreliable"
+    if weak and kappa >= KAPPA_THRESHOLD:
+        status = f"judge unreliable for {', '.join(weak)}"
     return {"judge": judge.spec, "judge_kappa": round(kappa, 4), "judge_kappa_95ci": ci,
             "judge_kappa_n": int(card.get("n") or 0),
-            "judge_reliability": f"{status} (kappa {kappa:.2f}, threshold {KAPPA_THRESHOLD:g}, "
-                                 f"card {card.get('date')})"}
+            "judge_reliability": f"{status} ({'overall ' if weak else ''}kappa {kappa:.2f}, threshold "
+                                 f"{KAPPA_THRESHOLD:g}, card {card.get('date')})"}

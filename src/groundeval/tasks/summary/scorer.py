@@ -31,7 +31,8 @@ contradiction, no safety-critical criterion failed and it keeps to ``max_words``
 
 The run's aggregate puts the judge's measured reliability (``calibration.Reliability``) beside the
 judged scores: ``judge``, ``judge_kappa``, ``judge_kappa_95ci``, ``judge_kappa_n`` and
-``judge_reliability`` (``calibrated``, ``judge unreliable`` or ``judge not calibrated``).
+``judge_reliability`` (``calibrated``, ``judge unreliable``, ``judge unreliable for <types>`` or
+``judge not calibrated``; ``calibration.reliability_metrics``).
 """
 
 from __future__ import annotations
