@@ -1,0 +1,222 @@
+"""Batch mode in the model layer: requests go to fake batch APIs through the real SDKs."""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundeval.errors import (
+    AgentError,
+    BatchNotRunError,
+    ConfigError,
+    InfraError,
+    RunStopError,
+    TruncatedError,
+)
+from groundeval.models import get_model
+from groundeval.models.base import ModelRequest, ModelResponse
+from groundeval.models.batch import Batcher, BatchJournal, BatchProgress, BatchSettings, custom_id
+from groundeval.models.pricing import BATCH_DISCOUNT, batch_usage, cost_usd
+from groundeval.models.provider import ProviderModel
+
+from .fake_batches import FakeAnthropicBatches, FakeBatches, FakeOpenAIBatches
+
+FAST = BatchSettings(size=100, send_delay_s=0.05, poll_s=0.01, max_wait_s=30.0)
+
+
+def _model(fake: FakeBatches) -> ProviderModel[Any]:
+    if isinstance(fake, FakeOpenAIBatches):
+        return get_model("openai-compatible/qwen@http://127.0.0.1:9/v1", http_client=fake.client())
+    return get_model("anthropic/claude-opus-4-8", http_client=fake.client())
+
+
+def _batched(fake: FakeBatches, settings: BatchSettings = FAST, **kw: Any) -> tuple[ProviderModel[Any], Batcher]:
+    model = _model(fake)
+    batcher = Batcher(model.batch_api(), settings, **kw)
+    model.use_batches(batcher)
+    return model, batcher
+
+
+def _ask(model: ProviderModel[Any], labels: list[str]) -> dict[str, ModelResponse | BaseException]:
+    """Each label's request made at once from its own thread (as calls made ahead are)."""
+    def one(label: str) -> ModelResponse | BaseException:
+        try:
+            return model.generate(ModelRequest.single(f"answer for {label}", system="Sys.", label=label))
+        except AgentError as exc:
+            return exc
+
+    with ThreadPoolExecutor(len(labels)) as pool:
+        return dict(zip(labels, pool.map(one, labels), strict=True))
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def fake(request: pytest.FixtureRequest, api_key: str) -> FakeBatches:
+    return FakeAnthropicBatches() if request.param == "anthropic" else FakeOpenAIBatches()
+
+
+def test_requests_fill_one_batch_and_each_call_gets_its_own_result_back(fake: FakeBatches) -> None:
+    fake.polls_to_end = 3  # the batch takes several polls; its results come back in reverse order
+    model, batcher = _batched(fake)
+    labels = [f"case-{i}" for i in range(6)]
+    got = _ask(model, labels)
+    assert len(fake.created) == 1 and len(fake.requests(fake.created[0][0])) == 6
+    for label in labels:
+        response = got[label]
+        assert isinstance(response, ModelResponse)
+        assert response.text == f"answer for {label}"
+        assert response.meta["batch"] is True and response.meta["batch_id"] == fake.created[0][0]
+        assert response.meta["custom_id"].startswith(label.replace("-", "_") + "-") or label in response.meta["custom_id"]
+    assert batcher.batches == {fake.created[0][0]: 6} and batcher.sent == 6
+    batcher.close()
+
+
+def test_a_batched_answer_is_priced_at_the_batch_rate_with_its_standard_cost(api_key: str) -> None:
+    model, batcher = _batched(FakeAnthropicBatches())
+    response = _ask(model, ["c1"])["c1"]
+    assert isinstance(response, ModelResponse)
+    standard = cost_usd("claude-opus-4-8", input_tokens=1000, output_tokens=40)
+    assert standard is not None
+    assert response.usage["standard_cost_usd"] == pytest.approx(standard)
+    assert response.usage["cost_usd"] == pytest.approx(standard * BATCH_DISCOUNT)
+    batcher.close()
+
+
+def test_batch_usage_halves_the_cost_and_keeps_unknown_as_unknown() -> None:
+    assert batch_usage({"input_tokens": 1, "cost_usd": 0.3}) == {"input_tokens": 1, "cost_usd": 0.15,
+                                                                   "standard_cost_usd": 0.3}
+    assert batch_usage({"cost_usd": None}) == {"cost_usd": None, "standard_cost_usd": None}
+    done = {"cost_usd": 0.15, "standard_cost_usd": 0.3}
+    assert batch_usage(done) == done  # never discounted twice
+
+
+def test_the_batch_size_cuts_requests_into_several_batches(fake: FakeBatches) -> None:
+    model, batcher = _batched(fake, BatchSettings(size=2, send_delay_s=0.05, poll_s=0.01))
+    got = _ask(model, [f"c{i}" for i in range(5)])
+    assert sorted(len(reqs) for _, reqs in fake.created) == [1, 2, 2]
+    assert all(isinstance(r, ModelResponse) for r in got.values())
+    batcher.close()
+
+
+def test_per_request_results_map_onto_the_outcome_policy(fake: FakeBatches) -> None:
+    said: dict[str, dict[str, Any]] = {
+        "ok": {"type": "succeeded", "text": "[]"},
+        "cut": {"type": "succeeded", "text": "[{", "stop_reason": "max_tokens" if isinstance(
+            fake, FakeAnthropicBatches) else "length"},
+        "bad": {"type": "errored", "error_type": "invalid_request_error", "status": 400},
+        "busy": {"type": "errored", "error_type": "overloaded_error" if isinstance(
+            fake, FakeAnthropicBatches) else "server_error", "status": 503},
+        "late": {"type": "expired"},
+        "gone": {"type": "canceled"},
+    }
+    fake.answer = lambda cid, body: said[cid.split("-")[0]]
+    model, batcher = _batched(fake)
+    got = _ask(model, list(said))
+    assert isinstance(got["ok"], ModelResponse)
+    cut = got["cut"]
+    assert isinstance(cut, TruncatedError) and cut.details["partial_text"] == "[{" and cut.details["batch"] is True
+    assert isinstance(cut.details["usage"], dict) and "standard_cost_usd" in cut.details["usage"]  # paid, at batch rate
+    assert type(got["bad"]) is RunStopError and got["bad"].outcome == "config_error"  # as a direct 400
+    busy = got["busy"]
+    assert type(busy) is InfraError and busy.outcome == "infra_error"  # as a direct 529 / 503
+    batch_id = fake.created[0][0]
+    late = got["late"]
+    assert type(late) is InfraError and batch_id in str(late) and "expired" in str(late)
+    gone = got["gone"]
+    assert isinstance(gone, BatchNotRunError) and gone.outcome == "not_run" and batch_id in str(gone)
+    batcher.close()
+
+
+def test_a_batch_rejected_whole_answers_every_request_with_the_classified_error(api_key: str) -> None:
+    anthropic = FakeAnthropicBatches(reject_create="invalid_request_error")
+    model, batcher = _batched(anthropic)
+    got = _ask(model, ["a", "b"])
+    assert all(type(e) is RunStopError for e in got.values()) and anthropic.created == []
+    batcher.close()
+    openai = FakeOpenAIBatches(fail_batch="line 1: unknown parameter 'foo'")
+    model, batcher = _batched(openai)
+    failed = _ask(model, ["a"])["a"]
+    assert type(failed) is RunStopError and "unknown parameter 'foo'" in str(failed)
+    batcher.close()
+
+
+def test_polls_that_fail_are_tried_again_and_progress_is_reported(fake: FakeBatches) -> None:
+    fake.failing_polls, fake.polls_to_end = 3, 2
+    seen: list[BatchProgress] = []
+    model, batcher = _batched(fake, progress=seen.append)
+    got = _ask(model, ["x", "y"])
+    assert all(isinstance(r, ModelResponse) for r in got.values())
+    assert fake.polls >= 5  # three failures, then two polls of the batch
+    assert seen and seen[0].requests == 2 and seen[0].counts["processing"] == 2
+    assert re.fullmatch(r"batch \S+: 2 requests, 0 succeeded, 0 errored, 2 processing, waited \dm\d\ds", seen[0].line())
+    batcher.close()
+
+
+def test_whatever_is_left_at_the_longest_wait_is_infra_error_naming_the_batch(api_key: str) -> None:
+    fake = FakeAnthropicBatches(never_end=True)
+    model, batcher = _batched(fake, BatchSettings(send_delay_s=0.01, poll_s=0.01, max_wait_s=0.05))
+    error = _ask(model, ["slow"])["slow"]
+    assert type(error) is InfraError and "msgbatch_001" in str(error) and "same command again" in str(error)
+    batcher.close()
+
+
+def test_a_model_without_a_batch_api_is_refused(api_key: str) -> None:
+    class NoBatches(type(get_model("anthropic/claude-opus-4-8"))):  # type: ignore[misc]
+        batch_api_class = None
+
+    with pytest.raises(ConfigError, match="has no provider batch API"):
+        NoBatches("claude-opus-4-8").batch_api()
+
+
+def test_custom_ids_are_safe_stable_and_tell_repeated_requests_apart() -> None:
+    params = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    first = custom_id("extraction/case.01 #2", params)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", first) and first == custom_id("extraction/case.01 #2", params)
+    assert first != custom_id("extraction/case.01 #2", params, 1)
+    assert first != custom_id("extraction/case.01 #2", {**params, "model": "n"})
+    assert len(custom_id("x" * 200, params, 99_999)) <= 64
+
+
+def test_a_rerun_collects_the_batches_an_interrupted_run_sent_and_sends_nothing_new(
+    fake: FakeBatches, tmp_path: Path
+) -> None:
+    journal = tmp_path / "out" / "groundeval-batches.jsonl"
+    settings = BatchSettings(send_delay_s=0.01, poll_s=0.01, journal=journal)
+    fake.never_end = True
+    model, first = _batched(fake, settings)
+    with ThreadPoolExecutor(2) as pool:  # the first run sends its batch and is then "killed"
+        futures = [pool.submit(model.generate, ModelRequest.single(f"q{i}", label=f"c{i}")) for i in range(2)]
+        while not journal.exists():
+            first._cond.acquire()
+            first._cond.wait(0.01)
+            first._cond.release()
+        first.close()
+        for future in futures:
+            assert isinstance(future.exception(), BatchNotRunError) or future.exception() is None
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert len(entries) == 1 and len(entries[0]["custom_ids"]) == 2
+    assert BatchJournal(journal).load() == dict.fromkeys(entries[0]["custom_ids"], entries[0]["batch_id"])
+    fake.never_end = False
+    model, again = _batched(fake, settings)  # the same command, run again
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(model.generate, [ModelRequest.single(f"q{i}", label=f"c{i}") for i in range(2)]))
+    assert [a.text for a in answers] == ["q0", "q1"]
+    assert len(fake.created) == 1 and again.sent == 0  # nothing sent twice, nothing paid twice
+    assert all(a.meta["batch_resumed"] is True for a in answers)
+    assert again.resumed == {entries[0]["batch_id"]: 2}
+    again.close()
+
+
+def test_a_journalled_request_its_batch_did_not_run_is_sent_anew(api_key: str, tmp_path: Path) -> None:
+    journal = tmp_path / "groundeval-batches.jsonl"
+    params = get_model("anthropic/claude-opus-4-8").params(ModelRequest.single("q", label="c"))
+    BatchJournal(journal).record("msgbatch_gone", "anthropic", [custom_id("c", params)])
+    fake = FakeAnthropicBatches()
+    model, batcher = _batched(fake, BatchSettings(send_delay_s=0.01, poll_s=0.01, journal=journal))
+    answer = model.generate(ModelRequest.single("q", label="c"))  # msgbatch_gone: 404 at the fake
+    assert answer.text == "q" and len(fake.created) == 1 and batcher.sent == 1
+    batcher.close()
