@@ -9,10 +9,12 @@ an error type, ``expired``, ``canceled``), a batch rejected whole at create (Ant
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -59,9 +61,18 @@ class FakeBatches:
     def client(self) -> httpx2.Client:
         return httpx2.Client(transport=httpx2.MockTransport(self.handle))
 
+    state: str | None = None
+    """A JSON file the batches created are kept in, so that a fake made by another run sees them."""
+
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         with self._lock:
-            return self.route(request)
+            if self.state and not self.created:
+                with contextlib.suppress(OSError):
+                    self.created = [(b, r) for b, r in json.loads(Path(self.state).read_text())]
+            response = self.route(request)
+            if self.state:
+                Path(self.state).write_text(json.dumps(self.created))
+            return response
 
     def route(self, request: httpx2.Request) -> httpx2.Response:  # pragma: no cover - overridden
         raise NotImplementedError

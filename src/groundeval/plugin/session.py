@@ -37,6 +37,7 @@ from groundeval.runner import CaseRun, RunInfo, attempt, prepare, run_case, setu
 from groundeval.tasks import make_task
 
 if TYPE_CHECKING:
+    from groundeval.models.batch import Batcher
     from groundeval.plugin.prefetch import Ahead, Prefetcher
     from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
@@ -76,6 +77,11 @@ class GroundevalSession:
         agent_config = AgentConfig(model=settings.model, options=dict(settings.agent_options))
         if settings.task is None:  # pragma: no cover - the plugin builds a session only with a task
             raise pytest.UsageError("no --groundeval-task")
+        self.batcher: Batcher | None = None  # --groundeval-batch: the agent's model sends batches
+        if settings.batch is not None and distributed:
+            from groundeval.plugin.batch_mode import NO_XDIST
+
+            raise pytest.UsageError(NO_XDIST)
         try:
             self.task = make_task(settings.task, settings.task_options)
             if distributed:
@@ -88,6 +94,10 @@ class GroundevalSession:
                     if not self.is_worker:
                         raise
                     self._agent_problem = exc  # reported as config_error on this worker's first case
+                if settings.batch is not None and self._agent is not None:
+                    from groundeval.plugin.batch_mode import start_batches
+
+                    self.batcher = start_batches(self._agent, settings.agent, settings.batch, config)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         if settings.max_cost is not None:
@@ -264,6 +274,14 @@ class GroundevalSession:
                         progress.set_phase(None)
         attempted = None
         call = functools.partial(self.calls.run, functools.partial(attempt, self._agent))
+        if self.batcher is not None and self._prefetch is None:  # a batch fills with the calls made ahead
+            from groundeval.plugin.batch_mode import threads_for
+            from groundeval.plugin.prefetch import Prefetcher
+
+            assert self.settings.batch is not None
+            self.concurrency = threads_for(self.settings.batch, len(self._order))
+            self.fan_out = True
+            self._prefetch = Prefetcher(call, self.concurrency)
         if self.concurrency > 1 and self.fan_out:  # fan out only once a call has returned here
             if self._prefetch is None:
                 from groundeval.plugin.prefetch import Prefetcher
@@ -279,6 +297,8 @@ class GroundevalSession:
             self._stop(session, f"groundeval: {exc}")
             self.spend_stop = self.stop_reason
             return CaseRun(run.record, pytest.skip.Exception(f"not_run: {exc}"))
+        if run.record.outcome == "not_run" and exc is not None:  # a batched request the provider never ran
+            return CaseRun(run.record, pytest.skip.Exception(run.record.message))
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
         if run.record.started_at is not None and not (isinstance(exc, InfraError) and exc.connection):
@@ -514,6 +534,8 @@ class GroundevalSession:
         if session.shouldfail or session.shouldstop or self.stop_reason or exitstatus == pytest.ExitCode.INTERRUPTED:
             throttle.stop_calls()  # a retry of a call still in flight must not go out now
         self._cancel_ahead()
+        if self.batcher is not None:
+            self.batcher.close()  # waiting calls are answered; batches out stay in the journal
         self.close_agent()
         self.discarded_calls += self.calls.interrupted  # cut off by Ctrl-C in the main thread: paid, never scored
         self.calls.interrupted = 0
@@ -571,6 +593,12 @@ class GroundevalSession:
 
             write_failed(terminalreporter, held)
             write_summary(terminalreporter, self.run_record, self.record_path)
+            if self.settings.batch is not None:
+                from groundeval.plugin.batch_mode import batch_lines
+
+                interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or self.stop_reason is not None
+                for line in batch_lines(self.run_record.cases, self.batcher, interrupted=interrupted):
+                    terminalreporter.write_line(line)
             for problem in self.output_failures:
                 terminalreporter.write_line(f"groundeval: {problem}", red=True, bold=True)
             for line in self.gate.summary_lines() if self.gate is not None else ():
