@@ -67,11 +67,12 @@ class FakeBatches:
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         with self._lock:
             if self.state and not self.created:
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError, ValueError):
                     self.created = [(b, r) for b, r in json.loads(Path(self.state).read_text())]
             response = self.route(request)
-            if self.state:
-                Path(self.state).write_text(json.dumps(self.created))
+            if self.state:  # written whole, then renamed: a process killed mid-write leaves the old file
+                Path(self.state + ".tmp").write_text(json.dumps(self.created))
+                Path(self.state + ".tmp").replace(self.state)
             return response
 
     def route(self, request: httpx2.Request) -> httpx2.Response:  # pragma: no cover - overridden

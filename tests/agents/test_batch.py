@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -220,3 +221,21 @@ def test_a_journalled_request_its_batch_did_not_run_is_sent_anew(api_key: str, t
     answer = model.generate(ModelRequest.single("q", label="c"))  # msgbatch_gone: 404 at the fake
     assert answer.text == "q" and len(fake.created) == 1 and batcher.sent == 1
     batcher.close()
+
+
+def test_a_run_that_stops_with_a_batch_out_says_how_to_resume_or_cancel(api_key: str) -> None:
+    from groundeval.plugin.batch_mode import batch_lines
+
+    fake = FakeAnthropicBatches(never_end=True)
+    model, batcher = _batched(fake, BatchSettings(send_delay_s=0.01, poll_s=0.01))
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(model.generate, ModelRequest.single("q", label="c"))
+        tick = threading.Event()
+        while not batcher.out():
+            tick.wait(0.01)
+        batcher.close()  # the run's end: the waiting call is answered, the batch stays out
+        assert isinstance(waiting.exception(), BatchNotRunError) and "msgbatch_001" in str(waiting.exception())
+    (summary, left) = batch_lines([], batcher, interrupted=True)
+    assert summary.startswith("batch: 1 batch(es) msgbatch_001; 1 request(s) sent by this run")
+    assert left.startswith("batch: still out at the provider: msgbatch_001. Run the same command again")
+    assert "POST /v1/messages/batches/<id>/cancel" in left

@@ -10,6 +10,9 @@ Garrett_Thompson cut off at ``max_tokens``. Every HTTP call is appended to ``$MO
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -165,3 +168,27 @@ def test_batch_mode_is_refused_for_multi_call_agents_and_knobs_need_it(pytester:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result = pytester.runpytest(*args("runs", "--groundeval-batch-size=10"))
     result.stderr.fnmatch_lines(["*--groundeval-batch-size applies only with --groundeval-batch*"])
+
+
+def test_a_run_killed_after_sending_its_batch_is_resumed_without_sending_again(
+    pytester: pytest.Pytester, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NEVER_END", "1")
+    journal = run_dir / "runs" / "groundeval-batches.jsonl"
+    killed = pytester.popen([sys.executable, "-m", "pytest", *args("runs", *FAST)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        tick = threading.Event()
+        for _ in range(1200):  # at most about 2 minutes for the subprocess to start and send its batch
+            if journal.exists() or killed.poll() is not None:
+                break
+            tick.wait(0.1)
+        assert journal.exists(), "the run never journalled its batch"
+    finally:
+        killed.kill()  # SIGKILL: no clean-up of any kind
+        killed.wait()
+    assert calls(run_dir, "POST /v1/messages/batches") == 1
+    monkeypatch.delenv("FAKE_NEVER_END")
+    again = pytester.runpytest(*args("runs", *FAST))
+    again.assert_outcomes(passed=3, failed=1)
+    assert calls(run_dir, "POST /v1/messages/batches") == 1  # the killed run's batch, collected: nothing paid twice

@@ -334,6 +334,7 @@ class Batcher:
         self._seen: dict[str, int] = {}
         self._last_added = 0.0
         self._closed = False
+        self._left_out: list[str] = []
         self._thread: threading.Thread | None = None
         self.batches: dict[str, int] = {}
         self.resumed: dict[str, int] = {}
@@ -377,6 +378,8 @@ class Batcher:
         (their batch goes on at the provider; the journal keeps it for a rerun).
         """
         with self._cond:
+            if not self._closed:
+                self._left_out = list(self._open)
             self._closed = True
             self._cond.notify_all()
         thread = self._thread
@@ -384,9 +387,9 @@ class Batcher:
             thread.join(timeout=5.0)
 
     def out(self) -> list[str]:
-        """Ids of the batches still out (sent or found in the journal, results not in yet)."""
+        """Ids of the batches still out (sent or found in the journal, results not in yet; at ``close``)."""
         with self._cond:
-            return list(self._open)
+            return list(self._left_out) if self._closed else list(self._open)
 
     # -- the batcher's thread ------------------------------------------------------------------
     def _start(self) -> None:

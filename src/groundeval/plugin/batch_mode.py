@@ -98,6 +98,8 @@ def batch_lines(records: Iterable[CaseRecord], batcher: Batcher | None, *, inter
         batch_id = marks.get("batch_id")
         if isinstance(batch_id, str):
             ids[batch_id] = None
+    if batcher is not None:  # batches sent or collected, including those whose cases never reported
+        ids.update(dict.fromkeys([*batcher.batches, *batcher.resumed]))
     lines: list[str] = []
     if batcher is not None or batched:
         sent = batcher.sent if batcher is not None else 0
