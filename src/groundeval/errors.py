@@ -34,6 +34,9 @@ Every message names the case or file, the offending value and the fix.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "AgentError",
     "AgentLoopError",
@@ -49,6 +52,8 @@ __all__ = [
     "RunStopError",
     "SpendLimitReached",
     "TruncatedError",
+    "closest",
+    "did_you_mean",
 ]
 
 
@@ -189,3 +194,15 @@ class AuthError(RunStopError):
     """The API key is missing or was rejected; nothing else in the run can succeed."""
 
     outcome = "auth_error"
+
+
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to ``word`` (difflib ratio at least 0.6), or None."""
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``" (did you mean extraction?)"``, or ``""`` when nothing is close."""
+    near = closest(word, choices)
+    return f" (did you mean {near}?)" if near else ""

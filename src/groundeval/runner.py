@@ -13,8 +13,9 @@ never by what a value holds:
 * the task's ``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace are kept);
 * otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text.
 
-``call_agent`` is the one seam between a case and its agent result: caching, replay, repeated
-trials and concurrency wrap it without touching tasks or scorers.
+``call_agent`` is where a case meets its agent: caching and replay wrap the agent it calls, and
+the executors (``groundeval.execution``: serial, threaded) decide when ``attempt`` makes the call,
+then hand the finished call back to ``run_case``, without touching tasks or scorers.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ __all__ = [
     "request_for",
     "run_case",
     "setup_failed",
+    "unprepared",
 ]
 
 
@@ -308,13 +310,8 @@ def run_case(
     if attempted is None:
         try:
             request, truth = prepare(task, case, trial)
-        except DatasetError as exc:  # the case file is bad: the agent is never called
-            message = f"invalid_case: {exc.problem} (file: {exc.path})"  # the reason first, for the short summary
-            fields: dict[str, Any] = {"error": _error(exc, with_traceback=False), "message": message}
-            return CaseRun(_record(info, case, nodeid, "invalid_case", fields, trial=trial), exc)
         except Exception as exc:  # the task's check, prompt, context or truth: the agent is never called
-            error = {"error": _error(exc, with_traceback=True)}
-            return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
+            return unprepared(info, case, nodeid, exc, trial)
         attempted = attempt(agent, request, truth) if call is None else call(request, truth)
     request = attempted.request
     failure = attempted.error
@@ -344,6 +341,20 @@ def run_case(
         outcome = "no_answer"
         fields["message"] = f"no_answer: {parsed.error or 'no answer in the requested format'}"
     return CaseRun(_record(info, case, nodeid, outcome, fields, trial=trial))
+
+
+def unprepared(info: RunInfo, case: Case, nodeid: str, exc: Exception, trial: int = 0) -> CaseRun:
+    """The record of a case whose call could not be prepared (``prepare`` raised ``exc``); no agent call.
+
+    A ``DatasetError`` (the task's checks refused the case file) is ``invalid_case``; anything
+    else the task's ``check_case``, ``prompt``, ``context`` or ``truth`` raised is ``harness_error``.
+    """
+    if isinstance(exc, DatasetError):  # the case file is bad
+        message = f"invalid_case: {exc.problem} (file: {exc.path})"  # the reason first, for the short summary
+        fields: dict[str, Any] = {"error": _error(exc, with_traceback=False), "message": message}
+        return CaseRun(_record(info, case, nodeid, "invalid_case", fields, trial=trial), exc)
+    error = {"error": _error(exc, with_traceback=True)}
+    return CaseRun(_record(info, case, nodeid, "harness_error", error, trial=trial), exc)
 
 
 def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted: Attempt, exc: AgentError) -> CaseRun:

@@ -30,6 +30,11 @@ from .fake_batches import FakeAnthropicBatches, FakeBatches, FakeOpenAIBatches
 FAST = BatchSettings(size=100, send_delay_s=0.05, poll_s=0.01, max_wait_s=30.0)
 
 
+def full(size: int, **kw: Any) -> BatchSettings:
+    """Batches sent only when ``size`` requests are in (never by the send delay): their count is certain."""
+    return BatchSettings(size=size, send_delay_s=300.0, poll_s=0.01, **kw)
+
+
 def _model(fake: FakeBatches) -> ProviderModel[Any]:
     if isinstance(fake, FakeOpenAIBatches):
         return get_model("openai-compatible/qwen@http://127.0.0.1:9/v1", http_client=fake.client())
@@ -62,7 +67,7 @@ def fake(request: pytest.FixtureRequest, api_key: str) -> FakeBatches:
 
 def test_requests_fill_one_batch_and_each_call_gets_its_own_result_back(fake: FakeBatches) -> None:
     fake.polls_to_end = 3  # the batch takes several polls; its results come back in reverse order
-    model, batcher = _batched(fake)
+    model, batcher = _batched(fake, full(6))
     labels = [f"case-{i}" for i in range(6)]
     got = _ask(model, labels)
     assert len(fake.created) == 1 and len(fake.requests(fake.created[0][0])) == 6
@@ -96,9 +101,9 @@ def test_batch_usage_halves_the_cost_and_keeps_unknown_as_unknown() -> None:
 
 
 def test_the_batch_size_cuts_requests_into_several_batches(fake: FakeBatches) -> None:
-    model, batcher = _batched(fake, BatchSettings(size=2, send_delay_s=0.05, poll_s=0.01))
-    got = _ask(model, [f"c{i}" for i in range(5)])
-    assert sorted(len(reqs) for _, reqs in fake.created) == [1, 2, 2]
+    model, batcher = _batched(fake, full(2))
+    got = _ask(model, [f"c{i}" for i in range(4)])
+    assert [len(reqs) for _, reqs in fake.created] == [2, 2]
     assert all(isinstance(r, ModelResponse) for r in got.values())
     batcher.close()
 
@@ -115,7 +120,7 @@ def test_per_request_results_map_onto_the_outcome_policy(fake: FakeBatches) -> N
         "gone": {"type": "canceled"},
     }
     fake.answer = lambda cid, body: said[cid.split("-")[0]]
-    model, batcher = _batched(fake)
+    model, batcher = _batched(fake, full(6))
     got = _ask(model, list(said))
     assert isinstance(got["ok"], ModelResponse)
     cut = got["cut"]
@@ -148,7 +153,7 @@ def test_a_batch_rejected_whole_answers_every_request_with_the_classified_error(
 def test_polls_that_fail_are_tried_again_and_progress_is_reported(fake: FakeBatches) -> None:
     fake.failing_polls, fake.polls_to_end = 3, 2
     seen: list[BatchProgress] = []
-    model, batcher = _batched(fake, progress=seen.append)
+    model, batcher = _batched(fake, full(2), progress=seen.append)
     got = _ask(model, ["x", "y"])
     assert all(isinstance(r, ModelResponse) for r in got.values())
     assert fake.polls >= 5  # three failures, then two polls of the batch
@@ -186,7 +191,7 @@ def test_a_rerun_collects_the_batches_an_interrupted_run_sent_and_sends_nothing_
     fake: FakeBatches, tmp_path: Path
 ) -> None:
     journal = tmp_path / "out" / "groundeval-batches.jsonl"
-    settings = BatchSettings(send_delay_s=0.01, poll_s=0.01, journal=journal)
+    settings = full(2, journal=journal)
     fake.never_end = True
     model, first = _batched(fake, settings)
     with ThreadPoolExecutor(2) as pool:  # the first run sends its batch and is then "killed"

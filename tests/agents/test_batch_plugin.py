@@ -72,7 +72,9 @@ class BatchClaude(ClaudeAgent):
                          sleep=lambda seconds: None)
 '''
 
-FAST = ("--groundeval-batch", "--groundeval-batch-send-delay=0.05", "--groundeval-batch-poll=0.01")
+FAST = ("--groundeval-batch", "--groundeval-batch-size=4", "--groundeval-batch-send-delay=300",
+        "--groundeval-batch-poll=0.01")
+"""A batch is sent when the 4 cases' requests are in, never by the send delay: the batch count is certain."""
 MARKS = {"run_id", "latency_s", "started_at", "usage", "agent_meta", "batch"}
 """What may differ between a batched and a direct run of the same answers (timing, cost, batch marks)."""
 

@@ -110,4 +110,6 @@ def test_under_xdist_the_controller_counts_every_workers_cases(
                                            "-n", "2")
     lines = [ln for ln in result.outlines if ln.startswith("groundeval ") and " done " in ln]
     assert [ln.split("  ")[0] for ln in lines] == ["groundeval 1/3 done", "groundeval 2/3 done", "groundeval 3/3 done"]
-    assert lines[-1].startswith("groundeval 3/3 done  1 passed  0 excluded  calls 0 in flight (limit 8)")
+    # The limit is the sum over the workers that have reported a case: 8 when both did, 4 when xdist
+    # handed all three cases to one worker (it may, with three items and a slow-starting worker).
+    assert re.match(r"groundeval 3/3 done  1 passed  0 excluded  calls 0 in flight \(limit (8|4)\)", lines[-1])

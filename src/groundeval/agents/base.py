@@ -219,7 +219,7 @@ def _missing_extra(spec: str) -> Callable[[ImportError], ConfigError | None]:
 def _load_target(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        from groundeval.cli.usage import did_you_mean
+        from groundeval.errors import did_you_mean
 
         known = ", ".join(sorted(AGENTS))
         raise ConfigError(

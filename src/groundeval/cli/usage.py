@@ -14,27 +14,16 @@ no task module, no SDK.
 
 from __future__ import annotations
 
-import difflib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from groundeval.errors import closest, did_you_mean
 
 __all__ = ["INI_FILES", "closest", "did_you_mean", "run_problem"]
 
 INI_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 """Files pytest reads its ini options from (any of them may set ``groundeval_*`` values)."""
-
-
-def closest(word: str, choices: Iterable[str]) -> str | None:
-    """The choice closest to ``word`` (difflib ratio at least 0.6), or None."""
-    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return found[0] if found else None
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """``" (did you mean extraction?)"``, or ``""`` when nothing is close."""
-    near = closest(word, choices)
-    return f" (did you mean {near}?)" if near else ""
 
 
 def _ini_may_set(start: Path, extra: Sequence[str], env: Mapping[str, str]) -> bool:

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundeval.terminology.systems import RXNORM_SYSTEM, RXNORM_SYSTEMS
+
 __all__ = [
     "RXNORM_SYSTEM",
     "RXNORM_SYSTEMS",
@@ -35,16 +37,6 @@ __all__ = [
 ]
 
 JSON = dict[str, Any]
-
-RXNORM_SYSTEM = "http://www.nlm.nih.gov/research/umls/rxnorm"
-"""The RxNorm code system URI (https://terminology.hl7.org/CodeSystem-v3-rxNorm.html)."""
-
-RXNORM_SYSTEMS = frozenset({RXNORM_SYSTEM, "urn:oid:2.16.840.1.113883.6.88"})
-"""System values accepted as RxNorm: the canonical URI and its HL7 OID (same terminology page).
-
-Any other system (NDC, SNOMED CT, a local system) is never read as RxNorm, whatever its position
-in ``CodeableConcept.coding``.
-"""
 
 _ID_RE = re.compile(r"^[A-Za-z0-9\-.]{1,64}$")
 """FHIR ``id`` datatype (https://hl7.org/fhir/R4/datatypes.html#id)."""

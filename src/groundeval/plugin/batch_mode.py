@@ -3,9 +3,9 @@
 The plugin's part is small: refuse what batch mode cannot serve (several processes, an agent
 without a single provider model), hand the agent's model a ``models.batch.Batcher``, show a
 batch's progress while it is out, and summarise the batches at the end. The batching itself is
-the model layer's (``models.batch``); the calls are made ahead in threads, as under
-``--groundeval-concurrency``, so that a batch fills with the requests of the cases this process
-runs next while each item still reports on its own, in collection order.
+the model layer's (``models.batch``) and the calls are made by the batch executor
+(``execution.batch``), so that a batch fills with the requests of the cases this process runs
+next while each item still reports on its own, in collection order.
 
 Why one process: a batch is already run in parallel by the provider, so pytest-xdist workers
 would only split the requests into smaller batches, each worker with its own journal to resume;
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from groundeval.models.provider import ProviderModel
     from groundeval.records.run_record import CaseRecord
 
-__all__ = ["NO_XDIST", "batch_lines", "start_batches", "threads_for"]
+__all__ = ["NO_XDIST", "batch_lines", "provider_model", "start_batches"]
 
 NO_XDIST = (
     "--groundeval-batch runs in one process: the provider runs each batch in parallel already, and workers "
@@ -75,11 +75,6 @@ def start_batches(agent: Any, spec: str, settings: BatchSettings, config: pytest
     batcher = Batcher(model.batch_api(), settings, progress=show, stopped=throttle.calls_stopped)
     model.use_batches(batcher)
     return batcher
-
-
-def threads_for(settings: BatchSettings, items: int) -> int:
-    """Calls made ahead at once in batch mode: enough to fill a batch, no more than the items (at least 2)."""
-    return max(2, min(settings.size, items))
 
 
 def batch_lines(records: Iterable[CaseRecord], batcher: Batcher | None, *, interrupted: bool) -> list[str]:

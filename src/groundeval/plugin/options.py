@@ -184,7 +184,7 @@ def _task_options(config: pytest.Config, cls: Any, task: str) -> dict[str, Any]:
         offer(opt.key, raw, source, 0 if source.startswith("--") else 3)
     for key, raw, source in _generic_pairs(config):
         if key not in declared:
-            from groundeval.cli.usage import did_you_mean
+            from groundeval.errors import did_you_mean
 
             known = ", ".join(sorted(declared)) or "none"
             raise pytest.UsageError(
@@ -213,7 +213,7 @@ def _task_class(task: str) -> Any:
     from groundeval.tasks import available_tasks, task_class
 
     if ":" not in task and task not in available_tasks():
-        from groundeval.cli.usage import did_you_mean
+        from groundeval.errors import did_you_mean
 
         names = ", ".join(sorted(available_tasks()))
         raise pytest.UsageError(

@@ -9,9 +9,7 @@ prints the summary. Workers only run cases and ship their records on the reports
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import functools
 import os
 import time
 from datetime import UTC, datetime
@@ -22,31 +20,27 @@ import pytest
 
 from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
 from groundeval.datasets import Case
-from groundeval.errors import ConfigError, DatasetError, InfraError, RunStopError, SpendLimitReached
+from groundeval.errors import ConfigError, InfraError, RunStopError, SpendLimitReached
+from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
 from groundeval.models import throttle
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
-from groundeval.plugin.prefetch import CallTally
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.worker_keys import RUN_ID_KEY
 from groundeval.records.outcomes import OUTCOMES
 from groundeval.records.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
 from groundeval.records.trial_stats import warm_up
 from groundeval.redaction import clean_text
-from groundeval.runner import CaseRun, RunInfo, attempt, prepare, run_case, setup_failed
+from groundeval.runner import CaseRun, RunInfo, setup_failed
 from groundeval.tasks import make_task
 
 if TYPE_CHECKING:
     from groundeval.models.batch import Batcher
-    from groundeval.plugin.prefetch import Ahead, Prefetcher
     from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
     from groundeval.reporting.langsmith import LangSmithStream
 
 __all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "UNREACHABLE_AFTER", "GroundevalSession"]
-
-DEFAULT_CONCURRENCY = 4
-"""Agent calls in flight at once per process for agents that declare ``thread_safe = True``."""
 
 MAX_FAILURE_BLOCKS = 25
 """Failed cases shown as pytest's FAILURES blocks at most; above it, one line each (``--groundeval-failure-blocks``)."""
@@ -138,7 +132,6 @@ class GroundevalSession:
         self.selected: list[str] = []
         self.collection_errors: dict[str, dict[str, str]] = {}
         self.answered = 0  # agent calls that returned, in this process
-        self.fan_out = False  # a call returned here (not a connection failure): calls may go ahead
         self.calls = CallTally()  # this process's agent calls: in flight, peak, cut off by Ctrl-C
         self.workers_peak = 0  # xdist controller: the most calls in flight at once on any worker
         self.unreachable = 0  # connection-level failures before the first answer, in this process
@@ -151,13 +144,17 @@ class GroundevalSession:
         self.stop_reason: str | None = None
         self.output_failures: list[str] = []  # files of this run that could not be written, and why
         self._signal_stop: SignalStop | None = None
-        self.concurrency = self._effective_concurrency()
-        self._prefetch: Prefetcher | None = None  # started on the first case when concurrency > 1
+        self.concurrency = effective_concurrency(settings.concurrency, self._agent)
+        if settings.batch is not None:  # calls in flight: as many as a batch holds
+            self.concurrency = settings.batch.size
+        self.executor: Executor | None = None  # how this process's agent calls are made (execution/)
+        if self._agent is not None:
+            self.executor = make_executor(self.task, self._agent, self.info, self.concurrency, self.calls,
+                                          batcher=self.batcher)
         self._order: list[Any] = []  # this process's EvalItems in collection order
         self._position: dict[str, int] = {}
         self._session: pytest.Session | None = None
         self.discarded_calls = 0  # agent calls made ahead whose items never ran (the run stopped)
-        self._loaded: collections.OrderedDict[Path, Case] = collections.OrderedDict()  # recent cases, read again
         self.worker_concurrency_heard = False  # xdist controller: a worker reported its effective N
         self.spend_stop: str | None = None  # the stop reason when --groundeval-max-cost stopped this process
         if self.runs_cases:
@@ -192,12 +189,6 @@ class GroundevalSession:
         """``--groundeval-trials``: items per case."""
         return self.settings.trials
 
-    def _effective_concurrency(self) -> int:
-        """Agent calls in flight at once in this process (``prefetch.effective_concurrency``)."""
-        from groundeval.plugin.prefetch import effective_concurrency
-
-        return effective_concurrency(self.settings.concurrency, self._agent, DEFAULT_CONCURRENCY)
-
     def _check_max_cost(self, settings: Settings) -> None:
         """Refuse ``--groundeval-max-cost`` for calls that cannot be priced beforehand (``plugin.spend_check``)."""
         from groundeval.agents.base import AGENTS, _load_target
@@ -229,24 +220,18 @@ class GroundevalSession:
 
     # -- running a case ----------------------------------------------------------------------
     def run_case(self, case: Case, nodeid: str, session: pytest.Session, trial: int = 0) -> CaseRun:
-        """Run one case (warming the agent up first, once per process) and apply the stop policy.
+        """Run one case through this process's executor (after the agent's warm-up) and apply the stop policy.
 
-        With ``--groundeval-concurrency`` above 1 the agent calls of the next items on this
-        process are started ahead, in threads (``plugin.prefetch``); this case's own call is
-        then waited for, and scored here, in collection order. The first call on a process
-        goes alone: a rejected key, an unknown model or an unreachable API then stops the run
-        after one call (three when unreachable), as in a serial run, instead of N. Calls go
-        ahead once a call has returned, whatever its outcome (a wrong answer, no answer, a
-        truncated reply), unless it stopped the run or never reached the server.
+        The executor (``groundeval.execution``) makes the agent call: when the item runs, or ahead
+        in threads with ``--groundeval-concurrency`` above 1 (the jobs of the next items are handed
+        to it first, ``plugin.upcoming``); this case's result is then scored and recorded here, in
+        collection order.
 
         Raises:
             pytest.skip.Exception: The run was stopped before this case's call could start.
         """
-        try:
-            case = self.load_case(case)
-        except DatasetError as gone:  # the file went or changed since collection: no agent call
-            return setup_failed(self.info, case, nodeid, gone, "invalid_case", trial)
-        if self._agent is None:
+        executor = self.executor
+        if executor is None:
             problem = self._agent_problem or ConfigError("the agent was not built on this process")
             run = setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
             self._stop(session, f"groundeval: stopped after config_error on {case.case_id} (see the error above)")
@@ -272,26 +257,15 @@ class GroundevalSession:
                 finally:
                     if progress is not None:
                         progress.set_phase(None)
-        attempted = None
-        call = functools.partial(self.calls.run, functools.partial(attempt, self._agent))
-        if self.batcher is not None and self._prefetch is None:  # a batch fills with the calls made ahead
-            from groundeval.plugin.batch_mode import threads_for
-            from groundeval.plugin.prefetch import Prefetcher
+        window = executor.lookahead
+        if window and not self.stop_requested():
+            from groundeval.plugin.upcoming import upcoming
 
-            assert self.settings.batch is not None
-            self.concurrency = threads_for(self.settings.batch, len(self._order))
-            self.fan_out = True
-            self._prefetch = Prefetcher(call, self.concurrency)
-        if self.concurrency > 1 and self.fan_out:  # fan out only once a call has returned here
-            if self._prefetch is None:
-                from groundeval.plugin.prefetch import Prefetcher
-
-                self._prefetch = Prefetcher(call, self.concurrency)
-            self._prefetch.submit(self._upcoming(nodeid, session))
-            attempted = self._prefetch.take(nodeid)
-        if attempted is None and throttle.calls_stopped():
+            executor.submit(upcoming(self._order, self._position, nodeid, session, window, worker=self.is_worker))
+        finished = executor.result(Job(nodeid, case, trial))
+        if finished is None:
             pytest.skip("not run: the run was stopped before this case's agent call started")
-        run = run_case(self.task, self._agent, case, self.info, nodeid, trial, attempted, call=call)
+        run = finished
         exc: BaseException | None = run.exc
         if isinstance(exc, SpendLimitReached):  # no call was made: this case and the rest are not_run
             self._stop(session, f"groundeval: {exc}")
@@ -301,8 +275,6 @@ class GroundevalSession:
             return CaseRun(run.record, pytest.skip.Exception(run.record.message))
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
-        if run.record.started_at is not None and not (isinstance(exc, InfraError) and exc.connection):
-            self.fan_out = True  # a call reached the server and returned, whatever its outcome
         if OUTCOMES[run.record.outcome].stops_run and exc is not None:
             outcome = run.record.outcome
             self._stop(session, f"groundeval: stopped after {outcome} on {case.case_id} (see the error above)")
@@ -335,55 +307,10 @@ class GroundevalSession:
         throttle.stop_calls()
         self._cancel_ahead()
 
-    # -- calls made ahead (--groundeval-concurrency) ---------------------------------------------
-    def _upcoming(self, nodeid: str, session: pytest.Session) -> list[Ahead]:
-        """This item and the next ones this process will run (``prefetch.upcoming``)."""
-        from groundeval.plugin.prefetch import LOOKAHEAD_PER_SLOT, upcoming
-
-        if self.stop_requested():
-            return []
-        window = self.concurrency * LOOKAHEAD_PER_SLOT
-        return upcoming(self._prepare, self._order, self._position, nodeid, session, window, worker=self.is_worker)
-
-    def _prepare(self, ref: Case, trial: int) -> tuple[Any, Any]:
-        """Load the case behind ``ref`` and build its request and truth (``runner.prepare``)."""
-        return prepare(self.task, self.load_case(ref), trial)
-
-    # -- case files, read when their case runs ------------------------------------------------
-    def load_case(self, ref: Case) -> Case:
-        """The case behind a collected item's ``ref``, read from its file now (a few recent ones kept).
-
-        Collection reads each case file for its id and checks, then keeps only the file's name,
-        hash and meta on the item (``EvalItem.case``): holding 5,000 parsed Bundles (about 0.12 MB
-        each) would cost more memory than the rest of the run. The file is read again when its
-        case runs, and its bytes must hash as they did at collection. The last ``window + 4``
-        cases stay loaded (the trials of a case and the calls made ahead reuse them).
-
-        Raises:
-            DatasetError: The file can no longer be read, or it changed since collection.
-        """
-        hit = self._loaded.get(ref.source)
-        if hit is not None:
-            self._loaded.move_to_end(ref.source)
-            return hit
-        case = self.task.load_case(ref.source)
-        if case.sha256 != ref.sha256:
-            raise DatasetError(
-                str(ref.source), f"the file changed after collection (SHA-256 {ref.sha256[:12]}... then, "
-                f"{case.sha256[:12]}... now); run again so that the run scores and records one version of it",
-            )
-        self._loaded[ref.source] = case
-        from groundeval.plugin.prefetch import LOOKAHEAD_PER_SLOT
-
-        while len(self._loaded) > self.concurrency * LOOKAHEAD_PER_SLOT + 4:
-            self._loaded.popitem(last=False)
-        return case
-
     def _cancel_ahead(self) -> None:
-        """Cancel the calls not started yet (the run stopped); count those whose items will not run."""
-        if self._prefetch is not None:
-            self.discarded_calls += self._prefetch.cancel()
-            self._prefetch = None
+        """Let the executor start no further call; count the calls made whose items will not run."""
+        if self.executor is not None:
+            self.discarded_calls += self.executor.close()
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         """After -x/--maxfail or a stop, start no further call made ahead."""
@@ -534,8 +461,6 @@ class GroundevalSession:
         if session.shouldfail or session.shouldstop or self.stop_reason or exitstatus == pytest.ExitCode.INTERRUPTED:
             throttle.stop_calls()  # a retry of a call still in flight must not go out now
         self._cancel_ahead()
-        if self.batcher is not None:
-            self.batcher.close()  # waiting calls are answered; batches out stay in the journal
         self.close_agent()
         self.discarded_calls += self.calls.interrupted  # cut off by Ctrl-C in the main thread: paid, never scored
         self.calls.interrupted = 0

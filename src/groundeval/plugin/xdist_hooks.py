@@ -30,8 +30,7 @@ class XdistHooks:
         """
         if config.getvalue("dist") != "load":
             return None
-        from groundeval.plugin.prefetch import LOOKAHEAD_PER_SLOT
-        from groundeval.plugin.session import DEFAULT_CONCURRENCY
+        from groundeval.execution import DEFAULT_CONCURRENCY, LOOKAHEAD_PER_SLOT
 
         wanted = self.gsession.settings.concurrency or DEFAULT_CONCURRENCY  # the workers' N (no agent here)
         if wanted <= 1:

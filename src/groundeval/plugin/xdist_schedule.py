@@ -1,6 +1,6 @@
 """Under pytest-xdist, keep each worker's queue long enough for the agent calls it makes ahead.
 
-A worker can call ahead only for the items pytest-xdist has handed it (``plugin.prefetch``).
+A worker can call ahead only for the items pytest-xdist has handed it (``execution.threaded``, ``plugin.upcoming``).
 xdist's ``LoadScheduling`` hands out a quarter of each worker's share at first and then tops a
 worker up only when its queue runs low, and not at all while the worker "seems to be doing
 long-running tests" (an item of 0.1 s or more with two still queued). An eval item waits for a

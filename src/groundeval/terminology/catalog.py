@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from groundeval.datasets import default_data_dir, load_json
 from groundeval.errors import DatasetError
-from groundeval.fhir.bundle import RXNORM_SYSTEM, RXNORM_SYSTEMS
 from groundeval.terminology.rxnorm import BRAND_INGREDIENTS, CatalogEntry, Ingredient
+from groundeval.terminology.systems import RXNORM_SYSTEM, RXNORM_SYSTEMS
 from groundeval.terminology.ucum import to_mg
 
 if TYPE_CHECKING:

@@ -1,0 +1,195 @@
+"""What every executor shares: the job, the case files, the call tally, and running one job.
+
+An executor decides *when* and *how* a case's agent call is made (``execution.protocol``); the
+rest of a case is the same for all of them and lives here: read the case file again (checked
+against its hash at collection), prepare the request and truth (``runner.prepare``), make the call
+counted (``CallTally``), and hand the finished call to the runner for parsing, scoring and the
+record (``runner.run_case``).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from groundeval.agent_io import AgentRequest
+from groundeval.agents.base import Agent
+from groundeval.datasets import Case
+from groundeval.errors import DatasetError
+from groundeval.models import throttle
+from groundeval.runner import Attempt, CaseRun, RunInfo, attempt, prepare, run_case, setup_failed, unprepared
+from groundeval.tasks.base import Task
+
+__all__ = ["CallTally", "CaseFiles", "ExecutionContext", "Job"]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One item's case, to be run: the unit an executor is handed and hands back.
+
+    Attributes:
+        nodeid: The item's node id (``groundeval/<task>::<case_id>``, with ``[trial-i]`` when
+            ``--groundeval-trials`` is above 1): unique in the run, so it is the key of a call
+            made ahead (a provider batch's ``custom_id`` would be derived from it).
+        case: The case as collected: id, file, SHA-256 and meta, not its content
+            (``ExecutionContext.load`` reads the file again).
+        trial: 0-based trial index, passed on in the agent's request.
+    """
+
+    nodeid: str
+    case: Case
+    trial: int = 0
+
+
+class CallTally:
+    """The agent calls of one process: in flight now, the most at once, and cut off by Ctrl-C.
+
+    Attributes:
+        now: Calls in flight.
+        peak: The most calls that were ever in flight at once (0 before the first call).
+        made: Calls started.
+        interrupted: Calls a ``KeyboardInterrupt`` (Ctrl-C, a signal) cut off in the calling thread.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+        self.made = 0
+        self.interrupted = 0
+
+    def run(self, call: Callable[[AgentRequest, Any], Attempt], request: AgentRequest, truth: Any) -> Attempt:
+        """Make ``call(request, truth)``, counted."""
+        with self._lock:
+            self.now += 1
+            self.made += 1
+            self.peak = max(self.peak, self.now)
+        try:
+            return call(request, truth)
+        except BaseException:  # only KeyboardInterrupt gets out of runner.attempt
+            with self._lock:
+                self.interrupted += 1
+            raise
+        finally:
+            with self._lock:
+                self.now -= 1
+
+
+class CaseFiles:
+    """Reads a collected case's file again when its case runs, keeping the last ``keep`` cases.
+
+    Collection reads each case file for its id and checks, then keeps only the file's name, hash
+    and meta on the item: holding 5,000 parsed Bundles (about 0.12 MB each) would cost more
+    memory than the rest of the run. The file is read again when its case runs (or its call is
+    prepared ahead), and its bytes must hash as they did at collection. The last ``keep`` cases
+    stay loaded (the trials of a case and the calls made ahead reuse them).
+
+    Args:
+        task: The task whose ``load_case`` reads a file.
+        keep: Cases kept loaded (at least 1).
+    """
+
+    def __init__(self, task: Task, keep: int) -> None:
+        self._task = task
+        self._keep = max(1, keep)
+        self._loaded: collections.OrderedDict[Path, Case] = collections.OrderedDict()
+        self._lock = threading.Lock()  # a batch or threaded executor may prepare from another thread
+
+    def load(self, ref: Case) -> Case:
+        """The case behind ``ref`` (a collected item's case), read from its file now.
+
+        Raises:
+            DatasetError: The file can no longer be read, or it changed since collection.
+        """
+        with self._lock:
+            hit = self._loaded.get(ref.source)
+            if hit is not None:
+                self._loaded.move_to_end(ref.source)
+                return hit
+        case = self._task.load_case(ref.source)
+        if case.sha256 != ref.sha256:
+            raise DatasetError(
+                str(ref.source), f"the file changed after collection (SHA-256 {ref.sha256[:12]}... then, "
+                f"{case.sha256[:12]}... now); run again so that the run scores and records one version of it",
+            )
+        with self._lock:
+            self._loaded[ref.source] = case
+            while len(self._loaded) > self._keep:
+                self._loaded.popitem(last=False)
+        return case
+
+
+class ExecutionContext:
+    """What an executor runs jobs with: the task, the agent, the run's facts, the case files, the tally.
+
+    Its methods are the steps of one job, in order: ``open`` (read the case file again),
+    ``prepare`` (request and truth), ``call`` (the agent call, counted), then ``runner.run_case``
+    with the finished call (parse, score, record); ``run_now`` does the last three in one go.
+
+    Args:
+        task: The task (prompt, truth, parsing, scoring).
+        agent: The agent under evaluation, built and warmed up.
+        info: Run-wide facts copied onto every record.
+        files: Where case files are read again (``CaseFiles``).
+        calls: This process's ``CallTally`` (the session reads its ``peak`` and ``interrupted``).
+    """
+
+    def __init__(self, task: Task, agent: Agent, info: RunInfo, files: CaseFiles, calls: CallTally) -> None:
+        self.task = task
+        self.agent = agent
+        self.info = info
+        self.files = files
+        self.calls = calls
+
+    def open(self, job: Job) -> Case | CaseRun:
+        """``job``'s case, read from its file now, or the job's finished run when that is impossible.
+
+        A file that went or changed since collection is ``invalid_case``, with no agent call.
+        """
+        try:
+            return self.files.load(job.case)
+        except DatasetError as gone:
+            return setup_failed(self.info, job.case, job.nodeid, gone, "invalid_case", job.trial)
+
+    def prepare(self, job: Job) -> tuple[AgentRequest, Any]:
+        """Read ``job``'s case file and build its request and ground truth (``runner.prepare``).
+
+        Raises:
+            DatasetError: The case file is unusable (the job's own ``result`` reports it).
+            Exception: Whatever else the task raised (ditto: a harness error).
+        """
+        return prepare(self.task, self.files.load(job.case), job.trial)
+
+    def call(self, request: AgentRequest, truth: Any) -> Attempt:
+        """Make one agent call, counted; what the agent returned or raised is kept (``runner.attempt``).
+
+        Safe to run in any thread. Raises only ``KeyboardInterrupt``.
+        """
+        return self.calls.run(self._attempt, request, truth)
+
+    def _attempt(self, request: AgentRequest, truth: Any) -> Attempt:
+        return attempt(self.agent, request, truth)
+
+    def run_now(self, job: Job, case: Case) -> CaseRun | None:
+        """Prepare ``job``'s call, make it in this thread and run the case to its record.
+
+        Returns None, with no call, once the run was stopped (``throttle.calls_stopped``).
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C during the call.
+        """
+        if throttle.calls_stopped():
+            return None
+        try:
+            request, truth = prepare(self.task, case, job.trial)
+        except Exception as exc:  # the task's check, prompt, context or truth: the agent is never called
+            return unprepared(self.info, case, job.nodeid, exc, job.trial)
+        return self.finish(job, case, self.call(request, truth))
+
+    def finish(self, job: Job, case: Case, attempted: Attempt) -> CaseRun:
+        """Parse and score the finished call ``attempted`` of ``job`` and build its record (``runner.run_case``)."""
+        return run_case(self.task, self.agent, case, self.info, job.nodeid, job.trial, attempted)
