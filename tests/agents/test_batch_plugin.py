@@ -170,6 +170,9 @@ def test_batch_mode_is_refused_for_multi_call_agents_and_knobs_need_it(pytester:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result = pytester.runpytest(*args("runs", "--groundeval-batch-size=10"))
     result.stderr.fnmatch_lines(["*--groundeval-batch-size applies only with --groundeval-batch*"])
+    result = pytester.runpytest(*args("runs", "--groundeval-batch", "-n", "2"))
+    result.stderr.fnmatch_lines(["*--groundeval-batch runs in one process*Drop -n*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 def test_a_run_killed_after_sending_its_batch_is_resumed_without_sending_again(
@@ -194,3 +197,12 @@ def test_a_run_killed_after_sending_its_batch_is_resumed_without_sending_again(
     again = pytester.runpytest(*args("runs", *FAST))
     again.assert_outcomes(passed=3, failed=1)
     assert calls(run_dir, "POST /v1/messages/batches") == 1  # the killed run's batch, collected: nothing paid twice
+
+
+def test_x_stops_after_the_first_failure_and_the_rest_is_not_run(pytester: pytest.Pytester, run_dir: Path) -> None:
+    result = pytester.runpytest(*args("runs", *FAST, "-x"))
+    result.assert_outcomes(passed=1, failed=1)  # Clemente_Kreiger passes, Garrett_Thompson is cut off: -x stops
+    assert calls(run_dir, "POST /v1/messages/batches") == 1  # the four requests went in one batch
+    outcomes = {c["case_id"].rsplit("_", 1)[0]: c["outcome"] for c in cases(run_dir, "runs").values()}
+    assert outcomes == {"Clemente_Kreiger": "passed", "Garrett_Thompson": "truncated", "Liz_Conn": "not_run",
+                        "Max_Kris": "not_run"}
