@@ -484,16 +484,19 @@ class Batcher:
     def _poll(self, opened: _Open) -> None:
         now = self._clock()
         opened.polled = now
+        with self._cond:  # a rerun's calls may still be attaching to a journalled batch
+            ids = list(opened.jobs)
         try:
             status = self.api.status(opened.batch_id)
         except Exception as exc:
             if opened.resumed and getattr(exc, "status_code", None) == 404:  # gone: send its requests anew
-                self._requeue(opened, list(opened.jobs.values()))
+                with self._cond:
+                    jobs = list(opened.jobs.values())
+                self._requeue(opened, jobs)
                 return
             status = None  # a failed poll: try again at the next one, until the longest wait
         if status is not None and status.failure is not None:
-            self._finish(opened, [BatchResult("errored", cid, opened.batch_id, error=status.failure)
-                                  for cid in opened.jobs])
+            self._finish(opened, [BatchResult("errored", cid, opened.batch_id, error=status.failure) for cid in ids])
             return
         if status is not None and status.ended:
             try:
@@ -504,11 +507,11 @@ class Batcher:
                 self._finish(opened, results)
                 return
         if now - opened.sent >= self.settings.max_wait_s:
-            self._finish(opened, [BatchResult("timed_out", cid, opened.batch_id) for cid in opened.jobs])
+            self._finish(opened, [BatchResult("timed_out", cid, opened.batch_id) for cid in ids])
             return
         if status is not None and self._progress is not None:
             with contextlib.suppress(Exception):  # a display problem never stops a batch
-                self._progress(BatchProgress(opened.batch_id, len(opened.jobs), dict(status.counts),
+                self._progress(BatchProgress(opened.batch_id, len(ids), dict(status.counts),
                                              now - opened.sent))
 
     def _finish(self, opened: _Open, results: Iterable[BatchResult]) -> None:
