@@ -2,8 +2,9 @@
 
 The agent's model is in batch mode (``models.batch``): its ``generate`` hands the request to the
 model's ``Batcher`` and blocks until that request's result is back. So the executor is the
-threaded one with enough threads that a batch fills: every call of the window is started at once,
-each blocks on its own custom id, and the batcher sends them together. Everything below
+threaded one with enough threads that batches fill: every call of the window (``BATCHES_AHEAD``
+batches' worth) is started at once, each blocks on its own custom id, and the batcher sends them
+together. Everything below
 ``agent.run`` stays where it is for every executor: the response cache (a hit sends nothing), the
 spend limit, redaction, the outcome classes (``ProviderModel`` reads a batch result as it reads a
 direct reply); results come back in any order, and each item still takes its own, in collection
@@ -30,7 +31,12 @@ from groundeval.execution.threaded import ThreadedExecutor
 from groundeval.models.batch import Batcher
 from groundeval.runner import CaseRun
 
-__all__ = ["BatchExecutor"]
+__all__ = ["BATCHES_AHEAD", "BatchExecutor"]
+
+BATCHES_AHEAD = 2
+"""Batches' worth of calls started ahead: while one batch is out, the next one fills and goes out
+too, so a run of 1,008 cases at ``--groundeval-batch-size 1000`` waits for one batch cycle, not two.
+Each call waiting holds its request (the case's prompt) in memory: the batch size bounds that."""
 
 
 class BatchExecutor(ThreadedExecutor):
@@ -41,14 +47,14 @@ class BatchExecutor(ThreadedExecutor):
         batcher: The batcher of the agent's model (``ProviderModel.use_batches``).
 
     Attributes:
-        lookahead: The batch size from the first item on; 0 after ``close``.
+        lookahead: ``BATCHES_AHEAD`` batches' worth of jobs from the first item on; 0 after ``close``.
     """
 
     def __init__(self, context: ExecutionContext, batcher: Batcher) -> None:
-        super().__init__(context, max(2, batcher.size))
+        super().__init__(context, max(2, BATCHES_AHEAD * batcher.size))
         self.batcher = batcher
         self._fan_out = True
-        self.lookahead = batcher.size
+        self.lookahead = BATCHES_AHEAD * batcher.size
 
     def submit(self, jobs: Sequence[Job]) -> None:
         """Queue the calls of ``jobs``; the first window decides the threads (no more than its jobs)."""
@@ -59,7 +65,7 @@ class BatchExecutor(ThreadedExecutor):
     def result(self, job: Job) -> CaseRun | None:
         """Wait for ``job``'s result from its batch, and run the case to its record."""
         run = super().result(job)
-        self.lookahead = 0 if self._closed else self.batcher.size
+        self.lookahead = 0 if self._closed else BATCHES_AHEAD * self.batcher.size
         return run
 
     def close(self) -> int:

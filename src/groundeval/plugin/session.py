@@ -145,8 +145,10 @@ class GroundevalSession:
         self.output_failures: list[str] = []  # files of this run that could not be written, and why
         self._signal_stop: SignalStop | None = None
         self.concurrency = effective_concurrency(settings.concurrency, self._agent)
-        if settings.batch is not None:  # calls in flight: as many as a batch holds
-            self.concurrency = settings.batch.size
+        if settings.batch is not None:  # calls in flight: as many as the batch executor starts ahead
+            from groundeval.execution.batch import BATCHES_AHEAD
+
+            self.concurrency = BATCHES_AHEAD * settings.batch.size
         self.executor: Executor | None = None  # how this process's agent calls are made (execution/)
         if self._agent is not None:
             self.executor = make_executor(self.task, self._agent, self.info, self.concurrency, self.calls,
