@@ -38,16 +38,16 @@ channels, one worker that fills, sends and polls) follows inspect_ai's batcher.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
+
+from groundeval.models.batch_api import BatchAPI, BatchProgress, BatchResult, BatchStatus, ResultKind
+from groundeval.models.batch_journal import BatchJournal, custom_id
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -79,110 +79,6 @@ CREATE_ATTEMPTS = 3
 """Tries of a batch create that failed with a retryable error (429, 5xx, connection) before its
 requests are answered with that error."""
 
-ResultKind = Literal["succeeded", "errored", "expired", "cancelled", "timed_out", "not_sent", "abandoned"]
-
-
-@dataclass(frozen=True, slots=True)
-class BatchResult:
-    """One request's result, as the batch API gave it.
-
-    Attributes:
-        kind: See the module docstring.
-        custom_id: The request's id in its batch.
-        batch_id: The batch that held it (None when it was never sent).
-        value: ``succeeded``: the SDK's response object (a ``Message``, a ``ChatCompletion``).
-        error: ``errored``: the SDK's exception for the request's error (``APIStatusError``
-            subclasses), or the batch create's exception when the batch was rejected whole.
-        resumed: True when the request was sent by an earlier run (found in the journal).
-        waited_s: Seconds this call waited for the result.
-    """
-
-    kind: ResultKind
-    custom_id: str
-    batch_id: str | None = None
-    value: Any = None
-    error: BaseException | None = None
-    resumed: bool = False
-    waited_s: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class BatchStatus:
-    """A batch as a poll sees it.
-
-    Attributes:
-        ended: True once the provider has finished with every request (results readable).
-        counts: ``succeeded``, ``errored``, ``processing`` (and ``expired``, ``cancelled``)
-            request counts as the provider reports them.
-        failure: The exception for a batch rejected whole (OpenAI's ``failed`` status: the input
-            file was refused), else None.
-    """
-
-    ended: bool
-    counts: Mapping[str, int] = field(default_factory=dict)
-    failure: BaseException | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class BatchProgress:
-    """What the terminal shows of a batch still out (after each poll).
-
-    Attributes:
-        batch_id: The provider's batch id.
-        requests: Requests it holds.
-        counts: As ``BatchStatus.counts``.
-        waited_s: Seconds since it was sent (or since this run found it in the journal).
-    """
-
-    batch_id: str
-    requests: int
-    counts: Mapping[str, int]
-    waited_s: float
-
-    def line(self) -> str:
-        """``batch msgbatch_01: 40 requests, 12 succeeded, 0 errored, 28 processing, waited 3m05s``."""
-        minutes, seconds = divmod(int(self.waited_s), 60)
-        c = self.counts
-        return (f"batch {self.batch_id}: {self.requests} requests, {c.get('succeeded', 0)} succeeded, "
-                f"{c.get('errored', 0)} errored, {c.get('processing', 0)} processing, "
-                f"waited {minutes}m{seconds:02d}s")
-
-
-class BatchAPI(Protocol):
-    """A provider's batch endpoint (``models.anthropic_batch``, ``models.openai_batch``).
-
-    Attributes:
-        name: The API's name, for messages (``Anthropic Message Batches``).
-        provider: The spec's provider prefix (``anthropic``).
-        max_requests: The provider's most requests per batch.
-        max_bytes: The provider's most bytes per batch (request entries as JSON).
-    """
-
-    name: str
-    provider: str
-    max_requests: int
-    max_bytes: int
-
-    def entry(self, custom_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """One request as the batch holds it, from a direct call's SDK arguments."""
-        ...
-
-    def create(self, entries: list[dict[str, Any]]) -> str:
-        """Send a batch of ``entry`` dicts; return the batch id. Raises the SDK's exceptions."""
-        ...
-
-    def status(self, batch_id: str) -> BatchStatus:
-        """Poll a batch. Raises the SDK's exceptions (a ``NotFoundError`` for a batch that is gone)."""
-        ...
-
-    def results(self, batch_id: str) -> Iterable[BatchResult]:
-        """The results of an ended batch, in any order (``batch_id`` and ``custom_id`` set)."""
-        ...
-
-    def cancel(self, batch_id: str) -> None:
-        """Ask the provider to cancel a batch."""
-        ...
-
 
 @dataclass(frozen=True, slots=True)
 class BatchSettings:
@@ -202,69 +98,6 @@ class BatchSettings:
     poll_s: float = DEFAULT_POLL_S
     max_wait_s: float = DEFAULT_MAX_WAIT_S
     journal: Path | None = None
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def custom_id(label: str, params: Mapping[str, Any], occurrence: int = 0) -> str:
-    """A request's custom id: its label, a hash of the request and its occurrence.
-
-    Both providers accept 1 to 64 characters of ``[A-Za-z0-9_-]``. The same request made again
-    (a second trial of a case) differs only by ``occurrence``; the same command run again gives
-    the same ids, which is what resume matches on.
-
-    Returns:
-        ``<label, at most 36 safe characters>-<16 hex of SHA-256>-<occurrence>``.
-    """
-    digest = hashlib.sha256(
-        json.dumps({"label": label, "params": params}, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
-    ).hexdigest()[:16]
-    slug = _UNSAFE.sub("_", label).strip("_")[:36] or "request"
-    return f"{slug}-{digest}-{occurrence}"
-
-
-class BatchJournal:
-    """The batches sent, on disk: one JSON line per batch, ``{"batch_id", "provider", "custom_ids", "sent_at"}``.
-
-    Args:
-        path: The journal file (created with its directory on the first batch).
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-
-    def load(self) -> dict[str, str]:
-        """Custom id -> batch id of every journalled batch (the newest batch wins); {} without a file.
-
-        A line that is not a journal entry (a write cut by a crash) is skipped.
-        """
-        found: dict[str, str] = {}
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            return found
-        for line in lines:
-            try:
-                entry = json.loads(line)
-                batch_id, ids = entry["batch_id"], entry["custom_ids"]
-            except (ValueError, KeyError, TypeError):
-                continue
-            if isinstance(batch_id, str) and isinstance(ids, list):
-                found.update((cid, batch_id) for cid in ids if isinstance(cid, str))
-        return found
-
-    def record(self, batch_id: str, provider: str, ids: list[str]) -> None:
-        """Append one batch, flushed and fsynced before returning."""
-        line = json.dumps({"batch_id": batch_id, "provider": provider, "custom_ids": ids,
-                           "sent_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as out:
-                out.write(line + "\n")
-                out.flush()
-                os.fsync(out.fileno())
 
 
 class _Job:
