@@ -34,6 +34,7 @@ from groundeval.reporting.langsmith import (
     feedback_scores,
 )
 from groundeval.runner import RunInfo
+from groundeval.scorers.grounding import GROUNDING_METRICS
 from groundeval.tasks.extraction.task import ExtractionTask
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
@@ -421,8 +422,8 @@ def test_plugin_streams_every_worker_into_one_experiment(pytester: pytest.Pytest
     ok = next(run for name, run in roots.items() if name.startswith("Liz_Conn"))
     crashed = next(run for name, run in roots.items() if name.startswith("Clemente_Kreiger"))
     assert [t["name"] for t in fake_langsmith.children(ok)] == ["get_resources", "lookup_code"]
-    feedback = fake_langsmith.feedback_of(ok)  # passed, then every numeric metric the task declares
-    assert set(feedback) == {"passed", *ExtractionTask.metric_names, "format_ok"}
+    feedback = fake_langsmith.feedback_of(ok)  # passed, every numeric metric the task declares, the trace's grounding
+    assert set(feedback) == {"passed", *ExtractionTask.metric_names, "format_ok", *GROUNDING_METRICS}
     assert {k: feedback[k] for k in ("passed", "f1", "precision", "recall", "display_accuracy", "fp")} == {
         "passed": 1.0, "f1": 1.0, "precision": 1.0, "recall": 1.0, "display_accuracy": 1.0, "fp": 0.0}
     assert fake_langsmith.feedback_of(crashed) == {}

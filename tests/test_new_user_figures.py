@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from groundeval.agents.base import AGENTS, OFFLINE_AGENT_EXTRAS, OFFLINE_AGENTS
 from groundeval.agents.claude import NO_KEY_HINT
 from groundeval.agents.langgraph_agent import NO_KEY_HINT as LANGGRAPH_NO_KEY_HINT
 from groundeval.plugin.items import select_by_node_id
@@ -21,8 +19,9 @@ from groundeval.records.aggregate import summarize
 from groundeval.records.outcomes import OUTCOMES, POLICY, RAN
 from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.records.scope import pass_rate_ran, ran, scope_text
+from groundeval.registry import builtin_tasks
 from groundeval.reporting import compare_runs
-from groundeval.tasks import TASKS, make_task
+from groundeval.tasks import make_task
 
 from ._records import case, run
 
@@ -96,18 +95,14 @@ def test_every_none_is_an_empty_junit_property() -> None:
 
 
 def test_the_no_key_hint_names_every_built_in_tasks_offline_agent_and_its_extra() -> None:
-    assert set(OFFLINE_AGENTS) == set(TASKS)
+    offline = {task: entry.offline_agent for task, entry in builtin_tasks().items()}
+    assert offline == {"extraction": "baseline", "write": "baseline-write", "reconcile": "baseline-reconcile",
+                       "labs": "baseline-labs"}
     for hint in (NO_KEY_HINT, LANGGRAPH_NO_KEY_HINT):
         assert "\n" not in hint
-        for task, agent in OFFLINE_AGENTS.items():
-            assert f"{agent} ({task})" in hint
+        for task, agent in offline.items():
+            assert f"--groundeval-agent={agent} ({task})" in hint
         assert "baseline and baseline-write need the healthchain extra: pip install 'groundeval[healthchain]'" in hint
-    for task, agent in OFFLINE_AGENTS.items():
-        module, _, attr = AGENTS[agent].partition(":")
-        cls = getattr(importlib.import_module(module), attr)
-        assert task in cls.tasks
-        needs = getattr(cls, "needs_extra", None)
-        assert OFFLINE_AGENT_EXTRAS.get(agent) == (needs[0] if needs else None), agent
 
 
 def _items(*names: str, trial: int = 0) -> list[Any]:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
-import groundeval.tasks as tasks_module
 from groundeval import (
     BaseTask,
     Case,
@@ -86,17 +84,6 @@ def test_built_in_names_and_module_class_specs_resolve(tmp_path: Path, monkeypat
     task = make_task("tiny_task:TinyTask", {"min_f1": "0.5"})
     assert task.name == "tiny" and task.min_f1 == 0.5  # type: ignore[attr-defined]
     assert isinstance(task, Task)
-
-
-def test_entry_point_tasks_resolve_and_cannot_take_a_built_in_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    points = [
-        EntryPoint("tiny-attr", f"{__name__}:_Tiny", tasks_module.ENTRY_POINT_GROUP),
-        EntryPoint("extraction", f"{__name__}:_Tiny", tasks_module.ENTRY_POINT_GROUP),
-    ]
-    monkeypatch.setattr(tasks_module, "entry_points", lambda group: points if group == tasks_module.ENTRY_POINT_GROUP else [])
-    assert task_class("tiny-attr") is _Tiny
-    assert task_class("extraction") is ExtractionTask
-    assert "tiny-attr" in tasks_module.available_tasks()
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from groundeval.options import positive_fraction
 from groundeval.plugin.junit import suite_properties
-from groundeval.plugin.option_values import positive_fraction
 from groundeval.plugin.summary import format_table
 from groundeval.records.aggregate import summarize
 from groundeval.records.run_record import Aggregate, FigureInterval, PassAtK, RunRecord, TrialStats

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from groundeval.agents.base import AGENTS, BUILTIN_AGENT_TASKS, DEFAULT_AGENTS, _load_target, check_task
+from groundeval.agents.base import AGENTS, _load_target, check_task
 from groundeval.cli import main as cli_main
 from groundeval.cli.usage import did_you_mean, run_problem
 from groundeval.errors import ConfigError
+from groundeval.registry import builtin_agents, builtin_tasks
 from groundeval.tasks import TASKS, task_class
 
 NO_KEY = {"PATH": "/usr/bin"}  # an environment with no ANTHROPIC_API_KEY and no PYTEST_ADDOPTS
@@ -75,18 +76,27 @@ def test_the_cli_reports_a_usage_error_without_importing_pytest(tmp_path: Path) 
     assert "ERROR: --task='extractoin': unknown task (did you mean extraction?)" in out.stderr
 
 
-def test_the_static_agent_tables_agree_with_the_classes() -> None:
-    for agent, spec in AGENTS.items():
-        target = _load_target(spec)
+def test_what_the_declarations_say_without_importing_is_what_the_classes_decide() -> None:
+    """The registry's facts (read by the CLI before pytest starts) are the classes' own."""
+    tasks = builtin_tasks()
+    for agent, entry in builtin_agents().items():
+        target = _load_target(entry.target)
         serves = []
-        for task in TASKS:
+        for task in tasks:
             try:
                 check_task(target, agent, task_class(task))
                 serves.append(task)
             except ConfigError:
                 pass
-        assert tuple(sorted(serves)) == tuple(sorted(BUILTIN_AGENT_TASKS[agent])), agent
-    assert {name: task_class(name).default_agent for name in TASKS} == DEFAULT_AGENTS
+        assert sorted(serves) == sorted(entry.tasks), agent
+        needs = getattr(target, "needs_extra", None)
+        assert entry.needs_extra == (needs[0] if needs else None), agent
+    for name, declared in tasks.items():
+        cls = task_class(name)
+        assert cls.default_agent == declared.default_agent, name
+        assert set(declared.options) <= set(cls.options), name  # a flag only for an option the class reads
+        assert declared.offline_agent is not None and name in builtin_agents()[declared.offline_agent].tasks
+        assert _load_target(builtin_agents()[declared.offline_agent].target).model is None  # rule-based: no model
 
 
 def test_an_agent_of_another_task_names_the_agents_that_serve_it() -> None:

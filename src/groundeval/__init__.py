@@ -76,12 +76,21 @@ if TYPE_CHECKING:
         entry_resources as entry_resources,
         patient_reference_matches as patient_reference_matches,
     )
+    from groundeval.options import (
+        TaskOption as TaskOption,
+        choice as choice,
+        unit_interval as unit_interval,
+    )
     from groundeval.parsing import (
         extract_json as extract_json,
     )
     from groundeval.records.run_record import (
         CaseRecord as CaseRecord,
         RunRecord as RunRecord,
+    )
+    from groundeval.registry import (
+        AgentEntry as AgentEntry,
+        TaskEntry as TaskEntry,
     )
     from groundeval.scorers.codes import (
         CodeSetScorer as CodeSetScorer,
@@ -90,11 +99,6 @@ if TYPE_CHECKING:
         Direction as Direction,
         Parsed as Parsed,
         Score as Score,
-    )
-    from groundeval.task_options import (
-        TaskOption as TaskOption,
-        choice as choice,
-        unit_interval as unit_interval,
     )
     from groundeval.tasks import (
         make_task as make_task,

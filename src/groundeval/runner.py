@@ -11,7 +11,9 @@ never by what a value holds:
 * the agent raised anything else, or returned neither a ``str`` nor an ``AgentResult``:
   ``agent_error``;
 * the task's ``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace are kept);
-* otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text.
+* otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text;
+  for a tool-using agent (a trace, or an agent that requires ``tools``) of a task that declares
+  ``lookups``, with the grounding metrics beside it (``groundeval.scorers.grounding``).
 
 ``call_agent`` is where a case meets its agent: caching and replay wrap the agent it calls, and
 the executors (``groundeval.execution``: serial, threaded) decide when ``attempt`` makes the call,
@@ -30,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
-from groundeval.agents.base import Agent
+from groundeval.agents.base import Agent, agent_requires
 from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError
 from groundeval.jsonable import jsonable
@@ -332,6 +334,11 @@ def run_case(
     try:
         parsed = task.parse(case, execution.result.text)
         score = task.score(case, truth, parsed)
+        plan = getattr(task, "lookups", None)
+        if callable(plan) and (execution.result.trace or "tools" in agent_requires(agent)):
+            from groundeval.scorers.grounding import with_grounding
+
+            score = with_grounding(score, plan(case, truth, parsed), execution.result.trace)
     except Exception as exc:
         fields["error"] = _error(exc, with_traceback=True)
         return CaseRun(_record(info, case, nodeid, "harness_error", fields, trial=trial), exc)

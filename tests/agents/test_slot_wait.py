@@ -92,10 +92,13 @@ def test_a_retry_that_never_gets_a_slot_keeps_the_last_status_and_counts_only_se
         calls.append(left)
         raise Status(503)
 
+    now = [0.0]
+
     def sleep(seconds: float) -> None:
         gate.acquire(1.0)  # while this case backs off, another case's call takes the only slot
+        now[0] += 10.0  # and the case's 5 s budget runs out before the slot frees (a fake clock)
 
-    policy = RetryPolicy(timeout_s=0.01, sleep=sleep, initial_delay_s=0.001)
+    policy = RetryPolicy(timeout_s=5.0, sleep=sleep, initial_delay_s=0.001, clock=lambda: now[0])
     with pytest.raises(GaveUp) as info:
         call_with_retries(call, policy, errors=(Status,), advise=lambda e: (True, None))
     assert len(calls) == 1 and info.value.attempts == 1  # one request was sent, one counted

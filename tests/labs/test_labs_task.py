@@ -26,9 +26,9 @@ def test_the_option_is_declared_on_the_class_and_parsed_like_any_other() -> None
     assert make_task("labs", {"thresholds_in_prompt": "yes"}).thresholds_in_prompt is True  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="task 'labs' option thresholds_in_prompt='maybe': must be true or false"):
         make_task("labs", {"thresholds_in_prompt": "maybe"})
-    from groundeval.task_options import BUILTIN_OPTIONS
+    from groundeval.registry import builtin_tasks
 
-    assert "labs" not in BUILTIN_OPTIONS  # set with --groundeval-option=thresholds_in_prompt=true
+    assert not builtin_tasks()["labs"].options  # no first-class flag: --groundeval-option=thresholds_in_prompt=true
 
 
 def test_the_prompt_names_categories_and_sources_and_gives_thresholds_only_when_asked() -> None:

@@ -1,8 +1,9 @@
 """The agent extension point.
 
-An agent is anything with ``name``, ``model`` and ``run(request) -> AgentResult``. Built-in agents
-are looked up by name in ``AGENTS`` (their modules import lazily); a user's own agent is named
-``module:attribute``, where the attribute is
+An agent is anything with ``name``, ``model`` and ``run(request) -> AgentResult``. Agents known by
+name (groundeval's own and those other packages register under the entry-point group
+``groundeval.agents``) are looked up in the registry (``groundeval.registry``; their modules import
+lazily); a user's own agent can also be named ``module:attribute``, where the attribute is
 
 * a class: instantiated with an ``AgentConfig`` if its constructor takes an argument, else with
   none;
@@ -30,18 +31,17 @@ failures.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import ConfigError
-from groundeval.loading import load_target
+from groundeval.registry import AGENT_GROUP, Targets, builtin_agents, builtin_tasks, load_target
 
 __all__ = [
-    "AGENTS", "BUILTIN_AGENT_TASKS", "DEFAULT_AGENTS", "OFFLINE_AGENTS", "OFFLINE_AGENT_EXTRAS", "Agent",
-    "AgentConfig", "FunctionAgent", "agent_requires",
+    "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires",
     "check_task", "make_agent", "offline_hint", "preflight_agent", "serving_agents",
 ]
 
@@ -100,71 +100,25 @@ class Agent(Protocol):
     # start. Keep ``__init__`` cheap and do heavy work in ``warmup()``.
 
 
-AGENTS: dict[str, str] = {
-    "claude": "groundeval.agents.claude:ClaudeAgent",
-    "openai-compatible": "groundeval.agents.openai_compat:OpenAICompatibleAgent",
-    "local": "groundeval.agents.local:LocalAgent",
-    "baseline": "groundeval.agents.baselines.extraction:BaselineExtractionAgent",
-    "naive": "groundeval.agents.baselines.extraction:NaiveExtractionAgent",
-    "langgraph": "groundeval.agents.langgraph_agent:LangGraphAgent",
-    "langgraph-fhir": "groundeval.agents.langgraph_agent:LangGraphFHIRAgent",
-    "baseline-write": "groundeval.agents.baselines.write:BaselineWriteAgent",
-    "naive-write": "groundeval.agents.baselines.write:NaiveWriteAgent",
-    "baseline-reconcile": "groundeval.agents.baselines.reconcile:BaselineReconcileAgent",
-    "naive-reconcile": "groundeval.agents.baselines.reconcile:NaiveReconcileAgent",
-    "hedge-reconcile": "groundeval.agents.baselines.reconcile:HedgingReconcileAgent",
-    "baseline-labs": "groundeval.agents.baselines.labs:BaselineLabsAgent",
-    "naive-labs": "groundeval.agents.baselines.labs:NaiveLabsAgent",
-    "replay": "groundeval.agents.replay:ReplayAgent",
-}
-"""Built-in agent name -> ``module:class``. A built-in that takes an argument (``replay:RUN.json``)
-is named ``NAME:ARGUMENT``; its class builds itself with ``from_argument(argument, config)``."""
-
-OFFLINE_AGENTS: dict[str, str] = {
-    "extraction": "baseline",
-    "write": "baseline-write",
-    "reconcile": "baseline-reconcile",
-    "labs": "baseline-labs",
-}
-"""Built-in task name -> its rule-based agent (no model, no key, no network), for the missing-key hint."""
-
-_ANY_TASK = ("extraction", "write", "reconcile", "labs")
-BUILTIN_AGENT_TASKS: dict[str, tuple[str, ...]] = {
-    "claude": _ANY_TASK,
-    "openai-compatible": _ANY_TASK,
-    "local": _ANY_TASK,
-    "langgraph": _ANY_TASK,
-    "replay": _ANY_TASK,
-    "langgraph-fhir": ("extraction", "reconcile", "labs"),
-    "baseline": ("extraction",),
-    "naive": ("extraction",),
-    "baseline-write": ("write",),
-    "naive-write": ("write",),
-    "baseline-reconcile": ("reconcile",),
-    "naive-reconcile": ("reconcile",),
-    "hedge-reconcile": ("reconcile",),
-    "baseline-labs": ("labs",),
-    "naive-labs": ("labs",),
-}
-"""Built-in agent -> the built-in tasks it serves (what ``check_task`` decides from the classes'
-``requires``/``tasks``; a test keeps them equal). Read without importing any agent or task, for
-the messages that name the agents serving a task."""
-
-DEFAULT_AGENTS: dict[str, str] = {"extraction": "claude", "write": "langgraph", "reconcile": "claude", "labs": "claude"}
-"""Built-in task -> its ``default_agent`` (a test keeps them equal), for checks made before any task is imported."""
+AGENTS: Mapping[str, str] = Targets(AGENT_GROUP)
+"""Every registered agent: name -> ``module:attribute``, read lazily from the registry
+(``groundeval.registry``; groundeval's own are declared in ``groundeval.registry.builtins``). A
+built-in that takes an argument (``replay:RUN.json``) is named ``NAME:ARGUMENT``; its class builds
+itself with ``from_argument(argument, config)``."""
 
 
 def serving_agents(task: str) -> list[str]:
-    """The built-in agents that serve the built-in ``task`` (none for another task), in ``AGENTS`` order."""
-    return [name for name in AGENTS if task in BUILTIN_AGENT_TASKS.get(name, ()) and name != "replay"]
+    """The built-in agents that serve the built-in ``task`` (none for another task), in declaration order.
 
-
-OFFLINE_AGENT_EXTRAS: dict[str, str] = {"baseline": "healthchain", "baseline-write": "healthchain"}
-"""Offline agent -> the extra it needs (its class's ``NeedsExtra.needs_extra``; a test keeps them equal)."""
+    Read from the declarations (``AgentEntry.tasks``), without importing any agent or task.
+    """
+    return [name for name, entry in builtin_agents().items() if task in entry.tasks and name != "replay"]
 
 
 def offline_hint() -> str:
     """How to run each built-in task offline, for the missing-key messages (one line, no final stop).
+
+    Read from the declarations (``TaskEntry.offline_agent``, ``AgentEntry.needs_extra``).
 
     Returns:
         ``run offline with the task's rule-based agent: --groundeval-agent=baseline (extraction),
@@ -172,10 +126,13 @@ def offline_hint() -> str:
         (CLI: --agent ...); baseline and baseline-write need the healthchain extra: pip install
         'groundeval[healthchain]'`` (each flag whole, to copy).
     """
-    agents = ", ".join(f"--groundeval-agent={agent} ({task})" for task, agent in OFFLINE_AGENTS.items())
+    offline = {task: entry.offline_agent for task, entry in builtin_tasks().items() if entry.offline_agent}
+    agents = ", ".join(f"--groundeval-agent={agent} ({task})" for task, agent in offline.items())
     by_extra: dict[str, list[str]] = {}
-    for agent, extra in OFFLINE_AGENT_EXTRAS.items():
-        by_extra.setdefault(extra, []).append(agent)
+    for agent in offline.values():
+        extra = builtin_agents()[agent].needs_extra
+        if extra:
+            by_extra.setdefault(extra, []).append(agent)
     needs = "".join(
         f"; {' and '.join(names)} need{'s' if len(names) == 1 else ''} the {extra} extra: "
         f"pip install 'groundeval[{extra}]'"
@@ -226,7 +183,8 @@ def _load_target(spec: str) -> Any:
             f"unknown agent {spec!r}{did_you_mean(spec, AGENTS)}; use one of: {known}, or 'package.module:attribute' "
             "for your own agent"
         )
-    return load_target(spec, spec, kind="agent", builtin=spec in AGENTS.values(), import_failed=_missing_extra(spec))
+    builtin = any(spec == entry.target for entry in builtin_agents().values())
+    return load_target(spec, spec, kind="agent", builtin=builtin, import_failed=_missing_extra(spec))
 
 
 def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:

@@ -23,7 +23,7 @@ from groundeval.scoring import Metric
 __all__ = ["DEFAULT_MODEL", "NO_KEY_HINT", "REJECTED_KEY_HINT", "TRUNCATED", "ClaudeAgent"]
 
 NO_KEY_HINT = f"ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or {offline_hint()}."
-"""The one-line error without a key: names every built-in task's offline agent (``agents.base.OFFLINE_AGENTS``)."""
+"""The one-line error without a key: names every built-in task's offline agent (``registry``)."""
 REJECTED_KEY_HINT = f"set a valid ANTHROPIC_API_KEY, or {offline_hint()}"
 """The advice of a rejected key (401), for every agent that calls Claude."""
 

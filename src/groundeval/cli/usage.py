@@ -65,9 +65,7 @@ def run_problem(
         One line naming the flag, the value and the fix (the CLI prints it after ``ERROR:``).
     """
     from groundeval.plugin.option_table import OPTIONS
-    from groundeval.plugin.option_values import KINDS
-    from groundeval.task_options import BUILTIN_OPTIONS
-    from groundeval.tasks import TASKS
+    from groundeval.registry import TASK_GROUP, builtin_tasks, registered
 
     env = os.environ if env is None else env
     for opt in OPTIONS:
@@ -75,22 +73,24 @@ def run_problem(
         if raw is None or opt.flag or opt.name == "task":
             continue
         try:
-            opt.convert(raw)
+            opt.value(raw)
         except ValueError as exc:
-            text = str(exc)
-            reason = text if text.startswith(("must", "not ")) else f"not {KINDS.get(opt.convert, 'valid')}"
-            return f"--{opt.name}={raw!r}: {reason}"
+            return f"--{opt.name}={raw!r}: {exc}"
     if ":" in task:
         return None  # a task of your own: the plugin imports and checks it
-    if task not in TASKS:
-        from groundeval.tasks import available_tasks
+    from groundeval.errors import ConfigError
 
-        known = available_tasks()
+    try:
+        own = builtin_tasks()
+    except ConfigError as exc:  # an install whose metadata declares no tasks
+        return str(exc)
+    if task not in own:
+        known = registered(TASK_GROUP)
         if task in known:
-            return None  # an entry-point task: checked by the plugin
+            return None  # another package's task: checked by the plugin
         return (f"--task={task!r}: unknown task{did_you_mean(task, known)}; choose one of: "
                 f"{', '.join(sorted(known))}, or package.module:Class for your own task")
-    declared = {o.name: o for o in BUILTIN_OPTIONS.get(task, ())}
+    declared = {o.name: o for o in own[task].options}
     for opt in OPTIONS:
         if opt.scope == "task" and opt.name in given and opt.key not in declared:
             return f"--{opt.name} does not apply to the {task} task; drop it"
@@ -119,33 +119,40 @@ def _agent_problem(
     task: str, agent: str | None, given: Mapping[str, str], extra: Sequence[str], env: Mapping[str, str], cwd: Path
 ) -> str | None:
     """A built-in agent that does not serve the built-in ``task``, or whose key is missing."""
-    from groundeval.agents.base import AGENTS, BUILTIN_AGENT_TASKS, DEFAULT_AGENTS, serving_agents
+    from groundeval.agents.base import serving_agents
+    from groundeval.registry import AGENT_GROUP, builtin_agents, builtin_tasks, registered
 
     if agent is None:
         if _ini_may_set(cwd, extra, env):
             return None
-        agent = DEFAULT_AGENTS[task]
+        agent = builtin_tasks()[task].default_agent
+        if agent is None:
+            return None
     name = agent.strip()
     if ":" in name:
         return None  # replay:RUN.json or an agent of your own: the plugin checks it
-    if name not in AGENTS:
-        return (f"--agent={name!r}: unknown agent{did_you_mean(name, AGENTS)}; use one of: "
-                f"{', '.join(sorted(AGENTS))}, or 'package.module:attribute' for your own agent")
-    if task not in BUILTIN_AGENT_TASKS.get(name, ()):
-        return (f"agent {name!r} answers the {', '.join(BUILTIN_AGENT_TASKS[name])} task, not {task!r}; "
+    known = registered(AGENT_GROUP)
+    if name not in known:
+        return (f"--agent={name!r}: unknown agent{did_you_mean(name, known)}; use one of: "
+                f"{', '.join(sorted(known))}, or 'package.module:attribute' for your own agent")
+    own = builtin_agents().get(name)
+    if own is None:
+        return None  # another package's agent: the plugin imports and checks it
+    if task not in own.tasks:
+        return (f"agent {name!r} answers the {', '.join(own.tasks)} task, not {task!r}; "
                 f"agents that serve {task}: {', '.join(serving_agents(task))}")
     from groundeval.agents.base import AgentConfig, _load_target
     from groundeval.errors import ConfigError
 
     try:
-        check = getattr(_load_target(AGENTS[name]), "check_config", None)
+        check = getattr(_load_target(own.target), "check_config", None)
     except ConfigError as exc:  # an extra the agent needs is not installed
         return str(exc)
     if not callable(check):
         return None
     from groundeval.plugin.option_table import RUN_OPTIONS
 
-    options = {o.key: o.default if o.name not in given else o.convert(given[o.name])
+    options = {o.key: o.value(given.get(o.name))
                for o in RUN_OPTIONS if o.scope == "agent" and o.key != "model"}
     try:
         check(AgentConfig(model=given.get("model"), options=options))

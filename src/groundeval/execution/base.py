@@ -102,9 +102,17 @@ class CaseFiles:
     def load(self, ref: Case) -> Case:
         """The case behind ``ref`` (a collected item's case), read from its file now.
 
+        For a counterfactual twin (``--groundeval-counterfactual``), the twin made again from the
+        file's case (``tasks.counterfactual.twin_of``): only the file's case is kept loaded.
+
         Raises:
             DatasetError: The file can no longer be read, or it changed since collection.
         """
+        from groundeval.tasks.counterfactual import twin_of
+
+        return twin_of(self._task, self._read(ref), ref)
+
+    def _read(self, ref: Case) -> Case:
         with self._lock:
             hit = self._loaded.get(ref.source)
             if hit is not None:

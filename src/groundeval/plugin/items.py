@@ -20,9 +20,10 @@ from groundeval.datasets import Case
 from groundeval.errors import DatasetError
 from groundeval.plugin.junit import junit_properties
 from groundeval.records.run_record import CaseRecord
-from groundeval.records.trial_ids import split_trial, trial_name
+from groundeval.records.trial_ids import split_trial, split_twin, trial_name
 from groundeval.runner import CaseRun
 from groundeval.tasks.base import Task
+from groundeval.tasks.counterfactual import twins
 
 
 class CaseRunner(Protocol):
@@ -38,6 +39,11 @@ class CaseRunner(Protocol):
     @property
     def trials(self) -> int:
         """Items per case (``--groundeval-trials``)."""
+        ...
+
+    @property
+    def counterfactual(self) -> bool:
+        """Also run each case's counterfactual twins (``--groundeval-counterfactual``)."""
         ...
 
     def run_case(self, case: Case, nodeid: str, session: pytest.Session, trial: int = 0) -> CaseRun:
@@ -59,12 +65,16 @@ class CaseFailed(AssertionError):
 
 
 class EvalDataset(pytest.Directory):
-    """The directory of case files for the active task; yields one item per case."""
+    """The directory of case files for the active task; yields one item per case (and trial, and twin)."""
 
     gsession: CaseRunner
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        """Yield an ``EvalItem`` per valid case and a ``BadCaseFile`` per malformed file."""
+        """Yield an ``EvalItem`` per valid case and a ``BadCaseFile`` per malformed file.
+
+        With ``--groundeval-counterfactual`` each case's twins (``tasks.counterfactual.twins``)
+        follow its own items, one item each (per trial), named ``<case_id>[cf-<perturbation>]``.
+        """
         task, limit = self.gsession.task, self.gsession.limit
         seen: dict[str, str] = {}
         count = 0
@@ -95,9 +105,17 @@ class EvalDataset(pytest.Directory):
             seen[case.case_id] = path.name
             count += 1
             trials = self.gsession.trials
-            for trial in range(trials):
-                name = case.case_id if trials == 1 else trial_name(case.case_id, trial)
-                yield EvalItem.from_parent(self, name=name, case=case, trial=trial)
+            made = [case]
+            if self.gsession.counterfactual:
+                try:
+                    made += twins(task, case)
+                except Exception as exc:  # a perturbation that did not move the truth as declared: a bug
+                    problem = f"harness_error: the {task.name} task's counterfactual twins: {type(exc).__name__}: {exc}"
+                    yield BadCaseFile.from_parent(self, name=f"{path.name}[cf]", error=DatasetError(str(path), problem))
+            for each in made:
+                for trial in range(trials):
+                    name = each.case_id if trials == 1 else trial_name(each.case_id, trial)
+                    yield EvalItem.from_parent(self, name=name, case=each, trial=trial)
 
 
 class BadCaseFile(pytest.Collector):
@@ -165,7 +183,9 @@ class EvalItem(pytest.Item):
         """A verdict as its message and the case file; anything else as pytest shows it."""
         exc = excinfo.value
         if isinstance(exc, CaseFailed):
-            return f"{exc}\n(case file: {self.case.source.name})"
+            twin = self.case.meta.get("counterfactual")
+            changed = f"; counterfactual twin: {twin.get('change')}" if isinstance(twin, dict) else ""
+            return f"{exc}\n(case file: {self.case.source.name}{changed})"
         return super().repr_failure(excinfo)
 
     def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
@@ -185,7 +205,7 @@ class EvalItem(pytest.Item):
 
 
 def select_by_node_id(config: pytest.Config, items: list[Any], wanted: list[str], data_dir: Path) -> None:
-    """Keep only the cases named by node id (``groundeval/<task>::<id>``); a case's id selects all its trials.
+    """Keep only the cases named by node id (``groundeval/<task>::<id>``); a case's id selects its trials and twins.
 
     Raises:
         pytest.UsageError: A named case does not exist; the message lists a few that do. A node id
@@ -208,7 +228,8 @@ def select_by_node_id(config: pytest.Config, items: list[Any], wanted: list[str]
             )
         raise pytest.UsageError(f"no case {unknown[0]!r} in {data_dir}; case ids look like: {some}")
     keep = set(wanted)
-    chosen = [item for item in items if item.nodeid in keep or split_trial(item.nodeid)[0] in keep]
+    chosen = [item for item in items if item.nodeid in keep or split_trial(item.nodeid)[0] in keep
+              or split_twin(split_trial(item.nodeid)[0])[0] in keep]
     ids = {item.nodeid for item in chosen}
     config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in ids])
     items[:] = chosen

@@ -68,6 +68,10 @@ def junit_properties(record: CaseRecord, metric_names: Sequence[str] = ()) -> li
         facts["tool_calls"] = len(record.trace)  # agents that keep a trace but no count
     props += [(key, _value(facts.get(key))) for key in FACT_KEYS if key in facts]
     props.append(("error_type", record.error.type if record.error else ""))
+    twin = record.meta.get("counterfactual")
+    if isinstance(twin, dict):  # a counterfactual twin: what it is a twin of, and what was changed
+        props += [("counterfactual_of", twin.get("of")), ("perturbation", twin.get("kind")),
+                  ("change", twin.get("change"))]
     return [(name, _value(value)) for name, value in props]  # None -> "", bool -> true/false, whatever the row
 
 
@@ -97,6 +101,7 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
         ("pass_rate_ran", _value(pass_rate_ran(agg))), ("answer_rate", _value(agg.answer_rate)),
     ]
     props += [(key, _value(value)) for key, value in agg.metrics.items()]
+    props += [(said, line) for said in ("counterfactual", "grounding") if (line := agg.statements.get(said))]
     if "cost_usd" in agg.usage:
         props.append(("cost_usd", _value(agg.usage["cost_usd"])))
     return [(name, _value(value)) for name, value in props + _trial_properties(agg.trials, agg)]

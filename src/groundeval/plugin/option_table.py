@@ -1,62 +1,32 @@
 """The table of ``--groundeval-*`` options: names, converters, defaults, help.
 
 Every option ``--groundeval-x-y`` has an ini twin ``groundeval_x_y``; ``groundeval.plugin.options``
-registers and reads them, and the ``groundeval`` CLI mirrors the same table.
+registers and reads them, and the ``groundeval`` CLI mirrors the same table. Each is a
+``groundeval.options.Option``, the type a task declares its own options with; the built-in tasks'
+declared options get first-class flags here, from their declarations in
+``groundeval.registry.builtins`` (no task is imported).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import replace
 
-from groundeval.plugin.option_values import (
-    bool_value as _bool,
+from groundeval.options import (
+    Option,
+    boolean as _bool,
+    choice,
     non_negative_float as _non_negative_float,
     non_negative_int as _non_negative_int,
+    number as _number,
     positive_float as _positive_float,
     positive_fraction as _positive_fraction,
     positive_int as _positive_int,
-    progress_mode as _progress_mode,
     text as _text,
 )
 
 __all__ = ["GENERIC", "OPTIONS", "RUN_OPTIONS", "Option"]
 
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One ``--groundeval-<name>`` option.
-
-    Attributes:
-        name: Option name without the prefix (``"min-f1"``).
-        convert: Turns the raw string into the value; raises ValueError with a reason.
-        default: Value when neither the command line nor the ini file sets it.
-        help: Help text; the default is appended.
-        metavar: Placeholder shown in ``--help``.
-        scope: ``"run"``, ``"task"`` (passed to the task) or ``"agent"`` (passed to the agent).
-        flag: True for an on/off flag that takes no value on the command line (its ini twin
-            takes ``true``/``false``).
-    """
-
-    name: str
-    convert: Callable[[str], Any]
-    default: Any
-    help: str
-    metavar: str = "VALUE"
-    scope: str = "run"
-    flag: bool = False
-
-    @property
-    def dest(self) -> str:
-        """The attribute/ini key: ``groundeval_min_f1``."""
-        return "groundeval_" + self.name.replace("-", "_")
-
-    @property
-    def key(self) -> str:
-        """The settings key: ``min_f1``."""
-        return self.name.replace("-", "_")
-
+_progress_mode = choice("auto", "tty", "plain", "off", why="must be auto, tty, plain or off", any_case=True)
 
 RUN_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -65,27 +35,28 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "(write an R4B MedicationStatement from a note), reconcile (a patient's admission report against "
         "the record), labs (interpret lab and vital-sign results against a cited threshold table), a task "
         "registered under the entry-point "
-        "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME",
+        "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME", scope="run",
     ),
     Option(
         "agent", _text, None,
-        "Agent: claude, openai-compatible, local (a llama.cpp server it starts), baseline, naive (extraction), "
+        "Agent: claude, openai-compatible, local (a llama.cpp server it starts), baseline, naive, priors (extraction), "
         "langgraph (tool-using: write, extraction, reconcile, labs), langgraph-fhir (the read tools only), "
         "baseline-write, naive-write (write), baseline-reconcile, naive-reconcile, hedge-reconcile (reconcile), "
         "baseline-labs, naive-labs (labs), or package.module:attribute. "
         "Default: the task's own (claude for extraction, reconcile and labs, langgraph for write).", "NAME",
+        scope="run",
     ),
     Option(
         "model", _text, None,
         "Model id for model-backed agents; for the local agent a GGUF file or a packaged model (smollm2).", "ID",
         "agent",
     ),
-    Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N"),
-    Option("data-dir", _text, None, "Directory of case files (default: the packaged fixtures).", "DIR"),
-    Option("out-dir", _text, "runs", "Directory for JSON run records.", "DIR"),
+    Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N", scope="run"),
+    Option("data-dir", _text, None, "Directory of case files (default: the packaged fixtures).", "DIR", scope="run"),
+    Option("out-dir", _text, "runs", "Directory for JSON run records.", "DIR", scope="run"),
     Option("max-tokens", _positive_int, 4096, "Model output limit per call, tokens.", "N", "agent"),
     Option(
-        "temperature", float, None,
+        "temperature", _number, None,
         "Sampling temperature for model-backed agents. Default: none sent, so the model's own "
         "(Claude Opus 4.7 and later reject an explicit temperature).", "T", "agent",
     ),
@@ -116,42 +87,49 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "baseline", _text, None,
         "Compare this run with a stored run record: a case that passed there and fails now is a regression, "
-        "named in the summary and marked regression=true in junit.", "RUN.json",
+        "named in the summary and marked regression=true in junit.", "RUN.json", scope="run",
     ),
     Option(
         "fail-on-regression", _bool, False,
         "With --groundeval-baseline: exit non-zero when the gate fails (a case regressed or was lost, a case file "
         "could not be read or failed its checks, the pass rate dropped beyond noise, or the run is incomplete), even "
         "if every threshold passes.",
-        "BOOL", flag=True,
+        "BOOL", scope="run", flag=True,
     ),
     Option(
         "trials", _positive_int, 1,
         "Run every case K times, one pytest item per trial (node id suffix [trial-0] ... [trial-K-1]); "
-        "the summary adds pass@k, pass^k and per-case passes out of K.", "K",
+        "the summary adds pass@k, pass^k and per-case passes out of K.", "K", scope="run",
+    ),
+    Option(
+        "counterfactual", _bool, False,
+        "Also run each case's counterfactual twins: its record changed by code in a way whose effect on the truth "
+        "is known (node id suffix [cf-<perturbation>]); the summary adds record_sensitivity, the share of twins "
+        "whose answer changed as the truth did. The task must declare perturbations (extraction does).",
+        "BOOL", scope="run", flag=True,
     ),
     Option(
         "concurrency", _positive_int, None,
         "Agent calls in flight at once per process (per xdist worker under -n): upcoming cases are "
         "called ahead in threads while items still report one by one in collection order. 1 calls "
         "the agent inside each item, as a plain pytest run would. Default: 4 for the built-in "
-        "agents, 1 for an agent of your own unless it sets thread_safe = True.", "N",
+        "agents, 1 for an agent of your own unless it sets thread_safe = True.", "N", scope="run",
     ),
     Option(
         "summary-md", _text, None,
         "Write the run's summary as Markdown to PATH (also appended to $GITHUB_STEP_SUMMARY when that is set).",
-        "PATH",
+        "PATH", scope="run",
     ),
     Option(
         "cache", _text, None,
         "Store each agent result in DIR (SQLite, shared safely by xdist workers and concurrent runs), keyed by "
         "agent, model, the full request and the trial index; a rerun with the same key makes no model call and "
-        "its case is marked cached=true.", "DIR",
+        "its case is marked cached=true.", "DIR", scope="run",
     ),
     Option(
         "replay-allow-changed", _bool, False,
         "With --groundeval-agent=replay:RUN.json: re-score cases whose case file changed since that run, "
-        "flagged fixture_changed=true, instead of refusing to start.", "BOOL", flag=True,
+        "flagged fixture_changed=true, instead of refusing to start.", "BOOL", scope="run", flag=True,
     ),
     Option(
         "failure-blocks", _bool, False,
@@ -159,29 +137,29 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "cases each is one line, 'FAILED <node id> - <reason>', under 'failed cases' before the groundeval summary: "
         "thousands of blocks are unreadable, and pytest's FAILURES section costs time that grows with "
         "failures x tests.",
-        "BOOL", flag=True,
+        "BOOL", scope="run", flag=True,
     ),
     Option(
         "min-pass-rate", _positive_fraction, None,
         "With --groundeval-trials: a case passes when at least R of its counted trials pass (0 < R <= 1; "
         "excluded trials are left out); each trial item still shows its own outcome, and the exit status "
-        "follows the cases. Default: every trial must pass.", "R",
+        "follows the cases. Default: every trial must pass.", "R", scope="run",
     ),
     Option(
         "max-cost", _positive_float, None,
         "Stop the run before it spends more than USD on model calls: each call's cost is estimated from its "
         "prompt tokens and max-tokens before it is sent, and a call that could pass the limit is not made; "
-        "cases not started are not_run. Needs a model with a known price.", "USD",
+        "cases not started are not_run. Needs a model with a known price.", "USD", scope="run",
     ),
     Option(
         "progress", _progress_mode, "auto",
         "Status line while the run goes (cases done, passed, excluded, calls in flight, tokens, USD, ETA): tty "
         "(one line redrawn in place), plain (a line every --groundeval-progress-every seconds, for CI logs), "
-        "off, or auto (tty on a terminal, else plain).", "MODE",
+        "off, or auto (tty on a terminal, else plain).", "MODE", scope="run",
     ),
     Option(
         "progress-every", _non_negative_float, 30.0,
-        "Seconds between plain progress lines (0: after every case).", "SECONDS",
+        "Seconds between plain progress lines (0: after every case).", "SECONDS", scope="run",
     ),
     Option(
         "batch", _bool, False,
@@ -215,13 +193,14 @@ RUN_OPTIONS: tuple[Option, ...] = (
 
 def _builtin_task_flags() -> tuple[Option, ...]:
     """First-class flags for the built-in tasks' declared options (one per option name)."""
-    from groundeval.task_options import BUILTIN_OPTIONS
+    from groundeval.registry import TaskEntry, builtins
 
     seen: dict[str, Option] = {}
-    for declared in BUILTIN_OPTIONS.values():
-        for topt in declared:
-            name = topt.name.replace("_", "-")
-            seen.setdefault(name, Option(name, topt.value, topt.default, topt.help, topt.metavar, "task"))
+    for declared in vars(builtins).values():
+        if isinstance(declared, TaskEntry):
+            for topt in declared.options:
+                name = topt.name.replace("_", "-")
+                seen.setdefault(name, replace(topt, name=name, scope="task"))
     return tuple(seen.values())
 
 

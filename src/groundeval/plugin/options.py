@@ -3,10 +3,11 @@
 Every option ``--groundeval-x-y`` has an ini twin ``groundeval_x_y``; the command line wins.
 Bad values raise ``pytest.UsageError`` naming the option and the fix.
 
-Task options are declared by the tasks (``Task.options``, a tuple of ``TaskOption``), not here:
+Task options are declared by the tasks (``Task.options``, a tuple of ``groundeval.options.Option``,
+the type of this module's table too), not here:
 
 * the built-in tasks' options get first-class flags (``--groundeval-min-f1``), generated from
-  ``groundeval.task_options`` (standard library only: no task is imported);
+  their declarations in ``groundeval.registry.builtins`` (standard library only: no task is imported);
 * any task's options, a task from outside included, are given as
   ``--groundeval-option=KEY=VALUE`` (repeatable) or ini lines ``groundeval_option = KEY=VALUE``.
 
@@ -23,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from groundeval.plugin.option_table import GENERIC, OPTIONS, RUN_OPTIONS, Option
-from groundeval.plugin.option_values import KINDS as _KINDS
 
 if TYPE_CHECKING:
     from groundeval.models.batch import BatchSettings
@@ -77,6 +77,7 @@ class Settings:
         fail_on_regression: Exit non-zero when a case regressed against the baseline.
         summary_md: Where to write the Markdown summary, or None.
         trials: Items per case (``--groundeval-trials``).
+        counterfactual: ``--groundeval-counterfactual``: also run each case's counterfactual twins.
         concurrency: Agent calls in flight at once in this process (``--groundeval-concurrency``).
         cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
         replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
@@ -102,6 +103,7 @@ class Settings:
     fail_on_regression: bool = False
     summary_md: Path | None = None
     trials: int = 1
+    counterfactual: bool = False
     concurrency: int | None = None
     cache_dir: Path | None = None
     replay_allow_changed: bool = False
@@ -124,15 +126,11 @@ def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
     return None, ""
 
 
-
-
 def _convert(opt: Option, raw: str, source: str) -> Any:
     try:
-        return opt.convert(raw)
+        return opt.value(raw)
     except ValueError as exc:
-        text = str(exc)
-        reason = text if text.startswith(("must", "not ")) else f"not {_KINDS.get(opt.convert, 'valid')}"
-        raise pytest.UsageError(f"{source}={raw!r}: {reason}") from None
+        raise pytest.UsageError(f"{source}={raw!r}: {exc}") from None
 
 
 def _generic_pairs(config: pytest.Config) -> list[tuple[str, str, str]]:
@@ -212,14 +210,16 @@ def _task_class(task: str) -> Any:
     from groundeval.errors import ConfigError
     from groundeval.tasks import available_tasks, task_class
 
-    if ":" not in task and task not in available_tasks():
+    try:
+        known = available_tasks()
+    except ConfigError as exc:  # an install whose metadata declares no tasks
+        raise pytest.UsageError(str(exc)) from None
+    if ":" not in task and task not in known:
         from groundeval.errors import did_you_mean
 
-        names = ", ".join(sorted(available_tasks()))
         raise pytest.UsageError(
-            f"--groundeval-task={task!r}: unknown task{did_you_mean(task, available_tasks())}; choose one of: "
-            f"{names}, or package.module:Class "
-            "for your own task"
+            f"--groundeval-task={task!r}: unknown task{did_you_mean(task, known)}; choose one of: "
+            f"{', '.join(sorted(known))}, or package.module:Class for your own task"
         )
     try:
         return task_class(task)
@@ -295,6 +295,14 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"{sources['baseline']}={str(baseline)!r}: no such run record file")
     if values["fail_on_regression"] and baseline is None:
         raise pytest.UsageError(f"{sources['fail_on_regression']} needs --groundeval-baseline=RUN.json to compare with")
+    if values["counterfactual"]:
+        from groundeval.tasks.counterfactual import perturbations
+
+        if not perturbations(built):
+            raise pytest.UsageError(
+                f"{sources['counterfactual']}: the {name} task declares no perturbations, so it has no counterfactual "
+                "twins (extraction does); drop the option"
+            )
     agent = values["agent"] or str(cls.default_agent)
     if values["replay_allow_changed"] and not agent.startswith("replay:"):
         raise pytest.UsageError(
@@ -315,6 +323,7 @@ def read_settings(config: pytest.Config) -> Settings:
         fail_on_regression=bool(values["fail_on_regression"]),
         summary_md=path("summary_md"),
         trials=int(values["trials"]),
+        counterfactual=bool(values["counterfactual"]),
         concurrency=None if values["concurrency"] is None else int(values["concurrency"]),
         cache_dir=path("cache"),
         replay_allow_changed=bool(values["replay_allow_changed"]),
@@ -349,6 +358,6 @@ def _batch(values: dict[str, Any], sources: dict[str, str], out_dir: Path) -> Ba
 
 
 def _builtin_names() -> frozenset[str]:
-    from groundeval.tasks import TASKS
+    from groundeval.registry import builtin_tasks
 
-    return frozenset(TASKS)
+    return frozenset(builtin_tasks())

@@ -110,11 +110,19 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         dropped_calls=gs.discarded_calls,
         peak_in_flight=gs.peak_in_flight,
         metric_names=list(gs.task.metric_names),
-        metric_directions=dict(getattr(gs.task, "metric_directions", None) or {}),
+        metric_directions=_directions(gs.task),
         cases=cases,
         aggregate=summarize(gs.task, cases, selected=len(gs.selected) or len(cases),
                             min_pass_rate=settings.min_pass_rate),
     )
+
+
+def _directions(task: Task) -> dict[str, Any]:
+    """The task's ``metric_directions``, with the grounding metrics' when it declares ``lookups``."""
+    from groundeval.scorers.grounding import GROUNDING_DIRECTIONS
+
+    grounding = GROUNDING_DIRECTIONS if callable(getattr(task, "lookups", None)) else {}
+    return {**grounding, **dict(getattr(task, "metric_directions", None) or {})}
 
 
 def _why_incomplete(gs: RunState) -> str:

@@ -191,6 +191,11 @@ class GroundevalSession:
         """``--groundeval-trials``: items per case."""
         return self.settings.trials
 
+    @property
+    def counterfactual(self) -> bool:
+        """``--groundeval-counterfactual``: also run each case's counterfactual twins."""
+        return self.settings.counterfactual
+
     def _check_max_cost(self, settings: Settings) -> None:
         """Refuse ``--groundeval-max-cost`` for calls that cannot be priced beforehand (``plugin.spend_check``)."""
         from groundeval.agents.base import AGENTS, _load_target

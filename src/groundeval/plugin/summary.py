@@ -2,7 +2,8 @@
 
 It leads with what cannot be gamed (how many cases were scored, the pass rate, the answer rate),
 their 95% intervals, pass@k/pass^k and the case verdicts over repeated trials
-(``Aggregate.trials``, from ``groundeval.records.trial_stats``), then the task's means, then usage;
+(``Aggregate.trials``, from ``groundeval.records.trial_stats``), the counterfactual twins' line
+(``groundeval.records.sensitivity``), then the task's means, then usage;
 partial cases are listed above the table so that the table is the last thing a run prints.
 """
 
@@ -44,7 +45,8 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     """Render a run's aggregate as text lines.
 
     Metrics named ``micro_<m>``/``macro_<m>`` become a table with one column per ``<m>`` (plus a
-    ``95% CI`` row of the macro means' intervals); other metrics are listed as ``name: value``,
+    ``95% CI`` row of the macro means' intervals); other metrics (a ``macro_<m>`` without its
+    ``micro_<m>`` among them) are listed as ``name: value``,
     then one ``95% CI:`` line of those that have an interval. With repeated trials the counts are
     of trials.
     """
@@ -62,6 +64,9 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     )
     if stats is not None:
         lines += trial_lines(stats, agg)
+    for said in ("counterfactual", "grounding"):  # the twins and the tool grounding, beside the pass rate
+        if line := agg.statements.get(said):
+            lines.append(line)
     lines.append("outcomes: " + "  ".join(f"{k}: {agg.counts[k]}" for k in ORDER if k in agg.counts))
     metrics = agg.metrics
     columns = [k[len("micro_"):] for k in metrics if k.startswith("micro_")]
@@ -76,7 +81,7 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
             lines.append("95% CI".ljust(8) + "".join(cell.rjust(width) for cell in row))
             note = interval_note(ivs[k] for k in ivs if k.startswith("macro_"))
             lines.append(f"        (95% CI of the macro means: {note})")
-    others = [k for k in metrics if not k.startswith(("micro_", "macro_"))]
+    others = [k for k in metrics if not k.startswith("micro_") and not (k.startswith("macro_") and k[6:] in columns)]
     lines += [f"{key}: {_fmt(metrics[key])}" for key in others]
     if any(k in ivs for k in others):
         note = interval_note(ivs[k] for k in others if k in ivs)
@@ -113,6 +118,8 @@ def trial_lines(stats: TrialStats, agg: Aggregate) -> list[str]:
             f"pass@{head.k}: {_fmt(head.pass_at_k)}{' ' + at_iv.text() if at_iv else ''}  "
             f"pass^{head.k}: {_fmt(head.pass_hat_k)}{' ' + hat_iv.text() if hat_iv else ''}"
             + (f"  (pass@{head.k}/pass^{head.k} {note})" if (note := statement(agg, "pass_k_scope")) else "")
+            + (f"  tool_plan_consistency: {_fmt(plan)}"
+               if (plan := agg.metrics.get("tool_plan_consistency")) is not None else "")
         )
     if stats.k > 1 or stats.min_pass_rate is not None:
         rule = f"at least {stats.min_pass_rate:g} of" if stats.min_pass_rate is not None else "all"

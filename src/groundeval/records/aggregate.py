@@ -2,7 +2,9 @@
 
 Outcome counts, the pass and answer rates (over the counted cases, and over every case that
 ran: ``groundeval.records.scope.ran``, which leaves out ``invalid_case`` and ``not_run``), the task's own
-means, tokens and cost, and the trial statistics (``groundeval.records.trial_stats``).
+means, tokens and cost, and the trial statistics (``groundeval.records.trial_stats``). Counterfactual
+twins (``--groundeval-counterfactual``) are kept apart: every figure above is over the original
+cases, and the twins give ``Aggregate.counterfactual`` (``groundeval.records.sensitivity``).
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from groundeval.models.pricing import total_cost
+from groundeval.records.grounding import GROUNDING_STATEMENT, grounding_figures, grounding_text
 from groundeval.records.run_record import Aggregate, CaseRecord
 from groundeval.records.scope import ran_outcome_count, statements
+from groundeval.records.sensitivity import COUNTERFACTUAL_STATEMENT, is_twin, sensitivity_text, with_counterfactual
 from groundeval.records.trial_stats import with_trial_stats
 from groundeval.scoring import Metric
 from groundeval.tasks.base import Task
@@ -31,12 +35,17 @@ def summarize(
         min_pass_rate: ``--groundeval-min-pass-rate`` R for the case verdicts, or None.
 
     Returns:
-        The ``Aggregate``, with ``trials`` from ``groundeval.records.trial_stats.with_trial_stats``.
+        The ``Aggregate`` of the original cases, with ``counterfactual`` from the twins' records
+        (``groundeval.records.sensitivity``), ``trials`` from ``groundeval.records.trial_stats.with_trial_stats``.
         ``cost_usd`` is None when any record with usage has no known cost. When some answers
         came from the cache or a replay, ``usage`` also holds ``spent_usd`` (the calls this run
         made) and ``cached_cost_usd`` (the recorded cost of the cached answers, not spent now).
     """
     records = list(records)
+    twins = [r for r in records if is_twin(r)]
+    if twins:  # the twins give record sensitivity; every other figure is over the original cases
+        records = [r for r in records if not is_twin(r)]
+        selected = None if selected is None else max(selected - len(twins), 0)
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec.outcome] = counts.get(rec.outcome, 0) + 1
@@ -66,9 +75,16 @@ def summarize(
         pass_rate=round(passed / n, 6) if n else None,
         pass_rate_ran=round(passed / ran, 6) if ran else None,
         answer_rate=round(sum(r.answered for r in counted) / n, 6) if n else None,
-        metrics=task.aggregate([r.metrics for r in counted]),
+        metrics={**task.aggregate([r.metrics for r in counted]), **grounding_figures(counted)},
         usage=usage,
         cached=sum(r.cached for r in records),
     )
     aggregate = with_trial_stats(aggregate, records, min_pass_rate)
-    return aggregate.model_copy(update={"statements": statements(aggregate)})
+    said = statements(aggregate)
+    if grounded := grounding_text(counted):  # a tool-using agent on a task that declares lookups
+        said[GROUNDING_STATEMENT] = grounded
+    if twins:
+        aggregate = with_counterfactual(aggregate, task, twins, records)
+        assert aggregate.counterfactual is not None
+        said[COUNTERFACTUAL_STATEMENT] = sensitivity_text(aggregate.counterfactual)
+    return aggregate.model_copy(update={"statements": said})

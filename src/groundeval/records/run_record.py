@@ -37,12 +37,14 @@ __all__ = [
     "Aggregate",
     "CaseRecord",
     "CaseTrials",
+    "Counterfactual",
     "ErrorInfo",
     "FigureInterval",
     "PassAtK",
     "RunRecord",
     "RunWriter",
     "TrialStats",
+    "TwinPair",
     "new_run_id",
     "package_versions",
 ]
@@ -264,6 +266,67 @@ class TrialStats(BaseModel):
         return self.pass_k[-1] if self.pass_k else None
 
 
+class TwinPair(BaseModel):
+    """A counterfactual twin and its original (``groundeval.records.sensitivity``), one per twin trial.
+
+    Attributes:
+        twin: The twin's case id (``<case_id>[cf-<kind>]``).
+        of: The original's case id.
+        trial: The trial both answers come from.
+        kind: The perturbation.
+        effect: How it moved the truth: ``drops``, ``adds``, ``replaces`` or ``same``.
+        change: What was changed in the record, one line.
+        tracks_record: True when both answers match their own truth on the probed items (the answer
+            changed exactly as the truth did); None when the pair is not judged (either side excluded
+            or not run).
+        kept_original_answer: True when the twin's answer on the probed items is the original's
+            answer (for a twin whose truth changed: the signature of answering from priors); None
+            when not judged.
+        why: Why the pair is not judged or not tracked; empty when tracked.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    twin: str
+    of: str
+    trial: int = 0
+    kind: str
+    effect: str
+    change: str = ""
+    tracks_record: bool | None = None
+    kept_original_answer: bool | None = None
+    why: str = ""
+
+
+class Counterfactual(BaseModel):
+    """Record sensitivity over a run's counterfactual twins (``--groundeval-counterfactual``), computed once.
+
+    Attributes:
+        twins: Twin records (trials), excluded and not-run ones included.
+        judged: Pairs judged (twin and original both counted).
+        tracked: Judged pairs whose answer changed as the truth did.
+        record_sensitivity: Share of the judged twins whose truth changed (effect not ``same``) that
+            were tracked, with its Wilson interval over them; None when none was judged.
+        by_kind: The same share per perturbation (``same`` kinds included), each with its interval.
+        effects: Perturbation -> its effect.
+        twin_counts: Twin outcome -> number of twin records.
+        twin_pass_rate: Twins passed / twins counted (None when none is counted).
+        pairs: Every twin with its verdict, in record order.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    twins: int = 0
+    judged: int = 0
+    tracked: int = 0
+    record_sensitivity: FigureInterval | None = None
+    by_kind: dict[str, FigureInterval] = Field(default_factory=dict)
+    effects: dict[str, str] = Field(default_factory=dict)
+    twin_counts: dict[str, int] = Field(default_factory=dict)
+    twin_pass_rate: float | None = None
+    pairs: list[TwinPair] = Field(default_factory=list)
+
+
 class Aggregate(BaseModel):
     """Run-level figures, computed once from the case records.
 
@@ -293,6 +356,12 @@ class Aggregate(BaseModel):
             ``aggregate.summarize`` (``groundeval.records.scope.statements``): ``scope`` (what the
             pass rate covers), ``pass_k_scope`` (which cases pass@k leaves out) and ``cases_scope``
             (which cases have no verdict); empty in records written before they were stored.
+        counterfactual: Record sensitivity over the counterfactual twins
+            (``groundeval.records.sensitivity``); None without ``--groundeval-counterfactual``. The
+            twins are left out of every other figure here (counts, rates, ``metrics`` and ``trials``
+            are over the original cases), except that ``metrics`` and ``trials.intervals`` also hold
+            ``record_sensitivity``, ``record_sensitivity[<kind>]`` and ``twin_pass_rate``, so that
+            every output and comparison shows them like the task's own figures.
     """
 
     selected: int = 0
@@ -309,6 +378,7 @@ class Aggregate(BaseModel):
     cached: int = 0
     trials: TrialStats | None = None
     statements: dict[str, str] = Field(default_factory=dict)
+    counterfactual: Counterfactual | None = None
 
 
 class RunRecord(BaseModel):

@@ -16,7 +16,9 @@ first; ``cases.dimensions``), and a change is better or worse by the record's
 that ran, when either run excluded or did not run a case; each such run is also a warning that
 states its scope, ``groundeval.records.scope``), answer rate, every
 figure of ``Aggregate.metrics`` and usage; a figure gets a paired interval when it is the mean of a
-per-case dimension, by the naming rule of ``figure_dimension`` (``macro_<m>``, ``<m>_pass_rate``).
+per-case dimension, by the naming rule of ``figure_dimension`` (``macro_<m>``, ``<m>_pass_rate``),
+over the original cases, or when it is ``record_sensitivity`` (``[<kind>]``), over the
+counterfactual twins judged in both runs (``groundeval.records.sensitivity.pair_values``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import Literal
 from groundeval.records.dimensions import figure_dimension
 from groundeval.records.run_record import RunRecord
 from groundeval.records.scope import pass_rate_ran, ran, scope_needed, statement
+from groundeval.records.sensitivity import pair_values, sensitivity_figure
+from groundeval.records.trial_ids import split_twin
 from groundeval.reporting.cases import (
     EPS,
     CaseValues,
@@ -272,9 +276,10 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
                      "not compared (one without a verdict now is still lost)")
     figures = _figures(a, b, cases, dims, comparable=not problems)
     pass_iv = next((f.interval for f in figures if f.name == "pass_rate"), None)
+    sens_iv = next((f.interval for f in figures if f.name == "record_sensitivity"), None)
     incomplete = None if b.complete else (b.stop_reason or "interrupted")
     gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems), tuple(lost),
-                      incomplete, collection_error_lines(b), invalid_case_lines(b), len(only_a))
+                      incomplete, collection_error_lines(b), invalid_case_lines(b), len(only_a), sens_iv)
     return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate, dims, dirs,
                       _count_dimensions(dims, a, b))
 
@@ -309,11 +314,15 @@ def _figures(
     usage = list(ga.usage) + [k for k in gb.usage if k not in ga.usage]
     rows += [(k, _num(ga.usage.get(k)), _num(gb.usage.get(k))) for k in usage]
     figures = []
+    originals = [c for c in cases if split_twin(c.case_id)[1] is None]  # twins give only record_sensitivity
     for name, x, y in rows:
         dim = figure_dimension(name, dims)
         interval = None
-        if dim is not None:
-            diffs = [c.b.values[dim] - c.a.values[dim] for c in cases if dim in c.a.values and dim in c.b.values]
+        if (kind := sensitivity_figure(name)) is not None and comparable:  # paired over the twins of both runs
+            pa, pb = pair_values(ga.counterfactual, kind), pair_values(gb.counterfactual, kind)
+            interval = paired_interval([pb[k] - pa[k] for k in pa if k in pb])
+        elif dim is not None:
+            diffs = [c.b.values[dim] - c.a.values[dim] for c in originals if dim in c.a.values and dim in c.b.values]
             interval = paired_interval(diffs)
         figures.append(Figure(name, x, y, interval, comparable))
     return figures

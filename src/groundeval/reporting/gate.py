@@ -15,7 +15,9 @@ Two kinds of case fail the gate, and every output keeps them apart:
 
 A run whose pass rate dropped beyond noise fails the gate too: the paired bootstrap interval of
 the per-case pass-rate differences lies wholly below 0 (with trials, per-case Fisher tests on 3
-trials can flag only 3/3 -> 0/3, so a run-wide drop of flaky cases is caught here).
+trials can flag only 3/3 -> 0/3, so a run-wide drop of flaky cases is caught here). So does one
+whose ``record_sensitivity`` (``--groundeval-counterfactual``) dropped beyond noise, by the same
+rule over the twins judged in both runs.
 
 An incomplete current run (``RunRecord.complete`` false) fails the gate too: its cases that never
 ran cannot be shown not to have regressed. So does any collection error of the current run
@@ -212,6 +214,8 @@ class GateResult:
             or not (a broken case file must not pass CI).
         only_in_baseline: How many baseline cases this run does not have at all (their files
             deleted, or not selected with ``-k``/``--groundeval-limit``); said, not gated.
+        sensitivity_interval: Interval of the mean per-twin change of ``tracks_record`` over the
+            counterfactual twins judged in both runs (``--groundeval-counterfactual``), or None.
     """
 
     baseline_run_id: str
@@ -225,6 +229,7 @@ class GateResult:
     collection_errors: tuple[str, ...] = ()
     invalid_cases: tuple[str, ...] = ()
     only_in_baseline: int = 0
+    sensitivity_interval: Interval | None = None
 
     @property
     def regressed(self) -> tuple[CaseGate, ...]:
@@ -248,7 +253,8 @@ class GateResult:
         What ``--groundeval-fail-on-regression`` and ``groundeval compare --fail-on-regression`` fail on.
         """
         return bool(self.regressed or self.lost or self.incomplete is not None or self.pass_rate_dropped
-                    or self.collection_errors or self.invalid_cases or self.nothing_compared)
+                    or self.sensitivity_dropped or self.collection_errors or self.invalid_cases
+                    or self.nothing_compared)
 
     @property
     def nothing_compared(self) -> bool:
@@ -274,6 +280,12 @@ class GateResult:
         iv = self.pass_rate_interval
         return iv is not None and iv.n >= 2 and iv.high < -EPS
 
+    @property
+    def sensitivity_dropped(self) -> bool:
+        """True when the paired interval of the ``record_sensitivity`` change lies wholly below 0 (beyond noise)."""
+        iv = self.sensitivity_interval
+        return iv is not None and iv.n >= 2 and iv.high < -EPS
+
     def reasons(self) -> list[str]:
         """Why the gate fails, one phrase each (empty when it passes)."""
         out = []
@@ -290,6 +302,9 @@ class GateResult:
         if self.pass_rate_dropped and self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             out.append(f"the pass rate dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
+        if self.sensitivity_dropped and self.sensitivity_interval is not None:
+            iv = self.sensitivity_interval
+            out.append(f"record_sensitivity dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
         if self.nothing_compared:
             out.append(self._nothing_compared_reason())
         return out
@@ -319,6 +334,9 @@ class GateResult:
         if self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             lines.append(f"pass rate change {iv.mean:+.3f}, 95% interval {iv.text()} over {iv.n} cases")
+        if self.sensitivity_interval is not None:
+            iv = self.sensitivity_interval
+            lines.append(f"record_sensitivity change {iv.mean:+.3f}, 95% interval {iv.text()} over {iv.n} twins")
         if self.failed:
             lines.append("regression gate FAILED: " + "; ".join(self.reasons()))
         return lines

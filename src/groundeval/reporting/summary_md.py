@@ -123,6 +123,9 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
         f" ({agg.excluded} excluded, {agg.not_run} not run)"
     )
+    for said in ("counterfactual", "grounding"):
+        if line := agg.statements.get(said):
+            lines += ["", md_escape(line)]
     lines += ["", "| figure | value | 95% interval |", "| --- | ---: | --- |"]
     for name in ["answer_rate", *agg.metrics]:
         value = agg.answer_rate if name == "answer_rate" else agg.metrics.get(name)
@@ -154,8 +157,42 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
             name = f"{c.case_id}[trial-{c.trial}]" if stats.k > 1 else c.case_id
             lines.append(f"| {md_code(name)} | {c.outcome} | {md_escape(why[0] if why else '')} |")
         lines += ["", "</details>"]
+    lines += _untracked_md(record)
+    lines += _ungrounded_md(record)
     lines += ["", f"<sub>intervals: {md_escape(stats.interval_method or INTERVAL_METHOD)}</sub>", ""]
     return "\n".join(lines)
+
+
+def _ungrounded_md(record: RunRecord) -> list[str]:
+    """The cases whose answer holds items no tool returned, or that missed a required lookup (``scorers.grounding``)."""
+    rows = [(c, c.details.get("reasoned_not_looked_up") or [], c.details.get("missed_lookups") or [])
+            for c in record.cases]
+    rows = [r for r in rows if r[1] or r[2]]
+    if not rows:
+        return []
+    lines = ["", f"<details><summary>{len(rows)} {unit_of(record)}(s) not grounded in their tool calls</summary>", "",
+             "| case | reasoned, not looked up | missed lookups |", "| --- | --- | --- |"]
+    lines += [f"| {md_code(c.case_id)} | {md_escape('; '.join(map(str, r)))} | {md_escape('; '.join(map(str, m)))} |"
+              for c, r, m in rows[:MAX_LISTED]]
+    return [*lines, "", "</details>"]
+
+
+def unit_of(record: RunRecord) -> str:
+    """``trial`` when the run has more than one trial per case, else ``case``."""
+    stats = record.aggregate.trials
+    return "trial" if stats is not None and stats.k > 1 else "case"
+
+
+def _untracked_md(record: RunRecord) -> list[str]:
+    """The counterfactual twins whose answer did not follow the record's change (at most ``MAX_LISTED``)."""
+    cf = record.aggregate.counterfactual
+    missed = [p for p in cf.pairs if p.tracks_record is False] if cf is not None else []
+    if not missed:
+        return []
+    lines = ["", f"<details><summary>{len(missed)} twin(s) not tracked</summary>", "",
+             "| twin | change | why |", "| --- | --- | --- |"]
+    lines += [f"| {md_code(p.twin)} | {md_escape(p.change)} | {md_escape(p.why)} |" for p in missed[:MAX_LISTED]]
+    return [*lines, "", "</details>"]
 
 
 def write_summary_markdown(

@@ -1,10 +1,11 @@
 """Tasks: what an agent is asked, the ground truth, and how its answer is parsed.
 
-A task is named, in ``--groundeval-task`` or ``make_task``, in one of three ways:
+A task is named, in ``--groundeval-task`` or ``make_task``, in one of two ways:
 
-* a built-in name (``TASKS``: ``extraction``, ``write``, ``reconcile``);
-* a name another installed package registers under the entry-point group ``groundeval.tasks``
-  (``ENTRY_POINT_GROUP``), e.g. in its ``pyproject.toml``::
+* a name registered under the entry-point group ``groundeval.tasks`` (``ENTRY_POINT_GROUP``): the
+  built-ins (``extraction``, ``write``, ``reconcile``, ``labs``, declared in
+  ``groundeval.registry.builtins``) and any other installed package's, e.g. in its
+  ``pyproject.toml``::
 
       [project.entry-points."groundeval.tasks"]
       conditions = "my_package.conditions:ConditionsTask"
@@ -13,18 +14,18 @@ A task is named, in ``--groundeval-task`` or ``make_task``, in one of three ways
   ``examples.conditions_task:ConditionsTask`` works from the repository root (and in every
   pytest-xdist worker, which starts in the same directory).
 
-Each module is imported only when its task is used. The class is built by its ``from_options``
-classmethod (``BaseTask`` provides one that reads the options the task declares).
+Each module is imported only when its task is used (``groundeval.registry``). The class is built
+by its ``from_options`` classmethod (``BaseTask`` provides one that reads the options the task
+declares).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from typing import Any
 
 from groundeval.errors import ConfigError
-from groundeval.loading import load_target
+from groundeval.registry import TASK_GROUP, Targets, builtin_tasks, load_target, registered
 from groundeval.tasks.base import BaseTask, Scorer, Task, TaskOption
 
 __all__ = [
@@ -40,31 +41,20 @@ __all__ = [
     "task_classes",
 ]
 
-TASKS: dict[str, str] = {
-    "extraction": "groundeval.tasks.extraction.task:ExtractionTask",
-    "write": "groundeval.tasks.write.task:WriteTask",
-    "reconcile": "groundeval.tasks.reconcile.task:ReconcileTask",
-    "labs": "groundeval.tasks.labs:LabsTask",
-}
-"""Built-in task name -> ``module:Class``."""
+ENTRY_POINT_GROUP = TASK_GROUP
+"""Entry-point group under which packages, groundeval included, register tasks (name -> ``module:Class``)."""
 
-ENTRY_POINT_GROUP = "groundeval.tasks"
-"""Entry-point group under which other packages register tasks (name -> ``module:Class``)."""
-
-
-def _registered() -> dict[str, str]:
-    """Entry-point tasks (name -> ``module:Class``); a built-in name cannot be taken over."""
-    found = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    return {name: value for name, value in found.items() if name not in TASKS}
+TASKS: Mapping[str, str] = Targets(TASK_GROUP)
+"""Every registered task: name -> ``module:Class`` (read lazily from the registry)."""
 
 
 def available_tasks() -> dict[str, str]:
-    """Every task known by name: built-in and entry-point tasks, name -> ``module:Class``."""
-    return {**TASKS, **_registered()}
+    """Every task known by name, groundeval's own first: name -> entry-point value."""
+    return registered(TASK_GROUP)
 
 
 def _import(spec: str, target: str) -> Any:
-    found = load_target(spec, target, kind="task", builtin=target in TASKS.values())
+    found = load_target(spec, target, kind="task", builtin=spec in builtin_tasks())
     if not isinstance(found, type) or not callable(getattr(found, "from_options", None)):
         raise ConfigError(
             f"task {spec!r} is not a task class (a class with from_options, e.g. a groundeval.BaseTask subclass)"

@@ -32,8 +32,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case
 from groundeval.errors import ConfigError
+from groundeval.options import TaskOption, choice, unit_interval
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.task_options import TaskOption, choice, unit_interval
 
 __all__ = [
     "CAPABILITIES",

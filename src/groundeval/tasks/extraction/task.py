@@ -25,10 +25,13 @@ from groundeval.datasets import Case, load_json, slug
 from groundeval.errors import ConfigError
 from groundeval.fhir.read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
+from groundeval.registry.builtins import EXTRACTION_OPTIONS
+from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.task_options import EXTRACTION_OPTIONS
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
 from groundeval.tasks.common import case_id_from_stem, check_fhir_bundle, wrong_task_error
+from groundeval.tasks.extraction import counterfactual as _counterfactual
+from groundeval.tasks.extraction.lookups import lookup_plan
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.extraction.scorer import aggregate_medications, score_medications
 from groundeval.tasks.medlist import find_patient, medication_truth
@@ -96,6 +99,8 @@ class ExtractionTask(BaseTask):
     bundle_in_context: ClassVar[bool] = True
     case_ids: str = "name"
     bundle_in_prompt: bool = True
+    perturbations: ClassVar[tuple[str, ...]] = _counterfactual.PERTURBATIONS
+    """Counterfactual twins it makes (``--groundeval-counterfactual``; ``tasks.extraction.counterfactual``)."""
 
     def __post_init__(self) -> None:
         for field_name in ("min_f1", "min_display_accuracy"):
@@ -172,6 +177,19 @@ class ExtractionTask(BaseTask):
         """``{"medications": [TruthMedication...], "inactive_codes": {rxcui: [status...]}}``."""
         medications, inactive = medication_truth(case.data, str(case.source))
         return {"medications": medications, "inactive_codes": inactive}
+
+    def counterfactual(self, case: Case, kind: str) -> Case | None:
+        """The twin of ``case`` made by perturbation ``kind`` (``tasks.extraction.counterfactual``), or None."""
+        return _counterfactual.counterfactual(case, kind)
+
+    def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, bool]:
+        """``{rxcui: listed?}`` of an answer for a twin's probe (``tasks.extraction.counterfactual.observe``)."""
+        return _counterfactual.observe(probe, parsed)
+
+    def lookups(self, case: Case, truth: Any, parsed: Parsed) -> LookupPlan:
+        """What a tool-using agent's trace is checked for (``tasks.extraction.lookups``, ``scorers.grounding``)."""
+        del truth
+        return lookup_plan(case, parsed.value)
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Parse a JSON array of ``{"rxnorm_code", "display"}``; see ``groundeval.parsing``."""

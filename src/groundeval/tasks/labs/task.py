@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case
+from groundeval.options import TaskOption, boolean
 from groundeval.parsing import extract_json
 from groundeval.scoring import Parsed
-from groundeval.task_options import TaskOption, boolean
 from groundeval.tasks.base import BaseTask
 from groundeval.tasks.labs.cases import check_bundle, has_observations, read_case
 from groundeval.tasks.labs.prompt import system_prompt, user_prompt

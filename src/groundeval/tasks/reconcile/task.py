@@ -32,6 +32,7 @@ from groundeval.datasets import Case, load_json
 from groundeval.errors import ConfigError, DatasetError
 from groundeval.fhir.read_tools import READ_TOOLS
 from groundeval.parsing import extract_json
+from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Parsed
 from groundeval.tasks.base import BaseTask, TaskOption, unit_interval
 from groundeval.tasks.common import (
@@ -41,7 +42,9 @@ from groundeval.tasks.common import (
     find_patient,
     wrong_task_error,
 )
+from groundeval.tasks.reconcile import counterfactual as _counterfactual
 from groundeval.tasks.reconcile.cases import ReconcileCase
+from groundeval.tasks.reconcile.lookups import lookup_plan
 from groundeval.tasks.reconcile.prompt import ANSWER_FORMAT, system_prompt, user_prompt
 from groundeval.tasks.reconcile.scorer import METRIC_NAMES, ReconcileScorer
 from groundeval.tasks.reconcile.truth import STATUSES, reconcile_truth
@@ -97,6 +100,8 @@ class ReconcileTask(BaseTask):
     tools: ClassVar[tuple[str, ...]] = READ_TOOLS
     """The read-only FHIR tools over ``context["bundle"]`` (``groundeval.fhir.read_tools``)."""
     bundle_in_context: ClassVar[bool] = True
+    perturbations: ClassVar[tuple[str, ...]] = _counterfactual.PERTURBATIONS
+    """Counterfactual twins it makes (``--groundeval-counterfactual``; ``tasks.reconcile.counterfactual``)."""
     min_f1: float = 1.0
     scorer: Any = field(init=False, default=None)
 
@@ -149,7 +154,10 @@ class ReconcileTask(BaseTask):
         items = [i.model_dump(exclude_none=True) for i in spec.report.items]  # a key left out is "not said"
         meta = {"patient_id": str(patient.get("id") or ""), "fixture": spec.fixture.file if spec.fixture else None,
                 "bundle_sha256": bundle_sha, "transformations": [t.kind for t in spec.transformations]}
-        case_data = {"bundle": bundle, "report": spec.report.text, "items": items, "bundle_file": bundle_file}
+        branded = {t.rxnorm_code for t in spec.transformations if t.kind in ("brand_name", "brand_rxcui")}
+        brands = [i["name"] for i in items if i.get("rxnorm_code") in branded]  # said by a brand name (provenance)
+        case_data = {"bundle": bundle, "report": spec.report.text, "items": items, "bundle_file": bundle_file,
+                     "brands": brands}
         return Case(case_id=spec.id, source=path, sha256=digest, data=case_data, meta=meta)
 
     def check_case(self, case: Case) -> None:
@@ -194,6 +202,22 @@ class ReconcileTask(BaseTask):
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"entries": [TruthEntry...], "not_scored": [...]}`` (``tasks.reconcile_truth``)."""
         return reconcile_truth(case.data["bundle"], case.data["items"], _catalog_displays(), str(case.source))
+
+    def counterfactual(self, case: Case, kind: str) -> Case | None:
+        """The twin of ``case`` made by perturbation ``kind`` (``tasks.reconcile.counterfactual``), or None."""
+        def truth(data: Mapping[str, Any]) -> dict[str, Any]:
+            return reconcile_truth(data["bundle"], data["items"], _catalog_displays(), str(case.source))
+
+        return _counterfactual.counterfactual(case, kind, truth, frozenset(_catalog_displays()))
+
+    def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, str | None]:
+        """``{drug: status the answer gives it}`` for a twin's probe (``tasks.reconcile.counterfactual.observe``)."""
+        return _counterfactual.observe(probe, parsed)
+
+    def lookups(self, case: Case, truth: Any, parsed: Parsed) -> LookupPlan:
+        """What a tool-using agent's trace is checked for (``tasks.reconcile.lookups``, ``scorers.grounding``)."""
+        del truth
+        return lookup_plan(case.data["items"], parsed.value, case.data.get("brands") or ())
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Parse a JSON array of ``{"rxnorm_code", "display", "status", ...}`` (``extract_json``)."""

@@ -27,12 +27,15 @@ from groundeval.errors import DatasetError
 from groundeval.extras import require_extra
 from groundeval.fhir.bundle import patient_reference_matches
 from groundeval.parsing import extract_json
+from groundeval.registry import builtins
+from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.task_options import WRITE_OPTIONS
 from groundeval.tasks.base import BaseTask, TaskOption
 from groundeval.tasks.common import find_bundle_file, wrong_task_error
 from groundeval.tasks.medlist import find_patient
+from groundeval.tasks.write import counterfactual as _counterfactual
 from groundeval.tasks.write.cases import WriteCase, describe_validation_error
+from groundeval.tasks.write.lookups import lookup_plan
 from groundeval.tasks.write.scorer import aggregate_write, score_write
 
 __all__ = ["ANSWER_FORMAT", "INSTRUCTIONS", "NOTE_CLOSE", "NOTE_OPEN", "WriteTask"]
@@ -206,7 +209,7 @@ class WriteTask(BaseTask):
 
     name: ClassVar[str] = "write"
     default_agent: ClassVar[str] = "langgraph"
-    options: ClassVar[tuple[TaskOption, ...]] = WRITE_OPTIONS
+    options: ClassVar[tuple[TaskOption, ...]] = builtins.write.options
     tools: ClassVar[tuple[str, ...]] = (
         "lookup_rxnorm", "build_medication_statement", "validate_medication_statement"
     )
@@ -215,6 +218,8 @@ class WriteTask(BaseTask):
         "schema", "coding", "constraints", "safety", "dimensions_passed", "dose_mg", "daily_total_mg"
     )
     metric_directions: ClassVar[Mapping[str, Direction]] = {"dose_mg": "none", "daily_total_mg": "none"}
+    perturbations: ClassVar[tuple[str, ...]] = _counterfactual.PERTURBATIONS
+    """Counterfactual twins it makes (``--groundeval-counterfactual``; ``tasks.write.counterfactual``)."""
     """The written doses (mg, mg/day) are values, not scores."""
 
     def __post_init__(self) -> None:
@@ -316,6 +321,19 @@ class WriteTask(BaseTask):
             "dosage": dosage,
             "ceiling": _ceiling(expected.medication.rxcui),
         }
+
+    def counterfactual(self, case: Case, kind: str) -> Case | None:
+        """The twin of ``case`` made by perturbation ``kind`` (``tasks.write.counterfactual``), or None."""
+        return _counterfactual.counterfactual(case, kind, self.truth)
+
+    def observe(self, probe: Mapping[str, Any], parsed: Any) -> dict[str, Any]:
+        """The answer's frequency for a twin's probe (``tasks.write.counterfactual.observe``)."""
+        return _counterfactual.observe(probe, parsed)
+
+    def lookups(self, case: Case, truth: Any, parsed: Parsed) -> LookupPlan:
+        """What a tool-using agent's trace is checked for (``tasks.write.lookups``, ``scorers.grounding``)."""
+        del case, truth
+        return lookup_plan(parsed.value)
 
     def parse(self, case: Case, raw: str) -> Parsed:
         """Recover the one JSON resource object in ``raw`` (``{}`` when there is none)."""

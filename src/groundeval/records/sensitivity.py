@@ -1,0 +1,186 @@
+"""Record sensitivity: did the agent's answer follow a change of the record? Computed once into the aggregate.
+
+Each counterfactual twin (``groundeval.tasks.counterfactual``) is paired with its original case (same
+trial). The twin's ``meta["counterfactual"]`` names what the task looks at in an answer (its
+``probe``: for extraction, the RxCUIs of the changed prescription) and what an answer to each side
+should show there (``expected``), both derived by the task's truth code. The task's ``observe``
+reads those items out of each side's parsed answer.
+
+* ``tracks_record`` (per pair): the original's answer shows the original's expectation and the
+  twin's answer the twin's: the answer changed exactly as the truth did. Either side without an
+  answer (``no_answer``, an agent-behaviour failure scored as empty) is not tracked, so an agent
+  cannot raise the figure by failing on twins; a pair with either side excluded (``agent_error``,
+  ``infra_error``, ...) or not run is not judged and left out, and counted.
+* ``kept_original_answer`` (per pair): the twin's answer on the probed items equals the original's.
+  For a twin whose truth changed, that is the signature of answering from priors.
+* ``record_sensitivity``: tracked / judged over the twins whose truth changed (effect ``drops``,
+  ``adds`` or ``replaces``), with its Wilson score interval over those twins (each twin one
+  observation, its trials pooled, as ``trial_stats`` treats cases:
+  ``trial_stats.proportion_interval``); ``record_sensitivity[<kind>]`` per perturbation,
+  ``same`` kinds included (there it says the answer did not move when the truth did not).
+* ``twin_pass_rate``: twins passed / twins counted, scored by the task as usual.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from groundeval.records.run_record import Aggregate, CaseRecord, Counterfactual, FigureInterval, TwinPair
+from groundeval.records.trial_ids import split_twin
+from groundeval.records.trial_stats import proportion_interval
+from groundeval.scoring import Metric
+
+__all__ = [
+    "COUNTERFACTUAL_STATEMENT", "PRIORS_SIGNATURE", "is_twin", "judge_pairs", "pair_values", "sensitivity_figure",
+    "sensitivity_text", "with_counterfactual",
+]
+
+PRIORS_SIGNATURE = "gave the original's answer to the changed record"
+"""A pair's ``why`` when the original was answered right and the twin got the same answer although its truth changed."""
+
+COUNTERFACTUAL_STATEMENT = "counterfactual"
+"""The key of ``Aggregate.statements`` holding the twins' one-line summary (``sensitivity_text``)."""
+
+
+def is_twin(record: CaseRecord) -> bool:
+    """True for the record of a counterfactual twin (its case id ends ``[cf-<kind>]``)."""
+    return split_twin(record.case_id)[1] is not None
+
+
+def _answer(task: Any, probe: Mapping[str, Any], record: CaseRecord) -> Any:
+    return task.observe(probe, record.parsed if record.answered else None)
+
+
+def _pair(task: Any, twin: CaseRecord, original: CaseRecord | None) -> TwinPair:
+    of, kind = split_twin(twin.case_id)
+    facts = twin.meta.get("counterfactual")
+    facts = facts if isinstance(facts, Mapping) else {}
+    base: dict[str, Any] = {"twin": twin.case_id, "of": of, "trial": twin.trial, "kind": str(facts.get("kind") or kind),
+            "effect": str(facts.get("effect") or "unknown"), "change": str(facts.get("change") or "")}
+    if not twin.counted or not facts:
+        return TwinPair(**base, why=f"not judged: the twin is {twin.outcome}")
+    if original is None or not original.counted:
+        return TwinPair(**base, why=f"not judged: the original is {original.outcome if original else 'missing'}")
+    probe, expected = facts.get("probe") or {}, facts.get("expected") or {}
+    seen_original, seen_twin = _answer(task, probe, original), _answer(task, probe, twin)
+    original_ok = original.answered and seen_original == expected.get("original")
+    twin_ok = twin.answered and seen_twin == expected.get("twin")
+    kept = seen_twin == seen_original
+    why = ""
+    if not original.answered or not twin.answered:
+        why = f"no answer from the {'original' if not original.answered else 'twin'}"
+    elif not original_ok:
+        why = f"the original's answer misses its own truth on the changed items ({seen_original})"
+    elif not twin_ok:
+        changed = facts.get("effect") != "same"
+        why = (PRIORS_SIGNATURE if kept and changed
+               else f"the twin's answer misses its truth on the changed items ({seen_twin})")
+    return TwinPair(**base, tracks_record=bool(original_ok and twin_ok), kept_original_answer=kept, why=why)
+
+
+def judge_pairs(task: Any, twins: Sequence[CaseRecord], originals: Sequence[CaseRecord]) -> list[TwinPair]:
+    """Pair each twin record with its original (same case id before ``[cf-...]``, same trial) and judge it.
+
+    Args:
+        task: The run's task (its ``observe`` reads the probed items out of an answer).
+        twins: The twins' case records.
+        originals: The original cases' records.
+    """
+    by_case = {(r.case_id, r.trial): r for r in originals}
+    return [_pair(task, t, by_case.get((split_twin(t.case_id)[0], t.trial))) for t in twins]
+
+
+def _share(pairs: Sequence[TwinPair]) -> FigureInterval | None:
+    judged = [p for p in pairs if p.tracks_record is not None]
+    if not judged:  # each twin is one observation: with trials, at its pooled rate (as trial_stats does)
+        return None
+    return proportion_interval(sum(bool(p.tracks_record) for p in judged) / len(judged), len({p.twin for p in judged}))
+
+
+def counterfactual_stats(task: Any, twins: Sequence[CaseRecord], originals: Sequence[CaseRecord]) -> Counterfactual:
+    """The twins' figures (see the module docstring)."""
+    pairs = judge_pairs(task, twins, originals)
+    effects = {p.kind: p.effect for p in pairs}
+    by_kind = {kind: iv for kind in effects if (iv := _share([p for p in pairs if p.kind == kind])) is not None}
+    counted = [t for t in twins if t.counted]
+    return Counterfactual(
+        twins=len(twins), judged=sum(p.tracks_record is not None for p in pairs),
+        tracked=sum(bool(p.tracks_record) for p in pairs),
+        record_sensitivity=_share([p for p in pairs if p.effect != "same"]),
+        by_kind=by_kind, effects=effects, twin_counts=dict(sorted(Counter(t.outcome for t in twins).items())),
+        twin_pass_rate=round(sum(t.outcome == "passed" for t in counted) / len(counted), 6) if counted else None,
+        pairs=pairs,
+    )
+
+
+def sensitivity_text(cf: Counterfactual) -> str:
+    """``counterfactual twins: 177 (stop-active 44, ...); judged 177; record_sensitivity 0.000 [0.000, 0.028] ...``."""
+    kinds = Counter(p.kind for p in cf.pairs)
+    sens = cf.record_sensitivity
+    kept = len({p.twin for p in cf.pairs if p.why == PRIORS_SIGNATURE})  # twins, whatever their trials
+    head = (f"counterfactual twins: {cf.twins} ({', '.join(f'{k} {n}' for k, n in kinds.items())}), "
+            f"{cf.judged} judged")
+    if sens is None:
+        return head + "; record_sensitivity: - (no judged twin whose truth changed)"
+    return (head + f"; record_sensitivity {sens.value:.3f} {sens.text()} over {sens.cases} twins whose truth "
+            f"changed; {kept} of them got the right answer to the original and the same answer to the changed "
+            "record (answered from priors, not the record)")
+
+
+def with_counterfactual(
+    aggregate: Aggregate, task: Any, twins: Sequence[CaseRecord], originals: Sequence[CaseRecord],
+) -> Aggregate:
+    """``aggregate`` with ``counterfactual`` filled, and its figures added to ``metrics`` and ``trials.intervals``.
+
+    The figures go where every output and ``groundeval compare`` already read a run's figures:
+    ``record_sensitivity``, ``record_sensitivity[<kind>]`` and ``twin_pass_rate`` in ``metrics``, the
+    Wilson intervals in ``trials.intervals``, and a one-line summary in
+    ``statements["counterfactual"]``.
+    """
+    cf = counterfactual_stats(task, twins, originals)
+    figures: dict[str, Metric] = {}
+    intervals: dict[str, FigureInterval] = {}
+    if cf.record_sensitivity is not None:
+        figures["record_sensitivity"] = cf.record_sensitivity.value
+        intervals["record_sensitivity"] = cf.record_sensitivity
+    for kind, iv in cf.by_kind.items():
+        figures[f"record_sensitivity[{kind}]"] = iv.value
+        intervals[f"record_sensitivity[{kind}]"] = iv
+    figures["twin_pass_rate"] = cf.twin_pass_rate
+    counted = [t for t in twins if t.counted]
+    passed = sum(t.outcome == "passed" for t in counted)
+    if counted and (twin_iv := proportion_interval(passed / len(counted), len({t.case_id for t in counted}))):
+        intervals["twin_pass_rate"] = twin_iv
+    update: dict[str, Any] = {"counterfactual": cf, "metrics": {**aggregate.metrics, **figures}}
+    if aggregate.trials is not None:
+        shown = {**aggregate.trials.intervals, **intervals}
+        update["trials"] = aggregate.trials.model_copy(update={"intervals": shown})
+    return aggregate.model_copy(update=update)
+
+
+def sensitivity_figure(name: str) -> str | None:
+    """The perturbation a ``record_sensitivity`` figure is over, or None for any other figure name.
+
+    ``""`` for ``record_sensitivity`` (every twin whose truth changed), the kind for
+    ``record_sensitivity[<kind>]``.
+    """
+    if name == "record_sensitivity":
+        return ""
+    if name.startswith("record_sensitivity[") and name.endswith("]"):
+        return name[len("record_sensitivity["):-1]
+    return None
+
+
+def pair_values(cf: Counterfactual | None, kind: str) -> dict[tuple[str, int], float]:
+    """``(twin case id, trial) -> 1.0/0.0`` (tracked or not) for the judged pairs a figure is over.
+
+    Args:
+        cf: A run's ``Aggregate.counterfactual`` (None: no twins).
+        kind: ``sensitivity_figure``'s answer: ``""`` for the twins whose truth changed, else one kind.
+    """
+    if cf is None:
+        return {}
+    return {(p.twin, p.trial): float(bool(p.tracks_record)) for p in cf.pairs if p.tracks_record is not None
+            and (p.kind == kind if kind else p.effect != "same")}

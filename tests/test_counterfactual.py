@@ -1,0 +1,272 @@
+"""Counterfactual twins: the extraction perturbations, record sensitivity, and the plugin's items and outputs."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundeval.agent_io import AgentRequest
+from groundeval.agents.baselines.priors import PriorsExtractionAgent
+from groundeval.records.outcomes import Outcome
+from groundeval.records.run_record import CaseRecord, Counterfactual, FigureInterval, TwinPair
+from groundeval.records.sensitivity import judge_pairs, pair_values
+from groundeval.records.trial_ids import split_twin, twin_name
+from groundeval.reporting.gate import GateResult
+from groundeval.reporting.stats import Interval
+from groundeval.tasks.counterfactual import CounterfactualError, perturbations, twins
+from groundeval.tasks.extraction import counterfactual as cf
+from groundeval.tasks.extraction.task import ExtractionTask
+from groundeval.tasks.medlist import active_medications
+from groundeval.testing.junit import junit_cases
+
+TASK = ExtractionTask()
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+
+
+def _case(prefix: str) -> Any:
+    (path,) = FIXTURES.glob(f"{prefix}_*.json")
+    return TASK.load_case(path)
+
+
+def _codes(bundle: dict[str, Any]) -> set[str]:
+    return {c for m in active_medications(bundle) for c in m["codes"]}
+
+
+def test_each_perturbation_moves_the_truth_as_declared_and_leaves_the_original_alone() -> None:
+    case = _case("Beatrice_Aufderhar")
+    before = copy.deepcopy(case.data)
+    made = {t.meta["counterfactual"]["kind"]: t for t in twins(TASK, case)}
+    assert list(made) == list(cf.PERTURBATIONS)
+    assert case.data == before  # every twin works on a copy
+    original = _codes(case.data)
+    for kind, twin in made.items():
+        facts = twin.meta["counterfactual"]
+        assert twin.case_id == twin_name(case.case_id, kind) and split_twin(twin.case_id) == (case.case_id, kind)
+        assert (twin.source, twin.sha256) == (case.source, case.sha256)
+        (old, *new) = facts["probe"]["medications"]
+        changed = _codes(twin.data)
+        if kind == "stop-active":
+            assert changed == original - set(old)
+        elif kind == "restart-stopped":
+            assert changed == original | set(old) and not set(old) & original
+        elif kind == "swap-drug":
+            assert changed == (original - set(old)) | set(new[0]) and not set(new[0]) & original
+        else:
+            assert changed == original and "medicationReference" in json.dumps(twin.data)
+        assert facts["expected"]["original"] != facts["expected"]["twin"] or kind == "medication-reference"
+    # deterministic: the same twin again (collection and every xdist worker agree)
+    again = TASK.counterfactual(case, "swap-drug")
+    assert again is not None and (again.data, again.meta) == (made["swap-drug"].data, made["swap-drug"].meta)
+
+
+def test_a_case_with_nothing_to_restart_has_no_such_twin_and_unknown_kinds_are_refused() -> None:
+    case = _case("Liz_Conn")
+    assert TASK.counterfactual(case, "restart-stopped") is None
+    with pytest.raises(ValueError, match="unknown extraction perturbation 'bogus'"):
+        TASK.counterfactual(case, "bogus")
+
+
+def test_a_perturbation_whose_truth_did_not_move_as_declared_stops() -> None:
+    case = _case("Liz_Conn")
+    (code,) = sorted(_codes(case.data))[:1]
+    probe = {"medications": [[code]]}
+    with pytest.raises(CounterfactualError, match="did not move as declared"):
+        cf._check(case, copy.deepcopy(case.data), "stop-active", probe, {code: True}, {code: False})
+
+
+def test_observe_counts_a_medication_listed_by_any_of_its_codes() -> None:
+    probe = {"medications": [["209387", "313782"], ["308182"]]}
+    answer = [{"rxnorm_code": "313782", "display": "x"}]
+    assert cf.observe(probe, answer) == {"209387|313782": True, "308182": False}
+    assert cf.observe(probe, None) == {"209387|313782": False, "308182": False}
+
+
+def _record(case_id: str, outcome: Outcome, parsed: Any, *, meta: dict[str, Any] | None = None) -> CaseRecord:
+    counted = outcome in ("passed", "failed", "partial", "no_answer")
+    return CaseRecord(case_id=case_id, nodeid=f"groundeval/extraction::{case_id}", run_id="r", task="extraction",
+                      agent="a", outcome=outcome, counted=counted, answered=parsed is not None, parsed=parsed,
+                      meta=meta or {})
+
+
+def _twin_meta(kind: str, effect: str) -> dict[str, Any]:
+    return {"counterfactual": {
+        "of": "P", "kind": kind, "effect": effect, "change": "status active -> stopped",
+        "probe": {"medications": [["1"]]}, "expected": {"original": {"1": True}, "twin": {"1": effect == "same"}},
+    }}
+
+
+def test_pairs_tell_reading_from_remembering_and_leave_out_what_they_cannot_judge() -> None:
+    listed: list[dict[str, str]] = [{"rxnorm_code": "1", "display": "d"}]
+    empty: list[dict[str, str]] = []
+    original = _record("P", "passed", listed)
+    stop = _twin_meta("stop-active", "drops")
+    twins_ = [
+        _record("P[cf-stop-active]", "passed", empty, meta=stop),  # followed the change
+        _record("P[cf-stop-active]", "partial", listed, meta=stop),  # the original's answer
+        _record("P[cf-stop-active]", "no_answer", None, meta=stop),  # no answer: never tracked
+        _record("P[cf-stop-active]", "agent_error", None, meta=stop),  # excluded: not judged
+        _record("P[cf-medication-reference]", "passed", listed, meta=_twin_meta("medication-reference", "same")),
+    ]
+    pairs = judge_pairs(TASK, twins_, [original])
+    assert [p.tracks_record for p in pairs] == [True, False, False, None, True]
+    assert pairs[1].kept_original_answer and pairs[1].why == "gave the original's answer to the changed record"
+    assert pairs[2].why == "no answer from the twin" and "not judged" in pairs[3].why
+    # an original without an answer makes its twin untracked, whatever the twin said
+    assert [p.tracks_record for p in judge_pairs(TASK, twins_[:1], [_record("P", "failed", None)])] == [False]
+
+
+def test_summarize_keeps_twins_out_of_the_headline_and_computes_record_sensitivity() -> None:
+    from groundeval.records.aggregate import summarize
+
+    listed = [{"rxnorm_code": "1", "display": "d"}]
+    original = _record("P", "passed", listed).model_copy(update={"metrics": {"f1": 1.0}})
+    twin = _record("P[cf-stop-active]", "partial", listed, meta=_twin_meta("stop-active", "drops"))
+    agg = summarize(TASK, [original, twin], selected=2)
+    assert (agg.selected, agg.cases, agg.counted, agg.pass_rate) == (1, 1, 1, 1.0)
+    assert agg.counterfactual is not None and agg.counterfactual.twins == 1
+    assert agg.metrics["record_sensitivity"] == 0.0 and agg.metrics["twin_pass_rate"] == 0.0
+    assert agg.trials is not None and agg.trials.intervals["record_sensitivity"].method == "wilson"
+    assert "1 of them got the right answer to the original and the same answer" in agg.statements["counterfactual"]
+    # with trials each twin is one observation at its pooled rate, as a case is in trial_stats
+    again = [r.model_copy(update={"trial": 1}) for r in (original, twin)]
+    agg = summarize(TASK, [original, twin, *again], selected=4)
+    assert agg.trials is not None and agg.trials.intervals["record_sensitivity"].cases == 1
+
+
+def test_the_gate_fails_when_record_sensitivity_drops_beyond_noise() -> None:
+    iv = FigureInterval(value=1.0, low=0.9, high=1.0, cases=10, method="wilson")
+    pair = TwinPair(twin="P[cf-stop-active]", of="P", kind="stop-active", effect="drops", tracks_record=True)
+    assert pair_values(Counterfactual(record_sensitivity=iv, pairs=[pair]), "") == {("P[cf-stop-active]", 0): 1.0}
+    drop = Interval(mean=-0.5, low=-0.8, high=-0.2, n=10, p_value=0.01, method="bootstrap-bca")
+    gate = GateResult("a", "b", sensitivity_interval=drop)
+    assert gate.sensitivity_dropped and any("record_sensitivity dropped" in r for r in gate.reasons())
+    assert not GateResult("a", "b", sensitivity_interval=Interval(-0.1, -0.3, 0.1, 10, 0.5, "bootstrap-bca")).sensitivity_dropped
+
+
+def test_priors_reads_only_the_patient_and_answers_what_it_remembers() -> None:
+    case = _case("Liz_Conn")
+    agent = PriorsExtractionAgent()
+    twin = TASK.counterfactual(case, "stop-active")
+    assert twin is not None
+    answers = [
+        agent.run(AgentRequest(case_id=c.case_id, task="extraction", prompt=TASK.prompt(c), context=TASK.context(c)))
+        for c in (case, twin)
+    ]
+    assert answers[0].text == answers[1].text  # the record changed; the answer did not
+    assert {m["rxnorm_code"] for m in json.loads(answers[0].text)} == _codes(case.data)
+
+
+def test_a_task_without_perturbations_refuses_the_option(pytester: pytest.Pytester) -> None:
+    assert perturbations(TASK) == cf.PERTURBATIONS
+    result = pytester.runpytest("--groundeval-task=labs", "--groundeval-counterfactual", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--groundeval-counterfactual: the labs task declares no perturbations*"])
+
+
+def _run(pytester: pytest.Pytester, agent: str, *extra: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    result = pytester.runpytest(
+        "--groundeval-task=extraction", f"--groundeval-agent={agent}", "--groundeval-data-dir=data",
+        "--groundeval-counterfactual", "--groundeval-concurrency=1", f"--groundeval-out-dir=runs-{agent}",
+        "-p", "no:cacheprovider", *extra,
+    )
+    (path,) = (pytester.path / f"runs-{agent}").glob("*.json")
+    return result, json.loads(path.read_text())
+
+
+@pytest.fixture
+def two_cases(pytester: pytest.Pytester, copy_fixtures: Callable[[Path, Iterable[str]], Path]) -> Path:
+    return copy_fixtures(pytester.path / "data", ("Liz_Conn", "Beatrice_Aufderhar"))
+
+
+def test_baseline_tracks_every_twin_and_priors_none_that_changed(pytester: pytest.Pytester, two_cases: Path) -> None:
+    result, record = _run(pytester, "baseline", "--junitxml=out.xml")
+    assert result.parseoutcomes() == {"passed": 9}  # 2 cases, 3 + 4 twins
+    result.stdout.fnmatch_lines([
+        "counterfactual twins: 7 (*restart-stopped 1*), 7 judged; "
+        "record_sensitivity 1.000 ?0.566, 1.000? over 5 twins whose truth changed; 0 of them got the right answer *",
+        "record_sensitivity: 1.000",
+    ])
+    agg = record["aggregate"]
+    assert agg["counted"] == 2 and agg["counterfactual"]["tracked"] == 7
+    twin = next(c for c in record["cases"] if c["case_id"].endswith("[cf-swap-drug]"))
+    assert twin["meta"]["counterfactual"]["change"].startswith("MedicationRequest/")
+    assert twin["nodeid"] == f"groundeval/extraction::{twin['case_id']}"
+    suite = junit_cases(pytester.path / "out.xml")
+    stopped = next(v for k, v in suite.items() if k.endswith("[cf-stop-active]"))
+    assert stopped["perturbation"] == "stop-active" and stopped["change"].endswith("status active -> stopped")
+    xml = (pytester.path / "out.xml").read_text()
+    assert 'name="record_sensitivity" value="1.0"' in xml and 'name="record_sensitivity_ci_low"' in xml
+
+    result, record = _run(pytester, "priors", "--groundeval-summary-md=s.md")
+    agg = record["aggregate"]
+    assert agg["pass_rate"] == 1.0  # it remembers these two patients' lists exactly
+    assert agg["metrics"]["record_sensitivity"] == 0.0 and agg["metrics"]["record_sensitivity[medication-reference]"] == 1.0
+    kept = [p for p in agg["counterfactual"]["pairs"] if p["effect"] != "same"]
+    assert kept and all(p["kept_original_answer"] and not p["tracks_record"] for p in kept)
+    result.stdout.fnmatch_lines(["(case file: Liz_Conn_*.json; counterfactual twin: MedicationRequest/* -> stopped)"])
+    md = (pytester.path / "s.md").read_text()
+    assert "5 twin(s) not tracked" in md and "gave the original's answer to the changed record" in md
+    from groundeval.records.run_record import RunRecord
+    from groundeval.reporting.html import render_report
+
+    html = render_report(RunRecord.model_validate(record))
+    assert 'id="counterfactual-1">counterfactual twins: 7' in html and "5 twin(s) not tracked" in html
+
+
+def test_selecting_a_case_selects_its_twins(pytester: pytest.Pytester, two_cases: Path) -> None:
+    liz = TASK.load_case(next(two_cases.glob("Liz_Conn_*.json"))).case_id
+    result, record = _run(pytester, "baseline", f"groundeval/extraction::{liz}")
+    assert result.parseoutcomes() == {"passed": 4, "deselected": 5}
+    assert {split_twin(c["case_id"])[0] for c in record["cases"]} == {liz}
+
+
+def test_reconcile_twins_turn_a_matched_drug_into_a_dose_mismatch_and_a_commission() -> None:
+    from groundeval.tasks.reconcile import counterfactual as rcf
+    from groundeval.tasks.reconcile.task import ReconcileTask
+
+    task = ReconcileTask()
+    case = task.load_case(FIXTURES.parent / "reconcile" / "exact--Liz_Conn_27c911c6.json")
+    made = {t.meta["counterfactual"]["kind"]: t for t in twins(task, case)}
+    assert list(made) == list(rcf.PERTURBATIONS)
+    for kind, status in (("record-dose", "dose_mismatch"), ("remove-reported", "commission")):
+        facts = made[kind].meta["counterfactual"]
+        (codes,) = facts["probe"]["drugs"]
+        entry = next(e for e in task.truth(made[kind])["entries"] if set(e["codes"]) & set(codes))
+        assert entry["status"] == status and facts["expected"]["twin"] == {"|".join(codes): status}
+        assert made[kind].data["report"] == case.data["report"]  # the record changes, never the report
+    # a hedged answer (two statuses for one drug) never matches the one status the truth gives
+    hedged = [{"rxnorm_code": "1", "status": "matched"}, {"rxnorm_code": "1", "status": "omission"}]
+    assert rcf.observe({"drugs": [["1"]]}, hedged) == {"1": "matched/omission"}
+
+
+def test_the_write_twin_changes_the_notes_frequency_and_the_statement_with_it() -> None:
+    from groundeval.tasks.write import counterfactual as wcf
+    from groundeval.tasks.write.task import WriteTask
+
+    task = WriteTask()
+    write = FIXTURES.parent / "write"
+    case = task.load_case(write / "aspirin-low-dose-display-case.json")
+    twin = task.counterfactual(case, "note-frequency")
+    assert twin is not None and "twice daily" in twin.data["note"] and "once daily" not in twin.data["note"]
+    before, after = task.truth(case)["dosage"], task.truth(twin)["dosage"]
+    assert (before["frequency"], after["frequency"]) == (1, 2)
+    assert after["daily_total_mg"] == 2 * before["daily_total_mg"]
+    assert task.counterfactual(task.load_case(write / "tramadol-every-six-hours-prn.json"), "note-frequency") is None
+    two = {"dosage": [{"timing": {"repeat": {"frequency": 1}}}, {"timing": {"repeat": {"frequency": 2}}}]}
+    assert wcf.observe({}, two) == {"frequency": [1, 2]} and wcf.observe({}, None) == {"frequency": None}
+
+
+def test_every_xdist_worker_makes_the_same_twins(pytester: pytest.Pytester, two_cases: Path) -> None:
+    result = pytester.runpytest_subprocess(
+        "--groundeval-task=extraction", "--groundeval-agent=priors", "--groundeval-data-dir=data",
+        "--groundeval-counterfactual", "-n", "2", "-p", "no:cacheprovider",
+    )
+    assert result.parseoutcomes().get("passed") == 4  # the two originals and the two medication-reference twins
+    (path,) = (pytester.path / "runs").glob("*.json")
+    agg = json.loads(path.read_text())["aggregate"]
+    assert agg["counterfactual"]["judged"] == 7 and agg["metrics"]["record_sensitivity"] == 0.0

@@ -1,0 +1,110 @@
+"""The registry: another installed package registers a task and an agent the way groundeval registers its own."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from importlib.metadata import EntryPoints
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from groundeval import registry
+from groundeval.agents.base import AGENTS, make_agent, serving_agents
+from groundeval.cli.usage import run_problem
+from groundeval.errors import ConfigError
+from groundeval.tasks import available_tasks, make_task, task_class
+from groundeval.tasks.extraction.task import ExtractionTask
+
+ACME = '''
+from typing import ClassVar
+
+from groundeval import BaseTask, Case, CodeSetScorer, TaskOption, unit_interval
+from groundeval.registry import AgentEntry, TaskEntry
+
+
+class AcmeTask(BaseTask):
+    name: ClassVar[str] = "acme"
+    default_agent: ClassVar[str] = "acme-echo"
+    options: ClassVar[tuple[TaskOption, ...]] = (TaskOption("min_f1", unit_interval, 1.0, "F1 to pass.", "X"),)
+    scorer = CodeSetScorer()
+
+    def load_case(self, path):
+        return Case(case_id=path.stem, source=path, sha256="", data={})
+
+
+class HijackTask(AcmeTask):
+    name: ClassVar[str] = "extraction"
+
+
+def echo(request):
+    return request.prompt.user
+
+
+acme = TaskEntry("acme_evals:AcmeTask", default_agent="acme-echo")
+acme_echo = AgentEntry("acme_evals:echo", tasks=("acme",))
+'''
+
+ENTRY_POINTS = """\
+[groundeval.tasks]
+acme = acme_evals:acme
+acme-short = acme_evals:AcmeTask
+extraction = acme_evals:HijackTask
+
+[groundeval.agents]
+acme-echo = acme_evals:acme_echo
+acme-short = acme_evals:echo
+"""
+
+
+@pytest.fixture
+def acme_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A package ``acme-evals`` installed in ``tmp_path``: a module and its dist-info with entry points."""
+    (tmp_path / "acme_evals.py").write_text(ACME, encoding="utf-8")
+    info = tmp_path / "acme_evals-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-evals\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.clear_cache()
+    yield
+    registry.clear_cache()
+    sys.modules.pop("acme_evals", None)
+
+
+@pytest.mark.usefixtures("acme_installed")
+def test_an_installed_package_registers_a_task_and_an_agent_by_name() -> None:
+    acme = sys.modules.get("acme_evals")
+    assert acme is None  # listing names imports nothing
+    assert list(available_tasks())[:4] == ["extraction", "write", "reconcile", "labs"]
+    assert {"acme", "acme-short"} <= set(available_tasks()) and "acme_evals" not in sys.modules
+    cls = task_class("acme")  # a TaskEntry, followed to its class
+    assert cls.__name__ == "AcmeTask" and task_class("acme-short") is cls
+    assert make_task("acme", {"min_f1": "0.5"}).min_f1 == 0.5  # type: ignore[attr-defined]
+    assert task_class("extraction") is ExtractionTask  # a built-in name cannot be taken over
+    assert {"acme-echo", "acme-short"} <= set(AGENTS)
+    agent = make_agent("acme-echo")  # an AgentEntry naming a function
+    assert agent.name == "acme-echo" and make_agent("acme-short").name == "acme-short"
+    assert "acme-echo" not in serving_agents("acme")  # the no-import listings name groundeval's own only
+    # the CLI leaves another package's task and agent to the plugin, and still refuses a typo
+    assert run_problem("acme", {"agent": "acme-echo"}, [], env={"PATH": "/usr/bin"}) is None
+    assert run_problem("extraction", {"agent": "acme-echo"}, [], env={"PATH": "/usr/bin"}) is None
+    problem = run_problem("extraction", {"agent": "acme-ecoh"}, [], env={"PATH": "/usr/bin"})
+    assert problem is not None and problem.startswith("--agent='acme-ecoh': unknown agent (did you mean acme-echo?)")
+
+
+def test_a_stale_install_without_groundevals_entry_points_says_to_reinstall(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: SimpleNamespace(entry_points=EntryPoints(())))
+    registry.clear_cache()
+    try:
+        with pytest.raises(ConfigError, match=r"declares no 'groundeval.tasks' entry points .*reinstall it: uv sync"):
+            available_tasks()
+        problem = run_problem("extraction", {}, [], env={"PATH": "/usr/bin"})  # the CLI says it in one line
+        assert problem is not None and "reinstall it: uv sync, or pip install -e ." in problem
+    finally:
+        monkeypatch.undo()
+        registry.clear_cache()
+    assert "extraction" in available_tasks()
