@@ -244,3 +244,25 @@ def test_a_run_that_stops_with_a_batch_out_says_how_to_resume_or_cancel(api_key:
     assert summary.startswith("batch: 1 batch(es) msgbatch_001; 1 request(s) sent by this run")
     assert left.startswith("batch: still out at the provider: msgbatch_001. Run the same command again")
     assert "POST /v1/messages/batches/<id>/cancel" in left
+
+
+def test_a_rerun_sends_again_what_failed_for_a_retryable_reason_and_keeps_an_invalid_request(
+    api_key: str, tmp_path: Path
+) -> None:
+    journal = tmp_path / "groundeval-batches.jsonl"
+    said = {"busy": {"type": "errored", "error_type": "overloaded_error"},
+            "bad": {"type": "errored", "error_type": "invalid_request_error"}}
+    fake = FakeAnthropicBatches()  # the first batch answers as said; a later one answers "busy" with "now"
+    fake.answer = lambda cid, body: (said[cid.split("-")[0]] if len(fake.created) == 1 or cid.startswith("bad")
+                                     else {"type": "succeeded", "text": "now"})
+    model, first = _batched(fake, full(2, journal=journal))
+    got = _ask(model, ["busy", "bad"])
+    assert type(got["busy"]) is InfraError and type(got["bad"]) is RunStopError
+    first.close()
+    model, again = _batched(fake, BatchSettings(send_delay_s=0.01, poll_s=0.01, journal=journal))
+    got = _ask(model, ["busy", "bad"])
+    answered = got["busy"]
+    assert isinstance(answered, ModelResponse) and answered.text == "now"  # sent again, in a new batch
+    assert type(got["bad"]) is RunStopError  # the same request would fail again: collected, not re-sent
+    assert [len(reqs) for _, reqs in fake.created] == [2, 1] and again.sent == 1
+    again.close()

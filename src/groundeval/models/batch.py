@@ -27,7 +27,8 @@ the batch id. A custom id is a hash of the request itself (its label, its parame
 occurrence among identical requests), so the same command run again computes the same ids: a
 request already in a journalled batch is not sent again, its result is collected from that batch
 (an ended batch's results stay readable at the provider). A request whose journalled batch
-expired, was cancelled, or is gone is sent anew.
+expired, was cancelled, or is gone, or whose result there is an error a direct call would retry
+(rate limit, overload, 5xx), is sent anew.
 
 Source for the APIs: Anthropic's Message Batches
 (https://platform.claude.com/docs/en/build-with-claude/batch-processing) and OpenAI's Batch API
@@ -356,8 +357,8 @@ class Batcher:
             job = jobs.pop(result.custom_id, None)
             if job is None:
                 continue  # a request of that batch no call of this run waits for
-            if job.resumed and result.kind in ("expired", "cancelled"):
-                again.append(job)  # an earlier run's batch that did not run it: send it now
+            if job.resumed and (result.kind in ("expired", "cancelled") or _retryable(result)):
+                again.append(job)  # an earlier run's batch did not answer it: send it now
                 continue
             self._deliver(job, result)
         missing = list(jobs.values())
@@ -392,3 +393,10 @@ class Batcher:
         job.result = BatchResult(result.kind, job.custom_id, result.batch_id or job.batch_id, result.value,
                                  result.error, job.resumed)
         job.ready.set()
+
+
+def _retryable(result: BatchResult) -> bool:
+    """An errored result a direct call would retry (429, 5xx, overload): a rerun sends it again."""
+    from groundeval.models.classify import advise
+
+    return result.kind == "errored" and result.error is not None and advise(result.error)[0]
