@@ -7,10 +7,18 @@ unit tests see the same paths; it defines fixtures only, no hooks.
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+
+# Let pytest cache its assertion rewriting of the test modules and of groundeval (a pytest11
+# plugin, so rewritten too), and Python its bytecode, even where PYTHONDONTWRITEBYTECODE=1 is set:
+# otherwise every run, and each of its xdist workers, parses and rewrites about 100 test modules
+# and groundeval's modules again (several CPU-seconds a process). This file is the first conftest
+# pytest loads; the pytest runs the suite starts get the same from tests/conftest.py.
+sys.dont_write_bytecode = False
 
 ROOT = Path(__file__).resolve().parent
 SHARED_SYNTHEA = ROOT.parent / "shared" / "data" / "synthea"

@@ -7,8 +7,9 @@ not make (a stray), and writing replaces the directory's matching files with exa
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 
@@ -39,3 +40,48 @@ def write(outputs: Mapping[str, bytes], out: Path, pattern: str) -> None:
             stray.unlink()
     for name, data in outputs.items():
         (out / name).write_bytes(data)
+
+
+def main(
+    argv: list[str] | None,
+    *,
+    doc: str | None,
+    default_source: Path,
+    default_out: Path,
+    build: Callable[[Path], Mapping[str, bytes]],
+    pattern: str,
+    what: Callable[[int], str],
+    against: str = "",
+) -> int:
+    """A fixture script's command line: write the outputs of ``build(source)``, or with --check verify them.
+
+    Args:
+        argv: The arguments (None: ``sys.argv``).
+        doc: The script's docstring (its first line is the description).
+        default_source: The raw Synthea bundles' directory.
+        default_out: Where the outputs go.
+        build: ``source -> {file name: bytes}``, the manifest included.
+        pattern: The glob of the files the script owns in ``out`` (others are left alone).
+        what: ``files -> what they are`` for the one-line report, given the outputs but the manifest
+            (``25 case files and MANIFEST.json``).
+        against: What --check compares beyond the bytes, appended to the report (`` (bytes, and ...)``).
+
+    Returns:
+        The exit status: 1 when --check finds a stale, missing or stray file, else 0.
+    """
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--source", type=Path, default=default_source, help="directory of raw Synthea bundles")
+    parser.add_argument("--out", type=Path, default=default_out, help="directory for the case files")
+    parser.add_argument("--check", action="store_true", help="verify the committed files, write nothing")
+    args = parser.parse_args(argv)
+    if not args.source.is_dir():
+        raise SystemExit(f"--source {args.source}: the directory does not exist; give the raw Synthea bundles")
+    outputs = build(args.source)
+    made = what(len(outputs) - 1)
+    if args.check:
+        stale, stray = check(outputs, args.out, pattern)
+        print(f"checked {made} in {args.out} against the bundles in {args.source}{against}: " + verdict(stale, stray))
+        return 1 if stale or stray else 0
+    write(outputs, args.out, pattern)
+    print(f"wrote {made} to {args.out}")
+    return 0

@@ -29,7 +29,6 @@ JSON is written with one-space indentation, UTF-8, and a final newline.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import hashlib
 import json
@@ -323,25 +322,11 @@ def build(source: Path) -> dict[str, bytes]:
 
 def main(argv: list[str] | None = None) -> int:
     """Write (or, with --check, verify) the cases; returns the exit status."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="directory of raw Synthea bundles")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory for the case files")
-    parser.add_argument("--check", action="store_true", help="verify the committed files, write nothing")
-    args = parser.parse_args(argv)
-    if not args.source.is_dir():
-        raise SystemExit(f"--source {args.source}: the directory does not exist; give the raw Synthea bundles")
-    outputs = build(args.source)
-    if args.check:
-        stale, stray = fixture_files.check(outputs, args.out, "*.json")
-        print(
-            f"checked {len(outputs) - 1} case files ({len(VARIANTS)} variants) and {MANIFEST} in {args.out} "
-            f"against the bundles in {args.source} (bytes, and each variant's declared truth): "
-            + fixture_files.verdict(stale, stray)
-        )
-        return 1 if stale or stray else 0
-    fixture_files.write(outputs, args.out, "*.json")
-    print(f"wrote {len(outputs) - 1} case files ({len(VARIANTS)} variants) and {MANIFEST} to {args.out}")
-    return 0
+    return fixture_files.main(
+        argv, doc=__doc__, default_source=DEFAULT_SOURCE, default_out=DEFAULT_OUT, build=build, pattern="*.json",
+        what=lambda n: f"{n} case files ({len(VARIANTS)} variants) and {MANIFEST}",
+        against=" (bytes, and each variant's declared truth)",
+    )
 
 
 if __name__ == "__main__":

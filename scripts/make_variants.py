@@ -28,7 +28,6 @@ make, prints what it checked, and exits 1 on any difference.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import uuid
@@ -337,26 +336,12 @@ def build(source: Path) -> dict[str, bytes]:
 
 def main(argv: list[str] | None = None) -> int:
     """Write (or, with --check, verify) the variant cases; returns the exit status."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="directory of raw Synthea bundles")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory for the variant cases")
-    parser.add_argument("--check", action="store_true", help="verify the committed variants, write nothing")
-    args = parser.parse_args(argv)
-    if not args.source.is_dir():
-        raise SystemExit(f"--source {args.source}: the directory does not exist; give the raw Synthea bundles")
-    outputs = build(args.source)
-    if args.check:
-        stale, stray = fixture_files.check(outputs, args.out, "variant-*.json")
-        print(
-            f"checked {len(outputs) - 1} variant cases and {MANIFEST} in {args.out} against the "
-            f"transformations of {len({v.source for v in VARIANTS})} source bundles in {args.source} "
-            f"(bytes, and each variant's declared effect on the truth): "
-            + fixture_files.verdict(stale, stray)
-        )
-        return 1 if stale or stray else 0
-    fixture_files.write(outputs, args.out, "variant-*.json")
-    print(f"wrote {len(outputs) - 1} variant cases and {MANIFEST} to {args.out}")
-    return 0
+    return fixture_files.main(
+        argv, doc=__doc__, default_source=DEFAULT_SOURCE, default_out=DEFAULT_OUT, build=build,
+        pattern="variant-*.json", what=lambda n: f"{n} variant cases and {MANIFEST}",
+        against=(f" (the transformations of {len({v.source for v in VARIANTS})} source bundles: bytes, and each "
+                 "variant's declared effect on the truth)"),
+    )
 
 
 if __name__ == "__main__":

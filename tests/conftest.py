@@ -2,33 +2,42 @@
 
 from __future__ import annotations
 
-import http.cookiejar  # noqa: F401
 import importlib
 
 import pytest
-import requests  # noqa: F401
-import scipy.stats  # noqa: F401
-import ucumvert  # type: ignore[import-untyped]  # noqa: F401
 
-import groundeval.agents.baselines.extraction
-import groundeval.plugin.reporting
-import groundeval.plugin.session
-import groundeval.plugin.xdist_hooks
-import groundeval.tasks.extraction.task
-import groundeval.tasks.write.task  # noqa: F401
-from groundeval._healthchain import import_healthchain
+PRELOAD = ("http.cookiejar", "requests", "scipy.stats", "ucumvert")
+"""Loaded before any pytester run: modules that cannot be imported twice in one process (numpy's C
+extension) or that break when re-imported beside live objects (requests' cookie jars; ucumvert,
+whose lark parser ``groundeval.terminology.ucum`` keeps: a ucumvert imported again raises
+exceptions of the old lark that the new ``InvalidUcumError`` does not catch). pytester's in-process
+runs drop every module first imported inside them."""
 
-# The four imports above load, before any pytester run, modules that cannot be imported twice in
-# one process (numpy's C extension) or that break when re-imported beside live objects (requests'
-# cookie jars; ucumvert, whose lark parser groundeval.terminology.ucum keeps: a ucumvert imported
-# again raises exceptions of the old lark that the new InvalidUcumError does not catch): pytester's
-# in-process runs drop every module first imported inside them.
-# The groundeval imports (and HealthChain's, fhir.resources' R4B models below) are only for speed:
-# an in-process run would otherwise import, and pytest assertion-rewrite, about 30 groundeval
-# modules, pydantic, fhir.resources and HealthChain again, every time (about 1 s a run).
-import_healthchain()
-for _model in ("bundle", "patient", "medicationrequest", "medication", "medicationstatement"):
-    importlib.import_module(f"fhir.resources.R4B.{_model}")
+PRELOAD_FOR_SPEED = (
+    "groundeval.agents.baselines.extraction", "groundeval.plugin.reporting", "groundeval.plugin.session",
+    "groundeval.plugin.xdist_hooks", "groundeval.tasks.extraction.task", "groundeval.tasks.write.task",
+    *(f"fhir.resources.R4B.{model}" for model in
+      ("bundle", "patient", "medicationrequest", "medication", "medicationstatement")),
+)
+"""Loaded only for speed: an in-process run would otherwise import, and pytest assertion-rewrite,
+about 30 groundeval modules, pydantic, fhir.resources and HealthChain again, every time (about 1 s
+a run)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load ``PRELOAD``, HealthChain and ``PRELOAD_FOR_SPEED`` in every process that runs tests.
+
+    Not in a pytest-xdist controller (``-n 2``), which runs none: that saves it about 3 CPU-seconds.
+    """
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    for name in PRELOAD:
+        importlib.import_module(name)
+    from groundeval._healthchain import import_healthchain
+
+    import_healthchain()
+    for name in PRELOAD_FOR_SPEED:
+        importlib.import_module(name)
 
 
 LEAN_ADDOPTS = "-p no:langsmith_plugin -p no:anyio"

@@ -1,8 +1,8 @@
 """examples/conditions_task: a third task from outside, on groundeval's public API only.
 
 Proves the seams: it runs under ``--groundeval-task=examples.conditions_task:ConditionsTask``
-with its baseline agent and with the real Claude agent over a scripted HTTP transport, serial
-and under ``-n 2``, and its junit properties and run record have the shape of the built-in
+with its baseline agent and with the real Claude agent over a scripted HTTP transport, and its
+reports can reach an xdist controller; its junit properties and run record have the shape of the built-in
 tasks'.
 """
 
@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import REPO
+
+ROOT = REPO
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # ``examples`` is importable from the repository root, as for a user
 
@@ -32,13 +34,14 @@ from examples.conditions_task import (  # noqa: E402
 )
 from groundeval import AgentRequest, DatasetError  # noqa: E402
 from groundeval.tasks import make_task  # noqa: E402
+from tests._fakes.fake_anthropic import FAKE_KEY, install  # noqa: E402
+from tests._xdist import assert_reports_cross_to_the_controller  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "conditions_task"
 FIXTURES = EXAMPLE / "fixtures"
 SPEC = "examples.conditions_task:ConditionsTask"
 BASELINE = "examples.conditions_task:BaselineConditionsAgent"
 PICK = ("Beatrice_Aufderhar", "Tarra676_Wisoky380", "Max_Kris", "Trey_Berge")
-VOLATILE = {"latency_s", "run_id"}
 CLINICAL = "http://terminology.hl7.org/CodeSystem/condition-clinical"
 VERIFICATION = "http://terminology.hl7.org/CodeSystem/condition-ver-status"
 
@@ -169,9 +172,8 @@ def test_the_committed_fixtures_match_the_script(synthea_dir: Path) -> None:
 
 MOCK_MODULE = '''
 import json
-import httpx2
 from examples.conditions_task import BaselineConditionsAgent
-from groundeval.agents.claude import ClaudeAgent
+from fake_anthropic import api_error, message, mock_claude
 from groundeval.agent_io import AgentRequest, Prompt
 
 SEEN = set()
@@ -184,22 +186,15 @@ def handler(request):
     if "Max_Kris" in user or "f9120576" in user:
         if "max" not in SEEN:  # rate limited once, then answered
             SEEN.add("max")
-            return httpx2.Response(429, json={"type": "error", "error": {"type": "rate_limit_error", "message": "x"}},
-                                   headers={"retry-after": "1"})
+            return api_error(429, "rate_limit_error", "x", retry_after="1")
     answer = BaselineConditionsAgent().run(AgentRequest(case_id="x", task="conditions",
                                                         prompt=Prompt(system="", user=user))).text
     if "5451401c" in user:  # Beatrice: misses her conditions
         answer = "Sure:\\n[]"
-    usage = {"input_tokens": 3000, "output_tokens": 60, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    return httpx2.Response(200, headers={"request-id": "req_1"}, json={
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8",
-        "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn", "usage": usage})
+    return message(answer, input_tokens=3000, output_tokens=60, request_id="req_1")
 
 
-class MockClaude(ClaudeAgent):
-    def __init__(self, config):
-        super().__init__(config, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
-                         sleep=lambda seconds: None)
+MockClaude = mock_claude(handler)
 '''
 
 
@@ -207,12 +202,13 @@ class MockClaude(ClaudeAgent):
 def example_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A pytester directory with four conditions fixtures in ``data/``; the repository importable."""
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-FAKEKEY-0123456789abcdefghij")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     pytester.syspathinsert(ROOT)
     data = pytester.path / "data"
     data.mkdir()
     for prefix in PICK:
         shutil.copy(_fixture(prefix), data / _fixture(prefix).name)
+    install(pytester.path)
     pytester.makepyfile(mock_claude=MOCK_MODULE)
     pytester.syspathinsert()
     return data
@@ -223,30 +219,26 @@ def _args(agent: str, *extra: str) -> list[str]:
             "-p", "no:cacheprovider", *extra]
 
 
-def _stable(cases: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
-    return {k: {p: v for p, v in props.items() if p not in VOLATILE} for k, props in cases.items()}
-
-
 def test_baseline_runs_on_the_packaged_cases_by_default(pytester: pytest.Pytester, example_dir: Path) -> None:
     result = pytester.runpytest(f"--groundeval-task={SPEC}", f"--groundeval-agent={BASELINE}", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=25)
     result.stdout.fnmatch_lines(["*groundeval conditions*", "micro *1.000*1.000*1.000", "macro *1.000*1.000*1.000"])
 
 
-def test_claude_agent_serial_and_xdist_give_the_same_properties(pytester: pytest.Pytester, example_dir: Path) -> None:
-    serial = pytester.runpytest(*_args("mock_claude:MockClaude", "--junitxml=serial.xml"))  # only -n 2 needs a subprocess
+def test_claude_agent_properties_can_reach_an_xdist_controller(
+    pytester: pytest.Pytester, example_dir: Path, request: pytest.FixtureRequest
+) -> None:
+    serial = pytester.runpytest(*_args("mock_claude:MockClaude", "--junitxml=serial.xml"))
     serial.assert_outcomes(passed=3, failed=1)
     serial.stdout.fnmatch_lines(["*answer format: *", "agent: claude  model: claude-opus-4-8  *"])
-    xdist = pytester.runpytest_subprocess(*_args("mock_claude:MockClaude", "-n", "2", "--junitxml=xdist.xml"))
-    xdist.assert_outcomes(passed=3, failed=1)
-    one, two = junit_cases(pytester.path / "serial.xml"), junit_cases(pytester.path / "xdist.xml")
-    assert _stable(one) == _stable(two)
+    assert assert_reports_cross_to_the_controller(serial, request.config) == 4 * 3
+    one = junit_cases(pytester.path / "serial.xml")
     max_kris = next(v for k, v in one.items() if k.startswith("Max_Kris"))
     assert max_kris["attempts"] == "2" and max_kris["task"] == "conditions" and max_kris["outcome"] == "passed"
     beatrice = next(v for k, v in one.items() if k.startswith("Beatrice"))
     assert beatrice["recall"] == "0.0" and beatrice["format_ok"] == "false"
     records = run_records(pytester.path / "runs")
-    assert len(records) == 2 and all(r["task"] == "conditions" for r in records)
+    assert len(records) == 1 and all(r["task"] == "conditions" for r in records)
 
 
 def test_properties_and_run_record_have_the_built_in_shape(

@@ -23,6 +23,7 @@ from groundeval.tasks.extraction import counterfactual as cf
 from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.medlist import active_medications
 from groundeval.testing.junit import junit_cases
+from tests._xdist import run_xdist
 
 TASK = ExtractionTask()
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
@@ -262,9 +263,9 @@ def test_the_write_twin_changes_the_notes_frequency_and_the_statement_with_it() 
 
 
 def test_every_xdist_worker_makes_the_same_twins(pytester: pytest.Pytester, two_cases: Path) -> None:
-    result = pytester.runpytest_subprocess(
-        "--groundeval-task=extraction", "--groundeval-agent=priors", "--groundeval-data-dir=data",
-        "--groundeval-counterfactual", "-n", "2", "-p", "no:cacheprovider",
+    result = run_xdist(
+        pytester, "--groundeval-task=extraction", "--groundeval-agent=priors", "--groundeval-data-dir=data",
+        "--groundeval-counterfactual", "-p", "no:cacheprovider",
     )
     assert result.parseoutcomes().get("passed") == 4  # the two originals and the two medication-reference twins
     (path,) = (pytester.path / "runs").glob("*.json")

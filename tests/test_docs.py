@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import REPO
+
+ROOT = REPO
 DOCS = ROOT / "docs"
 README_MAX_LINES = 250
 

@@ -15,10 +15,11 @@ import pytest
 
 from groundeval import AgentConfig, ExtractionTask
 from groundeval.agent_io import AgentRequest
+from tests._paths import REPO
 
 from .test_fhir_cases import CASE_01
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # ``examples`` is importable from the repository root, as for a user
 

@@ -12,7 +12,6 @@ import sys
 import tomllib
 import warnings
 from importlib.metadata import PackageNotFoundError, distribution
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,9 @@ from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.errors import ConfigError
 from groundeval.extras import EXTRAS, NOT_IN_ALL, extra_missing_message, has_module, require_extra
 from groundeval.reporting.langsmith import LangSmithStream, LangSmithStreamWarning
+from tests._paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 HEAVY = {"langchain", "langchain-core", "langchain-anthropic", "langgraph", "langsmith"}
 ANYIO = {"anyio", "anthropic", "openai", "healthchain", "httpx", "starlette", "fastapi"}
 """anyio and what brings it (its pytest plugin loads in every pytest run): none in a plain install."""

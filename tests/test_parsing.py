@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from groundeval.parsing import MAX_DEPTH, MAX_FAILED_DECODES, extract_json
 from groundeval.scoring import Parsed
 from groundeval.tasks.extraction.task import ExtractionTask
+from tests._paths import REPO
 
 MS = {"resourceType": "MedicationStatement", "status": "active", "subject": {"reference": "Patient/p"},
       "dosage": [{"text": "take with `food`"}]}
@@ -202,7 +202,7 @@ def test_the_real_replies_fail_the_reconcile_case_they_once_passed_as_no_answer(
     from groundeval.tasks.reconcile.task import ReconcileTask
 
     task = ReconcileTask()
-    case = task.load_case(next((Path(__file__).parents[1] / "fixtures" / "reconcile").glob("no-medication--*.json")))
+    case = task.load_case(next((REPO / "fixtures" / "reconcile").glob("no-medication--*.json")))
 
     from groundeval.testing import ScriptedAgent
 

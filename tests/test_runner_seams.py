@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from groundeval import AgentResult
@@ -12,8 +11,9 @@ from groundeval.datasets import Case
 from groundeval.errors import DatasetError
 from groundeval.runner import RunInfo, run_case
 from groundeval.tasks.extraction.task import ExtractionTask
+from tests._paths import REPO
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 INFO = RunInfo(run_id="r", task="extraction", agent="a", model=None)
 LIZ = next(iter(sorted(FIXTURES.glob("Liz_Conn*.json"))))
 

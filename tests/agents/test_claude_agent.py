@@ -28,10 +28,10 @@ from groundeval.plugin.junit import junit_properties
 from groundeval.records.aggregate import summarize
 from groundeval.runner import RunInfo, run_case
 from groundeval.tasks import make_task
+from tests._fakes.fake_anthropic import FAKE_KEY, ScriptedAPI, api_error, message
+from tests._paths import REPO
 
-from .conftest import FAKE_KEY, ScriptedAPI, api_error, message
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))
 INFO = RunInfo(run_id="r1", task="extraction", agent="claude", model="claude-opus-4-8")
 

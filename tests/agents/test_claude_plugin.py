@@ -1,11 +1,11 @@
 """The Claude agent inside real plugin runs (pytester), its HTTP transport mocked per patient.
 
 A small agent module is written into each pytester directory: ``mock_claude:MockClaude`` is the
-real ``ClaudeAgent`` with an ``httpx2.MockTransport`` and a no-op sleep. Per patient it answers:
+real ``ClaudeAgent`` over the shared fake Anthropic API (``tests/_fakes/fake_anthropic.py``). Per patient it answers:
 Liz_Conn correctly (with a cache write), Max_Kris 429 then correctly (with a cache read),
 Clemente_Kreiger 529 for ever, Garrett_Thompson cut off at max_tokens. ``MOCK_MODE=auth`` makes
-every call a 401. Each HTTP call appends a line to ``$MOCK_CALLS`` so subprocess runs can be
-counted.
+every call a 401. Each HTTP call appends a line to ``$MOCK_CALLS``. A rejected key under ``-n 2``
+is ``tests/plugin/test_outcomes.py``'s (the stop is the plugin's, whatever the agent).
 """
 
 from __future__ import annotations
@@ -17,63 +17,48 @@ from typing import Any
 
 import pytest
 
-from .conftest import FAKE_KEY
+from tests._fakes.fake_anthropic import FAKE_KEY, install
+from tests._paths import REPO
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 PATIENTS = ("Liz_Conn", "Max_Kris", "Clemente_Kreiger", "Garrett_Thompson")
 
 MOCK_MODULE = '''
-import json, os
-import httpx2
+import os
+from fake_anthropic import api_error, message, mock_claude, prompt_of
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent
-from groundeval.agents.claude import ClaudeAgent
 from groundeval.agent_io import AgentRequest, Prompt
 
 BASE = BaselineExtractionAgent()
 SEEN = set()
 
 
-def reply(status, body, **headers):
-    return httpx2.Response(status, json=body, headers={"request-id": "req_" + str(status), **headers})
-
-
-def message(text, stop="end_turn", written=0, read=0):
-    usage = {"input_tokens": 5000, "output_tokens": 50, "cache_creation_input_tokens": written,
-             "cache_read_input_tokens": read}
-    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8-20260528",
-            "content": [{"type": "text", "text": text}], "stop_reason": stop, "usage": usage}
-    return reply(200, body)
-
-
-def failure(status, kind, **headers):
-    return reply(status, {"type": "error", "error": {"type": kind, "message": kind}}, **headers)
+def reply(text, stop="end_turn", written=0, read=0):
+    return message(text, stop_reason=stop, model="claude-opus-4-8-20260528", input_tokens=5000, output_tokens=50,
+                   cache_creation=written, cache_read=read, request_id="req_200")
 
 
 def handler(request):
-    body = json.loads(request.content)
-    user = body["messages"][0]["content"]
+    user = prompt_of(request)[1]
     if os.environ.get("MOCK_CALLS"):
         with open(os.environ["MOCK_CALLS"], "a") as fh:
             fh.write(str(os.getpid()) + "\\n")
     if os.environ.get("MOCK_MODE") == "auth":
-        return failure(401, "authentication_error")
+        return api_error(401, "authentication_error")
     answer = BASE.run(AgentRequest(case_id="x", task="extraction", prompt=Prompt(system="", user=user))).text
     if "1484a42d" in user:  # Clemente_Kreiger
-        return failure(529, "overloaded_error")
+        return api_error(529, "overloaded_error")
     if "5a72e290" in user:  # Garrett_Thompson
-        return message(answer[:20], stop="max_tokens")
+        return reply(answer[:20], stop="max_tokens")
     if "f9120576" in user and "max" not in SEEN:  # Max_Kris: rate limited once
         SEEN.add("max")
-        return failure(429, "rate_limit_error", **{"retry-after": "2"})
+        return api_error(429, "rate_limit_error", retry_after="2")
     if "f9120576" in user:
-        return message(answer, read=1000)
-    return message(answer, written=1000)
+        return reply(answer, read=1000)
+    return reply(answer, written=1000)
 
 
-class MockClaude(ClaudeAgent):
-    def __init__(self, config):
-        client = httpx2.Client(transport=httpx2.MockTransport(handler))
-        super().__init__(config, http_client=client, sleep=lambda seconds: None)
+MockClaude = mock_claude(handler)
 '''
 
 
@@ -83,6 +68,7 @@ def run_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, copy_fix
     monkeypatch.setenv("MOCK_CALLS", str(pytester.path / "calls.txt"))
     monkeypatch.delenv("MOCK_MODE", raising=False)
     copy_fixtures(pytester.path / "data", PATIENTS)
+    install(pytester.path)
     pytester.makepyfile(mock_claude=MOCK_MODULE)
     pytester.syspathinsert()
     return pytester.path
@@ -175,24 +161,6 @@ def test_rejected_key_stops_a_serial_run_after_one_call(
     result.stdout.fnmatch_lines(["*Interrupted: groundeval: stopped after auth_error on *(see the error above)*"])
     (case,) = [c for c in record_of(run_dir)["cases"] if c["outcome"] != "not_run"]
     assert case["outcome"] == "auth_error" and case["attempts"] == 1
-
-
-def test_rejected_key_stops_an_xdist_run_promptly_with_one_message(
-    pytester: pytest.Pytester, run_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MOCK_MODE", "auth")
-    result = pytester.runpytest_subprocess(*args("-n", "2", "-rN"))
-    assert result.ret != 0
-    made = calls(run_dir)
-    assert 1 <= len(made) <= 2 and len(set(made)) == len(made)  # at most one call per worker
-    out = result.stdout.str()
-    assert out.count("rejected the API key") == 1, out
-    assert "stopped after auth_error" in out
-    record = record_of(run_dir)
-    cases = [c for c in record["cases"] if c["outcome"] != "not_run"]
-    assert 1 <= len(cases) <= 2 and {c["outcome"] for c in cases} == {"auth_error"}
-    # promptly: no case after the first per worker was started, and every other one is recorded unrun
-    assert len(record["cases"]) - len(cases) == record["aggregate"]["not_run"] >= 2
 
 
 def test_deprecated_model_id_warns_once_per_run(pytester: pytest.Pytester, run_dir: Path) -> None:

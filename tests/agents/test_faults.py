@@ -32,9 +32,9 @@ from groundeval.errors import (
 )
 from groundeval.models.classify import too_large
 from groundeval.redaction import redact, strip_userinfo
-
-from .conftest import FAKE_KEY
-from .loopback import Answer, Loopback, anthropic_message, chat_completion, serve
+from tests._fakes.fake_anthropic import FAKE_KEY, message_body
+from tests._fakes.fake_openai import completion_body
+from tests._fakes.loopback import Answer, Loopback, serve
 
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))
 HTML = Answer(200, b"<!DOCTYPE html><html><head><title>Welcome</title></head><body>Hi</body></html>", "text/html")
@@ -65,7 +65,7 @@ def make(request: pytest.FixtureRequest, loop: Loopback, monkeypatch: pytest.Mon
 
 
 def answer_for(make: MakeAgent, text: str = "[]") -> Answer:
-    body = anthropic_message(text) if make.sdk == "claude" else chat_completion(text)  # type: ignore[attr-defined]
+    body = message_body(text) if make.sdk == "claude" else completion_body(text)  # type: ignore[attr-defined]
     return Answer.json(200, body)
 
 
@@ -179,9 +179,9 @@ def test_nothing_listening_is_a_connection_infra_error(monkeypatch: pytest.Monke
 
 def test_a_refusal_stop_reason_is_a_refusal(make: MakeAgent, loop: Loopback) -> None:
     if make.sdk == "claude":  # type: ignore[attr-defined]
-        body = anthropic_message("", stop_reason="refusal")
+        body = message_body("", stop_reason="refusal")
     else:
-        body = chat_completion("", finish="content_filter")
+        body = completion_body("", finish="content_filter")
     loop.plan = lambda path, req: Answer.json(200, body)
     with pytest.raises(RefusalError, match="c1: the model declined to answer") as info:
         make().run(REQUEST)
@@ -189,7 +189,7 @@ def test_a_refusal_stop_reason_is_a_refusal(make: MakeAgent, loop: Loopback) -> 
 
 
 def test_an_openai_refusal_with_null_content_is_a_refusal_with_its_text_kept(loop: Loopback) -> None:
-    body = chat_completion("", finish="stop")
+    body = completion_body("", finish="stop")
     body["choices"][0]["message"] = {"role": "assistant", "content": None,
                                      "refusal": "I can't help with listing this patient's medications."}
     loop.plan = lambda path, req: Answer.json(200, body)
@@ -211,7 +211,7 @@ def test_a_case_far_over_the_context_window_is_refused_before_any_call(
     assert loop.requests == [] and info.value.attempts == 0
     assert info.value.details == {"estimated_tokens": 200_003, "context_tokens": 200_000, "max_tokens": 4096}
     # a model of unknown context (open weights) is not pre-checked: the server decides
-    loop.plan = lambda path, body: Answer.json(200, chat_completion())
+    loop.plan = lambda path, body: Answer.json(200, completion_body())
     agent = OpenAICompatibleAgent(AgentConfig(model="m", options={"base_url": f"{loop.root}/v1"}))
     assert agent.run(big).text == "[]"
 

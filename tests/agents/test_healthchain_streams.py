@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests._paths import REPO
+
+ROOT = REPO
 
 
 def test_warming_and_running_the_baseline_agent_leaves_the_streams_alone() -> None:

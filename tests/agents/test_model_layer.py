@@ -17,8 +17,7 @@ from groundeval.errors import AgentError, ConfigError, InfraError, TruncatedErro
 from groundeval.models import check_model, get_model, parse_spec
 from groundeval.models.base import Model, ModelRequest, ModelResponse
 from groundeval.testing import ScriptedModel
-
-from .conftest import ScriptedAPI, api_error, message
+from tests._fakes.fake_anthropic import ScriptedAPI, api_error, message
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "groundeval"
 PROVIDER_SDKS = {"anthropic", "openai", "langchain_anthropic", "langchain_openai"}
@@ -141,3 +140,18 @@ def test_no_provider_sdk_is_imported_outside_the_model_layer() -> None:
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             outside += [f"{path.relative_to(SRC)}: {n}" for n in names if n.split(".")[0] in PROVIDER_SDKS]
     assert outside == []
+
+
+def test_the_run_record_names_the_agents_model_by_spec_and_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from groundeval.plugin.run_end import _models
+
+    def settings(agent: str, model: str | None = None, **options: object) -> object:
+        return SimpleNamespace(agent=agent, model=model, agent_options=options)
+
+    assert _models(settings("claude")) == [{"role": "agent", "spec": "anthropic/claude-opus-4-8"}]
+    assert _models(settings("openai-compatible", "qwen", base_url="http://u:secret@127.0.0.1:8000/v1/")) == [
+        {"role": "agent", "spec": "openai-compatible/qwen@http://127.0.0.1:8000/v1"}]  # no credential
+    assert _models(settings("baseline")) == []  # rule-based: no model call
+    assert _models(settings("replay:runs/r.json")) == []

@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
@@ -25,81 +22,27 @@ from groundeval.errors import (
     RunStopError,
     TruncatedError,
 )
+from tests._fakes.fake_openai import ChatServer, Reply, completion, error, serve_chat
+from tests._paths import REPO
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))
 
-Reply = tuple[int, dict[str, Any], dict[str, str]]
-Responder = Callable[[dict[str, Any]], Reply]  # computes the reply from the request body
-
-
-def completion(text: str = "[]", *, finish: str = "stop", prompt: int = 900, out: int = 30, cached: int = 0,
-               model: str = "llama-3.3-70b-instruct") -> Reply:
-    body = {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1764400000, "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out,
-                  "prompt_tokens_details": {"cached_tokens": cached}},
-    }
-    return 200, body, {"x-request-id": "req-local-1"}
-
-
-def error(status: int, message: str, **headers: str) -> Reply:
-    return status, {"error": {"message": message, "type": "server_error", "code": None}}, headers
-
-
-class Server:
-    """A chat-completions server that answers from ``replies`` (the last one repeats)."""
-
-    def __init__(self) -> None:
-        self.replies: list[Reply | Responder] = [completion()]
-        self.requests: list[dict[str, Any]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                outer.requests.append({"path": self.path, "headers": dict(self.headers),
-                                       "body": json.loads(self.rfile.read(length))})
-                reply = outer.replies[min(len(outer.requests), len(outer.replies)) - 1]
-                if callable(reply):
-                    reply = reply(outer.requests[-1]["body"])
-                status, body, headers = reply
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for key, value in headers.items():
-                    self.send_header(key.replace("_", "-"), value)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def agent(self, sleeps: list[float], **options: object) -> OpenAICompatibleAgent:
-        config = AgentConfig(model="llama-3.3-70b-instruct", options={"base_url": self.url, **options})
-        return OpenAICompatibleAgent(config, sleep=sleeps.append)
+def agent_of(server: ChatServer, sleeps: list[float], **options: object) -> OpenAICompatibleAgent:
+    config = AgentConfig(model="llama-3.3-70b-instruct", options={"base_url": server.url, **options})
+    return OpenAICompatibleAgent(config, sleep=sleeps.append)
 
 
 @pytest.fixture
-def server() -> Iterator[Server]:
-    srv = Server()
-    srv.thread.start()
-    yield srv
-    srv.httpd.shutdown()
-    srv.httpd.server_close()
+def server() -> Iterator[ChatServer]:
+    yield from serve_chat()
 
 
-def test_normal_answer_with_usage_in_anthropic_terms(server: Server, sleeps: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_normal_answer_with_usage_in_anthropic_terms(server: ChatServer, sleeps: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-real-key-must-not-leave")
     server.replies = [completion('[{"rxnorm_code": "123", "display": "x"}]', prompt=900, out=30, cached=200)]
-    result = server.agent(sleeps, max_tokens=256).run(REQUEST)
+    result = agent_of(server, sleeps, max_tokens=256).run(REQUEST)
     assert result.text == '[{"rxnorm_code": "123", "display": "x"}]' and result.model == "llama-3.3-70b-instruct"
     assert result.attempts == 1
     assert result.usage == {"input_tokens": 700, "output_tokens": 30, "cache_creation_input_tokens": 0,
@@ -115,62 +58,62 @@ def test_normal_answer_with_usage_in_anthropic_terms(server: Server, sleeps: lis
     assert auth == "Bearer EMPTY"  # OPENAI_API_KEY is never sent to another host
 
 
-def test_key_and_temperature_when_given(server: Server, sleeps: list[float], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_key_and_temperature_when_given(server: ChatServer, sleeps: list[float], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv(KEY_ENV, "local-server-key-123456")
     caplog.set_level("DEBUG")
-    result = server.agent(sleeps, temperature=0.0).run(REQUEST)
+    result = agent_of(server, sleeps, temperature=0.0).run(REQUEST)
     (req,) = server.requests
     assert req["body"]["temperature"] == 0.0 and result.meta["temperature"] == 0.0
     assert {k.lower(): v for k, v in req["headers"].items()}["authorization"] == "Bearer local-server-key-123456"
     assert "chat/completions" in caplog.text and "local-server-key-123456" not in caplog.text
 
 
-def test_503_then_success_is_retried_once(server: Server, sleeps: list[float]) -> None:
+def test_503_then_success_is_retried_once(server: ChatServer, sleeps: list[float]) -> None:
     server.replies = [error(503, "loading model", retry_after="2"), completion()]
-    result = server.agent(sleeps).run(REQUEST)
+    result = agent_of(server, sleeps).run(REQUEST)
     assert result.attempts == 2 and len(server.requests) == 2 and sleeps == [2.0]
 
 
-def test_5xx_until_retries_run_out_is_an_infra_error(server: Server, sleeps: list[float]) -> None:
+def test_5xx_until_retries_run_out_is_an_infra_error(server: ChatServer, sleeps: list[float]) -> None:
     server.replies = [error(500, "CUDA out of memory")]
     with pytest.raises(InfraError) as info:
-        server.agent(sleeps, max_retries=1).run(REQUEST)
+        agent_of(server, sleeps, max_retries=1).run(REQUEST)
     assert info.value.attempts == 2 and len(server.requests) == 2
     assert info.value.details["status_code"] == 500 and server.url in str(info.value)
 
 
-def test_401_is_an_auth_error_without_retry(server: Server, sleeps: list[float]) -> None:
+def test_401_is_an_auth_error_without_retry(server: ChatServer, sleeps: list[float]) -> None:
     server.replies = [error(401, "Invalid API key")]
     with pytest.raises(AuthError, match=f"set {KEY_ENV}"):
-        server.agent(sleeps).run(REQUEST)
+        agent_of(server, sleeps).run(REQUEST)
     assert len(server.requests) == 1
 
 
-def test_404_unknown_model_stops_the_run(server: Server, sleeps: list[float]) -> None:
+def test_404_unknown_model_stops_the_run(server: ChatServer, sleeps: list[float]) -> None:
     server.replies = [error(404, "The model `nope` does not exist.")]
     with pytest.raises(RunStopError, match="check --groundeval-model and --groundeval-base-url") as info:
-        server.agent(sleeps).run(REQUEST)
+        agent_of(server, sleeps).run(REQUEST)
     assert type(info.value) is RunStopError and len(server.requests) == 1
     assert "'llama-3.3-70b-instruct'" in str(info.value)
 
 
-def test_context_length_400_is_case_too_large(server: Server, sleeps: list[float]) -> None:
+def test_context_length_400_is_case_too_large(server: ChatServer, sleeps: list[float]) -> None:
     server.replies = [error(400, "This model's maximum context length is 8192 tokens. However, you requested 9000")]
     with pytest.raises(CaseTooLargeError, match="c1: the case is too large for the model llama") as info:
-        server.agent(sleeps).run(REQUEST)
+        agent_of(server, sleeps).run(REQUEST)
     assert len(server.requests) == 1 and info.value.outcome == "case_too_large"
 
 
-def test_unknown_parameter_400_stops_the_run(server: Server, sleeps: list[float]) -> None:
+def test_unknown_parameter_400_stops_the_run(server: ChatServer, sleeps: list[float]) -> None:
     server.replies = [error(400, "Unrecognized request argument supplied: foo")]
     with pytest.raises(RunStopError, match=r"refused the request for model 'llama-3\.3-70b-instruct' as invalid"):
-        server.agent(sleeps).run(REQUEST)
+        agent_of(server, sleeps).run(REQUEST)
 
 
-def test_finish_reason_length_is_truncated(server: Server, sleeps: list[float]) -> None:
+def test_finish_reason_length_is_truncated(server: ChatServer, sleeps: list[float]) -> None:
     server.replies = [completion('[{"rxnorm_code": "31', finish="length", out=16)]
     with pytest.raises(TruncatedError) as info:
-        server.agent(sleeps, max_tokens=16).run(REQUEST)
+        agent_of(server, sleeps, max_tokens=16).run(REQUEST)
     assert info.value.details["partial_text"] == '[{"rxnorm_code": "31' and len(server.requests) == 1
     assert cast(dict[str, Any], info.value.details["usage"])["output_tokens"] == 16
 
@@ -195,7 +138,7 @@ def test_base_url_and_model_are_required(config: AgentConfig, message: str) -> N
         make_agent("openai-compatible", config)
 
 
-def test_plugin_run_compares_an_open_weight_model_on_the_same_cases(server: Server, pytester: pytest.Pytester) -> None:
+def test_plugin_run_compares_an_open_weight_model_on_the_same_cases(server: ChatServer, pytester: pytest.Pytester) -> None:
     baseline = BaselineExtractionAgent()
 
     def answer(body: dict[str, Any]) -> Reply:

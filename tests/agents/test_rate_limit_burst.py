@@ -14,26 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FAKE_KEY
+from tests._fakes.fake_anthropic import FAKE_KEY, install
 
 MOCK = '''
-import json, threading
-import httpx2
+import threading
+from fake_anthropic import api_error, message, mock_claude, prompt_of
 from groundeval.models import throttle
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent
-from groundeval.agents.claude import ClaudeAgent
 from groundeval.agent_io import AgentRequest, Prompt
 
 BASE = BaselineExtractionAgent()
 LOCK = threading.Lock()
 STATE = {"calls": 0, "in_flight": 0, "peak": 0, "limited": 0, "cuts": 0}
-
-
-def message(text):
-    usage = {"input_tokens": 100, "output_tokens": 10}
-    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8-20260528",
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "usage": usage}
-    return httpx2.Response(200, json=body, headers={"request-id": "req_ok"})
 
 
 def handler(request):
@@ -47,11 +39,10 @@ def handler(request):
             threading.Event().wait(0.05)  # hold the slot so the four overlap
             with LOCK:
                 STATE["limited"] += 1
-            body = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
-            return httpx2.Response(429, json=body, headers={"retry-after": "1", "request-id": "req_429"})
-        user = json.loads(request.content)["messages"][0]["content"]
+            return api_error(429, "rate_limit_error", "slow down", retry_after="1")
+        user = prompt_of(request)[1]
         answer = BASE.run(AgentRequest(case_id="x", task="extraction", prompt=Prompt(system="", user=user))).text
-        return message(answer)
+        return message(answer, model="claude-opus-4-8-20260528", input_tokens=100, output_tokens=10)
     finally:
         with LOCK:
             STATE["in_flight"] -= 1
@@ -60,10 +51,7 @@ def handler(request):
                 STATE["cuts"] = gate.cuts
 
 
-class MockClaude(ClaudeAgent):
-    def __init__(self, config):
-        client = httpx2.Client(transport=httpx2.MockTransport(handler))
-        super().__init__(config, http_client=client, sleep=lambda seconds: None)
+MockClaude = mock_claude(handler)
 '''
 
 
@@ -72,6 +60,7 @@ def test_a_429_burst_under_concurrency_loses_no_case(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     copy_fixtures(pytester.path / "data", ("Liz_Conn", "Max_Kris", "Clemente_Kreiger", "Garrett_Thompson"))
+    install(pytester.path)
     pytester.makepyfile(mock_burst=MOCK)
     pytester.makeconftest('''
 import json

@@ -20,8 +20,7 @@ from groundeval.agents.claude import ClaudeAgent
 from groundeval.errors import CaseTooLargeError, InfraError
 from groundeval.models import throttle
 from groundeval.models.retry import GaveUp, RetryPolicy, call_with_retries
-
-from .conftest import ScriptedAPI, api_error
+from tests._fakes.fake_anthropic import ScriptedAPI, api_error
 
 REQUEST = AgentRequest(case_id="c1", task="extraction", prompt=Prompt(system="Rules.", user="Bundle: {}"))
 

@@ -11,38 +11,30 @@ import pytest
 
 from groundeval.errors import SpendLimitReached
 from groundeval.models.spend import SpendLimit, highest_call_cost
-
-from .conftest import FAKE_KEY
+from tests._fakes.fake_anthropic import FAKE_KEY, install
 
 # Sorted by file name: Clemente, Garrett, Johnie961, Liz (12-14k prompt characters each).
 PATIENTS = ("Clemente_Kreiger", "Garrett_Thompson", "Johnie961_Connelly992", "Liz_Conn")
 CALL_COST = 5000 * 5 / 1e6 + 50 * 25 / 1e6  # every reply: 5000 input, 50 output tokens at Opus 4.8 list price
 
 MOCK_MODULE = '''
-import json, os
-import httpx2
+import os
+from fake_anthropic import message, mock_claude, prompt_of
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent
-from groundeval.agents.claude import ClaudeAgent
 from groundeval.agent_io import AgentRequest, Prompt
 
 BASE = BaselineExtractionAgent()
 
 
 def handler(request):
-    user = json.loads(request.content)["messages"][0]["content"]
+    user = prompt_of(request)[1]
     with open(os.environ["MOCK_CALLS"], "a") as fh:
         fh.write("call\\n")
     answer = BASE.run(AgentRequest(case_id="x", task="extraction", prompt=Prompt(system="", user=user))).text
-    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8-20260528",
-            "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn",
-            "usage": {"input_tokens": 5000, "output_tokens": 50}}
-    return httpx2.Response(200, json=body, headers={"request-id": "req_1"})
+    return message(answer, model="claude-opus-4-8-20260528", input_tokens=5000, output_tokens=50, request_id="req_1")
 
 
-class MockClaude(ClaudeAgent):
-    def __init__(self, config):
-        super().__init__(config, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
-                         sleep=lambda seconds: None)
+MockClaude = mock_claude(handler)
 '''
 
 
@@ -52,6 +44,7 @@ def run_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     monkeypatch.setenv("MOCK_CALLS", str(pytester.path / "calls.txt"))
     copy_fixtures(pytester.path / "data", PATIENTS)
+    install(pytester.path)
     pytester.makepyfile(mock_claude=MOCK_MODULE)
     pytester.syspathinsert()
     return pytester.path

@@ -11,11 +11,12 @@ import json
 import math
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+from tests._paths import REPO
+
+FIXTURES = REPO / "fixtures" / "extraction"
 
 pytestmark = [
     pytest.mark.live,

@@ -19,8 +19,9 @@ from groundeval.extras import has_module
 from groundeval.records.outcomes import OUTCOMES
 from groundeval.runner import request_for
 from groundeval.tasks import make_task
+from tests._paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 MAX_TOKENS = 256
 """Output bound per case, tokens: keeps the test to minutes (a cut-off answer is ``truncated``, an outcome of the policy)."""
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from groundeval.testing.junit import junit_cases as junit_cases  # re-exported for the tests here
+from tests._paths import REPO
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
+FIXTURES = REPO / "fixtures" / "extraction"
 PICK = ("Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen_McLaughlin")
 
 # Scripted agent module written into each pytester directory. Its behaviour per patient:
@@ -58,8 +59,14 @@ def run_records(base: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="session")
-def xdist_matrix(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The one shared ``-n 2`` run of the outcome matrix (``matrix.SharedRun``; see ``matrix.py``)."""
-    from .matrix import make_shared_run
+def xdist_matrix(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Any:
+    """The one shared ``-n 2`` run of the outcome matrix (``matrix.SharedRun``; see ``matrix.py``).
 
-    return make_shared_run(tmp_path_factory.mktemp("xdist-matrix"))
+    When this suite itself runs under xdist, the tests that read the run land on both workers: the
+    first to ask makes it, in the temporary directory the workers share, and the other reads it.
+    """
+    from .matrix import load_or_make_shared_run, make_shared_run
+
+    if worker_id == "master":
+        return make_shared_run(tmp_path_factory.mktemp("xdist-matrix"))
+    return load_or_make_shared_run(tmp_path_factory.getbasetemp().parent / "xdist-matrix")

@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from ..conftest import LEAN_ADDOPTS
+from tests.conftest import LEAN_ADDOPTS
+
 from .conftest import FIXTURES, junit_cases, run_records
 
 # patient prefix -> the outcome the matrix agent produces there
@@ -185,3 +186,27 @@ def make_shared_run(base: Path) -> SharedRun:
     result = run_pytest(base, *shared_args("xdist.xml"), "-n", "2")
     (record,) = run_records(base)
     return SharedRun(base, result, record, junit_cases(base / "xdist.xml"), baseline)
+
+
+def load_or_make_shared_run(base: Path) -> SharedRun:
+    """The shared run in ``base``, made there by the first of several processes to ask (a file lock).
+
+    For a session fixture of a suite run under pytest-xdist, whose workers share the parent of
+    their temporary directories; the other processes wait for it and read it back.
+    """
+    import fcntl  # POSIX; this suite's signal and process tests already assume it
+
+    base.mkdir(parents=True, exist_ok=True)
+    done = base / "result.json"
+    with (base.parent / "xdist-matrix.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shared = make_shared_run(base / "run")
+            result = shared.result
+            done.write_text(json.dumps({"ret": int(result.ret), "outlines": result.outlines,
+                                        "errlines": result.errlines, "duration": result.duration}))
+    saved = json.loads(done.read_text())
+    run = base / "run"
+    result = pytest.RunResult(saved["ret"], saved["outlines"], saved["errlines"], saved["duration"])
+    (record,) = run_records(run)
+    return SharedRun(run, result, record, junit_cases(run / "xdist.xml"), json.loads((run / BASELINE).read_text()))

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from groundeval.models import throttle
+from tests._xdist import run_xdist
 
 from .conftest import eval_args, junit_cases
 
@@ -203,9 +204,9 @@ def test_under_xdist_each_worker_calls_ahead_and_the_record_matches_a_serial_run
     pytester.runpytest(*eval_args("--groundeval-agent=random_agent:agent", "--groundeval-concurrency=1",
                                   "--junitxml=one.xml", "--groundeval-trials=3"))
     serial = _record(pytester.path)
-    result = pytester.runpytest_subprocess(*eval_args(
+    result = run_xdist(pytester, *eval_args(
         "--groundeval-agent=random_agent:agent", "--groundeval-concurrency=8", "--junitxml=xdist.xml",
-        "--groundeval-trials=3", "-n", "2",
+        "--groundeval-trials=3",
     ))
     spread = _record(pytester.path)
     assert spread["run_id"] != serial["run_id"]

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from groundeval.records.outcomes import OUTCOMES, POLICY, outcome_table_markdown
+from tests._paths import REPO
+from tests._xdist import run_xdist
 
 from .conftest import junit_cases, run_records
 from .matrix import MATRIX, SharedRun, matrix_args, prefix_of, write_matrix_dir
@@ -125,19 +127,28 @@ def agent(request):
     assert f"0 of {len(MATRIX)}" in result.stdout.str()
 
 
-def test_config_stop_under_xdist_records_every_selected_case(pytester: pytest.Pytester, matrix_dir: Path) -> None:
+def test_a_rejected_key_under_xdist_stops_promptly_with_one_message_and_records_every_case(
+    pytester: pytest.Pytester, matrix_dir: Path
+) -> None:
+    """A run-stopping error (here the Claude agent's 401, as ``AuthError``) under ``-n 2``."""
     pytester.makepyfile(stop_agent='''
-from groundeval.errors import RunStopError
+from groundeval.errors import AuthError
 
 def agent(request):
-    raise RunStopError("unknown model id (404); fix --groundeval-model")
+    raise AuthError("the API key was rejected (401); set ANTHROPIC_API_KEY")
 ''')
-    result = pytester.runpytest_subprocess(*_args("stop_agent:agent", "-n", "2"))
+    # -rN: no short summary, which repeats the message untruncated when CI is set.
+    result = run_xdist(pytester, *_args("stop_agent:agent", "-rN"))
     assert result.ret != pytest.ExitCode.OK
+    out = result.stdout.str()
+    assert out.count("the API key was rejected") == 1, out
+    assert "stopped after auth_error" in out
     (record,) = run_records(pytester.path)
     assert len(record["cases"]) == len(MATRIX) and record["complete"] is False
     ran = [c for c in record["cases"] if c["outcome"] != "not_run"]
-    assert 1 <= len(ran) <= 2 and all(c["outcome"] == "config_error" for c in ran)  # at most one per worker
+    assert 1 <= len(ran) <= 2 and all(c["outcome"] == "auth_error" for c in ran)  # at most one per worker
+    # promptly: no case after the first per worker was started, and every other one is recorded unrun
+    assert len(record["cases"]) - len(ran) == record["aggregate"]["not_run"] >= len(MATRIX) - 2
 
 
 def test_a_warmup_that_raises_gives_the_case_a_record_and_stops(pytester: pytest.Pytester, matrix_dir: Path) -> None:
@@ -159,8 +170,7 @@ class Cold:
 
 
 def test_the_outcomes_page_table_is_the_policy() -> None:
-    from pathlib import Path
 
-    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "outcomes.md").read_text(encoding="utf-8")
+    page = (REPO / "docs" / "reference" / "outcomes.md").read_text(encoding="utf-8")
     assert outcome_table_markdown() in page
     assert len(POLICY) == len(OUTCOMES)

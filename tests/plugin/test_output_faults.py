@@ -108,7 +108,7 @@ def test_under_xdist_a_real_file_size_limit_is_named_and_the_whole_lines_survive
     import subprocess
     import sys
 
-    from ..conftest import LEAN_ADDOPTS
+    from tests.conftest import LEAN_ADDOPTS
 
     limit = 6_000  # bytes: a few case lines of the partial file fit, not all five
 

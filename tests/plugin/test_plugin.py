@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from groundeval.records.outcomes import OUTCOMES
+from tests._xdist import run_xdist
 
 from .conftest import eval_args, junit_cases, run_records
 from .matrix import MALFORMED, MALFORMED_LINES, MATRIX, SharedRun, prefix_of, shared_args
@@ -142,9 +143,9 @@ def agent(request):
 ''')
     # One call at a time: with calls made ahead in threads, a crash that kills the process is
     # charged to the item running at that moment (see the README, "Concurrency").
-    result = pytester.runpytest_subprocess(
-        "--groundeval-task=extraction", "--groundeval-agent=crashing_agent:agent",
-        "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2", "--groundeval-concurrency=1",
+    result = run_xdist(
+        pytester, "--groundeval-task=extraction", "--groundeval-agent=crashing_agent:agent",
+        "--groundeval-data-dir=data", "-p", "no:cacheprovider", "--groundeval-concurrency=1",
     )
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed") == 4 and outcomes.get("failed", 0) + outcomes.get("errors", 0) == 1
@@ -217,9 +218,9 @@ def test_bad_options_are_usage_errors(pytester: pytest.Pytester, eval_dir: Path,
 
 
 def test_unknown_task_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--groundeval-task=summarise")
+    result = pytester.runpytest("--groundeval-task=deidentify")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --groundeval-task='summarise': unknown task; choose one of: *extraction*"])
+    result.stderr.fnmatch_lines(["ERROR: --groundeval-task='deidentify': unknown task; choose one of: *extraction*"])
 
 
 def test_positional_paths_with_a_task_are_refused(pytester: pytest.Pytester, eval_dir: Path) -> None:

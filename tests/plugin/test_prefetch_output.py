@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from groundeval.plugin.thread_output import _Router
+from tests._xdist import run_xdist
 
 from .conftest import eval_args
 
@@ -62,11 +63,7 @@ def test_output_of_calls_made_ahead_is_captured_redacted_and_attached_to_its_cas
     pytester.makepyfile(printing_agent=PRINTING_AGENT)
     args = eval_args("--groundeval-agent=printing_agent:agent", "--groundeval-concurrency=4", "-rA",
                      "-o", "junit_logging=all", "--junitxml=out.xml", "-p", "no:randomly", f"--capture={capture}")
-    if workers is None:
-        result = pytester.runpytest(*args)
-    else:
-        monkeypatch.setenv("PYTHONPATH", str(pytester.path), prepend=":")
-        result = pytester.runpytest_subprocess(*args, "-n", workers)
+    result = pytester.runpytest(*args) if workers is None else run_xdist(pytester, *args, workers=int(workers))
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     _check(result, pytester.path / "out.xml")
     assert not isinstance(sys.stdout, _Router) and not isinstance(sys.stderr, _Router)  # the streams were put back

@@ -11,8 +11,9 @@ import pytest
 
 from groundeval.plugin.progress import Progress
 from groundeval.plugin.progress_line import Tally, status_text
+from tests._xdist import run_xdist
+from tests.conftest import LEAN_ADDOPTS
 
-from ..conftest import LEAN_ADDOPTS
 from ._screen import render
 from .conftest import FIXTURES
 
@@ -106,8 +107,7 @@ def test_under_xdist_the_controller_counts_every_workers_cases(
     pytester: pytest.Pytester, data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
-    result = pytester.runpytest_subprocess(*NAIVE, "--groundeval-progress=plain", "--groundeval-progress-every=0",
-                                           "-n", "2")
+    result = run_xdist(pytester, *NAIVE, "--groundeval-progress=plain", "--groundeval-progress-every=0")
     lines = [ln for ln in result.outlines if ln.startswith("groundeval ") and " done " in ln]
     assert [ln.split("  ")[0] for ln in lines] == ["groundeval 1/3 done", "groundeval 2/3 done", "groundeval 3/3 done"]
     # The limit is the sum over the workers that have reported a case: 8 when both did, 4 when xdist

@@ -10,9 +10,11 @@ from pathlib import Path
 import jsonschema  # type: ignore[import-untyped]  # no stubs installed; the validator is the point
 import pytest
 
+from tests._paths import REPO
+
 from .conftest import run_records
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 
 
 def test_the_committed_schema_is_generated_from_the_model() -> None:

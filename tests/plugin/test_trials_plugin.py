@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._xdist import run_xdist
+
 from .conftest import run_records
 
 PICK = ("Liz_Conn", "Garrett_Thompson")
@@ -117,7 +119,7 @@ def test_under_xdist_the_controller_applies_the_min_pass_rate(
     pytester: pytest.Pytester, trials_dir: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("FAIL_TRIALS", "Liz_Conn=0")
-    result = pytester.runpytest_subprocess(*_args("--groundeval-trials=3", "--groundeval-min-pass-rate=0.6", "-n", "2"))
+    result = run_xdist(pytester, *_args("--groundeval-trials=3", "--groundeval-min-pass-rate=0.6"))
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
     assert result.parseoutcomes() == {"passed": 5, "failed": 1}
     result.stdout.fnmatch_lines(["cases passing (at least 0.6 of their counted trials): 2/2"])

@@ -99,6 +99,22 @@ class SingleCallAgent:
         check_model(f"{cls.provider}/{config.model or ''}", options=config.options, owner=f"the agent {cls.name!r}",
                     hints=cls.hints())
 
+    @classmethod
+    def model_spec(cls, config: AgentConfig) -> str:
+        """The spec of the model this agent would call with ``config`` (``anthropic/claude-opus-4-8``).
+
+        Read by the run record without building the agent (the pytest-xdist controller builds none).
+        """
+        from groundeval.models import model_class
+
+        name = config.model or model_class(cls.provider).default_model or ""
+        url = config.options.get("base_url")
+        if cls.provider == "openai-compatible" and isinstance(url, str):
+            from groundeval.models.classify import strip_userinfo
+
+            return f"{cls.provider}/{name}@{strip_userinfo(url.rstrip('/'))}"
+        return f"{cls.provider}/{name}"
+
     # -- what the run record and the session read ------------------------------------------
     @property
     def max_tokens(self) -> int:

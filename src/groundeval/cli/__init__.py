@@ -40,6 +40,8 @@ CLI_DEFAULTS: dict[str, str] = {
     "cache": "off: every case calls the agent",
     "max-cost": "no limit",
     "concurrency": "4 for the built-in agents, 1 for an agent of your own unless it sets thread_safe = True",
+    "judge-card": "the packaged card of the same judge and prompt, if any",
+    "judge-cache": "off: a model judge is asked on every run",
 }
 """Shown default of each option whose plugin default is ``None`` (meaning "decided later")."""
 
@@ -216,6 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     status 4 (pytest's usage error), as for any other missing extra.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "calibrate":  # measure a judge; no pytest run
+        from groundeval.cli.calibrate import main as calibrate_main
+
+        return calibrate_main(args[1:])
     if args and args[0] in ("compare", "report"):  # read run records; no pytest run
         from groundeval.cli.tools import main as tools_main
 

@@ -33,7 +33,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "task", _text, None,
         "Run this eval task: extraction (read active medications from a FHIR Bundle), write "
         "(write an R4B MedicationStatement from a note), reconcile (a patient's admission report against "
-        "the record), labs (interpret lab and vital-sign results against a cited threshold table), a task "
+        "the record), labs (interpret lab and vital-sign results against a cited threshold table), summary "
+        "(a patient's handoff summary, scored criterion by criterion with a measured judge), a task "
         "registered under the entry-point "
         "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME", scope="run",
     ),
@@ -42,7 +43,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "Agent: claude, openai-compatible, local (a llama.cpp server it starts), baseline, naive, priors (extraction), "
         "langgraph (tool-using: write, extraction, reconcile, labs), langgraph-fhir (the read tools only), "
         "baseline-write, naive-write (write), baseline-reconcile, naive-reconcile, hedge-reconcile (reconcile), "
-        "baseline-labs, naive-labs (labs), or package.module:attribute. "
+        "baseline-labs, naive-labs (labs), baseline-summary, naive-summary, hedge-summary (summary), "
+        "or package.module:attribute. "
         "Default: the task's own (claude for extraction, reconcile and labs, langgraph for write).", "NAME",
         scope="run",
     ),

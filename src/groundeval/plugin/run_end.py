@@ -99,6 +99,7 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
             "agent_spec": settings.agent, "limit": settings.limit, "task_options": settings.task_options,
             "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
             "trials": settings.trials, "concurrency": gs.concurrency,
+            "models": _models(settings),
         }),
         task_facts=dict(facts() if callable(facts) else facts or {}),
         packages=package_versions(), data_dir=str(settings.data_dir),
@@ -123,6 +124,28 @@ def _directions(task: Task) -> dict[str, Any]:
 
     grounding = GROUNDING_DIRECTIONS if callable(getattr(task, "lookups", None)) else {}
     return {**grounding, **dict(getattr(task, "metric_directions", None) or {})}
+
+
+def _models(settings: Any) -> list[dict[str, Any]]:
+    """The models the run's agent calls through the model layer, each ``{"role": "agent", "spec"}``.
+
+    Empty for an agent that calls no model through groundeval's layer (rule-based, replayed, a
+    tool-using agent's chat model, your own). A judge's settings are the task's (``task_facts``).
+    """
+    from groundeval.agents._single_call import SingleCallAgent
+    from groundeval.agents.base import AGENTS, AgentConfig, _load_target
+
+    spec = str(settings.agent)
+    if spec.startswith("replay:"):
+        return []
+    try:
+        cls = _load_target(AGENTS.get(spec, spec))
+    except Exception:  # an agent that cannot be loaded here has already been reported
+        return []
+    if not (isinstance(cls, type) and issubclass(cls, SingleCallAgent)):
+        return []
+    config = AgentConfig(model=settings.model, options=dict(settings.agent_options))
+    return [{"role": "agent", "spec": cls.model_spec(config)}]
 
 
 def _why_incomplete(gs: RunState) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, RunRecord, TrialStats
-from groundeval.records.scope import ran as ran_count, scope_needed, statement
+from groundeval.records.scope import judge_note, ran as ran_count, scope_needed, statement
 from groundeval.records.trial_stats import interval_note
 from groundeval.redaction import clean_text
 from groundeval.scoring import Metric
@@ -220,6 +220,9 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
     if record.collection_errors:  # files that never became cases: said at the top, not the bottom
         lines.insert(1, f"malformed case files (collection errors, not scored): {len(record.collection_errors)}")
     lines[1:1] = _run_shape(record)
+    note = judge_note(record.task_facts, record.model)
+    if note:
+        lines.insert(1, f"WARNING: {note}")
     for line in lines:
         tr.write_line(clean_text(line))
     if not record.complete and not record.cases and record.collection_errors:

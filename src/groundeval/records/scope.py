@@ -14,14 +14,21 @@ trials likewise say how many cases they leave out and why.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 from groundeval.records.outcomes import COUNTED, POLICY, RAN
 from groundeval.records.run_record import Aggregate, PassAtK, TrialStats
 
 __all__ = [
-    "STATEMENTS", "excluded_by_outcome", "pass_k_note", "pass_rate_ran", "ran", "ran_outcome_count", "scope_needed",
-    "scope_text", "statement", "statements", "unit", "unjudged_note",
+    "STATEMENTS", "UNGATED_FACT", "excluded_by_outcome", "judge_note", "pass_k_note", "pass_rate_ran", "ran",
+    "ran_outcome_count", "scope_needed", "scope_text", "statement", "statements", "unit", "unjudged_note",
 ]
+
+UNGATED_FACT = "ungated_verdicts"
+"""A run's ``task_facts`` key whose text says why its case verdicts must not be gated (they rest on a
+judge whose agreement with known labels was not measured, or is below threshold): the regression
+gate then shows regressions without failing on them (``reporting.gate.GateResult.ungated``)."""
 
 STATEMENTS = ("scope", "pass_k_scope", "cases_scope")
 """The sentences stored on ``Aggregate.statements``, computed once and read by every output."""
@@ -139,3 +146,21 @@ def unjudged_note(stats: TrialStats) -> str:
         return ""
     why = _outcomes_of(stats, left)
     return f"{len(left)} of {stats.cases} cases not judged: no counted trial" + (f" ({why})" if why else "")
+
+
+def judge_note(task_facts: Mapping[str, Any], model: str | None) -> str:
+    """A warning when a task's judge (``task_facts["judge"]["model"]``) is the agent's own model, else ``""``.
+
+    A model grading its own answers favours them (self-preference bias; Panickssery et al., *LLM
+    Evaluators Recognize and Favor Their Own Generations*, NeurIPS 2024): every output that prints
+    judged scores says so. Ids match when one starts with the other (``claude-opus-4-8`` and the
+    dated ``claude-opus-4-8-20260528`` the provider reports).
+    """
+    judge = task_facts.get("judge")
+    judged_by = judge.get("model") if isinstance(judge, Mapping) else None
+    if not isinstance(judged_by, str) or not judged_by or not model:
+        return ""
+    if not (model.startswith(judged_by) or judged_by.startswith(model)):
+        return ""
+    return (f"the judge is the agent's own model ({judged_by}): judged scores carry self-preference bias; "
+            "use a judge from another model family")

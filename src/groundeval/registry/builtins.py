@@ -9,7 +9,7 @@ The task classes point their ``options`` and ``default_agent`` at their declarat
 
 from __future__ import annotations
 
-from groundeval.options import Option, boolean, choice, unit_interval
+from groundeval.options import Option, boolean, choice, positive_int, text, unit_interval
 from groundeval.registry import AgentEntry, TaskEntry
 
 EXTRACTION_OPTIONS: tuple[Option, ...] = (
@@ -28,6 +28,29 @@ EXTRACTION_OPTIONS: tuple[Option, ...] = (
     ),
 )
 
+SUMMARY_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "judge", text, "baseline",
+        "Summary: who decides the rubric criteria text matching cannot: baseline (rule-based, no model), a model "
+        "spec (anthropic/<model>, openai-compatible/<name>@<url>, local/<gguf>) or package.module:attribute.",
+        "JUDGE",
+    ),
+    Option(
+        "judge_card", text, None,
+        "Summary: the judge card (groundeval calibrate -o CARD.json) giving the judge's measured kappa. Default: "
+        "the packaged card of the same judge and prompt, else the scores are marked judge not calibrated.",
+        "CARD.json",
+    ),
+    Option(
+        "judge_cache", text, None,
+        "Summary: keep a model judge's replies in DIR (SQLite), keyed by the judge's settings, prompt SHA-256 and "
+        "the full request, so a rerun asks the judge only what changed. Default: off.", "DIR",
+    ),
+    Option("max_words", positive_int, 250, "Summary: the word limit the prompt states and a passing summary keeps.",
+           "N"),
+    Option("min_rubric_score", unit_interval, 0.8, "Summary: rubric score a case needs to pass.", "X"),
+)
+
 # Tasks, in the order messages list them.
 extraction = TaskEntry(
     "groundeval.tasks.extraction.task:ExtractionTask", default_agent="claude", offline_agent="baseline",
@@ -38,10 +61,12 @@ reconcile = TaskEntry(
     "groundeval.tasks.reconcile.task:ReconcileTask", default_agent="claude", offline_agent="baseline-reconcile",
 )
 labs = TaskEntry("groundeval.tasks.labs:LabsTask", default_agent="claude", offline_agent="baseline-labs")
+summary = TaskEntry("groundeval.tasks.summary:SummaryTask", default_agent="claude", offline_agent="baseline-summary",
+                    options=SUMMARY_OPTIONS)
 
 # Agents, in the order messages list them ("agents that serve write: claude, openai-compatible, ...").
-ANY_TASK = ("extraction", "write", "reconcile", "labs")
-BUNDLE_TASKS = ("extraction", "reconcile", "labs")
+ANY_TASK = ("extraction", "write", "reconcile", "labs", "summary")
+BUNDLE_TASKS = ("extraction", "reconcile", "labs", "summary")
 """The tasks whose context holds the case's FHIR Bundle (``fhir_bundle``)."""
 
 claude = AgentEntry("groundeval.agents.claude:ClaudeAgent", ANY_TASK)
@@ -65,5 +90,8 @@ naive_reconcile = AgentEntry("groundeval.agents.baselines.reconcile:NaiveReconci
 hedge_reconcile = AgentEntry("groundeval.agents.baselines.reconcile:HedgingReconcileAgent", ("reconcile",))
 baseline_labs = AgentEntry("groundeval.agents.baselines.labs:BaselineLabsAgent", ("labs",))
 naive_labs = AgentEntry("groundeval.agents.baselines.labs:NaiveLabsAgent", ("labs",))
+baseline_summary = AgentEntry("groundeval.agents.baselines.summary:BaselineSummaryAgent", ("summary",))
+naive_summary = AgentEntry("groundeval.agents.baselines.summary:NaiveSummaryAgent", ("summary",))
+hedge_summary = AgentEntry("groundeval.agents.baselines.summary:HedgingSummaryAgent", ("summary",))
 replay = AgentEntry("groundeval.agents.replay:ReplayAgent", ANY_TASK)
 """``replay:RUN.json``: a built-in that takes an argument (its class builds itself with ``from_argument``)."""

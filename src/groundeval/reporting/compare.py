@@ -30,7 +30,7 @@ from typing import Literal
 
 from groundeval.records.dimensions import figure_dimension
 from groundeval.records.run_record import RunRecord
-from groundeval.records.scope import pass_rate_ran, ran, scope_needed, statement
+from groundeval.records.scope import UNGATED_FACT, pass_rate_ran, ran, scope_needed, statement
 from groundeval.records.sensitivity import pair_values, sensitivity_figure
 from groundeval.records.trial_ids import split_twin
 from groundeval.reporting.cases import (
@@ -278,8 +278,11 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
     pass_iv = next((f.interval for f in figures if f.name == "pass_rate"), None)
     sens_iv = next((f.interval for f in figures if f.name == "record_sensitivity"), None)
     incomplete = None if b.complete else (b.stop_reason or "interrupted")
+    ungated = "; ".join(dict.fromkeys(str(r.task_facts[UNGATED_FACT]) for r in (a, b)
+                                      if r.task_facts.get(UNGATED_FACT)))
     gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems), tuple(lost),
-                      incomplete, collection_error_lines(b), invalid_case_lines(b), len(only_a), sens_iv)
+                      incomplete, collection_error_lines(b), invalid_case_lines(b), len(only_a), sens_iv,
+                      ungated or None)
     return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate, dims, dirs,
                       _count_dimensions(dims, a, b))
 

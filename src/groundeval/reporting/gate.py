@@ -216,6 +216,10 @@ class GateResult:
             deleted, or not selected with ``-k``/``--groundeval-limit``); said, not gated.
         sensitivity_interval: Interval of the mean per-twin change of ``tracks_record`` over the
             counterfactual twins judged in both runs (``--groundeval-counterfactual``), or None.
+        ungated: Why the case verdicts are not gated, or None: a run's task facts say its verdicts
+            rest on an unmeasured or unreliable judge (``UNGATED_FACT``). Regressions and a pass-rate
+            drop are then shown but do not fail the gate; lost cases, unreadable or invalid case
+            files and an incomplete run still do (an agent must not pass by crashing).
     """
 
     baseline_run_id: str
@@ -230,6 +234,7 @@ class GateResult:
     invalid_cases: tuple[str, ...] = ()
     only_in_baseline: int = 0
     sensitivity_interval: Interval | None = None
+    ungated: str | None = None
 
     @property
     def regressed(self) -> tuple[CaseGate, ...]:
@@ -252,9 +257,9 @@ class GateResult:
 
         What ``--groundeval-fail-on-regression`` and ``groundeval compare --fail-on-regression`` fail on.
         """
-        return bool(self.regressed or self.lost or self.incomplete is not None or self.pass_rate_dropped
-                    or self.sensitivity_dropped or self.collection_errors or self.invalid_cases
-                    or self.nothing_compared)
+        verdicts = self.ungated is None and bool(self.regressed or self.pass_rate_dropped or self.nothing_compared)
+        return bool(verdicts or self.lost or self.incomplete is not None or self.sensitivity_dropped
+                    or self.collection_errors or self.invalid_cases)
 
     @property
     def nothing_compared(self) -> bool:
@@ -287,9 +292,10 @@ class GateResult:
         return iv is not None and iv.n >= 2 and iv.high < -EPS
 
     def reasons(self) -> list[str]:
-        """Why the gate fails, one phrase each (empty when it passes)."""
+        """Why the gate fails, one phrase each (empty when it passes); verdicts only when they are gated."""
         out = []
-        if self.regressed:
+        gated = self.ungated is None
+        if gated and self.regressed:
             out.append(f"{len(self.regressed)} regressed (passed -> not passed)")
         if self.lost:
             out.append(f"{len(self.lost)} lost (a verdict before -> none now: {lost_outcomes(self.lost)})")
@@ -299,13 +305,13 @@ class GateResult:
             out.append(f"{len(self.collection_errors)} case file(s) could not be read (collection errors)")
         if self.invalid_cases:
             out.append(f"{len(self.invalid_cases)} case file(s) failed their checks (invalid_case)")
-        if self.pass_rate_dropped and self.pass_rate_interval is not None:
+        if gated and self.pass_rate_dropped and self.pass_rate_interval is not None:
             iv = self.pass_rate_interval
             out.append(f"the pass rate dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
         if self.sensitivity_dropped and self.sensitivity_interval is not None:
             iv = self.sensitivity_interval
             out.append(f"record_sensitivity dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
-        if self.nothing_compared:
+        if gated and self.nothing_compared:
             out.append(self._nothing_compared_reason())
         return out
 
@@ -327,6 +333,8 @@ class GateResult:
         if self.only_in_baseline:
             head += f"  only in the baseline: {self.only_in_baseline} (deleted or not selected; not gated)"
         lines = [head]
+        if self.ungated is not None:
+            lines.append(f"verdicts not gated: {self.ungated}")
         lines += [f"REGRESSED {c.text()}" for c in self.regressed]
         lines += [f"LOST {c.text()}" for c in self.lost]
         lines += [f"UNREADABLE {e}" for e in self.collection_errors]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, TrialStats
-from groundeval.records.scope import scope_needed, statement
+from groundeval.records.scope import judge_note, scope_needed, statement
 from groundeval.records.trial_stats import INTERVAL_METHOD, METHOD_NAMES, record_trial_stats
 from groundeval.records.write_errors import named
 from groundeval.reporting.compare import Comparison, GateResult
@@ -116,6 +116,9 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
     lines = [title, "", f"run `{record.run_id}`, model {md_code(record.model or '-')}"
              + ("" if record.complete else f" — **INCOMPLETE**: {md_escape(record.stop_reason or '')}"), ""]
     passed = agg.counts.get("passed", 0)
+    note = judge_note(record.task_facts, record.model)
+    if note:
+        lines += [f"**Warning: {md_escape(note)}**", ""]
     if scope_needed(agg):  # before the pass rate: nobody reads a pass rate raised by crashing without it
         lines += [f"**{md_escape(statement(agg, 'scope'))}**", ""]
     lines.append(

@@ -1,0 +1,416 @@
+"""The summary task's judges: a model over the model layer, and the rule-based ``baseline``.
+
+A judge decides one rubric criterion for one summary (``Judge.decide``) and answers a
+``Verdict``: ``met`` (the summary does what the criterion describes; for a ``must_not_state``
+criterion, true means it makes the mistake), the quoted ``evidence``, and the usage it cost.
+
+* ``ModelJudge`` asks a ``Model`` of role ``judge`` (``models.get_model(spec, role="judge")``: the
+  one retry, deadline, pricing, spending and redaction policy of every model call) with the fixed
+  ``SYSTEM_PROMPT`` and ``USER_TEMPLATE`` (their SHA-256 is ``PROMPT_SHA256``), one request per
+  criterion, and reads ``{"met": true|false, "evidence": "<quote from the summary>"}``. A ``met``
+  verdict whose evidence is not in the summary counts as not met and is flagged
+  (``evidence_not_in_summary``). A model failure, or a reply that is not such an object, raises
+  ``JudgeError``: the case is a ``harness_error`` (excluded from the means, counted), never a
+  wrong summary.
+* ``BaselineJudge`` decides by normalised string matching, a few abbreviations, and the words
+  that mark a drug or a problem as ended in the sentence that names it. It never calls a model;
+  it cannot see a paraphrase its table lacks (its calibration card shows that in numbers).
+
+``make_judge(spec)`` builds one from ``--groundeval-judge``: ``baseline``, a model spec
+(``anthropic/<model>``, ``openai-compatible/<name>@<url>``, ``local/<gguf>``) or
+``package.module:attribute`` naming a ``Judge`` or a ``Model`` object (``ScriptedModel`` in tests).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from groundeval.errors import AgentError, GroundevalError
+from groundeval.models.base import Model, ModelRequest, ModelResponse
+from groundeval.parsing import extract_json
+from groundeval.tasks.summary.text import contains, normalise, sentences
+
+if TYPE_CHECKING:
+    from groundeval.models.cache import ResultCache
+
+__all__ = [
+    "BASELINE_SHA256",
+    "JUDGE_MAX_TOKENS",
+    "PROMPT_SHA256",
+    "SYSTEM_PROMPT",
+    "USER_TEMPLATE",
+    "BaselineJudge",
+    "Judge",
+    "JudgeError",
+    "JudgeModel",
+    "ModelJudge",
+    "Verdict",
+    "make_judge",
+    "parse_verdict",
+    "rejects_temperature",
+]
+
+JUDGE_MAX_TOKENS = 512
+"""Output limit of one judge call, tokens (a verdict is a short JSON object)."""
+
+SYSTEM_PROMPT = """\
+You grade one criterion of a clinical handoff summary written from a patient's record.
+
+Read the criterion and the summary. Decide whether the summary does what the criterion describes.
+Some criteria describe a mistake (for example stating a stopped medication as current): for those,
+"met" is true when the summary makes that mistake.
+
+A summary may name a drug, a problem or a result in other words than the criterion (a synonym, a
+brand or generic name, a common abbreviation): judge the meaning, not the wording. A drug or
+problem mentioned as stopped, past, resolved or historical is not stated as current.
+
+Answer with one JSON object and nothing else:
+{"met": true or false, "evidence": "<an exact, contiguous quote from the summary>"}
+When met is true, the evidence must be copied exactly from the summary and show it. When met is
+false, the evidence is "".
+"""
+
+USER_TEMPLATE = "Criterion: {criterion}\n\nSummary:\n<<<\n{summary}\n>>>"
+"""The user message: ``criterion`` is the criterion's ``statement``, ``summary`` the agent's text."""
+
+PROMPT_SHA256 = hashlib.sha256((SYSTEM_PROMPT + "\n" + USER_TEMPLATE).encode("utf-8")).hexdigest()
+"""SHA-256 of the judge prompt (system prompt and user template): a judge card holds for this hash only."""
+
+
+class JudgeError(GroundevalError):
+    """The judge could not decide a criterion (its model failed, or its reply was not a verdict).
+
+    Raised from the scorer, so the runner records the case as ``harness_error``: excluded from the
+    means and counted, never scored as a wrong summary. ``cause_outcome`` is the model failure's
+    outcome (``infra_error``, ``auth_error``...) when there was one.
+    """
+
+    def __init__(self, message: str, cause_outcome: str | None = None) -> None:
+        super().__init__(message)
+        self.cause_outcome = cause_outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A judge's decision on one criterion.
+
+    Attributes:
+        met: True when the summary does what the criterion describes.
+        evidence: The quote the judge gave ("" when none).
+        flag: ``evidence_not_in_summary`` when a ``met`` verdict's quote is not in the summary
+            (then ``met`` is False), else None.
+        usage: ``input_tokens``, ``output_tokens`` (tokens) and ``cost_usd`` (USD, None when
+            unpriced) of the call; zeros for a judge that calls no model.
+        cached: True when the model's reply came from the judge cache (no call, no cost now).
+    """
+
+    met: bool
+    evidence: str = ""
+    flag: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Decides rubric criteria.
+
+    Attributes:
+        spec: What ``--groundeval-judge`` named (``baseline``, ``anthropic/claude-opus-4-8``).
+        prompt_sha256: SHA-256 of what pins its decisions (the prompt, or the baseline's rules).
+        costs_nothing: True when deciding calls no model (no tokens, no spend).
+    """
+
+    spec: str
+    prompt_sha256: str
+    costs_nothing: bool
+
+    def settings(self) -> dict[str, Any]:
+        """JSON-safe facts that pin the judge: ``spec``, ``model``, ``temperature``, ``max_tokens``, prompt hash."""
+        ...
+
+    def decide(self, criterion: Mapping[str, Any], summary: str, *, label: str) -> Verdict:
+        """Decide ``criterion`` (a rubric dict) for ``summary``.
+
+        Raises:
+            JudgeError: No verdict (the model failed or did not answer a verdict).
+        """
+        ...
+
+
+def _quote_in(quote: str, summary: str) -> bool:
+    """True when the quote appears in the summary, compared after ``normalise`` (case, spacing, punctuation)."""
+    needle = normalise(quote)
+    return bool(needle) and needle in normalise(summary)
+
+
+def parse_verdict(raw: str, summary: str, label: str) -> tuple[bool, str, str | None]:
+    """``(met, evidence, flag)`` from a judge's reply.
+
+    Raises:
+        JudgeError: The reply holds no JSON object with a boolean ``met``.
+    """
+    parsed = extract_json(raw, "{", lambda v: isinstance(v, dict) and isinstance(v.get("met"), bool), None)
+    if not isinstance(parsed.value, dict):
+        raise JudgeError(f"{label}: the judge's reply is not a verdict object "
+                         f"({{\"met\": true|false, \"evidence\": ...}}): {raw[:200]!r}")
+    met = bool(parsed.value["met"])
+    evidence = str(parsed.value.get("evidence") or "")
+    if met and not _quote_in(evidence, summary):
+        return False, evidence, "evidence_not_in_summary"
+    return met, evidence, None
+
+
+class JudgeModel(Protocol):
+    """What ``ModelJudge`` needs of a ``Model`` (read-only ``spec``: providers expose it as a property)."""
+
+    @property
+    def spec(self) -> str:
+        """The model's spec."""
+        ...
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        """As ``Model.generate``."""
+        ...
+
+    def settings(self) -> dict[str, Any]:
+        """As ``Model.settings``."""
+        ...
+
+
+class ModelJudge:
+    """A judge that asks a ``Model`` (role ``judge``) one question per criterion.
+
+    Args:
+        model: The model (``models.get_model(spec, role="judge")`` or a ``ScriptedModel``).
+        spec: The spec to record (default: the model's own).
+        cache: Where replies are kept (``--groundeval-judge-cache``), or None. The key is the
+            SHA-256 of the judge's settings (spec, model id, temperature, max tokens, prompt SHA-256)
+            and the full request (system prompt, user message with the criterion and the summary),
+            so a changed judge, prompt or summary is asked again; the reply is stored redacted
+            (``models.cache.ResultCache``) and parsed again on a hit.
+    """
+
+    costs_nothing = False
+    prompt_sha256 = PROMPT_SHA256
+
+    def __init__(self, model: JudgeModel, spec: str | None = None, cache: ResultCache | None = None) -> None:
+        self.model = model
+        self.spec = spec or model.spec
+        self.cache = cache
+        close = getattr(model, "close", None)
+        if callable(close):  # a local judge's llama.cpp server stops when the process ends
+            atexit.register(close)
+
+    def settings(self) -> dict[str, Any]:
+        """The model's settings (``spec``, ``role``, ``model``, ``max_tokens``, ``temperature``) and prompt hash."""
+        return {**self.model.settings(), "spec": self.spec, "prompt_sha256": self.prompt_sha256}
+
+    def decide(self, criterion: Mapping[str, Any], summary: str, *, label: str) -> Verdict:
+        """One model call; see ``parse_verdict``.
+
+        Raises:
+            JudgeError: The model raised an ``AgentError`` (its outcome kept) or did not answer a verdict.
+        """
+        user = USER_TEMPLATE.format(criterion=criterion["statement"], summary=summary)
+        key = self.cache_key(user)
+        entry = self.cache.get(key) if self.cache is not None else None
+        if entry is not None:
+            met, evidence, flag = parse_verdict(str(entry["text"]), summary, label)
+            return Verdict(met, evidence, flag, {}, cached=True)
+        request = ModelRequest.single(user, system=SYSTEM_PROMPT, label=label, max_tokens=JUDGE_MAX_TOKENS)
+        try:
+            response = self.model.generate(request)
+        except AgentError as exc:
+            raise JudgeError(f"{label}: the judge {self.spec} failed ({exc.outcome}): {exc}", exc.outcome) from exc
+        met, evidence, flag = parse_verdict(response.text, summary, label)  # a non-verdict is never stored
+        usage = {k: response.usage.get(k) for k in ("input_tokens", "output_tokens", "cost_usd")}
+        if self.cache is not None:
+            stored = {"kind": "result", "text": response.text, "usage": dict(response.usage), "trace": [], "meta": {}}
+            self.cache.put(key, stored, agent=f"judge:{self.spec}", model=response.model)
+        return Verdict(met, evidence, flag, usage)
+
+    def cache_key(self, user: str) -> str:
+        """SHA-256 of the judge's settings and the full request (see the class docstring)."""
+        facts = {"judge": self.settings(), "system": SYSTEM_PROMPT, "user": user, "max_tokens": JUDGE_MAX_TOKENS}
+        return hashlib.sha256(json.dumps(facts, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+ABBREVIATIONS: dict[str, tuple[str, ...]] = {
+    "hypertension": ("htn",), "hemoglobin a1c": ("a1c", "hba1c"), "body mass index": ("bmi",),
+    "ldl cholesterol": ("ldl", "ldl c"), "blood pressure panel": ("blood pressure", "bp"),
+    "estimated glomerular filtration rate": ("egfr",), "glucose": ("blood glucose", "glucose"),
+    "chronic obstructive bronchitis": ("copd",), "myocardial infarction": ("mi",),
+    "atrial fibrillation": ("afib", "af"), "congestive heart failure": ("chf",),
+}
+"""The baseline judge's synonyms: common clinical abbreviations of a name (normalised keys)."""
+
+SALTS = ("succinate", "tartrate", "calcium", "sodium", "potassium", "hydrochloride", "hcl", "bitartrate",
+         "besylate", "maleate", "citrate", "sulfate", "mesylate", "fumarate", "acetate", "magnesium")
+"""Salt words the baseline judge drops from a drug name (``metoprolol succinate`` -> ``metoprolol``)."""
+
+ENDED_WORDS = ("stopped", "discontinued", "completed", "previous", "previously", "past", "former", "formerly",
+               "no longer", "ended", "prior", "resolved", "history of", "historical", "healed", "off ")
+"""Words that mark a drug or a problem as not current in the sentence naming it."""
+
+NONE_NOUNS: dict[str, tuple[str, ...]] = {
+    "no_condition": ("problem", "diagnos", "condition", "disorder", "disease"),
+    "no_medication": ("medication", "medicine", "drug", "prescription"),
+}
+"""Nouns that, with a negation in one sentence, say that no diagnosis (medication) is recorded."""
+
+BASELINE_SHA256 = hashlib.sha256(
+    json.dumps({"abbreviations": ABBREVIATIONS, "salts": SALTS, "ended": ENDED_WORDS, "none": NONE_NOUNS,
+                "version": 2},
+               sort_keys=True).encode("utf-8")
+).hexdigest()
+"""SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""
+
+
+def _variants(name: str, drug: bool) -> list[str]:
+    out = [name]
+    key = normalise(name)
+    out += list(ABBREVIATIONS.get(key, ()))
+    if drug:
+        bare = " ".join(w for w in key.split() if w not in SALTS)
+        if bare and bare != key:
+            out.append(bare)
+    return out
+
+
+class BaselineJudge:
+    """The rule-based judge: no model, no key, no cost; what string matching can decide.
+
+    * must-mention a problem, drug or allergy: every name (ingredients of a combination) appears,
+      as written, without its salt word, or by an abbreviation of ``ABBREVIATIONS``; an allergy's
+      name must share a sentence with a word starting ``allerg``;
+    * must-mention a result: the test's name (or abbreviation) and each value (rounded to the
+      stated number's decimals) appear in one sentence;
+    * must-not-state an ended drug or problem as current: a sentence names it without any of
+      ``ENDED_WORDS``;
+    * the record holds no active diagnosis (medication): a sentence holds a negation and a noun of
+      ``NONE_NOUNS``.
+
+    The evidence is the sentence that decided.
+    """
+
+    spec = "baseline"
+    costs_nothing = True
+    prompt_sha256 = BASELINE_SHA256
+
+    def settings(self) -> dict[str, Any]:
+        """``spec``, ``model`` (None), ``temperature`` (None), ``max_tokens`` (None) and ``prompt_sha256``."""
+        return {"spec": self.spec, "role": "judge", "model": None, "max_tokens": None, "temperature": None,
+                "prompt_sha256": self.prompt_sha256}
+
+    def decide(self, criterion: Mapping[str, Any], summary: str, *, label: str) -> Verdict:
+        """Decide by the rules of the class docstring (never raises for a summary)."""
+        del label
+        ctype = criterion["type"]
+        drug = ctype in ("medication", "stopped_medication")
+        names = [str(n) for n in criterion["names"]]
+        parts = sentences(summary)
+
+        def naming(text: str) -> bool:
+            whole = all(any(contains(text, v) for v in _variants(n, drug)) for n in names)
+            return whole or any(contains(text, str(a)) for a in criterion.get("alternatives") or [])
+
+        if ctype in ("no_condition", "no_medication"):
+            nouns = NONE_NOUNS[ctype]
+            for s in parts:
+                low = f" {normalise(s)} "
+                if any(w in low for w in (" no ", " none ", " nil ", " not any ")) and any(n in low for n in nouns):
+                    return Verdict(True, s)
+            return Verdict(False)
+        if ctype == "lab":
+            for s in parts:
+                if naming(s) and all(self._has_value(s, v) for v in criterion["values"]):
+                    return Verdict(True, s)
+            return Verdict(False)
+        if criterion["kind"] == "must_not_state":
+            for s in parts:
+                if naming(s) and not any(w in f" {s.lower()} " for w in ENDED_WORDS):
+                    return Verdict(True, s)
+            return Verdict(False)
+        for s in parts:
+            if ctype == "allergy" and "allerg" not in s.lower():
+                continue
+            if naming(s):
+                return Verdict(True, s)
+        if ctype != "allergy" and naming(summary):
+            return Verdict(True, next((s for s in parts if naming(s)), summary[:200]))
+        return Verdict(False)
+
+    @staticmethod
+    def _has_value(sentence: str, value: Mapping[str, Any]) -> bool:
+        """A number in the sentence equals the value rounded to that number's decimals."""
+        target = float(value["value"])
+        for number in re.findall(r"\d+(?:\.\d+)?", sentence):
+            if abs(round(target, len(number.partition(".")[2])) - float(number)) < 1e-9:
+                return True
+        return False
+
+
+_OPUS = re.compile(r"claude-opus-(\d+)-(\d+)")
+
+
+def rejects_temperature(spec: str) -> bool:
+    """True for a model that answers an explicit temperature with a 400.
+
+    Claude Opus 4.7 and later (and ``anthropic`` alone, whose default is one); the judge then sends
+    none (the model's own).
+    """
+    if not spec.startswith("anthropic"):
+        return False
+    found = _OPUS.search(spec)
+    return spec.strip() == "anthropic" or (found is not None and (int(found[1]), int(found[2])) >= (4, 7))
+
+
+def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_client: Any = None,
+               cache: ResultCache | None = None) -> Judge:
+    """The judge ``--groundeval-judge`` names.
+
+    Args:
+        spec: ``baseline``; a model spec (``anthropic/claude-sonnet-5-5``,
+            ``openai-compatible/<name>@<url>``, ``local/<gguf>``); or ``package.module:attribute``
+            naming a ``Judge`` or a ``Model``.
+        options: Model options (``max_retries``, ``timeout`` seconds); ``temperature`` 0 (unless
+            ``rejects_temperature``) and ``max_tokens`` ``JUDGE_MAX_TOKENS`` are set here.
+        http_client: An ``httpx2.Client`` for the provider's SDK (tests).
+        cache: Where a model judge keeps its replies (``ModelJudge``); the baseline needs none.
+
+    Raises:
+        ConfigError: An unknown provider, a missing SDK or key, or an attribute that is neither.
+    """
+    from groundeval.errors import ConfigError
+
+    spec = spec.strip()
+    if spec == "baseline":
+        return BaselineJudge()
+    if ":" in spec and "/" not in spec.partition(":")[0]:  # package.module:attribute
+        from groundeval.registry import load_target
+
+        found = load_target(spec, spec, kind="judge", builtin=False)
+        if isinstance(found, Judge):
+            return found
+        if isinstance(found, Model):
+            return ModelJudge(found, spec, cache)
+        raise ConfigError(f"judge {spec!r}: the attribute is neither a Judge (decide, settings) nor a Model")
+    from groundeval.models import get_model, parse_spec
+
+    try:
+        parse_spec(spec)
+    except ConfigError as exc:
+        raise ConfigError(f"--groundeval-judge {spec!r}: {exc}; or baseline (rule-based, no model), or "
+                          "package.module:attribute naming a Judge or a Model") from None
+    merged = {"max_tokens": JUDGE_MAX_TOKENS, **dict(options or {})}
+    if not rejects_temperature(spec):
+        merged.setdefault("temperature", 0.0)
+    model = get_model(spec, role="judge", options=merged, owner=f"the judge {spec}", http_client=http_client)
+    return ModelJudge(model, spec, cache)

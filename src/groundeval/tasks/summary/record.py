@@ -1,0 +1,242 @@
+"""What a patient's record holds for a handoff summary, read from the case's FHIR Bundle.
+
+Plain dict walks over the Bundle (the R4B check runs apart, in ``cases.check_bundle``):
+
+* **Conditions**: the SNOMED CT display's semantic tag (the parenthesised suffix,
+  ``"Anemia (disorder)"``) decides what the record calls a disorder. Synthea writes findings and
+  social situations as Conditions too (``"Full-time employment (finding)"``, ``"Medication review
+  due (situation)"``; Synthea issue 1371); only ``(disorder)`` counts as a diagnosis here. Source
+  of the tags: SNOMED CT Editorial Guide, "Semantic Tags"
+  (https://confluence.ihtsdotools.org/display/DOCEG/Semantic+Tag).
+  ``clinicalStatus`` ``active``/``recurrence``/``relapse`` is active; ``inactive``/``remission``/
+  ``resolved`` is not (FHIR R4 condition-clinical, https://hl7.org/fhir/R4/valueset-condition-clinical.html).
+* **Medications**: MedicationRequests with status ``active`` are current; ``stopped`` and
+  ``completed`` are ended (FHIR R4 medicationrequest-status,
+  https://hl7.org/fhir/R4/valueset-medicationrequest-status.html). The drug is the RxNorm coding of
+  ``medicationCodeableConcept``, or of the Medication that ``medicationReference`` names.
+* **Allergies**: AllergyIntolerances whose clinicalStatus is ``active`` (or absent) and whose
+  ``category`` includes ``medication``.
+* **Values**: each Observation's ``valueQuantity`` and components, and each drug's strengths as
+  its RxNorm name writes them (``"100 MG"``): the values a summary may state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "RXNORM",
+    "SNOMED",
+    "Drug",
+    "Problem",
+    "active_allergies",
+    "conditions",
+    "drug_names",
+    "medications",
+    "record_values",
+    "resources",
+    "semantic_tag",
+    "strengths",
+    "strip_tag",
+]
+
+SNOMED = "http://snomed.info/sct"
+RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
+ACTIVE_CONDITION = frozenset({"active", "recurrence", "relapse"})
+ENDED_CONDITION = frozenset({"inactive", "remission", "resolved"})
+ENDED_REQUEST = frozenset({"stopped", "completed"})
+
+_TAG = re.compile(r"\s*\(([a-z /-]+)\)\s*$")
+_LEADING = re.compile(r"^\s*(?:NDA\d+\s+|Abuse-Deterrent\s+|\d+(?:\.\d+)?\s*(?:HR|ML|MG|ACTUAT)\s+)+", re.IGNORECASE)
+_BRAND = re.compile(r"\[([^\]]+)\]")
+_STRENGTH = re.compile(r"(\d+(?:\.\d+)?)\s*(MG|MCG|UNT|ML|MEQ|%)(?:/(ML|ACTUAT|HR|MG))?\b", re.IGNORECASE)
+JSON = dict[str, Any]
+
+
+def resources(bundle: Mapping[str, Any], kind: str | None = None) -> Iterator[Mapping[str, Any]]:
+    """The Bundle's resources in order, only those of ``kind`` (a resourceType) when given."""
+    for entry in bundle.get("entry") or []:
+        resource = entry.get("resource") if isinstance(entry, Mapping) else None
+        if isinstance(resource, Mapping) and (kind is None or resource.get("resourceType") == kind):
+            yield resource
+
+
+def semantic_tag(display: str) -> str | None:
+    """``"disorder"`` for ``"Anemia (disorder)"``; None when the display has no tag."""
+    found = _TAG.search(display)
+    return found[1] if found else None
+
+
+def strip_tag(display: str) -> str:
+    """The display without its semantic tag: ``"Anemia (disorder)"`` -> ``"Anemia"``."""
+    return _TAG.sub("", display).strip()
+
+
+def drug_names(display: str) -> tuple[tuple[str, ...], str | None]:
+    """The ingredient names and the brand of an RxNorm display.
+
+    ``"Acetaminophen 325 MG / HYDROcodone Bitartrate 7.5 MG Oral Tablet"`` ->
+    ``(("Acetaminophen", "HYDROcodone Bitartrate"), None)``; ``"24 HR metoprolol succinate 100 MG
+    Extended Release Oral Tablet"`` -> ``(("metoprolol succinate",), None)``; a ``[Brand]`` suffix
+    is the brand. A leading package or release word (``NDA020800 0.3 ML``, ``Abuse-Deterrent 12 HR``)
+    is dropped; a part with no strength is kept whole (``"Lasix 40mg"`` -> ``"Lasix"``).
+    """
+    brand = _BRAND.search(display)
+    text = _BRAND.sub("", display)
+    names = []
+    for part in text.split(" / "):
+        part = _LEADING.sub("", part.strip())
+        name = re.split(r"\s\d|\d+\s*mg\b", part, maxsplit=1, flags=re.IGNORECASE)[0].strip(" ,")
+        if name:
+            names.append(name)
+    return tuple(names), brand[1].strip() if brand else None
+
+
+def strengths(display: str) -> list[tuple[float, str]]:
+    """The strengths an RxNorm display writes: ``[(100.0, "mg")]`` for ``"... 100 MG ..."`` (unit lower case)."""
+    out = []
+    for value, unit, per in _STRENGTH.findall(display):
+        out.append((float(value), (unit + (f"/{per}" if per else "")).lower()))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One Condition as the summary rubric reads it.
+
+    Attributes:
+        code: The SNOMED CT code.
+        name: The display without its semantic tag.
+        tag: The semantic tag (``disorder``, ``finding``, ``situation``...), or None.
+        status: ``active`` or ``ended`` (from clinicalStatus), or ``other``.
+        onset: ``onsetDateTime``'s date (``YYYY-MM-DD``) or None.
+    """
+
+    code: str
+    name: str
+    tag: str | None
+    status: str
+    onset: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Drug:
+    """One MedicationRequest's drug.
+
+    Attributes:
+        rxcui: The RxNorm code.
+        display: The RxNorm display as this Bundle writes it.
+        names: The ingredient names (``drug_names``).
+        brand: The bracketed brand, or None.
+        status: The request's status.
+        authored: ``authoredOn``'s date or None.
+    """
+
+    rxcui: str
+    display: str
+    names: tuple[str, ...]
+    brand: str | None
+    status: str
+    authored: str | None
+
+
+def _code(concept: Any, system: str) -> tuple[str, str] | None:
+    if not isinstance(concept, Mapping):
+        return None
+    for coding in concept.get("coding") or []:
+        if isinstance(coding, Mapping) and coding.get("system") == system and coding.get("code"):
+            display = coding.get("display") or concept.get("text") or str(coding["code"])
+            return str(coding["code"]), str(display)
+    return None
+
+
+def _status(resource: Mapping[str, Any], field: str) -> str | None:
+    """The first coding's code of a status CodeableConcept (``clinicalStatus``), or None."""
+    codings = (resource.get(field) or {}).get("coding") or []
+    return str(codings[0].get("code")) if codings and isinstance(codings[0], Mapping) else None
+
+
+def conditions(bundle: Mapping[str, Any]) -> list[Problem]:
+    """Every Condition with a SNOMED CT code, in Bundle order."""
+    out = []
+    for resource in resources(bundle, "Condition"):
+        found = _code(resource.get("code"), SNOMED)
+        if found is None:
+            continue
+        status = _status(resource, "clinicalStatus")
+        kind = "active" if status in ACTIVE_CONDITION else "ended" if status in ENDED_CONDITION else "other"
+        onset = resource.get("onsetDateTime")
+        out.append(Problem(found[0], strip_tag(found[1]), semantic_tag(found[1]), kind,
+                           str(onset)[:10] if isinstance(onset, str) else None))
+    return out
+
+
+def _medication_concept(resource: Mapping[str, Any], bundle: Mapping[str, Any]) -> Any:
+    if resource.get("medicationCodeableConcept"):
+        return resource["medicationCodeableConcept"]
+    ref = (resource.get("medicationReference") or {}).get("reference")
+    if not isinstance(ref, str):
+        return None
+    for entry in bundle.get("entry") or []:
+        med = entry.get("resource") or {}
+        if med.get("resourceType") == "Medication" and ref in (entry.get("fullUrl"), f"Medication/{med.get('id')}"):
+            return med.get("code")
+    return None
+
+
+def medications(bundle: Mapping[str, Any]) -> list[Drug]:
+    """Every MedicationRequest whose drug has an RxNorm coding, in Bundle order."""
+    out = []
+    for resource in resources(bundle, "MedicationRequest"):
+        found = _code(_medication_concept(resource, bundle), RXNORM)
+        if found is None:
+            continue
+        names, brand = drug_names(found[1])
+        authored = resource.get("authoredOn")
+        out.append(Drug(found[0], found[1], names, brand, str(resource.get("status")),
+                        str(authored)[:10] if isinstance(authored, str) else None))
+    return out
+
+
+def active_allergies(bundle: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """``(code, name, criticality)`` of each active medication allergy, in Bundle order."""
+    out = []
+    for resource in resources(bundle, "AllergyIntolerance"):
+        if "medication" not in (resource.get("category") or []):
+            continue
+        codings = (resource.get("clinicalStatus") or {}).get("coding") or []
+        if codings and codings[0].get("code") != "active":
+            continue
+        found = _code(resource.get("code"), RXNORM) or _code(resource.get("code"), SNOMED)
+        if found is None:
+            continue
+        out.append((found[0], strip_tag(found[1]), str(resource.get("criticality") or "unknown")))
+    return out
+
+
+def record_values(bundle: Mapping[str, Any]) -> list[JSON]:
+    """Every value a summary may state with a unit: ``{"value": float, "unit": str, "what": str}``.
+
+    Observation ``valueQuantity`` and component values (their UCUM ``code``, else ``unit``), and
+    the strengths of every drug's RxNorm display. Sorted and without duplicates.
+    """
+    seen: dict[tuple[float, str], str] = {}
+
+    def add(value: Any, unit: Any, what: str) -> None:
+        if isinstance(value, int | float) and not isinstance(value, bool) and isinstance(unit, str) and unit:
+            seen.setdefault((float(value), unit), what)
+
+    for obs in resources(bundle, "Observation"):
+        name = str((obs.get("code") or {}).get("text") or "")
+        quantity = obs.get("valueQuantity") or {}
+        add(quantity.get("value"), quantity.get("code") or quantity.get("unit"), name)
+        for comp in obs.get("component") or []:
+            q = comp.get("valueQuantity") or {}
+            add(q.get("value"), q.get("code") or q.get("unit"), str((comp.get("code") or {}).get("text") or name))
+    for drug in medications(bundle):
+        for value, unit in strengths(drug.display):
+            add(value, unit, drug.display)
+    return [{"value": v, "unit": u, "what": w} for (v, u), w in sorted(seen.items())]

@@ -1,0 +1,195 @@
+"""The summary task's scorer: rules first, the judge for what text matching cannot decide.
+
+Per criterion (``truth.summary_rubric``), in this order:
+
+1. **Rule** (``decided_by: "rule"``): a must-mention problem, drug or allergy whose every name
+   (or its brand) appears verbatim (``text.contains``; an allergy in a sentence with ``allerg...``)
+   is met; a result whose every value is stated with its unit (``text.stated_values``) is met; a
+   must-not criterion is not made when its problem's name, or the first word of each of its drug's
+   ingredients, does not appear at all (a contradiction in other words is missed: a documented
+   limit). An empty summary meets nothing.
+2. **Judge** (``decided_by: "judge"``): everything else goes to the ``Judge`` (``judge.py``).
+
+Then every value the summary states with a unit is checked against ``record_values``: one that
+the record does not hold is a contradiction (``invented_values``, -1 point each, by rule).
+
+Metrics per case: ``rubric_score`` (points met / positive points, clipped to [0, 1]; None when
+the record asks for no mention), ``must_mention_recall``, ``contradictions`` (must-not criteria
+made plus invented values), ``safety_failed``, ``words``, ``decided_by_rule``,
+``decided_by_judge``, ``evidence_flagged``, and the judge's own ``judge_calls``, ``judge_cached``
+(replies read from ``--groundeval-judge-cache``),
+``judge_input_tokens``, ``judge_output_tokens`` (tokens) and ``judge_cost_usd`` (USD), apart from
+the agent's usage. A case passes when its rubric score reaches ``min_rubric_score``, it has no
+contradiction, no safety-critical criterion failed and it keeps to ``max_words``.
+
+The run's aggregate puts the judge's measured reliability (``calibration.Reliability``) beside the
+judged scores: ``judge``, ``judge_kappa``, ``judge_kappa_95ci``, ``judge_kappa_n`` and
+``judge_reliability`` (``calibrated``, ``judge unreliable`` or ``judge not calibrated``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from groundeval.datasets import Case
+from groundeval.scoring import Direction, Metric, Parsed, Score
+from groundeval.tasks.summary.judge import Judge
+from groundeval.tasks.summary.text import contains, sentences, stated_values, value_matches, word_count
+
+__all__ = ["METRIC_NAMES", "SummaryScorer", "rule_verdict"]
+
+METRIC_NAMES = (
+    "rubric_score", "must_mention_recall", "contradictions", "safety_failed", "words",
+    "decided_by_rule", "decided_by_judge", "evidence_flagged",
+    "judge_calls", "judge_cached", "judge_input_tokens", "judge_output_tokens", "judge_cost_usd",
+)
+"""Every per-case metric, in report order."""
+
+_DIRECTIONS: dict[str, Direction] = {
+    "contradictions": "lower", "safety_failed": "lower", "evidence_flagged": "lower", "words": "none",
+    "decided_by_rule": "none", "decided_by_judge": "none", "judge_calls": "none", "judge_cached": "none",
+    "judge_input_tokens": "none", "judge_output_tokens": "none", "judge_cost_usd": "none",
+}
+JSON = dict[str, Any]
+
+
+def _names_present(criterion: Mapping[str, Any], text: str) -> bool:
+    names = [str(n) for n in criterion["names"]]
+    return all(contains(text, n) for n in names) or any(contains(text, str(a)) for a in criterion["alternatives"])
+
+
+def rule_verdict(criterion: Mapping[str, Any], summary: str) -> bool | None:
+    """What the rule layer decides for ``criterion`` (True: met; False: not met), or None (the judge decides)."""
+    ctype = criterion["type"]
+    if criterion["kind"] == "must_not_state":
+        names = [str(n) for n in criterion["names"]]
+        words = [n.split()[0] for n in names if n.split()] if ctype == "stopped_medication" else names
+        return False if not any(contains(summary, w) for w in [*words, *criterion["alternatives"]]) else None
+    if ctype == "lab":
+        stated = stated_values(summary)
+        wanted = [{"value": v["value"], "unit": v["unit"]} for v in criterion["values"]]
+        found = all(any(value_matches(s, [w]) for s in stated) for w in wanted)
+        return True if found and wanted else None
+    if ctype in ("no_condition", "no_medication"):
+        return None  # saying that nothing is recorded is a meaning, not a name: the judge decides
+    if ctype == "allergy":
+        return True if any("allerg" in s.lower() and _names_present(criterion, s) for s in sentences(summary)) else None
+    return True if _names_present(criterion, summary) else None
+
+
+class SummaryScorer:
+    """Scores one summary against its rubric (see the module docstring).
+
+    Args:
+        judge: Decides what the rules leave open.
+        max_words: The word limit the prompt states.
+        min_rubric_score: The rubric score a passing case reaches (0..1).
+        reliability: Returns the judge's measured reliability as aggregate metrics (called once per
+            ``aggregate``; ``calibration.reliability_metrics``).
+    """
+
+    metric_names = METRIC_NAMES
+    metric_directions = _DIRECTIONS
+
+    def __init__(self, judge: Judge, *, max_words: int, min_rubric_score: float,
+                 reliability: Callable[[], dict[str, Metric]]) -> None:
+        self.judge = judge
+        self.max_words = max_words
+        self.min_rubric_score = min_rubric_score
+        self.reliability = reliability
+
+    def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
+        """Decide every criterion (rule, then judge), check stated values, and give the verdict.
+
+        Raises:
+            JudgeError: The judge could not decide a criterion (the runner records ``harness_error``).
+        """
+        summary = str(parsed.value or "")
+        decided: list[JSON] = []
+        usage = {"judge_calls": 0, "judge_cached": 0, "judge_input_tokens": 0, "judge_output_tokens": 0,
+                 "judge_cost_usd": 0.0}
+        cost_known = True
+        for criterion in truth["criteria"]:
+            met = rule_verdict(criterion, summary) if summary.strip() else False  # nothing said: nothing met
+            entry: JSON = {"id": criterion["id"], "type": criterion["type"], "kind": criterion["kind"],
+                           "points": criterion["points"], "safety": criterion["safety"]}
+            if met is not None:
+                entry.update(met=met, decided_by="rule")
+            else:
+                verdict = self.judge.decide(criterion, summary, label=f"{case.case_id}/judge/{criterion['id']}")
+                entry.update(met=verdict.met, decided_by="judge", evidence=verdict.evidence[:300])
+                if verdict.flag:
+                    entry["flag"] = verdict.flag
+                if verdict.cached:
+                    usage["judge_cached"] += 1
+                elif not self.judge.costs_nothing:
+                    usage["judge_calls"] += 1
+                    usage["judge_input_tokens"] += int(verdict.usage.get("input_tokens") or 0)
+                    usage["judge_output_tokens"] += int(verdict.usage.get("output_tokens") or 0)
+                    cost = verdict.usage.get("cost_usd")
+                    if cost is None:
+                        cost_known = False
+                    else:
+                        usage["judge_cost_usd"] += float(cost)
+            decided.append(entry)
+        invented = [s["text"] for s in stated_values(summary) if not value_matches(s, truth["record_values"])]
+        return self._verdict(decided, invented, summary, {**usage, "judge_cost_usd": (
+            round(usage["judge_cost_usd"], 6) if cost_known else None)})
+
+    def _verdict(self, decided: list[JSON], invented: list[str], summary: str, usage: dict[str, Any]) -> Score:
+        positive = [d for d in decided if d["points"] > 0]
+        possible = sum(d["points"] for d in positive)
+        earned = sum(d["points"] for d in decided if d["met"]) - len(invented)
+        score = None if possible == 0 else round(min(1.0, max(0.0, earned / possible)), 6)
+        recall = round(sum(d["met"] for d in positive) / len(positive), 6) if positive else None
+        made = [d["id"] for d in decided if d["points"] < 0 and d["met"]]
+        contradictions = len(made) + len(invented)
+        safety = [d["id"] for d in decided if d["safety"] and (d["met"] == (d["points"] < 0))]
+        words = word_count(summary)
+        metrics: dict[str, Metric] = {
+            "rubric_score": score, "must_mention_recall": recall, "contradictions": contradictions,
+            "safety_failed": bool(safety), "words": words,
+            "decided_by_rule": sum(d["decided_by"] == "rule" for d in decided),
+            "decided_by_judge": sum(d["decided_by"] == "judge" for d in decided),
+            "evidence_flagged": sum("flag" in d for d in decided), **usage,
+        }
+        reasons = []
+        if score is not None and score < self.min_rubric_score:
+            reasons.append(f"rubric score {score:.2f} < {self.min_rubric_score:g}")
+        if made:
+            reasons.append(f"states as current what the record ended: {', '.join(made[:3])}")
+        if invented:
+            reasons.append(f"values the record does not hold: {', '.join(invented[:3])}")
+        if safety:
+            reasons.append(f"safety-critical: {', '.join(safety[:3])}")
+        if words > self.max_words:
+            reasons.append(f"{words} words > {self.max_words}")
+        missed = [d["id"] for d in positive if not d["met"]]
+        details = {"criteria": decided, "invented_values": invented, "missed": missed,
+                   "judge": self.judge.spec}
+        return Score("failed" if reasons else "passed", metrics, details=details, message="; ".join(reasons))
+
+    def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
+        """Means of the scores, the judge's reliability beside them, counts and the judge's usage."""
+
+        def mean(key: str) -> float | None:
+            values = [float(v) for m in metrics if isinstance(v := m.get(key), int | float)]
+            return round(sum(values) / len(values), 6) if values else None
+
+        def total(key: str) -> int:
+            return sum(int(v) for m in metrics if isinstance(v := m.get(key), int | float))
+
+        costs = [m.get("judge_cost_usd") for m in metrics]
+        return {
+            "rubric_score": mean("rubric_score"), "must_mention_recall": mean("must_mention_recall"),
+            **self.reliability(),
+            "contradictions": mean("contradictions"), "safety_failed": total("safety_failed"),
+            "words": mean("words"), "decided_by_rule": total("decided_by_rule"),
+            "decided_by_judge": total("decided_by_judge"), "evidence_flagged": total("evidence_flagged"),
+            "judge_calls": total("judge_calls"), "judge_cached": total("judge_cached"),
+            "judge_input_tokens": total("judge_input_tokens"),
+            "judge_output_tokens": total("judge_output_tokens"),
+            "judge_cost_usd": None if any(c is None for c in costs) else round(
+                sum(float(c) for c in costs if isinstance(c, int | float)), 6),
+        }

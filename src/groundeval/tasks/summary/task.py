@@ -1,0 +1,166 @@
+"""Summary task: write a patient's handoff summary from the record, scored criterion by criterion.
+
+Each case (``fixtures/summary/*.json``, made by ``scripts/make_summary.py``) is one patient's FHIR
+Bundle, trimmed to what a summary draws on. The agent sees the Bundle (``prompt``; ``context`` has it
+as ``"bundle"`` for tool-using agents) and writes plain text of at most ``max_words`` words. The
+rubric is derived from the same Bundle at ``truth`` time (``tasks.summary.truth``); the scorer
+decides each criterion by rule where text matching can and asks the judge (``--groundeval-judge``,
+``tasks.summary.judge``) for the rest; the judge's measured reliability (its card,
+``tasks.summary.calibration``) is printed beside the judged scores in every output.
+
+Options (first-class flags ``--groundeval-judge``, ``--groundeval-judge-card``,
+``--groundeval-max-words``, ``--groundeval-min-rubric-score``, with ini twins): see
+``groundeval.registry.builtins.SUMMARY_OPTIONS``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from groundeval.agent_io import Prompt
+from groundeval.datasets import Case
+from groundeval.options import TaskOption
+from groundeval.records.scope import UNGATED_FACT
+from groundeval.registry.builtins import SUMMARY_OPTIONS
+from groundeval.scoring import Metric, Parsed
+from groundeval.tasks.base import BaseTask
+from groundeval.tasks.labs.thresholds import default_thresholds
+from groundeval.tasks.summary.calibration import find_card, reliability_metrics
+from groundeval.tasks.summary.cases import check_bundle, has_record, read_case
+from groundeval.tasks.summary.judge import Judge, make_judge
+from groundeval.tasks.summary.prompt import system_prompt, user_prompt
+from groundeval.tasks.summary.scorer import METRIC_NAMES, SummaryScorer
+from groundeval.tasks.summary.truth import summary_rubric
+
+__all__ = ["SUMMARY_READ_TOOLS", "SummaryTask"]
+
+SUMMARY_READ_TOOLS: tuple[str, ...] = ("get_resources", "resolve_reference", "lookup_code", "get_observations")
+"""The read-only FHIR tools a tool-using agent gets over the case's Bundle (``groundeval.fhir.read_tools``)."""
+
+_CHECKED: set[str] = set()  # SHA-256 of case files whose Bundle passed check_bundle in this process
+
+
+@functools.cache
+def _system(max_words: int) -> str:
+    return system_prompt(max_words)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryTask(BaseTask):
+    """The handoff-summary task.
+
+    Attributes:
+        judge: The judge spec (``baseline``, a model spec, or ``package.module:attribute``).
+        judge_card: Path of the judge card, or None for the packaged one of the same judge.
+        judge_cache: Directory where a model judge keeps its replies, or None.
+        max_words: Word limit of a summary.
+        min_rubric_score: Rubric score a passing case reaches.
+    """
+
+    name: ClassVar[str] = "summary"
+    default_agent: ClassVar[str] = "claude"
+    options: ClassVar[tuple[TaskOption, ...]] = SUMMARY_OPTIONS
+    tools: ClassVar[tuple[str, ...]] = SUMMARY_READ_TOOLS
+    bundle_in_context: ClassVar[bool] = True
+    judge: str = "baseline"
+    judge_card: str | None = None
+    judge_cache: str | None = None
+    max_words: int = 250
+    min_rubric_score: float = 0.8
+    scorer: Any = field(init=False, default=None)
+    card: Any = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        cache = None
+        if self.judge_cache:
+            from groundeval.models.cache import ResultCache
+
+            cache = ResultCache(Path(self.judge_cache))
+        judge = make_judge(self.judge, cache=cache)
+        card, where = find_card(judge, Path(self.judge_card) if self.judge_card else None)
+        object.__setattr__(self, "card", {"card": card, "source": where})
+        metrics = reliability_metrics(judge, card)
+        object.__setattr__(self, "scorer", SummaryScorer(
+            judge, max_words=self.max_words, min_rubric_score=self.min_rubric_score,
+            reliability=lambda: self._reliability(metrics),
+        ))
+
+    def _reliability(self, metrics: dict[str, Metric]) -> dict[str, Metric]:
+        settings = self.judge_model.settings()
+        return {**metrics, "judge_model": settings.get("model"), "judge_temperature": settings.get("temperature"),
+                "judge_prompt_sha256": self.judge_model.prompt_sha256}
+
+    @property
+    def judge_model(self) -> Judge:
+        """The judge the scorer asks."""
+        judge: Judge = self.scorer.judge
+        return judge
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """Every per-case metric (``tasks.summary.scorer.METRIC_NAMES``)."""
+        return METRIC_NAMES
+
+    @classmethod
+    def claims(cls, data: Mapping[str, Any]) -> bool:
+        """A Bundle holding Conditions or MedicationRequests looks like a summary case (for hints)."""
+        return has_record(data)
+
+    def load_case(self, path: Path) -> Case:
+        """Read a Bundle with exactly one Patient (the R4B check waits for the case to run).
+
+        Raises:
+            DatasetError: Invalid JSON, not a Bundle, or not exactly one Patient.
+        """
+        return read_case(path)
+
+    def check_case(self, case: Case) -> None:
+        """The whole Bundle as FHIR R4B (once per file's bytes in a process).
+
+        Raises:
+            DatasetError: The first problems, located, with the fix.
+        """
+        if case.sha256 not in _CHECKED:
+            check_bundle(case.data, case.source)
+            _CHECKED.add(case.sha256)
+
+    def prompt(self, case: Case) -> Prompt:
+        """System: what a summary covers and its word limit; user: the Bundle JSON."""
+        bundle = json.dumps(case.data, ensure_ascii=False, separators=(",", ":"), check_circular=False)
+        return Prompt(system=_system(self.max_words), user=user_prompt(bundle))
+
+    def context(self, case: Case) -> dict[str, Any]:
+        """``{"bundle": <the case's Bundle>}`` for tool-using agents (not copied: the truth is derived first)."""
+        return {"bundle": case.data}
+
+    def truth(self, case: Case) -> dict[str, Any]:
+        """The rubric (``tasks.summary.truth.summary_rubric``).
+
+        Raises:
+            DatasetError: An Observation the labs table reads is malformed.
+        """
+        return summary_rubric(case.data, default_thresholds(), str(case.source))
+
+    def parse(self, case: Case, raw: str) -> Parsed:
+        """The summary is the text itself; an empty or blank text is no answer."""
+        text = raw.strip()
+        return Parsed(value=text, format_ok=bool(text), error=None if text else "empty summary", found=bool(text))
+
+    def run_facts(self) -> dict[str, Any]:
+        """``{"judge": settings + prompt_sha256, "judge_card": {source, kappa, kappa_95ci, n, date}}``."""
+        card = self.card["card"] or {}
+        status = str(reliability_metrics(self.judge_model, self.card["card"])["judge_reliability"])
+        ungated = {} if status.startswith("calibrated") else {
+            UNGATED_FACT: f"the case verdicts rest on the judge {self.judge_model.spec}: {status.partition(' (')[0]}"}
+        return {
+            **ungated,
+            "judge": self.judge_model.settings(),
+            "judge_card": {"source": self.card["source"],
+                           **{k: card.get(k) for k in ("kappa", "kappa_95ci", "n", "date")}},
+            "thresholds": default_thresholds().facts,
+        }

@@ -1,0 +1,110 @@
+"""Text matching for the summary task: normalised names, stated values with units, words.
+
+Shared by the rule layer of the scorer (``scorer``) and the rule-based ``baseline`` judge
+(``judge.BaselineJudge``): what text matching can decide and nothing more.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "UNIT_ALIASES",
+    "any_contains",
+    "contains",
+    "normalise",
+    "sentences",
+    "stated_values",
+    "value_matches",
+    "word_count",
+]
+
+UNIT_ALIASES: dict[str, str] = {
+    "mmhg": "mm[hg]", "mm hg": "mm[hg]", "mm[hg]": "mm[hg]",
+    "kg/m²": "kg/m2", "kg/m^2": "kg/m2", "kg/m2": "kg/m2",
+    "mg/dl": "mg/dl", "mmol/l": "mmol/l", "meq/l": "mmol/l", "%": "%",
+    "ml/min/1.73m2": "ml/min/{1.73_m2}", "ml/min/1.73 m2": "ml/min/{1.73_m2}", "ml/min/{1.73_m2}": "ml/min/{1.73_m2}",
+    "ml/min": "ml/min/{1.73_m2}",
+    "mg": "mg", "mcg": "mcg", "ug": "mcg", "µg": "mcg", "g": "g", "kg": "kg", "cm": "cm", "ml": "ml",
+    "unt/ml": "unt/ml", "units/ml": "unt/ml", "mg/ml": "mg/ml", "mg/actuat": "mg/actuat", "meq": "meq",
+    "/min": "/min", "bpm": "/min", "beats/min": "/min", "g/dl": "g/dl", "pg/ml": "pg/ml", "ng/ml": "ng/ml",
+}
+"""Unit spellings a summary may use -> one key per unit (lower case, UCUM-like). Units outside
+this table are not read as units: a number followed by one is not checked."""
+
+_UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
+_VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?![\w/])", re.IGNORECASE)
+_PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)", re.IGNORECASE)
+_WORD = re.compile(r"\S+")
+_SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|\n+")
+
+
+def normalise(text: str) -> str:
+    """Lower case, Unicode NFKC, every run of non-alphanumerics one space, trimmed."""
+    folded = unicodedata.normalize("NFKC", text).lower()
+    return " ".join(re.sub(r"[^0-9a-z%]+", " ", folded).split())
+
+
+def contains(text: str, phrase: str) -> bool:
+    """True when ``phrase`` appears in ``text`` as whole words, after ``normalise`` of both."""
+    needle = normalise(phrase)
+    return bool(needle) and f" {needle} " in f" {normalise(text)} "
+
+
+def word_count(text: str) -> int:
+    """Whitespace-separated words."""
+    return len(_WORD.findall(text))
+
+
+def sentences(text: str) -> list[str]:
+    """The text cut at sentence ends, semicolons and line breaks (list items are sentences)."""
+    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+
+
+def _unit(raw: str) -> str:
+    return UNIT_ALIASES.get(" ".join(raw.lower().split()), raw.lower())
+
+
+def stated_values(text: str) -> list[dict[str, Any]]:
+    """Every number the text states with a unit: ``{"text", "value", "unit", "decimals"}``.
+
+    ``132/85 mmHg`` gives two values in ``mm[hg]``; a number followed by no unit of
+    ``UNIT_ALIASES`` is not stated with a unit and is not returned.
+    """
+    out: list[dict[str, Any]] = []
+    taken: list[tuple[int, int]] = []
+    for found in _PRESSURE.finditer(text):
+        taken.append(found.span())
+        for number in (found[1], found[2]):
+            out.append({"text": found[0], "value": float(number), "unit": "mm[hg]", "decimals": 0})
+    for found in _VALUE.finditer(text):
+        if any(a <= found.start() < b for a, b in taken):
+            continue
+        number = found[1]
+        decimals = len(number.partition(".")[2])
+        out.append({"text": found[0], "value": float(number), "unit": _unit(found[2]), "decimals": decimals})
+    return out
+
+
+def value_matches(stated: Mapping[str, Any], record: Iterable[Mapping[str, Any]]) -> bool:
+    """True when a record value has the stated unit and rounds to the stated number.
+
+    ``record``: ``{"value", "unit"}`` dicts (``record.record_values``). A stated ``6.3 %`` matches a
+    recorded ``6.27 %`` (rounded to the stated decimals); ``6 %`` matches 6.27 too (0 decimals),
+    as a clinician would round.
+    """
+    for item in record:
+        if _unit(str(item["unit"])) != stated["unit"]:
+            continue
+        value = float(item["value"])
+        if abs(round(value, int(stated["decimals"])) - float(stated["value"])) < 1e-9 or value == stated["value"]:
+            return True
+    return False
+
+
+def any_contains(text: str, phrases: Sequence[str]) -> bool:
+    """True when any of ``phrases`` is ``contains``-ed in ``text``."""
+    return any(contains(text, p) for p in phrases)

@@ -1,0 +1,121 @@
+"""Ground truth, fixtures and the baseline agents on the real Synthea bundles."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from groundeval.agent_io import AgentRequest
+from groundeval.agents.base import Agent
+from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
+from groundeval.runner import call_agent
+from groundeval.scoring import Parsed
+from groundeval.tasks.extraction.task import ExtractionTask
+from groundeval.tasks.medlist import active_medications
+from tests._paths import REPO
+
+ROOT = REPO
+TASK = ExtractionTask()
+
+
+def _fixtures(directory: Path) -> list[Path]:
+    """Every packaged case: the real patients and the variants."""
+    return TASK.case_files(directory)
+
+
+def _real(directory: Path) -> list[Path]:
+    """The trimmed real patients only (scripts/make_fixtures.py), without the variants."""
+    return [p for p in TASK.case_files(directory) if not p.name.startswith("variant-")]
+
+
+def test_truth_from_every_trimmed_fixture_equals_truth_from_its_raw_bundle(
+    synthea_dir: Path, extraction_fixtures: Path
+) -> None:
+    raw_files = sorted(synthea_dir.glob("*.json"))
+    assert len(raw_files) >= 12
+    for raw in raw_files:
+        fixture = extraction_fixtures / raw.name
+        assert fixture.is_file(), f"no fixture for {raw.name}; run scripts/make_fixtures.py"
+        expected = active_medications(json.loads(raw.read_bytes()), raw.name)
+        assert active_medications(json.loads(fixture.read_bytes()), fixture.name) == expected, raw.name
+
+
+def test_truth_counts_match_the_independent_inventory(synthea_dir: Path) -> None:
+    """INVENTORY.txt's actRx column (distinct active RxNorm codes) was computed by another script."""
+    inventory = (synthea_dir / "INVENTORY.txt").read_text()
+    names = re.findall(r"^  (\S+\.json)$", inventory, re.M)
+    rows = [line.split() for line in inventory.splitlines()[1:] if line.strip() and ".." in line.split()[0]]
+    assert len(names) == len(rows) >= 12
+    for name, row in zip(names, rows, strict=True):
+        act_rx = int(row[10])
+        meds = active_medications(json.loads((synthea_dir / name).read_bytes()), name)
+        assert sum(len(m["codes"]) for m in meds) == act_rx, name
+
+
+def test_make_fixtures_is_deterministic_and_committed_fixtures_are_current(synthea_dir: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_fixtures.py"), "--source", str(synthea_dir), "--check"],
+        capture_output=True, text=True, check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "checked 25 fixtures and MANIFEST.json" in run.stdout
+
+
+def test_manifest_records_hashes_sizes_and_counts(extraction_fixtures: Path) -> None:
+    manifest = json.loads((extraction_fixtures / "MANIFEST.json").read_text())
+    rows = {r["fixture"]: r for r in manifest["fixtures"]}
+    assert set(rows) == {p.name for p in _real(extraction_fixtures)}
+    for name, row in rows.items():
+        data = (extraction_fixtures / name).read_bytes()
+        assert row["fixture_sha256"] == hashlib.sha256(data).hexdigest()
+        assert row["fixture_bytes"] == len(data) < row["source_bytes"]
+        assert row["active_medications"] == len(active_medications(json.loads(data), name))
+
+
+def test_fixture_selection_covers_the_required_situations(extraction_fixtures: Path) -> None:
+    counts, deceased, references, overlap, generations = [], 0, 0, 0, set()
+    for path in _real(extraction_fixtures):
+        case = TASK.load_case(path)
+        truth = TASK.truth(case)
+        counts.append(len(truth["medications"]))
+        deceased += bool(case.meta["deceased"])
+        requests = [e["resource"] for e in case.data["entry"] if e["resource"]["resourceType"] == "MedicationRequest"]
+        references += any("medicationReference" in r for r in requests)
+        active = {c for m in truth["medications"] for c in m["codes"]}
+        overlap += bool(active & set(truth["inactive_codes"]))
+        patient = next(e["resource"] for e in case.data["entry"] if e["resource"]["resourceType"] == "Patient")
+        generations.add("v2.4" in patient["text"]["div"])
+    assert len(counts) >= 12
+    assert 0 in counts and max(counts) >= 13 and set(range(1, 4)) <= set(counts)
+    assert deceased >= 1 and references >= 1 and overlap >= 1 and generations == {True, False}
+
+
+def _answer(agent: Agent, path: Path) -> tuple[dict[str, Any], Parsed]:
+    case = TASK.load_case(path)
+    prompt = TASK.prompt(case)
+    result = call_agent(agent, AgentRequest(case_id=case.case_id, task="extraction", prompt=prompt)).result
+    return TASK.truth(case), TASK.parse(case, result.text)
+
+
+def test_baseline_agent_is_perfect_on_every_real_fixture(extraction_fixtures: Path) -> None:
+    agent = BaselineExtractionAgent()  # the variants: tests/tasks/extraction/test_variants.py
+    for path in _real(extraction_fixtures):
+        truth, parsed = _answer(agent, path)
+        score = TASK.score(None, truth, parsed)  # type: ignore[arg-type]
+        assert score.outcome == "passed", f"{path.name}: {score.message}"
+
+
+def test_naive_agent_loses_precision_on_real_fixtures(extraction_fixtures: Path) -> None:
+    agent = NaiveExtractionAgent()
+    precisions = []
+    for path in _real(extraction_fixtures):
+        truth, parsed = _answer(agent, path)
+        score = TASK.score(None, truth, parsed)  # type: ignore[arg-type]
+        assert score.metrics["fn"] == 0, path.name  # it lists everything, so it misses nothing
+        precisions.append(score.metrics["precision"])
+    assert sum(isinstance(p, float) and p < 1.0 for p in precisions) >= 5

@@ -1,0 +1,147 @@
+"""Every verdict path of a model judge (scripted), judge failures as excluded errors, and the judge's own usage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundeval.agent_io import AgentResult
+from groundeval.agents.base import FunctionAgent
+from groundeval.errors import ConfigError, InfraError
+from groundeval.models.base import ModelRequest, ModelResponse
+from groundeval.runner import RunInfo, run_case
+from groundeval.tasks.summary import SummaryTask
+from groundeval.tasks.summary.judge import (
+    PROMPT_SHA256,
+    SYSTEM_PROMPT,
+    JudgeError,
+    ModelJudge,
+    make_judge,
+    rejects_temperature,
+)
+from groundeval.testing import ScriptedModel
+from tests._paths import REPO
+
+CASES = REPO / "fixtures" / "summary"
+LIZ = CASES / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"
+CRITERION = {"id": "condition:1", "type": "condition", "kind": "must_mention", "points": 1, "safety": False,
+             "statement": "The summary names Essential hypertension as a current problem.",
+             "names": ["Essential hypertension"], "alternatives": [], "values": []}
+SUMMARY = "Active problems: high blood pressure, on lisinopril."
+
+
+def _judge(reply: str | BaseException) -> tuple[ModelJudge, ScriptedModel]:
+    model = ScriptedModel([reply], role="judge", name="judge-model")
+    return ModelJudge(model), model
+
+
+def test_a_met_verdict_with_a_quote_from_the_summary_is_met() -> None:
+    judge, model = _judge('{"met": true, "evidence": "high blood pressure"}')
+    verdict = judge.decide(CRITERION, SUMMARY, label="c/judge/condition:1")
+    assert verdict.met and verdict.flag is None and verdict.evidence == "high blood pressure"
+    (request,) = model.requests
+    assert request.system == SYSTEM_PROMPT and CRITERION["statement"] in request.messages[0]["content"]
+    assert request.label == "c/judge/condition:1"
+    assert judge.settings()["prompt_sha256"] == PROMPT_SHA256 and judge.settings()["role"] == "judge"
+
+
+def test_a_quote_that_is_not_in_the_summary_is_not_met_and_flagged() -> None:
+    judge, _ = _judge('```json\n{"met": true, "evidence": "essential hypertension, well controlled"}\n```')
+    verdict = judge.decide(CRITERION, SUMMARY, label="x")
+    assert not verdict.met and verdict.flag == "evidence_not_in_summary"
+
+
+def test_a_reply_that_is_not_a_verdict_and_a_failing_model_are_judge_errors() -> None:
+    judge, _ = _judge("Yes, it is mentioned.")
+    with pytest.raises(JudgeError, match="not a verdict object"):
+        judge.decide(CRITERION, SUMMARY, label="x")
+    judge, _ = _judge(InfraError("529 overloaded", attempts=3))
+    with pytest.raises(JudgeError, match="infra_error") as info:
+        judge.decide(CRITERION, SUMMARY, label="x")
+    assert info.value.cause_outcome == "infra_error"
+
+
+def _run(task: SummaryTask, text: str) -> Any:
+    case = task.load_case(LIZ)
+    info = RunInfo(run_id="r", task="summary", agent="fixed", model=None)
+    return run_case(task, FunctionAgent(lambda request: AgentResult(text=text), "fixed"), case, info, "n::Liz").record
+
+
+def test_a_judge_failure_is_an_excluded_error_never_a_wrong_summary() -> None:
+    task = SummaryTask()
+    task.scorer.judge = ModelJudge(ScriptedModel([InfraError("timeout", attempts=3)], role="judge"))
+    record = _run(task, "Active problems: none. Current medications: an inhaler.")  # the judge must decide
+    assert record.outcome == "harness_error" and not record.counted
+    assert "the judge scripted/scripted-model failed (infra_error)" in record.message + str(record.error)
+
+
+def test_judge_tokens_and_cost_are_recorded_apart_from_the_agent() -> None:
+    def reply(request: ModelRequest) -> ModelResponse:
+        usage: dict[str, Any] = {"input_tokens": 120, "output_tokens": 9, "cost_usd": 0.0015}
+        return ModelResponse(text='{"met": false, "evidence": ""}', model="judge-model", stop_reason="end_turn",
+                             usage=usage)
+
+    task = SummaryTask()
+    task.scorer.judge = ModelJudge(ScriptedModel(reply, role="judge"))
+    record = _run(task, "Patient is well.")
+    judged = record.metrics["decided_by_judge"]
+    assert judged >= 1 and record.metrics["judge_calls"] == judged
+    assert record.metrics["judge_input_tokens"] == 120 * judged
+    assert record.metrics["judge_cost_usd"] == pytest.approx(0.0015 * judged)
+    assert record.usage.get("input_tokens", 0) == 0  # the agent's own usage is untouched
+    assert {c["decided_by"] for c in record.details["criteria"]} == {"judge"}  # nothing named: nothing for rules
+
+
+def test_judge_specs_and_temperature() -> None:
+    assert make_judge("baseline").spec == "baseline"
+    assert rejects_temperature("anthropic/claude-opus-4-8") and not rejects_temperature("anthropic/claude-sonnet-5-5")
+    assert not rejects_temperature("openai-compatible/qwen@http://127.0.0.1:8000/v1")
+    with pytest.raises(ConfigError, match="unknown provider"):
+        make_judge("nosuch/model")
+
+
+def test_a_card_of_another_judge_is_refused_and_a_low_kappa_marks_the_judge_unreliable(tmp_path: Path) -> None:
+    card = {"judge": "baseline", "prompt_sha256": "0" * 64, "kappa": 0.9, "n": 10}
+    (tmp_path / "other.json").write_text(json.dumps(card))
+    with pytest.raises(ConfigError, match="groundeval calibrate --task summary --judge baseline"):
+        SummaryTask(judge_card=str(tmp_path / "other.json"))
+    from groundeval.tasks.summary.judge import BASELINE_SHA256
+
+    card.update(prompt_sha256=BASELINE_SHA256, kappa=0.41, kappa_95ci=[0.3, 0.5], date="2026-12-02")
+    (tmp_path / "low.json").write_text(json.dumps(card))
+    agg = SummaryTask(judge_card=str(tmp_path / "low.json")).aggregate([])
+    assert agg["judge_kappa"] == 0.41 and agg["judge_kappa_95ci"] == "[0.30, 0.50]" and agg["judge_kappa_n"] == 10
+    assert str(agg["judge_reliability"]).startswith("judge unreliable")
+
+
+def test_the_judge_cache_answers_a_rerun_and_a_changed_summary_or_judge_asks_again(tmp_path: Path) -> None:
+    from groundeval.models.cache import ResultCache
+
+    def judge(name: str) -> tuple[ModelJudge, ScriptedModel]:
+        model = ScriptedModel(lambda r: '{"met": true, "evidence": "high blood pressure"}', role="judge", name=name)
+        return ModelJudge(model, cache=ResultCache(tmp_path)), model
+
+    first, model = judge("judge-a")
+    assert not first.decide(CRITERION, SUMMARY, label="x").cached and len(model.requests) == 1
+    again, model = judge("judge-a")
+    verdict = again.decide(CRITERION, SUMMARY, label="x")
+    assert verdict.cached and verdict.met and verdict.usage == {} and model.requests == []
+    again.decide(CRITERION, SUMMARY + " Stable.", label="x")  # another summary: another request
+    other, model = judge("judge-b")  # another model id: another key
+    other.decide(CRITERION, SUMMARY, label="x")
+    assert len(model.requests) == 1
+
+
+def test_cached_judge_replies_are_counted_apart_from_calls(tmp_path: Path) -> None:
+    from groundeval.models.cache import ResultCache
+
+    task = SummaryTask()
+    task.scorer.judge = ModelJudge(ScriptedModel(lambda r: '{"met": false, "evidence": ""}', role="judge"),
+                                   cache=ResultCache(tmp_path))
+    first = _run(task, "Patient is well.").metrics
+    second = _run(task, "Patient is well.").metrics
+    assert first["judge_calls"] == second["judge_cached"] > 0 and second["judge_calls"] == 0
+    assert second["rubric_score"] == first["rubric_score"]
