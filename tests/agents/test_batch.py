@@ -24,8 +24,7 @@ from groundeval.models.base import ModelRequest, ModelResponse
 from groundeval.models.batch import Batcher, BatchJournal, BatchProgress, BatchSettings, custom_id
 from groundeval.models.pricing import BATCH_DISCOUNT, batch_usage, cost_usd
 from groundeval.models.provider import ProviderModel
-
-from .fake_batches import FakeAnthropicBatches, FakeBatches, FakeOpenAIBatches
+from tests._fakes.fake_batches import FakeAnthropicBatches, FakeBatches, FakeOpenAIBatches
 
 FAST = BatchSettings(size=100, send_delay_s=0.05, poll_s=0.01, max_wait_s=30.0)
 

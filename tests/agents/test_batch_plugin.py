@@ -85,7 +85,7 @@ def run_dir(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     monkeypatch.setenv("MOCK_CALLS", str(pytester.path / "calls.txt"))
     monkeypatch.setenv("FAKE_STATE", str(pytester.path / "fake-state.json"))
-    monkeypatch.setenv("FAKE_BATCHES", str(Path(__file__).with_name("fake_batches.py")))
+    monkeypatch.setenv("FAKE_BATCHES", str(Path(__file__).parents[1] / "_fakes" / "fake_batches.py"))
     monkeypatch.delenv("FAKE_NEVER_END", raising=False)
     copy_fixtures(pytester.path / "data", PATIENTS)
     pytester.makepyfile(mock_batch=MOCK_MODULE)
