@@ -256,14 +256,23 @@ class Batcher:
         self._answer(out, "abandoned")
 
     def _due(self, now: float) -> list[_Job]:
-        """The pending jobs to send now (all of them, or none), taken off the queue."""
+        """The pending jobs to send now, taken off the queue.
+
+        Every full batch (by count or bytes) goes at once; what is left of a partly filled batch
+        goes only once no request came for ``send_delay_s`` (or the run stopped).
+        """
         if not self._pending:
             return []
-        full = len(self._pending) >= self.size or sum(j.size for j in self._pending) >= self.api.max_bytes
-        if full or now - self._last_added >= self.settings.send_delay_s or self._stopped():
+        if now - self._last_added >= self.settings.send_delay_s or self._stopped():
             jobs, self._pending = self._pending, []
             return jobs
-        return []
+        chunks = self._chunks(self._pending)
+        last = chunks[-1]
+        if len(last) < self.size and sum(j.size for j in last) < self.api.max_bytes:
+            chunks.pop()  # not full yet: it waits for more requests
+        taken = sum(len(c) for c in chunks)
+        jobs, self._pending = self._pending[:taken], self._pending[taken:]
+        return jobs
 
     def _sleep(self, now: float) -> float:
         waits = [self.settings.poll_s - (now - o.polled) for o in self._open.values()]
