@@ -271,3 +271,44 @@ def test_every_xdist_worker_makes_the_same_twins(pytester: pytest.Pytester, two_
     (path,) = (pytester.path / "runs").glob("*.json")
     agg = json.loads(path.read_text())["aggregate"]
     assert agg["counterfactual"]["judged"] == 7 and agg["metrics"]["record_sensitivity"] == 0.0
+
+
+def test_an_agent_cannot_tell_a_twin_from_its_original_by_its_request() -> None:
+    from groundeval.runner import request_for
+
+    case = _case("Liz_Conn")
+    made = twins(TASK, case)
+    assert made
+    original = request_for(TASK, case, trial=1)
+    for twin in made:
+        request = request_for(TASK, twin, trial=1)
+        # the same id, task and trial as the original's; only the record (in the prompt and context) differs
+        assert (request.case_id, request.task, request.trial) == (case.case_id, original.task, 1)
+        assert request.prompt != original.prompt
+        seen = json.dumps([request.case_id, request.prompt.text, request.context], default=str)
+        assert "[cf-" not in seen and twin.meta["counterfactual"]["kind"] not in seen
+
+
+def test_twins_are_collected_after_every_original_and_replay_tells_them_apart(
+    pytester: pytest.Pytester, two_cases: Path,
+) -> None:
+    collected = pytester.runpytest(
+        "--groundeval-task=extraction", "--groundeval-data-dir=data", "--groundeval-counterfactual",
+        "--collect-only", "-q", "-p", "no:cacheprovider",
+    )
+    ids = [line for line in collected.stdout.lines if line.startswith("groundeval/")]
+    assert len(ids) == 9 and not any("[cf-" in i for i in ids[:2]) and all("[cf-" in i for i in ids[2:])
+    liz = TASK.load_case(next(two_cases.glob("Liz_Conn_*.json"))).case_id
+    _, first = _run(pytester, "priors", f"groundeval/extraction::{liz}")
+    (path,) = (pytester.path / "runs-priors").glob("*.json")
+    result = pytester.runpytest(
+        "--groundeval-task=extraction", f"--groundeval-agent=replay:{path}", "--groundeval-data-dir=data",
+        "--groundeval-counterfactual", "--groundeval-out-dir=replayed", "-p", "no:cacheprovider",
+        f"groundeval/extraction::{liz}",
+    )
+    (replayed,) = (pytester.path / "replayed").glob("*.json")
+    again = json.loads(replayed.read_text())
+    assert result.parseoutcomes() == {"passed": 2, "failed": 2, "deselected": 5}  # priors passes the original and the same twin
+    answers = {c["case_id"]: c["raw_output"] for c in first["cases"]}
+    assert len(answers) == 4 and {c["case_id"]: c["raw_output"] for c in again["cases"]} == answers
+    assert again["aggregate"]["metrics"]["record_sensitivity"] == 0.0
