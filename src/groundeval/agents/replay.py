@@ -217,7 +217,8 @@ class ReplayAgent:
         if rec is None:
             trial = f" trial {request.trial}" if request.trial else ""
             raise ReplayCaseError(
-                f"{request.case_id}{trial}: not in the replayed run record {self.path} ({len(self.record.cases)} cases); "
+                f"{request.case_id}{trial}: not in the replayed run record {self.path} "
+                f"({len(self.record.cases)} cases); "
                 "replay a run that ran this case, or deselect it (-k)"
             )
         flags = self._flags(rec, request)
