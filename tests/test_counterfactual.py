@@ -399,3 +399,27 @@ def test_twin_counts_count_twins_not_their_trials() -> None:
     cf_ = summarize(TASK, trials, selected=6).counterfactual
     assert cf_ is not None and cf_.twins == 1 and cf_.not_judged == {"agent_error": 1}
     assert cf_.twin_counts == {"agent_error": 3}  # outcomes stay per twin record (trial)
+
+
+def test_replay_tells_a_twin_from_its_original_by_context_when_the_prompts_are_the_same(tmp_path: Path) -> None:
+    import shutil
+
+    from groundeval.agents.replay import ReplayAgent
+    from groundeval.runner import prompt_hash, request_for
+    from tests._records import case as record, run
+
+    task = ExtractionTask(bundle_in_prompt=False)  # tool mode: the record is not in the prompt
+    (src,) = FIXTURES.glob("Liz_Conn_*.json")
+    shutil.copy(src, tmp_path / src.name)
+    original = task.load_case(tmp_path / src.name)
+    made = twins(task, original)
+    sha = prompt_hash(task.prompt(original))
+    assert all(prompt_hash(task.prompt(t)) == sha for t in made)
+    recorded = [record(c.case_id, source=src.name, sha=c.sha256, raw_output=f"answer to {c.case_id}",
+                       prompt_sha256=sha) for c in [original, *made]]
+    path = tmp_path / "run.json"
+    path.write_text(run(recorded).model_dump_json())
+    agent = ReplayAgent(record=path)
+    agent.check_cases(task, tmp_path)
+    for each in [original, *made]:
+        assert agent.run(request_for(task, each)).text == f"answer to {each.case_id}"
