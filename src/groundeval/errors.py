@@ -17,6 +17,7 @@ counts in the means and what pytest shows, is ``groundeval.records.outcomes.POLI
         └── InfraError           the model API failed: retries exhausted on 429/529/5xx, a
             │                    timeout, a connection error, a garbled response
             │                    (``infra_error``): a pytest *error*, excluded from the means
+            ├── BatchNotRunError     a batched request the provider never ran (``not_run``)
             ├── CaseTooLargeError    the API refused this case's content as too large for the
             │                        model (a 400 "prompt is too long") (``case_too_large``)
             └── RunStopError     no later case can succeed: 404 unknown model, 400 invalid
@@ -41,6 +42,7 @@ __all__ = [
     "AgentLoopError",
     "AgentReturnedWrongType",
     "AuthError",
+    "BatchNotRunError",
     "CaseTooLargeError",
     "ConfigError",
     "DatasetError",
@@ -177,6 +179,15 @@ class RunStopError(InfraError):
     """
 
     outcome = "config_error"
+
+
+class BatchNotRunError(InfraError):
+    """A batched request the provider never ran: its batch was cancelled, or the run stopped first.
+
+    The case is recorded as ``not_run`` (``--groundeval-batch``); nothing was paid for it.
+    """
+
+    outcome = "not_run"
 
 
 class AuthError(RunStopError):

@@ -287,6 +287,7 @@ def _result_fields(execution: Execution, info: RunInfo) -> dict[str, Any]:
         **_raw_fields(result.text), "model": result.model or info.model, "prompt_sha256": execution.prompt_sha256,
         "latency_s": execution.latency_s, "attempts": result.attempts, "usage": result.usage,
         "trace": result.trace, "agent_meta": result.meta, "cached": result.cached,
+        "batch": result.meta.get("batch") is True,  # the model layer's mark (--groundeval-batch)
     }
 
 
@@ -379,6 +380,7 @@ def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted:
         "usage": usage if isinstance(usage, Mapping) else {}, "model": exc.details.get("model") or info.model,
         "error": _error(exc, with_traceback=False), "message": f"{exc.outcome}: {exc}",
         "cached": getattr(exc, "cached", False) is True,  # a failure replayed from a cache or run record
+        "batch": exc.details.get("batch") is True,  # the model layer's mark (--groundeval-batch)
     }
     partial = exc.details.get("partial_text")
     if isinstance(partial, str):

@@ -1,4 +1,4 @@
-"""How a run's agent calls are made: serial, threaded, and (later) batch executors behind one protocol.
+"""How a run's agent calls are made: serial, threaded and batch executors behind one protocol.
 
 The session asks the process's ``Executor`` for each case's result (``execution.protocol``
 describes the contract); the executor makes the agent call (now, ahead in threads, or in a

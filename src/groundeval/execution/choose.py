@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from groundeval.agents.base import Agent
 from groundeval.execution.base import CallTally, CaseFiles, ExecutionContext
 from groundeval.execution.protocol import Executor
@@ -9,6 +11,9 @@ from groundeval.execution.serial import SerialExecutor
 from groundeval.execution.threaded import LOOKAHEAD_PER_SLOT, ThreadedExecutor
 from groundeval.runner import RunInfo
 from groundeval.tasks.base import Task
+
+if TYPE_CHECKING:
+    from groundeval.models.batch import Batcher
 
 __all__ = ["DEFAULT_CONCURRENCY", "effective_concurrency", "make_executor"]
 
@@ -31,11 +36,13 @@ def effective_concurrency(option: int | None, agent: object, default: int = DEFA
     return min(wanted, cap) if isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1 else wanted
 
 
-def make_executor(task: Task, agent: Agent, info: RunInfo, concurrency: int, calls: CallTally) -> Executor:
-    """The executor of a process: serial at ``concurrency`` 1, threaded above.
+def make_executor(
+    task: Task, agent: Agent, info: RunInfo, concurrency: int, calls: CallTally, batcher: Batcher | None = None
+) -> Executor:
+    """The executor of a process: serial at ``concurrency`` 1, threaded above, batch with a batcher.
 
-    A batch executor (``execution.protocol`` says what it keeps) would be chosen here too, by an
-    option of its own; nothing else in the run changes.
+    A batch executor (``execution.batch``) is chosen by ``--groundeval-batch``: the agent's model
+    is then in batch mode and ``batcher`` is its batcher; ``concurrency`` is not used.
 
     Args:
         task: The run's task.
@@ -43,7 +50,13 @@ def make_executor(task: Task, agent: Agent, info: RunInfo, concurrency: int, cal
         info: Run-wide facts copied onto every record.
         concurrency: Agent calls in flight at once (``effective_concurrency``).
         calls: The process's call tally, which the session reports from.
+        batcher: The batcher of the agent's model (``--groundeval-batch``), or None.
     """
+    if batcher is not None:  # the requests hold their prompts; re-reading a case file is cheap next to a batch
+        context = ExecutionContext(task, agent, info, CaseFiles(task, keep=LOOKAHEAD_PER_SLOT * 16 + 4), calls)
+        from groundeval.execution.batch import BatchExecutor
+
+        return BatchExecutor(context, batcher)
     files = CaseFiles(task, keep=concurrency * LOOKAHEAD_PER_SLOT + 4)  # the window ahead, and a case's trials
     context = ExecutionContext(task, agent, info, files, calls)
     if concurrency > 1:

@@ -8,8 +8,9 @@ executor decides when and how the agent call behind that result is made:
   thread. ``--groundeval-concurrency 1``, and agents that are not thread-safe.
 * ``ThreadedExecutor`` (``execution.threaded``): the calls of the next items are made ahead, in
   N daemon threads; what each call prints is captured and handed to its own case, redacted.
-* a batch executor (not built yet): the calls of many items go to a provider batch API at once
-  (Anthropic Message Batches, the OpenAI Batch API) and their answers come back in any order.
+* ``BatchExecutor`` (``execution.batch``, ``--groundeval-batch``): the calls of many items go to a
+  provider batch API at once (Anthropic Message Batches, the OpenAI Batch API) through the model's
+  batcher (``models.batch``), and their answers come back in any order.
 
 Everything else is the same whatever the executor: parsing, scoring, the record, the stop policy,
 junit and the run record happen per item, in collection order, on the main thread, so a run reads

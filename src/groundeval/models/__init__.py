@@ -6,6 +6,8 @@
 * ``retry``, ``classify``, ``throttle``, ``pricing``, ``spend``, ``cache``: the one policy of
   retries and deadlines, failure classes, rate limits, prices, spending and cached responses.
 * ``chat``: the LangChain chat model a tool-using agent drives, made from the same spec.
+* ``batch`` (with ``batch_api``, ``batch_journal``, ``anthropic_batch``, ``openai_batch``): batch
+  mode, a model's requests sent through the provider's batch API (``--groundeval-batch``).
 
 ``get_model(spec, role=...)`` makes a ``Model`` from a spec string. Importing this package
 imports no provider SDK.

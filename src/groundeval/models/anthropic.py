@@ -25,7 +25,7 @@ from groundeval.errors import AgentError, ConfigError
 from groundeval.extras import require_extra
 from groundeval.models.base import ModelRequest, ToolCall
 from groundeval.models.classify import BadResponse, classify_anthropic_error, strip_userinfo
-from groundeval.models.pricing import cost_usd
+from groundeval.models.pricing import batch_usage, cost_usd
 from groundeval.models.provider import ProviderModel, Reply
 from groundeval.models.retry import Completed
 from groundeval.scoring import Metric
@@ -63,7 +63,9 @@ def anthropic_usage(model: str | None, usage: Any) -> dict[str, Metric]:
     Returns:
         ``input_tokens``, ``output_tokens``, ``cache_creation_input_tokens``,
         ``cache_read_input_tokens`` (tokens) and ``cost_usd`` (USD; None when the model's
-        price is unknown or the request ran on a non-standard tier or speed).
+        price is unknown or the request ran on a non-standard tier or speed). A request of a
+        Message Batch (``service_tier`` ``batch``) is priced at the batch rate and also carries
+        ``standard_cost_usd`` (``pricing.batch_usage``).
     """
     counts: dict[str, int] = {
         "input_tokens": _int(getattr(usage, "input_tokens", None)),
@@ -72,13 +74,13 @@ def anthropic_usage(model: str | None, usage: Any) -> dict[str, Metric]:
         "cache_read_input_tokens": _int(getattr(usage, "cache_read_input_tokens", None)),
     }
     breakdown = getattr(usage, "cache_creation", None)
-    standard = getattr(usage, "speed", None) in (None, "standard") and getattr(
-        usage, "service_tier", None
-    ) in (None, "standard")
+    tier = getattr(usage, "service_tier", None)
+    standard = getattr(usage, "speed", None) in (None, "standard") and tier in (None, "standard", "batch")
     cost = cost_usd(
         model, **counts, cache_write_1h_tokens=_int(getattr(breakdown, "ephemeral_1h_input_tokens", None))
     ) if standard else None
-    return {**counts, "cost_usd": cost}
+    priced: dict[str, Metric] = {**counts, "cost_usd": cost}
+    return batch_usage(priced) if tier == "batch" else priced
 
 
 class AnthropicModel(ProviderModel["anthropic.Anthropic"]):
@@ -110,6 +112,7 @@ class AnthropicModel(ProviderModel["anthropic.Anthropic"]):
     refusal_reasons = frozenset({"refusal"})
     base_url_hint = "ANTHROPIC_BASE_URL (unset it to call the Anthropic API)"
     temperature_range = (0.0, 1.0)  # https://platform.claude.com/docs/en/api/messages ("temperature")
+    batch_api_class = "groundeval.models.anthropic_batch:AnthropicBatches"
     _deprecation_shown = False
 
     def _configure(self, name: str | None) -> str | None:

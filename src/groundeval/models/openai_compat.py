@@ -104,6 +104,7 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
     stop_field = "finish_reason"
     refusal_reasons = frozenset({"content_filter"})
     temperature_range = (0.0, 2.0)  # https://platform.openai.com/docs/api-reference/chat/create ("temperature")
+    batch_api_class = "groundeval.models.openai_batch:OpenAIBatches"
     base_url: str
     """The server's URL without credentials: what messages and metadata show."""
 

@@ -19,25 +19,28 @@ Where the sources disagreed or were incomplete:
 * Claude Fable 5.2 and Mythos 5.2 (known to the SDK) have no published price found: they, and
   any model id not matched below, are priced as ``None`` ("unknown"), never as 0.
 
-Batch (50% off), fast mode, priority tier, US-only inference (``inference_geo``) and
-third-party clouds (Bedrock, Vertex, Foundry) are priced differently and are not modelled:
-``cost_usd`` is the standard-tier list price.
+Batch processing is priced by ``batch_usage``: ``BATCH_DISCOUNT`` of the standard price. Fast
+mode, priority tier, US-only inference (``inference_geo``) and third-party clouds (Bedrock,
+Vertex, Foundry) are priced differently and are not modelled: ``cost_usd`` is the
+standard-tier list price.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from groundeval.scoring import Metric
 
 __all__ = [
+    "BATCH_DISCOUNT",
     "CHARS_PER_TOKEN",
     "CONTEXT_TOKENS",
     "PRICES",
     "ModelPrice",
     "Price",
+    "batch_usage",
     "context_window",
     "cost_usd",
     "estimate_tokens",
@@ -238,3 +241,32 @@ def context_window(model: str | None) -> int | None:
 def estimate_tokens(*texts: str) -> int:
     """A cheap lower-bound-ish estimate of the tokens in ``texts``: characters / ``CHARS_PER_TOKEN``."""
     return -(-sum(len(t) for t in texts) // CHARS_PER_TOKEN)
+
+
+BATCH_DISCOUNT = 0.5
+"""Price of a request sent through a provider's batch API, as a fraction of its standard price.
+
+Anthropic's pricing page (https://platform.claude.com/docs/en/about-claude/pricing, "Batch
+processing": "50% discount on both input and output tokens"; prompt-cache multipliers stack on
+the batch rate) and OpenAI's Batch API guide (https://platform.openai.com/docs/guides/batch:
+"50% cost discount compared to synchronous APIs"), both checked on 2026-12-02. Every token class
+is discounted alike, so the batch cost is the standard cost times this fraction."""
+
+
+def batch_usage(usage: Mapping[str, Metric]) -> dict[str, Metric]:
+    """``usage`` priced at the batch rate, with what the same call costs at the standard rate.
+
+    Args:
+        usage: Token counts and ``cost_usd`` at the standard rate (USD, None when unknown).
+
+    Returns:
+        The same counts, ``cost_usd`` times ``BATCH_DISCOUNT`` (rounded to 1e-8) and
+        ``standard_cost_usd`` (the standard-rate cost, USD; None when unknown). A ``usage``
+        that already has ``standard_cost_usd`` is returned unchanged.
+    """
+    if "standard_cost_usd" in usage:
+        return dict(usage)
+    cost = usage.get("cost_usd")
+    standard = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+    batch = None if standard is None else round(standard * BATCH_DISCOUNT, 8)
+    return {**usage, "cost_usd": batch, "standard_cost_usd": standard}

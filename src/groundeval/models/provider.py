@@ -16,29 +16,35 @@ Nothing here imports an SDK: subclasses import theirs inside the methods that ne
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import importlib
 import json
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from groundeval.errors import (
     AgentError,
+    BatchNotRunError,
     CaseTooLargeError,
     ConfigError,
+    InfraError,
     RefusalError,
     RunStopError,
     TruncatedError,
 )
 from groundeval.models.base import ModelRequest, ModelResponse, ModelRole, ToolCall
 from groundeval.models.classify import BadResponse, advise
-from groundeval.models.pricing import CHARS_PER_TOKEN, context_window
+from groundeval.models.pricing import CHARS_PER_TOKEN, batch_usage, context_window
 from groundeval.models.retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
     import httpx2
+
+    from groundeval.models.batch import BatchAPI, Batcher, BatchResult
 
 __all__ = ["ProviderModel", "Reply", "check_temperature"]
 
@@ -123,6 +129,9 @@ class ProviderModel(ABC, Generic[ClientT]):
     """Where the user sets the endpoint, named when it serves a web page instead of the API."""
     temperature_range: tuple[float, float] = (0.0, 1.0)
     """Sampling temperatures the provider accepts (inclusive)."""
+    batch_api_class: ClassVar[str | None] = None
+    """``module:class`` of the provider's batch endpoint (``models.batch.BatchAPI``), or None
+    when the provider has no batch API (``--groundeval-batch`` is then a usage error)."""
 
     def __init__(
         self,
@@ -152,6 +161,7 @@ class ProviderModel(ABC, Generic[ClientT]):
         self._users: dict[int, int] = {}
         self._retired: dict[int, tuple[ClientT, int]] = {}
         self._answered = False  # any real answer yet? (the HTML run stop only looks at the first call)
+        self.batcher: Batcher | None = None  # batch mode (use_batches): requests go to the batch API
 
     @classmethod
     def check(
@@ -224,6 +234,26 @@ class ProviderModel(ABC, Generic[ClientT]):
     @abstractmethod
     def _truncation_fix(self, stop_reason: str | None) -> str | None:
         """The advice for a reply cut off with ``stop_reason``, or None if it was not cut off."""
+
+    # -- batch mode ------------------------------------------------------------------------------
+    def batch_api(self) -> BatchAPI:
+        """The provider's batch endpoint, over this model's SDK client.
+
+        Raises:
+            ConfigError: The provider has no batch API.
+        """
+        if self.batch_api_class is None:
+            raise ConfigError(
+                f"--groundeval-batch: {self.owner} ({self.spec}) has no provider batch API; batch mode serves "
+                "anthropic/... and openai-compatible/... models. Leave --groundeval-batch out"
+            )
+        module, _, attr = self.batch_api_class.partition(":")
+        api: BatchAPI = getattr(importlib.import_module(module), attr)(self)
+        return api
+
+    def use_batches(self, batcher: Batcher) -> None:
+        """Send every later request through ``batcher`` (``models.batch``) instead of one call each."""
+        self.batcher = batcher
 
     def max_tokens_for(self, request: ModelRequest) -> int:
         """The output limit of ``request``: its own, else the model's (tokens)."""
@@ -369,7 +399,7 @@ class ProviderModel(ABC, Generic[ClientT]):
         if limit is None:
             return self._generate(request, params, errors)
         estimate = spend.highest_call_cost(self.name, request.chars, self.max_tokens_for(request))
-        reserved = limit.reserve(estimate if estimate is not None else 0.0, request.label)
+        reserved = limit.reserve(estimate if estimate is not None else 0.0, request.label)  # at list price
         try:
             response = self._generate(request, params, errors)
         except AgentError as exc:  # a reply that was paid for (cut off, refused) carries its usage
@@ -388,6 +418,8 @@ class ProviderModel(ABC, Generic[ClientT]):
         self, request: ModelRequest, params: dict[str, Any], errors: tuple[type[BaseException], ...]
     ) -> ModelResponse:
         """The retried call and its response (``generate`` without the spending limit)."""
+        if self.batcher is not None:
+            return self._batched(request, params, self.batcher)
         html: list[int] = []
         held: dict[str, Any] = {}  # the latest attempt's client, for _abandon
 
@@ -413,14 +445,75 @@ class ProviderModel(ABC, Generic[ClientT]):
         self._answered = True
         return self._response(request, done)
 
-    def _response(self, request: ModelRequest, done: Completed[Any]) -> ModelResponse:
+    def _batched(self, request: ModelRequest, params: dict[str, Any], batcher: Batcher) -> ModelResponse:
+        """The request sent in a batch, its result read as a direct call's would be.
+
+        Raises:
+            BatchNotRunError: The batch was cancelled or the run stopped before it was sent.
+            InfraError: The request expired, or was still processing after the longest wait.
+            AgentError: As a direct call's error (``_classify``), or a refusal / truncation.
+        """
+        result = batcher.result(request.label, params)
+        marks: dict[str, Any] = {"batch": True, "batch_id": result.batch_id, "custom_id": result.custom_id,
+                                 "batch_resumed": result.resumed, "batch_wait_s": result.waited_s}
+        if result.kind == "succeeded":
+            try:
+                self._check(result.value)
+            except BadResponse as bad:
+                raise InfraError(f"{request.label}: batch {result.batch_id} returned {bad.what} for this request",
+                                 attempts=1, details=marks) from None
+            self._answered = True
+            return self._response(request, Completed(result.value, 1, 0.0), batch=marks)
+        raise self._batch_failure(request, result, batcher, marks)
+
+    def _batch_failure(
+        self, request: ModelRequest, result: BatchResult, batcher: Batcher, marks: dict[str, Any]
+    ) -> AgentError:
+        """The error of a batched request that has no answer (see ``_batched``)."""
+        label, batch = request.label, result.batch_id
+        api = batcher.api.name
+        if result.kind == "errored" and result.error is not None:
+            error = self._classify(result.error, label, attempts=1, note="")  # as a direct call's
+            error.details.update(marks)
+            return error
+        if result.kind == "cancelled":
+            return BatchNotRunError(f"{label}: batch {batch} was cancelled before the provider ran this request",
+                                    attempts=0, details=marks)
+        if result.kind == "abandoned":
+            return BatchNotRunError(
+                f"{label}: the run stopped while batch {batch} was out; run the same command again to collect its "
+                f"results without paying again, or cancel batch {batch} at {api}", attempts=0, details=marks,
+            )
+        if result.kind == "not_sent":
+            return BatchNotRunError(f"{label}: the run stopped before this request was sent in a batch",
+                                    attempts=0, details=marks)
+        if result.kind == "timed_out":
+            waited = batcher.settings.max_wait_s
+            return InfraError(
+                f"{label}: batch {batch} was still processing after the longest wait ({waited:g} s, "
+                "--groundeval-batch-max-wait); its results stay at the provider: run the same command again to "
+                f"collect them without paying again, or cancel batch {batch} at {api}",
+                attempts=1, details=marks,
+            )
+        return InfraError(
+            f"{label}: the request {result.kind} in batch {batch} before {api} ran it (the provider's "
+            "24-hour window ended); run again to send it in a new batch",
+            attempts=1, details=marks,
+        )
+
+    def _response(
+        self, request: ModelRequest, done: Completed[Any], *, batch: Mapping[str, Any] | None = None
+    ) -> ModelResponse:
         reply = self._reply(request, done)
+        if batch is not None:  # priced at the batch rate, with what a direct call would have cost
+            reply = dataclasses.replace(reply, usage=batch_usage(reply.usage))
         meta: dict[str, Any] = {
             "stop_reason": reply.stop_reason,
             "request_id": reply.request_id,
             "max_tokens": self.max_tokens_for(request),
             "temperature": self.temperature,
             "retry_wait_s": done.waited_s,
+            **(batch or {}),
         }
         if reply.stop_reason in self.refusal_reasons or (reply.refusal and not reply.text):
             said = f"{self.stop_field}={reply.stop_reason}"

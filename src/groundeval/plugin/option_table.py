@@ -163,6 +163,33 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "progress-every", _non_negative_float, 30.0,
         "Seconds between plain progress lines (0: after every case).", "SECONDS", scope="run",
     ),
+    Option(
+        "batch", _bool, False,
+        "Send the model requests of the cases this process runs through the provider's batch API (Anthropic "
+        "Message Batches, OpenAI Batch) at batch prices, instead of one call each; items still report one by one. "
+        "A cache hit sends nothing; batches sent are journalled in the out-dir, so the same command run again after "
+        "an interruption collects them instead of paying again. Single-call agents only; one process (no -n).",
+        "BOOL", scope="run", flag=True,
+    ),
+    Option(
+        "batch-size", _positive_int, 1000,
+        "With --groundeval-batch: the most requests per batch (also capped by the provider's count and byte "
+        "limits: 100,000 requests / 256 MB for Anthropic, 50,000 / 200 MB for OpenAI).", "N", scope="run",
+    ),
+    Option(
+        "batch-send-delay", _non_negative_float, 15.0,
+        "With --groundeval-batch: seconds without a new request after which a partly filled batch is sent.",
+        "SECONDS", scope="run",
+    ),
+    Option(
+        "batch-poll", _positive_float, 30.0,
+        "With --groundeval-batch: seconds between polls of a batch still processing.", "SECONDS", scope="run",
+    ),
+    Option(
+        "batch-max-wait", _positive_float, 86400.0,
+        "With --groundeval-batch: the longest a request waits for its batch, seconds (default: the providers' "
+        "24-hour window); requests still processing then are infra_error naming the batch.", "SECONDS", scope="run",
+    ),
 )
 
 

@@ -19,11 +19,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from groundeval.plugin.option_table import GENERIC, OPTIONS, RUN_OPTIONS, Option
+
+if TYPE_CHECKING:
+    from groundeval.models.batch import BatchSettings
 
 __all__ = ["OPTIONS", "Settings", "add_options", "read_settings"]
 
@@ -83,6 +86,8 @@ class Settings:
         max_cost: ``--groundeval-max-cost``: the most this run may spend on model calls, USD, or None.
         progress: ``--groundeval-progress``: ``auto``, ``tty``, ``plain`` or ``off``.
         progress_every: ``--groundeval-progress-every``: seconds between plain progress lines.
+        batch: ``--groundeval-batch``: the batch knobs (``models.batch.BatchSettings``, journal in the
+            out-dir), or None when model requests are sent one call each.
     """
 
     task: str | None
@@ -107,6 +112,7 @@ class Settings:
     max_cost: float | None = None
     progress: str = "auto"
     progress_every: float = 30.0
+    batch: BatchSettings | None = None
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -236,10 +242,13 @@ def read_settings(config: pytest.Config) -> Settings:
         return Settings(task=None)  # the plugin is off: ordinary runs never see our options
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    given: set[str] = set()
     for opt in RUN_OPTIONS:
         raw, source = _raw(config, opt)
         values[opt.key] = opt.default if raw is None else _convert(opt, raw, source)
         sources[opt.key] = source or f"--groundeval-{opt.name}"
+        if raw is not None:
+            given.add(opt.key)
     task = values["task"]
     cls = _task_class(task)
     task_options = _task_options(config, cls, str(cls.name))
@@ -299,12 +308,13 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"{sources['replay_allow_changed']} applies only to --groundeval-agent=replay:RUN.json; drop it"
         )
+    out_dir = (base("out_dir") / os.path.expanduser(values["out_dir"])).resolve()
     return Settings(
         task=task,
         agent=agent,
         limit=values["limit"],
         data_dir=data_dir,
-        out_dir=(base("out_dir") / os.path.expanduser(values["out_dir"])).resolve(),
+        out_dir=out_dir,
         model=values["model"],
         task_options=task_options,
         agent_options={o.key: values[o.key] for o in RUN_OPTIONS if o.scope == "agent" and o.key != "model"},
@@ -322,6 +332,28 @@ def read_settings(config: pytest.Config) -> Settings:
         max_cost=values["max_cost"],
         progress=str(values["progress"]),
         progress_every=float(values["progress_every"]),
+        batch=_batch(values, {k: sources[k] for k in given}, out_dir),
+    )
+
+
+def _batch(values: dict[str, Any], sources: dict[str, str], out_dir: Path) -> BatchSettings | None:
+    """The batch knobs when ``--groundeval-batch`` is on; a knob without it is a usage error.
+
+    Raises:
+        pytest.UsageError: A ``--groundeval-batch-*`` knob given without ``--groundeval-batch``.
+    """
+    from groundeval.models.batch import JOURNAL_FILE, BatchSettings
+
+    knobs = ("batch_size", "batch_send_delay", "batch_poll", "batch_max_wait")
+    if not values["batch"]:
+        given = [sources[k] for k in knobs if sources.get(k)]
+        if given:
+            raise pytest.UsageError(f"{given[0]} applies only with --groundeval-batch; add it or drop {given[0]}")
+        return None
+    return BatchSettings(
+        size=int(values["batch_size"]), send_delay_s=float(values["batch_send_delay"]),
+        poll_s=float(values["batch_poll"]), max_wait_s=float(values["batch_max_wait"]),
+        journal=out_dir / JOURNAL_FILE,
     )
 
 

@@ -35,6 +35,7 @@ from groundeval.runner import CaseRun, RunInfo, setup_failed
 from groundeval.tasks import make_task
 
 if TYPE_CHECKING:
+    from groundeval.models.batch import Batcher
     from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
     from groundeval.reporting.langsmith import LangSmithStream
@@ -70,6 +71,11 @@ class GroundevalSession:
         agent_config = AgentConfig(model=settings.model, options=dict(settings.agent_options))
         if settings.task is None:  # pragma: no cover - the plugin builds a session only with a task
             raise pytest.UsageError("no --groundeval-task")
+        self.batcher: Batcher | None = None  # --groundeval-batch: the agent's model sends batches
+        if settings.batch is not None and distributed:
+            from groundeval.plugin.batch_mode import NO_XDIST
+
+            raise pytest.UsageError(NO_XDIST)
         try:
             self.task = make_task(settings.task, settings.task_options)
             if distributed:
@@ -82,6 +88,10 @@ class GroundevalSession:
                     if not self.is_worker:
                         raise
                     self._agent_problem = exc  # reported as config_error on this worker's first case
+                if settings.batch is not None and self._agent is not None:
+                    from groundeval.plugin.batch_mode import start_batches
+
+                    self.batcher = start_batches(self._agent, settings.agent, settings.batch, config)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         if settings.max_cost is not None:
@@ -135,9 +145,14 @@ class GroundevalSession:
         self.output_failures: list[str] = []  # files of this run that could not be written, and why
         self._signal_stop: SignalStop | None = None
         self.concurrency = effective_concurrency(settings.concurrency, self._agent)
+        if settings.batch is not None:  # calls in flight: as many as the batch executor starts ahead
+            from groundeval.execution.batch import BATCHES_AHEAD
+
+            self.concurrency = BATCHES_AHEAD * settings.batch.size
         self.executor: Executor | None = None  # how this process's agent calls are made (execution/)
         if self._agent is not None:
-            self.executor = make_executor(self.task, self._agent, self.info, self.concurrency, self.calls)
+            self.executor = make_executor(self.task, self._agent, self.info, self.concurrency, self.calls,
+                                          batcher=self.batcher)
         self._order: list[Any] = []  # this process's EvalItems in collection order
         self._position: dict[str, int] = {}
         self._session: pytest.Session | None = None
@@ -263,6 +278,8 @@ class GroundevalSession:
             self._stop(session, f"groundeval: {exc}")
             self.spend_stop = self.stop_reason
             return CaseRun(run.record, pytest.skip.Exception(f"not_run: {exc}"))
+        if run.record.outcome == "not_run" and exc is not None:  # a batched request the provider never ran
+            return CaseRun(run.record, pytest.skip.Exception(run.record.message))
         if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
             self.answered += 1
         if OUTCOMES[run.record.outcome].stops_run and exc is not None:
@@ -508,6 +525,12 @@ class GroundevalSession:
 
             write_failed(terminalreporter, held)
             write_summary(terminalreporter, self.run_record, self.record_path)
+            if self.settings.batch is not None:
+                from groundeval.plugin.batch_mode import batch_lines
+
+                interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or self.stop_reason is not None
+                for line in batch_lines(self.run_record.cases, self.batcher, interrupted=interrupted):
+                    terminalreporter.write_line(line)
             for problem in self.output_failures:
                 terminalreporter.write_line(f"groundeval: {problem}", red=True, bold=True)
             for line in self.gate.summary_lines() if self.gate is not None else ():

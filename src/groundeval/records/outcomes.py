@@ -99,7 +99,8 @@ POLICY: tuple[OutcomeRule, ...] = (
     OutcomeRule("auth_error", "error", False, True, "missing or rejected API key (401/403); the run stops"),
     OutcomeRule("worker_crashed", "error", False, False,
                 "the pytest-xdist worker running the case died (os._exit, out of memory); the worker is named"),
-    OutcomeRule("not_run", "-", False, False, "selected but never run, because the run stopped early",
+    OutcomeRule("not_run", "-", False, False,
+                "selected but never run, because the run stopped early or its provider batch was cancelled",
                 agent_ran=False),
 )
 

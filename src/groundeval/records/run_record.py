@@ -102,6 +102,9 @@ class CaseRecord(BaseModel):
         worker: The xdist worker id that ran the case (``gw0``), or None when serial.
         trial: 0-based trial index under ``--groundeval-trials`` (0 without it).
         cached: True when the agent result came from ``--groundeval-cache`` or a replayed run.
+        batch: True when the model request went through a provider batch API
+            (``--groundeval-batch``); ``usage.cost_usd`` is then at the batch rate and
+            ``usage.standard_cost_usd`` what the same call costs without batching.
         capped: What was cut to a sample (``groundeval.records.caps``): each list of ``parsed``,
             ``details`` and ``error.details`` longer than ``MAX_LISTED`` items, and a
             ``message``/``error.message`` longer than ``MAX_LISTED`` lines, by its path
@@ -143,6 +146,7 @@ class CaseRecord(BaseModel):
     worker: str | None = None
     trial: int = 0
     cached: bool = False
+    batch: bool = False
     capped: dict[str, int] = Field(default_factory=dict)
 
 

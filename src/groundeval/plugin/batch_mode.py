@@ -1,0 +1,116 @@
+"""``--groundeval-batch``: the run's model requests go to the provider's batch API.
+
+The plugin's part is small: refuse what batch mode cannot serve (several processes, an agent
+without a single provider model), hand the agent's model a ``models.batch.Batcher``, show a
+batch's progress while it is out, and summarise the batches at the end. The batching itself is
+the model layer's (``models.batch``) and the calls are made by the batch executor
+(``execution.batch``), so that a batch fills with the requests of the cases this process runs
+next while each item still reports on its own, in collection order.
+
+Why one process: a batch is already run in parallel by the provider, so pytest-xdist workers
+would only split the requests into smaller batches, each worker with its own journal to resume;
+``-n`` with ``--groundeval-batch`` is a usage error rather than a run that might pay twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from groundeval.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pytest
+
+    from groundeval.models.batch import Batcher, BatchSettings
+    from groundeval.models.provider import ProviderModel
+    from groundeval.records.run_record import CaseRecord
+
+__all__ = ["NO_XDIST", "batch_lines", "provider_model", "start_batches"]
+
+NO_XDIST = (
+    "--groundeval-batch runs in one process: the provider runs each batch in parallel already, and workers "
+    "would only split it into smaller batches. Drop -n (or pass -n 0)"
+)
+"""The usage error of ``--groundeval-batch`` with pytest-xdist workers."""
+
+
+def provider_model(agent: Any, spec: str) -> ProviderModel[Any]:
+    """The one provider model behind ``agent`` (through a ``--groundeval-cache`` wrapper).
+
+    Raises:
+        ConfigError: The agent makes several model calls per case or has no provider model.
+    """
+    from groundeval.models.provider import ProviderModel
+
+    inner = agent
+    while getattr(inner, "wrapped", None) is not None:
+        inner = inner.wrapped
+    backend = getattr(inner, "backend", None)
+    if not isinstance(backend, ProviderModel):
+        raise ConfigError(
+            f"--groundeval-batch: the agent {spec!r} does not make one provider model call per case (a tool-using "
+            "agent would wait for a whole batch at every turn, hours per case; a baseline or replay calls no "
+            "model). Batch mode serves the single-call agents: claude, openai-compatible. Drop --groundeval-batch"
+        )
+    return backend
+
+
+def start_batches(agent: Any, spec: str, settings: BatchSettings, config: pytest.Config) -> Batcher:
+    """Put the agent's model in batch mode; its batches' progress goes to the status line.
+
+    Raises:
+        ConfigError: See ``provider_model``; or the provider has no batch API.
+    """
+    from groundeval.models import throttle
+    from groundeval.models.batch import Batcher
+
+    model = provider_model(agent, spec)
+
+    def show(progress: Any) -> None:
+        line = config.pluginmanager.get_plugin("groundeval-progress")
+        if line is not None:
+            line.set_phase(f"waiting for {progress.line()}")
+
+    batcher = Batcher(model.batch_api(), settings, progress=show, stopped=throttle.calls_stopped)
+    model.use_batches(batcher)
+    return batcher
+
+
+def batch_lines(records: Iterable[CaseRecord], batcher: Batcher | None, *, interrupted: bool) -> list[str]:
+    """The summary's batch lines: batch ids, requests sent, their cost and the cost without batching.
+
+    A record is batched when its ``agent_meta`` (an answer) or its error's details (no answer)
+    carry the ``batch`` mark; the costs are the records' own (``usage.cost_usd`` at the batch
+    rate, ``usage.standard_cost_usd``), summed, None when any is unknown.
+    """
+    from groundeval.models.pricing import total_cost
+
+    batched = [r for r in records if r.batch]
+    ids: dict[str, None] = {}
+    for record in batched:
+        marks = record.agent_meta if record.agent_meta.get("batch") else (record.error.details if record.error else {})
+        batch_id = marks.get("batch_id")
+        if isinstance(batch_id, str):
+            ids[batch_id] = None
+    if batcher is not None:  # batches sent or collected, including those whose cases never reported
+        ids.update(dict.fromkeys([*batcher.batches, *batcher.resumed]))
+    lines: list[str] = []
+    if batcher is not None or batched:
+        sent = batcher.sent if batcher is not None else 0
+        resumed = sum(batcher.resumed.values()) if batcher is not None else 0
+        paid = [r for r in batched if r.usage and not r.cached]
+        cost = total_cost(r.usage.get("cost_usd") for r in paid)
+        standard = total_cost(r.usage.get("standard_cost_usd") for r in paid)
+        money = ("cost unknown" if cost is None else f"${cost:.4f} at batch prices") + (
+            "" if standard is None else f" (${standard:.4f} without batching)")
+        lines.append(f"batch: {len(ids)} batch(es) {', '.join(ids) or '-'}; {sent} request(s) sent by this run, "
+                     f"{resumed} collected from an earlier run's batches; {money}")
+    out = batcher.out() if batcher is not None else []
+    if interrupted and out:
+        lines.append(
+            f"batch: still out at the provider: {', '.join(out)}. Run the same command again to collect their results "
+            "without paying again (the out-dir's groundeval-batches.jsonl lists them), or cancel them at the "
+            "provider (Anthropic: POST /v1/messages/batches/<id>/cancel; OpenAI: POST /v1/batches/<id>/cancel)"
+        )
+    return lines
