@@ -274,6 +274,7 @@ def test_every_xdist_worker_makes_the_same_twins(pytester: pytest.Pytester, two_
 
 
 def test_an_agent_cannot_tell_a_twin_from_its_original_by_its_request() -> None:
+    from groundeval.models.cache import cache_key
     from groundeval.runner import request_for
 
     case = _case("Liz_Conn")
@@ -287,6 +288,9 @@ def test_an_agent_cannot_tell_a_twin_from_its_original_by_its_request() -> None:
         assert request.prompt != original.prompt
         seen = json.dumps([request.case_id, request.prompt.text, request.context], default=str)
         assert "[cf-" not in seen and twin.meta["counterfactual"]["kind"] not in seen
+        # the response cache still keeps the twin's answer apart from the original's (prompt and context differ)
+        keys = {cache_key(agent_spec="x", agent_name="x", model=None, options={}, request=r) for r in (request, original)}
+        assert len(keys) == 2
 
 
 def test_twins_are_collected_after_every_original_and_replay_tells_them_apart(
