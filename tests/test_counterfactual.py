@@ -361,6 +361,7 @@ def test_compare_says_the_current_run_dropped_its_twins_and_its_trials_differ() 
     text = comparison_text(comp, fail_on_regression=True)
     assert "only in A: 0 cases and 1 counterfactual twins (stop-active 1)" in text and "comparable: same" not in text
     assert "only in A P[cf-stop-active]" not in text and "record_sensitivity lost" in text
+    assert "model -  1 cases + 1 counterfactual twins" in text
     assert "only in A: 1 counterfactual twins (stop-active 1)" in comparison_markdown(comp)
     # the other way round (twins added now) is said, and no baseline figure is lost
     back = compare_runs(_twin_run("B", None), _twin_run("A", "passed"))

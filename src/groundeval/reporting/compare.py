@@ -202,7 +202,7 @@ def _count_dimensions(dims: Collection[str], *records: RunRecord) -> frozenset[s
 
 def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]]:
     checked = ["task", "groundeval version (no scorer version field yet)", "task_facts", "task options (thresholds)",
-               "fixture SHA-256 per case"]
+               "fixture SHA-256 per case", "trials per case", "counterfactual twins"]
     warnings: list[str] = []
     problems: list[str] = []
     if a.task != b.task:

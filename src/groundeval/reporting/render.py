@@ -38,9 +38,11 @@ def fmt_count(value: float | None, sign: bool = False) -> str:
 
 
 def run_line(record: RunRecord) -> str:
-    """``20261201T...  extraction  agent baseline  model -  25 cases``."""
-    n = len({c.case_id for c in record.cases})
-    return f"{record.run_id}  {record.task}  agent {record.agent}  model {record.model or '-'}  {n} cases"
+    """``20261201T...  extraction  agent baseline  model -  25 cases`` (then ``+ 88 counterfactual twins``, if any)."""
+    cases, kinds = unmatched(list(dict.fromkeys(c.case_id for c in record.cases)))
+    twins = f" + {sum(kinds.values())} counterfactual twins" if kinds else ""
+    agent = f"agent {record.agent}  model {record.model or '-'}"
+    return f"{record.run_id}  {record.task}  {agent}  {len(cases)} cases{twins}"
 
 
 def _interval(iv: Interval | None) -> dict[str, Any] | None:
@@ -126,7 +128,8 @@ def comparison_text(comp: Comparison, fail_on_regression: bool = False) -> str:
     lines += [f"PROBLEM: {p}: not compared case by case" for p in comp.problems]
     lines += [f"WARNING: {w}" for w in comp.warnings]
     if not comp.problems and not comp.warnings:
-        lines.append("comparable: same task, groundeval version, task facts, task options and case files")
+        lines.append("comparable: same task, groundeval version, task facts, task options, case files, trials "
+                     "and twins")
     tasks = comp.a.task if comp.a.task == comp.b.task else f"{comp.a.task} | {comp.b.task}"
     lines.append(f"== {tasks} ==")
     w = max([26, *(len(f.name) + 2 for f in comp.figures)])
