@@ -77,7 +77,9 @@ def test_plain_lines_count_the_cases_between_items(pytester: pytest.Pytester, da
     result = pytester.runpytest(*NAIVE, "--groundeval-progress=plain", "--groundeval-progress-every=0", *extra)
     assert result.parseoutcomes() == {"passed": 1, "failed": 1, "partial": 1}
     lines = [ln for ln in result.outlines if ln.startswith("groundeval ") and " done " in ln]
-    assert [ln.split("  ")[0] for ln in lines] == ["groundeval 1/3 done", "groundeval 2/3 done", "groundeval 3/3 done"]
+    counts = [ln.split("  ")[0] for ln in lines]
+    # Two workers' reports may reach the controller between two prints: the counts only grow, to 3/3.
+    assert counts == sorted(set(counts)) and counts[-1] == "groundeval 3/3 done", counts
     assert lines[-1].startswith("groundeval 3/3 done  1 passed  0 excluded")
     assert "groundeval extraction" in result.stdout.str()  # the summary follows, whole
 
@@ -109,7 +111,9 @@ def test_under_xdist_the_controller_counts_every_workers_cases(
     monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
     result = run_xdist(pytester, *NAIVE, "--groundeval-progress=plain", "--groundeval-progress-every=0")
     lines = [ln for ln in result.outlines if ln.startswith("groundeval ") and " done " in ln]
-    assert [ln.split("  ")[0] for ln in lines] == ["groundeval 1/3 done", "groundeval 2/3 done", "groundeval 3/3 done"]
+    counts = [ln.split("  ")[0] for ln in lines]
+    # Two workers' reports may reach the controller between two prints: the counts only grow, to 3/3.
+    assert counts == sorted(set(counts)) and counts[-1] == "groundeval 3/3 done", counts
     # The limit is the sum over the workers that have reported a case: 8 when both did, 4 when xdist
     # handed all three cases to one worker (it may, with three items and a slow-starting worker).
     assert re.match(r"groundeval 3/3 done  1 passed  0 excluded  calls 0 in flight \(limit (8|4)\)", lines[-1])
