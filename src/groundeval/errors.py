@@ -50,6 +50,7 @@ __all__ = [
     "InfraError",
     "RefusalError",
     "RunStopError",
+    "ScorerModelError",
     "SpendLimitReached",
     "TruncatedError",
     "closest",
@@ -194,6 +195,27 @@ class AuthError(RunStopError):
     """The API key is missing or was rejected; nothing else in the run can succeed."""
 
     outcome = "auth_error"
+
+
+class ScorerModelError(GroundevalError):
+    """A scorer's own model call (an LLM judge) failed, or its reply could not be used.
+
+    The runner classes the case by ``error`` as it classes an agent call's failure: an
+    ``InfraError`` gives its outcome (``infra_error``; ``config_error`` and ``auth_error`` stop the
+    run), shown with its message, excluded from the means and counted; with no ``error`` (an
+    unusable reply) or another ``AgentError`` the case is a ``harness_error``. Never a wrong answer.
+
+    Attributes:
+        error: The model layer's ``AgentError``, or None.
+        metrics: The scorer's own usage up to the failure (``judge_calls`` counts attempts made),
+            recorded on the case.
+    """
+
+    def __init__(self, message: str, error: AgentError | None = None,
+                 metrics: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.metrics: dict[str, object] = dict(metrics or {})
 
 
 def closest(word: str, choices: Iterable[str]) -> str | None:

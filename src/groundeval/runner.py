@@ -11,6 +11,8 @@ never by what a value holds:
 * the agent raised anything else, or returned neither a ``str`` nor an ``AgentResult``:
   ``agent_error``;
 * the task's ``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace are kept);
+  a ``ScorerModelError`` (the scorer's own model, an LLM judge, failed) is classed by its
+  ``AgentError`` as an agent call's is (an ``InfraError``'s outcome, shown with its message);
 * otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text;
   for a tool-using agent (a trace, or an agent that requires ``tools``) of a task that declares
   ``lookups``, with the grounding metrics beside it (``groundeval.scorers.grounding``).
@@ -34,7 +36,7 @@ from typing import Any
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import Agent, agent_requires
 from groundeval.datasets import Case
-from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError
+from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError, ScorerModelError
 from groundeval.jsonable import jsonable
 from groundeval.records.caps import cap_lines, cap_lists
 from groundeval.records.outcomes import OUTCOMES
@@ -345,6 +347,8 @@ def run_case(
             from groundeval.scorers.grounding import with_grounding
 
             score = with_grounding(score, plan(case, truth, parsed), execution.result.trace)
+    except ScorerModelError as exc:
+        return _scorer_model_failed(info, case, nodeid, fields, trial, exc)
     except Exception as exc:
         fields["error"] = _error(exc, with_traceback=True)
         return CaseRun(_record(info, case, nodeid, "harness_error", fields, trial=trial), exc)
@@ -354,6 +358,15 @@ def run_case(
         outcome = "no_answer"
         fields["message"] = f"no_answer: {parsed.error or 'no answer in the requested format'}"
     return CaseRun(_record(info, case, nodeid, outcome, fields, trial=trial))
+
+
+def _scorer_model_failed(info: RunInfo, case: Case, nodeid: str, fields: dict[str, Any], trial: int,
+                         exc: ScorerModelError) -> CaseRun:
+    """Record a scorer's model failure: an ``InfraError`` keeps its outcome and stop policy, else ``harness_error``."""
+    cause = exc.error
+    outcome = cause.outcome if isinstance(cause, InfraError) else "harness_error"
+    fields.update(error=_error(exc, with_traceback=False), message=f"{outcome}: {exc}", metrics=dict(exc.metrics))
+    return CaseRun(_record(info, case, nodeid, outcome, fields, trial=trial), exc)
 
 
 def unprepared(info: RunInfo, case: Case, nodeid: str, exc: Exception, trial: int = 0) -> CaseRun:

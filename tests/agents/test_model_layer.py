@@ -155,3 +155,12 @@ def test_the_run_record_names_the_agents_model_by_spec_and_role(monkeypatch: pyt
         {"role": "agent", "spec": "openai-compatible/qwen@http://127.0.0.1:8000/v1"}]  # no credential
     assert _models(settings("baseline")) == []  # rule-based: no model call
     assert _models(settings("replay:runs/r.json")) == []
+
+
+def test_an_unknown_role_is_refused_with_the_roles() -> None:
+    from groundeval.models import rejects_temperature
+
+    with pytest.raises(ConfigError, match=r"unknown model role 'jduge' \(did you mean judge\?\); use one of: agent, judge"):
+        get_model("anthropic/claude-sonnet-5-5", "jduge")  # type: ignore[arg-type]
+    assert rejects_temperature("anthropic/claude-opus-4-8") and rejects_temperature("anthropic")
+    assert not rejects_temperature("anthropic/claude-opus-4-6") and not rejects_temperature("anthropic/claude-sonnet-5-5")

@@ -22,12 +22,23 @@ from groundeval.errors import GroundevalError
 __all__ = ["main"]
 
 
+def _positive(text: str) -> int:
+    """``--limit``: a whole number of cases, at least 1 (0 cases measure nothing)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of cases") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} cases measure nothing; give 1 or more, or leave --limit out")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groundeval calibrate", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--task", default="summary", choices=["summary"], help="the judged task (summary)")
     parser.add_argument("--judge", required=True, help="baseline, a model spec, or package.module:attribute")
     parser.add_argument("--data-dir", type=Path, default=None, help="case files (default: the packaged fixtures)")
-    parser.add_argument("--limit", type=int, default=None, help="use only the first N cases (sorted by file name)")
+    parser.add_argument("--limit", type=_positive, default=None, help="use only the first N >= 1 cases (by file name)")
     parser.add_argument("-o", "--output", type=Path, default=None, help="write the judge card here (JSON)")
     return parser
 
@@ -52,7 +63,9 @@ def main(argv: Sequence[str]) -> int:
             cases.append((case.case_id, summary_rubric(case.data, default_thresholds(), str(path))["criteria"]))
         card = calibrate(judge, cases)
     except GroundevalError as exc:
-        print(f"ERROR: {exc}", file=sys.stderr)
+        hint = "" if args.judge.strip() == "baseline" else (
+            "\n(to calibrate offline, with no key: groundeval calibrate --task summary --judge baseline)")
+        print(f"ERROR: {exc}{hint}", file=sys.stderr)
         return 2
     overall = card["overall"]
     print(f"judge {card['judge']} (prompt {card['prompt_sha256'][:12]}): kappa {overall['kappa']} "

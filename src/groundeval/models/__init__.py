@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from groundeval.models.base import ModelRole
     from groundeval.models.provider import ProviderModel
 
-__all__ = ["PROVIDERS", "ModelSpec", "check_model", "get_model", "model_class", "parse_spec"]
+__all__ = ["PROVIDERS", "ModelSpec", "check_model", "check_role", "get_model", "model_class", "parse_spec",
+           "rejects_temperature"]
 
 PROVIDERS: dict[str, str] = {
     "anthropic": "groundeval.models.anthropic:AnthropicModel",
@@ -102,12 +103,42 @@ def get_model(
         sleep: Replacement for ``time.sleep`` between retries (tests).
 
     Raises:
-        ConfigError: Unknown provider, a missing SDK, key or setting, or an option out of range.
+        ConfigError: Unknown provider, a missing SDK, key or setting, an option out of range, or a
+            role that is not one of ``models.base.ROLES``.
     """
+    check_role(role)
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
     cls = model_class(parsed.provider)
     return cls(parsed.name, role=role, options=_options(parsed, options), owner=owner, hints=hints,
                http_client=http_client, sleep=sleep)
+
+
+def check_role(role: object) -> None:
+    """Refuse a role that is not one of ``models.base.ROLES``.
+
+    Raises:
+        ConfigError: The role is unknown; the message lists the roles (and the closest one).
+    """
+    from groundeval.errors import did_you_mean
+    from groundeval.models.base import ROLES
+
+    if role not in ROLES:
+        hint = did_you_mean(str(role), ROLES)
+        raise ConfigError(f"unknown model role {role!r}{hint}; use one of: {', '.join(ROLES)}")
+
+
+def rejects_temperature(spec: str) -> bool:
+    """True when the model a spec names answers an explicit temperature with a 400 (send none).
+
+    The provider's ``Model`` class decides (``ProviderModel.takes_temperature``): Claude Opus 4.7
+    and later, and ``anthropic`` alone (its default model is one). False for an unknown provider.
+    """
+    try:
+        parsed = parse_spec(spec)
+    except ConfigError:
+        return False
+    cls = model_class(parsed.provider)
+    return not cls.takes_temperature(parsed.name or cls.default_model)
 
 
 def model_class(provider: str) -> type[ProviderModel[Any]]:

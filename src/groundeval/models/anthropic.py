@@ -18,6 +18,7 @@ The ``anthropic`` SDK (the ``claude`` extra) is imported on first use, never at 
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +115,12 @@ class AnthropicModel(ProviderModel["anthropic.Anthropic"]):
     temperature_range = (0.0, 1.0)  # https://platform.claude.com/docs/en/api/messages ("temperature")
     batch_api_class = "groundeval.models.anthropic_batch:AnthropicBatches"
     _deprecation_shown = False
+
+    @classmethod
+    def takes_temperature(cls, name: str | None) -> bool:
+        """False for Claude Opus 4.7 and later, which answer an explicit temperature with a 400."""
+        found = re.search(r"claude-opus-(\d+)-(\d+)", name or "")
+        return found is None or (int(found[1]), int(found[2])) < (4, 7)
 
     def _configure(self, name: str | None) -> str | None:
         require_extra("claude", "anthropic", self.owner)

@@ -164,6 +164,12 @@ class ProviderModel(ABC, Generic[ClientT]):
         self.batcher: Batcher | None = None  # batch mode (use_batches): requests go to the batch API
 
     @classmethod
+    def takes_temperature(cls, name: str | None) -> bool:
+        """False for a model that answers an explicit temperature with a 400 (then send none); True here."""
+        del name
+        return True
+
+    @classmethod
     def check(
         cls, name: str | None, *, options: Mapping[str, Any], owner: str, hints: Mapping[str, str] | None = None
     ) -> None:

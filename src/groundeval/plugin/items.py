@@ -17,7 +17,7 @@ import pytest
 
 import groundeval
 from groundeval.datasets import Case
-from groundeval.errors import DatasetError
+from groundeval.errors import DatasetError, ScorerModelError
 from groundeval.plugin.junit import junit_properties
 from groundeval.records.run_record import CaseRecord
 from groundeval.records.trial_ids import split_trial, split_twin, trial_name
@@ -194,6 +194,8 @@ class EvalItem(pytest.Item):
             twin = self.case.meta.get("counterfactual")
             changed = f"; counterfactual twin: {twin.get('change')}" if isinstance(twin, dict) else ""
             return f"{exc}\n(case file: {self.case.source.name}{changed})"
+        if isinstance(exc, ScorerModelError) and self.record is not None:  # the judge's failure: its message
+            return f"{self.record.message}\n(case file: {self.case.source.name})"
         return super().repr_failure(excinfo)
 
     def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:

@@ -43,7 +43,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "Agent: claude, openai-compatible, local (a llama.cpp server it starts), baseline, naive, priors (extraction), "
         "langgraph (tool-using: write, extraction, reconcile, labs), langgraph-fhir (the read tools only), "
         "baseline-write, naive-write (write), baseline-reconcile, naive-reconcile, hedge-reconcile (reconcile), "
-        "baseline-labs, naive-labs (labs), baseline-summary, naive-summary, hedge-summary (summary), "
+        "baseline-labs, naive-labs (labs), baseline-summary, naive-summary, hedge-summary, "
+        "hedge-all-summary (summary), "
         "or package.module:attribute. "
         "Default: the task's own (claude for extraction, reconcile and labs, langgraph for write).", "NAME",
         scope="run",

@@ -9,7 +9,7 @@ cases, and the twins give ``Aggregate.counterfactual`` (``groundeval.records.sen
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from groundeval.models.pricing import total_cost
 from groundeval.records.grounding import GROUNDING_STATEMENT, grounding_figures, grounding_text
@@ -21,6 +21,12 @@ from groundeval.scoring import Metric
 from groundeval.tasks.base import Task
 
 __all__ = ["summarize"]
+
+
+def _spend(task: Task, records: Sequence[CaseRecord]) -> dict[str, Metric]:
+    """The scorer's ``spend_metrics`` (e.g. a judge's calls) summed over every case, excluded ones too."""
+    keys = getattr(getattr(task, "scorer", None), "spend_metrics", ())
+    return {k: sum(int(v) for r in records if isinstance(v := r.metrics.get(k), int | float)) for k in keys}
 
 
 def summarize(
@@ -75,7 +81,7 @@ def summarize(
         pass_rate=round(passed / n, 6) if n else None,
         pass_rate_ran=round(passed / ran, 6) if ran else None,
         answer_rate=round(sum(r.answered for r in counted) / n, 6) if n else None,
-        metrics={**task.aggregate([r.metrics for r in counted]), **grounding_figures(counted)},
+        metrics={**task.aggregate([r.metrics for r in counted]), **_spend(task, records), **grounding_figures(counted)},
         usage=usage,
         cached=sum(r.cached for r in records),
     )

@@ -93,5 +93,6 @@ naive_labs = AgentEntry("groundeval.agents.baselines.labs:NaiveLabsAgent", ("lab
 baseline_summary = AgentEntry("groundeval.agents.baselines.summary:BaselineSummaryAgent", ("summary",))
 naive_summary = AgentEntry("groundeval.agents.baselines.summary:NaiveSummaryAgent", ("summary",))
 hedge_summary = AgentEntry("groundeval.agents.baselines.summary:HedgingSummaryAgent", ("summary",))
+hedge_all_summary = AgentEntry("groundeval.agents.baselines.summary:HedgeAllSummaryAgent", ("summary",))
 replay = AgentEntry("groundeval.agents.replay:ReplayAgent", ANY_TASK)
 """``replay:RUN.json``: a built-in that takes an argument (its class builds itself with ``from_argument``)."""

@@ -40,6 +40,9 @@ def test_every_corruption_changes_the_right_answer_of_its_criterion() -> None:
     assert para and all(i.expected for i in para)  # a synonym still mentions it
     made = [i for i in items if i.variant == "stopped_as_current" and i.criterion["type"] == "stopped_medication"]
     assert any(i.expected for i in made)
+    hedged = [i for i in items if i.variant == "hedged" and "(past/current)" in i.summary]
+    assert any(i.criterion["type"] == "medication" and not i.expected for i in hedged)
+    assert any(i.criterion["type"] == "stopped_medication" and i.expected for i in hedged)
 
 
 def test_a_perfect_and_a_lenient_scripted_judge() -> None:
@@ -68,7 +71,8 @@ def test_the_packaged_baseline_card_is_what_calibration_measures_now(capsys: pyt
                                "-o fixtures/summary-judge-cards/baseline.json"
     # the paraphrase blind spot, in numbers: string matching misses synonyms and cannot see a changed dose
     assert committed["by_variant"]["paraphrase"]["sensitivity"] < 1.0
-    assert committed["by_type"]["medication"]["specificity"] == 0.0
+    assert committed["by_variant"]["change_dose"]["specificity"] < 1.0
+    assert committed["by_variant"]["hedged"]["kappa"] == 1.0  # hedged items: neither mentioned nor denied
     assert committed["kappa"] >= 0.6
 
 
@@ -79,3 +83,18 @@ def test_the_calibrate_command_writes_a_card(tmp_path: Path, capsys: pytest.Capt
     assert card["judge"] == "baseline" and card["control_set"]["cases"] == 2 and "kappa" in card
     assert "judge baseline (prompt " in capsys.readouterr().out
     assert cli_main(["calibrate", "--judge", "nosuch/model"]) == 2
+
+
+def test_calibrate_usage_errors_and_hints(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from groundeval.errors import ConfigError
+    from groundeval.tasks.summary.judge import make_judge
+
+    with pytest.raises(SystemExit) as info:
+        cli_main(["calibrate", "--task", "summary", "--judge", "baseline", "--limit", "0"])
+    assert info.value.code == 2 and "0 cases measure nothing" in capsys.readouterr().err
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert cli_main(["calibrate", "--judge", "anthropic/claude-sonnet-5-5"]) == 2
+    err = capsys.readouterr().err
+    assert "ANTHROPIC_API_KEY is not set" in err and "--judge baseline" in err
+    with pytest.raises(ConfigError, match=r"'basline' \(did you mean baseline\?\)"):
+        make_judge("basline")

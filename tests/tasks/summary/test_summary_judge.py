@@ -74,7 +74,7 @@ def test_a_judge_failure_is_an_excluded_error_never_a_wrong_summary() -> None:
     task = SummaryTask()
     task.scorer.judge = ModelJudge(ScriptedModel([InfraError("timeout", attempts=3)], role="judge"))
     record = _run(task, "Active problems: none. Current medications: an inhaler.")  # the judge must decide
-    assert record.outcome == "harness_error" and not record.counted
+    assert record.outcome == "infra_error" and not record.counted
     assert "the judge scripted/scripted-model failed (infra_error)" in record.message + str(record.error)
 
 
@@ -145,3 +145,19 @@ def test_cached_judge_replies_are_counted_apart_from_calls(tmp_path: Path) -> No
     second = _run(task, "Patient is well.").metrics
     assert first["judge_calls"] == second["judge_cached"] > 0 and second["judge_calls"] == 0
     assert second["rubric_score"] == first["rubric_score"]
+
+
+def test_a_criterion_type_below_the_threshold_is_named_and_ungates_the_verdicts(tmp_path: Path) -> None:
+    from groundeval.records.scope import UNGATED_FACT
+    from groundeval.tasks.summary.calibration import default_card_dir
+
+    card = json.loads((default_card_dir() / "baseline.json").read_text())
+    assert str(SummaryTask().aggregate([])["judge_reliability"]).startswith("calibrated")
+    card["by_type"]["medication"]["kappa"] = 0.0  # the overall kappa stays high
+    del card["by_type"]["allergy"]
+    (tmp_path / "weak.json").write_text(json.dumps(card))
+    task = SummaryTask(judge_card=str(tmp_path / "weak.json"))
+    status = str(task.aggregate([])["judge_reliability"])
+    assert status.startswith("judge unreliable for medication (kappa 0.00), allergy (not calibrated) (overall kappa 0.9")
+    assert task.run_facts()[UNGATED_FACT] == (
+        "the case verdicts rest on the judge baseline: judge unreliable for medication (kappa 0.00), allergy (not calibrated)")

@@ -15,6 +15,10 @@ that wall):
   contradictions.
 * ``hedge-summary``: a summary that commits to nothing ("please review the record"): the control
   that must not score by saying nothing wrong.
+* ``hedge-all-summary``: every Condition and every MedicationRequest, whatever its status, each
+  labelled ``(past/current)``, every medication allergy, the latest result of every test of the
+  table, and "No other diagnosis and no other medication": the control that must not score by
+  labelling each item both ways (``scorer``'s hedge rule).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from groundeval.agents.base import AgentConfig
 from groundeval.datasets import default_data_dir
 from groundeval.errors import AgentError
 
-__all__ = ["BaselineSummaryAgent", "HedgingSummaryAgent", "NaiveSummaryAgent", "summary_text"]
+__all__ = ["BaselineSummaryAgent", "HedgeAllSummaryAgent", "HedgingSummaryAgent", "NaiveSummaryAgent",
+           "hedge_all_text", "summary_text"]
 
 JSON = dict[str, Any]
 _IN_RANGE = frozenset({"normal", "optimal", "near_optimal", "G1", "G2"})
@@ -98,7 +103,7 @@ def _band(value: float, categories: list[JSON]) -> str | None:
     return None
 
 
-def _abnormal(bundle: Mapping[str, Any]) -> list[str]:
+def _abnormal(bundle: Mapping[str, Any], *, every: bool = False) -> list[str]:
     latest: dict[str, JSON] = {}
     for obs in _of(bundle, "Observation"):
         if obs.get("status") != "final":
@@ -126,12 +131,12 @@ def _abnormal(bundle: Mapping[str, Any]) -> list[str]:
                 values.append(f"{value:g}")
                 outside |= _band(float(value), comp_rule["categories"]) not in _IN_RANGE
             else:
-                if outside:
+                if outside or every:
                     lines.append(f"{test['name']} {'/'.join(values)} {test['unit']} ({when})")
             continue
         quantity = obs.get("valueQuantity") or {}
         value = quantity.get("value")
-        if isinstance(value, int | float) and _band(float(value), test["categories"]) not in _IN_RANGE:
+        if isinstance(value, int | float) and (every or _band(float(value), test["categories"]) not in _IN_RANGE):
             lines.append(f"{test['name']} {value:g} {quantity.get('code') or quantity.get('unit')} ({when})")
     return lines
 
@@ -163,6 +168,32 @@ def summary_text(bundle: Mapping[str, Any], *, naive: bool = False) -> str:
     if abnormal:
         lines.append("Results outside range: " + "; ".join(abnormal) + ".")
     return "\n".join(lines)
+
+
+def hedge_all_text(bundle: Mapping[str, Any]) -> str:
+    """The summary of ``hedge-all-summary``: every problem and drug labelled ``(past/current)``."""
+    problems, drugs, allergies = [], [], []
+    for cond in _of(bundle, "Condition"):
+        name = _TAG.sub("", _display(cond.get("code")) or "").strip()
+        if name and name not in problems:
+            problems.append(name)
+    for req in _of(bundle, "MedicationRequest"):
+        drug = _drug(req, bundle)
+        if drug and drug not in drugs:
+            drugs.append(drug)
+    for allergy in _of(bundle, "AllergyIntolerance"):
+        name = _TAG.sub("", _display(allergy.get("code")) or "").strip()
+        if name and "medication" in (allergy.get("category") or []):
+            allergies.append(f"allergy to {name}")
+    lines = ["Problems: " + "; ".join(f"{p} (past/current)" for p in problems) + "." if problems else ""]
+    lines.append("Medications: " + "; ".join(f"{d} (past/current)" for d in drugs) + "." if drugs else "")
+    if allergies:
+        lines.append("Allergies: " + "; ".join(allergies) + ".")
+    results = _abnormal(bundle, every=True)
+    if results:
+        lines.append("Latest results: " + "; ".join(results) + ".")
+    lines.append("No other diagnosis and no other medication.")
+    return "\n".join(line for line in lines if line)
 
 
 class BaselineSummaryAgent:
@@ -201,3 +232,13 @@ class HedgingSummaryAgent(BaselineSummaryAgent):
         _bundle(request)
         return AgentResult(text="The record is complex; please review the full chart before the handoff. "
                                 "No summary can be given with confidence.")
+
+
+class HedgeAllSummaryAgent(BaselineSummaryAgent):
+    """Negative control: every problem and drug of the record labelled both past and current."""
+
+    name = "hedge-all-summary"
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        """The hedged summary (``hedge_all_text``)."""
+        return AgentResult(text=hedge_all_text(_bundle(request)))

@@ -13,7 +13,10 @@ copies with one known defect each (``CORRUPTIONS``):
 * ``resolved_as_active``: one resolved disorder listed among the active problems (made; "no active
   diagnosis" not met);
 * ``paraphrase``: one active disorder named by a synonym of ``PARAPHRASES`` (still met: string
-  matching fails where a good judge passes).
+  matching fails where a good judge passes);
+* ``hedged``: one current drug, one active disorder, one ended drug and one resolved disorder each
+  labelled both ways (``(past/current)``, ``(active/resolved)``): the hedge rule of ``scorer``
+  says such an item is not mentioned (must-mention not met) and is stated as current (must-not made).
 
 Every criterion of every control summary has a known right answer, and the judge is asked each
 one directly (not only what the rules leave open), so the figures describe the judge alone.
@@ -60,6 +63,7 @@ __all__ = [
     "measure",
     "read_card",
     "reliability_metrics",
+    "weak_types",
     "write_card",
 ]
 
@@ -74,7 +78,7 @@ N_RESAMPLES = 2000
 SEED = 0
 CORRUPTIONS = (
     "drop_condition", "drop_allergy", "drop_lab", "change_dose", "stopped_as_current", "resolved_as_active",
-    "paraphrase",
+    "paraphrase", "hedged",
 )
 
 PARAPHRASES: dict[str, str] = {
@@ -165,7 +169,8 @@ def faithful_summary(criteria: Sequence[Mapping[str, Any]]) -> str:
 
 def _render(criteria: Sequence[Mapping[str, Any]], *, drop_allergy: bool = False, drop: str | None = None,
             dose: tuple[str, str] | None = None, stopped_current: str | None = None,
-            resolved_active: str | None = None, paraphrase: tuple[str, str] | None = None) -> str:
+            resolved_active: str | None = None, paraphrase: tuple[str, str] | None = None,
+            hedge: frozenset[str] = frozenset()) -> str:
     criteria = [c for c in criteria if c["id"] != drop]
     problems = [c["names"][0] for c in criteria if c["type"] == "condition"]
     if paraphrase:
@@ -181,6 +186,13 @@ def _render(criteria: Sequence[Mapping[str, Any]], *, drop_allergy: bool = False
     if resolved_active:
         resolved.remove(resolved_active)
         problems.append(resolved_active)
+    if hedge:
+        problems = [f"{p} (active/resolved)" if p in hedge else p for p in problems]
+        problems += [f"{p} (active/resolved)" for p in resolved if p in hedge]
+        resolved = [p for p in resolved if p not in hedge]
+        current = [f"{d} (past/current)" if d in hedge else d for d in current]
+        current += [f"{d} (past/current)" for d in stopped if d in hedge]
+        stopped = [d for d in stopped if d not in hedge]
     return _lines(criteria, problems=problems, current=current, stopped=stopped, resolved=resolved,
                   allergies=not drop_allergy)
 
@@ -228,6 +240,16 @@ def control_set(cases: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> lis
         if para:
             name = para["names"][0]
             variants.append(("paraphrase", _render(criteria, paraphrase=(name, PARAPHRASES[name])), {}))
+        hedged = [c for t in ("medication", "condition", "stopped_medication", "resolved_condition")
+                  if (c := next((c for c in criteria if c["type"] == t), None)) is not None]
+        if hedged:
+            shown = frozenset(_display(c) if "medication" in c["type"] else c["names"][0] for c in hedged)
+            changed = {c["id"]: c["kind"] == "must_not_state" for c in hedged}
+            if any(c["type"] == "stopped_medication" for c in hedged):
+                changed["no_medication"] = False
+            if any(c["type"] == "resolved_condition" for c in hedged):
+                changed["no_condition"] = False
+            variants.append(("hedged", _render(criteria, hedge=shown), changed))
         for variant, summary, changed in variants:
             for c in criteria:
                 items.append(ControlItem(case_id, variant, summary, dict(c), changed.get(c["id"], base[c["id"]])))
@@ -401,16 +423,46 @@ def find_card(judge: Judge, given: Path | None) -> tuple[JSON | None, str]:
     return None, f"no judge card for {judge.spec} with prompt {judge.prompt_sha256[:12]}"
 
 
+def weak_types(card: Mapping[str, Any]) -> list[str]:
+    """The criterion types a card does not vouch for: kappa below ``KAPPA_THRESHOLD``, or not calibrated.
+
+    Returns:
+        ``"<type> (kappa 0.00)"`` or ``"<type> (not calibrated)"`` for each of ``CRITERION_TYPES``
+        whose card figures are missing or whose kappa is None (the control set had one label
+        only) or below the threshold, in ``CRITERION_TYPES`` order. The overall kappa can be high
+        while one type is near chance (most control verdicts are easy), so reliability is judged
+        per type.
+    """
+    by_type = card.get("by_type") or {}
+    out = []
+    for ctype in CRITERION_TYPES:
+        kappa = (by_type.get(ctype) or {}).get("kappa")
+        if not isinstance(kappa, int | float):
+            out.append(f"{ctype} (not calibrated)")
+        elif kappa < KAPPA_THRESHOLD:
+            out.append(f"{ctype} (kappa {kappa:.2f})")
+    return out
+
+
 def reliability_metrics(judge: Judge, card: Mapping[str, Any] | None) -> dict[str, Metric]:
-    """The aggregate metrics that put the judge's reliability beside the judged scores."""
+    """The aggregate metrics that put the judge's reliability beside the judged scores.
+
+    ``judge_reliability`` is ``calibrated (...)`` only when the overall kappa and every criterion
+    type's kappa reach ``KAPPA_THRESHOLD`` (``weak_types``); else ``judge unreliable (...)``, or
+    ``judge unreliable for <types> (...)`` naming the types below it, or ``judge not calibrated``.
+    Anything but ``calibrated`` leaves the verdicts ungated (``SummaryTask.run_facts``).
+    """
     if card is None or card.get("kappa") is None:
         return {"judge": judge.spec, "judge_kappa": None, "judge_kappa_95ci": None, "judge_kappa_n": None,
                 "judge_reliability": "judge not calibrated"}
     kappa = float(card["kappa"])
     low, high = (card.get("kappa_95ci") or [None, None])[:2]
     ci = f"[{low:.2f}, {high:.2f}]" if isinstance(low, int | float) and isinstance(high, int | float) else None
-    status = "calibrated" if kappa >= KAPPA_THRESHOLD else "judge unreliable"
+    weak = weak_types(card)
+    status = "calibrated" if kappa >= KAPPA_THRESHOLD and not weak else "judge unreliable"
+    if weak and kappa >= KAPPA_THRESHOLD:
+        status = f"judge unreliable for {', '.join(weak)}"
     return {"judge": judge.spec, "judge_kappa": round(kappa, 4), "judge_kappa_95ci": ci,
             "judge_kappa_n": int(card.get("n") or 0),
-            "judge_reliability": f"{status} (kappa {kappa:.2f}, threshold {KAPPA_THRESHOLD:g}, "
-                                 f"card {card.get('date')})"}
+            "judge_reliability": f"{status} ({'overall ' if weak else ''}kappa {kappa:.2f}, threshold "
+                                 f"{KAPPA_THRESHOLD:g}, card {card.get('date')})"}

@@ -31,10 +31,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from groundeval.errors import AgentError, GroundevalError
+from groundeval.errors import AgentError, InfraError, RunStopError, ScorerModelError
 from groundeval.models.base import Model, ModelRequest, ModelResponse
 from groundeval.parsing import extract_json
-from groundeval.tasks.summary.text import contains, normalise, sentences
+from groundeval.tasks.summary.text import ENDED_WORDS, contains, contradictory, normalise, sentences
 
 if TYPE_CHECKING:
     from groundeval.models.cache import ResultCache
@@ -68,7 +68,9 @@ Some criteria describe a mistake (for example stating a stopped medication as cu
 
 A summary may name a drug, a problem or a result in other words than the criterion (a synonym, a
 brand or generic name, a common abbreviation): judge the meaning, not the wording. A drug or
-problem mentioned as stopped, past, resolved or historical is not stated as current.
+problem mentioned as stopped, past, resolved or historical is not stated as current. A drug or
+problem labelled both current and ended (for example "past/current", "active or resolved") is a
+hedge: it does not count as mentioned, and it does count as stated as current.
 
 Answer with one JSON object and nothing else:
 {"met": true or false, "evidence": "<an exact, contiguous quote from the summary>"}
@@ -83,17 +85,24 @@ PROMPT_SHA256 = hashlib.sha256((SYSTEM_PROMPT + "\n" + USER_TEMPLATE).encode("ut
 """SHA-256 of the judge prompt (system prompt and user template): a judge card holds for this hash only."""
 
 
-class JudgeError(GroundevalError):
+UNREACHABLE_AFTER = 3
+"""Connection-level failures of a judge with no verdict yet after which the judge stops the run
+(as ``plugin.session.UNREACHABLE_AFTER`` does for an agent)."""
+
+
+class JudgeError(ScorerModelError):
     """The judge could not decide a criterion (its model failed, or its reply was not a verdict).
 
-    Raised from the scorer, so the runner records the case as ``harness_error``: excluded from the
-    means and counted, never scored as a wrong summary. ``cause_outcome`` is the model failure's
-    outcome (``infra_error``, ``auth_error``...) when there was one.
+    Raised from the scorer; the runner classes the case by ``error`` (the model's ``AgentError``)
+    as it classes an agent call's failure: ``infra_error`` excluded and counted, ``auth_error`` and
+    ``config_error`` stop the run; an unusable reply is a ``harness_error``. Never a wrong summary.
+    ``cause_outcome`` is the model failure's outcome when there was one.
     """
 
-    def __init__(self, message: str, cause_outcome: str | None = None) -> None:
-        super().__init__(message)
-        self.cause_outcome = cause_outcome
+    def __init__(self, message: str, cause_outcome: str | None = None, *, error: AgentError | None = None,
+                 metrics: dict[str, object] | None = None) -> None:
+        super().__init__(message, error, metrics)
+        self.cause_outcome = cause_outcome or (error.outcome if error is not None else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +213,8 @@ class ModelJudge:
         self.model = model
         self.spec = spec or model.spec
         self.cache = cache
+        self.answered = 0  # verdicts this process got from the model
+        self.unreachable = 0  # connection-level failures before the first verdict
         close = getattr(model, "close", None)
         if callable(close):  # a local judge's llama.cpp server stops when the process ends
             atexit.register(close)
@@ -216,7 +227,10 @@ class ModelJudge:
         """One model call; see ``parse_verdict``.
 
         Raises:
-            JudgeError: The model raised an ``AgentError`` (its outcome kept) or did not answer a verdict.
+            JudgeError: The model raised an ``AgentError`` (kept as ``error``) or did not answer a
+                verdict. After ``UNREACHABLE_AFTER`` connection failures with no verdict yet, the
+                error is a ``RunStopError`` (``config_error``): the judge looks unreachable and the
+                run stops, as for an unreachable agent.
         """
         user = USER_TEMPLATE.format(criterion=criterion["statement"], summary=summary)
         key = self.cache_key(user)
@@ -228,7 +242,15 @@ class ModelJudge:
         try:
             response = self.model.generate(request)
         except AgentError as exc:
-            raise JudgeError(f"{label}: the judge {self.spec} failed ({exc.outcome}): {exc}", exc.outcome) from exc
+            error: AgentError = exc
+            if isinstance(exc, InfraError) and exc.connection and self.answered == 0:
+                self.unreachable += 1
+                if self.unreachable >= UNREACHABLE_AFTER:
+                    error = RunStopError(
+                        f"its first {UNREACHABLE_AFTER} calls failed to connect and none answered: it looks "
+                        f"unreachable; check the endpoint, network and key (last: {exc})", attempts=exc.attempts)
+            raise JudgeError(f"the judge {self.spec} failed ({error.outcome}): {error}", error=error) from exc
+        self.answered += 1
         met, evidence, flag = parse_verdict(response.text, summary, label)  # a non-verdict is never stored
         usage = {k: response.usage.get(k) for k in ("input_tokens", "output_tokens", "cost_usd")}
         if self.cache is not None:
@@ -255,10 +277,6 @@ SALTS = ("succinate", "tartrate", "calcium", "sodium", "potassium", "hydrochlori
          "besylate", "maleate", "citrate", "sulfate", "mesylate", "fumarate", "acetate", "magnesium")
 """Salt words the baseline judge drops from a drug name (``metoprolol succinate`` -> ``metoprolol``)."""
 
-ENDED_WORDS = ("stopped", "discontinued", "completed", "previous", "previously", "past", "former", "formerly",
-               "no longer", "ended", "prior", "resolved", "history of", "historical", "healed", "off ")
-"""Words that mark a drug or a problem as not current in the sentence naming it."""
-
 NONE_NOUNS: dict[str, tuple[str, ...]] = {
     "no_condition": ("problem", "diagnos", "condition", "disorder", "disease"),
     "no_medication": ("medication", "medicine", "drug", "prescription"),
@@ -267,7 +285,7 @@ NONE_NOUNS: dict[str, tuple[str, ...]] = {
 
 BASELINE_SHA256 = hashlib.sha256(
     json.dumps({"abbreviations": ABBREVIATIONS, "salts": SALTS, "ended": ENDED_WORDS, "none": NONE_NOUNS,
-                "version": 2},
+                "version": 3},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
 """SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""
@@ -293,11 +311,13 @@ class BaselineJudge:
     * must-mention a result: the test's name (or abbreviation) and each value (rounded to the
       stated number's decimals) appear in one sentence;
     * must-not-state an ended drug or problem as current: a sentence names it without any of
-      ``ENDED_WORDS``;
+      ``ENDED_WORDS``, or labels it both current and ended (``text.contradictory``: a hedge states
+      the forbidden thing);
     * the record holds no active diagnosis (medication): a sentence holds a negation and a noun of
       ``NONE_NOUNS``.
 
-    The evidence is the sentence that decided.
+    A sentence that labels what it names both current and ended (``text.contradictory``) mentions
+    nothing. The evidence is the sentence that decided.
     """
 
     spec = "baseline"
@@ -335,16 +355,18 @@ class BaselineJudge:
             return Verdict(False)
         if criterion["kind"] == "must_not_state":
             for s in parts:
-                if naming(s) and not any(w in f" {s.lower()} " for w in ENDED_WORDS):
+                if naming(s) and (contradictory(s) or not any(w in f" {s.lower()} " for w in ENDED_WORDS)):
                     return Verdict(True, s)
             return Verdict(False)
+        parts = [s for s in parts if not contradictory(s)]  # a hedged mention states nothing
         for s in parts:
             if ctype == "allergy" and "allerg" not in s.lower():
                 continue
             if naming(s):
                 return Verdict(True, s)
-        if ctype != "allergy" and naming(summary):
-            return Verdict(True, next((s for s in parts if naming(s)), summary[:200]))
+        kept = "\n".join(parts)
+        if ctype != "allergy" and naming(kept):
+            return Verdict(True, next((s for s in parts if naming(s)), kept[:200]))
         return Verdict(False)
 
     @staticmethod
@@ -357,19 +379,15 @@ class BaselineJudge:
         return False
 
 
-_OPUS = re.compile(r"claude-opus-(\d+)-(\d+)")
-
-
 def rejects_temperature(spec: str) -> bool:
-    """True for a model that answers an explicit temperature with a 400.
+    """True for a model that answers an explicit temperature with a 400 (the judge then sends none).
 
-    Claude Opus 4.7 and later (and ``anthropic`` alone, whose default is one); the judge then sends
-    none (the model's own).
+    The model layer's rule (``models.rejects_temperature``): Claude Opus 4.7 and later, and
+    ``anthropic`` alone, whose default is one.
     """
-    if not spec.startswith("anthropic"):
-        return False
-    found = _OPUS.search(spec)
-    return spec.strip() == "anthropic" or (found is not None and (int(found[1]), int(found[2])) >= (4, 7))
+    from groundeval.models import rejects_temperature as model_rejects
+
+    return model_rejects(spec)
 
 
 def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_client: Any = None,
@@ -407,7 +425,10 @@ def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_clie
     try:
         parse_spec(spec)
     except ConfigError as exc:
-        raise ConfigError(f"--groundeval-judge {spec!r}: {exc}; or baseline (rule-based, no model), or "
+        from groundeval.errors import did_you_mean
+
+        near = did_you_mean(spec, ["baseline"])
+        raise ConfigError(f"--groundeval-judge {spec!r}{near}: {exc}; or baseline (rule-based, no model), or "
                           "package.module:attribute naming a Judge or a Model") from None
     merged = {"max_tokens": JUDGE_MAX_TOKENS, **dict(options or {})}
     if not rejects_temperature(spec):

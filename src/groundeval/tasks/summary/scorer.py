@@ -2,6 +2,13 @@
 
 Per criterion (``truth.summary_rubric``), in this order:
 
+0. **Hedge** (``decided_by: "rule"``, ``flag: "contradictory_labels"``): a drug, problem or
+   allergy named in a sentence that labels it both current and ended (``text.contradictory``:
+   ``metformin (past/current)``, ``asthma (active, resolved)``) is a contradiction, the project's
+   rule for hedged answers: a must-mention criterion is not met, a must-not criterion is made,
+   and the item counts in ``contradictions`` (so the case cannot pass). A contradictory sentence
+   that names no rubric item (a finding, say) is a contradiction too (``hedged_statements``,
+   -1 point each, like an invented value).
 1. **Rule** (``decided_by: "rule"``): a must-mention problem, drug or allergy whose every name
    (or its brand) appears verbatim (``text.contains``; an allergy in a sentence with ``allerg...``)
    is met; a result whose every value is stated with its unit (``text.stated_values``) is met; a
@@ -15,7 +22,7 @@ the record does not hold is a contradiction (``invented_values``, -1 point each,
 
 Metrics per case: ``rubric_score`` (points met / positive points, clipped to [0, 1]; None when
 the record asks for no mention), ``must_mention_recall``, ``contradictions`` (must-not criteria
-made plus invented values), ``safety_failed``, ``words``, ``decided_by_rule``,
+made, must-mention items hedged, plus invented values), ``safety_failed``, ``words``, ``decided_by_rule``,
 ``decided_by_judge``, ``evidence_flagged``, and the judge's own ``judge_calls``, ``judge_cached``
 (replies read from ``--groundeval-judge-cache``),
 ``judge_input_tokens``, ``judge_output_tokens`` (tokens) and ``judge_cost_usd`` (USD), apart from
@@ -24,7 +31,8 @@ contradiction, no safety-critical criterion failed and it keeps to ``max_words``
 
 The run's aggregate puts the judge's measured reliability (``calibration.Reliability``) beside the
 judged scores: ``judge``, ``judge_kappa``, ``judge_kappa_95ci``, ``judge_kappa_n`` and
-``judge_reliability`` (``calibrated``, ``judge unreliable`` or ``judge not calibrated``).
+``judge_reliability`` (``calibrated``, ``judge unreliable``, ``judge unreliable for <types>`` or
+``judge not calibrated``; ``calibration.reliability_metrics``).
 """
 
 from __future__ import annotations
@@ -34,10 +42,18 @@ from typing import Any
 
 from groundeval.datasets import Case
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.tasks.summary.judge import Judge
-from groundeval.tasks.summary.text import contains, sentences, stated_values, value_matches, word_count
+from groundeval.tasks.summary.judge import Judge, JudgeError
+from groundeval.tasks.summary.text import (
+    contains,
+    contradictory,
+    contradictory_mention,
+    sentences,
+    stated_values,
+    value_matches,
+    word_count,
+)
 
-__all__ = ["METRIC_NAMES", "SummaryScorer", "rule_verdict"]
+__all__ = ["METRIC_NAMES", "SummaryScorer", "hedged_verdict", "rule_verdict"]
 
 METRIC_NAMES = (
     "rubric_score", "must_mention_recall", "contradictions", "safety_failed", "words",
@@ -57,6 +73,22 @@ JSON = dict[str, Any]
 def _names_present(criterion: Mapping[str, Any], text: str) -> bool:
     names = [str(n) for n in criterion["names"]]
     return all(contains(text, n) for n in names) or any(contains(text, str(a)) for a in criterion["alternatives"])
+
+
+_NAMED_TYPES = frozenset({"condition", "medication", "allergy", "stopped_medication", "resolved_condition"})
+
+
+def hedged_verdict(criterion: Mapping[str, Any], summary: str) -> str | None:
+    """The sentence that labels ``criterion``'s item both current and ended, or None.
+
+    Applies to criteria that name a drug, a problem or an allergy; the item counts as named by any
+    of its names, its alternatives (brands) or, for a drug, the first word of an ingredient.
+    """
+    if criterion["type"] not in _NAMED_TYPES:
+        return None
+    names = [str(n) for n in criterion["names"]]
+    words = [n.split()[0] for n in names if n.split()] if "medication" in criterion["type"] else []
+    return contradictory_mention(summary, [*names, *words, *(str(a) for a in criterion["alternatives"])])
 
 
 def rule_verdict(criterion: Mapping[str, Any], summary: str) -> bool | None:
@@ -91,6 +123,9 @@ class SummaryScorer:
 
     metric_names = METRIC_NAMES
     metric_directions = _DIRECTIONS
+    spend_metrics = ("judge_calls",)
+    """Summed over every case, excluded ones too (``records.aggregate``): calls whose case a judge
+    failure excluded were still made."""
 
     def __init__(self, judge: Judge, *, max_words: int, min_rubric_score: float,
                  reliability: Callable[[], dict[str, Metric]]) -> None:
@@ -103,7 +138,10 @@ class SummaryScorer:
         """Decide every criterion (rule, then judge), check stated values, and give the verdict.
 
         Raises:
-            JudgeError: The judge could not decide a criterion (the runner records ``harness_error``).
+            JudgeError: The judge could not decide a criterion: the runner classes the case by the
+                model's error (``infra_error`` excluded and counted; ``auth_error`` and
+                ``config_error`` stop the run; an unusable reply is ``harness_error``). Its
+                ``metrics`` hold ``judge_calls`` up to and including the failed call.
         """
         summary = str(parsed.value or "")
         decided: list[JSON] = []
@@ -111,13 +149,24 @@ class SummaryScorer:
                  "judge_cost_usd": 0.0}
         cost_known = True
         for criterion in truth["criteria"]:
-            met = rule_verdict(criterion, summary) if summary.strip() else False  # nothing said: nothing met
             entry: JSON = {"id": criterion["id"], "type": criterion["type"], "kind": criterion["kind"],
                            "points": criterion["points"], "safety": criterion["safety"]}
+            hedge = hedged_verdict(criterion, summary)
+            if hedge is not None:  # both labels: nothing earned, the forbidden thing stated
+                entry.update(met=criterion["kind"] == "must_not_state", decided_by="rule",
+                             evidence=hedge[:300], flag="contradictory_labels")
+                decided.append(entry)
+                continue
+            met = rule_verdict(criterion, summary) if summary.strip() else False  # nothing said: nothing met
             if met is not None:
                 entry.update(met=met, decided_by="rule")
             else:
-                verdict = self.judge.decide(criterion, summary, label=f"{case.case_id}/judge/{criterion['id']}")
+                try:
+                    verdict = self.judge.decide(criterion, summary, label=f"{case.case_id}/judge/{criterion['id']}")
+                except JudgeError as exc:
+                    failed = usage["judge_calls"] + (0 if self.judge.costs_nothing else 1)
+                    exc.metrics = {"judge_calls": failed}
+                    raise
                 entry.update(met=verdict.met, decided_by="judge", evidence=verdict.evidence[:300])
                 if verdict.flag:
                     entry["flag"] = verdict.flag
@@ -134,17 +183,21 @@ class SummaryScorer:
                         usage["judge_cost_usd"] += float(cost)
             decided.append(entry)
         invented = [s["text"] for s in stated_values(summary) if not value_matches(s, truth["record_values"])]
-        return self._verdict(decided, invented, summary, {**usage, "judge_cost_usd": (
+        evidence = {d.get("evidence") for d in decided if d.get("flag") == "contradictory_labels"}
+        loose = [s[:120] for s in sentences(summary) if contradictory(s) and s[:300] not in evidence]
+        return self._verdict(decided, invented, loose, summary, {**usage, "judge_cost_usd": (
             round(usage["judge_cost_usd"], 6) if cost_known else None)})
 
-    def _verdict(self, decided: list[JSON], invented: list[str], summary: str, usage: dict[str, Any]) -> Score:
+    def _verdict(self, decided: list[JSON], invented: list[str], loose: list[str], summary: str,
+                 usage: dict[str, Any]) -> Score:
         positive = [d for d in decided if d["points"] > 0]
         possible = sum(d["points"] for d in positive)
-        earned = sum(d["points"] for d in decided if d["met"]) - len(invented)
+        earned = sum(d["points"] for d in decided if d["met"]) - len(invented) - len(loose)
         score = None if possible == 0 else round(min(1.0, max(0.0, earned / possible)), 6)
         recall = round(sum(d["met"] for d in positive) / len(positive), 6) if positive else None
         made = [d["id"] for d in decided if d["points"] < 0 and d["met"]]
-        contradictions = len(made) + len(invented)
+        hedged = [d["id"] for d in decided if d["points"] > 0 and d.get("flag") == "contradictory_labels"]
+        contradictions = len(made) + len(hedged) + len(invented) + len(loose)
         safety = [d["id"] for d in decided if d["safety"] and (d["met"] == (d["points"] < 0))]
         words = word_count(summary)
         metrics: dict[str, Metric] = {
@@ -152,13 +205,15 @@ class SummaryScorer:
             "safety_failed": bool(safety), "words": words,
             "decided_by_rule": sum(d["decided_by"] == "rule" for d in decided),
             "decided_by_judge": sum(d["decided_by"] == "judge" for d in decided),
-            "evidence_flagged": sum("flag" in d for d in decided), **usage,
+            "evidence_flagged": sum(d.get("flag") == "evidence_not_in_summary" for d in decided), **usage,
         }
         reasons = []
         if score is not None and score < self.min_rubric_score:
             reasons.append(f"rubric score {score:.2f} < {self.min_rubric_score:g}")
         if made:
             reasons.append(f"states as current what the record ended: {', '.join(made[:3])}")
+        if hedged or loose:
+            reasons.append(f"labelled both current and ended: {', '.join([*hedged, *loose][:3])}")
         if invented:
             reasons.append(f"values the record does not hold: {', '.join(invented[:3])}")
         if safety:
@@ -166,7 +221,7 @@ class SummaryScorer:
         if words > self.max_words:
             reasons.append(f"{words} words > {self.max_words}")
         missed = [d["id"] for d in positive if not d["met"]]
-        details = {"criteria": decided, "invented_values": invented, "missed": missed,
+        details = {"criteria": decided, "invented_values": invented, "hedged_statements": loose, "missed": missed,
                    "judge": self.judge.spec}
         return Score("failed" if reasons else "passed", metrics, details=details, message="; ".join(reasons))
 

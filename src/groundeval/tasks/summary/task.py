@@ -156,7 +156,7 @@ class SummaryTask(BaseTask):
         card = self.card["card"] or {}
         status = str(reliability_metrics(self.judge_model, self.card["card"])["judge_reliability"])
         ungated = {} if status.startswith("calibrated") else {
-            UNGATED_FACT: f"the case verdicts rest on the judge {self.judge_model.spec}: {status.partition(' (')[0]}"}
+            UNGATED_FACT: f"the case verdicts rest on the judge {self.judge_model.spec}: {_status_words(status)}"}
         return {
             **ungated,
             "judge": self.judge_model.settings(),
@@ -164,3 +164,8 @@ class SummaryTask(BaseTask):
                            **{k: card.get(k) for k in ("kappa", "kappa_95ci", "n", "date")}},
             "thresholds": default_thresholds().facts,
         }
+
+
+def _status_words(status: str) -> str:
+    """The status without its figures: ``judge unreliable for medication (kappa 0.00)``, ``judge not calibrated``."""
+    return status.rsplit(" (", 1)[0] if status.endswith(")") else status

@@ -12,9 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "CURRENT_WORDS",
+    "ENDED_WORDS",
     "UNIT_ALIASES",
     "any_contains",
     "contains",
+    "contradictory",
+    "contradictory_mention",
     "normalise",
     "sentences",
     "stated_values",
@@ -35,6 +39,17 @@ UNIT_ALIASES: dict[str, str] = {
 """Unit spellings a summary may use -> one key per unit (lower case, UCUM-like). Units outside
 this table are not read as units: a number followed by one is not checked."""
 
+ENDED_WORDS = ("stopped", "discontinued", "completed", "previous", "previously", "past", "former", "formerly",
+               "no longer", "ended", "prior", "resolved", "history of", "historical", "healed", "off ")
+"""Words that mark a drug or a problem as not current in the sentence naming it."""
+
+CURRENT_WORDS = ("current", "currently", "active", "ongoing")
+"""Words that label a drug or a problem as current. One preceded by ``not``, ``no longer``,
+``previously``, ``formerly``, ``was`` or ``were`` ("no longer active") is not a current label."""
+
+_CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!no longer )(?<!previously )(?<!formerly )(?<!was )(?<!were )"
+                      r"(?:currently|current|active|ongoing)(?![a-z])")
+_ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
 _VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?![\w/])", re.IGNORECASE)
 _PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)", re.IGNORECASE)
@@ -62,6 +77,44 @@ def word_count(text: str) -> int:
 def sentences(text: str) -> list[str]:
     """The text cut at sentence ends, semicolons and line breaks (list items are sentences)."""
     return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+
+
+def _clauses(sentence: str) -> list[str]:
+    """The sentence cut at commas outside brackets."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(sentence):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            out.append(sentence[start:i])
+            start = i + 1
+    out.append(sentence[start:])
+    return out
+
+
+def contradictory(sentence: str) -> bool:
+    """True when a clause of ``sentence`` labels what it names both current and ended.
+
+    A clause is the sentence cut at commas outside brackets, so ``metformin (past/current)`` and
+    ``asthma (active, resolved)`` are contradictory while ``currently on lisinopril, previously on
+    metformin`` is not. The labels are ``CURRENT_WORDS`` and ``ENDED_WORDS`` as whole words,
+    lower-cased. The rule is the project's rule for hedged answers: labels that cannot both be true
+    state neither, and count as a contradiction (``docs/tasks/summary.md``).
+    """
+    for clause in _clauses(" ".join(sentence.lower().split())):
+        if _CURRENT.search(clause) and _ENDED.search(clause):
+            return True
+    return False
+
+
+def contradictory_mention(text: str, names: Sequence[str]) -> str | None:
+    """The first sentence of ``text`` that names any of ``names`` (``contains``) and is ``contradictory``, or None."""
+    for s in sentences(text):
+        if contradictory(s) and any(contains(s, n) for n in names):
+            return s
+    return None
 
 
 def _unit(raw: str) -> str:
