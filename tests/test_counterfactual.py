@@ -271,3 +271,160 @@ def test_every_xdist_worker_makes_the_same_twins(pytester: pytest.Pytester, two_
     (path,) = (pytester.path / "runs").glob("*.json")
     agg = json.loads(path.read_text())["aggregate"]
     assert agg["counterfactual"]["judged"] == 7 and agg["metrics"]["record_sensitivity"] == 0.0
+
+
+def test_an_agent_cannot_tell_a_twin_from_its_original_by_its_request() -> None:
+    from groundeval.models.cache import cache_key
+    from groundeval.runner import request_for
+
+    case = _case("Liz_Conn")
+    made = twins(TASK, case)
+    assert made
+    original = request_for(TASK, case, trial=1)
+    for twin in made:
+        request = request_for(TASK, twin, trial=1)
+        # the same id, task and trial as the original's; only the record (in the prompt and context) differs
+        assert (request.case_id, request.task, request.trial) == (case.case_id, original.task, 1)
+        assert request.prompt != original.prompt
+        seen = json.dumps([request.case_id, request.prompt.text, request.context], default=str)
+        assert "[cf-" not in seen and twin.meta["counterfactual"]["kind"] not in seen
+        # the response cache still keeps the twin's answer apart from the original's (prompt and context differ)
+        keys = {cache_key(agent_spec="x", agent_name="x", model=None, options={}, request=r) for r in (request, original)}
+        assert len(keys) == 2
+
+
+def test_twins_are_collected_after_every_original_and_replay_tells_them_apart(
+    pytester: pytest.Pytester, two_cases: Path,
+) -> None:
+    collected = pytester.runpytest(
+        "--groundeval-task=extraction", "--groundeval-data-dir=data", "--groundeval-counterfactual",
+        "--collect-only", "-q", "-p", "no:cacheprovider",
+    )
+    ids = [line for line in collected.stdout.lines if line.startswith("groundeval/")]
+    assert len(ids) == 9 and not any("[cf-" in i for i in ids[:2]) and all("[cf-" in i for i in ids[2:])
+    liz = TASK.load_case(next(two_cases.glob("Liz_Conn_*.json"))).case_id
+    _, first = _run(pytester, "priors", f"groundeval/extraction::{liz}")
+    (path,) = (pytester.path / "runs-priors").glob("*.json")
+    result = pytester.runpytest(
+        "--groundeval-task=extraction", f"--groundeval-agent=replay:{path}", "--groundeval-data-dir=data",
+        "--groundeval-counterfactual", "--groundeval-out-dir=replayed", "-p", "no:cacheprovider",
+        f"groundeval/extraction::{liz}",
+    )
+    (replayed,) = (pytester.path / "replayed").glob("*.json")
+    again = json.loads(replayed.read_text())
+    assert result.parseoutcomes() == {"passed": 2, "failed": 2, "deselected": 5}  # priors passes the original and the same twin
+    answers = {c["case_id"]: c["raw_output"] for c in first["cases"]}
+    assert len(answers) == 4 and {c["case_id"]: c["raw_output"] for c in again["cases"]} == answers
+    assert again["aggregate"]["metrics"]["record_sensitivity"] == 0.0
+
+
+def _twin_run(run_id: str, twin: Outcome | None, trials: int = 1) -> Any:
+    """A run of case P (passed) and, unless ``twin`` is None, its stop-active twin with that outcome."""
+    from groundeval.records.aggregate import summarize
+    from groundeval.records.run_record import RunRecord
+
+    listed: list[dict[str, str]] = [{"rxnorm_code": "1", "display": "d"}]
+    cases = [_record("P", "passed", listed)]
+    if twin is not None:
+        answer: list[dict[str, str]] | None = [] if twin == "passed" else None
+        cases.append(_record("P[cf-stop-active]", twin, answer, meta=_twin_meta("stop-active", "drops")))
+    cases = [c.model_copy(update={"run_id": run_id, "fixture_sha256": "s", "source": "P.json"}) for c in cases]
+    return RunRecord.model_validate({
+        "run_id": run_id, "task": "extraction", "agent": "a", "model": None, "started_at": "2026-12-01T00:00:00Z",
+        "complete": True, "packages": {"groundeval": "0"}, "cases": cases,
+        "aggregate": summarize(TASK, cases, selected=len(cases)), "settings": {"trials": trials},
+    })
+
+
+def test_twins_the_agent_failed_on_are_counted_and_the_gate_loses_their_figure() -> None:
+    from groundeval.reporting.compare import compare_runs
+
+    baseline, crashed = _twin_run("A", "passed"), _twin_run("B", "agent_error")
+    cf_ = crashed.aggregate.counterfactual
+    assert cf_ is not None and cf_.not_judged == {"agent_error": 1} and cf_.record_sensitivity is None
+    assert ("counterfactual twins: 1 (stop-active 1), 0 judged, 1 not judged: agent_error 1; record_sensitivity: -"
+            in crashed.aggregate.statements["counterfactual"])
+    gate = compare_runs(baseline, crashed).gate
+    assert gate.failed and gate.sensitivity_lost is not None and "1 not judged: agent_error 1" in gate.sensitivity_lost
+    assert any(r.startswith("record_sensitivity lost: the baseline had it over 1 twins") for r in gate.reasons())
+
+
+def test_compare_says_the_current_run_dropped_its_twins_and_its_trials_differ() -> None:
+    from groundeval.reporting.compare import compare_runs
+    from groundeval.reporting.render import comparison_text
+    from groundeval.reporting.summary_md import comparison_markdown
+
+    comp = compare_runs(_twin_run("A", "passed"), _twin_run("B", None, trials=3))
+    assert comp.gate.failed and "no counterfactual twins" in (comp.gate.sensitivity_lost or "")
+    assert any(w.startswith("run B has no counterfactual twins where run A had 1") for w in comp.warnings)
+    assert any(w.startswith("trials differ (1 vs 3)") for w in comp.warnings)
+    text = comparison_text(comp, fail_on_regression=True)
+    assert "only in A: 0 cases and 1 counterfactual twins (stop-active 1)" in text and "comparable: same" not in text
+    assert "only in A P[cf-stop-active]" not in text and "record_sensitivity lost" in text
+    assert "model -  1 cases + 1 counterfactual twins" in text
+    assert "only in A: 1 counterfactual twins (stop-active 1)" in comparison_markdown(comp)
+    # the other way round (twins added now) is said, and no baseline figure is lost
+    back = compare_runs(_twin_run("B", None), _twin_run("A", "passed"))
+    assert back.gate.sensitivity_lost is None and any(w.startswith("run A has no counterfactual") for w in back.warnings)
+
+
+def test_each_interval_is_printed_with_its_own_n() -> None:
+    from groundeval.plugin.summary import format_table
+    from groundeval.records.run_record import Aggregate, TrialStats
+    from groundeval.reporting.summary_md import summary_markdown
+
+    def iv(n: int) -> FigureInterval:
+        return FigureInterval(value=0.5, low=0.2, high=0.8, cases=n, method="wilson")
+
+    ivs = {"macro_f1": iv(68), "macro_recall": iv(10), "record_sensitivity": iv(133), "twin_pass_rate": iv(177),
+           "pass_rate": iv(68), "answer_rate": iv(68)}
+    agg = Aggregate(selected=68, cases=68, counted=68, pass_rate=0.5, answer_rate=0.5,
+                    metrics={"micro_f1": 0.5, "macro_f1": 0.5, "micro_recall": 0.5, "macro_recall": 0.5,
+                             "record_sensitivity": 0.5, "twin_pass_rate": 0.5},
+                    trials=TrialStats(k=1, cases=68, intervals=ivs))
+    text = "\n".join(format_table(agg, "h"))
+    assert "95% intervals (Wilson score over 68 cases): pass_rate [0.200, 0.800]" in text
+    assert "(95% CI of the macro means: Wilson score)" in text
+    assert any(line.split() == ["n", "68", "10"] for line in text.splitlines())
+    assert ("95% CI (Wilson score): record_sensitivity [0.200, 0.800] (133 twins)  twin_pass_rate [0.200, 0.800] "
+            "(177 twins)") in text
+    assert "over 177 cases" not in text and "over 68 cases): record" not in text
+    rec = _twin_run("A", "passed")
+    md = summary_markdown(rec.model_copy(update={"aggregate": rec.aggregate.model_copy(update={"trials": agg.trials})}))
+    assert "| record_sensitivity | 1.000 | [0.200, 0.800] (Wilson score, 133 twins) |" in md
+
+
+def test_twin_counts_count_twins_not_their_trials() -> None:
+    from groundeval.records.aggregate import summarize
+
+    listed = [{"rxnorm_code": "1", "display": "d"}]
+    original, twin = _record("P", "passed", listed), _record("P[cf-stop-active]", "agent_error", None,
+                                                              meta=_twin_meta("stop-active", "drops"))
+    trials = [r.model_copy(update={"trial": t}) for t in range(3) for r in (original, twin)]
+    cf_ = summarize(TASK, trials, selected=6).counterfactual
+    assert cf_ is not None and cf_.twins == 1 and cf_.not_judged == {"agent_error": 1}
+    assert cf_.twin_counts == {"agent_error": 3}  # outcomes stay per twin record (trial)
+
+
+def test_replay_tells_a_twin_from_its_original_by_context_when_the_prompts_are_the_same(tmp_path: Path) -> None:
+    import shutil
+
+    from groundeval.agents.replay import ReplayAgent
+    from groundeval.runner import prompt_hash, request_for
+    from tests._records import case as record, run
+
+    task = ExtractionTask(bundle_in_prompt=False)  # tool mode: the record is not in the prompt
+    (src,) = FIXTURES.glob("Liz_Conn_*.json")
+    shutil.copy(src, tmp_path / src.name)
+    original = task.load_case(tmp_path / src.name)
+    made = twins(task, original)
+    sha = prompt_hash(task.prompt(original))
+    assert all(prompt_hash(task.prompt(t)) == sha for t in made)
+    recorded = [record(c.case_id, source=src.name, sha=c.sha256, raw_output=f"answer to {c.case_id}",
+                       prompt_sha256=sha) for c in [original, *made]]
+    path = tmp_path / "run.json"
+    path.write_text(run(recorded).model_dump_json())
+    agent = ReplayAgent(record=path)
+    agent.check_cases(task, tmp_path)
+    for each in [original, *made]:
+        assert agent.run(request_for(task, each)).text == f"answer to {each.case_id}"

@@ -41,7 +41,7 @@ from groundeval.jsonable import jsonable
 from groundeval.records.caps import cap_lines, cap_lists
 from groundeval.records.outcomes import OUTCOMES
 from groundeval.records.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
-from groundeval.records.trial_ids import split_trial
+from groundeval.records.trial_ids import split_trial, split_twin
 from groundeval.redaction import clean, redact
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
@@ -118,9 +118,15 @@ def prompt_hash(prompt: Prompt) -> str:
 
 
 def request_for(task: Task, case: Case, trial: int = 0) -> AgentRequest:
-    """The request an agent gets for ``case`` (trial ``trial``): the task's prompt and context."""
+    """The request an agent gets for ``case`` (trial ``trial``): the task's prompt and context.
+
+    A counterfactual twin (``<case_id>[cf-<perturbation>]``) is asked under its original's case id:
+    nothing an agent receives tells a twin from its original but the changed record itself (the
+    item's node id and the case record keep the twin's identity).
+    """
     return AgentRequest(
-        case_id=case.case_id, task=task.name, prompt=task.prompt(case), context=task.context(case), trial=trial
+        case_id=split_twin(case.case_id)[0], task=task.name, prompt=task.prompt(case), context=task.context(case),
+        trial=trial,
     )
 
 

@@ -197,8 +197,8 @@ def test_reports_read_the_aggregate_not_recompute() -> None:
     assert "cases passing (at least 0.6 of their counted trials): 1/2  below: a (2/3)" in text
     assert any(line.startswith("95% CI") and line.endswith("[0.123, 0.988]") for line in text.splitlines())
     md = summary_markdown(rec)
-    assert "95% interval [0.123, 0.988] (cluster bootstrap (BCa))" in md
-    assert "| 3 | 0.778 | 0.222 [0.123, 0.988] (cluster bootstrap (BCa)) | 2 |" in md
+    assert "95% interval [0.123, 0.988] (cluster bootstrap (BCa), 2 cases)" in md
+    assert "| 3 | 0.778 | 0.222 [0.123, 0.988] (cluster bootstrap (BCa), 2 cases) | 2 |" in md
     assert "cases passing (at least 0.6 of their counted trials): **1/2**; below: `a`" in md
     assert "| `a` | 2/3 | 3 | passed, passed, failed |" in md and "METHOD-TEXT" in md
     assert "`a[trial-2]`" in md  # the failed trial, named

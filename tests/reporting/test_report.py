@@ -80,8 +80,8 @@ def test_summary_markdown_write_task_dimensions() -> None:
         "schema_pass_rate": 1.0, "coding_pass_rate": 0.5}})})
     md = summary_markdown(rec)
     # proportions get the Wilson interval, named: 2 of 2 is no certainty (never [1.000, 1.000])
-    assert "| coding_pass_rate | 0.500 | [0.095, 0.905] (Wilson score) |" in md
-    assert "| schema_pass_rate | 1.000 | [0.342, 1.000] (Wilson score) |" in md
+    assert "| coding_pass_rate | 0.500 | [0.095, 0.905] (Wilson score, 2 cases) |" in md
+    assert "| schema_pass_rate | 1.000 | [0.342, 1.000] (Wilson score, 2 cases) |" in md
 
 
 def test_html_is_self_contained_and_escapes_case_text() -> None:

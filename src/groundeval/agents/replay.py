@@ -4,7 +4,10 @@ No model is called: each case's answer is the ``raw_output`` its record holds in
 ``RUN.json`` (``groundeval.records.run_record.RunRecord``), with that case's ``usage``, ``trace``,
 ``attempts`` and agent facts, so a scorer or parser change can be measured on the same answers,
 and CI without an API key can still evaluate a model's recorded answers. Every replayed result has
-``cached=True``. Cases are matched by ``(case_id, trial)``.
+``cached=True``. Cases are matched by ``(case_id, trial)``; a counterfactual twin, which an agent is
+asked under its original's case id, is told from its original by the prompt's SHA-256 (the record
+is in the prompt), or when the prompts are the same (a tool-mode prompt without the record) by the
+request's context, compared with the context of each candidate derived again from its case file.
 
 What a recorded case replays as:
 
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import ConfigError, GroundevalError
 from groundeval.records.outcomes import SCORED
+from groundeval.records.trial_ids import split_twin
 
 if TYPE_CHECKING:
     from groundeval.agents.base import AgentConfig
@@ -115,8 +119,12 @@ class ReplayAgent:
         self.record = load_run_record(self.path)
         self.name: str = self.record.agent
         self.model: str | None = self.record.model
-        self.cases: dict[tuple[str, int], CaseRecord] = {(c.case_id, c.trial): c for c in self.record.cases}
+        self.cases: dict[tuple[str, int], list[CaseRecord]] = {}
+        for c in self.record.cases:  # a case and its counterfactual twins share the id an agent is asked under
+            self.cases.setdefault((split_twin(c.case_id)[0], c.trial), []).append(c)
         self.changed: frozenset[str] = frozenset()
+        self._task: Any = None
+        self._files: dict[str, Path] = {}
 
     @classmethod
     def from_argument(cls, argument: str, config: AgentConfig | None = None) -> ReplayAgent:
@@ -165,6 +173,29 @@ class ReplayAgent:
                 "re-score them anyway (each is flagged fixture_changed)"
             )
         self.changed = frozenset(changed)
+        self._task, self._files = task, files
+
+    def _find(self, request: AgentRequest) -> CaseRecord | None:
+        """The recorded case ``request`` asks for: the case itself, or one of its counterfactual twins."""
+        family = self.cases.get((request.case_id, request.trial), [])
+        if len(family) <= 1:
+            return family[0] if family else None
+        sha = _sha256(request.prompt.text)
+        same = [r for r in family if r.prompt_sha256 == sha]
+        if len(same) == 1:
+            return same[0]
+        if self._task is None:
+            return None
+        for rec in same or family:  # same prompt (no record in it): tell them apart by the context
+            path = self._files.get(rec.source or "")
+            if path is None:
+                continue
+            case = self._task.load_case(path)
+            kind = split_twin(rec.case_id)[1]
+            made = case if kind is None else self._task.counterfactual(case, kind)
+            if made is not None and self._task.context(made) == request.context:
+                return rec
+        return None
 
     def _flags(self, rec: CaseRecord, request: AgentRequest) -> dict[str, Any]:
         flags: dict[str, Any] = {"replay_of": self.record.run_id}
@@ -182,11 +213,12 @@ class ReplayAgent:
             ReplayCaseError: The case is not in the record, has no recorded answer, or its answer
                 was capped in the record.
         """
-        rec = self.cases.get((request.case_id, request.trial))
+        rec = self._find(request)
         if rec is None:
             trial = f" trial {request.trial}" if request.trial else ""
             raise ReplayCaseError(
-                f"{request.case_id}{trial}: not in the replayed run record {self.path} ({len(self.cases)} cases); "
+                f"{request.case_id}{trial}: not in the replayed run record {self.path} "
+                f"({len(self.record.cases)} cases); "
                 "replay a run that ran this case, or deselect it (-k)"
             )
         flags = self._flags(rec, request)

@@ -72,12 +72,15 @@ class EvalDataset(pytest.Directory):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         """Yield an ``EvalItem`` per valid case and a ``BadCaseFile`` per malformed file.
 
-        With ``--groundeval-counterfactual`` each case's twins (``tasks.counterfactual.twins``)
-        follow its own items, one item each (per trial), named ``<case_id>[cf-<perturbation>]``.
+        With ``--groundeval-counterfactual`` each case's twins (``tasks.counterfactual.twins``) are
+        items too, one each (per trial), named ``<case_id>[cf-<perturbation>]``, collected after every
+        original case in the directory (so a twin does not run right after its original); ``-k`` on a
+        case id still selects its twins.
         """
         task, limit = self.gsession.task, self.gsession.limit
         seen: dict[str, str] = {}
         count = 0
+        later: list[EvalItem] = []  # the twins' items, after every original's
         for path in task.case_files(self.path):
             if limit is not None and count >= limit:
                 break
@@ -105,17 +108,22 @@ class EvalDataset(pytest.Directory):
             seen[case.case_id] = path.name
             count += 1
             trials = self.gsession.trials
-            made = [case]
+            made: list[Case] = []
             if self.gsession.counterfactual:
                 try:
-                    made += twins(task, case)
+                    made = twins(task, case)
                 except Exception as exc:  # a perturbation that did not move the truth as declared: a bug
                     problem = f"harness_error: the {task.name} task's counterfactual twins: {type(exc).__name__}: {exc}"
                     yield BadCaseFile.from_parent(self, name=f"{path.name}[cf]", error=DatasetError(str(path), problem))
-            for each in made:
+            for each in [case, *made]:
                 for trial in range(trials):
                     name = each.case_id if trials == 1 else trial_name(each.case_id, trial)
-                    yield EvalItem.from_parent(self, name=name, case=each, trial=trial)
+                    item = EvalItem.from_parent(self, name=name, case=each, trial=trial)
+                    if each is case:
+                        yield item
+                    else:
+                        later.append(item)
+        yield from later
 
 
 class BadCaseFile(pytest.Collector):

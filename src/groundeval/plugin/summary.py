@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from groundeval.records.outcomes import POLICY
-from groundeval.records.run_record import Aggregate, RunRecord, TrialStats
+from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, TrialStats
 from groundeval.records.scope import judge_note, ran as ran_count, scope_needed, statement
-from groundeval.records.trial_stats import interval_note
+from groundeval.records.sensitivity import figure_unit
+from groundeval.records.trial_stats import interval_methods, interval_note
 from groundeval.redaction import clean_text
 from groundeval.scoring import Metric
 
@@ -79,13 +80,16 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
         if with_ci:
             row = (ivs[f"macro_{c}"].text() if f"macro_{c}" in ivs else "-" for c in columns)
             lines.append("95% CI".ljust(8) + "".join(cell.rjust(width) for cell in row))
-            note = interval_note(ivs[k] for k in ivs if k.startswith("macro_"))
-            lines.append(f"        (95% CI of the macro means: {note})")
+            macro = [ivs[f"macro_{c}"] for c in columns if f"macro_{c}" in ivs]
+            if len({iv.cases for iv in macro}) > 1:  # each mean over the cases that have it: its own n
+                row = (str(ivs[f"macro_{c}"].cases) if f"macro_{c}" in ivs else "-" for c in columns)
+                lines.append("n".ljust(8) + "".join(cell.rjust(width) for cell in row))
+            lines.append(f"        (95% CI of the macro means: {interval_note(macro)})")
     others = [k for k in metrics if not k.startswith("micro_") and not (k.startswith("macro_") and k[6:] in columns)]
     lines += [f"{key}: {_fmt(metrics[key])}" for key in others]
     if any(k in ivs for k in others):
-        note = interval_note(ivs[k] for k in others if k in ivs)
-        lines.append(f"95% CI ({note}): " + "  ".join(f"{k} {ivs[k].text()}" for k in others if k in ivs))
+        note, shown_ivs = interval_items([(k, ivs[k]) for k in others if k in ivs])
+        lines.append(f"95% CI ({note}): {shown_ivs}")
     shown = {k: v for k, v in agg.usage.items() if k not in SPLIT_KEYS}
     if shown:
         lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in shown.items()))
@@ -98,6 +102,19 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     return lines
 
 
+def interval_items(named: list[tuple[str, FigureInterval]]) -> tuple[str, str]:
+    """The note and the ``name [low, high]`` items of intervals printed on one line, each n said once.
+
+    When every interval is over the same n of the same unit the note says it (``Wilson score over 33
+    cases``); otherwise each item carries its own (``record_sensitivity [0.000, 0.028] (133 twins)``).
+    """
+    units = {figure_unit(k) for k, _ in named}
+    if len(units) == 1 and len({iv.cases for _, iv in named}) == 1:
+        return interval_note((iv for _, iv in named), units.pop()), "  ".join(f"{k} {iv.text()}" for k, iv in named)
+    shown = "  ".join(f"{k} {iv.text()} ({iv.cases} {figure_unit(k)})" for k, iv in named)
+    return interval_methods(iv for _, iv in named), shown
+
+
 SPLIT_KEYS = ("spent_usd", "cached_cost_usd")
 """Usage keys shown on the ``cost:`` line (this run's spend apart from the cached answers' recorded cost)."""
 
@@ -107,8 +124,8 @@ def trial_lines(stats: TrialStats, agg: Aggregate) -> list[str]:
     lines = []
     rates = {k: iv for k, iv in stats.intervals.items() if k in ("pass_rate", "answer_rate")}
     if rates:
-        shown = "  ".join(f"{k} {iv.text()}" for k, iv in rates.items())
-        lines.append(f"95% intervals ({interval_note(rates.values())}): {shown}")
+        note, shown = interval_items(list(rates.items()))
+        lines.append(f"95% intervals ({note}): {shown}")
     head = stats.headline
     if stats.k > 1 and head is not None:
         first = stats.pass_k[0]

@@ -302,14 +302,17 @@ class Counterfactual(BaseModel):
     """Record sensitivity over a run's counterfactual twins (``--groundeval-counterfactual``), computed once.
 
     Attributes:
-        twins: Twin records (trials), excluded and not-run ones included.
-        judged: Pairs judged (twin and original both counted).
+        twins: Twins (each once, whatever its trials), excluded and not-run ones included.
+        judged: Pairs judged (twin and original both counted; one per trial).
         tracked: Judged pairs whose answer changed as the truth did.
         record_sensitivity: Share of the judged twins whose truth changed (effect not ``same``) that
             were tracked, with its Wilson interval over them; None when none was judged.
         by_kind: The same share per perturbation (``same`` kinds included), each with its interval.
         effects: Perturbation -> its effect.
         twin_counts: Twin outcome -> number of twin records.
+        not_judged: Why twins had no judged trial -> number of such twins: the twin's outcome
+            (``agent_error``) when the twin was not counted, else ``original <outcome>``
+            (``original missing`` when the original did not run).
         twin_pass_rate: Twins passed / twins counted (None when none is counted).
         pairs: Every twin with its verdict, in record order.
     """
@@ -323,6 +326,7 @@ class Counterfactual(BaseModel):
     by_kind: dict[str, FigureInterval] = Field(default_factory=dict)
     effects: dict[str, str] = Field(default_factory=dict)
     twin_counts: dict[str, int] = Field(default_factory=dict)
+    not_judged: dict[str, int] = Field(default_factory=dict)
     twin_pass_rate: float | None = None
     pairs: list[TwinPair] = Field(default_factory=list)
 

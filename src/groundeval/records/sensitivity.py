@@ -33,12 +33,15 @@ from groundeval.records.trial_stats import proportion_interval
 from groundeval.scoring import Metric
 
 __all__ = [
-    "COUNTERFACTUAL_STATEMENT", "PRIORS_SIGNATURE", "is_twin", "judge_pairs", "pair_values", "sensitivity_figure",
-    "sensitivity_text", "with_counterfactual",
+    "COUNTERFACTUAL_STATEMENT", "PRIORS_SIGNATURE", "figure_unit", "is_twin", "judge_pairs", "pair_values",
+    "sensitivity_figure", "sensitivity_text", "with_counterfactual",
 ]
 
 PRIORS_SIGNATURE = "gave the original's answer to the changed record"
 """A pair's ``why`` when the original was answered right and the twin got the same answer although its truth changed."""
+
+NOT_JUDGED = "not judged: the twin is "
+NOT_JUDGED_ORIGINAL = "not judged: the original is "
 
 COUNTERFACTUAL_STATEMENT = "counterfactual"
 """The key of ``Aggregate.statements`` holding the twins' one-line summary (``sensitivity_text``)."""
@@ -60,9 +63,9 @@ def _pair(task: Any, twin: CaseRecord, original: CaseRecord | None) -> TwinPair:
     base: dict[str, Any] = {"twin": twin.case_id, "of": of, "trial": twin.trial, "kind": str(facts.get("kind") or kind),
             "effect": str(facts.get("effect") or "unknown"), "change": str(facts.get("change") or "")}
     if not twin.counted or not facts:
-        return TwinPair(**base, why=f"not judged: the twin is {twin.outcome}")
+        return TwinPair(**base, why=f"{NOT_JUDGED}{twin.outcome}")
     if original is None or not original.counted:
-        return TwinPair(**base, why=f"not judged: the original is {original.outcome if original else 'missing'}")
+        return TwinPair(**base, why=f"{NOT_JUDGED_ORIGINAL}{original.outcome if original else 'missing'}")
     probe, expected = facts.get("probe") or {}, facts.get("expected") or {}
     seen_original, seen_twin = _answer(task, probe, original), _answer(task, probe, twin)
     original_ok = original.answered and seen_original == expected.get("original")
@@ -105,23 +108,38 @@ def counterfactual_stats(task: Any, twins: Sequence[CaseRecord], originals: Sequ
     effects = {p.kind: p.effect for p in pairs}
     by_kind = {kind: iv for kind in effects if (iv := _share([p for p in pairs if p.kind == kind])) is not None}
     counted = [t for t in twins if t.counted]
+    judged_twins = {p.twin for p in pairs if p.tracks_record is not None}
+    why: dict[str, str] = {}  # twin -> why its first unjudged trial was not judged
+    for p in pairs:
+        if p.twin not in judged_twins and p.twin not in why:
+            original = p.why.startswith(NOT_JUDGED_ORIGINAL)
+            why[p.twin] = (f"original {p.why.removeprefix(NOT_JUDGED_ORIGINAL)}" if original
+                           else p.why.removeprefix(NOT_JUDGED))
     return Counterfactual(
-        twins=len(twins), judged=sum(p.tracks_record is not None for p in pairs),
+        twins=len({t.case_id for t in twins}), judged=sum(p.tracks_record is not None for p in pairs),
         tracked=sum(bool(p.tracks_record) for p in pairs),
         record_sensitivity=_share([p for p in pairs if p.effect != "same"]),
         by_kind=by_kind, effects=effects, twin_counts=dict(sorted(Counter(t.outcome for t in twins).items())),
+        not_judged=dict(Counter(why.values()).most_common()),
         twin_pass_rate=round(sum(t.outcome == "passed" for t in counted) / len(counted), 6) if counted else None,
         pairs=pairs,
     )
 
 
 def sensitivity_text(cf: Counterfactual) -> str:
-    """``counterfactual twins: 177 (stop-active 44, ...); judged 177; record_sensitivity 0.000 [0.000, 0.028] ...``."""
-    kinds = Counter(p.kind for p in cf.pairs)
+    """``counterfactual twins: 177 (stop-active 44, ...), 170 judged, 7 not judged: agent_error 7; record_...``.
+
+    Every count is of twins, whatever their trials (a twin is judged when any of its trials was).
+    """
+    kinds = Counter(p.kind for p in {p.twin: p for p in cf.pairs}.values())
     sens = cf.record_sensitivity
     kept = len({p.twin for p in cf.pairs if p.why == PRIORS_SIGNATURE})  # twins, whatever their trials
+    judged = len({p.twin for p in cf.pairs if p.tracks_record is not None})
     head = (f"counterfactual twins: {cf.twins} ({', '.join(f'{k} {n}' for k, n in kinds.items())}), "
-            f"{cf.judged} judged")
+            f"{judged} judged")
+    if cf.not_judged:
+        head += (f", {sum(cf.not_judged.values())} not judged: "
+                 + ", ".join(f"{why} {n}" for why, n in cf.not_judged.items()))
     if sens is None:
         return head + "; record_sensitivity: - (no judged twin whose truth changed)"
     return (head + f"; record_sensitivity {sens.value:.3f} {sens.text()} over {sens.cases} twins whose truth "
@@ -171,6 +189,11 @@ def sensitivity_figure(name: str) -> str | None:
     if name.startswith("record_sensitivity[") and name.endswith("]"):
         return name[len("record_sensitivity["):-1]
     return None
+
+
+def figure_unit(name: str) -> str:
+    """What a figure's interval ``cases`` counts: ``twins`` for the counterfactual figures, else ``cases``."""
+    return "twins" if sensitivity_figure(name) is not None or name == "twin_pass_rate" else "cases"
 
 
 def pair_values(cf: Counterfactual | None, kind: str) -> dict[tuple[str, int], float]:

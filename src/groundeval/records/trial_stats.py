@@ -74,6 +74,7 @@ __all__ = [
     "INTERVAL_METHOD",
     "METHOD_NAMES",
     "cluster_interval",
+    "interval_methods",
     "interval_note",
     "pass_at_k",
     "pass_hat_k",
@@ -249,12 +250,29 @@ def proportion_interval(value: float, cases: int) -> FigureInterval | None:
     return FigureInterval(value=round(share, 6), low=round(low, 6), high=round(high, 6), cases=cases, method=method)
 
 
-def interval_note(intervals: Iterable[FigureInterval]) -> str:
-    """Name the methods of the intervals printed together: ``"Wilson score over 33 cases"``."""
+def interval_methods(intervals: Iterable[FigureInterval]) -> str:
+    """Name the methods of the intervals printed together: ``"Wilson score / cluster bootstrap (BCa)"``."""
+    return " / ".join(dict.fromkeys(METHOD_NAMES.get(iv.method, iv.method) for iv in intervals))
+
+
+def interval_note(intervals: Iterable[FigureInterval], unit: str = "cases") -> str:
+    """Name the methods of the intervals printed together, with their n when they share it.
+
+    Args:
+        intervals: The intervals printed together.
+        unit: What each interval's ``cases`` counts (``cases``; ``twins`` for counterfactual figures).
+
+    Returns:
+        ``"Wilson score over 33 cases"`` when every interval is over the same n, else the methods
+        alone (``"Wilson score"``): then each interval must be printed with its own n.
+    """
     shown = list(intervals)
-    names = list(dict.fromkeys(METHOD_NAMES.get(iv.method, iv.method) for iv in shown))
-    cases = max((iv.cases for iv in shown), default=0)
-    return f"{' / '.join(names)} over {cases} case{'' if cases == 1 else 's'}" if names else ""
+    names = interval_methods(shown)
+    ns = {iv.cases for iv in shown}
+    if not names or len(ns) != 1:
+        return names
+    (n,) = ns
+    return f"{names} over {n} {unit[:-1] if n == 1 else unit}"
 
 
 def _groups(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from groundeval.records.dimensions import figure_dimension
-from groundeval.records.run_record import RunRecord
+from groundeval.records.run_record import Counterfactual, RunRecord
 from groundeval.records.scope import UNGATED_FACT, pass_rate_ran, ran, scope_needed, statement
 from groundeval.records.sensitivity import pair_values, sensitivity_figure
 from groundeval.records.trial_ids import split_twin
@@ -70,6 +70,9 @@ __all__ = [
     "figure_dimension",
     "load_record",
     "regressions",
+    "sensitivity_lost",
+    "unmatched",
+    "unmatched_text",
 ]
 
 
@@ -199,7 +202,7 @@ def _count_dimensions(dims: Collection[str], *records: RunRecord) -> frozenset[s
 
 def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]]:
     checked = ["task", "groundeval version (no scorer version field yet)", "task_facts", "task options (thresholds)",
-               "fixture SHA-256 per case"]
+               "fixture SHA-256 per case", "trials per case", "counterfactual twins"]
     warnings: list[str] = []
     problems: list[str] = []
     if a.task != b.task:
@@ -213,6 +216,17 @@ def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]
     oa, ob = a.settings.get("task_options", {}), b.settings.get("task_options", {})
     if oa != ob:
         warnings.append(f"task options differ: {json.dumps(oa, sort_keys=True)} vs {json.dumps(ob, sort_keys=True)}")
+    ta, tb = a.settings.get("trials", 1), b.settings.get("trials", 1)
+    if ta != tb:
+        warnings.append(f"trials differ ({ta} vs {tb}): each case's pass rate pools a different number of samples, "
+                        "so per-case verdicts and pass^k are not like for like")
+    ca, cb = a.aggregate.counterfactual, b.aggregate.counterfactual
+    if (ca is None) != (cb is None):
+        had, lacks = ("A", "B") if cb is None else ("B", "A")
+        twins = (ca or cb or Counterfactual()).twins
+        warnings.append(f"run {lacks} has no counterfactual twins where run {had} had {twins} (run {lacks} ran without "
+                        "--groundeval-counterfactual): record_sensitivity is not compared"
+                        + ("; --fail-on-regression fails on it" if lacks == "B" and sensitivity_lost(a, b) else ""))
     for name, run in (("A", a), ("B", b)):
         if scope_needed(run.aggregate):  # its pass rate covers only the counted cases: say what it leaves out
             warnings.append(f"run {name} {statement(run.aggregate, 'scope')}")
@@ -282,9 +296,55 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
                                       if r.task_facts.get(UNGATED_FACT)))
     gate = GateResult(a.run_id, b.run_id, tuple(gates), not_compared, pass_iv, tuple(problems), tuple(lost),
                       incomplete, collection_error_lines(b), invalid_case_lines(b), len(only_a), sens_iv,
-                      ungated or None)
+                      ungated or None, None if problems else sensitivity_lost(a, b))
     return Comparison(a, b, checked, warns, problems, figures, cases, only_a, only_b, gate, dims, dirs,
                       _count_dimensions(dims, a, b))
+
+
+def sensitivity_lost(a: RunRecord, b: RunRecord) -> str | None:
+    """Why run B has no ``record_sensitivity`` where baseline A had one (the gate fails on it), or None.
+
+    Args:
+        a: The baseline run.
+        b: The current run.
+    """
+    ca, cb = a.aggregate.counterfactual, b.aggregate.counterfactual
+    if ca is None or ca.record_sensitivity is None or (cb is not None and cb.record_sensitivity is not None):
+        return None
+    had = f"the baseline had it over {ca.record_sensitivity.cases} twins"
+    if cb is None:
+        return f"{had}; the current run has no counterfactual twins (run it with --groundeval-counterfactual)"
+    if not cb.not_judged:
+        return f"{had}; the current run has no judged twin whose truth changed"
+    why = ", ".join(f"{k} {n}" for k, n in cb.not_judged.items())
+    return (f"{had}; the current run judged none of its {cb.twins} twins whose truth changed "
+            f"({sum(cb.not_judged.values())} not judged: {why})")
+
+
+def unmatched(ids: Sequence[str]) -> tuple[list[str], dict[str, int]]:
+    """Case ids only in one run, split: the original cases' ids, and twins counted per perturbation.
+
+    Returns:
+        The ids that are not counterfactual twins, and ``{perturbation: twins}`` (in first-seen order).
+    """
+    cases: list[str] = []
+    kinds: dict[str, int] = {}
+    for i in ids:
+        kind = split_twin(i)[1]
+        if kind is None:
+            cases.append(i)
+        else:
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return cases, kinds
+
+
+def unmatched_text(ids: Sequence[str]) -> str:
+    """``2 cases and 177 counterfactual twins (stop-active 44, swap-drug 44, ...)`` for ids only in one run."""
+    cases, kinds = unmatched(ids)
+    if not kinds:
+        return str(len(cases))
+    per = ", ".join(f"{k} {n}" for k, n in kinds.items())
+    return f"{len(cases)} cases and {sum(kinds.values())} counterfactual twins ({per})"
 
 
 def _unreadable_lost(a: RunRecord, b: RunRecord, va: Mapping[str, CaseValues], only_a: Sequence[str]) -> list[CaseLost]:

@@ -220,6 +220,11 @@ class GateResult:
             rest on an unmeasured or unreliable judge (``UNGATED_FACT``). Regressions and a pass-rate
             drop are then shown but do not fail the gate; lost cases, unreadable or invalid case
             files and an incomplete run still do (an agent must not pass by crashing).
+        sensitivity_lost: Why the baseline's ``record_sensitivity`` has no counterpart now, or None:
+            the current run has no counterfactual twins (it ran without
+            ``--groundeval-counterfactual``), or judged none whose truth changed (every one
+            excluded). A figure the baseline gated that is missing now fails the gate, as a lost
+            case does.
     """
 
     baseline_run_id: str
@@ -235,6 +240,7 @@ class GateResult:
     only_in_baseline: int = 0
     sensitivity_interval: Interval | None = None
     ungated: str | None = None
+    sensitivity_lost: str | None = None
 
     @property
     def regressed(self) -> tuple[CaseGate, ...]:
@@ -259,7 +265,7 @@ class GateResult:
         """
         verdicts = self.ungated is None and bool(self.regressed or self.pass_rate_dropped or self.nothing_compared)
         return bool(verdicts or self.lost or self.incomplete is not None or self.sensitivity_dropped
-                    or self.collection_errors or self.invalid_cases)
+                    or self.sensitivity_lost is not None or self.collection_errors or self.invalid_cases)
 
     @property
     def nothing_compared(self) -> bool:
@@ -311,6 +317,8 @@ class GateResult:
         if self.sensitivity_dropped and self.sensitivity_interval is not None:
             iv = self.sensitivity_interval
             out.append(f"record_sensitivity dropped {iv.mean:+.3f}, 95% interval {iv.text()} excludes 0")
+        if self.sensitivity_lost is not None:
+            out.append(f"record_sensitivity lost: {self.sensitivity_lost}")
         if gated and self.nothing_compared:
             out.append(self._nothing_compared_reason())
         return out

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from groundeval.records.run_record import RunRecord
-from groundeval.reporting.compare import CaseDiff, CaseLost, Comparison, Figure
+from groundeval.reporting.compare import CaseDiff, CaseLost, Comparison, Figure, unmatched, unmatched_text
 from groundeval.reporting.stats import METHOD, Interval
 
 __all__ = ["comparison_dict", "comparison_json", "comparison_text", "fmt", "fmt_count", "fmt_p", "run_line"]
@@ -38,9 +38,11 @@ def fmt_count(value: float | None, sign: bool = False) -> str:
 
 
 def run_line(record: RunRecord) -> str:
-    """``20261201T...  extraction  agent baseline  model -  25 cases``."""
-    n = len({c.case_id for c in record.cases})
-    return f"{record.run_id}  {record.task}  agent {record.agent}  model {record.model or '-'}  {n} cases"
+    """``20261201T...  extraction  agent baseline  model -  25 cases`` (then ``+ 88 counterfactual twins``, if any)."""
+    cases, kinds = unmatched(list(dict.fromkeys(c.case_id for c in record.cases)))
+    twins = f" + {sum(kinds.values())} counterfactual twins" if kinds else ""
+    agent = f"agent {record.agent}  model {record.model or '-'}"
+    return f"{record.run_id}  {record.task}  {agent}  {len(cases)} cases{twins}"
 
 
 def _interval(iv: Interval | None) -> dict[str, Any] | None:
@@ -126,7 +128,8 @@ def comparison_text(comp: Comparison, fail_on_regression: bool = False) -> str:
     lines += [f"PROBLEM: {p}: not compared case by case" for p in comp.problems]
     lines += [f"WARNING: {w}" for w in comp.warnings]
     if not comp.problems and not comp.warnings:
-        lines.append("comparable: same task, groundeval version, task facts, task options and case files")
+        lines.append("comparable: same task, groundeval version, task facts, task options, case files, trials "
+                     "and twins")
     tasks = comp.a.task if comp.a.task == comp.b.task else f"{comp.a.task} | {comp.b.task}"
     lines.append(f"== {tasks} ==")
     w = max([26, *(len(f.name) + 2 for f in comp.figures)])
@@ -141,7 +144,8 @@ def comparison_text(comp: Comparison, fail_on_regression: bool = False) -> str:
     lines.append(
         f"cases: {len(comp.cases)} compared, {len(comp.changed)} changed; regressed (passed->not passed): "
         f"{len(gate.regressed)}, lost (a verdict->none: excluded, not run or unreadable): {len(gate.lost)}, "
-        f"improved (not->passed): {len(gate.improved)}; only in A: {len(comp.only_a)}; only in B: {len(comp.only_b)}; "
+        f"improved (not->passed): {len(gate.improved)}; only in A: {unmatched_text(comp.only_a)}; "
+        f"only in B: {unmatched_text(comp.only_b)}; "
         f"not compared: {len(gate.not_compared)}"
     )
     if gate.failed:
@@ -160,7 +164,7 @@ def comparison_text(comp: Comparison, fail_on_regression: bool = False) -> str:
     lines += [f"  UNREADABLE {e}" for e in gate.collection_errors]
     lines += [f"  INVALID {e}" for e in gate.invalid_cases]
     if not comp.problems:  # with different tasks every case is in one run only: counted above
-        lines += [f"  only in A {k}" for k in comp.only_a]
-        lines += [f"  only in B {k}" for k in comp.only_b]
+        lines += [f"  only in A {k}" for k in unmatched(comp.only_a)[0]]  # twins: counted per perturbation above
+        lines += [f"  only in B {k}" for k in unmatched(comp.only_b)[0]]
     lines += [f"  not compared {k}: {why}" for k, why in gate.not_compared.items()]
     return "\n".join(lines)

@@ -13,9 +13,10 @@ from pathlib import Path
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, TrialStats
 from groundeval.records.scope import judge_note, scope_needed, statement
+from groundeval.records.sensitivity import figure_unit
 from groundeval.records.trial_stats import INTERVAL_METHOD, METHOD_NAMES, record_trial_stats
 from groundeval.records.write_errors import named
-from groundeval.reporting.compare import Comparison, GateResult
+from groundeval.reporting.compare import Comparison, GateResult, unmatched
 from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
 from groundeval.reporting.stats import METHOD
 
@@ -55,9 +56,11 @@ def figure_intervals(record: RunRecord) -> dict[str, FigureInterval]:
     return dict(record_trial_stats(record).intervals)
 
 
-def _iv(iv: FigureInterval | None) -> str:
-    """``[0.496, 0.802] (Wilson score)``: the bounds and the method that made them."""
-    return f"{iv.text()} ({METHOD_NAMES.get(iv.method, iv.method)})" if iv is not None else ""
+def _iv(iv: FigureInterval | None, name: str = "pass_rate") -> str:
+    """``[0.496, 0.802] (Wilson score, 68 cases)``: the bounds, the method that made them and its n."""
+    if iv is None:
+        return ""
+    return f"{iv.text()} ({METHOD_NAMES.get(iv.method, iv.method)}, {iv.cases} {figure_unit(name)})"
 
 
 def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
@@ -138,7 +141,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
             shown = str(value)
         else:  # counts (format_not_ok, duplicates) as integers, means to three decimals
             shown = str(value) if isinstance(value, int) else fmt(value)
-        lines.append(f"| {md_escape(name)} | {shown} | {_iv(ivs.get(name))} |")
+        lines.append(f"| {md_escape(name)} | {shown} | {_iv(ivs.get(name), name)} |")
     lines += _trials_md(stats, agg)
     lines += ["", "outcomes: " + ", ".join(f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts)]
     if gate is not None:
@@ -309,10 +312,14 @@ def comparison_markdown(comp: Comparison, fail_on_regression: bool = False) -> s
             changes = ", ".join(f"{k} {change_value(comp, k, x)}→{change_value(comp, k, y)}"
                                 for k, (x, y) in c.changes.items())
             lines.append(f"| {md_code(c.case_id)} | {c.verdict} | {md_escape(changes)} |")
-    if comp.only_a and not comp.problems:
-        lines += ["", f"only in A: {_listed(comp.only_a)}"]
-    if comp.only_b and not comp.problems:
-        lines += ["", f"only in B: {_listed(comp.only_b)}"]
+    for side, ids in (("A", comp.only_a), ("B", comp.only_b)):
+        if ids and not comp.problems:
+            cases, kinds = unmatched(ids)
+            shown = [_listed(cases)] if cases else []
+            if kinds:  # twins as a count per perturbation, not a wall of ids
+                shown.append(f"{sum(kinds.values())} counterfactual twins "
+                             f"({', '.join(f'{k} {n}' for k, n in kinds.items())})")
+            lines += ["", f"only in {side}: " + "; ".join(shown)]
     if gate.not_compared:
         lines += ["", "not compared: " + "; ".join(f"{md_code(k)} ({md_escape(v)})"
                                                    for k, v in list(gate.not_compared.items())[:MAX_LISTED])]
