@@ -33,6 +33,7 @@ __all__ = [
     "entry_resources",
     "is_absolute",
     "is_rxnorm",
+    "request_rxcuis",
     "rxnorm_codings",
 ]
 
@@ -236,3 +237,19 @@ def codings_by_system(concept: Mapping[str, Any] | None, systems: str | frozense
         text = display.strip() if isinstance(display, str) else ""
         found.append(Coding(code=code, display=text or None))
     return found
+
+
+def request_rxcuis(request: Mapping[str, Any], index: BundleIndex) -> frozenset[str]:
+    """The RxNorm codes (RxCUIs) a MedicationRequest names.
+
+    Read from its ``medicationCodeableConcept``, or else from the ``code`` of the Medication its
+    ``medicationReference`` resolves to in ``index``. Empty when neither holds an RxNorm coding or
+    the reference does not resolve. Source: FHIR R4 MedicationRequest, ``medication[x]``
+    (https://hl7.org/fhir/R4/medicationrequest.html).
+    """
+    concept = request.get("medicationCodeableConcept")
+    if not isinstance(concept, dict):
+        ref = (request.get("medicationReference") or {}).get("reference")
+        target = index.resolve(ref, parent=request) if isinstance(ref, str) else None
+        concept = target.get("code") if isinstance(target, dict) else None
+    return frozenset(c.code for c in rxnorm_codings(concept if isinstance(concept, dict) else None))

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from groundeval.datasets import Case
-from groundeval.fhir.bundle import RXNORM_SYSTEM, BundleIndex, patient_references, rxnorm_codings
+from groundeval.fhir.bundle import RXNORM_SYSTEM, BundleIndex, patient_references, request_rxcuis, rxnorm_codings
 from groundeval.tasks.counterfactual import CounterfactualError, Effect, make_twin, seeded
 from groundeval.tasks.medlist import exclusion, find_patient, medication_truth
 
@@ -72,15 +72,6 @@ def _requests(bundle: JSON) -> list[JSON]:
             and e["resource"].get("resourceType") == "MedicationRequest"]
 
 
-def _codes(request: Mapping[str, Any], index: BundleIndex) -> frozenset[str]:
-    concept = request.get("medicationCodeableConcept")
-    if not isinstance(concept, dict):
-        ref = (request.get("medicationReference") or {}).get("reference")
-        target = index.resolve(ref, parent=request) if isinstance(ref, str) else None
-        concept = target.get("code") if isinstance(target, dict) else None
-    return frozenset(c.code for c in rxnorm_codings(concept if isinstance(concept, dict) else None))
-
-
 def _candidates(bundle: JSON, source: str, kind: str) -> list[JSON]:
     """The requests ``kind`` can change so that the truth moves as it declares, in bundle order."""
     patient, full_url = find_patient(bundle, source)
@@ -88,7 +79,7 @@ def _candidates(bundle: JSON, source: str, kind: str) -> list[JSON]:
     index = BundleIndex.of(bundle)
     requests = _requests(bundle)
     counted = [r for r in requests if exclusion(r, subjects) is None]
-    codes = {id(r): _codes(r, index) for r in requests}
+    codes = {id(r): request_rxcuis(r, index) for r in requests}
     out = []
     if kind == "restart-stopped":
         active = frozenset().union(*(codes[id(r)] for r in counted))
@@ -169,7 +160,7 @@ def counterfactual(case: Case, kind: str) -> Case | None:
     request = seeded(case, kind).choice(candidates)
     index = BundleIndex.of(bundle)
     rid = str(request.get("id"))
-    old = sorted(_codes(request, index))
+    old = sorted(request_rxcuis(request, index))
     label = _label(request, index)
     effect: Effect
     new: list[str]

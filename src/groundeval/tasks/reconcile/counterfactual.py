@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from groundeval.datasets import Case
-from groundeval.fhir.bundle import BundleIndex, rxnorm_codings
+from groundeval.fhir.bundle import BundleIndex, request_rxcuis
 from groundeval.tasks.counterfactual import make_twin, seeded
 
 __all__ = ["PERTURBATIONS", "counterfactual", "observe"]
@@ -58,21 +58,12 @@ def observe(probe: Mapping[str, Any], parsed: Any) -> dict[str, str | None]:
     return out
 
 
-def _request_codes(request: Mapping[str, Any], index: BundleIndex) -> frozenset[str]:
-    concept = request.get("medicationCodeableConcept")
-    if not isinstance(concept, dict):
-        ref = (request.get("medicationReference") or {}).get("reference")
-        target = index.resolve(ref, parent=request) if isinstance(ref, str) else None
-        concept = target.get("code") if isinstance(target, dict) else None
-    return frozenset(c.code for c in rxnorm_codings(concept if isinstance(concept, dict) else None))
-
-
 def _double_dose(bundle: JSON, codes: frozenset[str]) -> str | None:
     """Double the dose of the latest active request of the drug; the change, or None when it has none."""
     index = BundleIndex.of(bundle)
     mine = [e["resource"] for e in bundle.get("entry") or [] if isinstance(e, dict)
             and isinstance(e.get("resource"), dict) and e["resource"].get("resourceType") == "MedicationRequest"
-            and e["resource"].get("status") == "active" and _request_codes(e["resource"], index) & codes]
+            and e["resource"].get("status") == "active" and request_rxcuis(e["resource"], index) & codes]
     if not mine:
         return None
     order = {id(r): i for i, r in enumerate(mine)}
@@ -98,7 +89,7 @@ def _remove(bundle: JSON, codes: frozenset[str]) -> str | None:
     index = BundleIndex.of(bundle)
     gone = [e for e in bundle.get("entry") or [] if isinstance(e, dict) and isinstance(e.get("resource"), dict)
             and e["resource"].get("resourceType") == "MedicationRequest"
-            and _request_codes(e["resource"], index) & codes]
+            and request_rxcuis(e["resource"], index) & codes]
     if not gone:
         return None
     bundle["entry"] = [e for e in bundle["entry"] if all(e is not g for g in gone)]
