@@ -111,7 +111,7 @@ def test_pyproject_extras_match_extras_module_and_dev_group_installs_all() -> No
     assert every.name == "groundeval" and every.extras == set(EXTRAS) - NOT_IN_ALL
     for name, modules in EXTRAS.items():
         dists = {_normal(Requirement(r).name) for r in extras[name]}
-        assert {_normal({"xdist": "pytest-xdist", "llama_cpp": "llama-cpp-python"}.get(m, m)) for m in modules} <= dists, name  # module -> distribution
+        assert {_normal({"xdist": "pytest-xdist", "llama_cpp": "llama-cpp-python", "sklearn": "scikit-learn"}.get(m, m)) for m in modules} <= dists, name  # module -> distribution
     core = {_normal(Requirement(r).name) for r in meta["project"]["dependencies"]}
     assert not core & HEAVY
     assert not core & ANYIO

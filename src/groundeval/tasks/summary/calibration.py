@@ -260,6 +260,10 @@ def _kappa_interval(truth: Sequence[bool], judged: Sequence[bool]) -> tuple[floa
     """Cohen's kappa (scikit-learn) and its 95% percentile bootstrap interval (scipy); None where undefined."""
     import numpy as np
     from scipy import stats
+
+    from groundeval.extras import require_extra
+
+    require_extra("calibrate", "sklearn", "groundeval calibrate (Cohen's kappa)")
     from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
 
     t = np.asarray(truth, dtype=float)
