@@ -16,12 +16,19 @@ runs drop every module first imported inside them."""
 PRELOAD_FOR_SPEED = (
     "groundeval.agents.baselines.extraction", "groundeval.plugin.reporting", "groundeval.plugin.session",
     "groundeval.plugin.xdist_hooks", "groundeval.tasks.extraction.task", "groundeval.tasks.write.task",
+    "groundeval.tasks.reconcile.task", "groundeval.tasks.labs.task", "groundeval.tasks.summary.task",
+    "groundeval.plugin.progress", "groundeval.plugin.run_end", "groundeval.plugin.signals", "groundeval.plugin.upcoming",
+    "groundeval.plugin.thread_output", "groundeval.records.aggregate", "groundeval.records.grounding",
+    "groundeval.records.sensitivity",
+    # the provider SDKs: a pytester run of a Claude or OpenAI-compatible agent over a mocked transport
+    # would import each again (several thousand pydantic models) every time
+    "anthropic", "openai", "groundeval.models.anthropic", "groundeval.models.openai_compat", "groundeval.agents.claude",
     *(f"fhir.resources.R4B.{model}" for model in
       ("bundle", "patient", "medicationrequest", "medication", "medicationstatement")),
 )
 """Loaded only for speed: an in-process run would otherwise import, and pytest assertion-rewrite,
 about 30 groundeval modules, pydantic, fhir.resources and HealthChain again, every time (about 1 s
-a run)."""
+a run), and the provider SDKs in every run of a model-backed agent."""
 
 
 def pytest_configure(config: pytest.Config) -> None:

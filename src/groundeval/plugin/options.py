@@ -342,14 +342,14 @@ def _batch(values: dict[str, Any], sources: dict[str, str], out_dir: Path) -> Ba
     Raises:
         pytest.UsageError: A ``--groundeval-batch-*`` knob given without ``--groundeval-batch``.
     """
-    from groundeval.models.batch import JOURNAL_FILE, BatchSettings
-
     knobs = ("batch_size", "batch_send_delay", "batch_poll", "batch_max_wait")
     if not values["batch"]:
         given = [sources[k] for k in knobs if sources.get(k)]
         if given:
             raise pytest.UsageError(f"{given[0]} applies only with --groundeval-batch; add it or drop {given[0]}")
         return None
+    from groundeval.models.batch import JOURNAL_FILE, BatchSettings  # only a batch run pays for the batcher
+
     return BatchSettings(
         size=int(values["batch_size"]), send_delay_s=float(values["batch_send_delay"]),
         poll_s=float(values["batch_poll"]), max_wait_s=float(values["batch_max_wait"]),
