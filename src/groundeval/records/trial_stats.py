@@ -57,6 +57,7 @@ import threading
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any, Literal
 
 from groundeval.records.dimensions import dimension_values, figure_dimension
@@ -239,15 +240,27 @@ def proportion_interval(value: float, cases: int) -> FigureInterval | None:
     """
     if cases < 1:
         return None
-    from scipy import stats
-
     share = min(1.0, max(0.0, float(value)))
     k = share * cases
     below, above = math.floor(k + EPS), math.ceil(k - EPS)
-    low = float(stats.binomtest(below, cases).proportion_ci(CONFIDENCE, method="wilson").low)
-    high = float(stats.binomtest(above, cases).proportion_ci(CONFIDENCE, method="wilson").high)
+    low = _wilson(below, cases)[0]
+    high = _wilson(above, cases)[1]
     method: Literal["wilson", "wilson-cases"] = "wilson" if below == above else "wilson-cases"
     return FigureInterval(value=round(share, 6), low=round(low, 6), high=round(high, 6), cases=cases, method=method)
+
+
+@lru_cache(maxsize=4096)
+def _wilson(k: int, n: int) -> tuple[float, float]:
+    """``scipy.stats.binomtest(k, n).proportion_ci(CONFIDENCE, method="wilson")`` as ``(low, high)``.
+
+    Remembered: a run asks for the same few ``(k, n)`` several times (pass rate, answer rate,
+    pass@k and pass^k over the same cases), and ``binomtest`` also computes a p-value, about
+    0.5 ms a call.
+    """
+    from scipy import stats
+
+    ci = stats.binomtest(k, n).proportion_ci(CONFIDENCE, method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def interval_methods(intervals: Iterable[FigureInterval]) -> str:
