@@ -4,13 +4,15 @@ A task's ``check_case`` (FHIR R4B validation of the whole Bundle and the request
 reads) is a pure function of the file's bytes and of the code that checks them.
 It costs about 5 ms per extraction case plus about 0.3 s to import the R4B models, paid by the
 process that runs the case, when the case is about to run (never at collection). In one process
-a file's bytes are checked once (every trial after the first reuses the verdict). With a cache
-directory set (the plugin uses pytest's cache, ``.pytest_cache/d/groundeval-checked``), a file
-whose SHA-256 passed the same check under the same versions of groundeval, fhir.resources and
-pydantic, and the same source of groundeval's task modules (so an edited checkout never reuses a
-stale verdict), is not checked again in later runs or other xdist workers either: only an empty
-marker file is written, never data. Without a directory (``-p no:cacheprovider``, or library use)
-every file is checked once per run.
+a file's bytes are checked once, whatever the run (every trial after the first, and every later
+run in the same process, as ``pytest.main`` called again or pytester's in-process runs, reuses
+the verdict; the code that checks cannot change under a running process). With a cache directory
+set (the plugin uses pytest's cache, ``.pytest_cache/d/groundeval-checked``), a file whose SHA-256
+passed the same check under the same versions of groundeval, fhir.resources and pydantic, and the
+same source of groundeval's task modules (so an edited checkout never reuses a stale verdict), is
+not checked again in later runs or other xdist workers either: only an empty marker file is
+written, never data. Without a directory (``-p no:cacheprovider``, or library use) every file is
+checked once per process. Only a pass is remembered: a file that failed is checked again.
 """
 
 from __future__ import annotations
@@ -24,13 +26,12 @@ from pathlib import Path
 __all__ = ["is_checked", "mark_checked", "use_directory"]
 
 _DIRECTORY: list[Path] = []
-_PASSED: set[tuple[str, str]] = set()  # (check, sha256) that passed in this process, this run
+_PASSED: set[tuple[str, str]] = set()  # (check, sha256) that passed in this process
 
 
 def use_directory(directory: Path | None) -> None:
-    """Set (or, with None, clear) the directory that holds the markers; forget this run's verdicts."""
+    """Set (or, with None, clear) the directory that holds the markers; this process's verdicts are kept."""
     _DIRECTORY[:] = [directory] if directory is not None else []
-    _PASSED.clear()
 
 
 @cache
@@ -59,7 +60,7 @@ def _marker(check: str, sha256: str) -> Path | None:
 
 
 def is_checked(check: str, sha256: str) -> bool:
-    """True when a file with these bytes passed ``check`` in this run, or earlier under the same code versions."""
+    """True when a file with these bytes passed ``check`` in this process, or earlier under the same code versions."""
     if (check, sha256) in _PASSED:
         return True
     marker = _marker(check, sha256)

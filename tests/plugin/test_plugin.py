@@ -623,6 +623,8 @@ def test_each_case_file_is_checked_once_across_runs_and_never_at_collection(
 ) -> None:
     import importlib
 
+    from groundeval import check_cache
+
     # the module the plugin will load (sys.modules), not a package attribute left by an earlier in-process run
     extraction = importlib.import_module("groundeval.tasks.extraction.task")
     checked: list[str] = []
@@ -633,6 +635,8 @@ def test_each_case_file_is_checked_once_across_runs_and_never_at_collection(
         real(bundle, path)
 
     monkeypatch.setattr(extraction, "_check_structure", counting)
+    # verdicts are kept for the process: start from none (not those of earlier runs in this process)
+    monkeypatch.setattr(check_cache, "_PASSED", set())
     args = ("--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=data", "-q")
     pytester.runpytest(*args, "--co").assert_outcomes()
     assert checked == []  # collection reads the files; the R4B check waits for the run
@@ -640,6 +644,7 @@ def test_each_case_file_is_checked_once_across_runs_and_never_at_collection(
     assert checked == ["Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"]  # only the case that ran
     pytester.runpytest(*args, "--groundeval-trials=2").assert_outcomes(passed=10)
     assert len(checked) == 5  # Liz passed before; the other four once each, not once per trial
+    check_cache._PASSED.clear()  # as a new process would: only pytest's cache remembers
     pytester.runpytest(*args).assert_outcomes(passed=5)
     assert len(checked) == 5  # the same bytes passed before: not checked again
     (eval_dir / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json").write_text(
@@ -647,8 +652,11 @@ def test_each_case_file_is_checked_once_across_runs_and_never_at_collection(
     )
     pytester.runpytest(*args)
     assert checked[5:] == ["Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"]  # changed bytes: checked again
+    check_cache._PASSED.clear()
     pytester.runpytest(*args, "-p", "no:cacheprovider")
     assert len(checked) == 11  # without pytest's cache every file is checked, once in the run
+    pytester.runpytest(*args, "-p", "no:cacheprovider", "--groundeval-trials=2")
+    assert len(checked) == 11  # and once in the process: a later run in it reuses the verdicts
 
 
 def test_a_file_that_fails_its_check_is_invalid_case_the_agent_is_not_called_and_the_rest_run(

@@ -210,6 +210,11 @@ def _resource_type_problem(bundle: Mapping[str, Any]) -> str | None:
     return None
 
 
+BUNDLE_CHECK = "fhir-bundle"
+"""``check_cache``'s name for ``check_fhir_bundle`` of a Bundle file's bytes: the extraction case file,
+or the extraction fixture a reconcile case pins (one verdict serves both tasks)."""
+
+
 def check_fhir_bundle(bundle: Mapping[str, Any], path: Path) -> None:
     """The whole Bundle must be valid FHIR R4B, and its MedicationRequests' status and intent codes of their value sets.
 

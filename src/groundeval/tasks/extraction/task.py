@@ -29,7 +29,7 @@ from groundeval.registry.builtins import EXTRACTION_OPTIONS
 from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
-from groundeval.tasks.common import case_id_from_stem, check_fhir_bundle, wrong_task_error
+from groundeval.tasks.common import BUNDLE_CHECK, case_id_from_stem, check_fhir_bundle, wrong_task_error
 from groundeval.tasks.extraction import counterfactual as _counterfactual
 from groundeval.tasks.extraction.lookups import lookup_plan
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt
@@ -132,14 +132,16 @@ class ExtractionTask(BaseTask):
         """Validate the Bundle as FHIR R4B and check its requests' status and intent codes.
 
         About 5 ms a trimmed fixture (plus about 0.3 s to import the R4B models, once per process); a file
-        whose bytes passed under the same code is not checked again (``check_cache``).
+        whose bytes passed under the same code is not checked again (``check_cache``), by this task or by
+        the reconcile task for a case that pins the file.
 
         Raises:
             DatasetError: The first few validation problems, with their locations and the fix.
         """
-        if not check_cache.is_checked("extraction-structure", case.sha256):
+        if not check_cache.is_checked(BUNDLE_CHECK, case.sha256):
             _check_structure(case.data, case.source)
-            check_cache.mark_checked("extraction-structure", case.sha256)
+            if "counterfactual" not in case.meta:  # a twin's changed Bundle says nothing of the file's bytes
+                check_cache.mark_checked(BUNDLE_CHECK, case.sha256)
 
     @classmethod
     def claims(cls, data: Mapping[str, Any]) -> bool:
