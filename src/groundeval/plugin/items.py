@@ -17,7 +17,7 @@ import pytest
 
 import groundeval
 from groundeval.datasets import Case
-from groundeval.errors import DatasetError, ScorerModelError
+from groundeval.errors import DatasetError, GroundevalError, ScorerModelError
 from groundeval.plugin.junit import junit_properties
 from groundeval.records.run_record import CaseRecord
 from groundeval.records.trial_ids import split_trial, split_twin, trial_name
@@ -58,7 +58,19 @@ class CaseRunner(Protocol):
         """The junit properties of the case against a baseline run (``regression``, ``lost``; none without one)."""
         ...
 
-__all__ = ["BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem", "select_by_node_id"]
+__all__ = ["BadCaseFile", "CaseFailed", "EvalDataset", "EvalItem", "explains_itself", "select_by_node_id"]
+
+def explains_itself(record: CaseRecord, raised: BaseException | None) -> bool:
+    """True when a case's setup error is shown as its record's message, not the frames that raised it.
+
+    A classified error (``infra_error``, ``invalid_case``, ``config_error``, ...), or an
+    ``agent_error`` that is one of groundeval's own errors (a replay record without the case),
+    explains itself. The agent's own exception (``agent_error``) and groundeval's bugs
+    (``harness_error``) keep their tracebacks.
+    """
+    explained = record.outcome == "agent_error" and isinstance(raised, GroundevalError)
+    return record.outcome not in ("agent_error", "harness_error") or explained
+
 
 class CaseFailed(AssertionError):
     """The agent's answer did not meet the task's thresholds, or there was no answer (a test *failure*)."""
@@ -159,6 +171,7 @@ class EvalItem(pytest.Item):
         self.trial = trial
         self.record: CaseRecord | None = None
         self.record_sent = False
+        self.raised: BaseException | None = None  # what setup raised for an excluded outcome
 
     @property
     def gsession(self) -> CaseRunner:
@@ -177,6 +190,7 @@ class EvalItem(pytest.Item):
         self.user_properties.extend(junit_properties(run.record, gs.task.metric_names))
         self.user_properties.extend(gs.baseline_properties(run.record))
         if run.exc is not None:
+            self.raised = run.exc
             raise run.exc
 
     def runtest(self) -> None:
@@ -197,6 +211,20 @@ class EvalItem(pytest.Item):
         if isinstance(exc, ScorerModelError) and self.record is not None:  # the judge's failure: its message
             return f"{self.record.message}\n(case file: {self.case.source.name})"
         return super().repr_failure(excinfo)
+
+    def _repr_failure_py(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> Any:
+        """A setup error that explains itself (``explains_itself``) as its record's message.
+
+        pytest formats a setup error here; the message is what the report shows (the reporting
+        hook sets the same text), so the traceback, which costs pytest a parse of the source file
+        of every frame, is not built for it.
+        """
+        record, raised = self.record, excinfo.value
+        if record is not None and raised is self.raised and explains_itself(record, raised):
+            return record.message or record.outcome
+        return super()._repr_failure_py(excinfo, style)
 
     def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
         """Hide pytest's and pluggy's plumbing; for an agent's error hide groundeval's frames too."""

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from groundeval.errors import GroundevalError
-from groundeval.plugin.items import EvalItem
+from groundeval.plugin.items import EvalItem, explains_itself
 from groundeval.records.outcomes import OUTCOMES
 from groundeval.redaction import clean_text
 
@@ -48,10 +47,8 @@ class ReportHooks:
         record = item.record
         if call.when == "setup" and report.failed and record is not None:
             raised = call.excinfo.value if call.excinfo is not None else None
-            explained = record.outcome == "agent_error" and isinstance(raised, GroundevalError)
-            if record.outcome not in ("agent_error", "harness_error") or explained:
-                # a classified error, or one of groundeval's own (a replay record without the
-                # case), explains itself: its message, not the frames that raised it
+            if explains_itself(record, raised):
+                # its message, not the frames that raised it (``EvalItem._repr_failure_py`` did not build them)
                 report.longrepr = record.message or record.outcome
             elif record.outcome == "harness_error":
                 report.longrepr = f"{report.longrepr}\n\nharness_error: a bug in groundeval or the task's code"
