@@ -129,7 +129,9 @@ def test_exitfirst_cancels_the_calls_not_started(pytester: pytest.Pytester, eval
     # Items in order: Clemente (empty truth: "[]" passes) x3, Garrett ("[]" fails) x3, then 9 more.
     # Clemente's first call goes alone; then calls are made ahead in two threads. Garrett's
     # trials 1 and 2 hang until the run has ended, so the two threads are busy when trial 0
-    # fails and -x stops the run: every call queued behind them must be cancelled, never made.
+    # fails and -x stops the run (its item waits until they have started: the main thread may
+    # otherwise score trial 0 before a thread takes trial 2): every call queued behind them must
+    # be cancelled, never made.
     pytester.makepyfile(slow_agent='''
 import threading
 
@@ -146,7 +148,15 @@ def agent(request):
     return "[]"
 ''')
     pytester.makeconftest('''
+import time
+
 import slow_agent
+
+def pytest_runtest_setup(item):
+    if item.name.startswith("Garrett") and item.name.endswith("[trial-0]"):
+        deadline = time.monotonic() + 60
+        while len(slow_agent.STARTED) < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 def pytest_sessionfinish(session):
     with open("started.txt", "w") as fh:
