@@ -19,12 +19,16 @@ PRELOAD_FOR_SPEED = (
     "groundeval.tasks.reconcile.task", "groundeval.tasks.labs.task", "groundeval.tasks.summary.task",
     "groundeval.plugin.progress", "groundeval.plugin.run_end", "groundeval.plugin.signals", "groundeval.plugin.upcoming",
     "groundeval.plugin.thread_output", "groundeval.records.aggregate", "groundeval.records.grounding",
-    "groundeval.records.sensitivity",
+    "groundeval.records.sensitivity", "jinja2",
     # the provider SDKs: a pytester run of a Claude or OpenAI-compatible agent over a mocked transport
     # would import each again (several thousand pydantic models) every time
     "anthropic", "openai", "groundeval.models.anthropic", "groundeval.models.openai_compat", "groundeval.agents.claude",
     *(f"fhir.resources.R4B.{model}" for model in
       ("bundle", "patient", "medicationrequest", "medication", "medicationstatement")),
+    # what a LangGraph agent's run imports (about 700 modules: LangChain, LangGraph, LangSmith's
+    # run helpers, HealthChain's tools), which its tests in this process import anyway
+    "langchain.agents", "langchain.agents.middleware", "langgraph.errors", "langchain_anthropic", "healthchain.tools",
+    "groundeval.agents.langgraph_agent", "groundeval.agents._langgraph_graph", "groundeval.tasks.write.tools",
 )
 """Loaded only for speed: an in-process run would otherwise import, and pytest assertion-rewrite,
 about 30 groundeval modules, pydantic, fhir.resources and HealthChain again, every time (about 1 s
@@ -47,8 +51,15 @@ def pytest_configure(config: pytest.Config) -> None:
         importlib.import_module(name)
 
 
-LEAN_ADDOPTS = "-p no:langsmith_plugin -p no:anyio"
-"""Plugins switched off in the pytest runs the suite starts (see ``_lean_pytest_subprocesses``)."""
+LEAN_ADDOPTS = "-p no:langsmith_plugin -p no:anyio --assert=plain"
+"""Options of the pytest runs the suite starts (see ``_lean_pytest_subprocesses``).
+
+Two plugins switched off, and pytest's assertion rewriting: with it on, every run (each in-process
+pytester run too) reads the file lists of every installed distribution that has a pytest plugin,
+to mark their modules for rewriting (about 10 ms a run here). The suite's own test modules are
+still rewritten; no test the suite runs inside pytester compares an assertion's introspected
+message: groundeval's items report their own messages, and an ``assert`` in a generated test
+file still fails with its message when it is not rewritten."""
 
 
 @pytest.fixture(autouse=True)
