@@ -13,7 +13,7 @@ from groundeval.records.outcomes import OUTCOMES
 from tests._xdist import run_xdist
 
 from .conftest import eval_args, junit_cases, run_records
-from .matrix import MALFORMED, MALFORMED_LINES, MATRIX, SharedRun, prefix_of, shared_args
+from .matrix import MALFORMED, MALFORMED_LINES, MATRIX, SharedRun, prefix_of
 
 VOLATILE = {"latency_s", "run_id"}
 
@@ -67,20 +67,9 @@ def test_junit_properties_are_primitive_and_complete(pytester: pytest.Pytester, 
     assert stephen["error_type"] == "RuntimeError"
 
 
-def test_properties_identical_with_and_without_xdist(
-    pytester: pytest.Pytester, xdist_matrix: SharedRun, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The shared -n 2 matrix run (``matrix.py``) against the same run serially, in-process."""
-    import shutil
-
-    from groundeval.tasks.extraction.task import ExtractionTask
-
-    monkeypatch.setattr(ExtractionTask, "truth", ExtractionTask.truth)  # the agent module patches it
-    for folder in ("data", "base"):
-        shutil.copytree(xdist_matrix.path / folder, pytester.path / folder)
-    shutil.copy(xdist_matrix.path / "matrix_agent.py", pytester.path)
-    pytester.syspathinsert()
-    serial_run = pytester.runpytest(*shared_args("serial.xml"))
+def test_properties_identical_with_and_without_xdist(xdist_matrix: SharedRun) -> None:
+    """The shared -n 2 matrix run (``matrix.py``) against its serial twin (the same run serially, in-process)."""
+    serial_run = xdist_matrix.serial
     result = xdist_matrix.result
     assert result.parseoutcomes() == serial_run.parseoutcomes()
     assert result.parseoutcomes()["errors"] >= len(MALFORMED)
@@ -89,7 +78,7 @@ def test_properties_identical_with_and_without_xdist(
     def stable(cases: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         return {name: {k: v for k, v in props.items() if k not in VOLATILE} for name, props in cases.items()}
 
-    serial, xdist = stable(junit_cases(pytester.path / "serial.xml")), stable(xdist_matrix.junit)
+    serial, xdist = stable(xdist_matrix.serial_junit), stable(xdist_matrix.junit)
     assert serial == xdist
     assert len(serial) == len(MATRIX) + len(MALFORMED)
 
@@ -102,7 +91,7 @@ def test_properties_identical_with_and_without_xdist(
         return element.get("name"), {k: v for k, v in props.items() if k not in VOLATILE}
 
     # run-level headline figures on the <testsuite>, the same serially and under xdist (cases/17)
-    assert suite(pytester.path / "serial.xml") == suite(xdist_matrix.path / "xdist.xml")
+    assert suite(xdist_matrix.path / "serial.xml") == suite(xdist_matrix.path / "xdist.xml")
     name, props = suite(xdist_matrix.path / "xdist.xml")
     assert name == "groundeval-extraction"
     aggregate = xdist_matrix.record["aggregate"]
