@@ -1,4 +1,4 @@
-"""The pytest plugin, exercised through pytester (in-process and in subprocesses with -n 2)."""
+"""The pytest plugin, exercised through pytester (in-process, and in processes of their own with and without -n 2)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from groundeval.records.outcomes import OUTCOMES
 from tests._xdist import run_xdist
 
 from .conftest import eval_args, junit_cases, run_records
+from .forked import ForkedPytest
 from .matrix import MALFORMED, MALFORMED_LINES, MATRIX, SharedRun, prefix_of
 
 VOLATILE = {"latency_s", "run_id"}
@@ -489,20 +490,15 @@ def agent(request):
     return BASE.run(request)
 ''')
     import signal
-    import subprocess
-    import sys
     import time
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=slow_agent:agent",
-         "--groundeval-data-dir=data", "-p", "no:cacheprovider"],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    proc = ForkedPytest(pytester.path, ["--groundeval-task=extraction", "--groundeval-agent=slow_agent:agent",
+                                        "--groundeval-data-dir=data", "-p", "no:cacheprovider"])
     deadline = time.monotonic() + 60
     while not list((pytester.path / "runs").glob("*.partial.jsonl")) and time.monotonic() < deadline:
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=60)
+    out = proc.communicate(timeout=60)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert "INCOMPLETE: interrupted by signal SIGTERM" in out
     (record,) = run_records(pytester.path)
@@ -526,22 +522,14 @@ def agent(request):
     return "[]"
 ''')
     import signal
-    import subprocess
-    import sys
     import time
 
     # A background job of a non-interactive shell (`cmd &` in a script, nohup) starts with SIGINT
     # ignored, and a child inherits that; Python, and groundeval's handler, then leave it ignored,
-    # as they should. The child here restores the default first, as an interactive shell's
+    # as they should. The forked run restores the default first, as an interactive shell's
     # foreground job has it, so the test does not depend on how the suite itself was started.
-    argv = ["pytest", "--groundeval-task=extraction", "--groundeval-agent=stuck_agent:agent",
-            "--groundeval-data-dir=data", "-p", "no:cacheprovider"]
-    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-             f"sys.argv = {argv!r}; runpy.run_module('pytest', run_name='__main__')")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", start],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    proc = ForkedPytest(pytester.path, ["--groundeval-task=extraction", "--groundeval-agent=stuck_agent:agent",
+                                        "--groundeval-data-dir=data", "-p", "no:cacheprovider"])
     deadline = time.monotonic() + 60
     while not (pytester.path / "started").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -549,10 +537,10 @@ def agent(request):
     time.sleep(0.05)
     proc.send_signal(signal.SIGINT)  # Ctrl-C twice (or `uv run` forwarding it): the second is absorbed
     try:
-        out, _ = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
+        out = proc.communicate(timeout=60)
+    except TimeoutError:
         proc.kill()
-        out, _ = proc.communicate()
+        out = proc.communicate(timeout=60)
         probe = (pytester.path / "probe").read_text()
         pytest.fail(f"SIGINT did not stop the run; the agent saw (blocked, SIGINT handler, threads, its thread) "
                     f"= {probe}\n{out}")
@@ -580,22 +568,17 @@ def agent(request):
     return "[]"
 ''')
     import signal
-    import subprocess
-    import sys
     import time
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=paced_agent:agent",
-         "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2"],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    proc = ForkedPytest(pytester.path, ["--groundeval-task=extraction", "--groundeval-agent=paced_agent:agent",
+                                        "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2"])
     deadline = time.monotonic() + 90
     while len(list(pytester.path.glob("started-*"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     for _ in range(signals):
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.05)
-    out, _ = proc.communicate(timeout=90)
+    out = proc.communicate(timeout=90)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert "Traceback" not in out and "INTERNALERROR" not in out
     started = len(list(pytester.path.glob("started-*")))
