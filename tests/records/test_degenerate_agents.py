@@ -162,9 +162,9 @@ def test_reconcile_degenerate_agents_earn_no_more_than_their_answer(reconcile: l
 
 def test_the_reconcile_naive_control_fails_and_misses_every_discrepancy(reconcile: list[Any]) -> None:
     """The naive control over every packaged case (its run through the plugin: test_reconcile_plugin.py)."""
-    from groundeval.agents.base import make_agent
+    from groundeval.agents.baselines.reconcile import NaiveReconcileAgent
 
-    agent = make_agent("naive-reconcile")
+    agent = NaiveReconcileAgent()
     naive = _run("reconcile", reconcile, lambda c, r, t: agent.run(r).text or "")
     assert (naive.pass_rate or 0) < 0.3
     assert naive.metrics["micro_discrepancy_recall"] == 0.0
