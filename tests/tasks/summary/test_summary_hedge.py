@@ -10,7 +10,6 @@ import pytest
 from groundeval.agent_io import AgentResult
 from groundeval.agents.base import Agent, FunctionAgent
 from groundeval.agents.baselines.summary import BaselineSummaryAgent, HedgeAllSummaryAgent, NaiveSummaryAgent
-from groundeval.datasets import Case
 from groundeval.runner import RunInfo, run_case
 from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.judge import BaselineJudge
@@ -34,29 +33,24 @@ def test_labels_that_cannot_both_be_true(sentence: str, hedged: bool) -> None:
     assert contradictory(sentence) is hedged
 
 
-@pytest.fixture(scope="module")
-def cases() -> list[Case]:
-    """Every packaged summary case, loaded once for the module."""
-    return [TASK.load_case(path) for path in TASK.case_files(CASES)]
-
-
-def _score(agent: Agent, cases: list[Case]) -> list[Any]:
+def _score(agent: Agent, limit: int | None = None) -> list[Any]:
     out = []
-    for case in cases:
+    for path in TASK.case_files(CASES)[:limit]:
+        case = TASK.load_case(path)
         info = RunInfo(run_id="r", task="summary", agent=agent.name, model=None)
         out.append(run_case(TASK, agent, case, info, f"n::{case.case_id}").record)
     return out
 
 
-def test_a_hedged_item_earns_nothing_states_the_forbidden_thing_and_fails_the_case(cases: list[Case]) -> None:
-    (honest,) = _score(BaselineSummaryAgent(), cases[:1])
+def test_a_hedged_item_earns_nothing_states_the_forbidden_thing_and_fails_the_case() -> None:
+    (honest,) = _score(BaselineSummaryAgent(), limit=1)
     criteria = honest.truth["criteria"]
     current = next(c for c in criteria if c["type"] in ("condition", "medication"))
     text = honest.raw_output + f"\n{current['names'][0]} (past/current)."
     stopped = next((c for c in criteria if c["kind"] == "must_not_state"), None)
     if stopped is not None:
         text += f"\n{stopped['names'][0]} (active/resolved)."
-    (hedged,) = _score(FunctionAgent(lambda request: AgentResult(text=text), "hedged"), cases[:1])
+    (hedged,) = _score(FunctionAgent(lambda request: AgentResult(text=text), "hedged"), limit=1)
     assert honest.outcome == "passed" and hedged.outcome == "failed"
     by_id = {c["id"]: c for c in hedged.details["criteria"]}
     assert by_id[current["id"]]["met"] is False and by_id[current["id"]]["flag"] == "contradictory_labels"
@@ -67,8 +61,8 @@ def test_a_hedged_item_earns_nothing_states_the_forbidden_thing_and_fails_the_ca
     assert "labelled both current and ended" in hedged.message
 
 
-def test_the_hedge_all_control_scores_below_the_baseline_and_no_better_than_naive(cases: list[Case]) -> None:
-    runs = {a.name: _score(a, cases) for a in (BaselineSummaryAgent(), NaiveSummaryAgent(), HedgeAllSummaryAgent())}
+def test_the_hedge_all_control_scores_below_the_baseline_and_no_better_than_naive() -> None:
+    runs = {a.name: _score(a) for a in (BaselineSummaryAgent(), NaiveSummaryAgent(), HedgeAllSummaryAgent())}
 
     def passed(name: str) -> int:
         return sum(r.outcome == "passed" for r in runs[name])
