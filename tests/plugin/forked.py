@@ -34,8 +34,14 @@ class ForkedPytest:
 
     def __init__(self, cwd: Path, args: list[str], file_size_limit: int | None = None) -> None:
         read, write = os.pipe()
-        gc.freeze()  # objects the child does not touch stay shared with this process (no copy on write)
-        pid = os.fork()
+        # the objects there are now stay out of the collector's reach in the child (which never frees
+        # them: it leaves by os._exit), so it does not touch, and copy, every page of this process
+        gc.freeze()
+        try:
+            pid = os.fork()
+        except OSError:
+            gc.unfreeze()
+            raise
         if pid == 0:  # pragma: no cover - the child: runs pytest and never returns
             code = 70
             try:
@@ -57,7 +63,6 @@ class ForkedPytest:
                 sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the child's own streams, until it exits
                 sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
                 sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
-                gc.unfreeze()
                 code = int(pytest.main(list(args)))
             except BaseException as exc:  # reported on the child's stderr, then it exits
                 try:
