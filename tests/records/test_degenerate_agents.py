@@ -160,6 +160,17 @@ def test_reconcile_degenerate_agents_earn_no_more_than_their_answer(reconcile: l
     assert no_answer.metrics["macro_discrepancy_f1"] == no_answer.metrics["macro_matched_f1"] == 0.0
 
 
+def test_the_reconcile_naive_control_fails_and_misses_every_discrepancy(reconcile: list[Any]) -> None:
+    """The naive control over every packaged case (its run through the plugin: test_reconcile_plugin.py)."""
+    from groundeval.agents.baselines.reconcile import NaiveReconcileAgent
+
+    agent = NaiveReconcileAgent()
+    naive = _run("reconcile", reconcile, lambda c, r, t: agent.run(r).text or "")
+    assert (naive.pass_rate or 0) < 0.3
+    assert naive.metrics["micro_discrepancy_recall"] == 0.0
+    assert _n(naive, "answers_high_alert_missed") >= 8
+
+
 # -- extraction ----------------------------------------------------------------------------------
 
 def _meds(truth: Any) -> list[dict[str, Any]]:

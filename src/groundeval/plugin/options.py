@@ -155,18 +155,27 @@ def _generic_pairs(config: pytest.Config) -> list[tuple[str, str, str]]:
 def _task_options(config: pytest.Config, cls: Any, task: str) -> dict[str, Any]:
     """The values of every option the task declares, from flags, ``groundeval_option`` and ini.
 
-    Precedence: the command line (first-class flag, then ``--groundeval-option``) over the ini
-    file (``groundeval_option`` lines, then the flag's ini twin), then the declared default.
+    Precedence: the command line over the ini file (``groundeval_option`` lines, then the flag's
+    ini twin), then the declared default. On the command line a first-class flag and
+    ``--groundeval-option`` giving one key two different values is a usage error (neither silently wins).
 
     Raises:
         pytest.UsageError: A first-class flag the task does not declare, an unknown
-            ``groundeval_option`` key, or a bad value (naming the task and the key).
+            ``groundeval_option`` key, a bad value (naming the task and the key), or one key given two
+            values on the command line.
     """
     declared = {o.name: o for o in getattr(cls, "options", ())}
     chosen: dict[str, tuple[int, str, str]] = {}  # key -> (rank, raw, source); lower rank wins
 
     def offer(key: str, raw: str, source: str, rank: int) -> None:
-        if key not in chosen or rank <= chosen[key][0]:
+        held = chosen.get(key)
+        if held is not None and {held[0], rank} == {0, 1} and held[1] != raw:  # two command-line values
+            flag, generic = (held, (rank, raw, source)) if held[0] == 0 else ((rank, raw, source), held)
+            raise pytest.UsageError(
+                f"{flag[2]}={flag[1]} and {generic[2]}={key}={generic[1]} both set the {task} task's option "
+                f"{key!r}: give one of them"
+            )
+        if held is None or rank <= held[0]:
             chosen[key] = (rank, raw, source)
 
     for opt in OPTIONS:

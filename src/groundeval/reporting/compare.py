@@ -373,6 +373,11 @@ def _figures(
         rows.append(("pass_rate_ran", pass_rate_ran(ga), pass_rate_ran(gb)))
     rows.append(("answer_rate", ga.answer_rate, gb.answer_rate))
     names = list(ga.metrics) + [k for k in gb.metrics if k not in ga.metrics]
+    # text in the aggregate (a judge's name, its reliability, a prompt's SHA-256) is a fact of the
+    # run, not a figure: the facts are compared (``task_facts``) before any figure is; a figure
+    # neither run has (None in both: a judge's temperature when no model judges) says nothing
+    names = [k for k in names if not isinstance(ga.metrics.get(k), str) and not isinstance(gb.metrics.get(k), str)
+             and (ga.metrics.get(k) is not None or gb.metrics.get(k) is not None)]
     rows += [(k, _num(ga.metrics.get(k)), _num(gb.metrics.get(k))) for k in names]
     usage = list(ga.usage) + [k for k in gb.usage if k not in ga.usage]
     rows += [(k, _num(ga.usage.get(k)), _num(gb.usage.get(k))) for k in usage]

@@ -155,9 +155,12 @@ def _charts(record: RunRecord, columns: Sequence[str], figures: Sequence[Mapping
             out.append(charts.histogram(name, values))
     rows = []
     for f in figures:
-        value = f["value"]
-        if isinstance(value, float) and 0.0 <= value <= 1.0:
-            iv = ivs.get(f["name"])
+        value, iv = f["value"], ivs.get(f["name"])
+        # a rate: a figure with an interval, the mean of a per-case score column, or a micro
+        # average (``micro_*``, a rate of pooled counts); a figure that merely falls in [0, 1] (a
+        # judge's kappa or temperature, a cost in USD) is not a rate and is not drawn on that axis
+        rate = iv is not None or f["name"] in columns or str(f["name"]).startswith("micro_")
+        if rate and isinstance(value, float) and 0.0 <= value <= 1.0:
             rows.append((f["name"], value, iv.low if iv is not None else None, iv.high if iv is not None else None))
     if rows:
         out.append(charts.intervals(rows))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -86,17 +87,42 @@ def test_a_utf8_bom_is_accepted_and_the_hash_is_of_the_bytes_read(tmp_path: Path
     assert case.sha256 == digest == sha256_file(path)
 
 
+def _unblock_fifo_readers(pipe: Path, done: threading.Event, after: float, hung: list[bool]) -> None:
+    """If ``done`` is not set within ``after`` seconds, open ``pipe`` for writing until it is.
+
+    A reader blocked opening the FIFO then proceeds and reads end of file, so an in-process run
+    that wrongly reads the pipe fails instead of waiting forever; ``hung`` records that it did.
+    """
+    if done.wait(after):
+        return
+    hung.append(True)
+    while not done.is_set():
+        with contextlib.suppress(OSError):  # ENXIO: no reader has it open (yet)
+            os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        done.wait(0.05)
+
+
 def test_unreadable_files_are_collection_errors_and_the_good_case_runs(pytester: pytest.Pytester) -> None:
     data = pytester.path / "data"
     data.mkdir()
     (src,) = FIXTURES.glob("Liz_Conn_*.json")
     shutil.copy(src, data / src.name)
-    for make in (dangling, loop, directory, fifo):
+    for make in (dangling, loop, directory):
         make(data)
-    result = pytester.runpytest_subprocess(
-        "--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=data",
-        "-p", "no:cacheprovider", timeout=300,
-    )
+    pipe = fifo(data)
+    done = threading.Event()
+    hung: list[bool] = []
+    guard = threading.Thread(target=_unblock_fifo_readers, args=(pipe, done, 60, hung), daemon=True)
+    guard.start()
+    try:
+        result = pytester.runpytest(
+            "--groundeval-task=extraction", "--groundeval-agent=baseline", "--groundeval-data-dir=data",
+            "-p", "no:cacheprovider",
+        )
+    finally:
+        done.set()
+        guard.join()
+    assert not hung, "the run waited on the named pipe"
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed") == 1 and outcomes.get("errors") == 5, result.stdout.str()  # 5 files: loop has 2
     result.stdout.fnmatch_lines_random([

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
-import subprocess
-import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+import pytest
 
 from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import Agent
@@ -16,11 +19,13 @@ from groundeval.agents.baselines.extraction import BaselineExtractionAgent, Naiv
 from groundeval.runner import call_agent
 from groundeval.scoring import Parsed
 from groundeval.tasks.extraction.task import ExtractionTask
-from groundeval.tasks.medlist import active_medications
+from groundeval.tasks.medlist import TruthMedication, active_medications
 from tests._paths import REPO
 
 ROOT = REPO
 TASK = ExtractionTask()
+RawBundle = tuple[Path, bytes, dict[str, Any]]
+"""A raw bundle as ``read_bundles`` yields it (the ``raw_bundles`` fixture, tests/tasks/conftest.py)."""
 
 
 def _fixtures(directory: Path) -> list[Path]:
@@ -33,19 +38,25 @@ def _real(directory: Path) -> list[Path]:
     return [p for p in TASK.case_files(directory) if not p.name.startswith("variant-")]
 
 
+@pytest.fixture(scope="module")
+def raw_truths(raw_bundles: dict[Path, RawBundle]) -> dict[str, list[TruthMedication]]:
+    """Raw bundle file name -> the truth derived from the raw bundle, each derived once."""
+    return {path.name: active_medications(bundle, path.name) for path, _, bundle in raw_bundles.values()}
+
+
 def test_truth_from_every_trimmed_fixture_equals_truth_from_its_raw_bundle(
-    synthea_dir: Path, extraction_fixtures: Path
+    raw_truths: dict[str, list[TruthMedication]], extraction_fixtures: Path
 ) -> None:
-    raw_files = sorted(synthea_dir.glob("*.json"))
-    assert len(raw_files) >= 12
-    for raw in raw_files:
-        fixture = extraction_fixtures / raw.name
-        assert fixture.is_file(), f"no fixture for {raw.name}; run scripts/make_fixtures.py"
-        expected = active_medications(json.loads(raw.read_bytes()), raw.name)
-        assert active_medications(json.loads(fixture.read_bytes()), fixture.name) == expected, raw.name
+    assert len(raw_truths) >= 12
+    for name, expected in raw_truths.items():
+        fixture = extraction_fixtures / name
+        assert fixture.is_file(), f"no fixture for {name}; run scripts/make_fixtures.py"
+        assert active_medications(json.loads(fixture.read_bytes()), fixture.name) == expected, name
 
 
-def test_truth_counts_match_the_independent_inventory(synthea_dir: Path) -> None:
+def test_truth_counts_match_the_independent_inventory(
+    synthea_dir: Path, raw_truths: dict[str, list[TruthMedication]]
+) -> None:
     """INVENTORY.txt's actRx column (distinct active RxNorm codes) was computed by another script."""
     inventory = (synthea_dir / "INVENTORY.txt").read_text()
     names = re.findall(r"^  (\S+\.json)$", inventory, re.M)
@@ -53,17 +64,27 @@ def test_truth_counts_match_the_independent_inventory(synthea_dir: Path) -> None
     assert len(names) == len(rows) >= 12
     for name, row in zip(names, rows, strict=True):
         act_rx = int(row[10])
-        meds = active_medications(json.loads((synthea_dir / name).read_bytes()), name)
+        meds = raw_truths[name]
         assert sum(len(m["codes"]) for m in meds) == act_rx, name
 
 
-def test_make_fixtures_is_deterministic_and_committed_fixtures_are_current(synthea_dir: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "make_fixtures.py"), "--source", str(synthea_dir), "--check"],
-        capture_output=True, text=True, check=False,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "checked 25 fixtures and MANIFEST.json" in run.stdout
+@pytest.fixture(scope="module")
+def make_fixtures() -> ModuleType:
+    """``scripts/make_fixtures.py`` as a module."""
+    spec = importlib.util.spec_from_file_location("make_fixtures_script", ROOT / "scripts" / "make_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_make_fixtures_is_deterministic_and_committed_fixtures_are_current(
+    make_fixtures: ModuleType, cached_read_bundles: Callable[[Iterable[Path]], Iterator[RawBundle]],
+    synthea_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(make_fixtures, "read_bundles", cached_read_bundles)  # the bundles read once
+    assert make_fixtures.main(["--source", str(synthea_dir), "--check"]) == 0, capsys.readouterr().err
+    assert "checked 25 fixtures and MANIFEST.json" in capsys.readouterr().out
 
 
 def test_manifest_records_hashes_sizes_and_counts(extraction_fixtures: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +22,8 @@ DOCS = ROOT / "docs" / "tasks" / "labs.md"
 TABLE: dict[str, Any] = json.loads((ROOT / "fixtures" / "terminology" / "lab_thresholds.json").read_text())
 TASK = LabsTask()
 JSON = dict[str, Any]
+RawBundle = tuple[Path, bytes, JSON]
+"""A raw bundle as ``read_bundles`` yields it (the ``raw_bundles`` fixture, tests/tasks/conftest.py)."""
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +39,10 @@ def make_labs() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def built(make_labs: ModuleType, synthea_dir: Path) -> dict[str, bytes]:
-    outputs: dict[str, bytes] = make_labs.build(synthea_dir)
+def built(make_labs: ModuleType, synthea_dir: Path, cached_read_bundles: Callable[[Iterable[Path]], Iterator[RawBundle]]) -> dict[str, bytes]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(make_labs, "read_bundles", cached_read_bundles)  # the bundles read once
+        outputs: dict[str, bytes] = make_labs.build(synthea_dir)
     return outputs
 
 

@@ -21,6 +21,7 @@ from tests._fakes.fake_openai import ChatServer, Reply, completion, serve_chat
 
 BASELINE = BaselineReconcileAgent()
 SELECTED = "exact--Liz or dose-high-alert or no-medication--Clemente"
+HIGH_ALERT = "dose-high-alert or omission-high-alert"
 
 
 def _record(base: Path) -> dict[str, Any]:
@@ -50,13 +51,15 @@ def test_baseline_runs_every_packaged_case_offline(pytester: pytest.Pytester) ->
 
 
 def test_the_naive_control_fails(pytester: pytest.Pytester) -> None:
+    """Through the plugin on the high-alert dose and omission cases; its figures over every packaged
+    case: tests/records/test_degenerate_agents.py."""
     result = pytester.runpytest("--groundeval-task=reconcile", "--groundeval-agent=naive-reconcile",
-                                "-p", "no:cacheprovider", "--junitxml=out.xml")
+                                "-p", "no:cacheprovider", "--junitxml=out.xml", "-k", HIGH_ALERT)
     assert result.ret == 1
     record = _record(pytester.path)
-    assert record["aggregate"]["pass_rate"] < 0.3
+    assert len(record["cases"]) == 3 and record["aggregate"]["pass_rate"] == 0.0
     assert record["aggregate"]["metrics"]["micro_discrepancy_recall"] == 0.0
-    assert record["aggregate"]["metrics"]["answers_high_alert_missed"] >= 8
+    assert record["aggregate"]["metrics"]["answers_high_alert_missed"] == 3
     dose = next(c for c in record["cases"] if c["case_id"].startswith("dose-high-alert"))
     assert dose["outcome"] == "failed" and dose["metrics"]["high_alert_missed"] is True
     xml = (pytester.path / "out.xml").read_text()

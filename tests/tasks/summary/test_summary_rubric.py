@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,6 +20,8 @@ from tests._paths import REPO
 
 CASES = REPO / "fixtures" / "summary"
 TASK = SummaryTask()
+RawBundle = tuple[Path, bytes, dict[str, Any]]
+"""A raw bundle as ``read_bundles`` yields it (the ``raw_bundles`` fixture, tests/tasks/conftest.py)."""
 MOISES = CASES / "Moises22_Rowe323_7b84f6f4-1d93-52f2-dbeb-f71177ac1fc9.json"
 TAMA = CASES / "Tama137_Schamberger479_9311ccc6-c1d0-ccae-d783-09d5d41709d4.json"
 
@@ -96,8 +99,9 @@ def make_summary() -> ModuleType:
 
 def test_the_fixture_script_check_passes_and_names_a_stale_file(
     make_summary: ModuleType, synthea_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, cached_read_bundles: Callable[[Iterable[Path]], Iterator[RawBundle]],
 ) -> None:
+    monkeypatch.setattr(make_summary, "read_bundles", cached_read_bundles)  # the bundles read once
     built = make_summary.build(synthea_dir)
     monkeypatch.setattr(make_summary, "build", lambda source: built)  # the build once, its comparisons here
     assert make_summary.main(["--source", str(synthea_dir), "--check"]) == 0
