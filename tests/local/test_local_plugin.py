@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .fakes import AGENT_MODULE, FAKE_SERVER, recorded, requests_sent, server_pid, wait_gone, write_model
+from .fakes import AGENT_MODULE, FAKE_SERVER, death_signal, recorded, requests_sent, server_pid, wait_gone, write_model
 
 SELECT = "no-medication--Clemente or no-medication-commission"
 
@@ -40,6 +40,8 @@ def test_a_run_starts_one_server_sends_the_cases_and_stops_it(pytester: pytest.P
     pid = server_pid(log)
     live_pids.append(pid)
     assert log.count("fake llama server pid") == 1  # one server for the run
+    if sys.platform.startswith("linux"):  # started by the run's main thread, asking to die with it
+        assert death_signal(log) == signal.SIGKILL
     assert wait_gone(pid, bound_s=0.0) or wait_gone(pid)  # stopped when the session ended
     assert record["settings"]["concurrency"] == 1  # one request at a time, whatever was asked
     assert record["model"] == "SmolLM2-135M-Instruct.Q4_1" and record["agent"] == "local"
@@ -113,12 +115,36 @@ def test_ctrl_c_in_the_middle_of_a_case_leaves_no_server(tmp_path: Path, live_pi
     assert json.loads(path.read_text())["complete"] is False  # the record was still written
 
 
+KILLED_HARNESS = (
+    "import json, sys, time, urllib.request; from pathlib import Path; "
+    "from groundeval.models.llama_server import LlamaServer; "
+    "server = LlamaServer(Path(sys.argv[1]), alias='slow', n_ctx=512, n_threads=1, log_path=Path(sys.argv[2]), "
+    "command=(sys.executable, sys.argv[3])); server.start(); "
+    "body = json.dumps({'model': 'slow', 'messages': [{'role': 'user', 'content': 'hi'}]}).encode(); "
+    "urllib.request.urlopen(urllib.request.Request(server.base_url + '/chat/completions', data=body, "
+    "headers={'content-type': 'application/json'}), timeout=600); time.sleep(600)"
+)
+"""A process that starts the server from its main thread, as a run does, and is mid-request when killed."""
+
+
 def test_a_harness_killed_outright_takes_its_server_with_it(tmp_path: Path, live_pids: list[int]) -> None:
+    """SIGKILL (no sessionfinish, no atexit): only the parent-death signal is left to stop the server.
+
+    That a run's server asks for that signal (SIGKILL when the run's main thread dies) is checked on
+    a real run by ``test_a_run_starts_one_server_sends_the_cases_and_stops_it``; here the process
+    killed is the smallest that starts the server the same way (``LlamaServer.start`` from its main
+    thread) and has a request in flight.
+    """
     model = write_model(tmp_path / "slow.gguf", replies=["stop"], delay_s=120)
-    run = _spawn_run(tmp_path, model)
+    run = subprocess.Popen(
+        [sys.executable, "-c", KILLED_HARNESS, str(model), str(tmp_path / "runs" / "llama-server-slow.log"),
+         str(FAKE_SERVER)],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
     try:
         live_pids.append(_wait_for_request(tmp_path, run))
-        run.send_signal(signal.SIGKILL)  # no sessionfinish, no atexit: only the parent-death signal is left
+        assert death_signal(next((tmp_path / "runs").glob("llama-server-*.log")).read_text()) == signal.SIGKILL
+        run.send_signal(signal.SIGKILL)
         run.wait(300)
     finally:
         run.kill()
