@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from groundeval.testing.junit import junit_cases as junit_cases  # re-exported for the tests here
 from tests._paths import REPO
+
+if TYPE_CHECKING:
+    from .matrix import SharedRun
 
 FIXTURES = REPO / "fixtures" / "extraction"
 PICK = ("Liz_Conn", "Clemente_Kreiger", "Garrett_Thompson", "Max_Kris", "Stephen_McLaughlin")
@@ -58,15 +61,40 @@ def run_records(base: Path) -> list[dict[str, Any]]:
     return sorted(found, key=lambda r: r["started_at"])  # oldest first (run ids of one second are not)
 
 
-@pytest.fixture(scope="session")
-def xdist_matrix(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Any:
-    """The one shared ``-n 2`` run of the outcome matrix (``matrix.SharedRun``; see ``matrix.py``).
+@pytest.fixture
+def xdist_matrix(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> SharedRun:
+    """The one shared ``-n 2`` run of the outcome matrix and its serial twin (``matrix.SharedRun``; see ``matrix.py``).
 
-    When this suite itself runs under xdist, the tests that read the run land on both workers: the
-    first to ask makes it, in the temporary directory the workers share, and the other reads it.
+    Made once per suite run, by the first test that asks (``shared_runs.made_once``); when this
+    suite itself runs under xdist, the tests that read it land on both workers, and the first to
+    ask makes it in a directory the workers share.
     """
-    from .matrix import load_or_make_shared_run, make_shared_run
+    from .matrix import shared_run
+    from .shared_runs import shared_parent
 
-    if worker_id == "master":
-        return make_shared_run(tmp_path_factory.mktemp("xdist-matrix"))
-    return load_or_make_shared_run(tmp_path_factory.getbasetemp().parent / "xdist-matrix")
+    return shared_run(shared_parent(tmp_path_factory, worker_id), pytester, monkeypatch)
+
+
+@pytest.fixture
+def xdist_printing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> tuple[Path, pytest.RunResult]:
+    """The shared ``-n 2`` run of the printing agent (``shared_runs.make_printing_run``): its directory and result."""
+    from .shared_runs import made_once, make_printing_run, shared_parent
+
+    run, results = made_once(shared_parent(tmp_path_factory, worker_id), "xdist-printing",
+                             make_printing_run(monkeypatch, pytester), pytester, monkeypatch)
+    return run, results["n2"]
+
+
+@pytest.fixture
+def xdist_trials(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> tuple[Path, dict[str, pytest.RunResult]]:
+    """The shared trials runs, serial and ``-n 2`` (``shared_runs.make_trials_run``): their directory and results."""
+    from .shared_runs import made_once, make_trials_run, shared_parent
+
+    return made_once(shared_parent(tmp_path_factory, worker_id), "xdist-trials", make_trials_run(pytester),
+                     pytester, monkeypatch)

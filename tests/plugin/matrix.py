@@ -1,25 +1,27 @@
 """The outcome matrix, and the one real ``-n 2`` run of it that several tests assert on.
 
-A pytest-xdist sub-run costs a controller and two workers, each importing the stack and
-collecting every case again (several CPU-seconds on these machines), so the properties that need
-a real ``-n 2`` run share one: ``xdist_matrix`` (session-scoped) runs the matrix agent once under
-``-n 2`` over the matrix patients plus three malformed case files, with a Decimal and a datetime
-in one case's usage, a regression baseline and ``--groundeval-fail-on-regression``, ``--junitxml``
-and ``-W error``. The tests that read it: every outcome row under xdist (``test_outcomes``),
-junit and suite properties identical to a serial run, the run record merged once by the
-controller, malformed files as collection errors, non-primitive usage values (``test_plugin``),
-and the regression gate (``test_gate``). Runs whose point is different (a worker crash, a
-signal, a run-stopping error) keep their own ``-n 2`` sub-runs.
+A pytest-xdist sub-run costs two workers, each importing the stack and collecting every case
+again (several CPU-seconds on these machines), so the properties that need a real ``-n 2`` run
+share one: ``xdist_matrix`` runs the matrix agent once under ``-n 2`` over the matrix patients
+plus three malformed case files, with a Decimal and a datetime in one case's usage, a regression
+baseline and ``--groundeval-fail-on-regression``, ``--junitxml`` and ``-W error``. The tests that
+read it: every outcome row under xdist (``test_outcomes``), junit and suite properties identical
+to a serial run, the run record merged once by the controller, malformed files as collection
+errors, non-primitive usage values (``test_plugin``), and the regression gate (``test_gate``).
+Runs whose point is different (a worker crash, a signal, a run-stopping error) keep their own
+``-n 2`` sub-runs.
+
+The run's controller is in the test process (``tests._xdist.run_xdist``; its workers are real
+processes, and every result the tests read crosses from a worker to it), and so are the serial run
+of the ``baseline`` agent that records the regression baseline and the matrix's serial twin (the
+same arguments without ``-n``: the serial outcome rows, and junit identical with and without
+xdist): none of what the tests assert depends on the controller being a process of its own.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +29,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LEAN_ADDOPTS
+from tests._xdist import run_xdist
 
 from .conftest import FIXTURES, junit_cases, run_records
+from .shared_runs import Make, made_once
 
 # patient prefix -> the outcome the matrix agent produces there
 MATRIX = {
@@ -152,61 +155,55 @@ def write_matrix_dir(base: Path, malformed: bool = False, prefixes: Iterable[str
     return base
 
 
-def run_pytest(cwd: Path, *args: str, timeout: float = 300) -> pytest.RunResult:
-    """``python -m pytest ARGS`` in ``cwd``, in a subprocess, isolated as pytester's subprocess runs are."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "LANGSMITH_", "LANGCHAIN_")) and k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PYTEST_ADDOPTS=LEAN_ADDOPTS, HOME=str(cwd), PY_COLORS="0")
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False)
-    return pytest.RunResult(proc.returncode, proc.stdout.splitlines(), proc.stderr.splitlines(),
-                            time.perf_counter() - start)
-
-
 @dataclass(frozen=True)
 class SharedRun:
-    """The shared ``-n 2`` run: its directory, result, run record, junit cases and baseline record."""
+    """The shared ``-n 2`` run and its serial twin: their directory, results, run records, junit cases, and the baseline.
+
+    Both runs are in ``path``: the ``-n 2`` run's record in ``runs/``, its junit in ``xdist.xml``;
+    the serial twin's (the same arguments, without ``-n``) in ``serial-runs/`` and ``serial.xml``.
+    """
 
     path: Path
     result: pytest.RunResult
     record: dict[str, Any]
     junit: dict[str, dict[str, str]]
     baseline: dict[str, Any]
+    serial: pytest.RunResult
+    serial_record: dict[str, Any]
+    serial_junit: dict[str, dict[str, str]]
 
 
-def make_shared_run(base: Path) -> SharedRun:
-    """Write the matrix directory, record the baseline (serial), then run the matrix under ``-n 2``."""
-    write_matrix_dir(base, malformed=True)
-    first = run_pytest(base, *matrix_args("baseline", "--groundeval-out-dir=base"))
-    recorded = list((base / "base").glob("*.json"))
-    assert len(recorded) == 1, first.stdout.str()
-    recorded[0].rename(base / BASELINE)
-    baseline = json.loads((base / BASELINE).read_text())
-    result = run_pytest(base, *shared_args("xdist.xml"), "-n", "2")
-    (record,) = run_records(base)
-    return SharedRun(base, result, record, junit_cases(base / "xdist.xml"), baseline)
+def make_shared_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Make:
+    """Write the matrix directory, record the baseline (serial), run the matrix under ``-n 2``, then serially.
 
-
-def load_or_make_shared_run(base: Path) -> SharedRun:
-    """The shared run in ``base``, made there by the first of several processes to ask (a file lock).
-
-    For a session fixture of a suite run under pytest-xdist, whose workers share the parent of
-    their temporary directories; the other processes wait for it and read it back.
+    Every run is in-process: the ``-n 2`` run's controller is the test process, its workers are
+    real processes.
     """
-    import fcntl  # POSIX; this suite's signal and process tests already assume it
 
-    base.mkdir(parents=True, exist_ok=True)
-    done = base / "result.json"
-    with (base.parent / "xdist-matrix.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            shared = make_shared_run(base / "run")
-            result = shared.result
-            done.write_text(json.dumps({"ret": int(result.ret), "outlines": result.outlines,
-                                        "errlines": result.errlines, "duration": result.duration}))
-    saved = json.loads(done.read_text())
-    run = base / "run"
-    result = pytest.RunResult(saved["ret"], saved["outlines"], saved["errlines"], saved["duration"])
+    def make(base: Path) -> dict[str, pytest.RunResult]:
+        from groundeval.tasks.extraction.task import ExtractionTask
+
+        write_matrix_dir(base, malformed=True)
+        # each run imports the agent module (the controller to check it), which patches ExtractionTask.truth:
+        # put back before the serial twin, and after the test
+        truth = ExtractionTask.truth
+        monkeypatch.setattr(ExtractionTask, "truth", truth)
+        first = pytester.runpytest(*matrix_args("baseline", "--groundeval-out-dir=base"))
+        recorded = list((base / "base").glob("*.json"))
+        assert len(recorded) == 1, first.stdout.str()
+        recorded[0].rename(base / BASELINE)
+        result = run_xdist(pytester, *shared_args("xdist.xml"))
+        monkeypatch.setattr(ExtractionTask, "truth", truth)
+        serial = pytester.runpytest(*shared_args("serial.xml"), "--groundeval-out-dir=serial-runs", "-o", "pythonpath=.")
+        return {"n2": result, "serial": serial}
+
+    return make
+
+
+def shared_run(parent: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> SharedRun:
+    """The shared run in ``parent / "xdist-matrix"``, made by the first test (of any process) to ask."""
+    run, results = made_once(parent, "xdist-matrix", make_shared_run(pytester, monkeypatch), pytester, monkeypatch)
     (record,) = run_records(run)
-    return SharedRun(run, result, record, junit_cases(run / "xdist.xml"), json.loads((run / BASELINE).read_text()))
+    (serial_record,) = [json.loads(p.read_text()) for p in (run / "serial-runs").glob("*.json")]
+    return SharedRun(run, results["n2"], record, junit_cases(run / "xdist.xml"), json.loads((run / BASELINE).read_text()),
+                     results["serial"], serial_record, junit_cases(run / "serial.xml"))

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from groundeval.models import throttle
-from tests._xdist import run_xdist
 
 from .conftest import eval_args, junit_cases
 
@@ -46,8 +45,8 @@ def agent(request):
 VOLATILE = {"run_id", "latency_s", "started_at", "worker"}
 
 
-def _record(base: Path) -> dict[str, Any]:
-    (path,) = sorted((base / "runs").glob("*.json"), key=lambda p: p.stat().st_mtime)[-1:]
+def _record(base: Path, folder: str = "runs") -> dict[str, Any]:
+    (path,) = sorted((base / folder).glob("*.json"), key=lambda p: p.stat().st_mtime)[-1:]
     record: dict[str, Any] = json.loads(path.read_text())
     return record
 
@@ -199,24 +198,23 @@ def test_is_rate_limit_reads_the_status_code() -> None:
 
 
 def test_under_xdist_each_worker_calls_ahead_and_the_record_matches_a_serial_run(
-    pytester: pytest.Pytester, random_agent: Path
+    xdist_trials: tuple[Path, dict[str, pytest.RunResult]],
 ) -> None:
-    pytester.runpytest(*eval_args("--groundeval-agent=random_agent:agent", "--groundeval-concurrency=1",
-                                  "--junitxml=one.xml", "--groundeval-trials=3"))
-    serial = _record(pytester.path)
-    result = run_xdist(pytester, *eval_args(
-        "--groundeval-agent=random_agent:agent", "--groundeval-concurrency=8", "--junitxml=xdist.xml",
-        "--groundeval-trials=3",
-    ))
-    spread = _record(pytester.path)
+    """The shared trials runs (``shared_runs.make_trials_run``): five cases, three trials each, after random waits.
+
+    Serially one call at a time, and under ``-n 2`` with eight calls ahead per worker.
+    """
+    run, results = xdist_trials
+    serial, spread = _record(run, "serial-runs"), _record(run)
     assert spread["run_id"] != serial["run_id"]
     assert _stable_cases(spread) == _stable_cases(serial) and spread["aggregate"] == serial["aggregate"]
-    assert _stable_junit(pytester.path / "xdist.xml") == _stable_junit(pytester.path / "one.xml")
+    assert len(spread["cases"]) == 15 and {c["outcome"] for c in spread["cases"]} == {"passed", "failed"}
+    assert _stable_junit(run / "xdist.xml") == _stable_junit(run / "serial.xml")
     assert {c["worker"] for c in spread["cases"]} == {"gw0", "gw1"}
-    result.stdout.fnmatch_lines(
+    results["n2"].stdout.fnmatch_lines(
         ["concurrency: 8 agent calls per worker x 2 workers allowed, reached * in flight at once per worker"]
     )
-    assert 1 <= spread["peak_in_flight"] <= 8
+    assert 1 <= spread["peak_in_flight"] <= 8 and serial["peak_in_flight"] == 1
 
 
 def test_an_agent_that_edits_the_bundle_it_was_handed_cannot_change_its_truth(

@@ -15,7 +15,7 @@ from groundeval.records.outcomes import OUTCOMES, POLICY, outcome_table_markdown
 from tests._paths import REPO
 from tests._xdist import run_xdist
 
-from .conftest import junit_cases, run_records
+from .conftest import run_records
 from .matrix import MATRIX, SharedRun, matrix_args, prefix_of, write_matrix_dir
 
 
@@ -30,16 +30,9 @@ _args = matrix_args
 _prefix = prefix_of
 
 
-def test_every_outcome_row_is_reported_and_counted_as_the_policy_says_serial(
-    pytester: pytest.Pytester, matrix_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from groundeval.tasks.extraction.task import ExtractionTask
-
-    # the agent module patches ExtractionTask.truth (a harness bug on one case); in-process, undo it afterwards
-    monkeypatch.setattr(ExtractionTask, "truth", ExtractionTask.truth)
-    result = pytester.runpytest(*_args("matrix_agent:agent"))
-    (record,) = run_records(pytester.path)
-    _assert_matrix(result, record, junit_cases(pytester.path / "out.xml"))
+def test_every_outcome_row_is_reported_and_counted_as_the_policy_says_serial(xdist_matrix: SharedRun) -> None:
+    """The serial twin of the shared -n 2 matrix run (``matrix.py``)."""
+    _assert_matrix(xdist_matrix.serial, xdist_matrix.serial_record, xdist_matrix.serial_junit)
 
 
 def test_every_outcome_row_is_reported_and_counted_as_the_policy_says_under_xdist(xdist_matrix: SharedRun) -> None:

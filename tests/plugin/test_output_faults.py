@@ -104,25 +104,12 @@ def test_under_xdist_a_real_file_size_limit_is_named_and_the_whole_lines_survive
     pytester: pytest.Pytester, eval_dir: Path
 ) -> None:
     """The issue's own scenario, ``ulimit -f``, under ``-n 2``: workers stop, nothing ends in INTERNALERROR."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import LEAN_ADDOPTS
+    from .forked import ForkedPytest
 
     limit = 6_000  # bytes: a few case lines of the partial file fit, not all five
-
-    def lower_limit() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LANGSMITH_"))}
-    env.update(PYTEST_ADDOPTS=LEAN_ADDOPTS, PY_COLORS="0")
-    proc = subprocess.run(  # preexec_fn only lowers a limit in the child
-        [sys.executable, "-m", "pytest", *eval_args("--groundeval-agent=baseline", "-n", "2")],
-        cwd=pytester.path, env=env, capture_output=True, text=True, timeout=300, check=False,
-        preexec_fn=lower_limit,
-    )
-    out = proc.stdout + proc.stderr
+    # only the forked run (and the workers it starts) gets the limit; its output comes through a pipe, not a file
+    proc = ForkedPytest(pytester.path, eval_args("--groundeval-agent=baseline", "-n", "2"), file_size_limit=limit)
+    out = proc.communicate(timeout=300)
     assert "INTERNALERROR" not in out and "Traceback" not in out, out
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert ".partial.jsonl: File too large (EFBIG)" in out

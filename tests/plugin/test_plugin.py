@@ -1,4 +1,4 @@
-"""The pytest plugin, exercised through pytester (in-process and in subprocesses with -n 2)."""
+"""The pytest plugin, exercised through pytester (in-process, and in processes of their own with and without -n 2)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from groundeval.records.outcomes import OUTCOMES
 from tests._xdist import run_xdist
 
 from .conftest import eval_args, junit_cases, run_records
-from .matrix import MALFORMED, MALFORMED_LINES, MATRIX, SharedRun, prefix_of, shared_args
+from .forked import ForkedPytest
+from .matrix import MALFORMED, MALFORMED_LINES, MATRIX, SharedRun, prefix_of
 
 VOLATILE = {"latency_s", "run_id"}
 
@@ -67,20 +68,9 @@ def test_junit_properties_are_primitive_and_complete(pytester: pytest.Pytester, 
     assert stephen["error_type"] == "RuntimeError"
 
 
-def test_properties_identical_with_and_without_xdist(
-    pytester: pytest.Pytester, xdist_matrix: SharedRun, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The shared -n 2 matrix run (``matrix.py``) against the same run serially, in-process."""
-    import shutil
-
-    from groundeval.tasks.extraction.task import ExtractionTask
-
-    monkeypatch.setattr(ExtractionTask, "truth", ExtractionTask.truth)  # the agent module patches it
-    for folder in ("data", "base"):
-        shutil.copytree(xdist_matrix.path / folder, pytester.path / folder)
-    shutil.copy(xdist_matrix.path / "matrix_agent.py", pytester.path)
-    pytester.syspathinsert()
-    serial_run = pytester.runpytest(*shared_args("serial.xml"))
+def test_properties_identical_with_and_without_xdist(xdist_matrix: SharedRun) -> None:
+    """The shared -n 2 matrix run (``matrix.py``) against its serial twin (the same run serially, in-process)."""
+    serial_run = xdist_matrix.serial
     result = xdist_matrix.result
     assert result.parseoutcomes() == serial_run.parseoutcomes()
     assert result.parseoutcomes()["errors"] >= len(MALFORMED)
@@ -89,7 +79,7 @@ def test_properties_identical_with_and_without_xdist(
     def stable(cases: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         return {name: {k: v for k, v in props.items() if k not in VOLATILE} for name, props in cases.items()}
 
-    serial, xdist = stable(junit_cases(pytester.path / "serial.xml")), stable(xdist_matrix.junit)
+    serial, xdist = stable(xdist_matrix.serial_junit), stable(xdist_matrix.junit)
     assert serial == xdist
     assert len(serial) == len(MATRIX) + len(MALFORMED)
 
@@ -102,7 +92,7 @@ def test_properties_identical_with_and_without_xdist(
         return element.get("name"), {k: v for k, v in props.items() if k not in VOLATILE}
 
     # run-level headline figures on the <testsuite>, the same serially and under xdist (cases/17)
-    assert suite(pytester.path / "serial.xml") == suite(xdist_matrix.path / "xdist.xml")
+    assert suite(xdist_matrix.path / "serial.xml") == suite(xdist_matrix.path / "xdist.xml")
     name, props = suite(xdist_matrix.path / "xdist.xml")
     assert name == "groundeval-extraction"
     aggregate = xdist_matrix.record["aggregate"]
@@ -500,20 +490,15 @@ def agent(request):
     return BASE.run(request)
 ''')
     import signal
-    import subprocess
-    import sys
     import time
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=slow_agent:agent",
-         "--groundeval-data-dir=data", "-p", "no:cacheprovider"],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    proc = ForkedPytest(pytester.path, ["--groundeval-task=extraction", "--groundeval-agent=slow_agent:agent",
+                                        "--groundeval-data-dir=data", "-p", "no:cacheprovider"])
     deadline = time.monotonic() + 60
     while not list((pytester.path / "runs").glob("*.partial.jsonl")) and time.monotonic() < deadline:
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=60)
+    out = proc.communicate(timeout=60)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert "INCOMPLETE: interrupted by signal SIGTERM" in out
     (record,) = run_records(pytester.path)
@@ -537,22 +522,14 @@ def agent(request):
     return "[]"
 ''')
     import signal
-    import subprocess
-    import sys
     import time
 
     # A background job of a non-interactive shell (`cmd &` in a script, nohup) starts with SIGINT
     # ignored, and a child inherits that; Python, and groundeval's handler, then leave it ignored,
-    # as they should. The child here restores the default first, as an interactive shell's
+    # as they should. The forked run restores the default first, as an interactive shell's
     # foreground job has it, so the test does not depend on how the suite itself was started.
-    argv = ["pytest", "--groundeval-task=extraction", "--groundeval-agent=stuck_agent:agent",
-            "--groundeval-data-dir=data", "-p", "no:cacheprovider"]
-    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-             f"sys.argv = {argv!r}; runpy.run_module('pytest', run_name='__main__')")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", start],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    proc = ForkedPytest(pytester.path, ["--groundeval-task=extraction", "--groundeval-agent=stuck_agent:agent",
+                                        "--groundeval-data-dir=data", "-p", "no:cacheprovider"])
     deadline = time.monotonic() + 60
     while not (pytester.path / "started").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -560,10 +537,10 @@ def agent(request):
     time.sleep(0.05)
     proc.send_signal(signal.SIGINT)  # Ctrl-C twice (or `uv run` forwarding it): the second is absorbed
     try:
-        out, _ = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
+        out = proc.communicate(timeout=60)
+    except TimeoutError:
         proc.kill()
-        out, _ = proc.communicate()
+        out = proc.communicate(timeout=60)
         probe = (pytester.path / "probe").read_text()
         pytest.fail(f"SIGINT did not stop the run; the agent saw (blocked, SIGINT handler, threads, its thread) "
                     f"= {probe}\n{out}")
@@ -591,22 +568,17 @@ def agent(request):
     return "[]"
 ''')
     import signal
-    import subprocess
-    import sys
     import time
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--groundeval-task=extraction", "--groundeval-agent=paced_agent:agent",
-         "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2"],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    proc = ForkedPytest(pytester.path, ["--groundeval-task=extraction", "--groundeval-agent=paced_agent:agent",
+                                        "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2"])
     deadline = time.monotonic() + 90
     while len(list(pytester.path.glob("started-*"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     for _ in range(signals):
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.05)
-    out, _ = proc.communicate(timeout=90)
+    out = proc.communicate(timeout=90)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert "Traceback" not in out and "INTERNALERROR" not in out
     started = len(list(pytester.path.glob("started-*")))

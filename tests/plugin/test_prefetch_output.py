@@ -9,28 +9,8 @@ from pathlib import Path
 import pytest
 
 from groundeval.plugin.thread_output import _Router
-from tests._xdist import run_xdist
 
-from .conftest import eval_args
-
-SECRET = "sk-printed-0123456789abcdef"
-
-PRINTING_AGENT = f'''
-import sys
-
-
-class Printing:
-    name = "printing"
-    thread_safe = True
-
-    def run(self, request):
-        print("out from " + request.case_id + " key=" + "{SECRET}")
-        print("err from " + request.case_id, file=sys.stderr)
-        return "[]"
-
-
-agent = Printing()
-'''
+from .shared_runs import PRINTING_AGENT, SECRET, printing_args
 
 
 def _system_out(path: Path) -> dict[str, str]:
@@ -54,16 +34,25 @@ def _check(result: pytest.RunResult, junit: Path) -> None:
     assert out.count("out from ") == 5  # -rA shows each case's output once, in its own section
 
 
-@pytest.mark.parametrize(("workers", "capture"), [(None, "fd"), (None, "sys"), ("2", "fd")],
-                         ids=["serial", "serial-capture-sys", "n2"])
+@pytest.mark.parametrize("capture", ["fd", "sys"], ids=["serial", "serial-capture-sys"])
 def test_output_of_calls_made_ahead_is_captured_redacted_and_attached_to_its_case(
-    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch, workers: str | None, capture: str
+    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch, capture: str
 ) -> None:
     monkeypatch.setenv("PRINTING_AGENT_API_KEY", SECRET)
     pytester.makepyfile(printing_agent=PRINTING_AGENT)
-    args = eval_args("--groundeval-agent=printing_agent:agent", "--groundeval-concurrency=4", "-rA",
-                     "-o", "junit_logging=all", "--junitxml=out.xml", "-p", "no:randomly", f"--capture={capture}")
-    result = pytester.runpytest(*args) if workers is None else run_xdist(pytester, *args, workers=int(workers))
+    result = pytester.runpytest(*printing_args(capture))
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     _check(result, pytester.path / "out.xml")
     assert not isinstance(sys.stdout, _Router) and not isinstance(sys.stderr, _Router)  # the streams were put back
+
+
+def test_under_xdist_the_output_of_calls_made_ahead_on_a_worker_is_attached_to_its_case(
+    xdist_printing: tuple[Path, pytest.RunResult],
+) -> None:
+    """The shared ``-n 2`` run of the printing agent (``shared_runs.make_printing_run``, ``--capture=fd``).
+
+    That the controller, in the test process, put its streams back is checked where the run is made.
+    """
+    run, result = xdist_printing
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    _check(result, run / "out.xml")

@@ -11,8 +11,6 @@ import pytest
 
 from groundeval.plugin.progress import Progress
 from groundeval.plugin.progress_line import Tally, status_text
-from tests._xdist import run_xdist
-from tests.conftest import LEAN_ADDOPTS
 
 from ._screen import render
 from .conftest import FIXTURES
@@ -105,15 +103,16 @@ def test_no_terminal_no_line(pytester: pytest.Pytester, data: Path) -> None:
     assert "done" not in result.stdout.str()
 
 
-def test_under_xdist_the_controller_counts_every_workers_cases(
-    pytester: pytest.Pytester, data: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
-    result = run_xdist(pytester, *NAIVE, "--groundeval-progress=plain", "--groundeval-progress-every=0")
+def test_under_xdist_the_controller_counts_every_workers_cases(xdist_printing: tuple[Path, pytest.RunResult]) -> None:
+    """The shared ``-n 2`` run (``shared_runs.make_printing_run``): a thread-safe agent, four calls ahead per worker.
+
+    It answers "[]" to five cases: Clemente Kreiger (no active medication) passes, the other four fail.
+    """
+    _, result = xdist_printing
     lines = [ln for ln in result.outlines if ln.startswith("groundeval ") and " done " in ln]
     counts = [ln.split("  ")[0] for ln in lines]
-    # Two workers' reports may reach the controller between two prints: the counts only grow, to 3/3.
-    assert counts == sorted(set(counts)) and counts[-1] == "groundeval 3/3 done", counts
+    # Two workers' reports may reach the controller between two prints: the counts only grow, to 5/5.
+    assert counts == sorted(set(counts)) and counts[-1] == "groundeval 5/5 done", counts
     # The limit is the sum over the workers that have reported a case: 8 when both did, 4 when xdist
-    # handed all three cases to one worker (it may, with three items and a slow-starting worker).
-    assert re.match(r"groundeval 3/3 done  1 passed  0 excluded  calls 0 in flight \(limit (8|4)\)", lines[-1])
+    # handed every case to one worker (it may, with five items and a slow-starting worker).
+    assert re.match(r"groundeval 5/5 done  1 passed  0 excluded  calls 0 in flight \(limit (8|4)\)", lines[-1])

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests._xdist import run_xdist
-
 from .conftest import run_records
 
 PICK = ("Liz_Conn", "Garrett_Thompson")
@@ -116,12 +114,13 @@ def test_trials_and_min_pass_rate_decide_the_exit_status(
 
 
 def test_under_xdist_the_controller_applies_the_min_pass_rate(
-    pytester: pytest.Pytester, trials_dir: Path, monkeypatch: pytest.MonkeyPatch,
+    xdist_trials: tuple[Path, dict[str, pytest.RunResult]],
 ) -> None:
-    monkeypatch.setenv("FAIL_TRIALS", "Liz_Conn=0")
-    result = run_xdist(pytester, *_args("--groundeval-trials=3", "--groundeval-min-pass-rate=0.6"))
+    """The shared ``-n 2`` trials run (``shared_runs.make_trials_run``): five cases, Liz_Conn fails one trial of three."""
+    run, results = xdist_trials
+    result = results["n2"]
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
-    assert result.parseoutcomes() == {"passed": 5, "failed": 1}
-    result.stdout.fnmatch_lines(["cases passing (at least 0.6 of their counted trials): 2/2"])
-    record = run_records(pytester.path)[0]
+    assert result.parseoutcomes() == {"passed": 14, "failed": 1}
+    result.stdout.fnmatch_lines(["cases passing (at least 0.6 of their counted trials): 5/5"])
+    (record,) = run_records(run)
     assert record["exit_status"] == 0 and {c["worker"] for c in record["cases"]} == {"gw0", "gw1"}
