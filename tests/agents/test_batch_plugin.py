@@ -10,16 +10,20 @@ Garrett_Thompson cut off at ``max_tokens``. Every HTTP call is appended to ``$MO
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.plugin.forked import ForkedPytest
+
 from .conftest import FAKE_KEY
+
+REAL_SLEEP = time.sleep
+"""``time.sleep`` as this module found it, before ``conftest._no_real_sleep`` replaces it in each test."""
 
 PATIENTS = ("Liz_Conn", "Max_Kris", "Clemente_Kreiger", "Garrett_Thompson")
 
@@ -178,25 +182,39 @@ def test_batch_mode_is_refused_for_multi_call_agents_and_knobs_need_it(pytester:
 def test_a_run_killed_after_sending_its_batch_is_resumed_without_sending_again(
     pytester: pytest.Pytester, run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The killed run is a process of its own, forked from this one (SIGKILL: no clean-up of any kind).
+
+    It polls its batch as any run does, sleeping for real: the fork gets the real ``time.sleep``
+    back from the fake clock of this directory's tests.
+    """
+    monkeypatch.setattr(time, "sleep", REAL_SLEEP)
     monkeypatch.setenv("FAKE_NEVER_END", "1")
     journal = run_dir / "runs" / "groundeval-batches.jsonl"
-    killed = pytester.popen([sys.executable, "-m", "pytest", *args("runs", *FAST)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed = ForkedPytest(run_dir, args("runs", *FAST))
     try:
         tick = threading.Event()
-        for _ in range(1200):  # at most about 2 minutes for the subprocess to start and send its batch
-            if journal.exists() or killed.poll() is not None:
+        for _ in range(1200):  # at most about 2 minutes for the run to start and send its batch
+            if journal.exists() or _ended(killed):
                 break
             tick.wait(0.1)
         assert journal.exists(), "the run never journalled its batch"
     finally:
         killed.kill()  # SIGKILL: no clean-up of any kind
-        killed.wait()
+        killed.wait(300)
+    assert killed.returncode == -9
     assert calls(run_dir, "POST /v1/messages/batches") == 1
     monkeypatch.delenv("FAKE_NEVER_END")
     again = pytester.runpytest(*args("runs", *FAST))
     again.assert_outcomes(passed=3, failed=1)
     assert calls(run_dir, "POST /v1/messages/batches") == 1  # the killed run's batch, collected: nothing paid twice
+
+
+def _ended(run: ForkedPytest) -> bool:
+    try:
+        run.wait(0)
+    except TimeoutError:
+        return False
+    return True
 
 
 def test_x_stops_after_the_first_failure_and_the_rest_is_not_run(pytester: pytest.Pytester, run_dir: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import AgentConfig, FunctionAgent, make_agent
-from groundeval.cli import pytest_args
+from groundeval.cli import main as cli_main, pytest_args
 from groundeval.errors import AgentError, ConfigError
 from groundeval.runner import call_agent
 from groundeval.testing.scripted_agent import ScriptedAgent
@@ -36,20 +36,22 @@ def test_cli_unknown_flag_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "groundeval: error: unknown flag --agnet; did you mean --agent?" in capsys.readouterr().err
 
 
-def test_cli_runs_the_plugin_end_to_end(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
+def test_cli_runs_the_plugin_end_to_end(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """``groundeval --agent baseline ...`` runs the plugin and writes the record where it was told.
+
+    In this process, as pytester's in-process runs are (the ``pytester`` fixture puts back the
+    working directory, ``sys.path`` and ``sys.modules``): ``python -m groundeval.cli`` itself, a
+    fresh interpreter, is run by ``test_cli_without_key_fails_at_once_with_the_hint``.
+    """
+    data = pytester.mkdir("data")
     for prefix in ("Liz_Conn", "Clemente_Kreiger"):
         (src,) = FIXTURES.glob(f"{prefix}_*.json")
         shutil.copy(src, data)
-    run = subprocess.run(
-        [sys.executable, "-m", "groundeval.cli", "--agent", "baseline", "--data-dir", str(data),
-         "--out-dir", str(tmp_path / "out")],
-        cwd=tmp_path, capture_output=True, text=True, check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "outcomes: passed: 2" in run.stdout and "warning" not in run.stdout.lower()
-    (record,) = (tmp_path / "out").glob("*.json")
+    status = cli_main(["--agent", "baseline", "--data-dir", "data", "--out-dir", "out"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "outcomes: passed: 2" in out and "warning" not in out.lower()
+    (record,) = (pytester.path / "out").glob("*.json")
     assert json.loads(record.read_text())["aggregate"]["counts"] == {"passed": 2}
 
 

@@ -12,12 +12,15 @@ The ``--model`` file is JSON saying how to behave (a real GGUF would be loaded i
 
 Like the real server it prints its load log, answers one request at a time, and logs every
 completion request's JSON body on a line ``request: {...}`` (what tests read back). Its tokenizer
-counts one token per 3 characters of the input.
+counts one token per 3 characters of the input. On Linux it also logs the signal it asked the
+kernel for when the thread that started it dies (``parent-death signal N``, 0 for none), so a
+test sees what a run's server would get if the run were killed outright.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import resource
@@ -38,6 +41,10 @@ def main() -> None:
         parser.add_argument(flag, required=flag in ("--model", "--port"))
     args = parser.parse_args()
     print(f"fake llama server pid {os.getpid()}", flush=True)
+    if sys.platform.startswith("linux"):
+        death_signal = ctypes.c_int(-1)
+        ctypes.CDLL(None).prctl(2, ctypes.byref(death_signal))  # PR_GET_PDEATHSIG
+        print(f"parent-death signal {death_signal.value}", flush=True)
     try:
         plan: dict[str, Any] = json.loads(Path(args.model).read_text())
     except (OSError, ValueError) as exc:

@@ -65,6 +65,13 @@ def server_pid(log: str) -> int:
     return int(found.group(1))
 
 
+def death_signal(log: str) -> int:
+    """The signal the fake server asked for on the death of the thread that started it (0: none)."""
+    found = re.search(r"parent-death signal (-?\d+)", log)
+    assert found, log
+    return int(found.group(1))
+
+
 def gone(pid: int) -> bool:
     """True when no live process has ``pid`` (a zombie awaiting a reaper counts as gone)."""
     try:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .fakes import AGENT_MODULE, FAKE_SERVER, recorded, requests_sent, server_pid, wait_gone, write_model
+from tests.plugin.forked import ForkedPytest
+
+from .fakes import AGENT_MODULE, FAKE_SERVER, death_signal, recorded, requests_sent, server_pid, wait_gone, write_model
 
 SELECT = "no-medication--Clemente or no-medication-commission"
 
@@ -40,6 +42,8 @@ def test_a_run_starts_one_server_sends_the_cases_and_stops_it(pytester: pytest.P
     pid = server_pid(log)
     live_pids.append(pid)
     assert log.count("fake llama server pid") == 1  # one server for the run
+    if sys.platform.startswith("linux"):  # started by the run's main thread, asking to die with it
+        assert death_signal(log) == signal.SIGKILL
     assert wait_gone(pid, bound_s=0.0) or wait_gone(pid)  # stopped when the session ended
     assert record["settings"]["concurrency"] == 1  # one request at a time, whatever was asked
     assert record["model"] == "SmolLM2-135M-Instruct.Q4_1" and record["agent"] == "local"
@@ -69,56 +73,79 @@ def test_a_server_that_cannot_start_is_config_error_and_stops_the_run(
                                  "*stopped after config_error on no-medication--Clemente*"])
 
 
-PYTEST_WITH_CTRL_C = (
-    "import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "sys.exit(pytest.main(sys.argv[1:]))"
-)
-"""pytest as a terminal runs it: Ctrl-C raises KeyboardInterrupt even when this process was started
-in the background of a non-interactive shell, whose children inherit SIGINT ignored."""
-
-
-def _spawn_run(path: Path, model: Path) -> subprocess.Popen[bytes]:
-    (path / "fake_local.py").write_text(AGENT_MODULE)
-    return subprocess.Popen(
-        [sys.executable, "-c", PYTEST_WITH_CTRL_C, "--groundeval-task=reconcile", "--groundeval-agent=fake_local:FakeLocalAgent",
-         f"--groundeval-model={model}", "-k", SELECT, "-p", "no:cacheprovider", "-p", "no:randomly"],
-        cwd=path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(path)},
-    )
-
-
-def _wait_for_request(path: Path, process: subprocess.Popen[bytes], bound_s: float = 300.0) -> int:
+def _wait_for_request(path: Path, running: Callable[[], bool], bound_s: float = 300.0) -> int:
     """The server's pid, once its first completion request arrived (the run is then mid-case)."""
     deadline = time.monotonic() + bound_s
     while time.monotonic() < deadline:
         logs = list((path / "runs").glob("llama-server-*.log"))
         if logs and requests_sent(logs[0].read_text()):
             return server_pid(logs[0].read_text())
-        assert process.poll() is None, "the run ended before its first request"
+        assert running(), "the run ended before its first request"
         time.sleep(0.05)
     raise AssertionError("no request reached the server")
 
 
 def test_ctrl_c_in_the_middle_of_a_case_leaves_no_server(tmp_path: Path, live_pids: list[int]) -> None:
+    """Ctrl-C (SIGINT, KeyboardInterrupt) reaches a run of its own, forked from this process.
+
+    The forked run restores the default SIGINT handler, as pytest in a terminal has it, and starts
+    its server from its own main thread, as any run does.
+    """
     model = write_model(tmp_path / "slow.gguf", replies=["stop"], delay_s=120)
-    run = _spawn_run(tmp_path, model)
+    (tmp_path / "fake_local.py").write_text(AGENT_MODULE)
+    run = ForkedPytest(tmp_path, [
+        "--groundeval-task=reconcile", "--groundeval-agent=fake_local:FakeLocalAgent", f"--groundeval-model={model}",
+        "-k", SELECT, "-p", "no:cacheprovider", "-p", "no:randomly"])
     try:
-        live_pids.append(_wait_for_request(tmp_path, run))
+        live_pids.append(_wait_for_request(tmp_path, lambda: _running(run)))
         run.send_signal(signal.SIGINT)
-        assert run.wait(300) != 0  # a bound far above the few seconds it takes (a loaded machine took over 60)
+        assert run.wait(300) != 0, run.communicate(5)  # a bound far above the few seconds it takes
     finally:
         run.kill()
-        run.wait()
+        run.wait(300)
     assert wait_gone(live_pids[0])
     (path,) = (tmp_path / "runs").glob("*.json")
     assert json.loads(path.read_text())["complete"] is False  # the record was still written
 
 
-def test_a_harness_killed_outright_takes_its_server_with_it(tmp_path: Path, live_pids: list[int]) -> None:
-    model = write_model(tmp_path / "slow.gguf", replies=["stop"], delay_s=120)
-    run = _spawn_run(tmp_path, model)
+def _running(run: ForkedPytest) -> bool:
     try:
-        live_pids.append(_wait_for_request(tmp_path, run))
-        run.send_signal(signal.SIGKILL)  # no sessionfinish, no atexit: only the parent-death signal is left
+        run.wait(0)
+    except TimeoutError:
+        return True
+    return False
+
+
+KILLED_HARNESS = (
+    "import json, sys, time, urllib.request; from pathlib import Path; "
+    "from groundeval.models.llama_server import LlamaServer; "
+    "server = LlamaServer(Path(sys.argv[1]), alias='slow', n_ctx=512, n_threads=1, log_path=Path(sys.argv[2]), "
+    "command=(sys.executable, sys.argv[3])); server.start(); "
+    "body = json.dumps({'model': 'slow', 'messages': [{'role': 'user', 'content': 'hi'}]}).encode(); "
+    "urllib.request.urlopen(urllib.request.Request(server.base_url + '/chat/completions', data=body, "
+    "headers={'content-type': 'application/json'}), timeout=600); time.sleep(600)"
+)
+"""A process that starts the server from its main thread, as a run does, and is mid-request when killed."""
+
+
+def test_a_harness_killed_outright_takes_its_server_with_it(tmp_path: Path, live_pids: list[int]) -> None:
+    """SIGKILL (no sessionfinish, no atexit): only the parent-death signal is left to stop the server.
+
+    That a run's server asks for that signal (SIGKILL when the run's main thread dies) is checked on
+    a real run by ``test_a_run_starts_one_server_sends_the_cases_and_stops_it``; here the process
+    killed is the smallest that starts the server the same way (``LlamaServer.start`` from its main
+    thread) and has a request in flight.
+    """
+    model = write_model(tmp_path / "slow.gguf", replies=["stop"], delay_s=120)
+    run = subprocess.Popen(
+        [sys.executable, "-c", KILLED_HARNESS, str(model), str(tmp_path / "runs" / "llama-server-slow.log"),
+         str(FAKE_SERVER)],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        live_pids.append(_wait_for_request(tmp_path, lambda: run.poll() is None))
+        assert death_signal(next((tmp_path / "runs").glob("llama-server-*.log")).read_text()) == signal.SIGKILL
+        run.send_signal(signal.SIGKILL)
         run.wait(300)
     finally:
         run.kill()

@@ -3,8 +3,8 @@
 The server records what the real ``langsmith`` client sends through its own background batching
 (``/info``, ``/sessions``, ``/runs/multipart`` with run and feedback parts; ``/runs/batch``,
 ``/runs`` and ``/feedback`` accepted too). Most tests drive ``LangSmithStream`` in process; one
-runs the plugin under ``-n 2`` in a subprocess so every worker's client, thread and environment
-stay out of this process.
+runs the plugin under ``-n 2``, whose workers are processes of their own, so every worker's
+client, thread and environment stay out of this process.
 """
 
 from __future__ import annotations
@@ -403,19 +403,33 @@ def test_langsmith_tracing_false_turns_streaming_off(monkeypatch: pytest.MonkeyP
 
 
 def test_plugin_streams_every_worker_into_one_experiment(pytester: pytest.Pytester, data_dir: Path,
-                                                         fake_langsmith: FakeLangSmith) -> None:
-    """End to end: ``-n 2``, a tool-using agent; one experiment, tool child runs, feedback per case."""
+                                                         fake_langsmith: FakeLangSmith,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end: ``-n 2``, a tool-using agent; one experiment, tool child runs, feedback per case.
+
+    The suite's one ``-n 2`` run with counterfactual twins and a response cache also shows that
+    every pytest-xdist worker makes the same twins (each collects them from its own copy of the
+    case file, with its own hash seed: xdist refuses workers whose collections differ), that the
+    controller pairs each twin with its original whichever worker ran either, and that both
+    workers write into one cache, which a later run reads.
+    """
     pytester.syspathinsert()
-    result = run_xdist(pytester, "--groundeval-task=extraction", "--groundeval-agent=trace_agent:agent",
-                       "--groundeval-data-dir=data", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, errors=1)
+    run = ("--groundeval-task=extraction", "--groundeval-agent=trace_agent:agent", "--groundeval-data-dir=data",
+           "--groundeval-counterfactual", "--groundeval-cache=cache", "-p", "no:cacheprovider")
+    result = run_xdist(pytester, *run)
+    result.assert_outcomes(passed=4, errors=1)  # Liz_Conn and its 3 twins; Clemente_Kreiger (no medication) has none
     assert "LangSmithStreamWarning" not in result.stdout.str()
     record = json.loads(next((pytester.path / "runs").glob("*.json")).read_text())
+    assert {c["worker"] for c in record["cases"]} == {"gw0", "gw1"}
+    twins = record["aggregate"]["counterfactual"]
+    assert (twins["twins"], twins["judged"], twins["tracked"]) == (3, 3, 3)  # every twin paired with its original
+    assert twins["record_sensitivity"]["value"] == 1.0 and twins["record_sensitivity"]["cases"] == 2
     experiment = experiment_name(record["run_id"])
     assert set(fake_langsmith.sessions) == {experiment}
     roots = fake_langsmith.roots()
-    assert len(roots) == 2 and {r["session_name"] for r in fake_langsmith.runs.values()} == {experiment}
-    ok = next(run for name, run in roots.items() if name.startswith("Liz_Conn"))
+    assert sorted(roots) == sorted(c["case_id"] for c in record["cases"])  # the twins too
+    assert len(roots) == 5 and {r["session_name"] for r in fake_langsmith.runs.values()} == {experiment}
+    ok = next(run for name, run in roots.items() if name.startswith("Liz_Conn") and "[cf-" not in name)
     crashed = next(run for name, run in roots.items() if name.startswith("Clemente_Kreiger"))
     assert [t["name"] for t in fake_langsmith.children(ok)] == ["get_resources", "lookup_code"]
     feedback = fake_langsmith.feedback_of(ok)  # passed, every numeric metric the task declares, the trace's grounding
@@ -425,6 +439,14 @@ def test_plugin_streams_every_worker_into_one_experiment(pytester: pytest.Pytest
     assert fake_langsmith.feedback_of(crashed) == {}
     assert crashed["error"] == "RuntimeError: agent crashed holding [REDACTED]"
     assert_no_key(fake_langsmith)
+
+    # what both workers wrote into the cache answers a serial rerun (the crash is not cached: asked again)
+    monkeypatch.delenv("LANGSMITH_API_KEY")
+    rerun = pytester.runpytest(*run, "--groundeval-out-dir=rerun")
+    rerun.assert_outcomes(passed=4, errors=1)
+    (path,) = (pytester.path / "rerun").glob("*.json")
+    cached = {c["case_id"]: c["cached"] for c in json.loads(path.read_text())["cases"]}
+    assert cached == {case_id: not case_id.startswith("Clemente_Kreiger") for case_id in roots}
 
 
 # -- in-process units --------------------------------------------------------------------------
