@@ -54,6 +54,11 @@ class ForkedPytest:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 if file_size_limit is not None:
+                    # no bytecode is written under the limit (by the run or its xdist workers): CPython
+                    # does not check a short write of a .pyc, and would leave a truncated one in place
+                    # ("EOFError: marshal data too short" on every later import of that module)
+                    sys.dont_write_bytecode = True
+                    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
                     resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
                 os.chdir(cwd)
                 sys.path.insert(0, str(cwd))  # as `python -m pytest` puts the working directory first
@@ -101,7 +106,8 @@ class ForkedPytest:
         """The child's exit status (negative: the signal that killed it).
 
         Raises:
-            TimeoutError: It is still running after ``timeout`` seconds.
+            TimeoutError: It was still running after ``timeout`` seconds (it is then killed and reaped,
+                so that no run outlives the test).
         """
         deadline = time.monotonic() + timeout
         while self.returncode is None:
@@ -110,7 +116,10 @@ class ForkedPytest:
                 self.returncode = os.waitstatus_to_exitcode(status)
                 break
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the forked pytest run {self.pid} still runs after {timeout} s")
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                self.returncode = -signal.SIGKILL
+                raise TimeoutError(f"the forked pytest run {self.pid} still ran after {timeout} s: killed")
             time.sleep(0.02)
         return self.returncode
 
