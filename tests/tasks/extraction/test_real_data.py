@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -20,7 +19,7 @@ from groundeval.runner import call_agent
 from groundeval.scoring import Parsed
 from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.medlist import TruthMedication, active_medications
-from tests._paths import REPO
+from tests._paths import REPO, load_script
 
 ROOT = REPO
 TASK = ExtractionTask()
@@ -71,11 +70,7 @@ def test_truth_counts_match_the_independent_inventory(
 @pytest.fixture(scope="module")
 def make_fixtures() -> ModuleType:
     """``scripts/make_fixtures.py`` as a module."""
-    spec = importlib.util.spec_from_file_location("make_fixtures_script", ROOT / "scripts" / "make_fixtures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_fixtures")
 
 
 def test_make_fixtures_is_deterministic_and_committed_fixtures_are_current(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import time
@@ -17,7 +16,7 @@ from groundeval.agent_io import AgentRequest
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
 from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.medlist import active_medications
-from tests._paths import REPO
+from tests._paths import REPO, load_script
 
 ROOT = REPO
 FIXTURES = ROOT / "fixtures" / "extraction"
@@ -42,14 +41,7 @@ def _manifest() -> list[JSON]:
 @pytest.fixture(scope="module")
 def make_variants() -> ModuleType:
     """``scripts/make_variants.py`` as a module, importing its helpers from ``scripts/`` as when it runs."""
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("make_variants", ROOT / "scripts" / "make_variants.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_variants"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_variants")
 
 
 @pytest.fixture(scope="module")

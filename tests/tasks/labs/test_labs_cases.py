@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
@@ -14,7 +12,7 @@ from typing import Any
 import pytest
 
 from groundeval.tasks.labs import LabsTask
-from tests._paths import REPO
+from tests._paths import REPO, load_script
 
 ROOT = REPO
 CASES = ROOT / "fixtures" / "labs"
@@ -28,14 +26,7 @@ RawBundle = tuple[Path, bytes, JSON]
 
 @pytest.fixture(scope="module")
 def make_labs() -> ModuleType:
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))  # as when the script runs: its helper module sits next to it
-    spec = importlib.util.spec_from_file_location("make_labs", ROOT / "scripts" / "make_labs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_labs"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_labs")
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,7 @@ checked on the packaged cases themselves)."""
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -21,7 +19,7 @@ from groundeval.errors import DatasetError
 from groundeval.tasks import make_task
 from groundeval.tasks.reconcile.cases import TRANSFORMATIONS
 from groundeval.tasks.reconcile.task import ReconcileTask
-from tests._paths import REPO
+from tests._paths import REPO, load_script
 
 ROOT = REPO
 CASES = ROOT / "fixtures" / "reconcile"
@@ -31,14 +29,7 @@ TASK = ReconcileTask()
 
 @functools.cache
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_reconcile", ROOT / "scripts" / "make_reconcile.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_reconcile", module)  # dataclasses look their module up
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))  # as when the script runs: its helper module sits next to it
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_reconcile")
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -16,7 +14,7 @@ from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.record import drug_names
 from groundeval.tasks.summary.scorer import rule_verdict
 from groundeval.tasks.summary.text import stated_values, value_matches
-from tests._paths import REPO
+from tests._paths import REPO, load_script
 
 CASES = REPO / "fixtures" / "summary"
 TASK = SummaryTask()
@@ -87,14 +85,7 @@ def test_a_stated_value_must_be_one_the_record_holds() -> None:
 
 @pytest.fixture(scope="module")
 def make_summary() -> ModuleType:
-    if str(REPO / "scripts") not in sys.path:
-        sys.path.insert(0, str(REPO / "scripts"))
-    spec = importlib.util.spec_from_file_location("make_summary", REPO / "scripts" / "make_summary.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_summary"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_summary")
 
 
 def test_the_fixture_script_check_passes_and_names_a_stale_file(

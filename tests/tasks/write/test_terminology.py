@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import re
@@ -30,7 +29,7 @@ from groundeval.terminology import (
     to_mg,
     ucum_problem,
 )
-from tests._paths import REPO
+from tests._paths import REPO, load_script
 
 ROOT = REPO
 SCRIPT = ROOT / "scripts" / "make_terminology.py"
@@ -46,11 +45,7 @@ def catalog() -> Catalog:
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_terminology", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT.stem)
 
 
 def _norm(text: str) -> str:
