@@ -194,7 +194,7 @@ def test_a_run_killed_after_sending_its_batch_is_resumed_without_sending_again(
     try:
         tick = threading.Event()
         for _ in range(1200):  # at most about 2 minutes for the run to start and send its batch
-            if journal.exists() or _ended(killed):
+            if journal.exists() or killed.poll() is not None:
                 break
             tick.wait(0.1)
         assert journal.exists(), "the run never journalled its batch"
@@ -207,14 +207,6 @@ def test_a_run_killed_after_sending_its_batch_is_resumed_without_sending_again(
     again = pytester.runpytest(*args("runs", *FAST))
     again.assert_outcomes(passed=3, failed=1)
     assert calls(run_dir, "POST /v1/messages/batches") == 1  # the killed run's batch, collected: nothing paid twice
-
-
-def _ended(run: ForkedPytest) -> bool:
-    try:
-        run.wait(0)
-    except TimeoutError:
-        return False
-    return True
 
 
 def test_x_stops_after_the_first_failure_and_the_rest_is_not_run(pytester: pytest.Pytester, run_dir: Path) -> None:

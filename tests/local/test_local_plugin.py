@@ -97,7 +97,7 @@ def test_ctrl_c_in_the_middle_of_a_case_leaves_no_server(tmp_path: Path, live_pi
         "--groundeval-task=reconcile", "--groundeval-agent=fake_local:FakeLocalAgent", f"--groundeval-model={model}",
         "-k", SELECT, "-p", "no:cacheprovider", "-p", "no:randomly"])
     try:
-        live_pids.append(_wait_for_request(tmp_path, lambda: _running(run)))
+        live_pids.append(_wait_for_request(tmp_path, lambda: run.poll() is None))
         run.send_signal(signal.SIGINT)
         assert run.wait(300) != 0, run.communicate(5)  # a bound far above the few seconds it takes
     finally:
@@ -106,14 +106,6 @@ def test_ctrl_c_in_the_middle_of_a_case_leaves_no_server(tmp_path: Path, live_pi
     assert wait_gone(live_pids[0])
     (path,) = (tmp_path / "runs").glob("*.json")
     assert json.loads(path.read_text())["complete"] is False  # the record was still written
-
-
-def _running(run: ForkedPytest) -> bool:
-    try:
-        run.wait(0)
-    except TimeoutError:
-        return True
-    return False
 
 
 KILLED_HARNESS = (

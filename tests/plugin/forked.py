@@ -102,6 +102,14 @@ class ForkedPytest:
         """SIGKILL the child."""
         self.send_signal(signal.SIGKILL)
 
+    def poll(self) -> int | None:
+        """The child's exit status if it has ended (reaped here), else None; never waits, never kills."""
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
     def wait(self, timeout: float) -> int:
         """The child's exit status (negative: the signal that killed it).
 
@@ -110,18 +118,14 @@ class ForkedPytest:
                 so that no run outlives the test).
         """
         deadline = time.monotonic() + timeout
-        while self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-                break
+        while (code := self.poll()) is None:
             if time.monotonic() > deadline:
                 os.kill(self.pid, signal.SIGKILL)
                 os.waitpid(self.pid, 0)
                 self.returncode = -signal.SIGKILL
                 raise TimeoutError(f"the forked pytest run {self.pid} still ran after {timeout} s: killed")
             time.sleep(0.02)
-        return self.returncode
+        return code
 
     def communicate(self, timeout: float) -> str:
         """Wait for the child (``wait``), then return everything it wrote."""
