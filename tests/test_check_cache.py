@@ -64,3 +64,20 @@ def test_a_twin_reuses_its_files_verdict_and_never_records_one_for_the_file(chec
     task.check_case(case)
     task.check_case(twin)
     assert checked == [FIXTURE] * 3  # the file's own check; its twins then reuse that verdict
+
+
+def test_a_reconcile_twin_reuses_its_pinned_bundles_verdict_and_never_records_one(
+    checked: list[str], tmp_path: Path
+) -> None:
+    task = ReconcileTask()
+    name = PINS_IT[0]
+    shutil.copy(REPO / "fixtures" / "reconcile" / name, tmp_path / name)
+    case = task.load_case(tmp_path / name)
+    twin = next(t for kind in task.perturbations if (t := task.counterfactual(case, kind)) is not None)
+    assert twin.data["bundle"] != case.data["bundle"] and twin.meta["bundle_sha256"] == case.meta["bundle_sha256"]
+    task.check_case(twin)
+    task.check_case(twin)
+    assert checked == [FIXTURE, FIXTURE]  # the twin's changed Bundle was checked, and nothing was recorded
+    task.check_case(case)
+    task.check_case(twin)
+    assert checked == [FIXTURE] * 3  # the pinned file's own check; its twins then reuse that verdict
