@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,6 +83,15 @@ def test_properties_identical_with_and_without_xdist(xdist_matrix: SharedRun) ->
     serial, xdist = stable(xdist_matrix.serial_junit), stable(xdist_matrix.junit)
     assert serial == xdist
     assert len(serial) == len(MATRIX) + len(MALFORMED)
+
+    # the run records too, case by case in the same order, with every outcome's fields (an agent's
+    # or the harness's error and its traceback included) and the aggregate
+    def cases(record: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in case.items() if k not in {*VOLATILE, "started_at", "worker"}} for case in record["cases"]]
+
+    assert cases(xdist_matrix.serial_record) == cases(xdist_matrix.record)
+    assert {c["outcome"] for c in xdist_matrix.record["cases"]} == set(MATRIX.values())
+    assert xdist_matrix.serial_record["aggregate"] == xdist_matrix.record["aggregate"]
 
     def suite(path: Path) -> tuple[str | None, dict[str, str | None]]:
         import xml.etree.ElementTree as ET
