@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
+from groundeval.agents.base import Agent, AgentConfig, check_task, for_task, make_agent, preflight_agent
 from groundeval.datasets import Case
 from groundeval.errors import ConfigError, InfraError, RunStopError, SpendLimitReached, connection_failure
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
@@ -93,7 +93,7 @@ class GroundevalSession:
 
                     self.batcher = start_batches(self._agent, settings.agent, settings.batch, config)
         except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise pytest.UsageError(for_task(str(exc), settings.task)) from None
         if settings.max_cost is not None:
             self._check_max_cost(settings)
         if not self.is_worker:
