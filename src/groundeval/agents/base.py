@@ -195,7 +195,8 @@ def _missing_extra(spec: str) -> Callable[[ImportError], ConfigError | None]:
     return check
 
 
-def _load_target(spec: str) -> Any:
+def _load_target(spec: str, name: str | None = None) -> Any:
+    """Import an agent's target (``package.module:attribute``); ``name`` is the registered name it was given by."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         from groundeval.errors import did_you_mean
@@ -206,7 +207,8 @@ def _load_target(spec: str) -> Any:
             "for your own agent"
         )
     builtin = any(spec == entry.target for entry in builtin_agents().values())
-    return load_target(spec, spec, kind="agent", builtin=builtin, import_failed=_missing_extra(spec))
+    given = name if name is not None else spec
+    return load_target(given, spec, kind="agent", builtin=builtin, import_failed=_missing_extra(given))
 
 
 def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:
@@ -288,7 +290,7 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
     if with_argument is not None:
         built_from: Agent = with_argument[0].from_argument(with_argument[1], config)
         return built_from
-    target = _load_target(AGENTS.get(spec, spec))
+    target = _load_target(AGENTS.get(spec, spec), spec)
     if inspect.isclass(target):
         params = [
             p for p in inspect.signature(target).parameters.values()
@@ -337,7 +339,7 @@ def preflight_agent(spec: str, config: AgentConfig, task: Any) -> str:
         agent = make_agent(spec, config)
         check_task(agent, spec, task)
         return agent.name
-    target = _load_target(AGENTS.get(spec, spec))
+    target = _load_target(AGENTS.get(spec, spec), spec)
     check_task(target, spec, task)
     check = getattr(target, "check_config", None)
     if inspect.isclass(target) and callable(check):

@@ -204,7 +204,7 @@ class GroundevalSession:
         assert settings.max_cost is not None
         agent: Any = self._agent
         if agent is None and not settings.agent.startswith("replay:"):
-            agent = _load_target(AGENTS.get(settings.agent, settings.agent))
+            agent = _load_target(AGENTS.get(settings.agent, settings.agent), settings.agent)
         check_max_cost(settings.max_cost, settings.agent, agent, settings.model)
 
     @staticmethod
