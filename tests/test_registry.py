@@ -108,3 +108,15 @@ def test_a_stale_install_without_groundevals_entry_points_says_to_reinstall(monk
         monkeypatch.undo()
         registry.clear_cache()
     assert "extraction" in available_tasks()
+
+
+@pytest.mark.usefixtures("acme_installed")
+def test_an_agent_whose_package_or_whose_import_is_broken_is_named_with_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "acme_evals.py").unlink()  # the package's module is gone: its registration is stale
+    with pytest.raises(ConfigError, match=r"^agent 'acme-echo' is registered by an installed package as "
+                                          r"'acme_evals:acme_echo', which cannot be imported .*; reinstall or repair"):
+        make_agent("acme-echo")
+    (tmp_path / "acme_evals.py").write_text("import acme_helpers_not_installed\n" + ACME, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"^agent 'acme-echo': 'acme_evals' was found but importing it failed "
+                                          r".*; install 'acme_helpers_not_installed' or fix that import"):
+        make_agent("acme-echo")

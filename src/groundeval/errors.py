@@ -35,6 +35,7 @@ Every message names the case or file, the offending value and the fix.
 from __future__ import annotations
 
 import difflib
+import socket
 from collections.abc import Iterable
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "SpendLimitReached",
     "TruncatedError",
     "closest",
+    "connection_failure",
     "did_you_mean",
 ]
 
@@ -228,3 +230,24 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """``" (did you mean extraction?)"``, or ``""`` when nothing is close."""
     near = closest(word, choices)
     return f" (did you mean {near}?)" if near else ""
+
+
+def connection_failure(exc: BaseException) -> bool:
+    """True when ``exc`` is, or was raised from, a failure to connect at all.
+
+    An ``InfraError`` says so itself (``connection``). Any other exception (a custom agent's own
+    HTTP client: urllib, requests, httpx) counts when it or an exception in its chain
+    (``__cause__``, ``__context__``) is Python's ``ConnectionError`` (refused, reset, aborted) or a
+    name lookup failure (``socket.gaierror``): the libraries wrap those, and keep them in the chain.
+    A timeout or an HTTP error status is not a failure to connect.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, InfraError):
+            return current.connection
+        if isinstance(current, ConnectionError | socket.gaierror):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

@@ -246,7 +246,7 @@ def test_the_sdk_client_has_no_retry_layer_of_its_own(api_key: str, sleeps: list
     api = ScriptedAPI([message()])
     agent = agent_for(api, sleeps)
     agent.run(REQUEST)
-    assert agent.backend._client is not None and agent.backend._client.max_retries == 0
+    assert agent.backend._pool.current is not None and agent.backend._pool.current.max_retries == 0
 
 
 def test_classify_anthropic_error_for_langchain_style_callers() -> None:

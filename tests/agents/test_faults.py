@@ -318,17 +318,17 @@ def test_an_abandoned_attempt_closes_the_shared_client_only_when_no_other_call_u
         built.append(Client())
         return built[-1]
 
-    model._new_client = new_client  # type: ignore[method-assign]
-    first = model._checkout()  # the call that will be abandoned
-    beside = model._checkout()  # another case's call on the same client (--groundeval-concurrency)
+    model._new_client = new_client  # type: ignore[method-assign]  # the pool builds through it
+    first = model._pool.checkout()  # the call that will be abandoned
+    beside = model._pool.checkout()  # another case's call on the same client (--groundeval-concurrency)
     assert first is beside and len(built) == 1
     held: dict[str, Any] = {"client": first}
     model._abandon(held)
     assert not built[0].closed  # the call beside it is still reading from it
-    after = model._checkout()
+    after = model._pool.checkout()
     assert after is not first and len(built) == 2  # new calls get a new client
-    model._checkin(beside)
+    model._pool.checkin(beside)
     assert built[0].closed  # only the abandoned attempt held it: closed, its sockets with it
-    model._checkin(first, abandoned=True)  # the abandoned attempt ends later: nothing breaks
-    model._checkin(after)
+    model._pool.checkin(first, abandoned=True)  # the abandoned attempt ends later: nothing breaks
+    model._pool.checkin(after)
     assert not built[1].closed

@@ -45,6 +45,12 @@ def test_an_unknown_provider_is_refused_with_the_known_ones_and_the_form() -> No
         parse_spec("gpt/4o")
 
 
+def test_an_openai_compatible_spec_whose_server_is_not_a_url_is_refused_with_the_form() -> None:
+    with pytest.raises(ConfigError, match=r"'127\.0\.0\.1:8000/v1' after '@' is not an http\(s\) URL; write "
+                                          r"openai-compatible/<name>@<base URL>"):
+        parse_spec("openai-compatible/qwen@127.0.0.1:8000/v1")
+
+
 def test_a_judge_model_answers_through_the_same_layer_with_its_role_recorded(api_key: str, sleeps: list[float]) -> None:
     api = ScriptedAPI([api_error(529, "overloaded_error"), message("yes", input_tokens=100, output_tokens=2)])
     judge = get_model("anthropic/claude-opus-4-8", "judge", options={"temperature": 0.0, "max_tokens": 64},

@@ -62,12 +62,8 @@ def test_cli_without_key_fails_at_once_with_the_hint(tmp_path: Path) -> None:
     assert run.returncode == 4
     assert run.stderr.strip().splitlines() == [
         "ERROR: ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or run offline with the "
-        "task's rule-based agent: --groundeval-agent=baseline (extraction), --groundeval-agent=baseline-write "
-        "(write), --groundeval-agent=baseline-reconcile (reconcile), --groundeval-agent=baseline-labs (labs), "
-        "--groundeval-agent=baseline-summary (summary) "
-        "(CLI: --agent ...); baseline and baseline-write "
-        "need the healthchain "
-        "extra: pip install 'groundeval[healthchain]'."
+        "task's rule-based agent: --groundeval-agent=baseline (CLI: --agent baseline); baseline needs the "
+        "healthchain extra: pip install 'groundeval[healthchain]'."
     ]
 
 

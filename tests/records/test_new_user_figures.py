@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from groundeval.agents.base import for_task
 from groundeval.agents.claude import NO_KEY_HINT
 from groundeval.agents.langgraph_agent import NO_KEY_HINT as LANGGRAPH_NO_KEY_HINT
 from groundeval.plugin.items import select_by_node_id
@@ -103,6 +104,15 @@ def test_the_no_key_hint_names_every_built_in_tasks_offline_agent_and_its_extra(
         for task, agent in offline.items():
             assert f"--groundeval-agent={agent} ({task})" in hint
         assert "baseline and baseline-write need the healthchain extra: pip install 'groundeval[healthchain]'" in hint
+
+    # once the run's task is known, the message names that task's agent only (or a replay, for a task
+    # that is not built in)
+    for task, agent in offline.items():
+        narrowed = for_task(NO_KEY_HINT, task)
+        assert f"--groundeval-agent={agent} (CLI: --agent {agent})" in narrowed
+        assert [a for a in offline.values() if f"--groundeval-agent={a} " in narrowed] == [agent], narrowed
+    assert "--groundeval-agent=replay:RUN.json" in for_task(LANGGRAPH_NO_KEY_HINT, "my_tasks:Conditions")
+    assert for_task("another message", "labs") == "another message"
 
 
 def _items(*names: str, trial: int = 0) -> list[Any]:

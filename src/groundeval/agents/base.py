@@ -42,7 +42,7 @@ from groundeval.registry import AGENT_GROUP, Targets, builtin_agents, builtin_ta
 
 __all__ = [
     "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires",
-    "check_task", "make_agent", "offline_hint", "preflight_agent", "serving_agents",
+    "check_task", "for_task", "make_agent", "offline_hint", "preflight_agent", "serving_agents",
 ]
 
 DEFAULT_REQUIRES: frozenset[str] = frozenset({"text_prompt"})
@@ -115,19 +115,31 @@ def serving_agents(task: str) -> list[str]:
     return [name for name, entry in builtin_agents().items() if task in entry.tasks and name != "replay"]
 
 
-def offline_hint() -> str:
-    """How to run each built-in task offline, for the missing-key messages (one line, no final stop).
+def offline_hint(task: str | None = None) -> str:
+    """How to run offline, for the missing-key messages (one line, no final stop).
 
     Read from the declarations (``TaskEntry.offline_agent``, ``AgentEntry.needs_extra``).
 
+    Args:
+        task: The run's task spec. A built-in task names its own rule-based agent; another task
+            (an outside one, ``module:Class``) is pointed to a replay of an earlier run; None
+            (a message made before the task is known) lists every built-in task's agent.
+
     Returns:
-        ``run offline with the task's rule-based agent: --groundeval-agent=baseline (extraction),
-        --groundeval-agent=baseline-write (write), --groundeval-agent=baseline-reconcile (reconcile)
+        E.g. ``run offline with the task's rule-based agent: --groundeval-agent=baseline-labs (CLI:
+        --agent baseline-labs)``; with None ``run offline with the task's rule-based agent:
+        --groundeval-agent=baseline (extraction), --groundeval-agent=baseline-write (write), ...
         (CLI: --agent ...); baseline and baseline-write need the healthchain extra: pip install
         'groundeval[healthchain]'`` (each flag whole, to copy).
     """
-    offline = {task: entry.offline_agent for task, entry in builtin_tasks().items() if entry.offline_agent}
-    agents = ", ".join(f"--groundeval-agent={agent} ({task})" for task, agent in offline.items())
+    tasks = builtin_tasks()
+    if task is not None and task not in tasks:
+        return ("run offline with a replay of an earlier run's answers: --groundeval-agent=replay:RUN.json "
+                "(CLI: --agent replay:RUN.json), or an agent of your own")
+    offline = {name: entry.offline_agent for name, entry in tasks.items()
+               if entry.offline_agent and (task is None or name == task)}
+    if not offline:  # a built-in task without a rule-based agent
+        return offline_hint("(none)")
     by_extra: dict[str, list[str]] = {}
     for agent in offline.values():
         extra = builtin_agents()[agent].needs_extra
@@ -138,7 +150,17 @@ def offline_hint() -> str:
         f"pip install 'groundeval[{extra}]'"
         for extra, names in by_extra.items()
     )
+    if task is not None:
+        (agent,) = offline.values()
+        return f"run offline with the task's rule-based agent: --groundeval-agent={agent} (CLI: --agent {agent}){needs}"
+    agents = ", ".join(f"--groundeval-agent={agent} ({name})" for name, agent in offline.items())
     return f"run offline with the task's rule-based agent: {agents} (CLI: --agent ...){needs}"
+
+
+def for_task(message: str, task: str | None) -> str:
+    """``message`` with the every-task ``offline_hint()`` it carries narrowed to ``task``'s own."""
+    generic = offline_hint()
+    return message.replace(generic, offline_hint(task)) if task is not None and generic in message else message
 
 
 class FunctionAgent:
@@ -173,7 +195,8 @@ def _missing_extra(spec: str) -> Callable[[ImportError], ConfigError | None]:
     return check
 
 
-def _load_target(spec: str) -> Any:
+def _load_target(spec: str, name: str | None = None) -> Any:
+    """Import an agent's target (``package.module:attribute``); ``name`` is the registered name it was given by."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         from groundeval.errors import did_you_mean
@@ -184,7 +207,8 @@ def _load_target(spec: str) -> Any:
             "for your own agent"
         )
     builtin = any(spec == entry.target for entry in builtin_agents().values())
-    return load_target(spec, spec, kind="agent", builtin=builtin, import_failed=_missing_extra(spec))
+    given = name if name is not None else spec
+    return load_target(given, spec, kind="agent", builtin=builtin, import_failed=_missing_extra(given))
 
 
 def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:
@@ -266,7 +290,7 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
     if with_argument is not None:
         built_from: Agent = with_argument[0].from_argument(with_argument[1], config)
         return built_from
-    target = _load_target(AGENTS.get(spec, spec))
+    target = _load_target(AGENTS.get(spec, spec), spec)
     if inspect.isclass(target):
         params = [
             p for p in inspect.signature(target).parameters.values()
@@ -315,7 +339,7 @@ def preflight_agent(spec: str, config: AgentConfig, task: Any) -> str:
         agent = make_agent(spec, config)
         check_task(agent, spec, task)
         return agent.name
-    target = _load_target(AGENTS.get(spec, spec))
+    target = _load_target(AGENTS.get(spec, spec), spec)
     check_task(target, spec, task)
     check = getattr(target, "check_config", None)
     if inspect.isclass(target) and callable(check):

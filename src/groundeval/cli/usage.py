@@ -141,13 +141,13 @@ def _agent_problem(
     if task not in own.tasks:
         return (f"agent {name!r} answers the {', '.join(own.tasks)} task, not {task!r}; "
                 f"agents that serve {task}: {', '.join(serving_agents(task))}")
-    from groundeval.agents.base import AgentConfig, _load_target
+    from groundeval.agents.base import AgentConfig, _load_target, for_task
     from groundeval.errors import ConfigError
 
     try:
         check = getattr(_load_target(own.target), "check_config", None)
     except ConfigError as exc:  # an extra the agent needs is not installed
-        return str(exc)
+        return for_task(str(exc), task)
     if not callable(check):
         return None
     from groundeval.plugin.option_table import RUN_OPTIONS
@@ -157,7 +157,7 @@ def _agent_problem(
     try:
         check(AgentConfig(model=given.get("model"), options=options))
     except ConfigError as exc:
-        return str(exc)
+        return for_task(str(exc), task)
     except Exception:  # a check that needs converted options: the plugin runs it with them
         return None
     return None

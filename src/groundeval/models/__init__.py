@@ -64,8 +64,9 @@ def parse_spec(spec: str) -> ModelSpec:
     ``openai-compatible/qwen2.5-7b@http://127.0.0.1:8000/v1``, ``local/smollm2``.
 
     Raises:
-        ConfigError: The provider is unknown or the spec is empty; the message lists the known
-            providers and the form of a spec.
+        ConfigError: The provider is unknown or the spec is empty (the message lists the known
+            providers and the form of a spec), or an ``openai-compatible`` spec's part after ``@``
+            is not an http(s) URL.
     """
     provider, _, rest = spec.strip().partition("/")
     if provider not in PROVIDERS:
@@ -77,6 +78,12 @@ def parse_spec(spec: str) -> ModelSpec:
     found = _URL.match(rest)
     if found:
         return ModelSpec(provider, found["name"] or None, found["url"])
+    if provider == "openai-compatible" and "@" in rest:
+        url = rest.rpartition("@")[2]
+        raise ConfigError(
+            f"model spec {spec!r}: {url!r} after '@' is not an http(s) URL; write "
+            "openai-compatible/<name>@<base URL>, e.g. openai-compatible/qwen2.5-7b@http://127.0.0.1:8000/v1"
+        )
     return ModelSpec(provider, rest or None)
 
 

@@ -15,11 +15,9 @@ Nothing here imports an SDK: subclasses import theirs inside the methods that ne
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib
 import json
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,6 +35,7 @@ from groundeval.errors import (
 )
 from groundeval.models.base import ModelRequest, ModelResponse, ModelRole, ToolCall
 from groundeval.models.classify import BadResponse, advise
+from groundeval.models.client_pool import ClientPool
 from groundeval.models.pricing import CHARS_PER_TOKEN, batch_usage, context_window
 from groundeval.models.retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.scoring import Metric
@@ -153,13 +152,8 @@ class ProviderModel(ABC, Generic[ClientT]):
         self.max_tokens, self.temperature, self.retry = settings.max_tokens, settings.temperature, settings.retry
         check_temperature(self.temperature, self.temperature_range, self.owner)
         self._http_client = http_client
-        self._client: ClientT | None = None
-        # One client is shared by the threads of --groundeval-concurrency: calls check it out, and
-        # an abandoned attempt retires it; a retired client is closed once no other call uses it.
-        self._lock = threading.RLock()
-        self._local = threading.local()
-        self._users: dict[int, int] = {}
-        self._retired: dict[int, tuple[ClientT, int]] = {}
+        # one client shared by the threads of --groundeval-concurrency (models.client_pool)
+        self._pool: ClientPool[ClientT] = ClientPool(self._make_client, owned=http_client is None)
         self._answered = False  # any real answer yet? (the HTML run stop only looks at the first call)
         self.batcher: Batcher | None = None  # batch mode (use_batches): requests go to the batch API
 
@@ -266,61 +260,22 @@ class ProviderModel(ABC, Generic[ClientT]):
         return request.max_tokens or self.max_tokens
 
     # -- the shared client ---------------------------------------------------------------------
+    def _make_client(self) -> ClientT:
+        options: dict[str, Any] = {"max_retries": 0}
+        if self._http_client is not None:
+            options["http_client"] = self._http_client
+        return self._new_client(options)
+
     def _sdk(self) -> ClientT:
         """The client of this attempt (checked out by ``_attempt``), else the shared one."""
-        pinned: ClientT | None = getattr(self._local, "client", None)
-        if pinned is not None:
-            return pinned
-        with self._lock:
-            if self._client is None:
-                options: dict[str, Any] = {"max_retries": 0}
-                if self._http_client is not None:
-                    options["http_client"] = self._http_client
-                self._client = self._new_client(options)
-            return self._client
-
-    def _checkout(self) -> ClientT:
-        with self._lock:
-            client = self._sdk()
-            self._users[id(client)] = self._users.get(id(client), 0) + 1
-            return client
-
-    def _checkin(self, client: ClientT, *, abandoned: bool = False) -> None:
-        with self._lock:
-            key = id(client)
-            self._users[key] -= 1
-            retired = self._retired.get(key)
-            if retired is not None and abandoned:
-                self._retired[key] = (client, retired[1] - 1)
-            self._close_if_idle(key)
-
-    def _close_if_idle(self, key: int) -> None:
-        """Close a retired client once only abandoned attempts still hold it."""
-        client, abandoned = self._retired.get(key, (None, 0))
-        if client is None or self._users.get(key, 0) > max(abandoned, 0):
-            return
-        del self._retired[key]
-        if self._http_client is None:  # a client the caller passed in is the caller's
-            with contextlib.suppress(Exception):  # best effort; the next call builds a new client
-                getattr(client, "close", lambda: None)()
+        return self._pool.get()
 
     def _abandon(self, held: dict[str, Any]) -> None:
-        """Retire the shared client after an attempt was abandoned at the deadline.
-
-        It is closed (its sockets with it) as soon as no other call is using it, so the calls in
-        flight beside it under ``--groundeval-concurrency`` go on; new calls get a new client.
-        """
+        """Retire the client of an attempt abandoned at the deadline (``ClientPool.retire``)."""
         held["abandoned"] = True
         client: ClientT | None = held.get("client")
-        if client is None:
-            return
-        with self._lock:
-            if self._client is client:
-                self._client = None
-            key = id(client)
-            _, abandoned = self._retired.get(key, (client, 0))
-            self._retired[key] = (client, abandoned + 1)
-            self._close_if_idle(key)
+        if client is not None:
+            self._pool.retire(client)
 
     def warmup(self) -> None:
         """Import the SDK and build the client before the first call is timed."""
@@ -331,18 +286,17 @@ class ProviderModel(ABC, Generic[ClientT]):
 
         ``held`` records the client this attempt checked out, so that ``_abandon`` retires that one.
         """
-        client = self._checkout()
+        client = self._pool.checkout()
         held["client"] = client
-        self._local.client = client
         try:
-            value = self._call(params, timeout_s)
+            with self._pool.pinned(client):
+                value = self._call(params, timeout_s)
         except json.JSONDecodeError as exc:  # the SDK decodes a JSON content type and lets this out
             bad: BadResponse | None = BadResponse.from_text(exc.doc)
         else:  # the SDK hands back the text of a non-JSON content type as a str
             bad = BadResponse.from_text(value) if isinstance(value, str) else None
         finally:
-            self._local.client = None
-            self._checkin(client, abandoned=bool(held.get("abandoned")))
+            self._pool.checkin(client, abandoned=bool(held.get("abandoned")))
         if bad is not None:
             if bad.kind == "html":
                 html.append(1)

@@ -139,7 +139,7 @@ def _models(settings: Any) -> list[dict[str, Any]]:
     if spec.startswith("replay:"):
         return []
     try:
-        cls = _load_target(AGENTS.get(spec, spec))
+        cls = _load_target(AGENTS.get(spec, spec), spec)
     except Exception:  # an agent that cannot be loaded here has already been reported
         return []
     if not (isinstance(cls, type) and issubclass(cls, SingleCallAgent)):

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.agents.base import Agent, AgentConfig, check_task, make_agent, preflight_agent
+from groundeval.agents.base import Agent, AgentConfig, check_task, for_task, make_agent, preflight_agent
 from groundeval.datasets import Case
-from groundeval.errors import ConfigError, InfraError, RunStopError, SpendLimitReached
+from groundeval.errors import ConfigError, InfraError, RunStopError, SpendLimitReached, connection_failure
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
 from groundeval.models import throttle
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
@@ -93,7 +93,7 @@ class GroundevalSession:
 
                     self.batcher = start_batches(self._agent, settings.agent, settings.batch, config)
         except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise pytest.UsageError(for_task(str(exc), settings.task)) from None
         if settings.max_cost is not None:
             self._check_max_cost(settings)
         if not self.is_worker:
@@ -204,7 +204,7 @@ class GroundevalSession:
         assert settings.max_cost is not None
         agent: Any = self._agent
         if agent is None and not settings.agent.startswith("replay:"):
-            agent = _load_target(AGENTS.get(settings.agent, settings.agent))
+            agent = _load_target(AGENTS.get(settings.agent, settings.agent), settings.agent)
         check_max_cost(settings.max_cost, settings.agent, agent, settings.model)
 
     @staticmethod
@@ -285,12 +285,15 @@ class GroundevalSession:
         if OUTCOMES[run.record.outcome].stops_run and exc is not None:
             outcome = run.record.outcome
             self._stop(session, f"groundeval: stopped after {outcome} on {case.case_id} (see the error above)")
-        elif isinstance(exc, InfraError) and exc.connection and self.answered == 0:
+        elif exc is not None and self.answered == 0 and connection_failure(exc):
+            # an InfraError that never connected, or an agent's own exception raised from a refused
+            # connection or a failed name lookup (a custom agent's server that is down)
             self.unreachable += 1
             if self.unreachable >= UNREACHABLE_AFTER:
+                what = "the model API" if isinstance(exc, InfraError) else "what the agent connects to"
                 self._stop(session, (
                     f"groundeval: the first {UNREACHABLE_AFTER} cases all failed to connect and none was "
-                    "answered: the model API looks unreachable; check the endpoint and network"
+                    f"answered: {what} looks unreachable; check the endpoint and network"
                 ))
         if self.stream is not None:  # LangSmith; never raises
             self.stream.record_case(run.record.model_dump(mode="json"))

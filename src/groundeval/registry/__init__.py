@@ -242,6 +242,18 @@ def load_target(
         precise = import_failed(exc) if import_failed is not None else None
         if precise is not None:
             raise precise from exc
+        missing = exc.name or ""
+        if missing and missing != module_name and not module_name.startswith(missing + "."):
+            # the module was found; something it imports was not
+            raise ConfigError(
+                f"{kind} {spec!r}: {module_name!r} was found but importing it failed ({exc}); install "
+                f"{missing!r} or fix that import"
+            ) from exc
+        if spec != target and ":" not in spec:  # a name an installed package registers (entry point)
+            raise ConfigError(
+                f"{kind} {spec!r} is registered by an installed package as {target!r}, which cannot be imported "
+                f"({exc}); reinstall or repair that package"
+            ) from exc
         raise ConfigError(
             f"{kind} {spec!r}: cannot import {module_name!r} ({exc}); run from the directory that holds it, "
             "or add that directory to PYTHONPATH"

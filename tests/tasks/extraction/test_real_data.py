@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,7 +19,7 @@ from groundeval.runner import call_agent
 from groundeval.scoring import Parsed
 from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.medlist import TruthMedication, active_medications
-from tests._paths import REPO, load_script
+from tests._paths import REPO
 
 ROOT = REPO
 TASK = ExtractionTask()
@@ -68,16 +68,14 @@ def test_truth_counts_match_the_independent_inventory(
 
 
 @pytest.fixture(scope="module")
-def make_fixtures() -> ModuleType:
-    """``scripts/make_fixtures.py`` as a module."""
-    return load_script("make_fixtures")
+def make_fixtures(fixture_script: Callable[[str], ModuleType]) -> ModuleType:
+    """``scripts/make_fixtures.py`` as a module, reading the session's raw bundles."""
+    return fixture_script("make_fixtures")
 
 
 def test_make_fixtures_is_deterministic_and_committed_fixtures_are_current(
-    make_fixtures: ModuleType, cached_read_bundles: Callable[[Iterable[Path]], Iterator[RawBundle]],
-    synthea_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    make_fixtures: ModuleType, synthea_dir: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(make_fixtures, "read_bundles", cached_read_bundles)  # the bundles read once
     assert make_fixtures.main(["--source", str(synthea_dir), "--check"]) == 0, capsys.readouterr().err
     assert "checked 25 fixtures and MANIFEST.json" in capsys.readouterr().out
 

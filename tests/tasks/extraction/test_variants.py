@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,7 +16,7 @@ from groundeval.agent_io import AgentRequest
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
 from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.medlist import active_medications
-from tests._paths import REPO, load_script
+from tests._paths import REPO
 
 ROOT = REPO
 FIXTURES = ROOT / "fixtures" / "extraction"
@@ -29,8 +29,6 @@ if str(ROOT) not in sys.path:
 from examples.custom_agent import CodeableConceptOnlyAgent  # noqa: E402
 
 JSON = dict[str, Any]
-RawBundle = tuple[Path, bytes, JSON]
-"""A raw bundle as ``read_bundles`` yields it (the ``raw_bundles`` fixture, tests/tasks/conftest.py)."""
 
 
 def _manifest() -> list[JSON]:
@@ -39,25 +37,15 @@ def _manifest() -> list[JSON]:
 
 
 @pytest.fixture(scope="module")
-def make_variants() -> ModuleType:
-    """``scripts/make_variants.py`` as a module, importing its helpers from ``scripts/`` as when it runs."""
-    return load_script("make_variants")
-
-
-@pytest.fixture(scope="module")
-def built(make_variants: ModuleType, synthea_dir: Path, cached_read_bundles: Callable[[Iterable[Path]], Iterator[RawBundle]]) -> dict[str, bytes]:
-    """The script's outputs from the raw bundles, built once for the tests of its command line."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(make_variants, "read_bundles", cached_read_bundles)  # the bundles read once
-        outputs: dict[str, bytes] = make_variants.build(synthea_dir)
-    return outputs
+def make_variants(built_script: Callable[[str], ModuleType]) -> ModuleType:
+    """``scripts/make_variants.py`` as a module, built once from the session's raw bundles."""
+    return built_script("make_variants")
 
 
 def test_make_variants_check_passes_and_says_what_it_checked(
-    make_variants: ModuleType, built: dict[str, bytes], synthea_dir: Path,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    make_variants: ModuleType, synthea_dir: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(make_variants, "build", lambda source: built)  # the build once, its comparison here
     assert make_variants.main(["--source", str(synthea_dir), "--check"]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert f"checked {len(_manifest())} variant cases and MANIFEST.variants.json" in out
@@ -65,13 +53,12 @@ def test_make_variants_check_passes_and_says_what_it_checked(
 
 
 def test_check_reports_a_stale_and_a_stray_variant(
-    make_variants: ModuleType, built: dict[str, bytes], synthea_dir: Path, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    make_variants: ModuleType, synthea_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(make_variants, "build", lambda source: built)
     script = ["--source", str(synthea_dir), "--out", str(tmp_path)]
     assert make_variants.main(script) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(built)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(make_variants.build(synthea_dir))
     first = sorted(tmp_path.glob("variant-*.json"))[0]
     first.write_text(first.read_text().replace('"active"', '"stopped"', 1))
     (tmp_path / "variant-hand-made--x.json").write_text("{}")

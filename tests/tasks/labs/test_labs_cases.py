@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 from types import ModuleType
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from groundeval.tasks.labs import LabsTask
-from tests._paths import REPO, load_script
+from tests._paths import REPO
 
 ROOT = REPO
 CASES = ROOT / "fixtures" / "labs"
@@ -20,28 +20,17 @@ DOCS = ROOT / "docs" / "tasks" / "labs.md"
 TABLE: dict[str, Any] = json.loads((ROOT / "fixtures" / "terminology" / "lab_thresholds.json").read_text())
 TASK = LabsTask()
 JSON = dict[str, Any]
-RawBundle = tuple[Path, bytes, JSON]
-"""A raw bundle as ``read_bundles`` yields it (the ``raw_bundles`` fixture, tests/tasks/conftest.py)."""
 
 
 @pytest.fixture(scope="module")
-def make_labs() -> ModuleType:
-    return load_script("make_labs")
-
-
-@pytest.fixture(scope="module")
-def built(make_labs: ModuleType, synthea_dir: Path, cached_read_bundles: Callable[[Iterable[Path]], Iterator[RawBundle]]) -> dict[str, bytes]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(make_labs, "read_bundles", cached_read_bundles)  # the bundles read once
-        outputs: dict[str, bytes] = make_labs.build(synthea_dir)
-    return outputs
+def make_labs(built_script: Callable[[str], ModuleType]) -> ModuleType:
+    return built_script("make_labs")
 
 
 def test_check_passes_and_reports_a_stale_and_a_stray_file(
-    make_labs: ModuleType, built: dict[str, bytes], synthea_dir: Path, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    make_labs: ModuleType, synthea_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(make_labs, "build", lambda source: built)  # the build once, its comparison here
     assert make_labs.main(["--source", str(synthea_dir), "--check"]) == 0
     assert "checked 36 case files (11 variants) and MANIFEST.json" in capsys.readouterr().out
     assert make_labs.main(["--source", str(synthea_dir), "--out", str(tmp_path)]) == 0

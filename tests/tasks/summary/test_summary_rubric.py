@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,12 +14,10 @@ from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.record import drug_names
 from groundeval.tasks.summary.scorer import rule_verdict
 from groundeval.tasks.summary.text import stated_values, value_matches
-from tests._paths import REPO, load_script
+from tests._paths import REPO
 
 CASES = REPO / "fixtures" / "summary"
 TASK = SummaryTask()
-RawBundle = tuple[Path, bytes, dict[str, Any]]
-"""A raw bundle as ``read_bundles`` yields it (the ``raw_bundles`` fixture, tests/tasks/conftest.py)."""
 MOISES = CASES / "Moises22_Rowe323_7b84f6f4-1d93-52f2-dbeb-f71177ac1fc9.json"
 TAMA = CASES / "Tama137_Schamberger479_9311ccc6-c1d0-ccae-d783-09d5d41709d4.json"
 
@@ -84,17 +82,13 @@ def test_a_stated_value_must_be_one_the_record_holds() -> None:
 
 
 @pytest.fixture(scope="module")
-def make_summary() -> ModuleType:
-    return load_script("make_summary")
+def make_summary(built_script: Callable[[str], ModuleType]) -> ModuleType:
+    return built_script("make_summary")
 
 
 def test_the_fixture_script_check_passes_and_names_a_stale_file(
     make_summary: ModuleType, synthea_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch, cached_read_bundles: Callable[[Iterable[Path]], Iterator[RawBundle]],
 ) -> None:
-    monkeypatch.setattr(make_summary, "read_bundles", cached_read_bundles)  # the bundles read once
-    built = make_summary.build(synthea_dir)
-    monkeypatch.setattr(make_summary, "build", lambda source: built)  # the build once, its comparisons here
     assert make_summary.main(["--source", str(synthea_dir), "--check"]) == 0
     assert "checked 25 case files and MANIFEST.json" in capsys.readouterr().out
     assert make_summary.main(["--source", str(synthea_dir), "--out", str(tmp_path)]) == 0

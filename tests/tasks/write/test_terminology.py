@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -35,8 +35,6 @@ ROOT = REPO
 SCRIPT = ROOT / "scripts" / "make_terminology.py"
 TERMINOLOGY = ROOT / "fixtures" / "terminology"
 RXNORM = "http://www.nlm.nih.gov/research/umls/rxnorm"
-RawBundle = tuple[Path, bytes, dict[str, Any]]
-"""A raw bundle as ``read_bundles`` yields it (the ``raw_bundles`` fixture, tests/tasks/conftest.py)."""
 
 
 @pytest.fixture(scope="module")
@@ -341,7 +339,7 @@ def test_ucum_problem_flags_non_ucum_spellings() -> None:
 
 
 def test_make_terminology_is_deterministic_and_committed_file_is_current(
-    synthea_dir: Path, tmp_path: Path, cached_read_bundles: Callable[[Iterable[Path]], Iterator[RawBundle]], monkeypatch: pytest.MonkeyPatch
+    synthea_dir: Path, tmp_path: Path, fixture_script: Callable[[str], ModuleType]
 ) -> None:
     """Built under two string-hash seeds, both give the committed file byte for byte.
 
@@ -354,8 +352,7 @@ def test_make_terminology_is_deterministic_and_committed_file_is_current(
         check=True, env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, cwd=ROOT,
     )
     assert (tmp_path / "rxnorm_catalog.json").read_bytes() == (TERMINOLOGY / "rxnorm_catalog.json").read_bytes()
-    script = _script()
-    monkeypatch.setattr(script, "read_bundles", cached_read_bundles)  # the bundles read once
+    script = fixture_script(SCRIPT.stem)  # its build reads the session's raw bundles
     assert script.main(["--source", str(synthea_dir), "--check"]) == 0
 
 
