@@ -20,14 +20,14 @@ import pytest
 
 from groundeval.agents.base import Agent, AgentConfig, check_task, for_task, make_agent, preflight_agent
 from groundeval.datasets import Case
-from groundeval.errors import ConfigError, InfraError, RunStopError, SpendLimitReached, connection_failure
+from groundeval.errors import ConfigError, RunStopError, SpendLimitReached
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
 from groundeval.models import throttle
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
+from groundeval.plugin.stop_policy import StopPolicy
 from groundeval.plugin.worker_keys import RUN_ID_KEY
-from groundeval.records.outcomes import OUTCOMES
 from groundeval.records.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
 from groundeval.records.trial_stats import warm_up
 from groundeval.redaction import clean_text
@@ -40,13 +40,10 @@ if TYPE_CHECKING:
     from groundeval.reporting import BaselineGate, GateResult
     from groundeval.reporting.langsmith import LangSmithStream
 
-__all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "UNREACHABLE_AFTER", "GroundevalSession"]
+__all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "GroundevalSession"]
 
 MAX_FAILURE_BLOCKS = 25
 """Failed cases shown as pytest's FAILURES blocks at most; above it, one line each (``--groundeval-failure-blocks``)."""
-
-UNREACHABLE_AFTER = 3
-"""Connection-level failures on a process's first cases, with no answer yet, after which the run stops."""
 
 
 class GroundevalSession:
@@ -131,10 +128,9 @@ class GroundevalSession:
         self.records: dict[str, CaseRecord] = {}
         self.selected: list[str] = []
         self.collection_errors: dict[str, dict[str, str]] = {}
-        self.answered = 0  # agent calls that returned, in this process
+        self.stop_policy = StopPolicy()  # answers and connection failures in this process
         self.calls = CallTally()  # this process's agent calls: in flight, peak, cut off by Ctrl-C
         self.workers_peak = 0  # xdist controller: the most calls in flight at once on any worker
-        self.unreachable = 0  # connection-level failures before the first answer, in this process
         self.warmed = False
         self.started = datetime.now(UTC)
         self.t0 = time.perf_counter()
@@ -280,21 +276,9 @@ class GroundevalSession:
             return CaseRun(run.record, pytest.skip.Exception(f"not_run: {exc}"))
         if run.record.outcome == "not_run" and exc is not None:  # a batched request the provider never ran
             return CaseRun(run.record, pytest.skip.Exception(run.record.message))
-        if run.record.answered or run.record.outcome in ("passed", "partial", "failed"):
-            self.answered += 1
-        if OUTCOMES[run.record.outcome].stops_run and exc is not None:
-            outcome = run.record.outcome
-            self._stop(session, f"groundeval: stopped after {outcome} on {case.case_id} (see the error above)")
-        elif exc is not None and self.answered == 0 and connection_failure(exc):
-            # an InfraError that never connected, or an agent's own exception raised from a refused
-            # connection or a failed name lookup (a custom agent's server that is down)
-            self.unreachable += 1
-            if self.unreachable >= UNREACHABLE_AFTER:
-                what = "the model API" if isinstance(exc, InfraError) else "what the agent connects to"
-                self._stop(session, (
-                    f"groundeval: the first {UNREACHABLE_AFTER} cases all failed to connect and none was "
-                    f"answered: {what} looks unreachable; check the endpoint and network"
-                ))
+        stop = self.stop_policy.after(run, case.case_id)  # plugin.stop_policy
+        if stop is not None:
+            self._stop(session, stop)
         if self.stream is not None:  # LangSmith; never raises
             self.stream.record_case(run.record.model_dump(mode="json"))
         return run

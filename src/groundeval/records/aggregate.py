@@ -9,7 +9,8 @@ cases, and the twins give ``Aggregate.counterfactual`` (``groundeval.records.sen
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 from groundeval.models.pricing import total_cost
 from groundeval.records.grounding import GROUNDING_STATEMENT, grounding_figures, grounding_text
@@ -18,19 +19,31 @@ from groundeval.records.scope import ran_outcome_count, statements
 from groundeval.records.sensitivity import COUNTERFACTUAL_STATEMENT, is_twin, sensitivity_text, with_counterfactual
 from groundeval.records.trial_stats import with_trial_stats
 from groundeval.scoring import Metric
-from groundeval.tasks.base import Task
 
-__all__ = ["summarize"]
+__all__ = ["AggregatingTask", "summarize"]
 
 
-def _spend(task: Task, records: Sequence[CaseRecord]) -> dict[str, Metric]:
+class AggregatingTask(Protocol):
+    """What a run's aggregate asks of its task (every ``groundeval.tasks.base.Task`` has it).
+
+    A structural type, so that run records (this floor) do not import the tasks above them. A
+    task's scorer may also declare ``spend_metrics`` (read with ``getattr``).
+    """
+
+    def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
+        """Combine the per-case metrics of the counted cases into run-level numbers."""
+        ...
+
+
+def _spend(task: AggregatingTask, records: Sequence[CaseRecord]) -> dict[str, Metric]:
     """The scorer's ``spend_metrics`` (e.g. a judge's calls) summed over every case, excluded ones too."""
     keys = getattr(getattr(task, "scorer", None), "spend_metrics", ())
     return {k: sum(int(v) for r in records if isinstance(v := r.metrics.get(k), int | float)) for k in keys}
 
 
 def summarize(
-    task: Task, records: Iterable[CaseRecord], selected: int | None = None, min_pass_rate: float | None = None
+    task: AggregatingTask, records: Iterable[CaseRecord], selected: int | None = None,
+    min_pass_rate: float | None = None,
 ) -> Aggregate:
     """Aggregate case records: outcome counts, pass and answer rates, the task's means, tokens and cost.
 

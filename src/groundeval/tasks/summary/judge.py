@@ -87,7 +87,7 @@ PROMPT_SHA256 = hashlib.sha256((SYSTEM_PROMPT + "\n" + USER_TEMPLATE).encode("ut
 
 UNREACHABLE_AFTER = 3
 """Connection-level failures of a judge with no verdict yet after which the judge stops the run
-(as ``plugin.session.UNREACHABLE_AFTER`` does for an agent)."""
+(as ``plugin.stop_policy.UNREACHABLE_AFTER`` does for an agent)."""
 
 
 class JudgeError(ScorerModelError):
