@@ -16,7 +16,7 @@ def test_a_flag_and_the_generic_option_disagreeing_on_the_command_line_is_a_usag
     ])
 
 
-def test_the_same_value_twice_and_a_command_line_value_over_the_ini_file_are_accepted(pytester: pytest.Pytester) -> None:
-    assert pytester.runpytest(*COLLECT, "--groundeval-min-f1=0.9", "--groundeval-option=min_f1=0.9").ret == 0
+def test_the_same_value_twice_however_written_and_a_command_line_value_over_the_ini_file_are_accepted(pytester: pytest.Pytester) -> None:
+    assert pytester.runpytest(*COLLECT, "--groundeval-min-f1=0.9", "--groundeval-option=min_f1=0.90").ret == 0
     pytester.makeini("[pytest]\ngroundeval_option = min_f1=0.5\n")
     assert pytester.runpytest(*COLLECT, "--groundeval-min-f1=0.9").ret == 0  # the command line wins over the ini

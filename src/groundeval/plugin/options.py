@@ -167,9 +167,16 @@ def _task_options(config: pytest.Config, cls: Any, task: str) -> dict[str, Any]:
     declared = {o.name: o for o in getattr(cls, "options", ())}
     chosen: dict[str, tuple[int, str, str]] = {}  # key -> (rank, raw, source); lower rank wins
 
+    def same(key: str, a: str, b: str) -> bool:
+        """Whether two raw values of one option mean the same (``0.9`` and ``0.90``); a bad one is reported later."""
+        try:
+            return bool(a == b or declared[key].value(a) == declared[key].value(b))
+        except ValueError:
+            return a == b
+
     def offer(key: str, raw: str, source: str, rank: int) -> None:
         held = chosen.get(key)
-        if held is not None and {held[0], rank} == {0, 1} and held[1] != raw:  # two command-line values
+        if held is not None and {held[0], rank} == {0, 1} and not same(key, held[1], raw):  # two command-line values
             flag, generic = (held, (rank, raw, source)) if held[0] == 0 else ((rank, raw, source), held)
             raise pytest.UsageError(
                 f"{flag[2]}={flag[1]} and {generic[2]}={key}={generic[1]} both set the {task} task's option "

@@ -108,6 +108,7 @@ class Progress:
         self._col = 0  # pytest's column when the line was drawn below it
         self._below = False  # the line was drawn on a row of its own below pytest's
         self._last_plain = clock()
+        self._last_plain_done = 0  # cases done when the last plain line was printed
         self._phase: tuple[str, float] | None = None  # (phase, since)
         self._announced: set[str] = set()
         self._stop = threading.Event()
@@ -292,7 +293,12 @@ class Progress:
             return
         if not after_item or self.clock() - self._last_plain < self.every_s or not self.tally.done:
             return
+        if self.tally.done == self._last_plain_done:
+            # an item finished whose record was already counted (under xdist two workers' reports
+            # can reach the controller before either item's end): the line would say nothing new
+            return
         self._last_plain = self.clock()
+        self._last_plain_done = self.tally.done
         self._plain_line(self.line())
 
     def _plain_line(self, text: str) -> None:
