@@ -39,8 +39,13 @@ def pytest_configure(config: pytest.Config) -> None:
     """Load ``PRELOAD``, HealthChain and ``PRELOAD_FOR_SPEED`` in every process that runs tests.
 
     Not in a pytest-xdist controller (``-n 2``), which runs none: that saves it about 3 CPU-seconds.
+    Not in an eval run started in this repository (``groundeval --agent baseline``, ``pytest
+    --groundeval-task=...``), which loads this file too (``testpaths``) but runs no test of the
+    suite: the preloads would cost it about 5 CPU-seconds (the SDKs, LangChain, scipy).
     """
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    if getattr(config.option, "groundeval_task", None):
         return
     for name in PRELOAD:
         importlib.import_module(name)
