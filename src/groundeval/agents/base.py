@@ -115,6 +115,11 @@ def serving_agents(task: str) -> list[str]:
     return [name for name, entry in builtin_agents().items() if task in entry.tasks and name != "replay"]
 
 
+REPLAY_HINT = ("run offline with a replay of an earlier run's answers: --groundeval-agent=replay:RUN.json "
+               "(CLI: --agent replay:RUN.json), or an agent of your own")
+"""The offline advice for a task that has no rule-based agent of groundeval's."""
+
+
 def offline_hint(task: str | None = None) -> str:
     """How to run offline, for the missing-key messages (one line, no final stop).
 
@@ -122,7 +127,7 @@ def offline_hint(task: str | None = None) -> str:
 
     Args:
         task: The run's task spec. A built-in task names its own rule-based agent; another task
-            (an outside one, ``module:Class``) is pointed to a replay of an earlier run; None
+            (an outside one, ``module:Class``) is pointed to a replay of an earlier run (``REPLAY_HINT``); None
             (a message made before the task is known) lists every built-in task's agent.
 
     Returns:
@@ -132,14 +137,10 @@ def offline_hint(task: str | None = None) -> str:
         (CLI: --agent ...); baseline and baseline-write need the healthchain extra: pip install
         'groundeval[healthchain]'`` (each flag whole, to copy).
     """
-    tasks = builtin_tasks()
-    if task is not None and task not in tasks:
-        return ("run offline with a replay of an earlier run's answers: --groundeval-agent=replay:RUN.json "
-                "(CLI: --agent replay:RUN.json), or an agent of your own")
-    offline = {name: entry.offline_agent for name, entry in tasks.items()
+    offline = {name: entry.offline_agent for name, entry in builtin_tasks().items()
                if entry.offline_agent and (task is None or name == task)}
-    if not offline:  # a built-in task without a rule-based agent
-        return offline_hint("(none)")
+    if not offline:  # another package's task, or a built-in one without a rule-based agent
+        return REPLAY_HINT
     by_extra: dict[str, list[str]] = {}
     for agent in offline.values():
         extra = builtin_agents()[agent].needs_extra
