@@ -20,6 +20,7 @@ The runs shared here besides the outcome matrix (``matrix.py``):
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -51,7 +52,8 @@ def made_once(
 
     The first caller makes them, with the current directory ``parent / name`` meanwhile (then
     ``pytester.path`` again), and saves their results beside them; every later caller reads them
-    back. A file lock makes the others wait while they are made.
+    back. A file lock makes the others wait while they are made. Runs that failed to be made leave
+    nothing behind: the next caller makes them again, not on top of a half-made directory.
 
     Returns:
         The directory of the runs, and their results by name.
@@ -67,6 +69,9 @@ def made_once(
             monkeypatch.chdir(run)
             try:
                 results = make(run)
+            except BaseException:
+                shutil.rmtree(run, ignore_errors=True)  # the next caller makes the runs again from nothing
+                raise
             finally:
                 monkeypatch.chdir(pytester.path)
             done.write_text(json.dumps({key: {"ret": int(r.ret), "outlines": r.outlines, "errlines": r.errlines,
