@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from groundeval.cli.tools import main as cli_main
-from groundeval.records.run_record import CaseRecord, RunWriter
+from groundeval.records.run_record import CaseRecord
+from groundeval.records.run_writer import RunWriter
 
 from .conftest import eval_args, junit_cases, run_records
 

@@ -25,7 +25,8 @@ from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
     from groundeval.plugin.options import Settings
-    from groundeval.records.run_record import CaseRecord, RunWriter
+    from groundeval.records.run_record import CaseRecord
+    from groundeval.records.run_writer import RunWriter
     from groundeval.reporting import GateResult
     from groundeval.runner import RunInfo
     from groundeval.tasks.base import Task

@@ -28,7 +28,8 @@ from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.stop_policy import StopPolicy
 from groundeval.plugin.worker_keys import RUN_ID_KEY
-from groundeval.records.run_record import CaseRecord, RunRecord, RunWriter, new_run_id
+from groundeval.records.run_record import CaseRecord, RunRecord, new_run_id
+from groundeval.records.run_writer import RunWriter
 from groundeval.records.trial_stats import warm_up
 from groundeval.redaction import clean_text
 from groundeval.runner import CaseRun, RunInfo, setup_failed

@@ -9,27 +9,22 @@ settings, package versions, fixture hashes, and per case the prompt hash, raw ou
 ``MAX_RAW_OUTPUT_CHARS``, with its full length and hash), parsed answer, truth, scores, latency,
 usage and error. Cases are appended to ``<run_id>.partial.jsonl`` as they finish, so an
 interrupted run keeps its finished cases; the final ``<run_id>.json`` is written atomically at the
-end and the partial file removed. Every string was cleaned by ``groundeval.redaction.clean`` when
+end and the partial file removed (``groundeval.records.run_writer``). Every string was cleaned by ``groundeval.redaction.clean`` when
 the record was built (secrets redacted, lone surrogates and control characters replaced).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import platform
 import secrets
 from datetime import UTC, datetime
 from functools import cache
 from importlib import metadata
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundeval.records.outcomes import Outcome
-from groundeval.records.write_errors import named
 from groundeval.scoring import Direction, Metric
 
 __all__ = [
@@ -43,7 +38,6 @@ __all__ = [
     "FigureInterval",
     "PassAtK",
     "RunRecord",
-    "RunWriter",
     "TrialStats",
     "TwinPair",
     "new_run_id",
@@ -455,73 +449,3 @@ def _package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return found
-
-
-class RunWriter:
-    """Writes one run's record incrementally and then atomically.
-
-    Args:
-        out_dir: Directory for run records (created if missing).
-        run_id: The run's id; files are ``<run_id>.partial.jsonl`` and ``<run_id>.json``.
-    """
-
-    def __init__(self, out_dir: Path, run_id: str) -> None:
-        self.out_dir = out_dir
-        self.path = out_dir / f"{run_id}.json"
-        self.partial = out_dir / f"{run_id}.partial.jsonl"
-        self.appended = 0  # cases written whole to the partial file
-
-    def append(self, case: CaseRecord) -> None:
-        """Append one finished case to the partial file as one line, written whole or not at all.
-
-        Raises:
-            OSError: The line could not be written (``filename`` is the partial file); the file
-                is cut back to where it was, so every line it holds is a whole case.
-        """
-        line = json.dumps(case.model_dump(mode="json"), ensure_ascii=False) + "\n"
-        with named(self.partial):
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            _append_whole(self.partial, line.encode("utf-8", "surrogatepass"))
-        self.appended += 1
-
-    def finish(self, record: RunRecord) -> Path:
-        """Write the complete record atomically, remove the partial file, return the path.
-
-        Raises:
-            OSError: The record could not be written (``filename`` is the record's path); the
-                half-written temporary file is removed and the partial file kept.
-        """
-        text = record.model_dump_json(indent=2)
-        tmp = self.path.with_suffix(".json.tmp")
-        with named(self.path):
-            try:
-                self.out_dir.mkdir(parents=True, exist_ok=True)
-                tmp.write_text(text + "\n", encoding="utf-8")
-                tmp.replace(self.path)
-            except OSError:
-                with contextlib.suppress(OSError):
-                    tmp.unlink(missing_ok=True)
-                raise
-        self.partial.unlink(missing_ok=True)
-        return self.path
-
-
-def _append_whole(path: Path, data: bytes) -> None:
-    """Append ``data`` to ``path``; on a failed write, cut the file back to its length before.
-
-    Raises:
-        OSError: What ``open`` or ``write`` raised (``EFBIG``, ``ENOSPC``, ``EACCES``, ...).
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        start = os.fstat(fd).st_size
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(fd, view):]
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, start)
-            raise
-    finally:
-        os.close(fd)
