@@ -9,8 +9,9 @@ settings, package versions, fixture hashes, and per case the prompt hash, raw ou
 ``MAX_RAW_OUTPUT_CHARS``, with its full length and hash), parsed answer, truth, scores, latency,
 usage and error. Cases are appended to ``<run_id>.partial.jsonl`` as they finish, so an
 interrupted run keeps its finished cases; the final ``<run_id>.json`` is written atomically at the
-end and the partial file removed (``groundeval.records.run_writer``). Every string was cleaned by ``groundeval.redaction.clean`` when
-the record was built (secrets redacted, lone surrogates and control characters replaced).
+end and the partial file removed (``groundeval.records.run_writer``). Every string was cleaned by
+``groundeval.redaction.clean`` when the record was built (secrets redacted, lone surrogates and
+control characters replaced).
 """
 
 from __future__ import annotations
