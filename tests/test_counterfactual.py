@@ -86,11 +86,19 @@ def test_observe_counts_a_medication_listed_by_any_of_its_codes() -> None:
     assert cf.observe(probe, None) == {"209387|313782": False, "308182": False}
 
 
-def _record(case_id: str, outcome: Outcome, parsed: Any, *, meta: dict[str, Any] | None = None) -> CaseRecord:
+def _at(second: int) -> str:
+    """An agent call's start, ``second`` seconds into the run (ISO-8601 UTC)."""
+    return f"2026-12-01T00:00:{second:02d}+00:00"
+
+
+def _record(case_id: str, outcome: Outcome, parsed: Any, *, meta: dict[str, Any] | None = None,
+            at: int | None = None) -> CaseRecord:
     counted = outcome in ("passed", "failed", "partial", "no_answer")
+    if at is None:  # an original's call at 10 s, a twin's at 20 s (called after its original)
+        at = 20 if "[cf-" in case_id else 10
     return CaseRecord(case_id=case_id, nodeid=f"groundeval/extraction::{case_id}", run_id="r", task="extraction",
                       agent="a", outcome=outcome, counted=counted, answered=parsed is not None, parsed=parsed,
-                      meta=meta or {})
+                      meta=meta or {}, started_at=_at(at))
 
 
 def _twin_meta(kind: str, effect: str) -> dict[str, Any]:
@@ -124,24 +132,41 @@ def test_summarize_keeps_twins_out_of_the_headline_and_computes_record_sensitivi
     from groundeval.records.aggregate import summarize
 
     listed = [{"rxnorm_code": "1", "display": "d"}]
-    original = _record("P", "passed", listed).model_copy(update={"metrics": {"f1": 1.0}})
-    twin = _record("P[cf-stop-active]", "partial", listed, meta=_twin_meta("stop-active", "drops"))
-    agg = summarize(TASK, [original, twin], selected=2)
-    assert (agg.selected, agg.cases, agg.counted, agg.pass_rate) == (1, 1, 1, 1.0)
-    assert agg.counterfactual is not None and agg.counterfactual.twins == 1
-    assert agg.metrics["record_sensitivity"] == 0.0 and agg.metrics["twin_pass_rate"] == 0.0
+    stop = _twin_meta("stop-active", "drops")
+    p, q = (_record(c, "passed", listed).model_copy(update={"metrics": {"f1": 1.0}}) for c in ("P", "Q"))
+    early = _record("P[cf-stop-active]", "passed", [], meta=stop, at=5)  # before its original: tracked
+    late = _record("Q[cf-stop-active]", "partial", listed, meta=stop)  # after its original: the original's answer
+    agg = summarize(TASK, [p, q, early, late], selected=4)
+    assert (agg.selected, agg.cases, agg.counted, agg.pass_rate) == (2, 2, 2, 1.0)
+    cf_ = agg.counterfactual
+    assert cf_ is not None and cf_.twins == 2 and [pr.order for pr in cf_.pairs] == ["first_call", "later_call"]
+    # the headline is the lower of the two orders, never their pool (0.5)
+    assert agg.metrics["record_sensitivity"] == 0.0 and cf_.orders[""] == "later_call"
+    assert (agg.metrics["record_sensitivity_first_call"], agg.metrics["record_sensitivity_later_call"]) == (1.0, 0.0)
+    assert agg.metrics["twin_pass_rate"] == 0.5
     assert agg.trials is not None and agg.trials.intervals["record_sensitivity"].method == "wilson"
+    assert "the lower of first_call 1.000 over 1 and later_call 0.000 over 1 twins" in agg.statements["counterfactual"]
     assert "1 of them got the right answer to the original and the same answer" in agg.statements["counterfactual"]
+    assert pair_values(cf_, "") == {("Q[cf-stop-active]", 0): 0.0}
+    assert pair_values(cf_, "@first_call") == {("P[cf-stop-active]", 0): 1.0}
+    # twins called in one order only give no headline, and say why
+    one = summarize(TASK, [q, late], selected=2)
+    assert one.counterfactual is not None and one.counterfactual.record_sensitivity is None
+    assert "record_sensitivity" not in one.metrics and one.metrics["record_sensitivity_later_call"] == 0.0
+    assert "called in one order only: first_call 0, later_call 1" in one.statements["counterfactual"]
     # with trials each twin is one observation at its pooled rate, as a case is in trial_stats
-    again = [r.model_copy(update={"trial": 1}) for r in (original, twin)]
-    agg = summarize(TASK, [original, twin, *again], selected=4)
+    again = [r.model_copy(update={"trial": 1}) for r in (p, q, early, late)]
+    agg = summarize(TASK, [p, q, early, late, *again], selected=8)
     assert agg.trials is not None and agg.trials.intervals["record_sensitivity"].cases == 1
 
 
 def test_the_gate_fails_when_record_sensitivity_drops_beyond_noise() -> None:
     iv = FigureInterval(value=1.0, low=0.9, high=1.0, cases=10, method="wilson")
-    pair = TwinPair(twin="P[cf-stop-active]", of="P", kind="stop-active", effect="drops", tracks_record=True)
-    assert pair_values(Counterfactual(record_sensitivity=iv, pairs=[pair]), "") == {("P[cf-stop-active]", 0): 1.0}
+    pair = TwinPair(twin="P[cf-stop-active]", of="P", kind="stop-active", effect="drops", tracks_record=True,
+                    order="later_call")
+    cf_ = Counterfactual(record_sensitivity=iv, orders={"": "later_call"}, pairs=[pair])
+    assert pair_values(cf_, "") == {("P[cf-stop-active]", 0): 1.0}
+    assert pair_values(cf_.model_copy(update={"orders": {"": "first_call"}}), "") == {}  # the other order's twins
     drop = Interval(mean=-0.5, low=-0.8, high=-0.2, n=10, p_value=0.01, method="bootstrap-bca")
     gate = GateResult("a", "b", sensitivity_interval=drop)
     assert gate.sensitivity_dropped and any("record_sensitivity dropped" in r for r in gate.reasons())
@@ -168,11 +193,15 @@ def test_a_task_without_perturbations_refuses_the_option(pytester: pytest.Pytest
     result.stderr.fnmatch_lines(["*--groundeval-counterfactual: the labs task declares no perturbations*"])
 
 
+SEED = "--groundeval-twin-seed=1"
+"""An order of the two cases' items in which each case's first call is a twin whose truth changed."""
+
+
 def _run(pytester: pytest.Pytester, agent: str, *extra: str) -> tuple[pytest.RunResult, dict[str, Any]]:
     result = pytester.runpytest(
         "--groundeval-task=extraction", f"--groundeval-agent={agent}", "--groundeval-data-dir=data",
         "--groundeval-counterfactual", "--groundeval-concurrency=1", f"--groundeval-out-dir=runs-{agent}",
-        "-p", "no:cacheprovider", *extra,
+        "-p", "no:cacheprovider", SEED, *extra,
     )
     (path,) = (pytester.path / f"runs-{agent}").glob("*.json")
     return result, json.loads(path.read_text())
@@ -187,10 +216,11 @@ def test_baseline_tracks_every_twin_and_priors_none_that_changed(pytester: pytes
     result, record = _run(pytester, "baseline", "--junitxml=out.xml")
     assert result.parseoutcomes() == {"passed": 9}  # 2 cases, 3 + 4 twins
     result.stdout.fnmatch_lines([
-        "counterfactual twins: 7 (*restart-stopped 1*), 7 judged; "
-        "record_sensitivity 1.000 ?0.566, 1.000? over 5 twins whose truth changed; 0 of them got the right answer *",
+        "counterfactual twins: 7 (*restart-stopped 1*), 7 judged; record_sensitivity 1.000 ?0.342, 1.000?, the "
+        "lower of first_call 1.000 over 2 and later_call 1.000 over 3 twins whose truth changed; 0 of them got *",
         "record_sensitivity: 1.000",
     ])
+    assert record["settings"]["twin_seed"] == 1
     agg = record["aggregate"]
     assert agg["counted"] == 2 and agg["counterfactual"]["tracked"] == 7
     twin = next(c for c in record["cases"] if c["case_id"].endswith("[cf-swap-drug]"))
@@ -205,7 +235,8 @@ def test_baseline_tracks_every_twin_and_priors_none_that_changed(pytester: pytes
     result, record = _run(pytester, "priors", "--groundeval-summary-md=s.md")
     agg = record["aggregate"]
     assert agg["pass_rate"] == 1.0  # it remembers these two patients' lists exactly
-    assert agg["metrics"]["record_sensitivity"] == 0.0 and agg["metrics"]["record_sensitivity[medication-reference]"] == 1.0
+    assert agg["metrics"]["record_sensitivity"] == 0.0
+    assert agg["metrics"]["record_sensitivity_first_call"] == agg["metrics"]["record_sensitivity_later_call"] == 0.0
     kept = [p for p in agg["counterfactual"]["pairs"] if p["effect"] != "same"]
     assert kept and all(p["kept_original_answer"] and not p["tracks_record"] for p in kept)
     result.stdout.fnmatch_lines(["(case file: Liz_Conn_*.json; counterfactual twin: MedicationRequest/* -> stopped)"])
@@ -286,21 +317,32 @@ def test_an_agent_cannot_tell_a_twin_from_its_original_by_its_request() -> None:
         assert len(keys) == 2
 
 
-def test_twins_are_collected_after_every_original_and_replay_tells_them_apart(
-    pytester: pytest.Pytester, two_cases: Path,
-) -> None:
+def _collected(pytester: pytest.Pytester, *extra: str) -> list[str]:
     collected = pytester.runpytest(
         "--groundeval-task=extraction", "--groundeval-data-dir=data", "--groundeval-counterfactual",
-        "--collect-only", "-q", "-p", "no:cacheprovider",
+        "--collect-only", "-q", "-p", "no:cacheprovider", *extra,
     )
-    ids = [line for line in collected.stdout.lines if line.startswith("groundeval/")]
-    assert len(ids) == 9 and not any("[cf-" in i for i in ids[:2]) and all("[cf-" in i for i in ids[2:])
+    return [line for line in collected.stdout.lines if line.startswith("groundeval/")]
+
+
+def test_a_case_and_its_twins_run_in_a_seeded_order_and_replay_tells_them_apart(
+    pytester: pytest.Pytester, two_cases: Path,
+) -> None:
+    ids = _collected(pytester, SEED)
+    assert len(ids) == 9 and _collected(pytester, SEED) == ids  # the same seed, the same order
+    others = [_collected(pytester, f"--groundeval-twin-seed={seed}") for seed in (2, 3, 4)]
+    assert any(o != ids for o in others) and all(sorted(o) == sorted(ids) for o in others)
+    # a case's items stay together; a twin may come first (the seed's order of Liz_Conn: a twin, then its original)
+    cases = [split_twin(i.rpartition("::")[2])[0] for i in ids]
+    assert cases == sorted(cases, key=cases.index) and len(set(cases[:4])) == 1 and "[cf-" in ids[0]
+    # originals keep their node ids
+    assert {i for i in ids if "[cf-" not in i} == {f"groundeval/extraction::{c}" for c in set(cases)}
     liz = TASK.load_case(next(two_cases.glob("Liz_Conn_*.json"))).case_id
     _, first = _run(pytester, "priors", f"groundeval/extraction::{liz}")
     (path,) = (pytester.path / "runs-priors").glob("*.json")
     result = pytester.runpytest(
         "--groundeval-task=extraction", f"--groundeval-agent=replay:{path}", "--groundeval-data-dir=data",
-        "--groundeval-counterfactual", "--groundeval-out-dir=replayed", "-p", "no:cacheprovider",
+        "--groundeval-counterfactual", "--groundeval-out-dir=replayed", "-p", "no:cacheprovider", SEED,
         f"groundeval/extraction::{liz}",
     )
     (replayed,) = (pytester.path / "replayed").glob("*.json")
@@ -312,16 +354,22 @@ def test_twins_are_collected_after_every_original_and_replay_tells_them_apart(
 
 
 def _twin_run(run_id: str, twin: Outcome | None, trials: int = 1) -> Any:
-    """A run of case P (passed) and, unless ``twin`` is None, its stop-active twin with that outcome."""
+    """A run of cases P and Q (passed) and, unless ``twin`` is None, their stop-active twins with that outcome.
+
+    P's twin is called before P (``first_call``), Q's after Q (``later_call``).
+    """
     from groundeval.records.aggregate import summarize
     from groundeval.records.run_record import RunRecord
 
     listed: list[dict[str, str]] = [{"rxnorm_code": "1", "display": "d"}]
-    cases = [_record("P", "passed", listed)]
+    cases = [_record("P", "passed", listed), _record("Q", "passed", listed)]
     if twin is not None:
         answer: list[dict[str, str]] | None = [] if twin == "passed" else None
-        cases.append(_record("P[cf-stop-active]", twin, answer, meta=_twin_meta("stop-active", "drops")))
-    cases = [c.model_copy(update={"run_id": run_id, "fixture_sha256": "s", "source": "P.json"}) for c in cases]
+        for of, at in (("P", 5), ("Q", 20)):
+            cases.append(_record(f"{of}[cf-stop-active]", twin, answer, meta=_twin_meta("stop-active", "drops"),
+                                 at=at))
+    cases = [c.model_copy(update={"run_id": run_id, "fixture_sha256": "s", "source": f"{c.case_id[0]}.json"})
+             for c in cases]
     return RunRecord.model_validate({
         "run_id": run_id, "task": "extraction", "agent": "a", "model": None, "started_at": "2026-12-01T00:00:00Z",
         "complete": True, "packages": {"groundeval": "0"}, "cases": cases,
@@ -334,11 +382,11 @@ def test_twins_the_agent_failed_on_are_counted_and_the_gate_loses_their_figure()
 
     baseline, crashed = _twin_run("A", "passed"), _twin_run("B", "agent_error")
     cf_ = crashed.aggregate.counterfactual
-    assert cf_ is not None and cf_.not_judged == {"agent_error": 1} and cf_.record_sensitivity is None
-    assert ("counterfactual twins: 1 (stop-active 1), 0 judged, 1 not judged: agent_error 1; record_sensitivity: -"
+    assert cf_ is not None and cf_.not_judged == {"agent_error": 2} and cf_.record_sensitivity is None
+    assert ("counterfactual twins: 2 (stop-active 2), 0 judged, 2 not judged: agent_error 2; record_sensitivity: -"
             in crashed.aggregate.statements["counterfactual"])
     gate = compare_runs(baseline, crashed).gate
-    assert gate.failed and gate.sensitivity_lost is not None and "1 not judged: agent_error 1" in gate.sensitivity_lost
+    assert gate.failed and gate.sensitivity_lost is not None and "2 not judged: agent_error 2" in gate.sensitivity_lost
     assert any(r.startswith("record_sensitivity lost: the baseline had it over 1 twins") for r in gate.reasons())
 
 
@@ -349,13 +397,13 @@ def test_compare_says_the_current_run_dropped_its_twins_and_its_trials_differ() 
 
     comp = compare_runs(_twin_run("A", "passed"), _twin_run("B", None, trials=3))
     assert comp.gate.failed and "no counterfactual twins" in (comp.gate.sensitivity_lost or "")
-    assert any(w.startswith("run B has no counterfactual twins where run A had 1") for w in comp.warnings)
+    assert any(w.startswith("run B has no counterfactual twins where run A had 2") for w in comp.warnings)
     assert any(w.startswith("trials differ (1 vs 3)") for w in comp.warnings)
     text = comparison_text(comp, fail_on_regression=True)
-    assert "only in A: 0 cases and 1 counterfactual twins (stop-active 1)" in text and "comparable: same" not in text
+    assert "only in A: 0 cases and 2 counterfactual twins (stop-active 2)" in text and "comparable: same" not in text
     assert "only in A P[cf-stop-active]" not in text and "record_sensitivity lost" in text
-    assert "model -  1 cases + 1 counterfactual twins" in text
-    assert "only in A: 1 counterfactual twins (stop-active 1)" in comparison_markdown(comp)
+    assert "model -  2 cases + 2 counterfactual twins" in text
+    assert "only in A: 2 counterfactual twins (stop-active 2)" in comparison_markdown(comp)
     # the other way round (twins added now) is said, and no baseline figure is lost
     back = compare_runs(_twin_run("B", None), _twin_run("A", "passed"))
     assert back.gate.sensitivity_lost is None and any(w.startswith("run A has no counterfactual") for w in back.warnings)

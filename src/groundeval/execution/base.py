@@ -96,23 +96,36 @@ class CaseFiles:
     def __init__(self, task: Task, keep: int) -> None:
         self._task = task
         self._keep = max(1, keep)
-        self._loaded: collections.OrderedDict[Path, Case] = collections.OrderedDict()
+        self._loaded: collections.OrderedDict[Path, tuple[Case, dict[str, Case]]] = collections.OrderedDict()
         self._lock = threading.Lock()  # a batch or threaded executor may prepare from another thread
 
     def load(self, ref: Case) -> Case:
         """The case behind ``ref`` (a collected item's case), read from its file now.
 
-        For a counterfactual twin (``--groundeval-counterfactual``), the twin made again from the
-        file's case (``tasks.counterfactual.twin_of``): only the file's case is kept loaded.
+        For a counterfactual twin (``--groundeval-counterfactual``), the twin made from the file's
+        case. In a run with twins, reading a file makes every twin of it at once
+        (``tasks.counterfactual.twins``) and keeps them with the file's case: whichever item of the
+        case runs first pays for making them, so the time an item takes to start does not tell a
+        twin from its original.
 
         Raises:
-            DatasetError: The file can no longer be read, or it changed since collection.
+            DatasetError: The file can no longer be read, it changed since collection, or the
+                twin can no longer be made from it.
         """
-        from groundeval.tasks.counterfactual import twin_of
+        from groundeval.tasks.counterfactual import SUBJECT, twin_of
 
-        return twin_of(self._task, self._read(ref), ref)
+        case, made = self._read(ref)
+        if SUBJECT not in ref.meta:
+            return twin_of(self._task, case, ref)
+        facts = ref.meta.get("counterfactual")
+        if not isinstance(facts, dict):
+            return case
+        kind = str(facts.get("kind"))
+        if kind not in made:
+            raise DatasetError(str(ref.source), f"the {kind} twin can no longer be made from this file; run again")
+        return made[kind]
 
-    def _read(self, ref: Case) -> Case:
+    def _read(self, ref: Case) -> tuple[Case, dict[str, Case]]:
         with self._lock:
             hit = self._loaded.get(ref.source)
             if hit is not None:
@@ -124,11 +137,28 @@ class CaseFiles:
                 str(ref.source), f"the file changed after collection (SHA-256 {ref.sha256[:12]}... then, "
                 f"{case.sha256[:12]}... now); run again so that the run scores and records one version of it",
             )
+        from groundeval.tasks.counterfactual import SUBJECT, with_subject
+
+        if SUBJECT in ref.meta:  # a run with twins: every record says whose it is (records.sensitivity)
+            case = with_subject(case)
+        entry = (case, self._twins(case, ref))
         with self._lock:
-            self._loaded[ref.source] = case
+            self._loaded[ref.source] = entry
             while len(self._loaded) > self._keep:
                 self._loaded.popitem(last=False)
-        return case
+        return entry
+
+    def _twins(self, case: Case, ref: Case) -> dict[str, Case]:
+        """Every twin of ``case`` by perturbation, made now, in a run with twins (else none)."""
+        from groundeval.tasks.counterfactual import SUBJECT, twins
+
+        if SUBJECT not in ref.meta:
+            return {}
+        try:
+            made = twins(self._task, case)
+        except Exception:  # reported at collection, where the case's twins were left out
+            return {}
+        return {str(t.meta["counterfactual"]["kind"]): t for t in made}
 
 
 class ExecutionContext:

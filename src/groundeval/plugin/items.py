@@ -7,6 +7,7 @@ machines, readable in ``-k`` expressions, and identical on every xdist worker.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +24,10 @@ from groundeval.records.run_record import CaseRecord
 from groundeval.records.trial_ids import split_trial, split_twin, trial_name
 from groundeval.runner import CaseRun
 from groundeval.tasks.base import Task
-from groundeval.tasks.counterfactual import twins
+from groundeval.tasks.counterfactual import interleave, twins, with_subject
+
+CURRENT_TEST = "PYTEST_CURRENT_TEST"
+"""The variable pytest sets to ``<node id> (<phase>)`` while an item runs (a twin's item shows its original's)."""
 
 
 class CaseRunner(Protocol):
@@ -44,6 +48,11 @@ class CaseRunner(Protocol):
     @property
     def counterfactual(self) -> bool:
         """Also run each case's counterfactual twins (``--groundeval-counterfactual``)."""
+        ...
+
+    @property
+    def twin_seed(self) -> int:
+        """The seed of the order a case's items and its twins' run in (``--groundeval-twin-seed``)."""
         ...
 
     def run_case(self, case: Case, nodeid: str, session: pytest.Session, trial: int = 0) -> CaseRun:
@@ -85,14 +94,14 @@ class EvalDataset(pytest.Directory):
         """Yield an ``EvalItem`` per valid case and a ``BadCaseFile`` per malformed file.
 
         With ``--groundeval-counterfactual`` each case's twins (``tasks.counterfactual.twins``) are
-        items too, one each (per trial), named ``<case_id>[cf-<perturbation>]``, collected after every
-        original case in the directory (so a twin does not run right after its original); ``-k`` on a
-        case id still selects its twins.
+        items too, one each (per trial), named ``<case_id>[cf-<perturbation>]``. A case's items and
+        its twins' are collected together, in an order shuffled by the run's twin seed
+        (``tasks.counterfactual.interleave``), so a twin is as likely as its original to be the
+        case's first call; ``-k`` on a case id still selects its twins.
         """
         task, limit = self.gsession.task, self.gsession.limit
         seen: dict[str, str] = {}
         count = 0
-        later: list[EvalItem] = []  # the twins' items, after every original's
         for path in task.case_files(self.path):
             if limit is not None and count >= limit:
                 break
@@ -122,20 +131,18 @@ class EvalDataset(pytest.Directory):
             trials = self.gsession.trials
             made: list[Case] = []
             if self.gsession.counterfactual:
+                case = with_subject(case)
                 try:
                     made = twins(task, case)
                 except Exception as exc:  # a perturbation that did not move the truth as declared: a bug
                     problem = f"harness_error: the {task.name} task's counterfactual twins: {type(exc).__name__}: {exc}"
                     yield BadCaseFile.from_parent(self, name=f"{path.name}[cf]", error=DatasetError(str(path), problem))
-            for each in [case, *made]:
-                for trial in range(trials):
-                    name = each.case_id if trials == 1 else trial_name(each.case_id, trial)
-                    item = EvalItem.from_parent(self, name=name, case=each, trial=trial)
-                    if each is case:
-                        yield item
-                    else:
-                        later.append(item)
-        yield from later
+            block = [
+                EvalItem.from_parent(self, name=each.case_id if trials == 1 else trial_name(each.case_id, trial),
+                                     case=each, trial=trial)
+                for each in [case, *made] for trial in range(trials)
+            ]
+            yield from interleave(block, self.gsession.twin_seed, case.case_id) if made else block
 
 
 class BadCaseFile(pytest.Collector):
@@ -180,8 +187,30 @@ class EvalItem(pytest.Item):
         assert isinstance(parent, EvalDataset)
         return parent.gsession
 
+    @property
+    def shown_nodeid(self) -> str:
+        """The node id an agent may see for this item: its own, or for a twin its original's (same trial)."""
+        name, trial = split_trial(self.name)
+        of, kind = split_twin(name)
+        if kind is None:
+            return self.nodeid
+        return f"{self.nodeid[: -len(self.name)]}{of if trial is None else trial_name(of, trial)}"
+
+    def _neutral_current_test(self) -> None:
+        """Make ``PYTEST_CURRENT_TEST`` name the original while a twin's item runs.
+
+        pytest sets it to the item's node id at the start of each phase; an agent's call runs in
+        this item's setup (or in a thread while some item runs), and the variable is the
+        process's, so an agent could read ``[cf-...]`` there. pytest only writes it, and removes
+        it after the item's teardown.
+        """
+        current = os.environ.get(CURRENT_TEST)
+        if current is not None and current.startswith(f"{self.nodeid} ("):
+            os.environ[CURRENT_TEST] = f"{self.shown_nodeid}{current[len(self.nodeid):]}"
+
     def setup(self) -> None:
         """Run the case; re-raise what made it an excluded outcome."""
+        self._neutral_current_test()
         gs = self.gsession
         if gs.stop_requested():
             pytest.skip("not run: the run was interrupted")
@@ -195,9 +224,14 @@ class EvalItem(pytest.Item):
 
     def runtest(self) -> None:
         """Report the verdict computed in setup."""
+        self._neutral_current_test()
         assert self.record is not None
         if self.record.outcome != "passed":
             raise CaseFailed(self.record.message or self.record.outcome)
+
+    def teardown(self) -> None:
+        """Nothing to release; the twin's ``PYTEST_CURRENT_TEST`` names its original here too."""
+        self._neutral_current_test()
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

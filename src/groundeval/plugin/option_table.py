@@ -112,6 +112,12 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "BOOL", scope="run", flag=True,
     ),
     Option(
+        "twin-seed", _non_negative_int, None,
+        "With --groundeval-counterfactual: the seed of the order each case's items and its twins' run in "
+        "(a twin may run before its original). Default: one drawn for the run, kept in the run record's "
+        "settings.twin_seed; give it to run the same order again.", "N", scope="run",
+    ),
+    Option(
         "concurrency", _positive_int, None,
         "Agent calls in flight at once per process (per xdist worker under -n): upcoming cases are "
         "called ahead in threads while items still report one by one in collection order. 1 calls "

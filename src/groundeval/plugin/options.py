@@ -78,6 +78,8 @@ class Settings:
         summary_md: Where to write the Markdown summary, or None.
         trials: Items per case (``--groundeval-trials``).
         counterfactual: ``--groundeval-counterfactual``: also run each case's counterfactual twins.
+        twin_seed: ``--groundeval-twin-seed``: the seed of the order of a case's items and its
+            twins', or None to draw one for the run.
         concurrency: Agent calls in flight at once in this process (``--groundeval-concurrency``).
         cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
         replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
@@ -104,6 +106,7 @@ class Settings:
     summary_md: Path | None = None
     trials: int = 1
     counterfactual: bool = False
+    twin_seed: int | None = None
     concurrency: int | None = None
     cache_dir: Path | None = None
     replay_allow_changed: bool = False
@@ -340,6 +343,7 @@ def read_settings(config: pytest.Config) -> Settings:
         summary_md=path("summary_md"),
         trials=int(values["trials"]),
         counterfactual=bool(values["counterfactual"]),
+        twin_seed=None if values["twin_seed"] is None else int(values["twin_seed"]),
         concurrency=None if values["concurrency"] is None else int(values["concurrency"]),
         cache_dir=path("cache"),
         replay_allow_changed=bool(values["replay_allow_changed"]),

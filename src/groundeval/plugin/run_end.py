@@ -50,6 +50,7 @@ class RunState(Protocol):
     concurrency: int
     discarded_calls: int
     baseline: Any
+    twin_seed: int
 
     @property
     def peak_in_flight(self) -> int:
@@ -101,6 +102,7 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
             "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
             "trials": settings.trials, "concurrency": gs.concurrency,
             "models": _models(settings),
+            **({"twin_seed": gs.twin_seed} if settings.counterfactual else {}),
         }),
         task_facts=dict(facts() if callable(facts) else facts or {}),
         packages=package_versions(), data_dir=str(settings.data_dir),

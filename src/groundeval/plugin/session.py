@@ -41,7 +41,14 @@ if TYPE_CHECKING:
     from groundeval.reporting import BaselineGate, GateResult
     from groundeval.reporting.langsmith import LangSmithStream
 
-__all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "GroundevalSession"]
+__all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "GroundevalSession", "twin_seed_of"]
+
+
+def twin_seed_of(run_id: str) -> int:
+    """The twin seed a run draws when none is given: 9 decimal digits of the SHA-256 of its (random) run id."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") % 1_000_000_000
 
 MAX_FAILURE_BLOCKS = 25
 """Failed cases shown as pytest's FAILURES blocks at most; above it, one line each (``--groundeval-failure-blocks``)."""
@@ -125,6 +132,9 @@ class GroundevalSession:
         elif not distributed:
             agent_name = settings.agent
         model = self._agent.model if self._agent is not None else settings.model
+        # the order of a case's items and its twins' (``tasks.counterfactual.interleave``): the
+        # option, else drawn from the run id, which every pytest-xdist worker shares
+        self.twin_seed = settings.twin_seed if settings.twin_seed is not None else twin_seed_of(run_id)
         self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker)
         self.records: dict[str, CaseRecord] = {}
         self.selected: list[str] = []

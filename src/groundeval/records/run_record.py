@@ -279,6 +279,10 @@ class TwinPair(BaseModel):
             answer (for a twin whose truth changed: the signature of answering from priors); None
             when not judged.
         why: Why the pair is not judged or not tracked; empty when tracked.
+        order: When the twin's agent call started: ``first_call`` when no other call about the same
+            subject (the case's patient: its original, its other twins, the patient's other cases,
+            any trial) had started before it, ``later_call`` otherwise; None when the pair is not
+            judged or a side's start is not known.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -292,6 +296,7 @@ class TwinPair(BaseModel):
     tracks_record: bool | None = None
     kept_original_answer: bool | None = None
     why: str = ""
+    order: Literal["first_call", "later_call"] | None = None
 
 
 class Counterfactual(BaseModel):
@@ -301,9 +306,16 @@ class Counterfactual(BaseModel):
         twins: Twins (each once, whatever its trials), excluded and not-run ones included.
         judged: Pairs judged (twin and original both counted; one per trial).
         tracked: Judged pairs whose answer changed as the truth did.
-        record_sensitivity: Share of the judged twins whose truth changed (effect not ``same``) that
-            were tracked, with its Wilson interval over them; None when none was judged.
-        by_kind: The same share per perturbation (``same`` kinds included), each with its interval.
+        record_sensitivity: The order-robust share of the judged twins whose truth changed (effect
+            not ``same``) that were tracked: the lower of ``first_call`` and ``later_call``, with
+            that order's Wilson interval; None unless both orders have a judged twin.
+        first_call: The share over the twins whose call was the first about their subject
+            (``TwinPair.order``), with its interval; None when there is none.
+        later_call: The share over the other twins, with its interval; None when there is none.
+        orders: Which order each order-robust figure was taken from (``first_call`` or
+            ``later_call``): ``""`` for ``record_sensitivity``, a perturbation for ``by_kind``.
+        by_kind: The same order-robust share per perturbation (``same`` kinds included), each with
+            its interval (a kind without judged twins in both orders has none).
         effects: Perturbation -> its effect.
         twin_counts: Twin outcome -> number of twin records.
         not_judged: Why twins had no judged trial -> number of such twins: the twin's outcome
@@ -319,6 +331,9 @@ class Counterfactual(BaseModel):
     judged: int = 0
     tracked: int = 0
     record_sensitivity: FigureInterval | None = None
+    first_call: FigureInterval | None = None
+    later_call: FigureInterval | None = None
+    orders: dict[str, str] = Field(default_factory=dict)
     by_kind: dict[str, FigureInterval] = Field(default_factory=dict)
     effects: dict[str, str] = Field(default_factory=dict)
     twin_counts: dict[str, int] = Field(default_factory=dict)

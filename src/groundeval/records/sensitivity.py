@@ -13,18 +13,31 @@ reads those items out of each side's parsed answer.
   ``infra_error``, ...) or not run is not judged and left out, and counted.
 * ``kept_original_answer`` (per pair): the twin's answer on the probed items equals the original's.
   For a twin whose truth changed, that is the signature of answering from priors.
+* ``order`` (per pair): ``first_call`` when the twin's agent call started before any other call
+  about the same subject (``meta["subject"]``, ``tasks.counterfactual.subject_of``: the case's
+  patient, so its original, its other twins, the patient's other cases and every trial count),
+  else ``later_call``. An agent may remember what it saw: "read the record only for a patient
+  seen before" tracks every twin called after its original and none called first, and "read it
+  only the first time" the reverse.
 * ``record_sensitivity``: tracked / judged over the twins whose truth changed (effect ``drops``,
-  ``adds`` or ``replaces``), with its Wilson score interval over those twins (each twin one
+  ``adds`` or ``replaces``), computed apart over the ``first_call`` and the ``later_call`` twins
+  (``record_sensitivity_first_call``, ``record_sensitivity_later_call``), and the **lower** of the
+  two is the headline, with that order's Wilson score interval over its twins (each twin one
   observation, its trials pooled, as ``trial_stats`` treats cases:
-  ``trial_stats.proportion_interval``); ``record_sensitivity[<kind>]`` per perturbation,
+  ``trial_stats.proportion_interval``); None unless both orders have a judged twin. Since the
+  items of a case and its twins run in a shuffled order (``tasks.counterfactual.interleave``),
+  an agent cannot know which call is a twin; to score x it must track at least x of the twins in
+  either order, which no rule based on what it saw before (call order, case ids, the patient)
+  can do without reading the record. ``record_sensitivity[<kind>]`` is the same per perturbation,
   ``same`` kinds included (there it says the answer did not move when the truth did not).
 * ``twin_pass_rate``: twins passed / twins counted, scored by the task as usual.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from groundeval.records.run_record import Aggregate, CaseRecord, Counterfactual, FigureInterval, TwinPair
@@ -33,9 +46,12 @@ from groundeval.records.trial_stats import proportion_interval
 from groundeval.scoring import Metric
 
 __all__ = [
-    "COUNTERFACTUAL_STATEMENT", "PRIORS_SIGNATURE", "figure_unit", "is_twin", "judge_pairs", "pair_values",
-    "sensitivity_figure", "sensitivity_text", "with_counterfactual",
+    "COUNTERFACTUAL_STATEMENT", "ORDERS", "PRIORS_SIGNATURE", "call_orders", "figure_unit", "is_twin", "judge_pairs",
+    "pair_values", "sensitivity_figure", "sensitivity_text", "with_counterfactual",
 ]
+
+ORDERS = ("first_call", "later_call")
+"""The two orders a twin's call can come in (``TwinPair.order``); figure ``record_sensitivity_<order>`` each."""
 
 PRIORS_SIGNATURE = "gave the original's answer to the changed record"
 """A pair's ``why`` when the original was answered right and the twin got the same answer although its truth changed."""
@@ -83,16 +99,52 @@ def _pair(task: Any, twin: CaseRecord, original: CaseRecord | None) -> TwinPair:
     return TwinPair(**base, tracks_record=bool(original_ok and twin_ok), kept_original_answer=kept, why=why)
 
 
+def _start(record: CaseRecord) -> datetime | None:
+    try:
+        return datetime.fromisoformat(record.started_at) if record.started_at else None
+    except ValueError:
+        return None
+
+
+def _subject(record: CaseRecord) -> str:
+    subject = record.meta.get("subject")
+    return str(subject) if subject else f"case:{split_twin(record.case_id)[0]}"
+
+
+def call_orders(records: Sequence[CaseRecord]) -> dict[tuple[str, int], str]:
+    """``(twin case id, trial) -> first_call | later_call`` for every twin record whose call start is known.
+
+    ``first_call``: no other record of the same subject (``meta["subject"]``, else the original's
+    case id) has a call that started before (strictly) this twin's call; ``later_call`` otherwise.
+    """
+    starts: dict[str, list[tuple[datetime, str, int]]] = defaultdict(list)
+    for r in records:
+        if (at := _start(r)) is not None:
+            starts[_subject(r)].append((at, r.case_id, r.trial))
+    out: dict[tuple[str, int], str] = {}
+    for r in records:
+        at = _start(r)
+        if at is None or not is_twin(r):
+            continue
+        earlier = any(t < at and (c, i) != (r.case_id, r.trial) for t, c, i in starts[_subject(r)])
+        out[(r.case_id, r.trial)] = "later_call" if earlier else "first_call"
+    return out
+
+
 def judge_pairs(task: Any, twins: Sequence[CaseRecord], originals: Sequence[CaseRecord]) -> list[TwinPair]:
-    """Pair each twin record with its original (same case id before ``[cf-...]``, same trial) and judge it.
+    """Pair each twin record with its original (same case id before ``[cf-...]``, same trial), judge it, say its order.
 
     Args:
         task: The run's task (its ``observe`` reads the probed items out of an answer).
         twins: The twins' case records.
-        originals: The original cases' records.
+        originals: The original cases' records (every one of the run: a patient's other cases
+            count for the order).
     """
     by_case = {(r.case_id, r.trial): r for r in originals}
-    return [_pair(task, t, by_case.get((split_twin(t.case_id)[0], t.trial))) for t in twins]
+    orders = call_orders([*originals, *twins])
+    pairs = [_pair(task, t, by_case.get((split_twin(t.case_id)[0], t.trial))) for t in twins]
+    return [p.model_copy(update={"order": orders.get((p.twin, p.trial))}) if p.tracks_record is not None else p
+            for p in pairs]
 
 
 def _share(pairs: Sequence[TwinPair]) -> FigureInterval | None:
@@ -102,11 +154,35 @@ def _share(pairs: Sequence[TwinPair]) -> FigureInterval | None:
     return proportion_interval(sum(bool(p.tracks_record) for p in judged) / len(judged), len({p.twin for p in judged}))
 
 
+def _by_order(pairs: Sequence[TwinPair]) -> dict[str, FigureInterval]:
+    """The share per order (``ORDERS``) with a judged twin."""
+    return {o: iv for o in ORDERS if (iv := _share([p for p in pairs if p.order == o])) is not None}
+
+
+def _robust(pairs: Sequence[TwinPair]) -> tuple[FigureInterval | None, str]:
+    """The lower of the two orders' shares and which order it is; (None, "") unless both have a judged twin."""
+    shares = _by_order(pairs)
+    if len(shares) < len(ORDERS):
+        return None, ""
+    order = min(ORDERS, key=lambda o: shares[o].value)  # a tie: first_call
+    return shares[order], order
+
+
 def counterfactual_stats(task: Any, twins: Sequence[CaseRecord], originals: Sequence[CaseRecord]) -> Counterfactual:
     """The twins' figures (see the module docstring)."""
     pairs = judge_pairs(task, twins, originals)
     effects = {p.kind: p.effect for p in pairs}
-    by_kind = {kind: iv for kind in effects if (iv := _share([p for p in pairs if p.kind == kind])) is not None}
+    orders: dict[str, str] = {}
+    by_kind: dict[str, FigureInterval] = {}
+    for kind in effects:
+        iv, order = _robust([p for p in pairs if p.kind == kind])
+        if iv is not None:
+            by_kind[kind], orders[kind] = iv, order
+    changed = [p for p in pairs if p.effect != "same"]
+    headline, order = _robust(changed)
+    if headline is not None:
+        orders[""] = order
+    each = _by_order(changed)
     counted = [t for t in twins if t.counted]
     judged_twins = {p.twin for p in pairs if p.tracks_record is not None}
     why: dict[str, str] = {}  # twin -> why its first unjudged trial was not judged
@@ -118,8 +194,9 @@ def counterfactual_stats(task: Any, twins: Sequence[CaseRecord], originals: Sequ
     return Counterfactual(
         twins=len({t.case_id for t in twins}), judged=sum(p.tracks_record is not None for p in pairs),
         tracked=sum(bool(p.tracks_record) for p in pairs),
-        record_sensitivity=_share([p for p in pairs if p.effect != "same"]),
-        by_kind=by_kind, effects=effects, twin_counts=dict(sorted(Counter(t.outcome for t in twins).items())),
+        record_sensitivity=headline, first_call=each.get("first_call"), later_call=each.get("later_call"),
+        orders=orders, by_kind=by_kind, effects=effects,
+        twin_counts=dict(sorted(Counter(t.outcome for t in twins).items())),
         not_judged=dict(Counter(why.values()).most_common()),
         twin_pass_rate=round(sum(t.outcome == "passed" for t in counted) / len(counted), 6) if counted else None,
         pairs=pairs,
@@ -140,9 +217,15 @@ def sensitivity_text(cf: Counterfactual) -> str:
     if cf.not_judged:
         head += (f", {sum(cf.not_judged.values())} not judged: "
                  + ", ".join(f"{why} {n}" for why, n in cf.not_judged.items()))
-    if sens is None:
+    first, later = cf.first_call, cf.later_call
+    if first is None and later is None:
         return head + "; record_sensitivity: - (no judged twin whose truth changed)"
-    return (head + f"; record_sensitivity {sens.value:.3f} {sens.text()} over {sens.cases} twins whose truth "
+    if sens is None or first is None or later is None:
+        return (head + f"; record_sensitivity: - (judged twins whose truth changed were called in one order only: "
+                f"first_call {first.cases if first else 0}, later_call {later.cases if later else 0}; the "
+                "order-robust figure needs both)")
+    return (head + f"; record_sensitivity {sens.value:.3f} {sens.text()}, the lower of first_call {first.value:.3f} "
+            f"over {first.cases} and later_call {later.value:.3f} over {later.cases} twins whose truth "
             f"changed; {kept} of them got the right answer to the original and the same answer to the changed "
             "record (answered from priors, not the record)")
 
@@ -153,7 +236,8 @@ def with_counterfactual(
     """``aggregate`` with ``counterfactual`` filled, and its figures added to ``metrics`` and ``trials.intervals``.
 
     The figures go where every output and ``groundeval compare`` already read a run's figures:
-    ``record_sensitivity``, ``record_sensitivity[<kind>]`` and ``twin_pass_rate`` in ``metrics``, the
+    ``record_sensitivity``, ``record_sensitivity_first_call``/``_later_call``,
+    ``record_sensitivity[<kind>]`` and ``twin_pass_rate`` in ``metrics``, the
     Wilson intervals in ``trials.intervals``, and a one-line summary in
     ``statements["counterfactual"]``.
     """
@@ -163,6 +247,10 @@ def with_counterfactual(
     if cf.record_sensitivity is not None:
         figures["record_sensitivity"] = cf.record_sensitivity.value
         intervals["record_sensitivity"] = cf.record_sensitivity
+    for order, each in (("first_call", cf.first_call), ("later_call", cf.later_call)):
+        if each is not None:
+            figures[f"record_sensitivity_{order}"] = each.value
+            intervals[f"record_sensitivity_{order}"] = each
     for kind, iv in cf.by_kind.items():
         figures[f"record_sensitivity[{kind}]"] = iv.value
         intervals[f"record_sensitivity[{kind}]"] = iv
@@ -179,13 +267,16 @@ def with_counterfactual(
 
 
 def sensitivity_figure(name: str) -> str | None:
-    """The perturbation a ``record_sensitivity`` figure is over, or None for any other figure name.
+    """Which twins a ``record_sensitivity`` figure is over, or None for any other figure name.
 
-    ``""`` for ``record_sensitivity`` (every twin whose truth changed), the kind for
-    ``record_sensitivity[<kind>]``.
+    ``""`` for ``record_sensitivity`` (every twin whose truth changed, in the order the headline
+    was taken from), ``@first_call``/``@later_call`` for ``record_sensitivity_<order>``, the kind
+    for ``record_sensitivity[<kind>]``.
     """
     if name == "record_sensitivity":
         return ""
+    if name.startswith("record_sensitivity_") and name.removeprefix("record_sensitivity_") in ORDERS:
+        return "@" + name.removeprefix("record_sensitivity_")
     if name.startswith("record_sensitivity[") and name.endswith("]"):
         return name[len("record_sensitivity["):-1]
     return None
@@ -201,9 +292,15 @@ def pair_values(cf: Counterfactual | None, kind: str) -> dict[tuple[str, int], f
 
     Args:
         cf: A run's ``Aggregate.counterfactual`` (None: no twins).
-        kind: ``sensitivity_figure``'s answer: ``""`` for the twins whose truth changed, else one kind.
+        kind: ``sensitivity_figure``'s answer: ``""`` for the twins whose truth changed in the order
+            the headline was taken from (``Counterfactual.orders``), ``@<order>`` for those in that
+            order, else one kind's twins in the order its figure was taken from.
     """
     if cf is None:
         return {}
+    if kind.startswith("@"):
+        order, changed = kind[1:], True
+    else:
+        order, changed = cf.orders.get(kind, ""), not kind
     return {(p.twin, p.trial): float(bool(p.tracks_record)) for p in cf.pairs if p.tracks_record is not None
-            and (p.kind == kind if kind else p.effect != "same")}
+            and p.order == order and (p.effect != "same" if changed else p.kind == kind)}
