@@ -84,6 +84,41 @@ def agent(request):
     assert "more (the run record keeps the first 100 of" in (pytester.path / "report.html").read_text()
 
 
+def test_one_item_with_a_5_mb_display_is_capped_by_characters_in_every_output(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    from groundeval.cli.tools import main as cli_main
+    from groundeval.records.caps import CUT_MARK, MAX_CHARS
+
+    pytester.makepyfile(long_agent='''
+import json
+
+ANSWER = json.dumps([{"rxnorm_code": "999999", "display": "Drug " + "x" * 5_000_000}])
+
+
+def agent(request):
+    return ANSWER
+''')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=long_agent:agent", "-k", "Clemente or Liz",
+                                           "--junitxml=out.xml", "--groundeval-summary-md=summary.md", "-rA"))
+    result.assert_outcomes(failed=2, deselected=3)
+    (path,) = (pytester.path / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    for case in record["cases"]:
+        assert case["metrics"]["fp"] >= 1 and case["answered"] is True  # scored on the whole answer
+        display = case["parsed"][0]["display"]
+        assert len(display) < MAX_CHARS + 50 and display.endswith(f"{CUT_MARK}5000005 characters]")
+        assert case["capped"]["parsed[0].display"] == 5_000_005
+        assert any(k.startswith("details.") and v >= 5_000_000 for k, v in case["capped"].items()), case["capped"]
+        assert any(k.startswith("message[") and v >= 5_000_000 for k, v in case["capped"].items()), case["capped"]
+        assert len(case["message"]) < 100 * (MAX_CHARS + 50)
+    sizes = {"record": path.stat().st_size, "junit": (pytester.path / "out.xml").stat().st_size,
+             "terminal": len(result.stdout.str()), "summary": (pytester.path / "summary.md").stat().st_size}
+    assert cli_main(["report", str(path), "-o", str(pytester.path / "report.html")]) == 0
+    sizes["html"] = (pytester.path / "report.html").stat().st_size
+    assert all(size < 600_000 for size in sizes.values()), sizes  # uncut, each is over 5 MB
+
+
 def test_an_agent_that_calls_sys_exit_is_an_agent_error_and_the_run_goes_on(
     pytester: pytest.Pytester, eval_dir: Path
 ) -> None:

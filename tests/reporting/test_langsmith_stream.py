@@ -466,7 +466,7 @@ def test_payload_is_small_and_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     payload = case_payload(INFO, record, trace)
     text = json.dumps(payload, default=str)
     assert "sk-secret-123456" not in text and len(text) < 10_000
-    assert payload["outputs"]["answer"].endswith("[50011 chars]")
+    assert payload["outputs"]["answer"].endswith("[cut: 50011 characters]")  # as the run record cuts a string
     assert payload["tools"][0]["inputs"] == {"args": ["[REDACTED]"]}
     assert (payload["end_time"] - payload["start_time"]).total_seconds() == pytest.approx(1.5)
 

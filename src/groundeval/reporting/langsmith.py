@@ -17,8 +17,8 @@ process creates it with ``upsert=True`` and gets the same project back. Per case
   (``groundeval.records.outcomes``), so LangSmith can chart and compare experiments.
 
 Every string is passed through ``groundeval.redaction.redact`` and every field longer than
-``MAX_FIELD_CHARS`` characters of JSON is cut, so secrets never leave the process and payloads
-stay small.
+``MAX_FIELD_CHARS`` characters of JSON is cut the way the run record cuts a string
+(``groundeval.records.caps.cut_text``), so secrets never leave the process and payloads stay small.
 
 Sending uses the langsmith client's own background batching (``Client(auto_batch_tracing=True)``:
 runs and feedback are queued and posted to ``/runs/multipart`` by the client's thread);
@@ -42,6 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from groundeval.extras import extra_missing_message, has_module
+from groundeval.records.caps import MAX_CHARS, cut_text
 from groundeval.redaction import clean, redact
 
 if TYPE_CHECKING:
@@ -63,8 +64,8 @@ __all__ = [
 DEFAULT_PROJECT = "groundeval"
 FLUSH_TIMEOUT_S = 5.0
 """Default wait for queued runs and feedback at the end of the run, seconds."""
-MAX_FIELD_CHARS = 2_000
-"""Longest JSON text kept for one input/output field, characters."""
+MAX_FIELD_CHARS = MAX_CHARS
+"""Longest JSON text kept for one input/output field, characters (the record's string cap, ``records.caps``)."""
 _OFF = frozenset({"false", "0", "no", "off"})
 _DAEMON_ENV = "LANGSMITH_USE_DAEMON"
 
@@ -334,10 +335,8 @@ def _clip(value: Any, limit: int = MAX_FIELD_CHARS) -> Any:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     if len(text) <= limit:
         return value
-    cut = text[:limit]
-    if isinstance(value, Mapping):  # inputs/outputs must stay objects
-        return {"truncated": f"{cut}... [{len(text)} chars]"}
-    return f"{cut}... [{len(text)} chars]"
+    cut = cut_text(text, limit)
+    return {"truncated": cut} if isinstance(value, Mapping) else cut  # inputs/outputs must stay objects
 
 
 def _run_trees(case: Mapping[str, Any], project: str, client: Client) -> list[RunTree]:
