@@ -34,6 +34,32 @@ def agent(request):
     assert partial == []  # the final record replaced it
 
 
+def test_agent_text_is_no_link_image_or_terminal_control_in_any_output(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    import markdown  # Python-Markdown (the docs' renderer): what a Markdown viewer makes of the summary
+
+    pytester.makepyfile(phish_agent='''
+def agent(request):
+    raise RuntimeError("see [the guideline](http://evil.example/phish) ![t](http://evil.example/track.png) "
+                       "www.evil.example *now* \\x9b31m red \\x9d0;title\\x07 \\x85")
+''')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=phish_agent:agent", "-k", "Clemente",
+                                           "--groundeval-summary-md=summary.md", "-rA"))
+    result.assert_outcomes(errors=1, deselected=4)
+    out = result.stdout.str()
+    assert "evil.example" in out  # the message is shown...
+    assert not any(c in out for c in "\x9b\x9d\x85\x07"), [c for c in out if 0x7f <= ord(c) <= 0x9f]  # ...inert
+    (record,) = run_records(pytester.path)
+    assert "\x9b" not in json.dumps(record, ensure_ascii=False) and "\ufffd31m red" in record["cases"][0]["error"]["message"]
+    text = (pytester.path / "summary.md").read_text()
+    assert "evil" in text
+    html = markdown.markdown(text, extensions=["tables"])
+    assert "<a " not in html and "<img" not in html and "<em>" not in html, html
+    assert "\\[the guideline\\](http" in text  # escaped as CommonMark (and GitHub) read it
+    assert "http://" not in text and "www.evil" not in text  # no GitHub autolink either
+
+
 def test_a_huge_answer_is_capped_in_the_record_with_its_length_and_hash(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(big_agent='''
 def agent(request):

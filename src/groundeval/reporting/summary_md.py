@@ -7,6 +7,7 @@ message cannot break the table or inject HTML into a PR comment.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,13 +28,24 @@ MAX_LISTED = 50
 """Cases listed by name at most, per list."""
 
 
-def md_escape(text: str) -> str:
-    """Escape text for Markdown prose or a table cell.
+_MD_SYNTAX = re.compile(r"[\\`*\[\]~|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|:(?=//)|@|(?<=www)\.", re.IGNORECASE)
+"""What starts Markdown inside a line: code, emphasis, links and images (``[``, ``]``), strikethrough,
+a table cell's end, and GitHub's autolinks (``http://``, ``www.``, ``user@host``)."""
 
-    ``&`` and ``<`` are HTML-escaped (no tag can start), ``|`` cannot end a cell, newlines become
-    ``<br>``; ``>`` is kept (``passed -> not passed`` reads as written: mid-text it starts nothing).
+
+def md_escape(text: str) -> str:
+    """Escape text (an agent's, a case file's, or ours) for Markdown prose or a table cell: it shows as written.
+
+    ``&`` and ``<`` are HTML-escaped (no tag or entity can start); every character that starts
+    inline Markdown is backslash-escaped (CommonMark escapes any ASCII punctuation this way): a
+    backslash, `` ` ``, ``*``, ``~``, ``[`` and ``]`` (so ``[text](url)`` and ``![alt](url)`` are
+    neither a link nor an image), ``|`` (cannot end a cell), ``_`` at a word's edge (inside a word,
+    ``not_run``, it starts nothing), and the ``:`` of ``://``, the ``.`` of ``www.`` and ``@``, so
+    GitHub's extended autolinks find no URL or e-mail address. Newlines become ``<br>``; ``>`` is
+    kept (``passed -> not passed`` reads as written: mid-text it starts nothing).
     """
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;")
+    escaped = _MD_SYNTAX.sub(lambda m: "\\" + m.group(0), escaped)
     return escaped.replace("\r", " ").replace("\n", "<br>")
 
 
@@ -92,6 +104,13 @@ def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
             lines += ["", f"and {len(stats.per_case) - MAX_LISTED} more cases (all of them in the run record)"]
         lines += ["", "</details>"]
     return lines
+
+
+def _more(total: int, what: str) -> list[str]:
+    """``and 2,950 more <what> (all of them in the run record)`` after a list cut at ``MAX_LISTED`` rows."""
+    if total <= MAX_LISTED:
+        return []
+    return ["", f"and {total - MAX_LISTED:,} more {what} (all of them in the run record)"]
 
 
 def _listed(ids: Sequence[str]) -> str:
@@ -162,6 +181,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
             why = (c.message or (c.error.message if c.error else "")).splitlines()[:1]
             name = f"{c.case_id}[trial-{c.trial}]" if stats.k > 1 else c.case_id
             lines.append(f"| {md_code(name)} | {c.outcome} | {md_escape(why[0] if why else '')} |")
+        lines += _more(len(bad), f"{unit} not passed")
         lines += ["", "</details>"]
     lines += _untracked_md(record)
     lines += _ungrounded_md(record)
@@ -180,7 +200,7 @@ def _ungrounded_md(record: RunRecord) -> list[str]:
              "| case | reasoned, not looked up | missed lookups |", "| --- | --- | --- |"]
     lines += [f"| {md_code(c.case_id)} | {md_escape('; '.join(map(str, r)))} | {md_escape('; '.join(map(str, m)))} |"
               for c, r, m in rows[:MAX_LISTED]]
-    return [*lines, "", "</details>"]
+    return [*lines, *_more(len(rows), f"{unit_of(record)}s not grounded"), "", "</details>"]
 
 
 def unit_of(record: RunRecord) -> str:
@@ -198,7 +218,7 @@ def _untracked_md(record: RunRecord) -> list[str]:
     lines = ["", f"<details><summary>{len(missed)} twin(s) not tracked</summary>", "",
              "| twin | change | why |", "| --- | --- | --- |"]
     lines += [f"| {md_code(p.twin)} | {md_escape(p.change)} | {md_escape(p.why)} |" for p in missed[:MAX_LISTED]]
-    return [*lines, "", "</details>"]
+    return [*lines, *_more(len(missed), "twins not tracked"), "", "</details>"]
 
 
 def write_summary_markdown(
@@ -249,6 +269,7 @@ def _gate_md(gate: GateResult) -> list[str]:
         lines += ["", "| regressed case | baseline | now |", "| --- | ---: | ---: |"]
         lines += [f"| {md_code(c.case_id)} | {c.baseline_passes}/{c.baseline_trials} | "
                   f"{c.current_passes}/{c.current_trials} |" for c in gate.regressed[:MAX_LISTED]]
+        lines += _more(len(gate.regressed), "regressed cases")
     lines += _lost_md(gate)
     return lines
 
@@ -312,6 +333,7 @@ def comparison_markdown(comp: Comparison, fail_on_regression: bool = False) -> s
             changes = ", ".join(f"{k} {change_value(comp, k, x)}→{change_value(comp, k, y)}"
                                 for k, (x, y) in c.changes.items())
             lines.append(f"| {md_code(c.case_id)} | {c.verdict} | {md_escape(changes)} |")
+        lines += _more(len(comp.changed), "changed cases")
     for side, ids in (("A", comp.only_a), ("B", comp.only_b)):
         if ids and not comp.problems:
             cases, kinds = unmatched(ids)
