@@ -6,6 +6,7 @@ message cannot break the table or inject HTML into a PR comment.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,7 @@ from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, 
 from groundeval.records.scope import judge_note, scope_needed, statement
 from groundeval.records.sensitivity import figure_unit
 from groundeval.records.trial_stats import INTERVAL_METHOD, METHOD_NAMES, record_trial_stats
-from groundeval.records.write_errors import named
+from groundeval.records.write_errors import append_whole, named, replace_whole
 from groundeval.reporting.compare import Comparison, GateResult, unmatched
 from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
 from groundeval.reporting.stats import METHOD
@@ -227,6 +228,11 @@ def write_summary_markdown(
 ) -> list[Path]:
     """Write ``summary_markdown`` to ``path`` (replaced) and append it to ``$GITHUB_STEP_SUMMARY`` when set.
 
+    Each file gets the whole summary or nothing: ``path`` is written through a temporary file and
+    renamed (on a failure the temporary file and any earlier file at ``path`` are removed, so no
+    summary of another run stands for this one), and an append that fails is cut back, so the
+    step summary keeps exactly what it held before.
+
     Args:
         record: The finished run record.
         gate: The regression gate, or None.
@@ -245,13 +251,19 @@ def write_summary_markdown(
     if path is not None:
         target = Path(path)
         with named(target):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                replace_whole(target, text)
+            except OSError:
+                if target.is_file() or target.is_symlink():
+                    with contextlib.suppress(OSError):
+                        target.unlink()
+                raise
         written.append(target)
     step = env.get("GITHUB_STEP_SUMMARY")
     if step:
-        with named(step), Path(step).open("a", encoding="utf-8") as fh:
-            fh.write(text)
+        with named(step):
+            append_whole(step, text.encode("utf-8", "surrogatepass"))
         written.append(Path(step))
     return written
 
