@@ -8,8 +8,10 @@
 * **coding**: ``medicationCodeableConcept`` (or a contained Medication's ``code``) carries the
   expected RxCUI under the RxNorm system URI with the catalog display, and no other RxNorm code.
   For a drug absent from the catalog: no code at all, and ``text`` names the drug. A failure is
-  labelled (``coding_reason``): ``display_mismatch``, ``wrong_drug``, ``not_in_catalog``,
-  ``wrong_system``, ``missing`` (``write_dimensions.check_coding``).
+  labelled (``coding_reason``): ``display_mismatch``, ``wrong_drug`` (a real RxCUI of another
+  drug, by the packaged RxNorm data), ``not_in_catalog`` (of an RxCUI's form, outside the site
+  catalog), ``fabricated`` (not an RxCUI at all), ``wrong_system``, ``missing``
+  (``write_dimensions.check_coding``).
 * **constraints**: ``subject`` resolves to the case's Patient (``urn:uuid:<id>`` and
   ``Patient/<id>`` both do; malformed mixes do not), ``status`` equals the
   status the narrative supports, a dosage is present exactly when the note documents one, and
