@@ -42,12 +42,16 @@ class Check:
         reasons: Why it failed, each ``"<what>: expected <x>, got <y>"``; empty when it passed.
         label: One word for why it failed, where the dimension has labels (coding:
             ``CODING_REASONS``); None when it passed.
+        basis: How the dimension's figure was computed and the rules it was checked against
+            (safety: the daily total, its arithmetic, the documented total and the ceiling with
+            its source), pass or fail; None when there is no such figure.
     """
 
     dimension: str
     ok: bool
     reasons: list[str] = field(default_factory=list)
     label: str | None = None
+    basis: str | None = None
 
 
 # -- schema ----------------------------------------------------------------------------------

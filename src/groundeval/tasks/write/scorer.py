@@ -100,7 +100,9 @@ def score_write(
         (bool), ``dimensions_passed`` (int), ``coding_reason`` (one of ``CODING_REASONS``, None
         when coding passed), ``dose_mg`` (mg per administration, the top of a range) and
         ``daily_total_mg`` (the most per day, mg/day), None when not computable; details hold
-        every dimension's reasons, ``coding_reason`` and ``catalog`` (the facts, or None).
+        every dimension's reasons, ``coding_reason``, ``daily_total`` (how the daily total was
+        computed and the rules it was checked against, or None when it could not be) and
+        ``catalog`` (the facts, or None).
     """
     answer = answer if isinstance(answer, Mapping) else {}
     schema = check_schema(answer, validate, parse_error)
@@ -125,6 +127,7 @@ def score_write(
     metrics.update(numbers)
     details = {
         "dimensions": {c.dimension: {"ok": c.ok, "reasons": c.reasons} for c in checks},
+        "daily_total": checks[3].basis,
         "coding_reason": reason,
         "catalog": dict(catalog_facts) if catalog_facts is not None else None,
     }
