@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from groundeval.extras import extra_missing_message, has_module
 from groundeval.records.caps import MAX_CHARS, cut_text
-from groundeval.redaction import clean, redact
+from groundeval.redaction import clean, clean_text, redact
 
 if TYPE_CHECKING:
     from langsmith import Client
@@ -279,7 +279,7 @@ class LangSmithStream:
         """Keep the first failure (also the Client's ``tracing_error_callback``); stops streaming."""
         if self._error is None:
             lines = str(exc).strip().splitlines() or [""]
-            first = redact(f"{type(exc).__name__}: {lines[0]}")
+            first = clean_text(f"{type(exc).__name__}: {lines[0]}")  # shown on the terminal: no control character
             self._error = first if len(first) <= 240 else f"{first[:240]}..."
         logger.debug("LangSmith streaming failed", exc_info=exc)
 
