@@ -1,8 +1,13 @@
-"""The judge's reliability, measured against labels known to be true, and the judge card that carries it.
+"""The judge's reliability, measured against labels, and the judge card that carries it.
 
-**Control set** (``control_set``): for each case, summaries rendered by code from the rubric
-(``faithful``: every must-mention item stated, every ended drug and problem stated as ended), and
-copies with one known defect each (``CORRUPTIONS``):
+**Against people** (``calibrate_labels``; ``groundeval calibrate --labels FILE``): the whole
+scorer (rules and judge, as a run scores) measured on human-labelled summaries
+(``labels``, ``label_calibration``). This is the only card a run gates on.
+
+**Control set** (``control_set``, ``calibrate``; ``groundeval calibrate`` without ``--labels``):
+a quick smoke test. For each case, summaries rendered by code from the rubric (``faithful``:
+every must-mention item stated, every ended drug and problem stated as ended), and copies with
+one known defect each (``CORRUPTIONS``):
 
 * ``drop_condition``, ``drop_allergy``, ``drop_lab``: one active disorder, the allergies, or one
   result left out (those criteria become not met);
@@ -15,28 +20,30 @@ copies with one known defect each (``CORRUPTIONS``):
 * ``paraphrase``: one active disorder named by a synonym of ``PARAPHRASES`` (still met: string
   matching fails where a good judge passes);
 * ``hedged``: one current drug, one active disorder, one ended drug and one resolved disorder each
-  labelled both ways (``(past/current)``, ``(active/resolved)``): the hedge rule of ``scorer``
-  says such an item is not mentioned (must-mention not met) and is stated as current (must-not made).
+  labelled both ways (``(past/current)``, ``(active/resolved)``).
 
 Every criterion of every control summary has a known right answer, and the judge is asked each
-one directly (not only what the rules leave open), so the figures describe the judge alone.
+one directly. The text is groundeval's own, in the phrasing its rules expect, so a figure measured
+on it is circular: its card says ``calibration_set.kind: generated`` and a run shows the judge as
+``judge calibrated on generated text only`` (not gated), never as calibrated.
 
-**Figures** (``measure``): per criterion type and overall, sensitivity, specificity and Cohen's
-kappa (``sklearn.metrics.cohen_kappa_score``, imported here only), each with a 95% percentile
-bootstrap interval (``scipy.stats.bootstrap``, 2,000 paired resamples, seed 0), and n.
+**Figures** (``agreement``): agreement, sensitivity and specificity (Wilson intervals) and Cohen's
+kappa (scikit-learn, percentile bootstrap interval), each with n, and the reason when there is no
+interval.
 
-**Judge card** (``write_card``/``read_card``): JSON with the judge's spec, settings and prompt
-SHA-256, the date, the control set's size and the figures, the overall kappa under ``kappa``. A run
-reads the card for its judge (same spec and prompt hash; ``reliability_metrics``): the judged
-scores are shown beside that kappa, or marked ``judge not calibrated`` (no matching card) or
-``judge unreliable`` (kappa below ``KAPPA_THRESHOLD``).
+**Judge card** (``write_card``/``read_card``): JSON with the judge's spec, its model identity
+(``judge.judge_identity``: a GGUF's SHA-256, a provider's model id), settings and prompt SHA-256,
+the date, the set it was computed on (``calibration_set``: file name, SHA-256, summaries,
+records, labellers) and the figures, the overall kappa under ``kappa``. A run reads the card of
+its judge (same identity and prompt hash: ``matches``) and shows the judged scores beside that
+kappa and set (``reliability_metrics``), or marks them ``judge not calibrated``, ``judge
+calibrated on generated text only`` or ``judge unreliable`` (kappa below ``KAPPA_THRESHOLD``).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,23 +53,31 @@ from typing import Any
 from groundeval.datasets import default_data_dir
 from groundeval.errors import ConfigError
 from groundeval.scoring import Metric
-from groundeval.tasks.summary.judge import Judge
+from groundeval.tasks.summary.agreement import binary_figures, interval_text
+from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, judge_identity
+from groundeval.tasks.summary.label_calibration import CaseTruth, measure_labels
+from groundeval.tasks.summary.labels import LabelSet
 from groundeval.tasks.summary.truth import CRITERION_TYPES
 
 __all__ = [
     "CARD_SCHEMA_VERSION",
     "CORRUPTIONS",
+    "GENERATED_NOTE",
     "KAPPA_THRESHOLD",
     "PARAPHRASES",
     "ControlItem",
     "calibrate",
+    "calibrate_labels",
     "control_set",
     "default_card_dir",
     "faithful_summary",
     "find_card",
+    "from_people",
+    "matches",
     "measure",
     "read_card",
     "reliability_metrics",
+    "set_text",
     "weak_types",
     "write_card",
 ]
@@ -73,9 +88,7 @@ inadequate agreement among the raters and little confidence should be placed in 
 (McHugh ML, Interrater reliability: the kappa statistic, Biochem Med 2012;22(3):276-282,
 https://pmc.ncbi.nlm.nih.gov/articles/PMC3900052/)."""
 
-CARD_SCHEMA_VERSION = 1
-N_RESAMPLES = 2000
-SEED = 0
+CARD_SCHEMA_VERSION = 2
 CORRUPTIONS = (
     "drop_condition", "drop_allergy", "drop_lab", "change_dose", "stopped_as_current", "resolved_as_active",
     "paraphrase", "hedged",
@@ -256,101 +269,57 @@ def control_set(cases: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> lis
     return items
 
 
-def _kappa_interval(truth: Sequence[bool], judged: Sequence[bool]) -> tuple[float | None, float | None, float | None]:
-    """Cohen's kappa (scikit-learn) and its 95% percentile bootstrap interval (scipy); None where undefined."""
-    import numpy as np
-    from scipy import stats
-
-    from groundeval.extras import require_extra
-
-    require_extra("calibrate", "sklearn", "groundeval calibrate (Cohen's kappa)")
-    from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
-
-    t = np.asarray(truth, dtype=float)
-    j = np.asarray(judged, dtype=float)
-    if len(set(truth)) < 2:
-        return None, None, None  # the right answers hold one label only: agreement beyond chance is undefined
-    point = float(cohen_kappa_score(t, j))
-
-    def kappa(a: Any, b: Any, axis: int = -1) -> Any:
-        # the same formula as cohen_kappa_score for two labels, vectorised over resamples
-        po = np.mean(a == b, axis=axis)
-        pa, pb = np.mean(a, axis=axis), np.mean(b, axis=axis)
-        pe = pa * pb + (1 - pa) * (1 - pb)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
-
-    if abs(float(kappa(t, j)) - point) > 1e-9:  # the resampled statistic must be scikit-learn's kappa
-        raise AssertionError(f"vectorised kappa {float(kappa(t, j))} differs from cohen_kappa_score {point}")
-    if len(set(judged)) < 2:
-        return round(point, 4), round(point, 4), round(point, 4)
-    with warnings.catch_warnings():  # a resample holding one label gives NaN; a NaN bound is reported as undefined
-        warnings.simplefilter("ignore")
-        res = stats.bootstrap((t, j), kappa, paired=True, vectorized=True, n_resamples=N_RESAMPLES,
-                              method="percentile", random_state=SEED)
-    low, high = res.confidence_interval
-    return (round(point, 4), None if np.isnan(low) else round(float(low), 4),
-            None if np.isnan(high) else round(float(high), 4))
-
-
-def _rate_interval(hits: Sequence[bool]) -> tuple[float | None, float | None, float | None]:
-    import numpy as np
-    from scipy import stats
-
-    if not hits:
-        return None, None, None
-    data = np.asarray(hits, dtype=float)
-    point = float(data.mean())
-    if len(set(hits)) < 2:
-        return round(point, 4), round(point, 4), round(point, 4)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = stats.bootstrap((data,), np.mean, n_resamples=N_RESAMPLES, method="percentile", random_state=SEED)
-    return round(point, 4), round(float(res.confidence_interval.low), 4), round(float(res.confidence_interval.high), 4)
-
-
-def _figures(pairs: Sequence[tuple[bool, bool]]) -> JSON:
-    truth = [t for t, _ in pairs]
-    judged = [j for _, j in pairs]
-    k, klo, khi = _kappa_interval(truth, judged)
-    sens = _rate_interval([j for t, j in pairs if t])
-    spec = _rate_interval([not j for t, j in pairs if not t])
-    return {
-        "n": len(pairs), "positives": sum(truth), "negatives": len(truth) - sum(truth),
-        "kappa": k, "kappa_95ci": [klo, khi],
-        "sensitivity": sens[0], "sensitivity_95ci": [sens[1], sens[2]],
-        "specificity": spec[0], "specificity_95ci": [spec[1], spec[2]],
-        "agreement": round(sum(t == j for t, j in pairs) / len(pairs), 4) if pairs else None,
-    }
-
-
 def measure(items: Sequence[ControlItem], judge: Judge) -> JSON:
     """Ask ``judge`` every control item and compare with the right answers.
 
     Returns:
         ``{"overall": figures, "by_type": {type: figures}, "by_variant": {variant: figures},
-        "disagreements": [first 20 items judged wrongly]}``, figures as in ``_figures``.
+        "judge_no_verdict": n, "disagreements": [first 20 items judged wrongly]}``, figures as in
+        ``agreement.binary_figures``. A reply with no verdict counts as a wrong verdict.
 
     Raises:
-        JudgeError: The judge could not decide an item (calibration stops: a card needs every verdict).
+        JudgeError: The judge's model failed (calibration stops: a card needs every call).
     """
     pairs: list[tuple[ControlItem, bool]] = []
+    no_verdict = 0
     for i, item in enumerate(items):
         label = f"calibration/{item.case_id}/{item.variant}/{item.criterion['id']}#{i}"
-        pairs.append((item, judge.decide(item.criterion, item.summary, label=label).met))
-    by_type = {t: _figures([(it.expected, met) for it, met in pairs if it.criterion["type"] == t])
+        verdict = judge.decide(item.criterion, item.summary, label=label)
+        unjudged = verdict.flag in NO_VERDICT_FLAGS
+        no_verdict += unjudged
+        pairs.append((item, (not item.expected) if unjudged else verdict.met))
+    by_type = {t: binary_figures([(it.expected, met) for it, met in pairs if it.criterion["type"] == t])
                for t in CRITERION_TYPES if any(it.criterion["type"] == t for it, _ in pairs)}
-    by_variant = {v: _figures([(it.expected, met) for it, met in pairs if it.variant == v])
+    by_variant = {v: binary_figures([(it.expected, met) for it, met in pairs if it.variant == v])
                   for v in ("faithful", *CORRUPTIONS) if any(it.variant == v for it, _ in pairs)}
     wrong = [{"case_id": it.case_id, "variant": it.variant, "criterion": it.criterion["id"], "expected": it.expected}
              for it, met in pairs if met != it.expected]
-    return {"overall": _figures([(it.expected, met) for it, met in pairs]), "by_type": by_type,
-            "by_variant": by_variant, "wrong": len(wrong), "disagreements": wrong[:20]}
+    return {"overall": binary_figures([(it.expected, met) for it, met in pairs]), "by_type": by_type,
+            "by_variant": by_variant, "judge_no_verdict": no_verdict, "wrong": len(wrong),
+            "disagreements": wrong[:20]}
+
+
+GENERATED_NOTE = ("code-made control set: summaries rendered by groundeval's own code from the rubric; a smoke "
+                  "test of the judge, not a calibration against people")
+
+
+def _pins(judge: Judge, date: str | None) -> JSON:
+    return {"schema_version": CARD_SCHEMA_VERSION, "judge": judge.spec, "judge_identity": judge_identity(judge),
+            "prompt_sha256": judge.prompt_sha256, "settings": judge.settings(),
+            "date": date or datetime.now(UTC).date().isoformat()}
+
+
+def _headline(overall: Mapping[str, Any]) -> JSON:
+    k = overall["kappa"]
+    return {"kappa": k["value"], "kappa_95ci": k["ci"], "n": overall["n"], "threshold": KAPPA_THRESHOLD}
 
 
 def calibrate(judge: Judge, cases: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], *,
               date: str | None = None) -> JSON:
-    """The judge card: ``measure`` over ``control_set(cases)``, with what pins the judge.
+    """A smoke-test card: ``measure`` over the code-made ``control_set(cases)``.
+
+    The card's ``calibration_set`` is ``{"kind": "generated", ...}``: a run never gates on it and
+    says the judge is ``calibrated on generated text only`` (``reliability_metrics``).
 
     Args:
         judge: The judge to measure.
@@ -359,15 +328,66 @@ def calibrate(judge: Judge, cases: Sequence[tuple[str, Sequence[Mapping[str, Any
     """
     items = control_set(cases)
     figures = measure(items, judge)
-    overall = figures["overall"]
     return {
-        "schema_version": CARD_SCHEMA_VERSION, "judge": judge.spec, "prompt_sha256": judge.prompt_sha256,
-        "settings": judge.settings(), "date": date or datetime.now(UTC).date().isoformat(),
-        "control_set": {"cases": len(cases), "summaries": len({(i.case_id, i.variant) for i in items}),
-                        "verdicts": len(items), "corruptions": list(CORRUPTIONS)},
-        "kappa": overall["kappa"], "kappa_95ci": overall["kappa_95ci"], "n": overall["n"],
-        "threshold": KAPPA_THRESHOLD, **figures,
+        **_pins(judge, date),
+        "calibration_set": {"kind": "generated", "note": GENERATED_NOTE, "cases": len(cases),
+                            "summaries": len({(i.case_id, i.variant) for i in items}), "verdicts": len(items),
+                            "corruptions": list(CORRUPTIONS)},
+        **_headline(figures["overall"]), **figures,
     }
+
+
+def calibrate_labels(judge: Judge, labels: LabelSet, cases: Mapping[str, CaseTruth], *, max_words: int,
+                     min_rubric_score: float, reference_labeller: str | None = None,
+                     date: str | None = None) -> JSON:
+    """The judge card from human labels: the whole scorer measured (``label_calibration.measure_labels``).
+
+    The headline ``kappa`` is the whole scorer's per-criterion kappa (rules and judge, as a run
+    scores); ``by_layer`` holds the rule-decided and judge-decided criteria apart.
+
+    Args:
+        judge: The judge the scorer asks.
+        labels: The label file, read (``labels.read_labels``).
+        cases: case id -> its case and rubric (``label_calibration.load_cases``).
+        max_words: The scorer's word limit.
+        min_rubric_score: The rubric score a passing case reaches.
+        reference_labeller: The reference labeller, or None for the default rule (``labels.reference``).
+        date: ISO date to record (default: today, UTC).
+
+    Raises:
+        DatasetError: See ``measure_labels``.
+        JudgeError: The judge's model failed.
+    """
+    figures = measure_labels(labels, judge, cases, max_words=max_words, min_rubric_score=min_rubric_score,
+                             reference_labeller=reference_labeller)
+    rule = f"labeller {reference_labeller}" if reference_labeller else "first labeller who is not the writer"
+    return {
+        **_pins(judge, date),
+        "calibration_set": {**labels.facts(), "reference": rule,
+                            "scorer": {"max_words": max_words, "min_rubric_score": min_rubric_score}},
+        **_headline(figures["overall"]), **figures,
+    }
+
+
+def set_text(card: Mapping[str, Any]) -> str:
+    """Which set a card was computed on, in one line (printed beside its kappa by every run).
+
+    ``labels.jsonl (SHA-256 1a2b3c4d5e6f; 100 summaries, 20 records; labellers a, b)`` for human
+    labels; ``generated control set (168 summaries by groundeval's code; not people's labels)`` else.
+    """
+    facts = card.get("calibration_set")
+    if isinstance(facts, Mapping) and facts.get("kind") == "human_labels":
+        return (f"{facts.get('file')} (SHA-256 {str(facts.get('sha256'))[:12]}; {facts.get('summaries')} summaries, "
+                f"{facts.get('records')} records; labellers {', '.join(map(str, facts.get('labellers') or []))})")
+    old = card.get("control_set") if not isinstance(facts, Mapping) else facts
+    count = old.get("summaries") if isinstance(old, Mapping) else None
+    return f"generated control set ({count or '?'} summaries by groundeval's code; not people's labels)"
+
+
+def from_people(card: Mapping[str, Any]) -> bool:
+    """True when the card was computed on human labels (``calibration_set.kind == "human_labels"``)."""
+    facts = card.get("calibration_set")
+    return isinstance(facts, Mapping) and facts.get("kind") == "human_labels"
 
 
 def default_card_dir() -> Path:
@@ -399,21 +419,36 @@ def read_card(path: Path) -> JSON:
     return card
 
 
+def matches(card: Mapping[str, Any], judge: Judge) -> bool:
+    """True when ``card`` is the judge's: same model identity (``judge.judge_identity``) and prompt SHA-256.
+
+    A card written before identities were recorded (schema 1) matches by the judge's spec.
+    """
+    if card.get("prompt_sha256") != judge.prompt_sha256:
+        return False
+    if "judge_identity" in card:
+        return bool(card["judge_identity"] == judge_identity(judge))
+    return bool(card.get("judge") == judge.spec)
+
+
 def find_card(judge: Judge, given: Path | None) -> tuple[JSON | None, str]:
-    """The card for ``judge`` (same spec and prompt hash), and where it came from or why there is none.
+    """The card for ``judge`` (``matches``: same model identity and prompt hash), and where it came from or why none.
 
     ``given`` (``--groundeval-judge-card``) is read if set; else the packaged cards are searched.
+    A local judge's identity is its GGUF's SHA-256, so moving or renaming the file keeps its card.
 
     Raises:
         ConfigError: ``given`` is unreadable, or is a card of another judge or prompt.
     """
     if given is not None:
         card = read_card(given)
-        if card["judge"] != judge.spec or card["prompt_sha256"] != judge.prompt_sha256:
+        if not matches(card, judge):
             raise ConfigError(
-                f"judge card {given}: made for judge {card['judge']!r} with prompt {str(card['prompt_sha256'])[:12]}, "
-                f"not for {judge.spec!r} with prompt {judge.prompt_sha256[:12]}; run groundeval calibrate --task "
-                f"summary --judge {judge.spec} -o {given}"
+                f"judge card {given}: made for judge {card['judge']!r} (identity "
+                f"{str(card.get('judge_identity', card['judge']))[:40]}) with prompt "
+                f"{str(card['prompt_sha256'])[:12]}, not for {judge.spec!r} (identity {judge_identity(judge)[:40]}) "
+                f"with prompt {judge.prompt_sha256[:12]}; run groundeval calibrate --task summary --judge "
+                f"{judge.spec} --labels LABELS.jsonl -o {given}"
             )
         return card, str(given)
     folder = default_card_dir()
@@ -422,9 +457,17 @@ def find_card(judge: Judge, given: Path | None) -> tuple[JSON | None, str]:
             card = read_card(path)
         except ConfigError:
             continue
-        if card["judge"] == judge.spec and card["prompt_sha256"] == judge.prompt_sha256:
+        if matches(card, judge):
             return card, f"packaged card {path.name}"
     return None, f"no judge card for {judge.spec} with prompt {judge.prompt_sha256[:12]}"
+
+
+def _kappa_of(figures: Any) -> float | None:
+    """A figure set's kappa: ``{"kappa": {"value": k}}`` (schema 2) or ``{"kappa": k}`` (schema 1)."""
+    k = figures.get("kappa") if isinstance(figures, Mapping) else None
+    if isinstance(k, Mapping):
+        k = k.get("value")
+    return float(k) if isinstance(k, int | float) else None
 
 
 def weak_types(card: Mapping[str, Any]) -> list[str]:
@@ -440,33 +483,46 @@ def weak_types(card: Mapping[str, Any]) -> list[str]:
     by_type = card.get("by_type") or {}
     out = []
     for ctype in CRITERION_TYPES:
-        kappa = (by_type.get(ctype) or {}).get("kappa")
-        if not isinstance(kappa, int | float):
+        kappa = _kappa_of(by_type.get(ctype))
+        if kappa is None:
             out.append(f"{ctype} (not calibrated)")
         elif kappa < KAPPA_THRESHOLD:
             out.append(f"{ctype} (kappa {kappa:.2f})")
+    layer = _kappa_of((card.get("by_layer") or {}).get("judge"))
+    if layer is not None and layer < KAPPA_THRESHOLD:
+        out.append(f"judge-decided criteria (kappa {layer:.2f})")
     return out
 
 
 def reliability_metrics(judge: Judge, card: Mapping[str, Any] | None) -> dict[str, Metric]:
     """The aggregate metrics that put the judge's reliability beside the judged scores.
 
-    ``judge_reliability`` is ``calibrated (...)`` only when the overall kappa and every criterion
-    type's kappa reach ``KAPPA_THRESHOLD`` (``weak_types``); else ``judge unreliable (...)``, or
-    ``judge unreliable for <types> (...)`` naming the types below it, or ``judge not calibrated``.
-    Anything but ``calibrated`` leaves the verdicts ungated (``SummaryTask.run_facts``).
+    ``judge_reliability`` is ``calibrated (...)`` only for a card computed on human labels
+    (``from_people``) whose overall kappa and every criterion type's kappa (and the judge-decided
+    criteria's, when measured) reach ``KAPPA_THRESHOLD`` (``weak_types``); else ``judge unreliable
+    (...)``, ``judge unreliable for <types> (...)``, ``judge calibrated on generated text only
+    (...)`` (a card from the code-made control set: its kappa is not shown as the judge's) or
+    ``judge not calibrated``. ``judge_calibration_set`` names the set the card was computed on
+    (``set_text``). Anything but ``calibrated`` leaves the verdicts ungated (``SummaryTask.run_facts``).
     """
     if card is None or card.get("kappa") is None:
         return {"judge": judge.spec, "judge_kappa": None, "judge_kappa_95ci": None, "judge_kappa_n": None,
-                "judge_reliability": "judge not calibrated"}
+                "judge_calibration_set": None, "judge_reliability": "judge not calibrated"}
     kappa = float(card["kappa"])
-    low, high = (card.get("kappa_95ci") or [None, None])[:2]
-    ci = f"[{low:.2f}, {high:.2f}]" if isinstance(low, int | float) and isinstance(high, int | float) else None
+    where = set_text(card)
+    if not from_people(card):
+        return {"judge": judge.spec, "judge_kappa": None, "judge_kappa_95ci": None, "judge_kappa_n": None,
+                "judge_calibration_set": where,
+                "judge_reliability": f"judge calibrated on generated text only (kappa {kappa:.2f} on {where}, "
+                                     f"card {card.get('date')}): not calibrated against people, verdicts not gated"}
+    overall = card.get("overall")
+    figure = overall.get("kappa") if isinstance(overall, Mapping) else None
+    ci = interval_text(figure if isinstance(figure, Mapping) else {"ci": card.get("kappa_95ci")})
     weak = weak_types(card)
     status = "calibrated" if kappa >= KAPPA_THRESHOLD and not weak else "judge unreliable"
     if weak and kappa >= KAPPA_THRESHOLD:
         status = f"judge unreliable for {', '.join(weak)}"
     return {"judge": judge.spec, "judge_kappa": round(kappa, 4), "judge_kappa_95ci": ci,
-            "judge_kappa_n": int(card.get("n") or 0),
-            "judge_reliability": f"{status} ({'overall ' if weak else ''}kappa {kappa:.2f}, threshold "
-                                 f"{KAPPA_THRESHOLD:g}, card {card.get('date')})"}
+            "judge_kappa_n": int(card.get("n") or 0), "judge_calibration_set": where,
+            "judge_reliability": f"{status} ({'overall ' if weak else ''}kappa {kappa:.2f} {ci}, threshold "
+                                 f"{KAPPA_THRESHOLD:g}, on {where}, card {card.get('date')})"}
