@@ -152,7 +152,8 @@ class SummaryTask(BaseTask):
         return Parsed(value=text, format_ok=bool(text), error=None if text else "empty summary", found=bool(text))
 
     def run_facts(self) -> dict[str, Any]:
-        """``{"judge": settings + prompt_sha256, "judge_card": {source, kappa, kappa_95ci, n, date}}``."""
+        """``{"judge": settings + prompt_sha256, "judge_card": {source, kappa, kappa_95ci, n, date, judge_identity,
+        calibration_set}}``, and ``UNGATED_FACT`` unless the judge is calibrated against people."""
         card = self.card["card"] or {}
         status = str(reliability_metrics(self.judge_model, self.card["card"])["judge_reliability"])
         ungated = {} if status.startswith("calibrated") else {
@@ -161,7 +162,8 @@ class SummaryTask(BaseTask):
             **ungated,
             "judge": self.judge_model.settings(),
             "judge_card": {"source": self.card["source"],
-                           **{k: card.get(k) for k in ("kappa", "kappa_95ci", "n", "date")}},
+                           **{k: card.get(k) for k in ("kappa", "kappa_95ci", "n", "date", "judge_identity",
+                                                       "calibration_set")}},
             "thresholds": default_thresholds().facts,
         }
 
