@@ -12,7 +12,7 @@ from pathlib import Path
 
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, TrialStats
-from groundeval.records.scope import judge_note, scope_needed, statement
+from groundeval.records.scope import judge_note, scope_needed, statement, ungated_note
 from groundeval.records.sensitivity import figure_unit
 from groundeval.records.trial_stats import INTERVAL_METHOD, METHOD_NAMES, record_trial_stats
 from groundeval.records.write_errors import named
@@ -129,6 +129,8 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
         f" ({agg.excluded} excluded, {agg.not_run} not run)"
     )
+    if ungated := ungated_note(record.task_facts):  # on its own line, under the pass rate it qualifies
+        lines += ["", f"**{md_escape(ungated)}**"]
     for said in ("counterfactual", "grounding"):
         if line := agg.statements.get(said):
             lines += ["", md_escape(line)]

@@ -152,8 +152,12 @@ class SummaryTask(BaseTask):
         return Parsed(value=text, format_ok=bool(text), error=None if text else "empty summary", found=bool(text))
 
     def run_facts(self) -> dict[str, Any]:
-        """``{"judge": settings + prompt_sha256, "judge_card": {source, kappa, kappa_95ci, n, date, judge_identity,
-        calibration_set}}``, and ``UNGATED_FACT`` unless the judge is calibrated against people."""
+        """The judge's settings and card, and ``UNGATED_FACT`` unless the judge is calibrated against people.
+
+        Returns:
+            ``{"judge": settings + prompt_sha256, "judge_card": {source, kappa, kappa_95ci, n, date,
+            judge_identity, calibration_set}, "thresholds": ...}`` (plus ``ungated_verdicts``).
+        """
         card = self.card["card"] or {}
         status = str(reliability_metrics(self.judge_model, self.card["card"])["judge_reliability"])
         ungated = {} if status.startswith("calibrated") else {
@@ -170,4 +174,7 @@ class SummaryTask(BaseTask):
 
 def _status_words(status: str) -> str:
     """The status without its figures: ``judge unreliable for medication (kappa 0.00)``, ``judge not calibrated``."""
-    return status.rsplit(" (", 1)[0] if status.endswith(")") else status
+    for marker in (" (overall kappa ", " (kappa "):
+        if marker in status:
+            return status[:status.index(marker)]
+    return status
