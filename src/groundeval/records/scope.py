@@ -21,7 +21,8 @@ from groundeval.records.outcomes import COUNTED, POLICY, RAN
 from groundeval.records.run_record import Aggregate, PassAtK, TrialStats
 
 __all__ = [
-    "STATEMENTS", "UNGATED_FACT", "excluded_by_outcome", "judge_note", "pass_k_note", "pass_rate_ran", "ran",
+    "STATEMENTS", "UNGATED_FACT", "UNGATED_SHORT", "excluded_by_outcome", "judge_note", "pass_k_note",
+    "pass_rate_ran", "ran",
     "ran_outcome_count", "scope_needed", "scope_text", "statement", "statements", "ungated_note", "unit",
     "unjudged_note",
 ]
@@ -30,6 +31,9 @@ UNGATED_FACT = "ungated_verdicts"
 """A run's ``task_facts`` key whose text says why its case verdicts must not be gated (they rest on a
 judge whose agreement with known labels was not measured, or is below threshold): the regression
 gate then shows regressions without failing on them (``reporting.gate.GateResult.ungated``)."""
+
+UNGATED_SHORT = "verdicts not gated (an uncalibrated or unreliable judge)"
+"""What a gate that would read ungated verdicts says instead (``--groundeval-min-pass-rate``)."""
 
 STATEMENTS = ("scope", "pass_k_scope", "cases_scope")
 """The sentences stored on ``Aggregate.statements``, computed once and read by every output."""
