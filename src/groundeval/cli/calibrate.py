@@ -71,7 +71,8 @@ def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     from groundeval.datasets import default_data_dir
     from groundeval.tasks.labs.thresholds import default_thresholds
-    from groundeval.tasks.summary.calibration import calibrate, calibrate_labels, write_card
+    from groundeval.tasks.summary.calibration import calibrate
+    from groundeval.tasks.summary.card import calibrate_labels, write_card
     from groundeval.tasks.summary.card_text import card_lines
     from groundeval.tasks.summary.cases import read_case
     from groundeval.tasks.summary.judge import make_judge

@@ -11,7 +11,8 @@ import pytest
 from groundeval.cli import main as cli_main
 from groundeval.models.base import ModelRequest
 from groundeval.tasks.summary import SummaryTask
-from groundeval.tasks.summary.calibration import calibrate, control_set, default_card_dir, reliability_metrics
+from groundeval.tasks.summary.calibration import calibrate, control_set
+from groundeval.tasks.summary.card import default_card_dir, reliability_metrics
 from groundeval.tasks.summary.judge import BaselineJudge, ModelJudge
 from groundeval.testing import ScriptedModel
 from tests._paths import REPO
@@ -109,7 +110,7 @@ def test_the_packaged_card_is_computed_on_peoples_labels_and_is_what_they_measur
     must exist and be what ``calibrate --labels`` measures on it now (regenerate with the documented command)."""
     import hashlib
 
-    from groundeval.tasks.summary.calibration import calibrate_labels, from_people
+    from groundeval.tasks.summary.card import calibrate_labels, from_people
     from groundeval.tasks.summary.label_calibration import load_cases
     from groundeval.tasks.summary.labels import read_labels
 
@@ -131,13 +132,13 @@ def test_the_packaged_card_is_computed_on_peoples_labels_and_is_what_they_measur
 
 
 def test_a_run_reads_a_card_from_people_in_the_packaged_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from groundeval.tasks.summary import calibration
+    from groundeval.tasks.summary import card
 
     folder = tmp_path / "cards"
     assert cli_main(["calibrate", "--task", "summary", "--judge", "baseline", "--labels",
                      str(REPO / "tests" / "tasks" / "summary" / "labels" / "two_labellers.jsonl"),
                      "-o", str(folder / "baseline.json")]) == 0
-    monkeypatch.setattr(calibration, "default_card_dir", lambda: folder)
+    monkeypatch.setattr(card, "default_card_dir", lambda: folder)
     task = SummaryTask()
     assert task.card["source"] == "packaged card baseline.json"
     assert "on two_labellers.jsonl (SHA-256" in str(task.aggregate([])["judge_reliability"])

@@ -14,7 +14,7 @@ import pytest
 from groundeval.cli import main as cli_main
 from groundeval.datasets import default_data_dir
 from groundeval.errors import DatasetError
-from groundeval.tasks.summary.calibration import calibrate_labels, find_card, reliability_metrics, write_card
+from groundeval.tasks.summary.card import calibrate_labels, find_card, reliability_metrics, write_card
 from groundeval.tasks.summary.judge import BaselineJudge, ModelJudge, Verdict, make_judge
 from groundeval.tasks.summary.label_calibration import load_cases
 from groundeval.tasks.summary.labels import read_labels

@@ -31,7 +31,7 @@ def _row(name: str, figures: Mapping[str, Any]) -> str:
 
 def card_lines(card: Mapping[str, Any]) -> list[str]:
     """What ``groundeval calibrate`` prints: the set, the whole scorer, the layers, the verdicts, the labellers."""
-    from groundeval.tasks.summary.calibration import set_text
+    from groundeval.tasks.summary.card import set_text
 
     facts = card.get("calibration_set") or {}
     lines = [f"judge {card['judge']} (identity {str(card.get('judge_identity'))[:40]}, prompt "
@@ -74,7 +74,7 @@ def _md(figure: Any) -> str:
 
 def card_markdown(card: Mapping[str, Any]) -> str:
     """The docs' table of a card computed on human labels (docs/tasks/summary.md; checked by tests/test_docs.py)."""
-    from groundeval.tasks.summary.calibration import set_text
+    from groundeval.tasks.summary.card import set_text
 
     rows = [f"Computed on {set_text(card)}, {card.get('date')}; reference: "
             f"{(card.get('calibration_set') or {}).get('reference')}.", "",

@@ -30,7 +30,7 @@ from groundeval.registry.builtins import SUMMARY_OPTIONS
 from groundeval.scoring import Metric, Parsed
 from groundeval.tasks.base import BaseTask
 from groundeval.tasks.labs.thresholds import default_thresholds
-from groundeval.tasks.summary.calibration import find_card, reliability_metrics
+from groundeval.tasks.summary.card import find_card, reliability_metrics
 from groundeval.tasks.summary.cases import check_bundle, has_record, read_case
 from groundeval.tasks.summary.judge import Judge, make_judge
 from groundeval.tasks.summary.prompt import system_prompt, user_prompt
