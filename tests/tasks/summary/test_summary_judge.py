@@ -194,3 +194,30 @@ def test_a_criterion_type_below_the_threshold_is_named_and_ungates_the_verdicts(
     assert status.startswith("judge unreliable for medication (kappa 0.00), allergy (not calibrated) (overall kappa 0.9")
     assert task.run_facts()[UNGATED_FACT] == (
         "the case verdicts rest on the judge baseline: judge unreliable for medication (kappa 0.00), allergy (not calibrated)")
+
+
+def test_a_local_judges_card_is_keyed_by_its_gguf_sha256_so_moving_the_file_keeps_it(tmp_path: Path) -> None:
+    import hashlib
+
+    from groundeval.tasks.summary.card import matches
+    from groundeval.tasks.summary.judge import judge_identity
+
+    class LocalLike(ScriptedModel):  # a local model as the judge sees it: a model_path to its GGUF file
+        model_path: Path
+
+    gguf = tmp_path / "a" / "small.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF fake weights")
+    model = LocalLike(['{"met": false, "evidence": ""}'], role="judge", name="small")
+    model.model_path = gguf
+    judge = ModelJudge(model, "local/small")
+    assert judge_identity(judge) == "sha256:" + hashlib.sha256(b"GGUF fake weights").hexdigest()
+    card = {"judge": "local/small", "judge_identity": judge_identity(judge), "prompt_sha256": judge.prompt_sha256}
+    moved = tmp_path / "b" / "renamed.gguf"
+    moved.parent.mkdir()
+    gguf.rename(moved)
+    model.model_path = moved
+    assert matches(card, ModelJudge(model, "local/renamed"))  # another path and spec, the same file
+    moved.write_bytes(b"GGUF other weights")
+    assert not matches(card, ModelJudge(model, "local/renamed"))  # other weights: another judge
+    assert not matches({**card, "prompt_sha256": "0" * 64}, judge)
