@@ -70,7 +70,7 @@ def test_the_card_names_its_set_and_the_default_reference_is_the_first_labeller_
                      "scorer": {"max_words": 250, "min_rubric_score": 0.8}}
     # reader-b is the reference wherever writer-a wrote: reader-b fails garrett/aspirin, writer-a passed it
     assert card["verdicts"]["n"] == 6 and card["verdicts"]["labeller_passed"] == 3
-    assert card["summaries"] == 6 and card["criteria"] == 3 + 3 + 3 + 5 + 5 + 4 and card["left_out"] == 0
+    assert card["summaries"] == 6 and card["criteria"] == 3 + 3 + 3 + 8 + 8 + 4 and card["left_out"] == 0
     named = _card(BaselineJudge(), reference_labeller="writer-a")
     assert named["calibration_set"]["reference"] == "labeller writer-a"
     assert named["left_out"] == 1 and named["verdicts"]["labeller_passed"] == 3  # johnie/terse: not writer-a's
@@ -80,9 +80,9 @@ def test_two_labellers_give_their_own_kappa_the_ceiling() -> None:
     ir = _card(BaselineJudge())["inter_rater"]
     assert ir["summaries"] == 5 and ir["pairs"] == {"reader-b / writer-a": 5}
     crit = ir["criteria"]
-    # by hand: 19 criteria, 18 agree (writer-a missed the stopped aspirin); reader-b 10 met, writer-a 9:
-    # pe = 2 * 10 * 9 / 19**2, kappa = (18/19 - pe) / (1 - pe) = 0.8950
-    assert crit["n"] == 19 and crit["agreement"]["k"] == 18 and crit["kappa"]["value"] == 0.895
+    # by hand: 25 criteria, 24 agree (writer-a missed the stopped aspirin); reader-b 14 met, writer-a 13:
+    # pe = (14 * 13 + 11 * 12) / 25**2 = 0.5024, kappa = (24/25 - pe) / (1 - pe) = 0.9196
+    assert crit["n"] == 25 and crit["agreement"]["k"] == 24 and crit["kappa"]["value"] == 0.9196
     # verdicts pass/fail/fail/pass/fail against pass/fail/fail/pass/pass: (0.8 - 0.48) / 0.52
     assert ir["verdict_kappa"]["value"] == 0.6154
     single = read_labels(TWO).by_summary["johnie/terse"]
@@ -105,10 +105,10 @@ def test_the_layers_are_measured_apart_and_add_up_to_the_whole_scorer() -> None:
 
 def test_labels_map_to_the_scorers_binary_decision() -> None:
     # reader-b's labels (the reference): met 3 + 0 + 2 (liz/negated: HCTZ "contradicted" is not met)
-    # + 2 + 3 (garrett/aspirin: the stopped aspirin's must-not criterion "met": the mistake was made) + 2
+    # + 4 + 5 (garrett/aspirin: the stopped aspirin's must-not criterion "met": the mistake was made) + 2
     card = _card(BaselineJudge())
-    assert (card["overall"]["positives"], card["overall"]["negatives"]) == (12, 11)
-    assert card["by_kind"]["must_not_state"]["positives"] == 1 and card["by_kind"]["must_not_state"]["n"] == 3 + 3 + 2
+    assert (card["overall"]["positives"], card["overall"]["negatives"]) == (16, 13)
+    assert card["by_kind"]["must_not_state"]["positives"] == 1 and card["by_kind"]["must_not_state"]["n"] == 4 + 4 + 2
 
 
 def test_a_prose_answering_model_judge_still_gets_a_card_with_every_unparsed_reply_scored_wrong(
@@ -195,7 +195,7 @@ def test_the_calibrate_command_with_labels_writes_a_card_a_run_reads_and_prints_
     printed = capsys.readouterr().out
     assert "on two_labellers.jsonl (SHA-256 " in printed and "6 summaries, 3 records; labellers writer-a, reader-b" \
         in printed
-    assert "between labellers (5 summaries; reader-b / writer-a): criteria kappa 0.90" in printed
+    assert "between labellers (5 summaries; reader-b / writer-a): criteria kappa 0.92" in printed
     assert "None" not in printed
     from groundeval.tasks.summary import SummaryTask
 
