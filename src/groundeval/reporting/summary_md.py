@@ -14,7 +14,7 @@ from pathlib import Path
 
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, TrialStats
-from groundeval.records.scope import judge_note, scope_needed, statement
+from groundeval.records.scope import UNGATED_SHORT, judge_note, scope_needed, statement, ungated_note
 from groundeval.records.sensitivity import figure_unit
 from groundeval.records.trial_stats import INTERVAL_METHOD, METHOD_NAMES, record_trial_stats
 from groundeval.records.write_errors import append_whole, named, replace_whole
@@ -76,7 +76,7 @@ def _iv(iv: FigureInterval | None, name: str = "pass_rate") -> str:
     return f"{iv.text()} ({METHOD_NAMES.get(iv.method, iv.method)}, {iv.cases} {figure_unit(name)})"
 
 
-def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
+def _trials_md(stats: TrialStats, agg: Aggregate, ungated: bool = False) -> list[str]:
     """pass@k/pass^k (K > 1) and the case verdicts (K > 1 or a min pass rate)."""
     lines: list[str] = []
     head = stats.headline
@@ -97,6 +97,8 @@ def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
             lines[-1] += f"; below: {_listed(stats.cases_failed)}"
         if note := statement(agg, "cases_scope"):
             lines[-1] += f"; {md_escape(note)}"
+        if ungated:
+            lines[-1] += f" (--groundeval-min-pass-rate not applied: {UNGATED_SHORT})"
         lines += ["", "<details><summary>passes out of counted trials, per case</summary>", "",
                   "| case | passes | trials | outcomes |", "| --- | ---: | ---: | --- |"]
         lines += [f"| {md_code(c.case_id)} | {c.passes}/{c.counted} | {c.trials} | {', '.join(c.outcomes)} |"
@@ -149,6 +151,8 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
         f" ({agg.excluded} excluded, {agg.not_run} not run)"
     )
+    if ungated := ungated_note(record.task_facts):  # on its own line, under the pass rate it qualifies
+        lines += ["", f"**{md_escape(ungated)}**"]
     for said in ("counterfactual", "grounding"):
         if line := agg.statements.get(said):
             lines += ["", md_escape(line)]
@@ -162,7 +166,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         else:  # counts (format_not_ok, duplicates) as integers, means to three decimals
             shown = str(value) if isinstance(value, int) else fmt(value)
         lines.append(f"| {md_escape(name)} | {shown} | {_iv(ivs.get(name), name)} |")
-    lines += _trials_md(stats, agg)
+    lines += _trials_md(stats, agg, bool(ungated_note(record.task_facts)))
     lines += ["", "outcomes: " + ", ".join(f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts)]
     if gate is not None:
         lines += ["", *_gate_md(gate)]
@@ -294,7 +298,8 @@ def _lost_md(gate: GateResult, fail_on_regression: bool = True) -> list[str]:
     """
     verdict = ("**regression gate failed**" if fail_on_regression
                else "regression gate: would fail with --fail-on-regression")
-    lines = ["", f"{verdict}: {md_escape('; '.join(gate.reasons()))}"] if gate.failed else []
+    lines = ["", f"**{md_escape(gate.ungated_line())}**"] if gate.ungated is not None else []
+    lines += ["", f"{verdict}: {md_escape('; '.join(gate.reasons()))}"] if gate.failed else []
     if gate.lost:
         lines += ["", "| lost case (a verdict before, none now) | baseline | now |", "| --- | ---: | --- |"]
         lines += [f"| {md_code(c.case_id)} | {c.baseline_passes}/{c.baseline_trials} | {md_escape(c.outcome)} |"
