@@ -32,6 +32,7 @@ CLI_DEFAULTS: dict[str, str] = {
     "agent": "the task's own: claude for extraction and reconcile, langgraph for write",
     "model": f"{MODEL_DEFAULT} for claude and langgraph; smollm2 for local; openai-compatible needs one",
     "limit": "all cases",
+    "twin-seed": "one drawn for each run, kept in its run record (settings.twin_seed)",
     "data-dir": "the packaged fixtures",
     "temperature": "none sent, so the model's own; Claude Opus 4.7 and later reject an explicit one",
     "recursion-limit": "25",

@@ -114,8 +114,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "twin-seed", _non_negative_int, None,
         "With --groundeval-counterfactual: the seed of the order each case's items and its twins' run in "
-        "(a twin may run before its original). Default: one drawn for the run, kept in the run record's "
-        "settings.twin_seed; give it to run the same order again.", "N", scope="run",
+        "(a twin may run before its original); give it to run the same order again. Default: one drawn for "
+        "each run and kept in its run record (settings, twin_seed).", "N", scope="run",
     ),
     Option(
         "concurrency", _positive_int, None,
