@@ -447,7 +447,8 @@ def test_plugin_streams_every_worker_into_one_experiment(pytester: pytest.Pytest
     """
     pytester.syspathinsert()
     run = ("--groundeval-task=extraction", "--groundeval-agent=trace_agent:agent", "--groundeval-data-dir=data",
-           "--groundeval-counterfactual", "--groundeval-cache=cache", "-p", "no:cacheprovider")
+           "--groundeval-counterfactual", "--groundeval-cache=cache", "-p", "no:cacheprovider",
+           "--groundeval-twin-seed=1")  # Liz_Conn's first call is its stop-active twin: both call orders are judged
     result = run_xdist(pytester, *run)
     result.assert_outcomes(passed=4, errors=1)  # Liz_Conn and its 3 twins; Clemente_Kreiger (no medication) has none
     assert "LangSmithStreamWarning" not in result.stdout.str()
@@ -455,7 +456,8 @@ def test_plugin_streams_every_worker_into_one_experiment(pytester: pytest.Pytest
     assert {c["worker"] for c in record["cases"]} == {"gw0", "gw1"}
     twins = record["aggregate"]["counterfactual"]
     assert (twins["twins"], twins["judged"], twins["tracked"]) == (3, 3, 3)  # every twin paired with its original
-    assert twins["record_sensitivity"]["value"] == 1.0 and twins["record_sensitivity"]["cases"] == 2
+    assert twins["record_sensitivity"]["value"] == 1.0 and twins["record_sensitivity"]["cases"] == 1
+    assert twins["first_call"]["cases"] == twins["later_call"]["cases"] == 1
     experiment = experiment_name(record["run_id"])
     assert set(fake_langsmith.sessions) == {experiment}
     roots = fake_langsmith.roots()
