@@ -9,18 +9,34 @@ Derived from the case's Bundle and the threshold table (``tasks.labs.thresholds`
 2. **Status.** Only ``final``, ``amended`` and ``corrected`` results count (FHIR R4
    ObservationStatus, https://hl7.org/fhir/R4/valueset-observation-status.html); ``registered``,
    ``preliminary``, ``cancelled``, ``entered-in-error`` and ``unknown`` do not. A counted status
-   without a value (``dataAbsentReason``; a panel missing a component's value) is not a result.
-3. **Latest.** Results are ordered by the effective date as written (``effectiveDateTime``,
-   ``effectiveInstant`` or ``effectivePeriod.start``, its ``YYYY-MM-DD`` part), then by time of day
-   (a date without a time first), then by ``issued``, then by order in the Bundle: two results on
-   the same date are told apart by their time, and without one by ``issued``. The last is the
-   latest, the one before it the previous.
+   without a value (``dataAbsentReason``) is not a result. A panel (blood pressure) is read in
+   both shapes systems store it in: one 85354-9 Observation with 8480-6/8462-4 components, or
+   separate 8480-6 and 8462-4 Observations, paired when taken at the same instant. A reading
+   missing a component is a result only when the components it has decide both the category and
+   the critical flag whatever the missing one says (``_decided``): for blood pressure, a systolic
+   above 180 or a diastolic above 120 alone (stage 2 and a hypertensive crisis, the guideline's
+   "and/or"); any other one-component reading is not a result.
+3. **Latest.** Results are ordered by the instant they were taken (``effectiveDateTime``,
+   ``effectiveInstant`` or ``effectivePeriod.start``; FHIR dateTime with its UTC offset,
+   https://hl7.org/fhir/R4/datatypes.html#dateTime), then by precision (a date without a time
+   before a time at that instant), then by ``issued`` (as an instant), then by order in the
+   Bundle. A date without a time (``2024-03-01``, or ``2024-03``, ``2024``) is taken as the start
+   of that day (month, year) in UTC; a time without an offset, which FHIR does not allow, as UTC.
+   So 23:30-05:00 on 1 March (04:30 UTC on 2 March) is later than 01:00 UTC on 2 March, and two
+   results on one date without a time are told apart by ``issued``. The last is the latest, the
+   one before it the previous; a result's ``date`` is its effective date as written
+   (``YYYY-MM-DD``, the patient's local date).
 4. **Units.** A value in another accepted unit is converted to the test's unit through UCUM
    (``terminology.ucum.convert``; mmol/L glucose through its molar mass); a unit the table does
    not accept for the test is a ``DatasetError``. So is a Quantity of a table test (value, component
    or referenceRange bound) whose ``value`` is not a JSON number (a FHIR decimal; ``"83.46"`` is a
    string) or is below zero, or whose unit is not a ``code`` with ``system``
-   ``http://unitsofmeasure.org`` (the display text ``unit`` is never read as the unit).
+   ``http://unitsofmeasure.org`` (the display text ``unit`` is never read as the unit). So is a
+   value with a ``comparator`` (``{"value": 60, "comparator": ">"}``, eGFR reported as ">60"):
+   ``Quantity.comparator`` is a modifier element (https://hl7.org/fhir/R4/datatypes.html#Quantity),
+   so the value is a bound, not the number; the bound does not decide the category (">60" is G2 or
+   G1 in KDIGO's Table 5), and the value and direction the task scores are numbers, so the case is
+   refused with the fix (the measured value, or the Observation left out).
 5. **Category.** The latest Observation's own ``referenceRange`` takes precedence (``low``,
    ``normal``, ``high``; bounds inclusive, FHIR R4); otherwise a result taken before the patient's
    18th birthday is ``not_applicable``; otherwise the table's band for the value (``[low, high)``),
@@ -31,11 +47,13 @@ Derived from the case's Bundle and the threshold table (``tasks.labs.thresholds`
    direction per component.
 7. **Critical.** True when the latest value (a component's, for a panel) is beyond the table's
    critical limit; None for ``not_applicable`` results (the limits are adult ones); False otherwise.
+   For a panel, each component missing from the latest or the previous reading has direction None.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -52,6 +70,7 @@ __all__ = [
     "UCUM_SYSTEM",
     "Result",
     "direction",
+    "instant",
     "labs_truth",
     "results_by_test",
 ]
@@ -104,15 +123,35 @@ def _effective(resource: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _moment(text: object) -> float:
-    """A dateTime's instant as a POSIX timestamp; -inf without a time (a date only) or unreadable."""
-    if not isinstance(text, str) or "T" not in text:
-        return float("-inf")
+_PARTIAL_DATE = re.compile(r"^(\d{4})(?:-(\d{2}))?$")
+
+
+def instant(text: object) -> tuple[float, int] | None:
+    """A FHIR dateTime as ``(POSIX seconds, precision)``; None when absent or unreadable.
+
+    Precision 0 is a date without a time (``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD``), taken as the start
+    of that year, month or day in UTC; 1 is a time, with its UTC offset (a time without an offset,
+    which FHIR R4 does not allow, is taken as UTC). https://hl7.org/fhir/R4/datatypes.html#dateTime
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    text = text.strip()
+    partial = _PARTIAL_DATE.match(text)
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if partial:
+            moment = datetime(int(partial[1]), int(partial[2] or 1), 1, tzinfo=UTC)
+        else:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        return float("-inf")
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+        return None
+    timed = "T" in text
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp(), int(timed)
+
+
+def _moment(text: object) -> float:
+    """``issued`` as POSIX seconds for ordering; -inf when absent or unreadable."""
+    found = instant(text)
+    return float("-inf") if found is None else found[0]
 
 
 def _quantity(quantity: object, where: str, source: str) -> tuple[float, str] | None:
@@ -130,6 +169,12 @@ def _quantity(quantity: object, where: str, source: str) -> tuple[float, str] | 
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DatasetError(source, f"{where}.value is {json.dumps(value)}, not a number; a FHIR decimal is a JSON "
                            "number: write it without quotes (e.g. 83.46, not \"83.46\")")
+    comparator = quantity.get("comparator")
+    if comparator is not None:
+        raise DatasetError(source, f"{where} is {json.dumps(comparator)} {value:g}: with a comparator the value is "
+                           f"a bound, not {value:g} (Quantity.comparator is a modifier element, "
+                           "https://hl7.org/fhir/R4/datatypes.html#Quantity), and the task scores a number; give the "
+                           "measured value without \"comparator\", or leave this Observation out of the case")
     if value < 0:
         raise DatasetError(source, f"{where}.value is {value:g}, below zero, which no test in the table can be "
                            "(they measure amounts, fractions, rates and pressures); correct the value")
@@ -146,7 +191,7 @@ def _quantity(quantity: object, where: str, source: str) -> tuple[float, str] | 
 
 def _values(row: TestRow, resource: Mapping[str, Any], where: str,
             source: str) -> dict[str, tuple[float, str]] | None:
-    """Measure LOINC -> (value, unit), or None when a value is missing (errors: ``_quantity``)."""
+    """Measure LOINC -> (value, unit): the components that have one; None when none has (errors: ``_quantity``)."""
     if not row.is_panel:
         found = _quantity(resource.get("valueQuantity"), f"{where} valueQuantity", source)
         return None if found is None else {row.loinc: found}
@@ -156,10 +201,27 @@ def _values(row: TestRow, resource: Mapping[str, Any], where: str,
                      if isinstance(c, Mapping) and measure.loinc in _codes(c.get("code"))), None)
         found = _quantity((comp or {}).get("valueQuantity"), f"{where} component {measure.loinc} valueQuantity",
                           source)
-        if found is None:
-            return None
-        out[measure.loinc] = found
-    return out
+        if found is not None:
+            out[measure.loinc] = found
+    return out or None
+
+
+def _decided(row: TestRow, in_unit: Mapping[str, float]) -> bool:
+    """True when the components present decide the category and the critical flag whatever the others say.
+
+    Every component present: always. Some missing: the category is the higher of the components'
+    (``TestRow.combine``), so it is decided when the present ones already reach the highest
+    category any missing one could take; the critical flag is decided when a present component is
+    beyond its limit, or no missing component has one.
+    """
+    missing = [m for m in row.measures if m.loinc not in in_unit]
+    if not missing:
+        return True
+    present = max(row.order.index(m.category(in_unit[m.loinc])) for m in row.measures if m.loinc in in_unit)
+    category = present >= max(row.order.index(b.name) for m in missing for b in m.bands)
+    critical = any(m.critical is not None and m.critical.hit(in_unit[m.loinc]) for m in row.measures
+                   if m.loinc in in_unit) or all(m.critical is None for m in missing)
+    return category and critical
 
 
 def _convert(row: TestRow, value: float, unit: str, where: str, source: str) -> float:
@@ -168,6 +230,46 @@ def _convert(row: TestRow, value: float, unit: str, where: str, source: str) -> 
         raise DatasetError(source, f"{where}: unit {unit!r} is not one the table accepts for {row.loinc} "
                            f"{row.name} ({', '.join(row.accepted_units)}); give the value in one of them (UCUM)")
     return converted
+
+
+def _counted(row: TestRow, readings: Sequence[tuple[int, Mapping[str, Any]]], values: dict[str, tuple[float, str]],
+             effective: str, when: tuple[float, int], source: str,
+             counted: list[Result], skipped: list[JSON]) -> None:
+    """Add one reading (one Observation, or a panel's component Observations) to ``counted`` or ``skipped``."""
+    where = " + ".join(f"Observation/{r.get('id')}" for _, r in readings)
+    units = {u for _, u in values.values()}
+    unit = next(iter(units)) if len(units) == 1 else ""
+    in_unit = {code: _convert(row, v, u, where, source) for code, (v, u) in values.items()}
+    day = effective[:10]
+    if not _decided(row, in_unit):
+        missing = ", ".join(f"{m.loinc} {m.name}" for m in row.measures if m.loinc not in in_unit)
+        skipped.append({"observation": where, "status": str(readings[0][1].get("status")), "day": day,
+                        "why": f"no {missing}, which the category or the critical flag needs"})
+        return
+    issued = max(_moment(r.get("issued")) for _, r in readings)
+    order = (when[0], when[1], issued, min(i for i, _ in readings))
+    counted.append(Result(where, day, order, {c: v for c, (v, _) in values.items()}, unit, in_unit,
+                          readings[0][1]))
+
+
+def _pair_components(row: TestRow, parts: Sequence[tuple[int, Mapping[str, Any], str, tuple[float, str], str,
+                                                           tuple[float, int]]],
+                     source: str, counted: list[Result], skipped: list[JSON]) -> None:
+    """Separate component Observations of a panel (8480-6, 8462-4) taken at one instant make one reading."""
+    groups: dict[tuple[float, int], list[Any]] = {}
+    for part in parts:
+        groups.setdefault(part[5], []).append(part)
+    for when, group in groups.items():
+        values: dict[str, tuple[float, str]] = {}
+        for _, resource, code, found, _, _ in group:
+            if code in values:
+                first = next(r for _, r, c, *_ in group if c == code)
+                raise DatasetError(source, f"Observation/{first.get('id')} and Observation/{resource.get('id')} are "
+                                   f"both {code} taken at {group[0][4]}: one {row.name} reading has one value per "
+                                   "component; remove one, or mark it entered-in-error")
+            values[code] = found
+        readings = sorted(((index, resource) for index, resource, *_ in group), key=lambda p: p[0])
+        _counted(row, readings, values, group[0][4], when, source, counted, skipped)
 
 
 def results_by_test(
@@ -182,21 +284,29 @@ def results_by_test(
 
     Returns:
         Test LOINC -> ``(counted results oldest first, [{"observation", "status", "day"}...])``.
+        A panel's results come from its own Observations and from separate component Observations
+        paired by the instant they were taken.
 
     Raises:
         DatasetError: An Observation of a table test has a status outside the R4 value set, no
-            effective[x], a unit the table does not accept, or a Quantity ``_quantity`` refuses (a
-            value that is not a JSON number or is negative, a unit without a UCUM code and system).
+            effective[x] or one that is not a FHIR dateTime, a unit the table does not accept, a
+            Quantity ``_quantity`` refuses (a value that is not a JSON number, is negative or has a
+            comparator, a unit without a UCUM code and system), or two separate Observations of
+            one component taken at the same instant.
     """
     out: dict[str, tuple[list[Result], list[JSON]]] = {t.loinc: ([], []) for t in table.tests}
+    parts: dict[str, list[Any]] = {}  # panel LOINC -> its separate component Observations
     for index, entry in enumerate(bundle.get("entry") or []):
         resource = entry.get("resource") if isinstance(entry, Mapping) else None
         if not isinstance(resource, Mapping) or resource.get("resourceType") != "Observation":
             continue
         codes = _codes(resource.get("code"))
         for row in table.tests:
+            component = None
             if row.loinc not in codes:
-                continue
+                component = next((m.loinc for m in row.measures if row.is_panel and m.loinc in codes), None)
+                if component is None:
+                    continue
             where = f"Observation/{resource.get('id')}"
             status = resource.get("status")
             if status not in table.all_statuses:
@@ -206,20 +316,30 @@ def results_by_test(
             if effective is None:
                 raise DatasetError(source, f"{where} ({row.loinc} {row.name}) has no effectiveDateTime, "
                                    "effectiveInstant or effectivePeriod.start; give the time the sample was taken")
+            when = instant(effective)
+            if when is None:
+                raise DatasetError(source, f"{where} effective time {effective!r} is not a FHIR dateTime; write it as "
+                                   "YYYY-MM-DD or YYYY-MM-DDThh:mm:ss+zz:zz (https://hl7.org/fhir/R4/datatypes.html"
+                                   "#dateTime)")
             day = effective[:10]
             counted, skipped = out[row.loinc]
             if status not in table.counted_statuses:
                 skipped.append({"observation": where, "status": status, "day": day})
                 continue
+            if component is not None:
+                found = _quantity(resource.get("valueQuantity"), f"{where} valueQuantity", source)
+                if found is None:
+                    skipped.append({"observation": where, "status": status, "day": day, "why": "no value"})
+                else:
+                    parts.setdefault(row.loinc, []).append((index, resource, component, found, effective, when))
+                continue
             values = _values(row, resource, where, source)
             if values is None:
                 skipped.append({"observation": where, "status": status, "day": day, "why": "no value"})
                 continue
-            units = {u for _, u in values.values()}
-            unit = next(iter(units)) if len(units) == 1 else ""
-            in_unit = {code: _convert(row, v, u, where, source) for code, (v, u) in values.items()}
-            order = (day, _moment(effective), _moment(resource.get("issued")), index)
-            counted.append(Result(where, day, order, {c: v for c, (v, _) in values.items()}, unit, in_unit, resource))
+            _counted(row, [(index, resource)], values, effective, when, source, counted, skipped)
+    for loinc, separate in parts.items():
+        _pair_components(table.test(loinc), separate, source, *out[loinc])
     for counted, _ in out.values():
         counted.sort(key=lambda r: r.order)
     return out
@@ -294,17 +414,19 @@ def _entry(row: TestRow, results: Sequence[Result], skipped: list[JSON], birth: 
     elif age is not None and age < adult_age:
         category, basis = NOT_APPLICABLE, "age"
     else:
-        category = row.combine([m.category(latest.in_unit[m.loinc]) for m in row.measures])
+        category = row.combine([m.category(latest.in_unit[m.loinc]) for m in row.measures if m.loinc in latest.in_unit])
         basis = "table"
     if age is not None and age < adult_age:
         critical = None
     else:
-        critical = any(m.critical is not None and m.critical.hit(latest.in_unit[m.loinc]) for m in row.measures)
+        critical = any(m.critical is not None and m.critical.hit(latest.in_unit[m.loinc]) for m in row.measures
+                       if m.loinc in latest.in_unit)
     if previous is None:
-        trend: str | dict[str, str] | None = None
+        trend: str | dict[str, str | None] | None = None
     else:
         trends = {m.loinc: direction(latest.in_unit[m.loinc], previous.in_unit[m.loinc], row.tolerance)
-                  for m in row.measures}
+                  if m.loinc in latest.in_unit and m.loinc in previous.in_unit else None
+                  for m in row.measures if m.loinc in latest.in_unit}
         trend = trends if row.is_panel else trends[row.loinc]
     return {
         **base, "result": True, "value": shown(latest.values), "recorded_unit": latest.unit,
