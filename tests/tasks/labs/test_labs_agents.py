@@ -76,6 +76,10 @@ def test_the_read_tools_over_a_labs_bundle_are_the_tasks_tools_with_observations
     firsts = [(e["resource"]["effectiveDateTime"], e["resource"]["valueQuantity"]["value"]) for e in found["entries"]]
     assert found["ok"] and firsts[:2] == [("2024-11-10", 5.7), ("2024-11-10", 4.39)]  # issued decides the tie
     assert all(e["fullUrl"].startswith("urn:uuid:") for e in found["entries"])
+    (offset,) = CASES.glob("variant-latest-by-offset--*.json")
+    later = make_read_tools(json.loads(offset.read_text()), Catalog.load())[-1].invoke({"loinc_code": "6298-4"})
+    shown = [e["resource"]["valueQuantity"]["value"] for e in later["entries"][:2]]
+    assert shown == [5.8, 4.0]  # 23:30-05:00 (04:30 UTC) before 01:00 UTC the next day, as instants
     none = tools[OBSERVATION_TOOL].invoke({"loinc_code": "2160-0"})
     assert none["count"] == 0 and "6298-4" in none["loinc_codes_in_bundle"]
     assert tools[OBSERVATION_TOOL].invoke({"loinc_code": " "})["ok"] is False
