@@ -16,7 +16,9 @@ Reads every ``*.json`` Bundle in ``--source`` (default ``../shared/data/synthea`
   mmol/L, a later result that is ``entered-in-error`` or ``preliminary``, a ``cancelled`` latest
   result, two results on one date told apart by ``issued``, a blood pressure whose diastolic decides
   the stage, a result with its laboratory's ``referenceRange``, critical potassium and blood pressure,
-  a test whose only result does not count). Each variant declares what the truth of its test must
+  a test whose only result does not count, blood pressure as separate systolic and diastolic
+  Observations, a panel with only a critical systolic, two results whose UTC offsets order them
+  against their dates as written). Each variant declares what the truth of its test must
   be afterwards; the build stops if the truth code disagrees. New ids are UUIDv5 of the variant and
   the Observation id, so output is deterministic.
 * ``MANIFEST.json``: per file, its source and SHA-256s, and per variant the rule, the changed
@@ -209,6 +211,58 @@ def _potassium(value: float) -> Callable[[JSON, str], list[str]]:
     return apply
 
 
+def _moved(entry: JSON, days: int, clock: str) -> str:
+    """``entry``'s effective date moved ``days`` later, at ``clock`` (``"T23:30:00-05:00"``)."""
+    from datetime import date, timedelta
+
+    day = date.fromisoformat(entry["resource"]["effectiveDateTime"][:10]) + timedelta(days=days)
+    return f"{day.isoformat()}{clock}"
+
+
+def _separate_bp(systolic: int, diastolic: int) -> Callable[[JSON, str], list[str]]:
+    """Three days after the latest panel, the blood pressure as two Observations (8480-6, 8462-4), no panel."""
+    def apply(bundle: JSON, name: str) -> list[str]:
+        panel = _latest(bundle, "85354-9")
+        made = []
+        for code, value in (("8462-4", diastolic), ("8480-6", systolic)):  # each inserted right after the panel
+            comp = next(c for c in panel["resource"]["component"] if c["code"]["coding"][0]["code"] == code)
+            new = _clone(bundle, panel, f"{name}:{code}")
+            res = new["resource"]
+            del res["component"]
+            res["code"] = copy.deepcopy(comp["code"])
+            res["valueQuantity"] = {**comp["valueQuantity"], "value": value}
+            _later(new, 3)
+            made.append(res["id"])
+        return made[::-1]
+    return apply
+
+
+def _systolic_only(systolic: int) -> Callable[[JSON, str], list[str]]:
+    """Three days after the latest panel, a panel with its systolic component only."""
+    def apply(bundle: JSON, name: str) -> list[str]:
+        new = _clone(bundle, _latest(bundle, "85354-9"), name)
+        _later(new, 3)
+        res = new["resource"]
+        res["component"] = [c for c in res["component"] if c["code"]["coding"][0]["code"] == "8480-6"]
+        res["component"][0]["valueQuantity"]["value"] = systolic
+        return [res["id"]]
+    return apply
+
+
+def _by_offset(bundle: JSON, name: str) -> list[str]:
+    """Two later potassium results: 01:00 UTC on day 8 (4.0), and 23:30-05:00 on day 7 (5.8), which is
+    04:30 UTC on day 8: the later instant, though its date as written is the earlier."""
+    entry = _latest(bundle, "6298-4")
+    night = _clone(bundle, entry, f"{name}:utc")
+    evening = _clone(bundle, entry, f"{name}:offset")
+    night["resource"]["effectiveDateTime"] = _moved(entry, 8, "T01:00:00+00:00")
+    evening["resource"]["effectiveDateTime"] = _moved(entry, 7, "T23:30:00-05:00")
+    for item, value in ((night, 4.0), (evening, 5.8)):
+        item["resource"]["issued"] = item["resource"]["effectiveDateTime"]
+        _set_value(item, value)
+    return [night["resource"]["id"], evening["resource"]["id"]]
+
+
 @dataclass(frozen=True)
 class Variant:
     """One named change to one real patient, and what the truth of its test must be afterwards."""
@@ -248,6 +302,15 @@ VARIANTS: tuple[Variant, ...] = (
             {"category": "severe_hyperkalemia", "critical": True}, "potassium at or above 6.5 mmol/L is critical"),
     Variant("critical-bp", "Herschel574", "85354-9", _bp(186, 124),
             {"category": "stage_2", "critical": True}, "blood pressure above 180/120 mm[Hg] is critical"),
+    Variant("bp-separate-observations", "Delores12", "85354-9", _separate_bp(142, 88),
+            {"value": {"8480-6": 142, "8462-4": 88}, "category": "stage_2"},
+            "blood pressure stored as separate systolic and diastolic Observations is one reading"),
+    Variant("critical-bp-systolic-only", "Demarcus108", "85354-9", _systolic_only(186),
+            {"value": {"8480-6": 186}, "category": "stage_2", "critical": True, "direction": {"8480-6": "up"}},
+            "a systolic above 180 alone decides the category and the crisis (ACC/AHA: SBP > 180 and/or DBP > 120)"),
+    Variant("latest-by-offset", "Bobbie849", "6298-4", _by_offset,
+            {"value": 5.8, "direction": "up", "category": "mild_hyperkalemia"},
+            "results are ordered as instants with their UTC offsets: 23:30-05:00 is after 01:00 UTC the next day"),
     Variant("only-result-excluded", "Liz_Conn", "18262-6", _status("18262-6", "entered-in-error"),
             {"result": False, "category": "no_result", "value": None},
             "a test whose only result does not count has no result"),

@@ -40,6 +40,9 @@ transformation of the case changes it:
 * ``combination_dose`` (RxCUI, ``{"ingredient", "factor"}`` or ``{"count"}``): on a combination
   product, one ingredient's amount multiplied (10 mg of oxycodone against a 5 mg / 325 mg tablet),
   or a count of tablets: a ``dose_mismatch``;
+* ``excluded_reported`` (RxCUI of a stopped request that ``Spec.edit`` made a ``plan``, a
+  ``doNotPerform`` or another patient's): reported as still taken; a stopped request passes the
+  same filters as an active one, so this is a ``commission``;
 * ``dose_as_written`` (RxCUI, dose) and ``second_item`` (RxCUI, (RxCUI, name)): the dose exactly as
   given, or a second item for the same record drug (only in ``REFUSED`` cases);
 * ``exact``: nothing changes.
@@ -84,7 +87,7 @@ EFFECT = {
     "omission": "omission", "commission": "commission", "dose_change": "dose_mismatch",
     "frequency_change": "dose_mismatch", "unit_equivalent": "matched", "stopped_reported": "stopped_but_taken",
     "brand_name": "matched", "as_needed_flip": "dose_mismatch", "brand_rxcui": "matched",
-    "other_strength": "dose_mismatch", "combination_dose": "dose_mismatch",
+    "other_strength": "dose_mismatch", "combination_dose": "dose_mismatch", "excluded_reported": "commission",
 }
 """Transformation -> the status the truth code must give its target."""
 
@@ -104,6 +107,8 @@ class Spec:
     """One case: its id stem, source fixture, transformations ``(kind, rxcui, arg)`` and summary.
 
     ``refused`` (``REFUSED`` cases only): words the task's refusal of the case must contain.
+    ``edit`` (a key of ``EDITS``): a change to the Bundle's stopped requests of the first step's
+    RxCUI; the case then carries the changed Bundle inline (``"bundle"``) instead of a reference.
     """
 
     name: str
@@ -111,6 +116,7 @@ class Spec:
     steps: tuple[tuple[str, str | None, Any], ...]
     summary: str
     refused: str | None = None
+    edit: str | None = None
 
 
 def _t(kind: str, code: str | None = None, arg: Any = None) -> tuple[str, str | None, Any]:
@@ -210,6 +216,18 @@ CASES: tuple[Spec, ...] = (
          "Two active ferrous sulfate requests; the later one (two tablets) gives the dose, reported as is: matched."),
     Spec("refill-earlier-dose", "variant-duplicate-refill--Delores12", (_t("dose_change", "310325", 0.5),),
          "Two active ferrous sulfate requests; the earlier one's dose reported, the later one rules: dose_mismatch."),
+    Spec("stopped-plan", "Tarra676_", (_t("excluded_reported", "308192", "tid"),),
+         "A completed amoxicillin request that is only a plan (intent plan), reported as taken: a commission, "
+         "since a plan is not an order, stopped or active.", edit="intent-plan"),
+    Spec("stopped-do-not-perform", "Moises22_", (_t("excluded_reported", "857005", "prn"),),
+         "A completed hydrocodone/acetaminophen request with doNotPerform, reported as taken: a high-alert "
+         "commission, since a prohibition never puts a drug in the record.", edit="do-not-perform"),
+    Spec("stopped-other-server", "Emory494_", (_t("excluded_reported", "834102", "tid"),),
+         "A completed penicillin request whose subject is a patient on another server, reported as taken: a "
+         "commission.", edit="subject-other-server"),
+    Spec("stopped-brand-and-generic", "Stephen_McLaughlin_", (_t("stopped_reported", "313782", "prn"),),
+         "A stopped acetaminophen request coded with both the generic and the Tylenol RxCUI, reported as taken: "
+         "one stopped_but_taken drug, either RxCUI right.", edit="brand-coding"),
 )
 
 REFUSED: tuple[Spec, ...] = (
@@ -220,7 +238,7 @@ REFUSED: tuple[Spec, ...] = (
          refused="dose 5 'MG': 'MG' is legal UCUM, but for megagauss (a magnetic flux density)"),
     Spec("refused-mass-for-rate", "Maximina916_", (_t("dose_as_written", "245134", {"value": 25, "unit": "ug"}),),
          "A fentanyl patch said as 25 ug, a mass, against its 0.025 mg/h strength.",
-         refused="is a mass (mg), but '72 HR Fentanyl 0.025 MG/HR Transdermal System' is dosed as a mass per time "
+         refused="is a mass ('ug'), but '72 HR Fentanyl 0.025 MG/HR Transdermal System' is dosed as a mass per time "
                  "(mg/h); say the rate: 'ug/h'"),
     Spec("refused-volume-for-mass", "Janene3_", (_t("dose_as_written", "314076", {"value": 5, "unit": "mL"}),),
          "Lisinopril tablets said as 5 mL.",
@@ -232,10 +250,68 @@ REFUSED: tuple[Spec, ...] = (
     Spec("refused-count-without-strength", "Travis723_", (
         _t("dose_as_written", "106892", {"value": 1, "unit": "{tablet}"}),),
         "Insulin (units/mL) said as one tablet.", refused="counts tablets, but"),
+    Spec("refused-capsules-for-tablet", "Janene3_", (
+        _t("dose_as_written", "314076", {"value": 1, "unit": "{capsule}"}),),
+        "Lisinopril tablets said as one capsule.",
+        refused="dose 1 '{capsule}' counts capsules, but 'lisinopril 10 MG Oral Tablet' is a tablet"),
+    Spec("refused-rate-for-mass", "Janene3_", (_t("dose_as_written", "314076", {"value": 10, "unit": "mg/d"}),),
+         "Lisinopril tablets said as 10 mg a day, a mass per time, against a strength in mg.",
+         refused="dose 10 'mg/d' is a mass per time ('mg/d'), but 'lisinopril 10 MG Oral Tablet' is dosed as a "
+                 "mass (mg)"),
+    Spec("refused-several-problems", "Trey_Berge_", (
+        _t("dose_as_written", "855332", {"value": 5, "unit": "MG"}),
+        _t("dose_as_written", "197604", {"value": 125, "unit": "mcg"})),
+        "Warfarin 5 MG and digoxin 125 mcg: both refusals named at once.",
+        refused="2 problems, each to fix: (1) "),
     Spec("refused-two-items-one-drug", "Delores12_", (_t("second_item", "866412", ("866414", "Toprol XL")),),
          "Metoprolol succinate listed twice, once as Toprol XL with the brand's RxCUI.",
          refused="one item per medication"),
 )
+
+
+OTHER_SERVER = "https://fhir.other-hospital.example.org/Patient/"
+
+
+def _stopped_requests(bundle: JSON, code: str) -> list[JSON]:
+    found = [e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == "MedicationRequest"
+             and e["resource"].get("status") in ("stopped", "completed", "on-hold")
+             and any(c.get("code") == code for c in (e["resource"].get("medicationCodeableConcept") or {}).get(
+                 "coding") or [])]
+    if not found:
+        raise SystemExit(f"no stopped, completed or on-hold request codes RxCUI {code} in medicationCodeableConcept")
+    return found
+
+
+def _edit_intent(bundle: JSON, code: str) -> str:
+    for request in _stopped_requests(bundle, code):
+        request["intent"] = "plan"
+    return f"intent plan on the stopped requests of {code}"
+
+
+def _edit_do_not_perform(bundle: JSON, code: str) -> str:
+    for request in _stopped_requests(bundle, code):
+        request["doNotPerform"] = True
+    return f"doNotPerform true on the stopped requests of {code}"
+
+
+def _edit_subject(bundle: JSON, code: str) -> str:
+    for request in _stopped_requests(bundle, code):
+        ident = request["subject"]["reference"].rsplit(":", 1)[-1]
+        request["subject"] = {"reference": OTHER_SERVER + ident}
+    return f"subject {OTHER_SERVER}<id> (another server's patient) on the stopped requests of {code}"
+
+
+def _edit_brand_coding(bundle: JSON, code: str) -> str:
+    brand = {"313782": ("209387", "Acetaminophen 325 MG Oral Tablet [Tylenol]")}[code]
+    for request in _stopped_requests(bundle, code):
+        coding = request["medicationCodeableConcept"]["coding"]
+        coding.append({"system": coding[0]["system"], "code": brand[0], "display": brand[1]})
+    return f"the brand's RxCUI {brand[0]} ({brand[1]}) added beside {code} on its stopped requests"
+
+
+EDITS = {"intent-plan": _edit_intent, "do-not-perform": _edit_do_not_perform,
+         "subject-other-server": _edit_subject, "brand-coding": _edit_brand_coding}
+"""Bundle edits of ``Spec.edit``: each changes the stopped requests of one RxCUI and says how."""
 
 
 def _schedule(kind: str | None) -> tuple[JSON | None, bool | None]:
@@ -291,7 +367,7 @@ def _apply(spec: Spec, bundle: JSON, catalog: Catalog) -> tuple[list[JSON], list
                     "brand_rxcui", "other_strength", "combination_dose", "dose_as_written", "second_item") \
                 and item is None:
             raise SystemExit(f"{spec.name}/{spec.fixture}: {kind} needs active RxCUI {code} in the record")
-        assert item is not None or kind in ("exact", "commission", "stopped_reported")
+        assert item is not None or kind in ("exact", "commission", "stopped_reported", "excluded_reported")
         if kind == "omission":
             items.remove(item)  # type: ignore[arg-type]
         elif kind == "dose_change":
@@ -337,7 +413,7 @@ def _apply(spec: Spec, bundle: JSON, catalog: Catalog) -> tuple[list[JSON], list
             else:
                 item["as_needed"], item["frequency"] = True, None
                 note = "scheduled said as when needed"
-        elif kind in ("commission", "stopped_reported"):
+        elif kind in ("commission", "stopped_reported", "excluded_reported"):
             assert code is not None
             if kind == "commission":
                 entry = catalog.get(code)
@@ -436,7 +512,7 @@ def _check_effects(spec: Spec, bundle: JSON, items: list[JSON], catalog: Catalog
             raise SystemExit(f"{spec.name}/{spec.fixture}: {kind} on {code} should make it {want}, "
                              f"the truth code says {status.get(code or '')}")
     for entry in truth["entries"]:
-        if entry["rxnorm_code"] not in changed and entry["status"] != "matched":
+        if not set(entry["codes"]) & changed and entry["status"] != "matched":
             raise SystemExit(f"{spec.name}: untouched {entry['rxnorm_code']} is {entry['status']}, expected matched")
 
 
@@ -467,6 +543,7 @@ def build(source: Path, specs: tuple[Spec, ...] = CASES) -> dict[str, str]:
         path = matches[0]
         raw = path.read_bytes()
         bundle = json.loads(raw)
+        edited = EDITS[spec.edit](bundle, str(spec.steps[0][1])) if spec.edit else None
         items, extra, log = _apply(spec, bundle, catalog)
         text = report_text(items, extra, index)
         report_items = [{k: v for k, v in i.items() if not k.startswith("_")} for i in items + extra]
@@ -474,17 +551,20 @@ def build(source: Path, specs: tuple[Spec, ...] = CASES) -> dict[str, str]:
         if refusal is None:
             _check_effects(spec, bundle, report_items, catalog)
         case_id = f"{spec.name}--{case_id_from_stem(path.stem)}"
+        source_ref = {"file": path.name, "sha256": hashlib.sha256(raw).hexdigest()}
         case = {
             "id": case_id, "summary": spec.summary,
-            "fixture": {"file": path.name, "sha256": hashlib.sha256(raw).hexdigest()},
+            **({"bundle": bundle} if edited else {"fixture": source_ref}),
             "report": {"text": text, "items": report_items},
-            "transformations": log, "generator": "scripts/make_reconcile.py",
+            "transformations": ([{"kind": "bundle_edit", "note": edited}] if edited else []) + log,
+            "generator": "scripts/make_reconcile.py",
         }
         if f"{case_id}.json" in out:
             raise SystemExit(f"two cases are named {case_id}; rename one in CASES")
         out[f"{case_id}.json"] = json.dumps(case, ensure_ascii=False, indent=1) + "\n"
-        manifest.append({"case": case_id, "fixture": path.name, "fixture_sha256": case["fixture"]["sha256"],
-                         "transformations": [t["kind"] for t in log],
+        manifest.append({"case": case_id, "fixture": path.name, "fixture_sha256": source_ref["sha256"],
+                         **({"bundle": "inline, edited"} if edited else {}),
+                         "transformations": [t["kind"] for t in case["transformations"]],
                          **({"refused": spec.refused} if spec.refused else {})})
     patients = len({m["fixture"].split("--")[-1][:12] for m in manifest})
     out[MANIFEST] = json.dumps({"generator": "scripts/make_reconcile.py", "cases": len(manifest),

@@ -12,7 +12,8 @@ task puts in ``context(case)["bundle"]`` and the site RxNorm catalog, and a four
 * ``lookup_code(query, limit=10)``: ranked RxNorm codings from the site catalog (brand names
   included: "Tylenol" finds ``Acetaminophen 325 MG Oral Tablet [Tylenol]``);
 * ``get_observations(loinc_code)``: the Observations whose ``code`` has that LOINC code, latest
-  first (by effective date/time as written, then ``issued``), whatever their status.
+  first (by the effective instant with its UTC offset, a date alone as the start of its UTC day,
+  then ``issued``), whatever their status.
 
 They are HealthChain's implementations (``healthchain.tools.FHIRToolkit``, whose ``get_tools()``
 gives ``resolve_reference`` and ``lookup_code``, and ``healthchain.fhir.get_resources``), not
@@ -73,6 +74,22 @@ RXNORM_SYSTEM = "http://www.nlm.nih.gov/research/umls/rxnorm"
 imported from ``groundeval.fhir.bundle``, so the tools stay independent of the truth code."""
 
 _DUMP = {"mode": "json", "exclude_none": True}
+
+
+def _instant(text: object) -> tuple[float, int]:
+    """A dateTime as ``(UTC seconds, 1 with a time else 0)``; a date alone is the start of its UTC day (month, year).
+
+    Unreadable or absent: ``(-inf, 0)``, oldest. https://hl7.org/fhir/R4/datatypes.html#dateTime
+    """
+    from datetime import UTC, datetime
+
+    if not isinstance(text, str) or not text:
+        return float("-inf"), 0
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00") if "T" in text else (text + "-01-01")[:10])
+    except ValueError:
+        return float("-inf"), 0
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp(), int("T" in text)
 
 
 class BundleToolsError(ValueError):
@@ -224,10 +241,12 @@ class BundleTools:
     def get_observations(self, loinc_code: str) -> dict[str, Any]:
         """The Observations whose ``code`` carries ``loinc_code`` (system http://loinc.org), latest first.
 
-        Ordered by the effective date/time as written (``effectiveDateTime``, ``effectiveInstant``
-        or ``effectivePeriod.start``), then ``issued``, newest first; every status is returned, as
-        the record holds it (the reader decides what counts). Components are not searched: ask for
-        a panel's own code (blood pressure 85354-9).
+        Ordered by the effective instant (``effectiveDateTime``, ``effectiveInstant`` or
+        ``effectivePeriod.start`` with its UTC offset; a date without a time as the start of that
+        day in UTC, before a time at that instant), then ``issued``, newest first; every status is
+        returned, as the record holds it (the reader decides what counts). Components are not
+        searched: ask for a panel's own code (blood pressure 85354-9), and for its components'
+        codes (8480-6, 8462-4), which some systems store as Observations of their own.
 
         Args:
             loinc_code: A LOINC code, e.g. "4548-4".
@@ -252,7 +271,7 @@ class BundleTools:
                 when = (resource.get("effectiveDateTime") or resource.get("effectiveInstant")
                         or (resource.get("effectivePeriod") or {}).get("start") or "")
                 item = {**({"fullUrl": str(entry.fullUrl)} if entry.fullUrl else {}), "resource": resource}
-                found.append(((str(when)[:10], str(when), str(resource.get("issued") or ""), index), item))
+                found.append(((*_instant(when), _instant(resource.get("issued"))[0], index), item))
         found.sort(key=lambda pair: pair[0], reverse=True)
         out: dict[str, Any] = {"ok": True, "loinc_code": code, "count": len(found), "entries": [i for _, i in found]}
         if not found:
@@ -317,8 +336,10 @@ _DESCRIPTIONS = {
     ),
     "get_observations": (
         "List the patient's Observations with one LOINC code (e.g. '4548-4' for HbA1c, '85354-9' for the blood "
-        "pressure panel), latest first by effective date/time then issued, each as {fullUrl, resource} in full "
-        "FHIR R4 JSON. Every status is listed as recorded: decide yourself which results count."
+        "pressure panel; some systems store its systolic 8480-6 and diastolic 8462-4 as Observations of their "
+        "own), latest first by the effective instant (UTC offsets applied; a date alone as the start of its UTC "
+        "day) then issued, each as {fullUrl, resource} in full FHIR R4 JSON. Every status is listed as recorded: "
+        "decide yourself which results count."
     ),
 }
 

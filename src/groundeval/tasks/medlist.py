@@ -58,6 +58,7 @@ __all__ = [
     "find_patient",
     "inactive_codes",
     "medication_truth",
+    "medications_with_status",
 ]
 
 ORDER_INTENTS = frozenset({"order", "original-order", "reflex-order", "filler-order", "instance-order"})
@@ -261,6 +262,38 @@ def medication_truth(
             excluded.setdefault(coding.code, set()).add(why)
     inactive = {code: sorted(reasons) for code, reasons in sorted(excluded.items())}
     return sorted(_collapse(items), key=_sort_key), inactive
+
+
+def medications_with_status(
+    bundle: Mapping[str, Any], statuses: frozenset[str], source: str = "bundle"
+) -> list[TruthMedication]:
+    """The medications of the requests with one of ``statuses`` that pass rules 2-4 as active ones must.
+
+    A request whose status is in ``statuses`` (``stopped``, ``completed``, ``on-hold`` for the
+    reconcile task) is read by the same rules as an active one: not ``doNotPerform``, an order
+    ``intent``, the patient as ``subject`` (rules 2-4), its drug and RxCUIs by rules 5, 6, 8 and 9,
+    and requests whose RxCUIs overlap collapsed into one medication (rule 7: a stopped request coded
+    with both the generic and the brand RxCUI is one drug). So a ``plan``, a prohibition or another
+    patient's request never counts, whatever its status.
+
+    Args:
+        bundle: A parsed Bundle with exactly one Patient.
+        statuses: ``MedicationRequest.status`` codes to take.
+        source: File name for error messages.
+
+    Returns:
+        Medications sorted as ``active_medications`` sorts them.
+
+    Raises:
+        DatasetError: The bundle does not have exactly one Patient.
+    """
+    patient, full_url = find_patient(bundle, source)
+    subjects = patient_references(patient, full_url)
+    index = BundleIndex.of(bundle)
+    items = [item for request in entry_resources(bundle, "MedicationRequest")
+             if request.get("status") in statuses and exclusion({**request, "status": "active"}, subjects) is None
+             and (item := _item(request, index)) is not None]
+    return sorted(_collapse(items), key=_sort_key)
 
 
 def active_medications(bundle: Mapping[str, Any], source: str = "bundle") -> list[TruthMedication]:

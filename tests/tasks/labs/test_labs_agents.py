@@ -76,6 +76,10 @@ def test_the_read_tools_over_a_labs_bundle_are_the_tasks_tools_with_observations
     firsts = [(e["resource"]["effectiveDateTime"], e["resource"]["valueQuantity"]["value"]) for e in found["entries"]]
     assert found["ok"] and firsts[:2] == [("2024-11-10", 5.7), ("2024-11-10", 4.39)]  # issued decides the tie
     assert all(e["fullUrl"].startswith("urn:uuid:") for e in found["entries"])
+    (offset,) = CASES.glob("variant-latest-by-offset--*.json")
+    later = make_read_tools(json.loads(offset.read_text()), Catalog.load())[-1].invoke({"loinc_code": "6298-4"})
+    shown = [e["resource"]["valueQuantity"]["value"] for e in later["entries"][:2]]
+    assert shown == [5.8, 4.0]  # 23:30-05:00 (04:30 UTC) before 01:00 UTC the next day, as instants
     none = tools[OBSERVATION_TOOL].invoke({"loinc_code": "2160-0"})
     assert none["count"] == 0 and "6298-4" in none["loinc_codes_in_bundle"]
     assert tools[OBSERVATION_TOOL].invoke({"loinc_code": " "})["ok"] is False
@@ -161,3 +165,47 @@ def test_the_task_and_its_agents_need_no_extra() -> None:
                          timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "passed"
+
+
+# -- the baseline (its own reading of the rules) and the truth agree on each new shape -------------------------
+
+_LOINC, _UCUM = "http://loinc.org", "http://unitsofmeasure.org"
+
+
+def _obs(oid: str, code: str, when: str, value: float, unit: str = "mmol/L", **extra: Any) -> dict[str, Any]:
+    resource = {"resourceType": "Observation", "id": oid, "status": "final", "effectiveDateTime": when,
+                "code": {"coding": [{"system": _LOINC, "code": code}]},
+                "valueQuantity": {"value": value, "unit": unit, "system": _UCUM, "code": unit}, **extra}
+    return {"fullUrl": f"urn:uuid:{oid}", "resource": resource}
+
+
+def _panel(oid: str, when: str, **values: float) -> dict[str, Any]:
+    comps = [{"code": {"coding": [{"system": _LOINC, "code": c}]},
+              "valueQuantity": {"value": v, "unit": "mm[Hg]", "system": _UCUM, "code": "mm[Hg]"}}
+             for c, v in (("8480-6", values.get("systolic")), ("8462-4", values.get("diastolic"))) if v is not None]
+    entry = _obs(oid, "85354-9", when, 0, component=comps)
+    del entry["resource"]["valueQuantity"]
+    return entry
+
+
+SHAPES = {
+    "separate systolic and diastolic": [_panel("a", "2024-01-01", systolic=124, diastolic=78),
+                                        _obs("s", "8480-6", "2024-03-01T10:00:00+01:00", 186, "mm[Hg]"),
+                                        _obs("d", "8462-4", "2024-03-01T09:00:00Z", 96, "mm[Hg]")],
+    "a panel with its systolic only, in crisis": [_panel("a", "2024-01-01", systolic=124, diastolic=78),
+                                                  _panel("b", "2024-02-01", systolic=186)],
+    "a diastolic alone, not in crisis": [_panel("a", "2024-01-01", systolic=124, diastolic=78),
+                                         _obs("d", "8462-4", "2024-02-01", 95, "mm[Hg]")],
+    "offsets": [_obs("a", "6298-4", "2024-03-01T23:30:00-05:00", 5.8), _obs("b", "6298-4", "2024-03-02T01:00:00Z", 4.0)],
+    "a date alone against a time": [_obs("a", "6298-4", "2024-03-02T00:00:00Z", 5.0),
+                                    _obs("b", "6298-4", "2024-03-02", 4.0), _obs("c", "6298-4", "2024-03", 3.0)],
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_baseline_and_the_truth_agree_on_blood_pressure_shapes_and_instants(shape: str, tmp_path: Path) -> None:
+    patient = {"fullUrl": "urn:uuid:p", "resource": {"resourceType": "Patient", "id": "p", "birthDate": "1960-01-01"}}
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps({"resourceType": "Bundle", "type": "collection", "entry": [patient, *SHAPES[shape]]}))
+    score = _outcome(BaselineLabsAgent(), path)
+    assert score.outcome == "passed", score.message

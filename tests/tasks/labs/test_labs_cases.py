@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,7 +32,7 @@ def test_check_passes_and_reports_a_stale_and_a_stray_file(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert make_labs.main(["--source", str(synthea_dir), "--check"]) == 0
-    assert "checked 36 case files (11 variants) and MANIFEST.json" in capsys.readouterr().out
+    assert "checked 39 case files (14 variants) and MANIFEST.json" in capsys.readouterr().out
     assert make_labs.main(["--source", str(synthea_dir), "--out", str(tmp_path)]) == 0
     first = sorted(tmp_path.glob("variant-*.json"))[0]
     first.write_text(first.read_text().replace('"final"', '"preliminary"', 1))
@@ -85,25 +85,65 @@ def _band(bands: list[JSON], value: float) -> str:
                 and (b.get("high") is None or value < b["high"]))
 
 
+def _instant(text: str) -> tuple[float, int]:
+    """A dateTime with its offset as UTC seconds; a date alone is the start of its day in UTC, before a time."""
+    if "T" not in text:
+        return datetime.fromisoformat((text + "-01-01")[:10]).replace(tzinfo=UTC).timestamp(), 0
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp(), 1
+
+
+def _critical(part: JSON, v: float) -> bool:
+    lim = part.get("critical") or {}
+    return v < lim.get("below", float("-inf")) or v > lim.get("above", float("inf")) or v >= lim.get(
+        "at_or_above", float("inf"))
+
+
+def _readings(bundle: JSON, test: JSON) -> tuple[list[tuple[tuple[Any, ...], JSON, dict[str, Any]]], list[JSON]]:
+    """Counted readings, oldest first, as (key, first resource, {values, separate}); and every Observation of the test."""
+    parts = test.get("components") or [test]
+    found = list(_observations(bundle, test["loinc"]))
+    readings = [((*_instant(r["effectiveDateTime"]), r.get("issued", ""), i), r,
+                 {"values": _values(r, test), "separate": False})
+                for i, r in found if r["status"] in COUNTED and _values(r, test)]
+    alone: dict[tuple[float, int], list[tuple[int, JSON, str]]] = {}
+    for p in parts if "components" in test else []:
+        for i, r in _observations(bundle, p["loinc"]):
+            found.append((i, r))
+            if r["status"] in COUNTED and "value" in (r.get("valueQuantity") or {}):
+                alone.setdefault(_instant(r["effectiveDateTime"]), []).append((i, r, p["loinc"]))
+    for when, group in alone.items():
+        values = {code: (r["valueQuantity"]["value"], r["valueQuantity"]["code"]) for _, r, code in group}
+        readings.append(((*when, "", min(i for i, _, _ in group)), group[0][1], {"values": values, "separate": True}))
+    complete = [r for r in readings if len(r[2]["values"]) == len(parts) or any(
+        _critical(p, r[2]["values"][p["loinc"]][0]) for p in parts if p["loinc"] in r[2]["values"])]
+    return sorted(complete, key=lambda r: r[0]), [r for _, r in found]
+
+
 def _rule_hits(bundle: JSON) -> set[str]:
     patient = next(e["resource"] for e in bundle["entry"] if e["resource"]["resourceType"] == "Patient")
     born = date.fromisoformat(patient["birthDate"])
     hits: set[str] = set()
     for test in TABLE["tests"]:
         parts = test.get("components") or [test]
-        found = list(_observations(bundle, test["loinc"]))
-        counted = sorted(((r["effectiveDateTime"][:10], r.get("effectiveDateTime"), r.get("issued", ""), i), r)
-                         for i, r in found if r["status"] in COUNTED and _values(r, test))
+        counted, found = _readings(bundle, test)
         if not counted:
             hits.add("no_result")
             continue
-        (day, when, _, _), latest = counted[-1]
-        for _, res in found:  # a result not counted that would otherwise be the latest
-            if res["status"] not in COUNTED and res["effectiveDateTime"][:10] >= day:
+        (at, _, _, _), latest, reading = counted[-1]
+        day = latest["effectiveDateTime"][:10]
+        for res in found:  # a result not counted that would otherwise be the latest
+            if res["status"] not in COUNTED and _instant(res["effectiveDateTime"])[0] >= at:
                 hits.add(f"status {res['status']}")
-        if len(counted) > 1 and counted[-2][0][0] == day and "T" not in str(when):
+        if len(counted) > 1 and counted[-2][1]["effectiveDateTime"][:10] == day and "T" not in str(
+                latest["effectiveDateTime"]):
             hits.add("same date, issued")
-        values = _values(latest, test)
+        if len(counted) > 1 and counted[-2][1]["effectiveDateTime"][:10] > day:
+            hits.add("instants with offsets")
+        if reading["separate"]:
+            hits.add("separate components")
+        if len(reading["values"]) < len(parts):
+            hits.add("one component decides")
+        values = reading["values"]
         units = {u for _, u in values.values()}
         if units != {test["unit"]}:
             hits.add("UCUM conversion")
@@ -112,19 +152,15 @@ def _rule_hits(bundle: JSON) -> set[str]:
         if on.year - born.year - ((on.month, on.day) < (born.month, born.day)) < TABLE["population"]["min_age_years"]:
             hits.add("not_applicable")
             continue
-        cats = {p["loinc"]: _band(p["categories"], values[p["loinc"]][0]) for p in parts}
-        if any(values[p["loinc"]][0] in {b.get("low") for b in p["categories"]} for p in parts):
+        cats = {p["loinc"]: _band(p["categories"], values[p["loinc"]][0]) for p in parts if p["loinc"] in values}
+        if any(values[p["loinc"]][0] in {b.get("low") for b in p["categories"]} for p in parts if p["loinc"] in values):
             hits.add("on a threshold")
         if "components" in test:
             hits.add("component")
             if len(set(cats.values())) > 1:
                 hits.add("higher category")
-        for p in parts:
-            lim = p.get("critical") or {}
-            v = values[p["loinc"]][0]
-            if (v < lim.get("below", float("-inf")) or v > lim.get("above", float("inf"))
-                    or v >= lim.get("at_or_above", float("inf"))):
-                hits.add("critical")
+        if any(_critical(p, values[p["loinc"]][0]) for p in parts if p["loinc"] in values):
+            hits.add("critical")
         rng = (latest.get("referenceRange") or [{}])[0]
         if rng and "components" not in test:
             v = values[test["loinc"]][0]
@@ -132,11 +168,12 @@ def _rule_hits(bundle: JSON) -> set[str]:
             if lab != cats[test["loinc"]]:
                 hits.add("referenceRange")
         if len(counted) > 1:
-            prev = _values(counted[-2][1], test)
+            prev = counted[-2][2]["values"]
             for p in parts:
-                change = round(values[p["loinc"]][0] - prev[p["loinc"]][0], 9)
-                tol = test["tolerance"]
-                hits.add("direction " + ("up" if change >= tol else "down" if change <= -tol else "stable"))
+                if p["loinc"] in values and p["loinc"] in prev:
+                    change = round(values[p["loinc"]][0] - prev[p["loinc"]][0], 9)
+                    tol = test["tolerance"]
+                    hits.add("direction " + ("up" if change >= tol else "down" if change <= -tol else "stable"))
         else:
             hits.add("direction null")
     return hits
@@ -148,7 +185,9 @@ RULES = {
     "on a threshold": "on a threshold", "component": "8462-4", "higher category": "higher",
     "referenceRange": "referenceRange", "no_result": "no_result", "not_applicable": "not_applicable",
     "critical": "critical", "direction up": "up", "direction down": "down", "direction stable": "stable",
-    "direction null": "null",
+    "direction null": "null", "separate components": "separate 8480-6 and 8462-4 Observations",
+    "one component decides": "a diastolic above 120 alone",
+    "instants with offsets": "23:30-05:00",
 }
 """Each rule and the word docs/tasks/labs.md states it with."""
 

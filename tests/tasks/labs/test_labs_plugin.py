@@ -23,9 +23,9 @@ def test_the_baseline_passes_every_packaged_case_and_the_record_says_which_promp
     result = pytester.runpytest("--groundeval-task=labs", "--groundeval-agent=baseline-labs", "-p", "no:cacheprovider",
                                 "--groundeval-option=thresholds_in_prompt=true", "--junitxml=out.xml")
     assert result.ret == 0
-    result.assert_outcomes(passed=36)
+    result.assert_outcomes(passed=39)
     result.stdout.fnmatch_lines(["*groundeval labs*", "agent: baseline-labs  model: -  run: *",
-                                 "pass rate: 1.000 (36/36)  answer rate: 1.000*", "category_macro_f1: 1.000"])
+                                 "pass rate: 1.000 (39/39)  answer rate: 1.000*", "category_macro_f1: 1.000"])
     record = _record(pytester.path)
     assert record["settings"]["task_options"] == {"thresholds_in_prompt": True}
     assert record["task_facts"] == {"thresholds": default_thresholds().facts}
@@ -45,11 +45,11 @@ def test_the_naive_control_fails_and_every_labs_metric_can_reach_an_xdist_contro
     assert result.ret == 1
     record = _record(pytester.path)
     agg = record["aggregate"]
-    assert agg["counts"] == {"failed": 2, "partial": 33, "passed": 1}
-    assert agg["metrics"]["answers_critical_missed"] == 2 and agg["metrics"]["micro_value_accuracy"] < 0.1
-    assert assert_reports_cross_to_the_controller(result, request.config) >= 36 * 3
+    assert agg["counts"] == {"failed": 3, "partial": 35, "passed": 1}
+    assert agg["metrics"]["answers_critical_missed"] == 3 and agg["metrics"]["micro_value_accuracy"] < 0.1
+    assert assert_reports_cross_to_the_controller(result, request.config) >= 39 * 3
     failed = {c["case_id"].split("--")[0] for c in record["cases"] if c["outcome"] == "failed"}
-    assert failed == {"variant-critical-potassium", "variant-critical-bp"}
+    assert failed == {"variant-critical-potassium", "variant-critical-bp", "variant-critical-bp-systolic-only"}
 
 
 def test_a_hand_edited_string_value_is_an_invalid_case_not_an_older_result(pytester: pytest.Pytester) -> None:

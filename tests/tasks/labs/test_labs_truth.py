@@ -150,3 +150,67 @@ def test_a_bad_component_or_range_bound_is_a_data_error_too() -> None:
     ranged = obs("c", K, "2024-01-01", 4.0, referenceRange=[{"low": {"value": -1, "system": UCUM, "code": "mmol/L"}}])
     with pytest.raises(DatasetError, match=r"Observation/c referenceRange\.low\.value is -1"):
         truth(ranged)
+
+
+@pytest.mark.parametrize(("code", "value", "unit"), [("33914-3", 60, "mL/min/{1.73_m2}"), ("33914-3", 90, "mL/min"),
+                                                     (K, 2.5, "mmol/L")])
+def test_a_value_with_a_comparator_is_a_bound_and_the_case_is_refused_naming_the_fix(
+        code: str, value: float, unit: str) -> None:
+    bounded = obs("b", code, "2024-02-01", value, unit)
+    bounded["resource"]["valueQuantity"]["comparator"] = ">" if value > 10 else "<"
+    with pytest.raises(DatasetError, match=r"Observation/b valueQuantity is \"[<>]\" [\d.]+: with a comparator the "
+                                           r"value is a bound, not [\d.]+ .*Quantity\.comparator is a modifier element.*"
+                                           r"give the measured value without \"comparator\""):
+        truth(obs("a", code, "2024-01-01", 45, unit) if code != K else obs("a", K, "2024-01-01", 4.0), bounded)
+
+
+def component(oid: str, code: str, when: str, value: float, **extra: Any) -> JSON:
+    return obs(oid, code, when, value, "mm[Hg]", **extra)
+
+
+BP = "85354-9"
+
+
+def test_blood_pressure_as_separate_systolic_and_diastolic_observations_is_read_and_paired_by_instant() -> None:
+    panel = bp("a", "2024-01-01T09:00:00+00:00", 124, 78)
+    later = [component("s", "8480-6", "2024-03-01T10:00:00+01:00", 186), component("d", "8462-4",
+                                                                                  "2024-03-01T09:00:00Z", 96)]
+    got = truth(panel, *later)[BP]
+    assert (got["value"], got["date"], got["category"], got["critical"]) == (
+        {"8480-6": 186.0, "8462-4": 96.0}, "2024-03-01", "stage_2", True)
+    assert got["observation"] == "Observation/s + Observation/d" and got["direction"] == {"8480-6": "up",
+                                                                                          "8462-4": "up"}
+    assert got["previous"]["observation"] == "Observation/a"
+    twice = [*later, component("s2", "8480-6", "2024-03-01T09:00:00Z", 150)]
+    with pytest.raises(DatasetError, match=r"Observation/s and Observation/s2 are both 8480-6 taken at"):
+        truth(panel, *twice)
+
+
+def test_a_reading_missing_a_component_counts_only_when_what_it_has_decides_category_and_crisis() -> None:
+    older = bp("a", "2024-01-01", 124, 78)
+    crisis = bp("b", "2024-02-01", 186, 70)
+    crisis["resource"]["component"] = [c for c in crisis["resource"]["component"]
+                                       if c["code"]["coding"][0]["code"] == "8480-6"]
+    got = truth(older, crisis)[BP]
+    assert (got["value"], got["category"], got["critical"], got["direction"]) == (
+        {"8480-6": 186.0}, "stage_2", True, {"8480-6": "up"})
+    alone = truth(older, component("c", "8462-4", "2024-02-01", 124))[BP]
+    assert (alone["value"], alone["critical"], alone["direction"]) == ({"8462-4": 124.0}, True, {"8462-4": "up"})
+    for systolic in (150, 125, 180):  # stage 2 but the crisis open, the stage open, nothing decided
+        undecided = truth(older, component("c", "8480-6", "2024-02-01", systolic))[BP]
+        assert undecided["value"] == {"8480-6": 124.0, "8462-4": 78.0}, systolic
+        assert "no 8462-4 Diastolic blood pressure" in undecided["excluded"][0]["why"]
+
+
+def test_latest_orders_instants_with_their_offsets_and_a_date_alone_as_the_start_of_its_utc_day() -> None:
+    evening = obs("a", K, "2024-03-01T23:30:00-05:00", 5.8)  # 04:30 UTC on 2 March
+    night = obs("b", K, "2024-03-02T01:00:00Z", 4.0)
+    got = truth(evening, night)[K]
+    assert (got["value"], got["date"], got["previous"]["date"], got["direction"]) == (5.8, "2024-03-01",
+                                                                                      "2024-03-02", "up")
+    assert truth(obs("a", K, "2024-03-02", 5.0), night)[K]["value"] == 4.0  # 00:00 UTC, before 01:00 UTC
+    assert truth(obs("a", K, "2024-03-02", 5.0), evening)[K]["value"] == 5.8
+    assert truth(obs("a", K, "2024-03-02T00:00:00Z", 5.0), obs("b", K, "2024-03-02", 4.0))[K]["value"] == 5.0
+    assert truth(obs("a", K, "2024-03", 5.0), obs("b", K, "2024-02-29T23:00:00-02:00", 4.0))[K]["value"] == 4.0
+    with pytest.raises(DatasetError, match=r"Observation/a effective time '2024-13-01' is not a FHIR dateTime"):
+        truth(obs("a", K, "2024-13-01", 5.0))

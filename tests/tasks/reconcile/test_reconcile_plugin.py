@@ -34,13 +34,13 @@ def test_baseline_runs_every_packaged_case_offline(pytester: pytest.Pytester) ->
     result = pytester.runpytest("--groundeval-task=reconcile", "--groundeval-agent=baseline-reconcile",
                                 "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
-    assert outcomes.get("passed", 0) + outcomes.get("partial", 0) + outcomes.get("failed", 0) == 42
+    assert outcomes.get("passed", 0) + outcomes.get("partial", 0) + outcomes.get("failed", 0) == 46
     assert "error" not in outcomes and "errors" not in outcomes
     result.stdout.fnmatch_lines(["*groundeval reconcile*", "agent: baseline-reconcile  model: -  run: *",
-                                 "pass rate: * (*/42)  answer rate: 1.000*"])
+                                 "pass rate: * (*/46)  answer rate: 1.000*"])
     record = _record(pytester.path)
     cases = {c["case_id"]: c for c in record["cases"]}
-    assert record["task"] == "reconcile" and len(cases) == 42
+    assert record["task"] == "reconcile" and len(cases) == 46
     assert all(c["outcome"] == "passed" for i, c in cases.items() if i.startswith(("exact--", "no-medication")))
     # Honest floor: it passes the simple cases and misses brand names and unit conversions.
     assert cases["brand-name--Delores12_Cronin387_0d154268"]["outcome"] == "partial"

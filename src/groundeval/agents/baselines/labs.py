@@ -7,9 +7,13 @@ helpers (``groundeval.tasks``, ``groundeval.terminology``; a test keeps that wal
 the rules the prompt states:
 
 * results: Observations with the test's LOINC code (system ``http://loinc.org``) and status
-  ``final``, ``amended`` or ``corrected``, with a numeric value (both components for blood pressure);
-* order: effective date (``effectiveDateTime``/``effectiveInstant``/``effectivePeriod.start``), then
-  time of day (a date alone first), then ``issued``, then position in the Bundle;
+  ``final``, ``amended`` or ``corrected``, with a numeric value and no ``comparator`` (a bound is
+  not a value); blood pressure from a 85354-9 panel or from separate 8480-6/8462-4 Observations
+  taken at the same instant, and a reading with one component only when that component alone is
+  beyond its critical limit (it then decides the category and the crisis);
+* order: the effective instant (``effectiveDateTime``/``effectiveInstant``/``effectivePeriod.start``
+  with its UTC offset; a date alone is the start of that day in UTC and comes before a time at
+  that instant), then ``issued``, then position in the Bundle;
 * units: the few conversions the table's units need, written out here (mmol/L <-> mg/dL through the
   table's molar mass, meq/L = mmol/L, mL/min = mL/min/{1.73_m2});
 * category: the Observation's own referenceRange first (low/normal/high, inclusive), else
@@ -64,14 +68,16 @@ def _convert(value: float, unit: str, test: Mapping[str, Any]) -> float | None:
     return None
 
 
-def _moment(text: object) -> float:
-    if not isinstance(text, str) or "T" not in text:
-        return float("-inf")
+def _moment(text: object) -> tuple[float, int]:
+    """``(seconds since 1970 UTC, 1 with a time else 0)``; a date alone is the start of its day (month, year) in UTC."""
+    if not isinstance(text, str) or not text:
+        return float("-inf"), 0
+    padded = text if "T" in text else (text + "-01-01")[:10]
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        when = datetime.fromisoformat(padded.replace("Z", "+00:00"))
     except ValueError:
-        return float("-inf")
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+        return float("-inf"), 0
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp(), int("T" in text)
 
 
 def _has_code(concept: object, code: str) -> bool:
@@ -83,7 +89,7 @@ def _number(quantity: object) -> tuple[float, str] | None:
     if not isinstance(quantity, dict):
         return None
     value = quantity.get("value")
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, int | float) or quantity.get("comparator"):
         return None
     return float(value), str(quantity.get("code") or quantity.get("unit") or "")
 
@@ -93,38 +99,71 @@ def _parts(test: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(test.get("components") or [test])
 
 
+def _when(res: Mapping[str, Any]) -> str | None:
+    when = res.get("effectiveDateTime") or res.get("effectiveInstant") or (res.get("effectivePeriod") or {}).get(
+        "start")
+    return when if isinstance(when, str) else None
+
+
+def _reading(test: Mapping[str, Any], found: list[tuple[int, JSON, JSON]]) -> JSON | None:
+    """One reading from ``(index, resource, values as recorded)`` parts, or None when it decides nothing."""
+    values = {code: v for _, _, part in found for code, v in part.items()}
+    units = {u for _, _, part in found for _, u in part.values()}
+    if not values or len(units) != 1:
+        return None
+    unit = units.pop()
+    converted = {code: _convert(v, unit, test) for code, (v, _) in values.items()}
+    in_unit = {code: v for code, v in converted.items() if v is not None}
+    if len(in_unit) != len(converted):
+        return None
+    parts = _parts(test)
+    if len(values) < len(parts) and not any(
+            _beyond(p.get("critical"), in_unit[p["loinc"]]) for p in parts if p["loinc"] in values):
+        return None  # one component alone decides the category and the crisis only beyond its critical limit
+    when = str(_when(found[0][1]))
+    issued = max(_moment(res.get("issued"))[0] for _, res, _ in found)
+    return {"key": (*_moment(when), issued, min(i for i, _, _ in found)), "day": when[:10],
+            "values": {c: v for c, (v, _) in values.items()}, "unit": unit, "in_unit": in_unit,
+            "resource": found[0][1]}
+
+
 def _readings(bundle: Mapping[str, Any], test: Mapping[str, Any]) -> list[JSON]:
     """The test's counted results, oldest first: ``{"day", "values" (as recorded), "unit", "in_unit", "resource"}``."""
-    found = []
+    found: list[JSON] = []
+    separate: dict[tuple[float, int], list[tuple[int, JSON, JSON]]] = {}
+    parts = _parts(test)
     for index, entry in enumerate(bundle.get("entry") or []):
         res = entry.get("resource") if isinstance(entry, dict) else None
-        if not isinstance(res, dict) or res.get("resourceType") != "Observation":
+        if not isinstance(res, dict) or res.get("resourceType") != "Observation" or res.get("status") not in _COUNTED:
             continue
-        if not _has_code(res.get("code"), test["loinc"]) or res.get("status") not in _COUNTED:
+        if _when(res) is None:
             continue
-        when = res.get("effectiveDateTime") or res.get("effectiveInstant") or (res.get("effectivePeriod") or {}).get(
-            "start")
-        if not isinstance(when, str):
+        if _has_code(res.get("code"), test["loinc"]):
+            values = {}
+            for part in parts:
+                holder = res if part is test else next(
+                    (c for c in res.get("component") or [] if _has_code(c.get("code"), part["loinc"])), {})
+                number = _number(holder.get("valueQuantity"))
+                if number is not None:
+                    values[part["loinc"]] = number
+            reading = _reading(test, [(index, res, values)])
+            if reading is not None:
+                found.append(reading)
             continue
-        values, units = {}, set()
-        for part in _parts(test):
-            holder = res if part is test else next(
-                (c for c in res.get("component") or [] if _has_code(c.get("code"), part["loinc"])), {})
-            number = _number(holder.get("valueQuantity"))
-            if number is None:
-                break
-            values[part["loinc"]] = number[0]
-            units.add(number[1])
-        if len(values) != len(_parts(test)) or len(units) != 1:
-            continue
-        unit = units.pop()
-        in_unit = {code: _convert(v, unit, test) for code, v in values.items()}
-        if any(v is None for v in in_unit.values()):
-            continue
-        key = (when[:10], _moment(when), _moment(res.get("issued")), index)
-        found.append({"key": key, "day": when[:10], "values": values, "unit": unit, "in_unit": in_unit,
-                      "resource": res})
+        for part in parts if _panel(test) else []:
+            number = _number(res.get("valueQuantity"))
+            if _has_code(res.get("code"), part["loinc"]) and number is not None:
+                separate.setdefault(_moment(_when(res)), []).append((index, res, {part["loinc"]: number}))
+    for group in separate.values():
+        reading = _reading(test, group)
+        if reading is not None:
+            found.append(reading)
     return sorted(found, key=lambda r: r["key"])
+
+
+def _panel(test: Mapping[str, Any]) -> bool:
+    """True for a panel read from its components (blood pressure)."""
+    return "components" in test
 
 
 def _band(categories: list[Mapping[str, Any]], value: float) -> str:
@@ -186,12 +225,15 @@ def _entry(test: Mapping[str, Any], readings: list[JSON], birth: object, adult_a
     elif not adult:
         category = "not_applicable"
     else:
-        found = [_band(p["categories"], latest["in_unit"][p["loinc"]]) for p in parts]
+        found = [_band(p["categories"], latest["in_unit"][p["loinc"]])
+                 for p in parts if p["loinc"] in latest["in_unit"]]
         category = max(found, key=test["category_order"].index) if panel else found[0]
     trends = None if previous is None else {
         p["loinc"]: _trend(latest["in_unit"][p["loinc"]], previous["in_unit"][p["loinc"]], test["tolerance"])
-        for p in parts}
-    critical = adult and any(_beyond(p.get("critical"), latest["in_unit"][p["loinc"]]) for p in parts)
+        if p["loinc"] in previous["in_unit"] else None
+        for p in parts if p["loinc"] in latest["in_unit"]}
+    critical = adult and any(_beyond(p.get("critical"), latest["in_unit"][p["loinc"]]) for p in parts
+                             if p["loinc"] in latest["in_unit"])
     return {
         "loinc": test["loinc"],
         "value": dict(latest["values"]) if panel else latest["values"][test["loinc"]],

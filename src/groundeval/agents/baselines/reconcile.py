@@ -8,7 +8,8 @@ truth code), implementing the rules the prompt states:
 * **record**: MedicationRequests with status ``active``, an order intent, no ``doNotPerform``, the
   patient as subject; the drug from ``medicationCodeableConcept`` or a resolved
   ``medicationReference`` (fullUrl, ``Type/id``, contained ``#id``); RxNorm picked by system.
-  Stopped, completed and on-hold requests give the drugs that may be "stopped but taken". The dose
+  Stopped, completed and on-hold requests that pass the same filters give the drugs that may be
+  "stopped but taken". The dose
   is the count in ``doseQuantity`` (1 when absent) times the strength written in the display
   (``10 MG`` -> 10 mg) for a single-ingredient product; frequency ``timing.repeat``; as-needed
   ``asNeededBoolean``.
@@ -135,12 +136,11 @@ def _record(bundle: Mapping[str, Any]) -> tuple[list[_Drug], list[_Drug]]:
             continue
         code, display = str(coding["code"]), coding.get("display") or concept.get("text") or ""
         subject = (req.get("subject") or {}).get("reference")
-        is_active = (req.get("status") == "active" and req.get("intent") in _ORDERS
-                     and req.get("doNotPerform") is not True and subject in patients)
-        if is_active:
+        ordered = req.get("intent") in _ORDERS and req.get("doNotPerform") is not True and subject in patients
+        if ordered and req.get("status") == "active":
             drug = active.setdefault(code, _Drug(code, display, _ingredient_words(display)))
             _dosage(drug, req)
-        elif req.get("status") in _STOPPED:
+        elif ordered and req.get("status") in _STOPPED:  # a stopped request passes the same filters
             stopped.setdefault(code, _Drug(code, display, _ingredient_words(display)))
     return list(active.values()), [d for c, d in stopped.items() if c not in active]
 

@@ -24,7 +24,8 @@ ANSWER_FORMAT = (
     'A JSON array with one object per listed test, in the order listed: {"loinc": "<test LOINC code>", '
     '"value": <number>, "unit": "<UCUM unit of that value>", "date": "YYYY-MM-DD", "category": "<category>", '
     '"direction": "up" | "down" | "stable" | null, "critical": true | false}. For blood pressure (85354-9) '
-    'value and direction are objects keyed by component code: {"8480-6": <systolic>, "8462-4": <diastolic>}. '
+    'value and direction are objects keyed by component code: {"8480-6": <systolic>, "8462-4": <diastolic>}, '
+    'with the components the latest reading has. '
     'A test without a counted result: {"loinc": "<code>", "value": null, "unit": null, "date": null, '
     '"category": "no_result", "direction": null, "critical": false}.'
 )
@@ -139,12 +140,16 @@ previous result, and whether it is critical.
 Rules:
 1. A test's results are the Observations whose code has a coding with system http://loinc.org and the \
 test's code. Count only Observations with status {counted}; ignore {ignored} (FHIR R4 ObservationStatus), \
-and Observations without a numeric value.
-2. Order a test's counted results by effective date (effectiveDateTime, effectiveInstant or \
-effectivePeriod.start), then by time of day (a date without a time first), then by issued. The last is the \
-latest result; the one before it is the previous result.
+and Observations without a numeric value. Blood pressure is a 85354-9 panel with systolic (8480-6) and \
+diastolic (8462-4) components, or separate 8480-6 and 8462-4 Observations taken at the same instant (one \
+reading). A reading with only one component counts only when that component alone is in the critical range \
+(it then decides the category and the crisis); otherwise it is not a result.
+2. Order a test's counted results by the instant they were taken (effectiveDateTime, effectiveInstant or \
+effectivePeriod.start, with its UTC offset: 2024-03-01T23:30:00-05:00 is later than 2024-03-02T01:00:00Z; a \
+date without a time is the start of that day in UTC and comes before a time at that instant), then by issued. \
+The last is the latest result; the one before it is the previous result.
 3. value and unit: the latest value as recorded with its UCUM unit, or converted to the test's unit. date: \
-the effective date, YYYY-MM-DD.
+the effective date as written, YYYY-MM-DD.
 4. category: if the latest Observation has a referenceRange (the first one with no type or type normal, \
 with a low or a high), the reporting laboratory's range takes precedence: low (below low), normal (low <= \
 value <= high, both inclusive) or high (above high). Otherwise, if the result was taken before the patient's \
@@ -152,7 +157,8 @@ value <= high, both inclusive) or high (above high). Otherwise, if the result wa
 Otherwise the test's category for the value in the test's unit (convert first: {_factors(table)}). {bands}
 5. direction: the latest value minus the previous one, in the test's unit: up when the change is at least \
 the test's tolerance, down when it is at most minus the tolerance, otherwise stable; null when there is no \
-previous counted result.
+previous counted result (for blood pressure, per component; null for a component the latest or the previous \
+reading lacks).
 6. critical: true when the latest value is in the test's critical range (only tests listing one have it), \
 otherwise false; false for a {NOT_APPLICABLE} result.
 7. A test with no counted result: value, unit, date and direction null, category {NO_RESULT}, critical false.

@@ -9,18 +9,34 @@ Derived from the case's Bundle and the threshold table (``tasks.labs.thresholds`
 2. **Status.** Only ``final``, ``amended`` and ``corrected`` results count (FHIR R4
    ObservationStatus, https://hl7.org/fhir/R4/valueset-observation-status.html); ``registered``,
    ``preliminary``, ``cancelled``, ``entered-in-error`` and ``unknown`` do not. A counted status
-   without a value (``dataAbsentReason``; a panel missing a component's value) is not a result.
-3. **Latest.** Results are ordered by the effective date as written (``effectiveDateTime``,
-   ``effectiveInstant`` or ``effectivePeriod.start``, its ``YYYY-MM-DD`` part), then by time of day
-   (a date without a time first), then by ``issued``, then by order in the Bundle: two results on
-   the same date are told apart by their time, and without one by ``issued``. The last is the
-   latest, the one before it the previous.
+   without a value (``dataAbsentReason``) is not a result. A panel (blood pressure) is read in
+   both shapes systems store it in: one 85354-9 Observation with 8480-6/8462-4 components, or
+   separate 8480-6 and 8462-4 Observations, paired when taken at the same instant. A reading
+   missing a component is a result only when the components it has decide both the category and
+   the critical flag whatever the missing one says (``tasks.labs.results``): for blood pressure, a systolic
+   above 180 or a diastolic above 120 alone (stage 2 and a hypertensive crisis, the guideline's
+   "and/or"); any other one-component reading is not a result.
+3. **Latest.** Results are ordered by the instant they were taken (``effectiveDateTime``,
+   ``effectiveInstant`` or ``effectivePeriod.start``; FHIR dateTime with its UTC offset,
+   https://hl7.org/fhir/R4/datatypes.html#dateTime), then by precision (a date without a time
+   before a time at that instant), then by ``issued`` (as an instant), then by order in the
+   Bundle. A date without a time (``2024-03-01``, or ``2024-03``, ``2024``) is taken as the start
+   of that day (month, year) in UTC; a time without an offset, which FHIR does not allow, as UTC.
+   So 23:30-05:00 on 1 March (04:30 UTC on 2 March) is later than 01:00 UTC on 2 March, and two
+   results on one date without a time are told apart by ``issued``. The last is the latest, the
+   one before it the previous; a result's ``date`` is its effective date as written
+   (``YYYY-MM-DD``, the patient's local date).
 4. **Units.** A value in another accepted unit is converted to the test's unit through UCUM
    (``terminology.ucum.convert``; mmol/L glucose through its molar mass); a unit the table does
    not accept for the test is a ``DatasetError``. So is a Quantity of a table test (value, component
    or referenceRange bound) whose ``value`` is not a JSON number (a FHIR decimal; ``"83.46"`` is a
    string) or is below zero, or whose unit is not a ``code`` with ``system``
-   ``http://unitsofmeasure.org`` (the display text ``unit`` is never read as the unit).
+   ``http://unitsofmeasure.org`` (the display text ``unit`` is never read as the unit). So is a
+   value with a ``comparator`` (``{"value": 60, "comparator": ">"}``, eGFR reported as ">60"):
+   ``Quantity.comparator`` is a modifier element (https://hl7.org/fhir/R4/datatypes.html#Quantity),
+   so the value is a bound, not the number; the bound does not decide the category (">60" is G2 or
+   G1 in KDIGO's Table 5), and the value and direction the task scores are numbers, so the case is
+   refused with the fix (the measured value, or the Observation left out).
 5. **Category.** The latest Observation's own ``referenceRange`` takes precedence (``low``,
    ``normal``, ``high``; bounds inclusive, FHIR R4); otherwise a result taken before the patient's
    18th birthday is ``not_applicable``; otherwise the table's band for the value (``[low, high)``),
@@ -31,17 +47,24 @@ Derived from the case's Bundle and the threshold table (``tasks.labs.thresholds`
    direction per component.
 7. **Critical.** True when the latest value (a component's, for a panel) is beyond the table's
    critical limit; None for ``not_applicable`` results (the limits are adult ones); False otherwise.
+   For a panel, each component missing from the latest or the previous reading has direction None.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
-from groundeval.errors import DatasetError
+from groundeval.tasks.labs.results import (
+    LOINC_SYSTEM,
+    UCUM_SYSTEM,
+    Result,
+    in_table_unit,
+    instant,
+    quantity,
+    results_by_test,
+)
 from groundeval.tasks.labs.thresholds import TestRow, Thresholds
 
 __all__ = [
@@ -52,12 +75,11 @@ __all__ = [
     "UCUM_SYSTEM",
     "Result",
     "direction",
+    "instant",
     "labs_truth",
     "results_by_test",
 ]
 
-LOINC_SYSTEM = "http://loinc.org"
-UCUM_SYSTEM = "http://unitsofmeasure.org"
 NO_RESULT = "no_result"
 NOT_APPLICABLE = "not_applicable"
 RANGE_CATEGORIES = ("low", "normal", "high")
@@ -65,164 +87,6 @@ RANGE_CATEGORIES = ("low", "normal", "high")
 _RANGE_MEANING = "http://terminology.hl7.org/CodeSystem/referencerange-meaning"
 
 JSON = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """One counted result of one test.
-
-    Attributes:
-        observation: ``Observation/<id>``.
-        day: The effective date as written (``YYYY-MM-DD``, or shorter for a partial date).
-        order: Sort key (day, time of day, issued, position in the Bundle).
-        values: Measure LOINC -> value as recorded (one entry for a single test).
-        unit: The recorded UCUM unit.
-        in_unit: Measure LOINC -> value in the table's unit.
-        resource: The Observation (JSON).
-    """
-
-    observation: str
-    day: str
-    order: tuple[Any, ...]
-    values: dict[str, float]
-    unit: str
-    in_unit: dict[str, float]
-    resource: Mapping[str, Any]
-
-
-def _codes(concept: object) -> set[str]:
-    if not isinstance(concept, Mapping):
-        return set()
-    return {str(c.get("code")) for c in concept.get("coding") or []
-            if isinstance(c, Mapping) and c.get("system") == LOINC_SYSTEM and c.get("code")}
-
-
-def _effective(resource: Mapping[str, Any]) -> str | None:
-    value = resource.get("effectiveDateTime") or resource.get("effectiveInstant")
-    if not value and isinstance(resource.get("effectivePeriod"), Mapping):
-        value = resource["effectivePeriod"].get("start")
-    return value if isinstance(value, str) and value.strip() else None
-
-
-def _moment(text: object) -> float:
-    """A dateTime's instant as a POSIX timestamp; -inf without a time (a date only) or unreadable."""
-    if not isinstance(text, str) or "T" not in text:
-        return float("-inf")
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return float("-inf")
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
-
-
-def _quantity(quantity: object, where: str, source: str) -> tuple[float, str] | None:
-    """``(value, UCUM code)`` of a Quantity, or None when it has no value (``value`` absent or null).
-
-    Raises:
-        DatasetError: The value is not a JSON number (a FHIR decimal is one; ``"83.46"`` is a
-            string), is negative (every measure in the table is an amount, a fraction, a rate or a
-            pressure that cannot be below zero), or the unit is not a UCUM ``code`` with
-            ``system`` ``http://unitsofmeasure.org`` (the display text ``unit`` is never read).
-    """
-    if not isinstance(quantity, Mapping) or quantity.get("value") is None:
-        return None
-    value = quantity["value"]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise DatasetError(source, f"{where}.value is {json.dumps(value)}, not a number; a FHIR decimal is a JSON "
-                           "number: write it without quotes (e.g. 83.46, not \"83.46\")")
-    if value < 0:
-        raise DatasetError(source, f"{where}.value is {value:g}, below zero, which no test in the table can be "
-                           "(they measure amounts, fractions, rates and pressures); correct the value")
-    code, system = quantity.get("code"), quantity.get("system")
-    if not isinstance(code, str) or not code.strip():
-        raise DatasetError(source, f"{where} ({value:g} {quantity.get('unit')!r}) has no unit code; the "
-                           "truth does not read the display text 'unit': add \"code\" with the UCUM code and "
-                           f"\"system\": \"{UCUM_SYSTEM}\"")
-    if system != UCUM_SYSTEM:
-        raise DatasetError(source, f"{where} ({value:g} {code!r}) has unit system {system!r}, not UCUM; give the unit "
-                           f"as a UCUM code with \"system\": \"{UCUM_SYSTEM}\"")
-    return float(value), code
-
-
-def _values(row: TestRow, resource: Mapping[str, Any], where: str,
-            source: str) -> dict[str, tuple[float, str]] | None:
-    """Measure LOINC -> (value, unit), or None when a value is missing (errors: ``_quantity``)."""
-    if not row.is_panel:
-        found = _quantity(resource.get("valueQuantity"), f"{where} valueQuantity", source)
-        return None if found is None else {row.loinc: found}
-    out: dict[str, tuple[float, str]] = {}
-    for measure in row.measures:
-        comp = next((c for c in resource.get("component") or []
-                     if isinstance(c, Mapping) and measure.loinc in _codes(c.get("code"))), None)
-        found = _quantity((comp or {}).get("valueQuantity"), f"{where} component {measure.loinc} valueQuantity",
-                          source)
-        if found is None:
-            return None
-        out[measure.loinc] = found
-    return out
-
-
-def _convert(row: TestRow, value: float, unit: str, where: str, source: str) -> float:
-    converted = row.to_unit(value, unit)
-    if converted is None:
-        raise DatasetError(source, f"{where}: unit {unit!r} is not one the table accepts for {row.loinc} "
-                           f"{row.name} ({', '.join(row.accepted_units)}); give the value in one of them (UCUM)")
-    return converted
-
-
-def results_by_test(
-    bundle: Mapping[str, Any], table: Thresholds, source: str
-) -> dict[str, tuple[list[Result], list[JSON]]]:
-    """Every test's counted results, oldest first, and the results not counted (by status).
-
-    Args:
-        bundle: The case's Bundle (JSON).
-        table: The threshold table.
-        source: The case file, for error messages.
-
-    Returns:
-        Test LOINC -> ``(counted results oldest first, [{"observation", "status", "day"}...])``.
-
-    Raises:
-        DatasetError: An Observation of a table test has a status outside the R4 value set, no
-            effective[x], a unit the table does not accept, or a Quantity ``_quantity`` refuses (a
-            value that is not a JSON number or is negative, a unit without a UCUM code and system).
-    """
-    out: dict[str, tuple[list[Result], list[JSON]]] = {t.loinc: ([], []) for t in table.tests}
-    for index, entry in enumerate(bundle.get("entry") or []):
-        resource = entry.get("resource") if isinstance(entry, Mapping) else None
-        if not isinstance(resource, Mapping) or resource.get("resourceType") != "Observation":
-            continue
-        codes = _codes(resource.get("code"))
-        for row in table.tests:
-            if row.loinc not in codes:
-                continue
-            where = f"Observation/{resource.get('id')}"
-            status = resource.get("status")
-            if status not in table.all_statuses:
-                raise DatasetError(source, f"{where} status {status!r} is not an R4 ObservationStatus code "
-                                   f"({', '.join(sorted(table.all_statuses))})")
-            effective = _effective(resource)
-            if effective is None:
-                raise DatasetError(source, f"{where} ({row.loinc} {row.name}) has no effectiveDateTime, "
-                                   "effectiveInstant or effectivePeriod.start; give the time the sample was taken")
-            day = effective[:10]
-            counted, skipped = out[row.loinc]
-            if status not in table.counted_statuses:
-                skipped.append({"observation": where, "status": status, "day": day})
-                continue
-            values = _values(row, resource, where, source)
-            if values is None:
-                skipped.append({"observation": where, "status": status, "day": day, "why": "no value"})
-                continue
-            units = {u for _, u in values.values()}
-            unit = next(iter(units)) if len(units) == 1 else ""
-            in_unit = {code: _convert(row, v, u, where, source) for code, (v, u) in values.items()}
-            order = (day, _moment(effective), _moment(resource.get("issued")), index)
-            counted.append(Result(where, day, order, {c: v for c, (v, _) in values.items()}, unit, in_unit, resource))
-    for counted, _ in out.values():
-        counted.sort(key=lambda r: r.order)
-    return out
 
 
 def direction(latest: float, previous: float, tolerance: float) -> str:
@@ -260,10 +124,10 @@ def _range(row: TestRow, resource: Mapping[str, Any], source: str) -> tuple[floa
             for c in (kind.get("coding") or [] if isinstance(kind, Mapping) else [])
         ):
             continue
-        bounds = [_quantity(item.get(key), f"{where}.{key}", source) for key in ("low", "high")]
+        bounds = [quantity(item.get(key), f"{where}.{key}", source) for key in ("low", "high")]
         if all(b is None for b in bounds):
             continue
-        low, high = (None if b is None else _convert(row, b[0], b[1], where, source) for b in bounds)
+        low, high = (None if b is None else in_table_unit(row, b[0], b[1], where, source) for b in bounds)
         return low, high
     return None
 
@@ -294,17 +158,19 @@ def _entry(row: TestRow, results: Sequence[Result], skipped: list[JSON], birth: 
     elif age is not None and age < adult_age:
         category, basis = NOT_APPLICABLE, "age"
     else:
-        category = row.combine([m.category(latest.in_unit[m.loinc]) for m in row.measures])
+        category = row.combine([m.category(latest.in_unit[m.loinc]) for m in row.measures if m.loinc in latest.in_unit])
         basis = "table"
     if age is not None and age < adult_age:
         critical = None
     else:
-        critical = any(m.critical is not None and m.critical.hit(latest.in_unit[m.loinc]) for m in row.measures)
+        critical = any(m.critical is not None and m.critical.hit(latest.in_unit[m.loinc]) for m in row.measures
+                       if m.loinc in latest.in_unit)
     if previous is None:
-        trend: str | dict[str, str] | None = None
+        trend: str | dict[str, str | None] | None = None
     else:
         trends = {m.loinc: direction(latest.in_unit[m.loinc], previous.in_unit[m.loinc], row.tolerance)
-                  for m in row.measures}
+                  if m.loinc in latest.in_unit and m.loinc in previous.in_unit else None
+                  for m in row.measures if m.loinc in latest.in_unit}
         trend = trends if row.is_panel else trends[row.loinc]
     return {
         **base, "result": True, "value": shown(latest.values), "recorded_unit": latest.unit,

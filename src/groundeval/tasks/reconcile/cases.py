@@ -60,7 +60,7 @@ __all__ = [
 TRANSFORMATIONS = (
     "exact", "omission", "commission", "dose_change", "frequency_change", "unit_equivalent",
     "stopped_reported", "brand_name", "as_needed_flip", "brand_rxcui", "other_strength", "combination_dose",
-    "dose_as_written", "second_item",
+    "dose_as_written", "second_item", "excluded_reported", "bundle_edit",
 )
 """Names of the transformations the generator applies (``exact``: the report is the record)."""
 
@@ -119,7 +119,7 @@ class Transformation(_Strict):
     kind: Literal[
         "exact", "omission", "commission", "dose_change", "frequency_change", "unit_equivalent",
         "stopped_reported", "brand_name", "as_needed_flip", "brand_rxcui", "other_strength", "combination_dose",
-        "dose_as_written", "second_item",
+        "dose_as_written", "second_item", "excluded_reported", "bundle_edit",
     ]
     rxnorm_code: str | None = None
     note: str = ""

@@ -24,7 +24,9 @@ breaks a rule is an ``invalid_case`` naming the file, the item, the unit and the
   megagauss: ``mg``);
 * a count of tablets or capsules (``{tablet}``, ``{capsule}``) is converted through the strengths
   of the product the item names (its RxCUI), as the record side is; a product with no comparable
-  strength, or of another form, cannot be counted;
+  strength cannot be counted, and a count must be of the product's own unit: ``{capsule}`` for a
+  tablet (or ``{tablet}`` for a capsule, or either for a patch or a solution) is refused, because
+  the item then names one product and counts another, and which one the patient means is unknown;
 * a mass or mass rate must have the dimension of the product's strength: a patch dosed in mg/h is
   reported as a rate ("25 ug" for a 0.025 mg/h patch is refused: say the rate, ``ug/h``), a
   tablet as a mass;
@@ -244,9 +246,11 @@ def _reported_amounts(dose: Mapping[str, Any], prod: Product | None, source: str
         if prod is None or prod.strengths is None:
             raise _refuse(source, where, f"{said} counts {form}s, but {of} has no strength in mg or mg/h to "
                           "multiply", "give the dose as an amount in a UCUM mass unit such as 'mg'")
-        if prod.unit_form is not None and prod.unit_form != form:
-            raise _refuse(source, where, f"{said} counts {form}s, but {of} is a {prod.unit_form}",
-                          f"count {prod.unit_form}s ('{{{prod.unit_form}}}') or give the amount in 'mg'")
+        if prod.unit_form != form:
+            fix = (f"count {prod.unit_form}s ('{{{prod.unit_form}}}') or give the amount in 'mg'" if prod.unit_form
+                   else "give the amount in a UCUM mass or mass-rate unit such as 'mg' or 'ug/h'")
+            raise _refuse(source, where, f"{said} counts {form}s, but {of} is "
+                          f"{'a ' + prod.unit_form if prod.unit_form else 'neither a tablet nor a capsule'}", fix)
         if named is not None:
             raise _refuse(source, where, f"{said} counts whole units and names an ingredient ({named!r})",
                           "drop 'ingredient', or give that ingredient's amount in 'mg'")
@@ -265,8 +269,8 @@ def _reported_amounts(dose: Mapping[str, Any], prod: Product | None, source: str
     if want is not None and amount[1] != want:
         fix = ("say the rate: 'ug/h' or 'mg/h' (a patch's strength is an amount per hour)" if want == "mg/h"
                else "say the amount per dose in 'mg' or 'ug'")
-        raise _refuse(source, where, f"{said} is {_KIND_WORD[amount[1]]}, but {of} is dosed as {_KIND_WORD[want]}",
-                      fix)
+        given = "a mass" if amount[1] == "mg" else "a mass per time"
+        raise _refuse(source, where, f"{said} is {given} ({unit!r}), but {of} is dosed as {_KIND_WORD[want]}", fix)
     reading = {"value": _round(amount[0]), "unit": amount[1]}
     if prod is None:
         return {str(named or "").casefold(): reading}

@@ -43,7 +43,8 @@ STATUS_RULES: tuple[tuple[str, str], ...] = (
     ("dose_mismatch", "active and reported, but the dose per administration, how often per day, or as-needed "
                       "versus regular use differ; give both doses as text"),
     ("stopped_but_taken", "reported as still taken, but the record holds it only as stopped, completed or "
-                          "on-hold; use the RxCUI of that request"),
+                          "on-hold, in a request that passes the same intent, doNotPerform and subject rules as an "
+                          "active one (otherwise it is not in the record at all); use the RxCUI of that request"),
 )
 """Each status and what it means, as the agent is told (``tasks.reconcile_truth`` derives them)."""
 
@@ -60,7 +61,8 @@ RULES: tuple[str, ...] = (
     "A brand name is the same drug as its generic (Toprol XL is metoprolol succinate extended release): classify "
     "it by the record's RxCUI, it is not a discrepancy by itself.",
     "A reported drug with the same ingredients and form as an active record drug is that drug, even at another "
-    "strength: a different dose is one dose_mismatch entry (with the record's RxCUI), not an omission plus a "
+    "strength (a form only one side names is not compared): a different dose is one dose_mismatch entry (with "
+    "the record's RxCUI), not an omission plus a "
     "commission.",
     "List each medication once, with one status, and with the record's RxCUI and display when the record holds "
     "it. A medication given two or more statuses is a contradiction: none of them counts.",

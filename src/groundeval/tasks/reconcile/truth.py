@@ -13,9 +13,12 @@ structured ``report.items`` (``tasks.reconcile_cases.ReportItem``). Statuses:
   not a discrepancy;
 * ``omission``: active in the record, not reported;
 * ``stopped_but_taken``: reported, not active, but the record holds a ``stopped``, ``completed`` or
-  ``on-hold`` request for it;
+  ``on-hold`` request for it that passes the filters an active request passes (an order intent, no
+  ``doNotPerform``, the patient as subject: ``tasks.medlist.medications_with_status``), its RxNorm
+  codes one drug as an active request's are (a generic and a brand RxCUI on one request);
 * ``commission``: reported, and nowhere in the record (a drug held only by a cancelled, draft,
-  entered-in-error or non-order request counts as not in the record).
+  entered-in-error or non-order request, a prohibition or another patient's request, of any
+  status, counts as not in the record).
 
 **Pairing by clinical concept** (what the prompt tells the agent, whatever RxCUI the case author
 wrote for the report item). A report item is the record drug that, first that applies:
@@ -32,11 +35,15 @@ wrote for the report item). A report item is the record drug that, first that ap
 
 Ingredients are RxNorm's names, salt included ("metoprolol succinate" is not "metoprolol
 tartrate"), from the displays (``terminology.rxnorm.parse_display``; the item's display comes from
-the patient's Bundle, else the site catalog); a dose form compares when both displays state one.
+the patient's Bundle, else the site catalog); a dose form compares only when both displays state
+one (rule 1 of the prompt: compare only what both sides state; a display without a form cannot
+contradict one with it).
 The record drug is looked for among the active drugs first, then, by the same three steps, among
 the stopped/completed/on-hold ones (``stopped_but_taken``); an item that pairs with nothing is a
 ``commission``. An item that could be two record drugs at one step, or two items that are one
-record drug, make the case file ambiguous: a ``DatasetError`` (``invalid_case``) naming both. A
+record drug, make the case file ambiguous: a ``DatasetError`` (``invalid_case``) naming both.
+Every problem of a case file (ambiguities and the dose rules of ``tasks.reconcile.doses``) is
+gathered and named in one error, numbered, so one edit fixes the file. A
 paired entry accepts the record's RxCUIs and the item's (``codes``).
 
 When one drug has several active requests, the latest ``authoredOn`` (then the last in bundle
@@ -53,7 +60,7 @@ from typing import Any, TypedDict
 
 from groundeval.errors import DatasetError
 from groundeval.fhir.bundle import BundleIndex, entry_resources, rxnorm_codings
-from groundeval.tasks.medlist import medication_truth
+from groundeval.tasks.medlist import medication_truth, medications_with_status
 from groundeval.tasks.reconcile.doses import (
     Dosage,
     Product,
@@ -163,9 +170,39 @@ def _find(code: str, prod: Product | None, drugs: Sequence[tuple[list[str], str]
     return None
 
 
-def _ambiguous(source: str, where: str, side: str, names: Sequence[str]) -> DatasetError:
-    return DatasetError(source, f"{where} could be any of the {side} drugs {', '.join(names)}: give the RxCUI of the "
-                                "one the patient means")
+def _ambiguous(where: str, side: str, names: Sequence[str]) -> str:
+    return f"{where} could be any of the {side} drugs {', '.join(names)}: give the RxCUI of the one the patient means"
+
+
+def _record_display(med: Mapping[str, Any], displays: Mapping[str, str], catalog: Mapping[str, str]) -> str:
+    """A medication's display: its requests' own, else any request's, else the catalog's, else its RxCUI."""
+    codes: list[str] = list(med["codes"])
+    own = [str(d) for c in codes for d in med["displays"].get(c, [])]
+    other = [d for c in codes for d in (displays.get(c), catalog.get(c)) if d]
+    return (own or other or codes)[0]
+
+
+class _Problems:
+    """Every problem of one case file, gathered so that one refusal names them all."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def dosage(self, item: Mapping[str, Any], prod: Product | None, source: str, where: str) -> Dosage | None:
+        """``reported_dosage``, or None with its problem noted."""
+        try:
+            return reported_dosage(item, prod, source, where)
+        except DatasetError as exc:
+            self.found.append(exc.problem)
+            return None
+
+    def error(self, source: str) -> DatasetError | None:
+        if not self.found:
+            return None
+        if len(self.found) == 1:
+            return DatasetError(source, self.found[0])
+        listed = "; ".join(f"({n}) {problem}" for n, problem in enumerate(self.found, 1))
+        return DatasetError(source, f"{len(self.found)} problems, each to fix: {listed}")
 
 
 def reconcile_truth(
@@ -187,10 +224,11 @@ def reconcile_truth(
         in the extraction truth's order, then report-only ones in report order.
 
     Raises:
-        DatasetError: The bundle does not hold exactly one Patient; a report item's dose breaks a
-            unit rule (``tasks.reconcile_doses``); or the pairing is ambiguous.
+        DatasetError: The bundle does not hold exactly one Patient; or the report breaks a rule: a
+            dose breaks a unit rule (``tasks.reconcile.doses``), or the pairing is ambiguous. Every
+            problem of the report is named in the one error, numbered.
     """
-    active, inactive = medication_truth(bundle, source)
+    active, _ = medication_truth(bundle, source)
     requests = {str(r.get("id") or ""): r for r in entry_resources(bundle, "MedicationRequest")}
     displays = request_displays(bundle)
     catalog = catalog_displays or {}
@@ -205,8 +243,10 @@ def reconcile_truth(
         dosage = record_dosage(_latest(mine), display) if mine else Dosage(
             dose=None, amounts=None, frequency=None, as_needed=None)
         record.append((list(med["codes"]), display, dosage))
-    stopped = [([code], displays.get(code) or catalog.get(code) or code) for code, statuses in inactive.items()
-               if set(statuses) & _STOPPED and not any(code in codes for codes, _, _ in record)]
+    stopped = [(list(med["codes"]), _record_display(med, displays, catalog))
+               for med in medications_with_status(bundle, _STOPPED, source)
+               if med["kind"] == "coded" and not any(c in codes for c in med["codes"] for codes, _, _ in record)]
+    problems = _Problems()
     paired: dict[int, tuple[int, str]] = {}  # record drug -> (item, pairing)
     report_only: list[TruthEntry] = []
     taken: dict[str, int] = {}  # stopped RxCUI -> item
@@ -219,33 +259,36 @@ def reconcile_truth(
         if hit is not None:
             found, how = hit
             if len(found) > 1:
-                raise _ambiguous(source, where, "active", [record[i][1] for i in found])
-            if found[0] in paired:
+                problems.found.append(_ambiguous(where, "active", [record[i][1] for i in found]))
+            elif found[0] in paired:
                 first = paired[found[0]][0]
-                raise DatasetError(source, f"{where} and report.items[{first}] ({items[first]['name']}) are both the "
-                                           f"record's {record[found[0]][1]}: one item per medication")
-            paired[found[0]] = (n, how)
+                problems.found.append(f"{where} and report.items[{first}] ({items[first]['name']}) are both the "
+                                      f"record's {record[found[0]][1]}: one item per medication")
+            else:
+                paired[found[0]] = (n, how)
             continue
-        dosage = reported_dosage(item, prod, source, where)
+        said = problems.dosage(item, prod, source, where)
         hit = _find(code, prod, stopped)
         if hit is None:
             display = catalog.get(code) or str(item["name"])
             report_only.append(TruthEntry(
-                rxnorm_code=code, codes=[code], display=display, status="commission", record=None, reported=dosage,
+                rxnorm_code=code, codes=[code], display=display, status="commission", record=None, reported=said,
                 why="", high_alert=high_alert_class(display), pairing=None))
             continue
         found, how = hit
         if len(found) > 1:
-            raise _ambiguous(source, where, "stopped", [stopped[i][1] for i in found])
+            problems.found.append(_ambiguous(where, "stopped", [stopped[i][1] for i in found]))
+            continue
         codes = list(stopped[found[0]][0])
         if (clash := next((taken[c] for c in codes if c in taken), None)) is not None:
-            raise DatasetError(source, f"{where} and report.items[{clash}] ({items[clash]['name']}) are both the "
-                                       f"record's stopped {stopped[found[0]][1]}: one item per medication")
+            problems.found.append(f"{where} and report.items[{clash}] ({items[clash]['name']}) are both the "
+                                  f"record's stopped {stopped[found[0]][1]}: one item per medication")
+            continue
         taken.update(dict.fromkeys(codes, n))
         display = stopped[found[0]][1]
         report_only.append(TruthEntry(
             rxnorm_code=codes[0], codes=list(dict.fromkeys([*codes, code])), display=display,
-            status="stopped_but_taken", record=None, reported=dosage, why="", high_alert=high_alert_class(display),
+            status="stopped_but_taken", record=None, reported=said, why="", high_alert=high_alert_class(display),
             pairing=how))
     entries: list[TruthEntry] = []
     for i, (codes, display, dosage) in enumerate(record):
@@ -260,7 +303,9 @@ def reconcile_truth(
         own = displays.get(code) or catalog.get(code)
         where = f"report.items[{n}] ({item['name']}, RxCUI {code})"
         prod = product(own) if own else product(display)
-        reported = reported_dosage(item, prod, source, where)
+        reported = problems.dosage(item, prod, source, where)
+        if reported is None:
+            continue
         if how == "ingredients" and not item.get("dose"):  # another strength, no dose said: one unit of it
             reported["amounts"] = unit_amounts(1.0, prod)
         why = compare(dosage, reported)
@@ -268,4 +313,6 @@ def reconcile_truth(
             rxnorm_code=codes[0], codes=list(dict.fromkeys([*codes, code])), display=display,
             status="dose_mismatch" if why else "matched", record=dosage, reported=reported, why=why,
             high_alert=high_alert_class(display), pairing=how))
+    if (error := problems.error(source)) is not None:
+        raise error
     return {"entries": entries + report_only, "not_scored": not_scored}
