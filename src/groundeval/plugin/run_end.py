@@ -98,9 +98,11 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         duration_s=round(time.perf_counter() - gs.t0, 3), complete=complete,
         stop_reason=None if complete else (gs.stop_reason or _why_incomplete(gs)), exit_status=exit_status,
         settings=clean({
-            "agent_spec": settings.agent, "limit": settings.limit, "task_options": settings.task_options,
+            "task_spec": settings.task, "agent_spec": settings.agent, "limit": settings.limit,
+            "task_options": settings.task_options,
             "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
-            "trials": settings.trials, "concurrency": gs.concurrency,
+            "trials": settings.trials, "concurrency": gs.concurrency, "min_pass_rate": settings.min_pass_rate,
+            "counterfactual": settings.counterfactual, "shard": None if settings.shard is None else str(settings.shard),
             "models": _models(settings),
         }),
         task_facts=dict(facts() if callable(facts) else facts or {}),
