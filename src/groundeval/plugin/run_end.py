@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from groundeval.records.aggregate import summarize
-from groundeval.records.run_record import RunRecord, package_versions
+from groundeval.records.run_record import RunRecord, fixtures_of, package_versions
 from groundeval.records.trial_stats import verdict_exit_status
 from groundeval.records.write_errors import describe
 from groundeval.redaction import clean, clean_text, strip_userinfo
@@ -107,10 +107,7 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         }),
         task_facts=dict(facts() if callable(facts) else facts or {}),
         packages=package_versions(), data_dir=str(settings.data_dir),
-        fixtures=sorted(
-            ({"source": c.source, "sha256": c.fixture_sha256} for c in cases if c.source and c.fixture_sha256),
-            key=lambda f: f["source"],
-        ),
+        fixtures=fixtures_of(cases),
         collection_errors=list(gs.collection_errors.values()),
         dropped_calls=gs.discarded_calls,
         peak_in_flight=gs.peak_in_flight,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from groundeval.records.aggregate import AggregatingTask, summarize
-from groundeval.records.run_record import RunRecord, new_run_id
+from groundeval.records.run_record import RunRecord, fixtures_of, new_run_id
 from groundeval.records.trial_stats import verdict_exit_status
 
 __all__ = ["EXECUTION_SETTINGS", "MergeError", "check_shards", "merge_records"]
@@ -161,7 +161,7 @@ def merge_records(records: Sequence[tuple[Path, RunRecord]], task: AggregatingTa
         "complete": complete,
         "stop_reason": None if complete else ("; ".join(stops) or "interrupted"),
         "settings": settings,
-        "fixtures": sorted({f["source"]: f for r in shards for f in r.fixtures}.values(), key=lambda f: f["source"]),
+        "fixtures": fixtures_of(cases),
         "collection_errors": [e for r in shards for e in r.collection_errors],
         "dropped_calls": sum(r.dropped_calls for r in shards),
         "peak_in_flight": max(peaks) if peaks else None,
