@@ -25,6 +25,7 @@ from groundeval.reporting.cases import load_record
 from groundeval.shards import parse_shard
 from groundeval.tasks import make_task
 
+from .conftest import junit_cases
 from .shared_runs import made_once, shared_parent
 
 # Differ between any two runs of the same cases: when and where a case ran, under which run id.
@@ -48,9 +49,10 @@ def agent(request):
 def _runs(args: list[str], pytester: pytest.Pytester) -> Callable[[Path], dict[str, pytest.RunResult]]:
     def make(base: Path) -> dict[str, pytest.RunResult]:
         (base / "trial_agent.py").write_text(ONE_FAILED_TRIAL)
-        results = {"whole": pytester.runpytest(*args, "--groundeval-out-dir=whole")}
+        results = {"whole": pytester.runpytest(*args, "--groundeval-out-dir=whole", "--junitxml=whole.xml")}
         for k in (1, 2, 3):
-            results[str(k)] = pytester.runpytest(*args, f"--groundeval-shard={k}/3", f"--groundeval-out-dir=shard{k}")
+            results[str(k)] = pytester.runpytest(*args, f"--groundeval-shard={k}/3", f"--groundeval-out-dir=shard{k}",
+                                                 f"--junitxml=shard{k}.xml")
         return results
 
     return make
@@ -76,6 +78,20 @@ def split(request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch
 def _record(folder: Path) -> tuple[Path, RunRecord]:
     (path,) = folder.glob("*.json")
     return path, load_record(path)
+
+
+def _junit(path: Path) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, str]]]:
+    """The suite's counts, its properties (but ``run_id``), and each testcase's properties and result."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    assert suite is not None
+    counts = {k: str(suite.get(k)) for k in ("tests", "failures", "errors", "skipped")}
+    props = suite.find("properties")
+    said = {} if props is None else {str(p.get("name")): str(p.get("value")) for p in props.iter("property")}
+    said.pop("run_id", None)
+    return counts, said, junit_cases(path)
 
 
 def _case_view(record: RunRecord) -> list[dict[str, Any]]:
@@ -107,7 +123,8 @@ def test_merged_shards_equal_the_whole_run_case_by_case_and_figure_by_figure(
     base, results = split
     _, whole = _record(base / "whole")
     out = tmp_path / "merged.json"
-    status = merge_main([str(_record(base / f"shard{k}")[0]) for k in (3, 1, 2)] + ["-o", str(out)])
+    status = merge_main([str(_record(base / f"shard{k}")[0]) for k in (3, 1, 2)] + [
+        "-o", str(out), "--junitxml", str(tmp_path / "merged.xml"), "--junit", *(str(base / f"shard{k}.xml") for k in (1, 2, 3))])
     merged = load_record(out)
     assert status == int(results["whole"].ret) == merged.exit_status == whole.exit_status
     assert _case_view(merged) == _case_view(whole)
@@ -123,6 +140,15 @@ def test_merged_shards_equal_the_whole_run_case_by_case_and_figure_by_figure(
         return [(k, v) for k, v in suite_properties(record) if k not in SUITE_RUN_FIELDS]
 
     assert suite(merged) == suite(whole)  # junit's suite properties
+    merged_junit, whole_junit = _junit(tmp_path / "merged.xml"), _junit(base / "whole.xml")
+    assert merged_junit[0] == whole_junit[0]  # tests, failures, errors, skipped
+    assert merged_junit[1] == whole_junit[1] == {k: str(v) for k, v in suite(whole)}
+    assert {p["run_id"] for p in merged_junit[2].values()} == {merged.run_id}
+
+    def testcases(cases: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        return {n: {k: v for k, v in p.items() if k not in RUN_FIELDS} for n, p in cases.items()}
+
+    assert testcases(merged_junit[2]) == testcases(whole_junit[2])
     assert summary_markdown(merged).replace(merged.run_id, "RUN") == summary_markdown(whole).replace(whole.run_id, "RUN")
     gate_merged, gate_whole = regressions(whole, merged), regressions(whole, whole)
     assert not gate_merged.failed and gate_merged.regressed == gate_whole.regressed

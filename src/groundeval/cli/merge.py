@@ -4,6 +4,7 @@ Examples::
 
     groundeval merge shard-1/*.json shard-2/*.json shard-3/*.json -o run.json
     groundeval merge runs/*.json -o run.json --summary-md summary.md --baseline main.json --fail-on-regression
+    groundeval merge shards/*/run.json -o run.json --junit shards/*/junit.xml --junitxml junit.xml
 
 The merged record is the one an unsharded run of the same cases would write
 (``groundeval.records.merge``); ``groundeval report`` and ``groundeval compare`` read it like
@@ -30,6 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("records", nargs="+", metavar="RECORD.json", help="each shard's run record, once")
     parser.add_argument("-o", "--output", required=True, metavar="RUN.json", help="the merged run record to write")
+    parser.add_argument("--junit", nargs="+", default=[], metavar="SHARD.xml",
+                        help="each shard's junit XML file (pytest's --junitxml), for --junitxml")
+    parser.add_argument("--junitxml", default=None, metavar="PATH",
+                        help="write one junit XML file of every shard's testcases, with the merged run's properties")
     parser.add_argument("--summary-md", default=None, metavar="PATH",
                         help="also write the Markdown summary (and append it to $GITHUB_STEP_SUMMARY when set)")
     parser.add_argument("--baseline", default=None, metavar="RUN.json",
@@ -49,6 +54,8 @@ def merge_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(list(argv))
     if args.fail_on_regression and args.baseline is None:
         parser.error("--fail-on-regression needs --baseline RUN.json to compare with")
+    if bool(args.junit) != bool(args.junitxml):
+        parser.error("--junitxml PATH and --junit SHARD.xml ... go together: give each shard's junit file")
     try:
         records = [(Path(p), load_record(p)) for p in args.records]
         baseline = load_record(args.baseline) if args.baseline else None
@@ -81,12 +88,20 @@ def merge_main(argv: Sequence[str]) -> int:
             from groundeval.reporting import write_summary_markdown
 
             write_summary_markdown(record, gate, args.summary_md)
+        if args.junitxml:
+            from groundeval.reporting.junit_merge import merge_junit
+
+            with named(args.junitxml):
+                replace_whole(Path(args.junitxml), merge_junit([Path(p) for p in args.junit], record))
         record = record.model_copy(update={"exit_status": status})
         with named(args.output):
             Path(args.output).parent.mkdir(parents=True, exist_ok=True)
             replace_whole(Path(args.output), record.model_dump_json(indent=2) + "\n")
     except OSError as exc:
         print(f"groundeval merge: {describe(exc)}; give a writable path", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a --junit file that is not junit XML
+        print(f"groundeval merge: {exc}", file=sys.stderr)
         return 2
     agg = record.aggregate
     rate = "n/a" if agg.pass_rate is None else f"{agg.pass_rate:.3f}"
