@@ -89,7 +89,7 @@ def merge_main(argv: Sequence[str]) -> int:
 
             write_summary_markdown(record, gate, args.summary_md)
         if args.junitxml:
-            from groundeval.reporting.junit_merge import merge_junit
+            from groundeval.plugin.junit_merge import merge_junit
 
             with named(args.junitxml):
                 replace_whole(Path(args.junitxml), merge_junit([Path(p) for p in args.junit], record))
