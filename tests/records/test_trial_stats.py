@@ -344,3 +344,38 @@ def test_no_summarised_figure_of_a_finite_sample_has_a_zero_width_interval() -> 
     # a mean over cases with no spread (every macro F1 1.0) falls back to the Wilson interval at that mean
     stats = summarize(task, [case(f"c{i}") for i in range(25)]).trials
     assert stats is not None and stats.intervals["macro_f1"].method == "wilson"
+
+
+def test_the_wilson_interval_is_scipys_binomtest_interval_for_every_k() -> None:
+    """The interval computed from ``scipy.special.ndtri`` is ``binomtest``'s, to the last bit we record and beyond."""
+    from scipy.stats import binomtest
+
+    from groundeval.records.trial_stats import _wilson
+
+    for n in (*range(1, 41), 64, 99, 500, 5000):
+        for k in range(n + 1) if n <= 99 else (0, 1, n // 3, n // 2, n - 1, n):
+            ci = binomtest(k, n).proportion_ci(0.95, method="wilson")
+            low, high = _wilson(k, n)
+            assert low == pytest.approx(float(ci.low), abs=1e-12) and high == pytest.approx(float(ci.high), abs=1e-12), (k, n)
+
+
+def test_a_run_of_proportions_imports_scipy_special_not_scipy_stats() -> None:
+    """Pass and answer rates need only the normal quantile; ``scipy.stats`` (twice the import) is left out."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from groundeval.records.aggregate import summarize\n"
+        "from groundeval.records.trial_stats import warm_up\n"
+        "from groundeval.tasks import make_task\n"
+        "sys.path.insert(0, 'tests')\nfrom _records import case\n"
+        "warm_up().join()\n"
+        "agg = summarize(make_task('extraction'), [case(f'c{i}', 'passed' if i % 3 else 'failed') for i in range(9)])\n"
+        "assert agg.trials is not None and agg.trials.intervals['pass_rate'].method == 'wilson'\n"
+        "print('scipy.special' in sys.modules, 'scipy.stats' in sys.modules)\n"
+    )
+    from tests._paths import REPO
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert out.split() == ["True", "False"]

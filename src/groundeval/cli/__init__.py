@@ -8,6 +8,8 @@ Examples::
     uv run groundeval --agent baseline
     uv run groundeval --task write --agent baseline-write --limit 5
     uv run groundeval --agent baseline -n 2 -- --junitxml=out.xml -k Liz
+    uv run groundeval --agent baseline --shard 2/3
+    uv run groundeval merge runs-1/*.json runs-2/*.json runs-3/*.json -o run.json
     uv run groundeval --version
 """
 
@@ -33,6 +35,7 @@ CLI_DEFAULTS: dict[str, str] = {
     "model": f"{MODEL_DEFAULT} for claude and langgraph; smollm2 for local; openai-compatible needs one",
     "limit": "all cases",
     "twin-seed": "one drawn for each run, kept in its run record (settings.twin_seed)",
+    "shard": "every case (no split)",
     "data-dir": "the packaged fixtures",
     "temperature": "none sent, so the model's own; Claude Opus 4.7 and later reject an explicit one",
     "recursion-limit": "25",
@@ -223,6 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from groundeval.cli.calibrate import main as calibrate_main
 
         return calibrate_main(args[1:])
+    if args and args[0] == "merge":  # join a split run's records; no pytest run
+        from groundeval.cli.merge import merge_main
+
+        return merge_main(args[1:])
     if args and args[0] in ("compare", "report"):  # read run records; no pytest run
         from groundeval.cli.tools import main as tools_main
 

@@ -23,6 +23,7 @@ from groundeval.plugin.junit import junit_properties
 from groundeval.records.run_record import CaseRecord
 from groundeval.records.trial_ids import split_trial, split_twin, trial_name
 from groundeval.runner import CaseRun
+from groundeval.shards import Shard
 from groundeval.tasks.base import Task
 from groundeval.tasks.counterfactual import interleave, twins, with_subject
 
@@ -34,6 +35,11 @@ class CaseRunner(Protocol):
     """What the collection nodes need of the run (``GroundevalSession`` provides it)."""
 
     task: Task
+
+    @property
+    def shard(self) -> Shard | None:
+        """``--groundeval-shard``: the shard of the cases to collect, or None for all."""
+        ...
 
     @property
     def limit(self) -> int | None:
@@ -99,10 +105,10 @@ class EvalDataset(pytest.Directory):
         (``tasks.counterfactual.interleave``), so a twin is as likely as its original to be the
         case's first call; ``-k`` on a case id still selects its twins.
         """
-        task, limit = self.gsession.task, self.gsession.limit
+        task, limit, shard = self.gsession.task, self.gsession.limit, self.gsession.shard
         seen: dict[str, str] = {}
         count = 0
-        for path in task.case_files(self.path):
+        for position, path in enumerate(task.case_files(self.path)):
             if limit is not None and count >= limit:
                 break
             try:
@@ -114,7 +120,8 @@ class EvalDataset(pytest.Directory):
                         "the whole file names)",
                     )
             except DatasetError as exc:
-                yield BadCaseFile.from_parent(self, name=path.name, error=exc)
+                if shard is None or shard.owns(position):  # one shard reports it (groundeval.shards)
+                    yield BadCaseFile.from_parent(self, name=path.name, error=exc)
                 continue
             except Exception as exc:  # a task bug, or a shape its loader did not foresee: still only this file
                 import traceback
@@ -124,10 +131,13 @@ class EvalDataset(pytest.Directory):
                     f"harness_error: the {task.name} task's load_case raised {type(exc).__name__}: {exc} (a bug in "
                     f"the task's code, or a file shape it does not handle; other files still run)\n{frames}"
                 )
-                yield BadCaseFile.from_parent(self, name=path.name, error=DatasetError(str(path), problem))
+                if shard is None or shard.owns(position):
+                    yield BadCaseFile.from_parent(self, name=path.name, error=DatasetError(str(path), problem))
                 continue
             seen[case.case_id] = path.name
             count += 1
+            if shard is not None and not shard.owns(count - 1):
+                continue  # another shard's case (and its trials and twins)
             trials = self.gsession.trials
             made: list[Case] = []
             if self.gsession.counterfactual:

@@ -23,6 +23,7 @@ from groundeval.options import (
     positive_int as _positive_int,
     text as _text,
 )
+from groundeval.shards import parse_shard as _shard
 
 __all__ = ["GENERIC", "OPTIONS", "RUN_OPTIONS", "Option"]
 
@@ -55,6 +56,12 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "agent",
     ),
     Option("limit", _positive_int, None, "Run only the first N cases (sorted by file name).", "N", scope="run"),
+    Option(
+        "shard", _shard, None,
+        "Run shard K of N of the cases (1 <= K <= N): a deterministic, balanced split, the same on every machine, "
+        "each case with its trials and twins; join the shards' run records with groundeval merge. "
+        "Default: every case.", "K/N", scope="run",
+    ),
     Option("data-dir", _text, None, "Directory of case files (default: the packaged fixtures).", "DIR", scope="run"),
     Option("out-dir", _text, "runs", "Directory for JSON run records.", "DIR", scope="run"),
     Option("max-tokens", _positive_int, 4096, "Model output limit per call, tokens.", "N", "agent"),

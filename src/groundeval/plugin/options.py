@@ -27,6 +27,7 @@ from groundeval.plugin.option_table import GENERIC, OPTIONS, RUN_OPTIONS, Option
 
 if TYPE_CHECKING:
     from groundeval.models.batch import BatchSettings
+    from groundeval.shards import Shard
 
 __all__ = ["OPTIONS", "Settings", "add_options", "read_settings"]
 
@@ -67,6 +68,8 @@ class Settings:
             ``make_task`` accepts it), or None when the plugin is off.
         agent: Agent spec.
         limit: Case limit, or None for all.
+        shard: ``--groundeval-shard``: this run's shard K of N (``groundeval.shards.Shard``), or None for
+            every case.
         data_dir: Directory holding the case files.
         out_dir: Directory for run records.
         task_options: Every option the task declares, converted (defaults for those not given).
@@ -95,6 +98,7 @@ class Settings:
     task: str | None
     agent: str = ""
     limit: int | None = None
+    shard: Shard | None = None
     data_dir: Path = Path()
     out_dir: Path = Path("runs")
     model: str | None = None
@@ -332,6 +336,7 @@ def read_settings(config: pytest.Config) -> Settings:
         task=task,
         agent=agent,
         limit=values["limit"],
+        shard=values["shard"],
         data_dir=data_dir,
         out_dir=out_dir,
         model=values["model"],

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from groundeval.records.aggregate import summarize
-from groundeval.records.run_record import RunRecord, package_versions
+from groundeval.records.run_record import RunRecord, fixtures_of, package_versions
 from groundeval.records.trial_stats import verdict_exit_status
 from groundeval.records.write_errors import describe
 from groundeval.redaction import clean, clean_text, strip_userinfo
@@ -99,18 +99,17 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         duration_s=round(time.perf_counter() - gs.t0, 3), complete=complete,
         stop_reason=None if complete else (gs.stop_reason or _why_incomplete(gs)), exit_status=exit_status,
         settings=clean({
-            "agent_spec": settings.agent, "limit": settings.limit, "task_options": settings.task_options,
+            "task_spec": settings.task, "agent_spec": settings.agent, "limit": settings.limit,
+            "task_options": settings.task_options,
             "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
-            "trials": settings.trials, "concurrency": gs.concurrency,
+            "trials": settings.trials, "concurrency": gs.concurrency, "min_pass_rate": settings.min_pass_rate,
+            "counterfactual": settings.counterfactual, "shard": None if settings.shard is None else str(settings.shard),
             "models": _models(settings),
             **({"twin_seed": gs.twin_seed} if settings.counterfactual else {}),
         }),
         task_facts=dict(facts() if callable(facts) else facts or {}),
         packages=package_versions(), data_dir=str(settings.data_dir),
-        fixtures=sorted(
-            ({"source": c.source, "sha256": c.fixture_sha256} for c in cases if c.source and c.fixture_sha256),
-            key=lambda f: f["source"],
-        ),
+        fixtures=fixtures_of(cases),
         collection_errors=list(gs.collection_errors.values()),
         dropped_calls=gs.discarded_calls,
         peak_in_flight=gs.peak_in_flight,

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from groundeval.plugin.signals import SignalStop
     from groundeval.reporting import BaselineGate, GateResult
     from groundeval.reporting.langsmith import LangSmithStream
+    from groundeval.shards import Shard
 
 __all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "GroundevalSession", "twin_seed_of"]
 
@@ -189,6 +190,11 @@ class GroundevalSession:
     def limit(self) -> int | None:
         """``--groundeval-limit``: run only the first N cases, or None for all."""
         return self.settings.limit
+
+    @property
+    def shard(self) -> Shard | None:
+        """``--groundeval-shard``: the shard of the cases this run collects, or None for all."""
+        return self.settings.shard
 
     def case_file_count(self) -> int:
         """Case files in the data directory (for the start-up note while they are collected)."""

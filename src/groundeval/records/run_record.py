@@ -41,6 +41,7 @@ __all__ = [
     "RunRecord",
     "TrialStats",
     "TwinPair",
+    "fixtures_of",
     "new_run_id",
     "package_versions",
 ]
@@ -441,6 +442,14 @@ class RunRecord(BaseModel):
     metric_directions: dict[str, Direction] = Field(default_factory=dict)
     cases: list[CaseRecord] = Field(default_factory=list)
     aggregate: Aggregate = Field(default_factory=Aggregate)
+
+
+def fixtures_of(cases: list[CaseRecord]) -> list[dict[str, str]]:
+    """``RunRecord.fixtures`` of a run with these case records: each record's source and SHA-256, sorted by source."""
+    return sorted(
+        ({"source": c.source, "sha256": c.fixture_sha256} for c in cases if c.source and c.fixture_sha256),
+        key=lambda f: f["source"],
+    )
 
 
 def new_run_id(now: datetime | None = None) -> str:
