@@ -131,7 +131,10 @@ def test_summarize_keeps_twins_out_of_the_headline_and_computes_record_sensitivi
     assert agg.counterfactual is not None and agg.counterfactual.twins == 1
     assert agg.metrics["record_sensitivity"] == 0.0 and agg.metrics["twin_pass_rate"] == 0.0
     assert agg.trials is not None and agg.trials.intervals["record_sensitivity"].method == "wilson"
-    assert "1 of them got the right answer to the original and the same answer" in agg.statements["counterfactual"]
+    said = agg.statements["counterfactual"]
+    assert "1 of them got the right answer to the original and the same answer" in said
+    # what happened, not a cause groundeval cannot know (priors, a stale cache, ...)
+    assert said.endswith("(the answer did not change though the truth did)") and "priors" not in said
     # with trials each twin is one observation at its pooled rate, as a case is in trial_stats
     again = [r.model_copy(update={"trial": 1}) for r in (original, twin)]
     agg = summarize(TASK, [original, twin, *again], selected=4)

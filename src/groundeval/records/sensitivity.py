@@ -144,7 +144,7 @@ def sensitivity_text(cf: Counterfactual) -> str:
         return head + "; record_sensitivity: - (no judged twin whose truth changed)"
     return (head + f"; record_sensitivity {sens.value:.3f} {sens.text()} over {sens.cases} twins whose truth "
             f"changed; {kept} of them got the right answer to the original and the same answer to the changed "
-            "record (answered from priors, not the record)")
+            "record (the answer did not change though the truth did)")
 
 
 def with_counterfactual(
