@@ -377,6 +377,8 @@ def returns_int(request):
     result = pytester.runpytest(*eval_args("--groundeval-agent=odd_agents:returns_int", "-k", "Liz"))
     assert result.parseoutcomes() == {"errors": 1, "deselected": 4}
     result.stdout.fnmatch_lines(["*returned int; return a str or a groundeval.AgentResult*"])
+    # one line for the case, not a traceback through groundeval's own check of the value
+    assert "runner.py" not in result.stdout.str() and "raise AgentReturnedWrongType" not in result.stdout.str()
 
 
 def test_collect_only_needs_no_agent_and_no_key(pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
