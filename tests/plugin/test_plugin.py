@@ -674,3 +674,17 @@ def test_a_file_that_fails_its_check_is_invalid_case_the_agent_is_not_called_and
     assert record["collection_errors"] == []
     cases = junit_cases(pytester.path / "out.xml")
     assert cases["upper"]["outcome"] == "invalid_case"
+
+
+def test_a_user_module_named_like_a_builtin_agent_is_the_users(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    """``priors.py`` given as ``priors:fn`` is the user's module, not the built-in ``priors`` agent."""
+    pytester.makepyfile(priors='def fn(request):\n    return "[]"\n',
+                        replay='def fn(request):\n    return "[]"\n')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=priors:fn", "-k", "Liz"))
+    assert result.parseoutcomes() == {"failed": 1, "deselected": 4}  # "[]": the user's answer, scored
+    (record,) = run_records(pytester.path)
+    assert record["agent"] == "priors:fn"
+    # a built-in that takes an argument (replay:RUN.json) and a module of the user's: the clash is named
+    result = pytester.runpytest(*eval_args("--groundeval-agent=replay:fn", "-k", "Liz"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'replay' names both groundeval's built-in agent and your module*replay.py*"])
