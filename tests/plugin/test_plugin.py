@@ -688,3 +688,15 @@ def test_a_user_module_named_like_a_builtin_agent_is_the_users(pytester: pytest.
     result = pytester.runpytest(*eval_args("--groundeval-agent=replay:fn", "-k", "Liz"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*'replay' names both groundeval's built-in agent and your module*replay.py*"])
+
+
+def test_an_agent_module_that_raises_on_import_names_its_file_and_line(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    pytester.makepyfile(raises_on_import="import os\n\nraise RuntimeError('no model file')\n",
+                        bad_syntax_agent="def agent(request:\n")
+    result = pytester.runpytest(*eval_args("--groundeval-agent=raises_on_import:agent"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    where = pytester.path / "raises_on_import.py"
+    result.stderr.fnmatch_lines([f"ERROR: agent 'raises_on_import:agent': importing 'raises_on_import' raised "
+                                 f"RuntimeError: no model file (at {where}:3); fix the module there"])
+    result = pytester.runpytest(*eval_args("--groundeval-agent=bad_syntax_agent:agent"))
+    result.stderr.fnmatch_lines([f"*raised SyntaxError: *(at {pytester.path / 'bad_syntax_agent.py'}:1)*"])
