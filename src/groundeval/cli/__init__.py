@@ -26,7 +26,6 @@ __all__ = ["CLI_DEFAULTS", "SUBCOMMANDS", "build_parser", "main", "pytest_args",
 SUBCOMMANDS: dict[str, str] = {
     "calibrate": "measure a judge against labels (kappa, agreement) and write its card",
     "compare": "compare two run records: paired intervals, per-case changes, the gate",
-    "export": "write run records as a table (one row per case and trial): CSV or Parquet",
     "report": "write a self-contained HTML report of one run (or two, compared)",
 }
 """Subcommands of ``groundeval`` that read files and run no eval; ``groundeval SUB --help`` for each."""
