@@ -235,7 +235,7 @@ def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:
 
 
 def _own_module(name: str) -> str | None:
-    """Where an importable top-level module ``name`` that is not groundeval's lives (a user's ``priors.py``), or None."""
+    """Where an importable top-level module ``name`` lives (a user's ``priors.py``), or None."""
     import importlib.util
 
     try:
