@@ -154,6 +154,9 @@ def test_summarize_keeps_twins_out_of_the_headline_and_computes_record_sensitivi
     assert one.counterfactual is not None and one.counterfactual.record_sensitivity is None
     assert "record_sensitivity" not in one.metrics and one.metrics["record_sensitivity_later_call"] == 0.0
     assert "called in one order only: first_call 0, later_call 1" in one.statements["counterfactual"]
+    # what happened, not a cause groundeval cannot know (priors, a stale cache, ...)
+    said = agg.statements["counterfactual"]
+    assert said.endswith("(the answer did not change though the truth did)") and "priors" not in said
     # with trials each twin is one observation at its pooled rate, as a case is in trial_stats
     again = [r.model_copy(update={"trial": 1}) for r in (p, q, early, late)]
     agg = summarize(TASK, [p, q, early, late, *again], selected=8)

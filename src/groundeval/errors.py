@@ -24,8 +24,9 @@ counts in the means and what pytest shows, is ``groundeval.records.outcomes.POLI
                 │                request parameters (``config_error``); the run stops at once
                 └── AuthError    missing or rejected API key (401/403) (``auth_error``)
 
-Any other exception raised by an agent's ``run`` (``AgentReturnedWrongType`` included) is
-outcome ``agent_error`` (pytest error, excluded, with the agent's traceback); any exception
+Any other exception raised by an agent's ``run`` is outcome ``agent_error`` (pytest error, excluded,
+with the agent's traceback); so is a value of the wrong type returned by it
+(``AgentReturnedWrongType``, a ``GroundevalError`` and a ``TypeError``, shown as its message alone); any exception
 raised by groundeval while rendering the prompt, deriving the truth, parsing, scoring or
 recording is ``harness_error`` (pytest error, excluded, with the full traceback).
 
@@ -121,8 +122,12 @@ class AgentError(GroundevalError):
         self.details: dict[str, object] = dict(details or {})
 
 
-class AgentReturnedWrongType(TypeError):
-    """An agent's ``run`` returned something other than a ``str`` or an ``AgentResult`` (``agent_error``)."""
+class AgentReturnedWrongType(GroundevalError, TypeError):
+    """An agent's ``run`` returned something other than a ``str`` or an ``AgentResult`` (``agent_error``).
+
+    The report shows its message alone, one line per case: the frames that raised it are
+    groundeval's check of the returned value, not the agent's code.
+    """
 
 
 class AgentLoopError(AgentError):

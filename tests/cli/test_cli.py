@@ -88,3 +88,20 @@ def test_help_imports_no_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+def test_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for name in ("calibrate", "compare", "report"):
+        assert f"\n  {name} " in out, name
+
+
+def test_a_mistyped_subcommand_gets_a_did_you_mean_not_a_pytest_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    monkeypatch.chdir(str(tmp_path))
+    assert main(["comapre", "a.json", "b.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ERROR: unknown subcommand 'comapre'; did you mean compare?")

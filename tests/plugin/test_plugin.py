@@ -377,6 +377,8 @@ def returns_int(request):
     result = pytester.runpytest(*eval_args("--groundeval-agent=odd_agents:returns_int", "-k", "Liz"))
     assert result.parseoutcomes() == {"errors": 1, "deselected": 4}
     result.stdout.fnmatch_lines(["*returned int; return a str or a groundeval.AgentResult*"])
+    # one line for the case, not a traceback through groundeval's own check of the value
+    assert "runner.py" not in result.stdout.str() and "raise AgentReturnedWrongType" not in result.stdout.str()
 
 
 def test_collect_only_needs_no_agent_and_no_key(pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -672,3 +674,29 @@ def test_a_file_that_fails_its_check_is_invalid_case_the_agent_is_not_called_and
     assert record["collection_errors"] == []
     cases = junit_cases(pytester.path / "out.xml")
     assert cases["upper"]["outcome"] == "invalid_case"
+
+
+def test_a_user_module_named_like_a_builtin_agent_is_the_users(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    """``priors.py`` given as ``priors:fn`` is the user's module, not the built-in ``priors`` agent."""
+    pytester.makepyfile(priors='def fn(request):\n    return "[]"\n',
+                        replay='def fn(request):\n    return "[]"\n')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=priors:fn", "-k", "Liz"))
+    assert result.parseoutcomes() == {"failed": 1, "deselected": 4}  # "[]": the user's answer, scored
+    (record,) = run_records(pytester.path)
+    assert record["agent"] == "priors:fn"
+    # a built-in that takes an argument (replay:RUN.json) and a module of the user's: the clash is named
+    result = pytester.runpytest(*eval_args("--groundeval-agent=replay:fn", "-k", "Liz"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'replay' names both groundeval's built-in agent and your module*replay.py*"])
+
+
+def test_an_agent_module_that_raises_on_import_names_its_file_and_line(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    pytester.makepyfile(raises_on_import="import os\n\nraise RuntimeError('no model file')\n",
+                        bad_syntax_agent="def agent(request:\n")
+    result = pytester.runpytest(*eval_args("--groundeval-agent=raises_on_import:agent"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    where = pytester.path / "raises_on_import.py"
+    result.stderr.fnmatch_lines([f"ERROR: agent 'raises_on_import:agent': importing 'raises_on_import' raised "
+                                 f"RuntimeError: no model file (at {where}:3); fix the module there"])
+    result = pytester.runpytest(*eval_args("--groundeval-agent=bad_syntax_agent:agent"))
+    result.stderr.fnmatch_lines([f"*raised SyntaxError: *(at {pytester.path / 'bad_syntax_agent.py'}:1)*"])

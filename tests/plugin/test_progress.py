@@ -118,3 +118,30 @@ def test_under_xdist_the_controller_counts_every_workers_cases(xdist_printing: t
     # The limit is the sum over the workers that have reported a case: 8 when both did, 4 when xdist
     # handed every case to one worker (it may, with five items and a slow-starting worker).
     assert re.match(r"groundeval 5/5 done  1 passed  0 excluded  calls 0 in flight \(limit (8|4)\)", lines[-1])
+
+
+def test_the_tty_line_uses_the_terminals_real_width_while_pytest_captures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under capture pytest's width falls back to 80; the line is cut to the terminal it is drawn on."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    leader, follower = pty.openpty()
+    try:
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+        gsession: Any = SimpleNamespace(selected=["x"] * 4, settings=None)
+        progress = Progress(gsession, "tty", ticker=False)
+        drawn: list[str] = []
+        progress._tw = SimpleNamespace(fullwidth=80, width_of_current_line=0, flush=lambda: None)
+        progress._write = lambda *a, **k: None
+        progress._out = SimpleNamespace(write=drawn.append, flush=lambda: None)
+        progress._dup_fd = follower
+        assert progress.width() == 200
+        progress._draw("x" * 300)
+        assert drawn[-1] == "x" * 199
+    finally:
+        os.close(leader)
+        os.close(follower)

@@ -234,3 +234,35 @@ def test_ci_example_workflow_uses_the_real_commands() -> None:
 
     args = _compare_parser().parse_args(["a.json", "b.json", "--format", "markdown", "--fail-on-regression"])
     assert args.fail_on_regression and args.format == "markdown"
+
+
+def test_compare_of_two_tasks_says_the_exit_status_it_returns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pa = _write(tmp_path, "a.json", run([case("c1")], run_id="A"))
+    pb = _write(tmp_path, "b.json", run([case("w1", task="write", run_id="B")], run_id="B", task="write"))
+    for flag in ([], ["--fail-on-regression"]):
+        assert cli_main(["compare", str(pa), str(pb), *flag]) == 2
+        gate_lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("regression gate")]
+        assert gate_lines and gate_lines[0].startswith("regression gate FAILED (exit status 2"), gate_lines
+
+
+def test_a_passing_gate_says_it_passed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = run([case("c1"), case("c2", "failed")], run_id="A")
+    b = run([case("c1", run_id="B"), case("c2", run_id="B")], run_id="B")
+    pa, pb = _write(tmp_path, "a.json", a), _write(tmp_path, "b.json", b)
+    assert cli_main(["compare", str(pa), str(pb), "--fail-on-regression"]) == 0
+    assert "regression gate passed (exit status 0): no case regressed or was lost" in capsys.readouterr().out
+    assert cli_main(["compare", str(pa), str(pb), "--fail-on-regression", "--format", "markdown"]) == 0
+    assert "regression gate passed (exit status 0)" in capsys.readouterr().out
+
+
+def test_regressions_are_listed_before_other_changes(capsys: pytest.CaptureFixture[str]) -> None:
+    a = run([case("a1", "failed"), case("a2", "partial"), case("z9"), case("zz", "failed")], run_id="A")
+    b = run([case("a1", run_id="B"), case("a2", run_id="B"), case("z9", "failed", run_id="B"),
+             case("zz", run_id="B")], run_id="B")
+    comp = compare_runs(a, b)
+    listed = [line.split()[0] for line in comparison_text(comp).splitlines() if line.startswith("  ")]
+    assert listed[0] == "REGRESSED" and listed.count("REGRESSED") == 1 and "IMPROVED" in listed[1:]
+    rows = [line for line in comparison_markdown(comp).splitlines() if line.startswith("| `")]
+    assert "regressed" in rows[0]

@@ -265,3 +265,14 @@ def test_a_summary_of_3000_failing_cases_says_how_many_it_does_not_list() -> Non
     md = summary_markdown(record)
     assert md.count("| `c") == 50 and "`c0049`" in md and "`c0050`" not in md
     assert "and 2,950 more cases not passed (all of them in the run record)" in md
+
+
+def test_the_rerun_command_carries_the_model_and_the_base_url() -> None:
+    record = run([case("c1", "failed")], model="qwen2.5-7b-instruct", settings={
+        "agent_spec": "openai-compatible",
+        "agent_options": {"base_url": "http://127.0.0.1:8080/v1", "max_tokens": 512, "temperature": None}})
+    page = render_report(record)
+    assert ("pytest --groundeval-task=extraction --groundeval-agent=openai-compatible" in page)
+    assert "--groundeval-model=qwen2.5-7b-instruct" in page
+    assert "--groundeval-base-url=http://127.0.0.1:8080/v1" in page and "--groundeval-max-tokens=512" in page
+    assert "--groundeval-temperature" not in page  # not set in the run: the model's own, as then

@@ -222,9 +222,29 @@ def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:
     if not sep or name not in AGENTS:
         return None
     target = _load_target(AGENTS[name])
+    own = _own_module(name)
     if not callable(getattr(target, "from_argument", None)):
-        raise ConfigError(f"agent {name!r} takes no argument; use --groundeval-agent={name}")
+        if own is not None:
+            return None  # the user's priors.py as priors:fn: loaded as package.module:attribute
+        raise ConfigError(f"agent {name!r} takes no argument; use --groundeval-agent={name} (for a module of "
+                          f"your own named {name}.py, make it importable: run from its folder or put it on PYTHONPATH)")
+    if own is not None and not Path(argument).exists():
+        raise ConfigError(f"--groundeval-agent={spec}: {name!r} names both groundeval's built-in agent and your module "
+                          f"{own}; rename your module, or give the built-in an existing file ({name}:RUN.json)")
     return target, argument
+
+
+def _own_module(name: str) -> str | None:
+    """Where an importable top-level module ``name`` lives (a user's ``priors.py``), or None."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if found is None:
+        return None
+    return str(found.origin or name)
 
 
 def agent_requires(agent: object) -> frozenset[str]:

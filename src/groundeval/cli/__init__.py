@@ -23,7 +23,14 @@ from collections.abc import Sequence
 
 from groundeval.extras import extra_missing_message, has_module
 
-__all__ = ["CLI_DEFAULTS", "build_parser", "main", "pytest_args", "version"]
+__all__ = ["CLI_DEFAULTS", "SUBCOMMANDS", "build_parser", "main", "pytest_args", "version"]
+
+SUBCOMMANDS: dict[str, str] = {
+    "calibrate": "measure a judge against labels (kappa, agreement) and write its card",
+    "compare": "compare two run records: paired intervals, per-case changes, the gate",
+    "report": "write a self-contained HTML report of one run (or two, compared)",
+}
+"""Subcommands of ``groundeval`` that read files and run no eval; ``groundeval SUB --help`` for each."""
 
 MODEL_DEFAULT = "claude-opus-4-8"
 """Default model id of the ``claude`` and ``langgraph`` agents (``groundeval.agents.claude.DEFAULT_MODEL``;
@@ -78,7 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="groundeval",
         description="Run a groundeval task (a pytest run with the groundeval plugin switched on).",
-        epilog="Arguments after '--' go to pytest unchanged, e.g. groundeval --agent baseline -- --junitxml=out.xml",
+        epilog="subcommands (no eval is run; 'groundeval SUBCOMMAND --help' for each):\n"
+        + "".join(f"  {name:<10} {text}\n" for name, text in SUBCOMMANDS.items())
+        + "\nArguments after '--' go to pytest unchanged, e.g. groundeval --agent baseline -- --junitxml=out.xml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,  # --min-f must not silently mean --min-f1
     )
     parser.add_argument("--version", action="version", version=f"groundeval {version()}")
@@ -215,6 +225,26 @@ def _usage_problem(argv: list[str]) -> str | None:
     return run_problem(str(args.task).strip(), given, args.task_option or [], list(args.pytest_extra))
 
 
+def _mistyped_subcommand(args: Sequence[str]) -> str | None:
+    """A first word close to a subcommand that is not a path pytest could collect, or None.
+
+    ``groundeval comapre A B`` would otherwise go to pytest as paths and fail on a missing API key.
+    """
+    import os
+
+    if not args or args[0].startswith("-") or os.path.exists(args[0]):
+        return None
+    word = args[0]
+    near = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.6)
+    if near:
+        return (f"unknown subcommand {word!r}; did you mean {near[0]}? "
+                f"(subcommands: {', '.join(SUBCOMMANDS)}; see groundeval --help)")
+    if "/" not in word and "." not in word and "::" not in word:
+        return (f"{word!r} is neither a subcommand ({', '.join(SUBCOMMANDS)}) nor an existing path; "
+                "see groundeval --help")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``groundeval`` console script; returns pytest's exit code.
 
@@ -234,6 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from groundeval.cli.tools import main as tools_main
 
         return tools_main(args)
+    mistyped = _mistyped_subcommand(args)
+    if mistyped is not None:
+        print(f"ERROR: {mistyped}", file=sys.stderr)
+        return 2
     pargs = pytest_args(args)
     problem = _usage_problem(args)
     if problem is not None:  # before pytest starts: a usage error costs a fraction of a second

@@ -312,7 +312,7 @@ class Progress:
         """Put ``text`` on the row below pytest's current one (or on it, when pytest's row is empty)."""
         assert self._write is not None
         self._erase()
-        width = max(10, self._tw.fullwidth - 1)
+        width = max(10, self.width() - 1)
         text = text[:width]
         self._tw.flush()  # pytest's own pending output first
         file = self._out
@@ -321,6 +321,25 @@ class Progress:
         file.write(("\n" if self._below else "") + text)
         file.flush()
         self._drawn = text
+
+    def width(self) -> int:
+        """The terminal's columns: ``COLUMNS`` if set, else the size of the terminal the line is drawn on.
+
+        pytest's own width (``TerminalWriter.fullwidth``) asks descriptor 1, which points at a capture
+        file while a test runs, and so falls back to 80 columns; the duplicate taken at start
+        (``_terminal_stream``) still is the terminal.
+        """
+        import os
+
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            return int(columns)
+        if self._dup_fd is not None:
+            try:
+                return os.get_terminal_size(self._dup_fd).columns
+            except OSError:
+                pass
+        return int(self._tw.fullwidth)
 
     def _erase(self) -> None:
         """Take the line off the screen and put the cursor back at pytest's column."""

@@ -227,7 +227,7 @@ def sensitivity_text(cf: Counterfactual) -> str:
     return (head + f"; record_sensitivity {sens.value:.3f} {sens.text()}, the lower of first_call {first.value:.3f} "
             f"over {first.cases} and later_call {later.value:.3f} over {later.cases} twins whose truth "
             f"changed; {kept} of them got the right answer to the original and the same answer to the changed "
-            "record (answered from priors, not the record)")
+            "record (the answer did not change though the truth did)")
 
 
 def with_counterfactual(

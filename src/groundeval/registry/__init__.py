@@ -212,6 +212,16 @@ class Targets(Mapping[str, str]):
         return len(self._names())
 
 
+def _where_raised(exc: BaseException) -> str:
+    """``FILE:LINE`` where ``exc`` was raised: a syntax error's own place, else the deepest frame outside importlib."""
+    import traceback
+
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "an unknown place"
+
+
 def load_target(
     spec: str, target: str, *, kind: str, builtin: bool,
     import_failed: Callable[[ImportError], ConfigError | None] | None = None,
@@ -229,7 +239,8 @@ def load_target(
             or returns None for the generic message.
 
     Raises:
-        ConfigError: The module cannot be imported (naming it, with the fix) or has no such attribute.
+        ConfigError: The module cannot be imported (naming it, with the fix), raised while being
+            imported (naming its file and line), or has no such attribute.
     """
     from groundeval.errors import ConfigError
 
@@ -257,6 +268,12 @@ def load_target(
         raise ConfigError(
             f"{kind} {spec!r}: cannot import {module_name!r} ({exc}); run from the directory that holds it, "
             "or add that directory to PYTHONPATH"
+        ) from exc
+    except Exception as exc:  # the module itself raised (or does not parse) while being imported
+        raise ConfigError(
+            f"{kind} {spec!r}: importing {module_name!r} raised {type(exc).__name__}: "
+            f"{exc.msg if isinstance(exc, SyntaxError) else exc} "
+            f"(at {_where_raised(exc)}); fix the module there"
         ) from exc
     found: Any = module
     for part in attr.split("."):

@@ -179,9 +179,13 @@ class Comparison:
 
     @property
     def changed(self) -> list[CaseDiff]:
-        """Compared cases with at least one changed dimension."""
-        return [c for c in self.cases if c.changes]
+        """Compared cases with at least one changed dimension, the regressed ones first (then case order)."""
+        return sorted((c for c in self.cases if c.changes), key=lambda c: c.verdict != "regressed")
 
+
+PASSED_LINE = ("regression gate passed (exit status 0): no case regressed or was lost, the pass rate did not drop "
+               "beyond noise, and run B is complete with every case file read")
+"""What ``groundeval compare --fail-on-regression`` says when its gate passes."""
 
 def _num(value: object) -> float | None:
     """A number as it is (an int count stays an int, so it prints as one), else None."""

@@ -139,9 +139,24 @@ def _case_row(case: CaseRecord, columns: Sequence[str], dimension_names: Sequenc
 
 
 def _rerun(record: RunRecord) -> str:
-    """The command that reruns one case of this run (its node id is appended)."""
+    """The command that reruns one case of this run as it ran (its node id is appended).
+
+    It carries the task, the agent, the case folder, the model and every agent option the run had
+    a value for (``settings.agent_options``: base URL, max tokens, timeout, ...), each quoted for a
+    POSIX shell.
+    """
+    import shlex
+
     spec = str(record.settings.get("agent_spec") or record.agent)
-    return f"pytest --groundeval-task={record.task} --groundeval-agent={spec} --groundeval-data-dir={record.data_dir}"
+    words = [f"--groundeval-task={record.task}", f"--groundeval-agent={spec}",
+             f"--groundeval-data-dir={record.data_dir}"]
+    if record.model:
+        words.append(f"--groundeval-model={record.model}")
+    options = record.settings.get("agent_options")
+    if isinstance(options, Mapping):
+        words += [f"--groundeval-{str(key).replace('_', '-')}={value}"
+                  for key, value in options.items() if value is not None]
+    return " ".join(["pytest", *(shlex.quote(w) for w in words)])
 
 
 def _charts(record: RunRecord, columns: Sequence[str], figures: Sequence[Mapping[str, Any]],

@@ -6,7 +6,15 @@ import json
 from typing import Any
 
 from groundeval.records.run_record import RunRecord
-from groundeval.reporting.compare import CaseDiff, CaseLost, Comparison, Figure, unmatched, unmatched_text
+from groundeval.reporting.compare import (
+    PASSED_LINE,
+    CaseDiff,
+    CaseLost,
+    Comparison,
+    Figure,
+    unmatched,
+    unmatched_text,
+)
 from groundeval.reporting.stats import METHOD, Interval
 
 __all__ = ["comparison_dict", "comparison_json", "comparison_text", "fmt", "fmt_count", "fmt_p", "run_line"]
@@ -111,6 +119,8 @@ def _change_text(comp: Comparison, c: CaseDiff) -> str:
 def gate_verdict(comp: Comparison, fail_on_regression: bool) -> str:
     """The gate's line, saying what the exit status is: ``FAILED`` only when it makes the command fail."""
     reasons = "; ".join(comp.gate.reasons())
+    if comp.problems:  # the command exits 2 whatever the flag: these runs cannot be compared
+        return f"regression gate FAILED (exit status 2: the runs cannot be compared): {reasons}"
     if fail_on_regression:
         return f"regression gate FAILED (exit status 1): {reasons}"
     return f"regression gate: would fail with --fail-on-regression (exit status 0 without it): {reasons}"
@@ -155,7 +165,14 @@ def comparison_text(comp: Comparison, fail_on_regression: bool = False) -> str:
     elif gate.ungated is not None and (gate.regressed or gate.pass_rate_dropped):
         lines.append("regression gate passed (exit status 0): the regressions above rest on verdicts that are not "
                      "gated")
-    for c in comp.changed:
+    elif fail_on_regression:
+        lines.append(PASSED_LINE)
+    changed = comp.changed  # the regressed first, then the lost, then every other change
+    regressed = [c for c in changed if c.verdict == "regressed"]
+    for c in regressed:
+        lines.append(f"  {c.verdict.upper():<9} {c.case_id}: {_change_text(comp, c)}")
+    lines += [f"  LOST      {c.text()}" for c in gate.lost]
+    for c in changed[len(regressed):]:
         if c.verdict != "unchanged":
             label = c.verdict.upper()
         elif c.regressed_dims() and not c.improved_dims():
@@ -165,7 +182,6 @@ def comparison_text(comp: Comparison, fail_on_regression: bool = False) -> str:
         else:
             label = "mixed"
         lines.append(f"  {label:<9} {c.case_id}: {_change_text(comp, c)}")
-    lines += [f"  LOST      {c.text()}" for c in gate.lost]
     lines += [f"  UNREADABLE {e}" for e in gate.collection_errors]
     lines += [f"  INVALID {e}" for e in gate.invalid_cases]
     if not comp.problems:  # with different tasks every case is in one run only: counted above

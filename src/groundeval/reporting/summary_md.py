@@ -18,7 +18,7 @@ from groundeval.records.scope import UNGATED_SHORT, judge_note, scope_needed, st
 from groundeval.records.sensitivity import figure_unit
 from groundeval.records.trial_stats import INTERVAL_METHOD, METHOD_NAMES, record_trial_stats
 from groundeval.records.write_errors import append_whole, named, replace_whole
-from groundeval.reporting.compare import Comparison, GateResult, unmatched
+from groundeval.reporting.compare import PASSED_LINE, Comparison, GateResult, unmatched
 from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
 from groundeval.reporting.stats import METHOD
 
@@ -344,6 +344,8 @@ def comparison_markdown(comp: Comparison, fail_on_regression: bool = False) -> s
                  f"(passed -> not passed), **{len(gate.lost)} lost** (a verdict before, none now: excluded, not run or "
                  f"unreadable), {len(gate.improved)} improved")
     lines += _lost_md(gate, fail_on_regression)
+    if fail_on_regression and not gate.failed and gate.ungated is None:
+        lines += ["", f"**{md_escape(PASSED_LINE)}**"]
     if comp.changed:
         lines += ["", "| case | verdict | changed dimensions |", "| --- | --- | --- |"]
         for c in comp.changed[:MAX_LISTED]:
