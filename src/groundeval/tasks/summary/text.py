@@ -16,9 +16,12 @@ __all__ = [
     "ENDED_WORDS",
     "UNIT_ALIASES",
     "any_contains",
+    "collective",
     "contains",
     "contradictory",
     "contradictory_mention",
+    "ended_clause",
+    "markup_free",
     "normalise",
     "sentences",
     "stated_values",
@@ -54,6 +57,15 @@ _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, r
 _VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?![\w/])", re.IGNORECASE)
 _PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)", re.IGNORECASE)
 _WORD = re.compile(r"\S+")
+_HAS_WORD = re.compile(r"\w")
+_MARKUP = re.compile(r"[|*#`>]|^\s*[-+•]\s|(?<=\n)\s*[-+•]\s|^\s*\d+[.)]\s|(?<=\n)\s*\d+[.)]\s|:?-{3,}:?")
+_STATUS = r"(?:current(?:ly)?|active|ongoing|stopped|discontinued|past|previous|prior|resolved|ended|completed|inactive)"
+_QUANT = r"(?:some|others?|several|many|most|a few|few|certain|part|partly|either|any|all ever|both)"
+_COLLECTIVE = re.compile(
+    rf"(?<![a-z])(?:{_QUANT}\s+(?:\w+\s+){{0,2}}?(?:since\s+|now\s+|are\s+|were\s+|still\s+)?{_STATUS}"
+    rf"|{_STATUS}\s*(?:and|or|/|&|\+)\s*{_STATUS}"
+    rf"|all\s+ever\s+(?:prescribed|recorded|listed|taken)"
+    rf"|(?:whether|if)\s+{_STATUS}\s+or\s+not)(?![a-z])")
 _SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|\n+")
 
 
@@ -70,8 +82,48 @@ def contains(text: str, phrase: str) -> bool:
 
 
 def word_count(text: str) -> int:
-    """Whitespace-separated words."""
-    return len(_WORD.findall(text))
+    """Words: whitespace-separated tokens holding a letter or a digit.
+
+    Table pipes, Markdown markup (``|``, ``---``, ``**``, ``#``) and list bullets are not words, so a
+    table counts the words of its cells.
+    """
+    return sum(1 for w in _WORD.findall(text) if _HAS_WORD.search(w))
+
+
+def markup_free(text: str) -> str:
+    """``text`` with Markdown markup (table pipes, ``*``, ``#``, backticks, bullets, rules) turned into spaces.
+
+    Same length as ``text`` (offsets hold), so a table row reads as its cells in order.
+    """
+    return _MARKUP.sub(lambda m: " " * len(m[0]), text)
+
+
+def collective(text: str) -> bool:
+    """True when ``text`` qualifies a list as a whole rather than each item.
+
+    "some current, others stopped", "(all ever prescribed), several since stopped", "current and
+    past", "active/resolved", ", some stopped": a quantifier (``some``, ``others``, ``several``,
+    ``many``, ``most``, ``a few``, ``certain``, ``either``, ``both``) with a status word, two
+    status words joined by ``and``/``or``/``/``, or "all ever prescribed". Such a qualifier gives no
+    item of its list a status (``docs/tasks/summary.md``).
+    """
+    return bool(_COLLECTIVE.search(" ".join(text.lower().split())))
+
+
+def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
+    """``(ended, current)`` for the item at ``offset`` of ``sentence``.
+
+    ``ended``: the clause holding ``offset`` (the sentence cut at commas outside brackets) holds an
+    ended word (``ENDED_WORDS``); ``current``: the sentence holds a current label (``CURRENT_WORDS``).
+    """
+    pos, clause = 0, sentence
+    for part in _clauses(sentence):
+        if pos <= offset <= pos + len(part):
+            clause = part
+            break
+        pos += len(part) + 1
+    low = " ".join(clause.lower().split())
+    return bool(_ENDED.search(low)), bool(_CURRENT.search(" ".join(sentence.lower().split())))
 
 
 def sentences(text: str) -> list[str]:
