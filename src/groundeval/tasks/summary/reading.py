@@ -105,7 +105,7 @@ class Mention:
 
 @functools.cache
 def _pipeline() -> Any:
-    """medSpaCy's tokenizer, ConText and sectionizer with ``CONTEXT_RULES``/``SECTION_RULES``."""
+    """MedSpaCy's tokenizer, ConText and sectionizer with ``CONTEXT_RULES``/``SECTION_RULES``."""
     import loguru
     import medspacy
     from medspacy.context import ConText, ConTextRule
@@ -118,7 +118,7 @@ def _pipeline() -> Any:
     context.add([ConTextRule(lit, cat, direction=d, max_scope=6 if cat == "HISTORICAL" else None,
                              terminated_by={"CLAUSE_END"} if cat == "HISTORICAL" else None)
                  for lit, cat, d in CONTEXT_RULES]
-                + [ConTextRule(p, "CLAUSE_END", direction="TERMINATE") for p in (",", ";")])
+                + [ConTextRule(p, "CLAUSE_END", direction="BACKWARD", allowed_types={"CLAUSE"}) for p in (",", ";")])
     sections = Sectionizer(nlp, require_start_line=True)
     sections.add([SectionRule(f"{h}:", cat) for h, cat in SECTION_RULES]
                  + [SectionRule(h, cat, pattern=[*({"LOWER": w} for w in h.replace("/", " / ").split()),
@@ -183,6 +183,13 @@ def _lead_in(text: str, at: int) -> tuple[str, int]:
     return "", -1
 
 
+def _clause_at(sentence: str, offset: int) -> str:
+    """The clause of ``sentence`` (cut at commas and ``and``/``or`` lists aside) that holds ``offset``."""
+    start = sentence.rfind(",", 0, offset) + 1
+    end = sentence.find(",", offset)
+    return sentence[start:end if end != -1 else len(sentence)]
+
+
 def _own_lead_in(sentence: str, offset: int) -> str:
     """The part of the sentence before a colon that precedes ``offset`` (``Stopped: a, b``)."""
     head, colon, _ = sentence[:offset].rpartition(":")
@@ -226,7 +233,9 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
             section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
         hedge_collective = any(collective(t) for t in (sentence, lead, own))
-        allergy = "allerg" in (sentence + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
+        clause = _clause_at(plain[s0:start] + " " * (end - start) + plain[end:s1], start - s0)
+        allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
+                   or sentence.lstrip(" -*•").lower().startswith("allerg"))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         lead_ended = ended_clause(lead or own, len(lead or own))[0] if (lead or own) else False
         if hedge_collective or contradictory(sentence):
@@ -252,7 +261,7 @@ _NONE = re.compile(r"^\s*(?:[-*•]\s*)?(?:none|nil|no|not any)\b", re.IGNORECAS
 def none_under(summary: str, nouns: Iterable[str]) -> str | None:
     """A line that says "none" under a heading or lead-in naming one of ``nouns``, or None.
 
-    ``Medications:\\n- None current`` says no current medication; so does ``Medications: none``.
+    ``Medications:`` over ``- None current`` says no current medication; so does ``Medications: none``.
     """
     plain = markup_free(summary)
     keys = tuple(nouns)

@@ -36,7 +36,7 @@ UNIT_ALIASES: dict[str, str] = {
     "ml/min/1.73m2": "ml/min/{1.73_m2}", "ml/min/1.73 m2": "ml/min/{1.73_m2}", "ml/min/{1.73_m2}": "ml/min/{1.73_m2}",
     "ml/min": "ml/min/{1.73_m2}",
     "mg": "mg", "mcg": "mcg", "ug": "mcg", "µg": "mcg", "g": "g", "kg": "kg", "cm": "cm", "ml": "ml",
-    "unt/ml": "unt/ml", "units/ml": "unt/ml", "mg/ml": "mg/ml", "mg/actuat": "mg/actuat", "meq": "meq",
+    "unt/ml": "unt/ml", "units/ml": "unt/ml", "mg/ml": "mg/ml", "mg/g": "mg/g", "mg/actuat": "mg/actuat", "meq": "meq",
     "/min": "/min", "bpm": "/min", "beats/min": "/min", "g/dl": "g/dl", "pg/ml": "pg/ml", "ng/ml": "ng/ml",
 }
 """Unit spellings a summary may use -> one key per unit (lower case, UCUM-like). Units outside
@@ -59,7 +59,8 @@ _PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)",
 _WORD = re.compile(r"\S+")
 _HAS_WORD = re.compile(r"\w")
 _MARKUP = re.compile(r"[|*#`>]|^\s*[-+•]\s|(?<=\n)\s*[-+•]\s|^\s*\d+[.)]\s|(?<=\n)\s*\d+[.)]\s|:?-{3,}:?")
-_STATUS = r"(?:current(?:ly)?|active|ongoing|stopped|discontinued|past|previous|prior|resolved|ended|completed|inactive)"
+_STATUS = (r"(?:current(?:ly)?|active|ongoing|stopped|discontinued|past|previous|prior|resolved|ended|completed"
+           r"|inactive)")
 _QUANT = r"(?:some|others?|several|many|most|a few|few|certain|part|partly|either|any|all ever|both)"
 _COLLECTIVE = re.compile(
     rf"(?<![a-z])(?:{_QUANT}\s+(?:\w+\s+){{0,2}}?(?:since\s+|now\s+|are\s+|were\s+|still\s+)?{_STATUS}"
@@ -174,7 +175,7 @@ def _unit(raw: str) -> str:
 
 
 def stated_values(text: str) -> list[dict[str, Any]]:
-    """Every number the text states with a unit: ``{"text", "value", "unit", "decimals"}``.
+    """Every number the text states with a unit: ``{"text", "value", "unit", "decimals", "start", "end"}``.
 
     ``132/85 mmHg`` gives two values in ``mm[hg]``; a number followed by no unit of
     ``UNIT_ALIASES`` is not stated with a unit and is not returned.
@@ -184,14 +185,16 @@ def stated_values(text: str) -> list[dict[str, Any]]:
     for found in _PRESSURE.finditer(text):
         taken.append(found.span())
         for number in (found[1], found[2]):
-            out.append({"text": found[0], "value": float(number), "unit": "mm[hg]", "decimals": 0})
+            out.append({"text": found[0], "value": float(number), "unit": "mm[hg]", "decimals": 0,
+                        "start": found.start(), "end": found.end()})
     for found in _VALUE.finditer(text):
         if any(a <= found.start() < b for a, b in taken):
             continue
         number = found[1]
         decimals = len(number.partition(".")[2])
-        out.append({"text": found[0], "value": float(number), "unit": _unit(found[2]), "decimals": decimals})
-    return out
+        out.append({"text": found[0], "value": float(number), "unit": _unit(found[2]), "decimals": decimals,
+                    "start": found.start(), "end": found.end()})
+    return sorted(out, key=lambda v: v["start"])
 
 
 def value_matches(stated: Mapping[str, Any], record: Iterable[Mapping[str, Any]]) -> bool:
