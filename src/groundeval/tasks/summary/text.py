@@ -59,12 +59,13 @@ _PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)",
 _WORD = re.compile(r"\S+")
 _HAS_WORD = re.compile(r"\w")
 _MARKUP = re.compile(r"[|*#`>]|^\s*[-+•]\s|(?<=\n)\s*[-+•]\s|^\s*\d+[.)]\s|(?<=\n)\s*\d+[.)]\s|:?-{3,}:?")
-_STATUS = (r"(?:current(?:ly)?|active|ongoing|stopped|discontinued|past|previous|prior|resolved|ended|completed"
-           r"|inactive)")
-_QUANT = r"(?:some|others?|several|many|most|a few|few|certain|part|partly|either|any|all ever|both)"
+_CUR_WORD = r"(?:current(?:ly)?|active|ongoing)"
+_END_WORD = r"(?:stopped|discontinued|past|previous|prior|resolved|ended|completed|inactive|historical)"
+_STATUS = rf"(?:{_CUR_WORD}|{_END_WORD})"
+_QUANT = r"(?:some|others?|several|many|most|a few|few|certain)"
 _COLLECTIVE = re.compile(
     rf"(?<![a-z])(?:{_QUANT}\s+(?:\w+\s+){{0,2}}?(?:since\s+|now\s+|are\s+|were\s+|still\s+)?{_STATUS}"
-    rf"|{_STATUS}\s*(?:and|or|/|&|\+)\s*{_STATUS}"
+    rf"|{_CUR_WORD}\s*(?:and|or|/|&|\+)\s*{_END_WORD}|{_END_WORD}\s*(?:and|or|/|&|\+)\s*{_CUR_WORD}"
     rf"|all\s+ever\s+(?:prescribed|recorded|listed|taken)"
     rf"|(?:whether|if)\s+{_STATUS}\s+or\s+not)(?![a-z])")
 _SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|\n+")
@@ -104,8 +105,8 @@ def collective(text: str) -> bool:
 
     "some current, others stopped", "(all ever prescribed), several since stopped", "current and
     past", "active/resolved", ", some stopped": a quantifier (``some``, ``others``, ``several``,
-    ``many``, ``most``, ``a few``, ``certain``, ``either``, ``both``) with a status word, two
-    status words joined by ``and``/``or``/``/``, or "all ever prescribed". Such a qualifier gives no
+    ``many``, ``most``, ``a few``, ``certain``) before a status word, a current and an ended word
+    joined by ``and``/``or``/``/`` (``completed/stopped`` is not one), or "all ever prescribed". Such a qualifier gives no
     item of its list a status (``docs/tasks/summary.md``).
     """
     return bool(_COLLECTIVE.search(" ".join(text.lower().split())))
