@@ -59,8 +59,18 @@ class ItemMentions:
         return picks[0] if picks and all(p is not None for p in picks) else None
 
     def hedged(self) -> Mention | None:
-        """The first mention whose status is ``hedged``, or None."""
-        return next((m for m in self.all() if m.status == "hedged"), None)
+        """A hedged mention of the whole item (a brand, or every name in one sentence), or None.
+
+        An ingredient shared with another, hedged product (acetaminophen) does not hedge this one.
+        """
+        whole = next((m for m in self.whole if m.status == "hedged"), None)
+        if whole is not None or not self.per_name:
+            return whole
+        for m in self.per_name[0]:
+            if m.status == "hedged" and all(any(o.status == "hedged" and o.sentence == m.sentence for o in ms)
+                                            for ms in self.per_name[1:]):
+                return m
+        return None
 
 
 def _phrases(criterion: Mapping[str, Any], strict: bool) -> tuple[list[list[str]], list[str]]:
