@@ -15,6 +15,7 @@ Each mention's ``status`` comes from ``reading.read``: ``current``, ``ended``, `
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -61,16 +62,26 @@ class ItemMentions:
     def hedged(self) -> Mention | None:
         """A hedged mention of the whole item (a brand, or every name in one sentence), or None.
 
-        An ingredient shared with another, hedged product (acetaminophen) does not hedge this one.
+        An ingredient named inside another combination product (``Acetaminophen 21.7 MG/ML /
+        Dextromethorphan ...``, the parts joined by `` / ``) does not hedge a product of its own.
         """
         whole = next((m for m in self.whole if m.status == "hedged"), None)
         if whole is not None or not self.per_name:
             return whole
         for m in self.per_name[0]:
+            if len(self.per_name) == 1 and _in_combination(m):
+                continue
             if m.status == "hedged" and all(any(o.status == "hedged" and o.sentence == m.sentence for o in ms)
                                             for ms in self.per_name[1:]):
                 return m
         return None
+
+
+def _in_combination(m: Mention) -> bool:
+    """True when the mention is one part of a combination product written ``A 300 MG / B 5 MG``."""
+    at = m.start - m.sentence_start
+    before, after = m.sentence[:max(at, 0)], m.sentence[at + (m.end - m.start):]
+    return bool(re.search(r"\s/\s*[^;,()]{0,60}$", before) or re.match(r"^\s*\d[^;,()]{0,25}?\s/\s", after))
 
 
 def _phrases(criterion: Mapping[str, Any], strict: bool) -> tuple[list[list[str]], list[str]]:

@@ -92,6 +92,7 @@ class Mention:
         status: ``current``, ``ended``, ``negated`` or ``hedged`` (module docstring).
         allergy: True when it is stated as an allergy.
         collective: True when a collective qualifier hedged it.
+        sentence_start: Character offset of ``sentence`` in the summary.
     """
 
     phrase: str
@@ -101,6 +102,7 @@ class Mention:
     status: str
     allergy: bool
     collective: bool = False
+    sentence_start: int = 0
 
 
 @functools.cache
@@ -246,7 +248,9 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
             status = "ended"
         else:
             status = "current"
-        out.append(Mention(phrase, start, end, summary[s0:s1].strip(), status, allergy, hedge_collective))
+        raw = summary[s0:s1]
+        out.append(Mention(phrase, start, end, raw.strip(), status, allergy, hedge_collective,
+                           s0 + len(raw) - len(raw.lstrip())))
     return tuple(sorted(out, key=lambda m: m.start))
 
 
