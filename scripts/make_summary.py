@@ -14,6 +14,8 @@ Reads every ``*.json`` Bundle in ``--source`` (default ``../shared/data/synthea`
   (Encounters, Claims, Procedures, DiagnosticReports, older results) is dropped: it would only make
   the prompt longer. Patients whose record holds nothing a rubric asks for are kept: their summary
   is scored on what it must not state.
+  A SNOMED CT Condition whose display has no semantic tag must have one in
+  ``groundeval.tasks.summary.record.FSN_TAGS`` (the build stops and names the code otherwise).
 * ``MANIFEST.json``: per file, its source, both SHA-256s, resource counts and the rubric's
   criterion counts by type (``groundeval.tasks.summary.truth``), so a change to a rule shows in
   the diff.
@@ -35,6 +37,7 @@ import fixture_files
 
 from groundeval.datasets import read_bundles
 from groundeval.tasks.labs.thresholds import default_thresholds
+from groundeval.tasks.summary.record import conditions
 from groundeval.tasks.summary.truth import summary_rubric
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,6 +100,13 @@ def build(source: Path) -> dict[str, bytes]:
     manifest: JSON = {"description": (__doc__ or "").splitlines()[0], "files": {}}
     for path, raw, bundle in read_bundles(sorted(source.glob("*.json"))):
         trimmed = trim(bundle)
+        untagged = sorted({f"{p.code} {p.name!r}" for p in conditions(trimmed) if p.tag is None})
+        if untagged:
+            raise SystemExit(
+                f"{path.name}: SNOMED CT concepts with no semantic tag in the display and none in "
+                f"groundeval.tasks.summary.record.FSN_TAGS: {', '.join(untagged)}. Add each code's tag from its "
+                "fully specified name in the SNOMED CT International Edition."
+            )
         data = render(trimmed)
         outputs[path.name] = data
         rubric = summary_rubric(trimmed, table, path.name)

@@ -97,3 +97,17 @@ def test_the_judge_like_scorer_of_writing_a_task_asks_a_model_as_printed(pyteste
     result = pytester.runpytest(*args, "--groundeval-agent=wrong_agent:answer")
     result.assert_outcomes(failed=len(sources))
     result.stdout.fnmatch_lines(["*the judge said 'no'*"])
+
+
+def test_the_summary_pages_baseline_card_table_is_the_packaged_cards() -> None:
+    """The table is filled from the card (scripts/summary_card_docs.py), or is the TODO line while there is none."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("summary_card_docs", ROOT / "scripts" / "summary_card_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = module.PAGE.read_text(encoding="utf-8")
+    start, end = module.current_block(text)
+    assert text[start:end].strip() == module.expected_block(), "run: uv run python scripts/summary_card_docs.py"
+    assert ("TODO(baseline-card)" in text) == (not module.CARD.is_file())

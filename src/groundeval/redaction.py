@@ -14,8 +14,9 @@ it; anything written outside the record (failure text, captured output) passes t
   ``redact`` (``runner.call_agent``), which is why it must leave ordinary words alone.
 * Text (``clean_text``): a lone UTF-16 surrogate (half of an emoji, from a JSON escape such as
   ``\ud83c``) becomes U+FFFD, so the text can be encoded as UTF-8; so do C0 control characters
-  other than tab, newline and carriage return, so no output carries terminal escape sequences or
-  characters XML 1.0 forbids.
+  other than tab, newline and carriage return, DEL and the C1 controls (U+0080 to U+009F, among
+  them U+009B CSI and U+009D OSC, which terminals read as ESC ``[`` and ESC ``]``), so no output
+  carries terminal escape sequences or characters XML 1.0 forbids or discourages.
 
 Nothing here imports anything beyond the standard library.
 """
@@ -49,7 +50,9 @@ def _credential(token: str) -> bool:
 
 def _token(match: re.Match[str]) -> str:
     return f"{match.group(1)} [redacted]" if _credential(match.group(2)) else match.group(0)
-_BAD_CHARS = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f]")
+_BAD_CHARS = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Lone surrogates, C0 controls but tab, LF and CR, DEL and the C1 controls (U+0080 to U+009F:
+U+009B is a one-character CSI and U+009D an OSC, read as ESC [ and ESC ] by many terminals)."""
 
 
 def strip_userinfo(url: str) -> str:

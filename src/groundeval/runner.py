@@ -256,7 +256,7 @@ def _record(
 
 
 def _capped(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """``fields`` with the answer's lists and the failure messages cut to a sample (``record_caps``)."""
+    """``fields`` with the answer's lists, strings and failure messages cut to a sample (``records.caps``)."""
     capped: dict[str, int] = {}
     out = dict(fields)
     for name in ("parsed", "details"):

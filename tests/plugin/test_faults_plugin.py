@@ -34,6 +34,32 @@ def agent(request):
     assert partial == []  # the final record replaced it
 
 
+def test_agent_text_is_no_link_image_or_terminal_control_in_any_output(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    import markdown  # Python-Markdown (the docs' renderer): what a Markdown viewer makes of the summary
+
+    pytester.makepyfile(phish_agent='''
+def agent(request):
+    raise RuntimeError("see [the guideline](http://evil.example/phish) ![t](http://evil.example/track.png) "
+                       "www.evil.example *now* \\x9b31m red \\x9d0;title\\x07 \\x85")
+''')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=phish_agent:agent", "-k", "Clemente",
+                                           "--groundeval-summary-md=summary.md", "-rA"))
+    result.assert_outcomes(errors=1, deselected=4)
+    out = result.stdout.str()
+    assert "evil.example" in out  # the message is shown...
+    assert not any(c in out for c in "\x9b\x9d\x85\x07"), [c for c in out if 0x7f <= ord(c) <= 0x9f]  # ...inert
+    (record,) = run_records(pytester.path)
+    assert "\x9b" not in json.dumps(record, ensure_ascii=False) and "\ufffd31m red" in record["cases"][0]["error"]["message"]
+    text = (pytester.path / "summary.md").read_text()
+    assert "evil" in text
+    html = markdown.markdown(text, extensions=["tables"])
+    assert "<a " not in html and "<img" not in html and "<em>" not in html, html
+    assert "\\[the guideline\\](http" in text  # escaped as CommonMark (and GitHub) read it
+    assert "http://" not in text and "www.evil" not in text  # no GitHub autolink either
+
+
 def test_a_huge_answer_is_capped_in_the_record_with_its_length_and_hash(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(big_agent='''
 def agent(request):
@@ -82,6 +108,41 @@ def agent(request):
     sizes["html"] = (pytester.path / "report.html").stat().st_size
     assert all(size < 2_000_000 for size in sizes.values()), sizes  # whole, each is over 20 MB
     assert "more (the run record keeps the first 100 of" in (pytester.path / "report.html").read_text()
+
+
+def test_one_item_with_a_5_mb_display_is_capped_by_characters_in_every_output(
+    pytester: pytest.Pytester, eval_dir: Path
+) -> None:
+    from groundeval.cli.tools import main as cli_main
+    from groundeval.records.caps import CUT_MARK, MAX_CHARS
+
+    pytester.makepyfile(long_agent='''
+import json
+
+ANSWER = json.dumps([{"rxnorm_code": "999999", "display": "Drug " + "x" * 5_000_000}])
+
+
+def agent(request):
+    return ANSWER
+''')
+    result = pytester.runpytest(*eval_args("--groundeval-agent=long_agent:agent", "-k", "Clemente or Liz",
+                                           "--junitxml=out.xml", "--groundeval-summary-md=summary.md", "-rA"))
+    result.assert_outcomes(failed=2, deselected=3)
+    (path,) = (pytester.path / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    for case in record["cases"]:
+        assert case["metrics"]["fp"] >= 1 and case["answered"] is True  # scored on the whole answer
+        display = case["parsed"][0]["display"]
+        assert len(display) < MAX_CHARS + 50 and display.endswith(f"{CUT_MARK}5000005 characters]")
+        assert case["capped"]["parsed[0].display"] == 5_000_005
+        assert any(k.startswith("details.") and v >= 5_000_000 for k, v in case["capped"].items()), case["capped"]
+        assert any(k.startswith("message[") and v >= 5_000_000 for k, v in case["capped"].items()), case["capped"]
+        assert len(case["message"]) < 100 * (MAX_CHARS + 50)
+    sizes = {"record": path.stat().st_size, "junit": (pytester.path / "out.xml").stat().st_size,
+             "terminal": len(result.stdout.str()), "summary": (pytester.path / "summary.md").stat().st_size}
+    assert cli_main(["report", str(path), "-o", str(pytester.path / "report.html")]) == 0
+    sizes["html"] = (pytester.path / "report.html").stat().st_size
+    assert all(size < 600_000 for size in sizes.values()), sizes  # uncut, each is over 5 MB
 
 
 def test_an_agent_that_calls_sys_exit_is_an_agent_error_and_the_run_goes_on(

@@ -122,3 +122,45 @@ def test_under_xdist_a_real_file_size_limit_is_named_and_the_whole_lines_survive
     assert not list((pytester.path / "runs").glob("*.tmp"))
     if not list((pytester.path / "runs").glob("*.json")):  # the final record did not fit either: said so
         assert f"the finished cases are in {partial} ({len(lines)} of " in out.replace("\n", "")
+
+
+def test_a_markdown_summary_that_cannot_be_written_leaves_no_file_and_the_record_says_exit_2(
+    pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk at the summary's write: half of it written, then ENOSPC, as a real write fails."""
+    real = Path.write_text
+
+    def write_text(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
+        if self.name.startswith("summary.md"):
+            real(self, data[: len(data) // 2], *args, **kwargs)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", write_text)
+    (pytester.path / "summary.md").write_bytes(b"the summary of an earlier run\n")
+    result = pytester.runpytest(*eval_args("--groundeval-summary-md=summary.md"))
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "summary.md: No space left on device (ENOSPC)" in result.stdout.str()
+    (record,) = run_records(pytester.path)
+    assert record["exit_status"] == result.ret == 2  # the record agrees with the process
+    assert sorted(p.name for p in pytester.path.glob("summary.md*")) == []  # no partial, no stale summary
+
+
+def test_a_step_summary_append_past_a_real_file_size_limit_is_cut_back(tmp_path: Path) -> None:
+    """A real ``RLIMIT_FSIZE`` (EFBIG) during the append to ``$GITHUB_STEP_SUMMARY``: the file keeps what it held."""
+    from groundeval.reporting.summary_md import write_summary_markdown
+    from tests._records import case, run
+
+    step = tmp_path / "step.md"
+    before = b"## an earlier step\n" * 50
+    step.write_bytes(before)
+    record = run([case(f"c{i}", "failed") for i in range(200)])
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 2048, hard))
+    try:
+        with pytest.raises(OSError, match="File too large") as raised:
+            write_summary_markdown(record, environ={"GITHUB_STEP_SUMMARY": str(step)})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert raised.value.errno == errno.EFBIG and raised.value.filename == str(step)
+    assert step.read_bytes() == before

@@ -312,7 +312,7 @@ def test_summary_collective_and_negated_lists_earn_no_more_than_an_honest_summar
         return f"Not on {', '.join(drugs)}. No {', '.join(problems)}."
 
     def honest_plus_collective(case: Case, request: AgentRequest, truth: Any) -> str:
-        problems, drugs, honest = _items(request)
+        _, drugs, honest = _items(request)
         return f"{honest[0]}\nAlso on file, some current, others stopped: {', '.join(drugs)}."
 
     honest = _run("summary", summary, lambda c, r, t: _items(r)[2][0])

@@ -173,6 +173,9 @@ def test_exit_status_follows_the_case_verdicts() -> None:
     assert verdict_exit_status(not_run, 1, failed_items=1) is None
     uncollected = _record(meets, 0.6, collection_errors=[{"nodeid": "groundeval/extraction::bad.json"}])
     assert verdict_exit_status(uncollected, 1, failed_items=1) is None
+    # verdicts resting on an uncalibrated judge clear nothing, as they fail no regression gate
+    ungated = rec.model_copy(update={"task_facts": {"ungated_verdicts": "the case verdicts rest on the judge x"}})
+    assert verdict_exit_status(ungated, 1, failed_items=1) is None
 
 
 def _fabricated() -> RunRecord:

@@ -32,6 +32,7 @@ from groundeval.reporting.langsmith import (
     enabled,
     experiment_name,
     feedback_scores,
+    feedback_values,
 )
 from groundeval.runner import RunInfo
 from groundeval.scorers.grounding import GROUNDING_METRICS
@@ -189,7 +190,15 @@ class FakeLangSmith:
         return sorted(kids, key=lambda run: run["dotted_order"])
 
     def feedback_of(self, run: dict[str, Any]) -> dict[str, float]:
-        return {f["key"]: f["score"] for f in self.feedback if f["run_id"] == run["id"]}
+        """The run's feedback sent as scores (every score in [0, 1], or the test fails)."""
+        scores = {f["key"]: f["score"] for f in self.feedback if f["run_id"] == run["id"] and f.get("score") is not None}
+        assert all(0.0 <= score <= 1.0 for score in scores.values()), scores
+        return scores
+
+    def values_of(self, run: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+        """The run's feedback sent as values (no score), each with its comment."""
+        return {f["key"]: (f["value"], f["comment"]) for f in self.feedback
+                if f["run_id"] == run["id"] and f.get("score") is None}
 
     def stop(self) -> None:
         self.release.set()
@@ -293,7 +302,8 @@ def test_cases_become_runs_with_feedback_and_tool_children(fake_langsmith: FakeL
     assert all(t["trace_id"] == ok["id"] for t in tools)
     # feedback: one key per dimension the case has (display_accuracy was n/a), on the root run
     assert fake_langsmith.feedback_of(ok) == {  # the client rounds to 4 places
-        "passed": 0.0, "f1": 0.6667, "precision": 1.0, "recall": 0.5, "tp": 1.0}
+        "passed": 0.0, "f1": 0.6667, "precision": 1.0, "recall": 0.5}
+    assert fake_langsmith.values_of(ok) == {"tp": (1, "tp = 1: a count, not a score")}
     session_id = fake_langsmith.sessions[EXPERIMENT]
     assert {f["session_id"] for f in fake_langsmith.feedback} == {session_id}
     assert {f["trace_id"] for f in fake_langsmith.feedback} == {ok["id"]}
@@ -322,15 +332,37 @@ def test_two_workers_write_into_one_experiment(fake_langsmith: FakeLangSmith) ->
 def test_feedback_scores_cover_both_tasks() -> None:
     write = case_record("w", "partial", metrics={"schema": True, "coding": False, "constraints": True,
                                                  "safety": True, "dimensions_passed": 3, "dose_mg": 2.5})
-    assert feedback_scores(write) == {"passed": 0.0, "schema": 1.0, "coding": 0.0, "constraints": 1.0, "safety": 1.0,
-                                      "dimensions_passed": 3.0, "dose_mg": 2.5}
-    assert feedback_scores(case_record("x", "infra_error")) == {}
+    assert feedback_scores(write) == {"passed": 0.0, "schema": 1.0, "coding": 0.0, "constraints": 1.0, "safety": 1.0}
+    assert feedback_values(write) == {"dimensions_passed": (3, "dimensions_passed = 3: a count, not a score"),
+                                      "dose_mg": (2.5, "dose_mg = 2.5: a value in the metric's own units, not a score")}
+    assert feedback_scores(case_record("x", "infra_error")) == {} == feedback_values(case_record("x", "infra_error"))
     assert set(feedback_scores(case_record("e", "passed", metrics={"f1": 1.0, "display_accuracy": 1.0}))) == {
         "passed", "f1", "display_accuracy"}
     # any task's metrics, not a fixed list: n/a (None) and text values are left out
     reconcile = case_record("r", "failed", metrics={"discrepancy_f1": 0.5, "recall_omission": None,
                                                     "high_alert_missed": True, "coding_reason": "missing"})
     assert feedback_scores(reconcile) == {"passed": 0.0, "discrepancy_f1": 0.5, "high_alert_missed": 1.0}
+
+
+def test_counts_and_doses_reach_langsmith_as_values_with_a_comment_never_as_scores(
+    fake_langsmith: FakeLangSmith,
+) -> None:
+    """Over the real client and the wire: a dose of 0.5 mg is a value (the task says so), not a 50% score."""
+    metrics = {"schema": True, "coding": False, "dimensions_passed": 3, "dose_mg": 0.5, "daily_total_mg": 1200.0,
+               "ratio": 7.5}
+    info = RunInfo(run_id=INFO.run_id, task="write", agent="scripted", model=None)
+    stream = LangSmithStream(info, EXPERIMENT, values={"dose_mg", "daily_total_mg"})
+    stream.record_case(case_record("w1", "failed", metrics=metrics))
+    stream.close(timeout_s=30)
+    assert stream.error is None
+    run = fake_langsmith.roots()["w1"]
+    assert fake_langsmith.feedback_of(run) == {"passed": 0.0, "schema": 1.0, "coding": 0.0}
+    values = fake_langsmith.values_of(run)
+    assert {k: v for k, (v, _) in values.items()} == {"dimensions_passed": 3, "dose_mg": 0.5, "daily_total_mg": 1200.0,
+                                                      "ratio": 7.5}
+    assert values["dose_mg"][1] == "dose_mg = 0.5: a value in the metric's own units, not a score"
+    assert values["dimensions_passed"][1] == "dimensions_passed = 3: a count, not a score"
+    assert all(f.get("score") is None or 0.0 <= f["score"] <= 1.0 for f in fake_langsmith.feedback)
 
 
 @pytest.mark.parametrize("trouble", ["sessions_500", "multipart_500", "unreachable"])
@@ -433,9 +465,11 @@ def test_plugin_streams_every_worker_into_one_experiment(pytester: pytest.Pytest
     crashed = next(run for name, run in roots.items() if name.startswith("Clemente_Kreiger"))
     assert [t["name"] for t in fake_langsmith.children(ok)] == ["get_resources", "lookup_code"]
     feedback = fake_langsmith.feedback_of(ok)  # passed, every numeric metric the task declares, the trace's grounding
-    assert set(feedback) == {"passed", *ExtractionTask.metric_names, "format_ok", *GROUNDING_METRICS}
-    assert {k: feedback[k] for k in ("passed", "f1", "precision", "recall", "display_accuracy", "fp")} == {
-        "passed": 1.0, "f1": 1.0, "precision": 1.0, "recall": 1.0, "display_accuracy": 1.0, "fp": 0.0}
+    values = fake_langsmith.values_of(ok)  # the counts among them, as values
+    assert {*feedback, *values} == {"passed", *ExtractionTask.metric_names, "format_ok", *GROUNDING_METRICS}
+    assert {k: feedback[k] for k in ("passed", "f1", "precision", "recall", "display_accuracy")} == {
+        "passed": 1.0, "f1": 1.0, "precision": 1.0, "recall": 1.0, "display_accuracy": 1.0}
+    assert values["fp"] == (0, "fp = 0: a count, not a score")
     assert fake_langsmith.feedback_of(crashed) == {}
     assert crashed["error"] == "RuntimeError: agent crashed holding [REDACTED]"
     assert_no_key(fake_langsmith)
@@ -466,7 +500,7 @@ def test_payload_is_small_and_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     payload = case_payload(INFO, record, trace)
     text = json.dumps(payload, default=str)
     assert "sk-secret-123456" not in text and len(text) < 10_000
-    assert payload["outputs"]["answer"].endswith("[50011 chars]")
+    assert payload["outputs"]["answer"].endswith("[cut: 50011 characters]")  # as the run record cuts a string
     assert payload["tools"][0]["inputs"] == {"args": ["[REDACTED]"]}
     assert (payload["end_time"] - payload["start_time"]).total_seconds() == pytest.approx(1.5)
 

@@ -256,3 +256,12 @@ def test_a_case_shows_its_tool_calls_and_its_trials() -> None:
     assert '<ol class="trace"><li><code>get_resources</code> (ok)' in page and "&lt;b&gt;3 found&lt;/b&gt;" in page
     assert page.count('<ul class="plain trials">') == 2  # each trial's details list both trials
     assert "trial 0: <span class=\"failed\">failed</span> <span class=\"small\">F1 0.000</span>" in page
+
+
+def test_a_summary_of_3000_failing_cases_says_how_many_it_does_not_list() -> None:
+    from tests._records import case, run
+
+    record = run([case(f"c{i:04d}", "failed") for i in range(3_000)])
+    md = summary_markdown(record)
+    assert md.count("| `c") == 50 and "`c0049`" in md and "`c0050`" not in md
+    assert "and 2,950 more cases not passed (all of them in the run record)" in md

@@ -1,12 +1,18 @@
-"""``groundeval calibrate``: measure a judge against labels known to be true and write its judge card.
+"""``groundeval calibrate``: measure the summary scorer against people's labels and write its judge card.
 
 Examples::
 
-    uv run groundeval calibrate --task summary --judge baseline -o card.json
-    uv run groundeval calibrate --task summary --judge anthropic/claude-sonnet-5-5 --limit 5 -o sonnet.json
+    uv run groundeval calibrate --task summary --judge baseline \
+        --labels fixtures/summary-calibration/labels.jsonl -o fixtures/summary-judge-cards/baseline.json
+    uv run groundeval calibrate --task summary --judge anthropic/claude-sonnet-5-5 --labels ours.jsonl -o sonnet.json
+    uv run groundeval calibrate --task summary --judge baseline      # smoke test on the code-made control set
 
-The control set is made by code from the task's cases (``groundeval.tasks.summary.calibration``);
-every verdict of a model judge is one model call (``--limit`` bounds the cases, hence the spend).
+With ``--labels`` (the documented JSONL, ``groundeval.tasks.summary.labels``) the whole scorer,
+rules and judge, is measured against the reference labeller; that card is the only kind a run
+gates on. Without it the judge alone is measured on a control set made by code from the task's
+cases (``groundeval.tasks.summary.calibration``): a smoke test whose card says so, and which a run
+never presents as calibration. Every verdict of a model judge is one model call (``--limit``
+bounds the control set's cases).
 """
 
 from __future__ import annotations
@@ -39,8 +45,25 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--judge", required=True, help="baseline, a model spec, or package.module:attribute")
     parser.add_argument("--data-dir", type=Path, default=None, help="case files (default: the packaged fixtures)")
     parser.add_argument("--limit", type=_positive, default=None, help="use only the first N >= 1 cases (by file name)")
+    parser.add_argument("--labels", type=Path, default=None,
+                        help="human labels (JSONL, docs/tasks/summary.md); without it: the code-made smoke test")
+    parser.add_argument("--reference-labeller", default=None,
+                        help="measure against this labeller (default: per summary, the first who is not its writer)")
+    parser.add_argument("--max-words", type=_positive, default=None, help="the scorer's word limit (a run's default)")
+    parser.add_argument("--min-rubric-score", type=float, default=None,
+                        help="the rubric score a passing case reaches (a run's default)")
     parser.add_argument("-o", "--output", type=Path, default=None, help="write the judge card here (JSON)")
     return parser
+
+
+def _defaults() -> tuple[int, float]:
+    """A run's ``max_words`` and ``min_rubric_score`` defaults (``SummaryTask``'s fields)."""
+    import dataclasses
+
+    from groundeval.tasks.summary.task import SummaryTask
+
+    found = {f.name: f.default for f in dataclasses.fields(SummaryTask)}
+    return int(found["max_words"]), float(found["min_rubric_score"])  # type: ignore[arg-type]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -48,35 +71,47 @@ def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     from groundeval.datasets import default_data_dir
     from groundeval.tasks.labs.thresholds import default_thresholds
-    from groundeval.tasks.summary.calibration import calibrate, write_card
+    from groundeval.tasks.summary.calibration import calibrate
+    from groundeval.tasks.summary.card import calibrate_labels, write_card
+    from groundeval.tasks.summary.card_text import card_lines
     from groundeval.tasks.summary.cases import read_case
     from groundeval.tasks.summary.judge import make_judge
+    from groundeval.tasks.summary.label_calibration import load_cases
+    from groundeval.tasks.summary.labels import read_labels
     from groundeval.tasks.summary.truth import summary_rubric
 
     data_dir = args.data_dir or default_data_dir("summary")
+    if args.limit is not None and args.labels is not None:
+        print("ERROR: --limit bounds the control set's cases; with --labels every labelled summary is scored "
+              "(write a smaller label file instead)", file=sys.stderr)
+        return 2
     try:
         judge = make_judge(args.judge)
-        files = [p for p in sorted(data_dir.glob("*.json")) if not p.name.startswith("MANIFEST")][: args.limit]
-        cases = []
-        for path in files:
-            case = read_case(path)
-            cases.append((case.case_id, summary_rubric(case.data, default_thresholds(), str(path))["criteria"]))
-        card = calibrate(judge, cases)
+        if args.labels is not None:
+            labels = read_labels(args.labels)
+            words, score = _defaults()
+            card = calibrate_labels(
+                judge, labels, load_cases(labels.case_ids, data_dir),
+                max_words=args.max_words or words,
+                min_rubric_score=score if args.min_rubric_score is None else args.min_rubric_score,
+                reference_labeller=args.reference_labeller)
+        else:
+            files = [p for p in sorted(data_dir.glob("*.json")) if not p.name.startswith("MANIFEST")][: args.limit]
+            cases = []
+            for path in files:
+                case = read_case(path)
+                cases.append((case.case_id, summary_rubric(case.data, default_thresholds(), str(path))["criteria"]))
+            card = calibrate(judge, cases)
     except GroundevalError as exc:
         hint = "" if args.judge.strip() == "baseline" else (
             "\n(to calibrate offline, with no key: groundeval calibrate --task summary --judge baseline)")
         print(f"ERROR: {exc}{hint}", file=sys.stderr)
         return 2
-    overall = card["overall"]
-    print(f"judge {card['judge']} (prompt {card['prompt_sha256'][:12]}): kappa {overall['kappa']} "
-          f"95% CI {overall['kappa_95ci']} n {overall['n']}; sensitivity {overall['sensitivity']}, "
-          f"specificity {overall['specificity']}")
-    for name, fig in card["by_type"].items():
-        print(f"  {name}: kappa {fig['kappa']} {fig['kappa_95ci']} sensitivity {fig['sensitivity']} "
-              f"specificity {fig['specificity']} n {fig['n']}")
+    for line in card_lines(card):
+        print(line)
     if args.output is not None:
         write_card(card, args.output)
         print(f"wrote {args.output}")
     else:
-        print(json.dumps({"kappa": card["kappa"], "n": card["n"]}))
+        print(json.dumps({"kappa": card["kappa"], "n": card["n"], "set": card["calibration_set"]["kind"]}))
     return 0

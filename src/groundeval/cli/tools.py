@@ -91,7 +91,9 @@ def compare_main(argv: Sequence[str]) -> int:
         except OSError as exc:
             return _unwritable(exc, "--output")
     else:
-        print(text)
+        from groundeval.redaction import clean_text
+
+        print(clean_text(text))  # a record's text reaches the terminal with no control character
     if comp.problems:  # not comparable (different tasks): a gate must not pass on a wrong baseline
         return 2
     return 1 if args.fail_on_regression and comp.gate.failed else 0

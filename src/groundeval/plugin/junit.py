@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 
 from groundeval.records.run_record import Aggregate, CaseRecord, RunRecord, TrialStats
-from groundeval.records.scope import pass_rate_ran, statement
+from groundeval.records.scope import pass_rate_ran, statement, ungated_note
 from groundeval.scoring import Metric
 
 __all__ = ["FACT_KEYS", "junit_properties", "suite_properties"]
@@ -83,7 +83,9 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
     finished run record, so they are the same serially and under ``-n``. ``scope`` comes before
     ``pass_rate``: how many cases were scored of those selected, the excluded ones by outcome, the
     not-run ones and the pass rate over every case that ran (``groundeval.records.scope.scope_text``);
-    ``pass_rate_ran`` is that last figure (excluded cases count as not passed). From ``Aggregate.trials``:
+    ``pass_rate_ran`` is that last figure (excluded cases count as not passed). ``pass_rate_gated`` is
+    ``true``, or the sentence saying why the verdicts behind the pass rate are not gated (an
+    uncalibrated or unreliable judge: ``scope.ungated_note``). From ``Aggregate.trials``:
     each interval as ``<figure>_ci_low``/``<figure>_ci_high``, ``trials`` (K), ``pass_at_1``,
     ``pass_at_k`` and ``pass_hat_k`` (pass^k) at k = K, ``min_pass_rate`` (empty when not given),
     ``cases_judged`` and ``cases_passed`` (the case verdicts), and what they leave out:
@@ -98,6 +100,7 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
         ("selected", agg.selected), ("counted", agg.counted), ("excluded", agg.excluded), ("not_run", agg.not_run),
         ("collection_errors", len(record.collection_errors)),
         ("scope", statement(agg, "scope")), ("pass_rate", _value(agg.pass_rate)),
+        ("pass_rate_gated", ungated_note(record.task_facts) or "true"),
         ("pass_rate_ran", _value(pass_rate_ran(agg))), ("answer_rate", _value(agg.answer_rate)),
     ]
     props += [(key, _value(value)) for key, value in agg.metrics.items()]

@@ -1,9 +1,10 @@
 """The end of a run on the controlling process: the run record, the verdicts, the gate, the outputs.
 
 Order matters: the record is built from every gathered case record, then the case verdicts
-(``--groundeval-min-pass-rate``) and the regression gate settle the exit status, then the record
-is written with that status, then the Markdown summary and junit's suite properties are derived
-from the written record. A failure in the gate or a summary is reported and never loses the record.
+(``--groundeval-min-pass-rate``) and the regression gate settle the exit status, then the Markdown
+summary is written from the record (a failed write makes the run exit 2), then the record is
+written with the final status, then junit's suite properties are derived from it. A failure in the
+gate or a summary is reported and never loses the record.
 """
 
 from __future__ import annotations
@@ -165,8 +166,9 @@ def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
     regression; 3 (internal error) when the gate or the Markdown summary itself failed; 2
     (interrupted: the run is incomplete) when an output file could not be written (the partial
     file, the run record or the Markdown summary; each is named in ``output_failures`` with the
-    reason, and printed at the end of the terminal summary). The record's ``exit_status`` is
-    the status before its own write.
+    reason, and printed at the end of the terminal summary). The Markdown summary is written
+    (whole or not at all) before the record, so the record's ``exit_status`` is the process's
+    exit status, a failed summary included; only the record's own failed write cannot be in it.
     """
     record = gs.build_record(exit_status=exitstatus)
     status = exitstatus
@@ -185,6 +187,21 @@ def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
         failure = exc
     if failure is not None and status == pytest.ExitCode.OK:
         status = pytest.ExitCode.INTERNAL_ERROR
+    # the summaries are written from the record before the record itself, so the status a failed
+    # summary sets is the status the record holds
+    try:
+        if gs.settings.summary_md is not None:
+            from groundeval.reporting import write_summary_markdown
+
+            write_summary_markdown(record, gs.gate, gs.settings.summary_md)
+    except OSError as exc:
+        gs.output_failures.append(describe(exc))
+    except Exception as exc:
+        failure = failure or exc
+        if status == pytest.ExitCode.OK:
+            status = pytest.ExitCode.INTERNAL_ERROR
+    if gs.output_failures and status in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        status = pytest.ExitCode.INTERRUPTED  # an output is missing: the run is incomplete
     session.exitstatus = status
     record = gs.run_record = record.model_copy(update={"exit_status": int(status)})
     try:
@@ -197,19 +214,8 @@ def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
         gs.output_failures.append(
             describe(exc, gs.writer.path) + (f"; the finished cases are in {' and '.join(kept)}" if kept else "")
         )
-    try:
-        if gs.settings.summary_md is not None:
-            from groundeval.reporting import write_summary_markdown
-
-            write_summary_markdown(record, gs.gate, gs.settings.summary_md)
-    except OSError as exc:
-        gs.output_failures.append(describe(exc))
-    except Exception as exc:
-        failure = failure or exc
-        if session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-    if gs.output_failures and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        session.exitstatus = pytest.ExitCode.INTERRUPTED  # an output is missing: the run is incomplete
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = pytest.ExitCode.INTERRUPTED  # the record is missing: the run is incomplete
     if failure is not None:
         warnings.warn(f"groundeval: the regression gate or Markdown summary failed: {failure!r}", stacklevel=1)
     gs.stop_file.unlink(missing_ok=True)

@@ -167,7 +167,8 @@ class GroundevalSession:
         if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
             from groundeval.reporting.langsmith import LangSmithStream
 
-            self.stream = LangSmithStream.from_env(self.info)
+            directions = dict(getattr(self.task, "metric_directions", None) or {})
+            self.stream = LangSmithStream.from_env(self.info, values=[k for k, d in directions.items() if d == "none"])
 
     @property
     def peak_in_flight(self) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, TrialStats
-from groundeval.records.scope import judge_note, ran as ran_count, scope_needed, statement
+from groundeval.records.scope import UNGATED_SHORT, judge_note, ran as ran_count, scope_needed, statement, ungated_note
 from groundeval.records.sensitivity import figure_unit
 from groundeval.records.trial_stats import interval_methods, interval_note
 from groundeval.redaction import clean_text
@@ -237,6 +237,14 @@ def write_summary(tr: Any, record: RunRecord, path: Path | None) -> None:
     if record.collection_errors:  # files that never became cases: said at the top, not the bottom
         lines.insert(1, f"malformed case files (collection errors, not scored): {len(record.collection_errors)}")
     lines[1:1] = _run_shape(record)
+    if ungated := ungated_note(record.task_facts):  # on its own line, right under the pass rate
+        at = next((i for i, line in enumerate(lines) if line.startswith("pass rate: ")), len(lines) - 1)
+        lines.insert(at + 1, ungated)
+        stats = record.aggregate.trials
+        if stats is not None and stats.min_pass_rate is not None:  # the same rule as the regression gate
+            for i, line in enumerate(lines):
+                if line.startswith("cases passing ("):
+                    lines[i] += f"  (--groundeval-min-pass-rate not applied: {UNGATED_SHORT})"
     note = judge_note(record.task_facts, record.model)
     if note:
         lines.insert(1, f"WARNING: {note}")

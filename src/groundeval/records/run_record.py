@@ -101,10 +101,13 @@ class CaseRecord(BaseModel):
         batch: True when the model request went through a provider batch API
             (``--groundeval-batch``); ``usage.cost_usd`` is then at the batch rate and
             ``usage.standard_cost_usd`` what the same call costs without batching.
-        capped: What was cut to a sample (``groundeval.records.caps``): each list of ``parsed``,
-            ``details`` and ``error.details`` longer than ``MAX_LISTED`` items, and a
-            ``message``/``error.message`` longer than ``MAX_LISTED`` lines, by its path
-            (``details.extra``), with its full length (items or lines). Empty when nothing was.
+        capped: What was cut to a sample (``groundeval.records.caps``), by its path, with its
+            full length: each list of ``parsed``, ``details`` and ``error.details`` longer than
+            ``MAX_LISTED`` items (``details.extra`` -> items), each string there longer than
+            ``MAX_CHARS`` characters (``parsed[0].display`` -> characters), a
+            ``message``/``error.message`` longer than ``MAX_LISTED`` lines (``message`` -> lines)
+            and each of its kept lines longer than ``MAX_CHARS`` (``message[0]`` -> characters).
+            Empty when nothing was.
     """
 
     model_config = ConfigDict(frozen=True)

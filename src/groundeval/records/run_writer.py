@@ -8,13 +8,11 @@ Errors name the file (``records.write_errors.named``).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from pathlib import Path
 
 from groundeval.records.run_record import CaseRecord, RunRecord
-from groundeval.records.write_errors import named
+from groundeval.records.write_errors import append_whole, named, replace_whole
 
 __all__ = ["RunWriter"]
 
@@ -43,7 +41,7 @@ class RunWriter:
         line = json.dumps(case.model_dump(mode="json"), ensure_ascii=False) + "\n"
         with named(self.partial):
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            _append_whole(self.partial, line.encode("utf-8", "surrogatepass"))
+            append_whole(self.partial, line.encode("utf-8", "surrogatepass"))
         self.appended += 1
 
     def finish(self, record: RunRecord) -> Path:
@@ -54,36 +52,9 @@ class RunWriter:
                 half-written temporary file is removed and the partial file kept.
         """
         text = record.model_dump_json(indent=2)
-        tmp = self.path.with_suffix(".json.tmp")
         with named(self.path):
-            try:
-                self.out_dir.mkdir(parents=True, exist_ok=True)
-                tmp.write_text(text + "\n", encoding="utf-8")
-                tmp.replace(self.path)
-            except OSError:
-                with contextlib.suppress(OSError):
-                    tmp.unlink(missing_ok=True)
-                raise
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            replace_whole(self.path, text + "\n")
         self.partial.unlink(missing_ok=True)
         return self.path
 
-
-def _append_whole(path: Path, data: bytes) -> None:
-    """Append ``data`` to ``path``; on a failed write, cut the file back to its length before.
-
-    Raises:
-        OSError: What ``open`` or ``write`` raised (``EFBIG``, ``ENOSPC``, ``EACCES``, ...).
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        start = os.fstat(fd).st_size
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(fd, view):]
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, start)
-            raise
-    finally:
-        os.close(fd)

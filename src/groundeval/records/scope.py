@@ -21,14 +21,19 @@ from groundeval.records.outcomes import COUNTED, POLICY, RAN
 from groundeval.records.run_record import Aggregate, PassAtK, TrialStats
 
 __all__ = [
-    "STATEMENTS", "UNGATED_FACT", "excluded_by_outcome", "judge_note", "pass_k_note", "pass_rate_ran", "ran",
-    "ran_outcome_count", "scope_needed", "scope_text", "statement", "statements", "unit", "unjudged_note",
+    "STATEMENTS", "UNGATED_FACT", "UNGATED_SHORT", "excluded_by_outcome", "judge_note", "pass_k_note",
+    "pass_rate_ran", "ran",
+    "ran_outcome_count", "scope_needed", "scope_text", "statement", "statements", "ungated_note", "unit",
+    "unjudged_note",
 ]
 
 UNGATED_FACT = "ungated_verdicts"
 """A run's ``task_facts`` key whose text says why its case verdicts must not be gated (they rest on a
 judge whose agreement with known labels was not measured, or is below threshold): the regression
 gate then shows regressions without failing on them (``reporting.gate.GateResult.ungated``)."""
+
+UNGATED_SHORT = "verdicts not gated (an uncalibrated or unreliable judge)"
+"""What a gate that would read ungated verdicts says instead (``--groundeval-min-pass-rate``)."""
 
 STATEMENTS = ("scope", "pass_k_scope", "cases_scope")
 """The sentences stored on ``Aggregate.statements``, computed once and read by every output."""
@@ -146,6 +151,20 @@ def unjudged_note(stats: TrialStats) -> str:
         return ""
     why = _outcomes_of(stats, left)
     return f"{len(left)} of {stats.cases} cases not judged: no counted trial" + (f" ({why})" if why else "")
+
+
+def ungated_note(task_facts: Mapping[str, Any]) -> str:
+    """``pass rate not gated: <why> ...`` when the verdicts rest on an uncalibrated or unreliable judge, else ``""``.
+
+    Every output prints it on its own line right under the pass rate (terminal, Markdown, HTML,
+    junit property ``pass_rate_gated``): no gate of groundeval's reads such verdicts (the
+    regression gate, ``--groundeval-min-pass-rate``), so the pass rate is shown, never gated.
+    """
+    why = task_facts.get(UNGATED_FACT)
+    if not why:
+        return ""
+    return (f"pass rate not gated: {why}; no gate reads these verdicts (regression gate, --groundeval-min-pass-rate): "
+            "calibrate the judge against people's labels (groundeval calibrate --labels)")
 
 
 def judge_note(task_facts: Mapping[str, Any], model: str | None) -> str:

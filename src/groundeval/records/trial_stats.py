@@ -70,6 +70,7 @@ from groundeval.records.run_record import (
     RunRecord,
     TrialStats,
 )
+from groundeval.records.scope import UNGATED_FACT
 
 __all__ = [
     "INTERVAL_METHOD",
@@ -413,6 +414,8 @@ def verdict_exit_status(record: RunRecord, exit_status: int, failed_items: int) 
     """The exit status when the case verdicts at ``--groundeval-min-pass-rate`` decide it, else None.
 
     A run that failed only because some trials of cases that meet R failed exits 0: R was given,
+    the verdicts are gated (no ``task_facts["ungated_verdicts"]``: a verdict resting on an
+    uncalibrated or unreliable judge clears nothing, as it fails no regression gate),
     pytest's status is 1 (tests failed), the run is complete with nothing excluded, not run or
     uncollectable, every case meets R, and every failed item (``session.testsfailed``) is a
     groundeval trial (so no other test in the session failed).
@@ -427,6 +430,8 @@ def verdict_exit_status(record: RunRecord, exit_status: int, failed_items: int) 
     """
     stats, agg = record.aggregate.trials, record.aggregate
     if stats is None or stats.min_pass_rate is None or exit_status != 1:
+        return None
+    if record.task_facts.get(UNGATED_FACT):  # no gate reads verdicts of an uncalibrated or unreliable judge
         return None
     if not record.complete or record.collection_errors or agg.excluded or agg.not_run:
         return None

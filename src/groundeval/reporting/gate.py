@@ -323,6 +323,23 @@ class GateResult:
             out.append(self._nothing_compared_reason())
         return out
 
+    def ungated_line(self) -> str:
+        """Why the verdicts are not gated and what that leaves out, or ``""`` when they are gated.
+
+        ``verdicts not gated: <why>; 20 regressed, pass rate change -0.400 shown, not failing the gate
+        (...)``: the one rule of every gate (this one, the run-time gate and ``--groundeval-min-pass-rate``):
+        no gate reads verdicts that rest on an uncalibrated or unreliable judge.
+        """
+        if self.ungated is None:
+            return ""
+        shown = [f"{len(self.regressed)} regressed"]
+        if self.pass_rate_interval is not None:
+            shown.append(f"pass rate change {self.pass_rate_interval.mean:+.3f}")
+        return (f"verdicts not gated: {self.ungated}; {', '.join(shown)} shown, not failing the gate (no gate "
+                "reads verdicts of an uncalibrated or unreliable judge: this gate, the run-time gate and "
+                "--groundeval-min-pass-rate alike; lost cases, unreadable or invalid case files and an incomplete "
+                "run still fail it)")
+
     def summary_lines(self) -> list[str]:
         """Lines for the terminal summary: the counts, then one line per regressed and per lost case."""
         if self.problems:
@@ -342,7 +359,7 @@ class GateResult:
             head += f"  only in the baseline: {self.only_in_baseline} (deleted or not selected; not gated)"
         lines = [head]
         if self.ungated is not None:
-            lines.append(f"verdicts not gated: {self.ungated}")
+            lines.append(self.ungated_line())
         lines += [f"REGRESSED {c.text()}" for c in self.regressed]
         lines += [f"LOST {c.text()}" for c in self.lost]
         lines += [f"UNREADABLE {e}" for e in self.collection_errors]

@@ -24,7 +24,7 @@ from typing import Any
 
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import CaseRecord, RunRecord
-from groundeval.records.scope import judge_note, scope_needed, statement
+from groundeval.records.scope import judge_note, scope_needed, statement, ungated_note
 from groundeval.records.trial_stats import METHOD_NAMES, record_trial_stats
 from groundeval.records.write_errors import named
 from groundeval.reporting import charts
@@ -207,6 +207,7 @@ def _run_view(record: RunRecord, index: int) -> dict[str, Any]:
         "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
         "scope": statement(agg, "scope") if scope_needed(agg) else "",
         "judge_note": judge_note(record.task_facts, record.model),
+        "ungated": ungated_note(record.task_facts),
         "unreadable": collection_error_lines(record),
         "pass_k_scope": statement(agg, "pass_k_scope"),
         "cases_scope": statement(agg, "cases_scope"),

@@ -11,14 +11,19 @@ process creates it with ``upsert=True`` and gets the same project back. Per case
   (tokens, ``cost_usd``) and error type; an agent error becomes the run's ``error``;
 * one child run of type ``tool`` per entry of the record's ``trace`` (``{"tool", "args",
   "result", "ok"}``, e.g. the LangGraph agent's tool calls), in order; they carry order, not timing;
-* feedback on the root run: ``passed`` (1/0 from the outcome), then one key per metric of the
-  case record whose value is a number or a boolean (the task's own ``metric_names``, whatever the
-  task; not-applicable ``None`` and text values are left out), only for counted cases
-  (``groundeval.records.outcomes``), so LangSmith can chart and compare experiments.
+* feedback on the root run, only for counted cases (``groundeval.records.outcomes``), one key
+  per metric of the case record whose value is a number or a boolean (the task's own
+  ``metric_names``, whatever the task; not-applicable ``None`` and text values are left out).
+  LangSmith charts a feedback ``score`` as a fraction in [0, 1], so only fractions go as scores
+  (``feedback_scores``): ``passed`` (1/0 from the outcome), booleans (1/0) and rates (floats in
+  [0, 1]). Counts (integers: ``tp``, ``dimensions_passed``), values a task marks as such
+  (``metric_directions`` ``"none"``: the write task's ``dose_mg``, ``daily_total_mg``) and any
+  number outside [0, 1] go as the feedback's ``value`` with a ``comment`` saying what it is
+  (``feedback_values``), never as a score.
 
 Every string is passed through ``groundeval.redaction.redact`` and every field longer than
-``MAX_FIELD_CHARS`` characters of JSON is cut, so secrets never leave the process and payloads
-stay small.
+``MAX_FIELD_CHARS`` characters of JSON is cut the way the run record cuts a string
+(``groundeval.records.caps.cut_text``), so secrets never leave the process and payloads stay small.
 
 Sending uses the langsmith client's own background batching (``Client(auto_batch_tracing=True)``:
 runs and feedback are queued and posted to ``/runs/multipart`` by the client's thread);
@@ -37,12 +42,13 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from groundeval.extras import extra_missing_message, has_module
-from groundeval.redaction import clean, redact
+from groundeval.records.caps import MAX_CHARS, cut_text
+from groundeval.redaction import clean, clean_text, redact
 
 if TYPE_CHECKING:
     from langsmith import Client
@@ -58,13 +64,14 @@ __all__ = [
     "enabled",
     "experiment_name",
     "feedback_scores",
+    "feedback_values",
 ]
 
 DEFAULT_PROJECT = "groundeval"
 FLUSH_TIMEOUT_S = 5.0
 """Default wait for queued runs and feedback at the end of the run, seconds."""
-MAX_FIELD_CHARS = 2_000
-"""Longest JSON text kept for one input/output field, characters."""
+MAX_FIELD_CHARS = MAX_CHARS
+"""Longest JSON text kept for one input/output field, characters (the record's string cap, ``records.caps``)."""
 _OFF = frozenset({"false", "0", "no", "off"})
 _DAEMON_ENV = "LANGSMITH_USE_DAEMON"
 
@@ -86,20 +93,53 @@ def experiment_name(run_id: str, prefix: str = DEFAULT_PROJECT) -> str:
     return f"{prefix}-{run_id}"
 
 
-def feedback_scores(record: Mapping[str, Any]) -> dict[str, float]:
-    """Feedback key -> score for a counted case record; ``{}`` for an excluded or not-run case.
+def _is_score(value: bool | int | float, is_value: bool) -> bool:
+    """A boolean, or a float in [0, 1] that the task does not mark as a value: a fraction LangSmith can chart."""
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, float) and not is_value and 0.0 <= value <= 1.0
 
-    ``passed`` is 1/0 from the outcome; then every numeric or boolean metric of the record, in its
-    order (booleans as 1/0; rates in [0, 1], counts and values in their own units).
+
+def _numbers(record: Mapping[str, Any]) -> dict[str, bool | int | float]:
+    """The numeric and boolean metrics of a counted case record, in order; ``{}`` for any other."""
+    if not record.get("counted"):
+        return {}
+    metrics = record.get("metrics") or {}
+    return {k: v for k, v in metrics.items() if k != "passed" and isinstance(v, bool | int | float)}
+
+
+def feedback_scores(record: Mapping[str, Any], values: Collection[str] = ()) -> dict[str, float]:
+    """Feedback key -> score in [0, 1] for a counted case record; ``{}`` for an excluded or not-run case.
+
+    ``passed`` is 1/0 from the outcome; then every metric of the record that is a fraction, in its
+    order: booleans as 1/0 and floats in [0, 1], except the metrics named in ``values`` (a task's
+    ``metric_directions`` ``"none"``: doses, values in their own units).
     """
     if not record.get("counted"):
         return {}
     scores = {"passed": 1.0 if record.get("outcome") == "passed" else 0.0}
-    metrics = record.get("metrics") or {}
-    for key, value in metrics.items():
-        if key not in scores and isinstance(value, bool | int | float):
+    for key, value in _numbers(record).items():
+        if _is_score(value, key in values):
             scores[key] = float(value)
     return scores
+
+
+def feedback_values(record: Mapping[str, Any], values: Collection[str] = ()) -> dict[str, tuple[int | float, str]]:
+    """Feedback key -> (value, comment) for the numeric metrics that are not scores (see ``feedback_scores``).
+
+    Counts (integers), the metrics named in ``values`` and any number outside [0, 1], each with a
+    comment saying why it is a value (``"a count, not a score"``, ``"a value in the metric's own
+    units, not a score"``); ``{}`` for an excluded or not-run case.
+    """
+    out: dict[str, tuple[int | float, str]] = {}
+    for key, value in _numbers(record).items():
+        if _is_score(value, key in values):
+            continue
+        if isinstance(value, int) and key not in values:
+            out[key] = (value, f"{key} = {value}: a count, not a score")
+        else:
+            out[key] = (value, f"{key} = {value}: a value in the metric's own units, not a score")
+    return out
 
 
 class _Quiet(logging.Filter):
@@ -120,11 +160,16 @@ class LangSmithStream:
         info: Run-wide facts (run id, task, agent, model) copied into every run's metadata.
         project: The experiment (LangSmith project) name.
         client: A ``langsmith.Client`` to use (tests); by default one is built on first use.
+        values: Metrics sent as feedback values, never as scores, whatever their number (the
+            task's ``metric_directions`` ``"none"``; see ``feedback_values``).
     """
 
-    def __init__(self, info: RunInfo, project: str, client: Client | None = None) -> None:
+    def __init__(
+        self, info: RunInfo, project: str, client: Client | None = None, values: Collection[str] = ()
+    ) -> None:
         self.info = info
         self.project = project
+        self.values = frozenset(values)
         self._client: Client | None = client
         self._project_id: str | None = None
         self._lock = threading.Lock()
@@ -138,8 +183,10 @@ class LangSmithStream:
             logging.getLogger(name).addFilter(self._quiet)
 
     @classmethod
-    def from_env(cls, info: RunInfo) -> LangSmithStream | None:
+    def from_env(cls, info: RunInfo, values: Collection[str] = ()) -> LangSmithStream | None:
         """A stream into ``experiment_name(info.run_id, LANGSMITH_PROJECT)`` when ``enabled()``, else None.
+
+        ``values``: as for the constructor.
 
         Without the ``langsmith`` extra installed this returns None and emits one
         ``LangSmithStreamWarning`` naming the extra: streaming never stops an eval.
@@ -150,7 +197,8 @@ class LangSmithStream:
             what = "streaming to LangSmith (LANGSMITH_API_KEY is set)"
             warnings.warn(LangSmithStreamWarning(extra_missing_message("langsmith", "langsmith", what)), stacklevel=2)
             return None
-        return cls(info, experiment_name(info.run_id, os.environ.get("LANGSMITH_PROJECT") or DEFAULT_PROJECT))
+        project = experiment_name(info.run_id, os.environ.get("LANGSMITH_PROJECT") or DEFAULT_PROJECT)
+        return cls(info, project, values=values)
 
     @property
     def error(self) -> str | None:
@@ -182,8 +230,11 @@ class LangSmithStream:
                 for run in runs:
                     run.post()
                 root = runs[0]
-                for key, score in feedback_scores(record).items():
+                for key, score in feedback_scores(record, self.values).items():
                     client.create_feedback(root.id, key, score=score, trace_id=root.id, session_id=project_id)
+                for key, (value, comment) in feedback_values(record, self.values).items():
+                    client.create_feedback(root.id, key, value=value, comment=comment, trace_id=root.id,
+                                           session_id=project_id)
                 self._queued += 1
         except Exception as exc:
             self._fail(exc)
@@ -228,7 +279,7 @@ class LangSmithStream:
         """Keep the first failure (also the Client's ``tracing_error_callback``); stops streaming."""
         if self._error is None:
             lines = str(exc).strip().splitlines() or [""]
-            first = redact(f"{type(exc).__name__}: {lines[0]}")
+            first = clean_text(f"{type(exc).__name__}: {lines[0]}")  # shown on the terminal: no control character
             self._error = first if len(first) <= 240 else f"{first[:240]}..."
         logger.debug("LangSmith streaming failed", exc_info=exc)
 
@@ -334,10 +385,8 @@ def _clip(value: Any, limit: int = MAX_FIELD_CHARS) -> Any:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     if len(text) <= limit:
         return value
-    cut = text[:limit]
-    if isinstance(value, Mapping):  # inputs/outputs must stay objects
-        return {"truncated": f"{cut}... [{len(text)} chars]"}
-    return f"{cut}... [{len(text)} chars]"
+    cut = cut_text(text, limit)
+    return {"truncated": cut} if isinstance(value, Mapping) else cut  # inputs/outputs must stay objects
 
 
 def _run_trees(case: Mapping[str, Any], project: str, client: Client) -> list[RunTree]:

@@ -90,7 +90,7 @@ def comparison_dict(comp: Comparison) -> dict[str, Any]:
         "collection_errors": list(gate.collection_errors),
         "invalid_cases": list(gate.invalid_cases),
         "count_dimensions": sorted(comp.counts),
-        "gate_failed": gate.failed, "gate_reasons": gate.reasons(),
+        "gate_failed": gate.failed, "gate_reasons": gate.reasons(), "ungated": gate.ungated,
     }
 
 
@@ -148,8 +148,13 @@ def comparison_text(comp: Comparison, fail_on_regression: bool = False) -> str:
         f"only in B: {unmatched_text(comp.only_b)}; "
         f"not compared: {len(gate.not_compared)}"
     )
+    if gate.ungated is not None:
+        lines.append(gate.ungated_line())
     if gate.failed:
         lines.append(gate_verdict(comp, fail_on_regression))
+    elif gate.ungated is not None and (gate.regressed or gate.pass_rate_dropped):
+        lines.append("regression gate passed (exit status 0): the regressions above rest on verdicts that are not "
+                     "gated")
     for c in comp.changed:
         if c.verdict != "unchanged":
             label = c.verdict.upper()

@@ -6,16 +6,18 @@ message cannot break the table or inject HTML into a PR comment.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from groundeval.records.outcomes import POLICY
 from groundeval.records.run_record import Aggregate, FigureInterval, RunRecord, TrialStats
-from groundeval.records.scope import judge_note, scope_needed, statement
+from groundeval.records.scope import UNGATED_SHORT, judge_note, scope_needed, statement, ungated_note
 from groundeval.records.sensitivity import figure_unit
 from groundeval.records.trial_stats import INTERVAL_METHOD, METHOD_NAMES, record_trial_stats
-from groundeval.records.write_errors import named
+from groundeval.records.write_errors import append_whole, named, replace_whole
 from groundeval.reporting.compare import Comparison, GateResult, unmatched
 from groundeval.reporting.render import change_value, fmt, fmt_p, run_line
 from groundeval.reporting.stats import METHOD
@@ -27,13 +29,24 @@ MAX_LISTED = 50
 """Cases listed by name at most, per list."""
 
 
-def md_escape(text: str) -> str:
-    """Escape text for Markdown prose or a table cell.
+_MD_SYNTAX = re.compile(r"[\\`*\[\]~|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|:(?=//)|@|(?<=www)\.", re.IGNORECASE)
+"""What starts Markdown inside a line: code, emphasis, links and images (``[``, ``]``), strikethrough,
+a table cell's end, and GitHub's autolinks (``http://``, ``www.``, ``user@host``)."""
 
-    ``&`` and ``<`` are HTML-escaped (no tag can start), ``|`` cannot end a cell, newlines become
-    ``<br>``; ``>`` is kept (``passed -> not passed`` reads as written: mid-text it starts nothing).
+
+def md_escape(text: str) -> str:
+    """Escape text (an agent's, a case file's, or ours) for Markdown prose or a table cell: it shows as written.
+
+    ``&`` and ``<`` are HTML-escaped (no tag or entity can start); every character that starts
+    inline Markdown is backslash-escaped (CommonMark escapes any ASCII punctuation this way): a
+    backslash, `` ` ``, ``*``, ``~``, ``[`` and ``]`` (so ``[text](url)`` and ``![alt](url)`` are
+    neither a link nor an image), ``|`` (cannot end a cell), ``_`` at a word's edge (inside a word,
+    ``not_run``, it starts nothing), and the ``:`` of ``://``, the ``.`` of ``www.`` and ``@``, so
+    GitHub's extended autolinks find no URL or e-mail address. Newlines become ``<br>``; ``>`` is
+    kept (``passed -> not passed`` reads as written: mid-text it starts nothing).
     """
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;")
+    escaped = _MD_SYNTAX.sub(lambda m: "\\" + m.group(0), escaped)
     return escaped.replace("\r", " ").replace("\n", "<br>")
 
 
@@ -63,7 +76,7 @@ def _iv(iv: FigureInterval | None, name: str = "pass_rate") -> str:
     return f"{iv.text()} ({METHOD_NAMES.get(iv.method, iv.method)}, {iv.cases} {figure_unit(name)})"
 
 
-def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
+def _trials_md(stats: TrialStats, agg: Aggregate, ungated: bool = False) -> list[str]:
     """pass@k/pass^k (K > 1) and the case verdicts (K > 1 or a min pass rate)."""
     lines: list[str] = []
     head = stats.headline
@@ -84,6 +97,8 @@ def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
             lines[-1] += f"; below: {_listed(stats.cases_failed)}"
         if note := statement(agg, "cases_scope"):
             lines[-1] += f"; {md_escape(note)}"
+        if ungated:
+            lines[-1] += f" (--groundeval-min-pass-rate not applied: {UNGATED_SHORT})"
         lines += ["", "<details><summary>passes out of counted trials, per case</summary>", "",
                   "| case | passes | trials | outcomes |", "| --- | ---: | ---: | --- |"]
         lines += [f"| {md_code(c.case_id)} | {c.passes}/{c.counted} | {c.trials} | {', '.join(c.outcomes)} |"
@@ -92,6 +107,13 @@ def _trials_md(stats: TrialStats, agg: Aggregate) -> list[str]:
             lines += ["", f"and {len(stats.per_case) - MAX_LISTED} more cases (all of them in the run record)"]
         lines += ["", "</details>"]
     return lines
+
+
+def _more(total: int, what: str) -> list[str]:
+    """``and 2,950 more <what> (all of them in the run record)`` after a list cut at ``MAX_LISTED`` rows."""
+    if total <= MAX_LISTED:
+        return []
+    return ["", f"and {total - MAX_LISTED:,} more {what} (all of them in the run record)"]
 
 
 def _listed(ids: Sequence[str]) -> str:
@@ -129,6 +151,8 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         f" · answer rate {fmt(agg.answer_rate)} · scored {agg.counted} of {agg.selected} {unit}"
         f" ({agg.excluded} excluded, {agg.not_run} not run)"
     )
+    if ungated := ungated_note(record.task_facts):  # on its own line, under the pass rate it qualifies
+        lines += ["", f"**{md_escape(ungated)}**"]
     for said in ("counterfactual", "grounding"):
         if line := agg.statements.get(said):
             lines += ["", md_escape(line)]
@@ -142,7 +166,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
         else:  # counts (format_not_ok, duplicates) as integers, means to three decimals
             shown = str(value) if isinstance(value, int) else fmt(value)
         lines.append(f"| {md_escape(name)} | {shown} | {_iv(ivs.get(name), name)} |")
-    lines += _trials_md(stats, agg)
+    lines += _trials_md(stats, agg, bool(ungated_note(record.task_facts)))
     lines += ["", "outcomes: " + ", ".join(f"{k} {agg.counts[k]}" for k in ORDER if k in agg.counts)]
     if gate is not None:
         lines += ["", *_gate_md(gate)]
@@ -162,6 +186,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
             why = (c.message or (c.error.message if c.error else "")).splitlines()[:1]
             name = f"{c.case_id}[trial-{c.trial}]" if stats.k > 1 else c.case_id
             lines.append(f"| {md_code(name)} | {c.outcome} | {md_escape(why[0] if why else '')} |")
+        lines += _more(len(bad), f"{unit} not passed")
         lines += ["", "</details>"]
     lines += _untracked_md(record)
     lines += _ungrounded_md(record)
@@ -180,7 +205,7 @@ def _ungrounded_md(record: RunRecord) -> list[str]:
              "| case | reasoned, not looked up | missed lookups |", "| --- | --- | --- |"]
     lines += [f"| {md_code(c.case_id)} | {md_escape('; '.join(map(str, r)))} | {md_escape('; '.join(map(str, m)))} |"
               for c, r, m in rows[:MAX_LISTED]]
-    return [*lines, "", "</details>"]
+    return [*lines, *_more(len(rows), f"{unit_of(record)}s not grounded"), "", "</details>"]
 
 
 def unit_of(record: RunRecord) -> str:
@@ -198,7 +223,7 @@ def _untracked_md(record: RunRecord) -> list[str]:
     lines = ["", f"<details><summary>{len(missed)} twin(s) not tracked</summary>", "",
              "| twin | change | why |", "| --- | --- | --- |"]
     lines += [f"| {md_code(p.twin)} | {md_escape(p.change)} | {md_escape(p.why)} |" for p in missed[:MAX_LISTED]]
-    return [*lines, "", "</details>"]
+    return [*lines, *_more(len(missed), "twins not tracked"), "", "</details>"]
 
 
 def write_summary_markdown(
@@ -206,6 +231,11 @@ def write_summary_markdown(
     environ: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Write ``summary_markdown`` to ``path`` (replaced) and append it to ``$GITHUB_STEP_SUMMARY`` when set.
+
+    Each file gets the whole summary or nothing: ``path`` is written through a temporary file and
+    renamed (on a failure the temporary file and any earlier file at ``path`` are removed, so no
+    summary of another run stands for this one), and an append that fails is cut back, so the
+    step summary keeps exactly what it held before.
 
     Args:
         record: The finished run record.
@@ -225,13 +255,19 @@ def write_summary_markdown(
     if path is not None:
         target = Path(path)
         with named(target):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                replace_whole(target, text)
+            except OSError:
+                if target.is_file() or target.is_symlink():
+                    with contextlib.suppress(OSError):
+                        target.unlink()
+                raise
         written.append(target)
     step = env.get("GITHUB_STEP_SUMMARY")
     if step:
-        with named(step), Path(step).open("a", encoding="utf-8") as fh:
-            fh.write(text)
+        with named(step):
+            append_whole(step, text.encode("utf-8", "surrogatepass"))
         written.append(Path(step))
     return written
 
@@ -249,6 +285,7 @@ def _gate_md(gate: GateResult) -> list[str]:
         lines += ["", "| regressed case | baseline | now |", "| --- | ---: | ---: |"]
         lines += [f"| {md_code(c.case_id)} | {c.baseline_passes}/{c.baseline_trials} | "
                   f"{c.current_passes}/{c.current_trials} |" for c in gate.regressed[:MAX_LISTED]]
+        lines += _more(len(gate.regressed), "regressed cases")
     lines += _lost_md(gate)
     return lines
 
@@ -261,7 +298,8 @@ def _lost_md(gate: GateResult, fail_on_regression: bool = True) -> list[str]:
     """
     verdict = ("**regression gate failed**" if fail_on_regression
                else "regression gate: would fail with --fail-on-regression")
-    lines = ["", f"{verdict}: {md_escape('; '.join(gate.reasons()))}"] if gate.failed else []
+    lines = ["", f"**{md_escape(gate.ungated_line())}**"] if gate.ungated is not None else []
+    lines += ["", f"{verdict}: {md_escape('; '.join(gate.reasons()))}"] if gate.failed else []
     if gate.lost:
         lines += ["", "| lost case (a verdict before, none now) | baseline | now |", "| --- | ---: | --- |"]
         lines += [f"| {md_code(c.case_id)} | {c.baseline_passes}/{c.baseline_trials} | {md_escape(c.outcome)} |"
@@ -312,6 +350,7 @@ def comparison_markdown(comp: Comparison, fail_on_regression: bool = False) -> s
             changes = ", ".join(f"{k} {change_value(comp, k, x)}→{change_value(comp, k, y)}"
                                 for k, (x, y) in c.changes.items())
             lines.append(f"| {md_code(c.case_id)} | {c.verdict} | {md_escape(changes)} |")
+        lines += _more(len(comp.changed), "changed cases")
     for side, ids in (("A", comp.only_a), ("B", comp.only_b)):
         if ids and not comp.problems:
             cases, kinds = unmatched(ids)

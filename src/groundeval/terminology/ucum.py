@@ -38,6 +38,7 @@ __all__ = [
     "ORDERABLE_DRUG_FORM_SYSTEM",
     "UCUM_SYSTEM",
     "UNITS_OF_TIME_DAYS",
+    "UNITS_OF_TIME_DISPLAYS",
     "administrations_per_day",
     "convert",
     "count_form",
@@ -48,6 +49,7 @@ __all__ = [
     "to_mg",
     "ucum_grammar_error",
     "ucum_problem",
+    "unit_of_time",
 ]
 
 UCUM_SYSTEM = "http://unitsofmeasure.org"
@@ -375,6 +377,28 @@ UNITS_OF_TIME_DAYS: dict[str, float] = {
 }
 """UnitsOfTime code (https://hl7.org/fhir/R4B/valueset-units-of-time.html) -> length in days, as
 UCUM defines them: ``mo`` is the mean Julian month (30.4375 d), ``a`` the Julian year (365.25 d)."""
+
+
+UNITS_OF_TIME_DISPLAYS: dict[str, str] = {
+    "second": "s", "minute": "min", "hour": "h", "day": "d", "week": "wk", "month": "mo", "year": "a",
+}
+"""UnitsOfTime display -> code (https://hl7.org/fhir/R4B/valueset-units-of-time.html: "s" is
+"second", ..., "a" is "year")."""
+
+
+def unit_of_time(value: object) -> str | None:
+    """The UnitsOfTime code ``value`` is, or names by its display in any case, singular or plural.
+
+    ``"d"`` and ``"day"``, ``"Days"`` give ``"d"``; ``"daily"``, ``"D"`` and anything else give
+    None. A display where the code belongs is an error of the required binding (the validator
+    flags it); what it means is still plain, so a dose can be read through it.
+    """
+    if not isinstance(value, str):
+        return None
+    if value in UNITS_OF_TIME_DAYS:
+        return value
+    word = value.strip().lower()
+    return UNITS_OF_TIME_DISPLAYS.get(word.removesuffix("s") if word.endswith("s") and word != "s" else word)
 
 
 def administrations_per_day(frequency: float, period: float, period_unit: str) -> float:

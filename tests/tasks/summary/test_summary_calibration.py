@@ -11,7 +11,8 @@ import pytest
 from groundeval.cli import main as cli_main
 from groundeval.models.base import ModelRequest
 from groundeval.tasks.summary import SummaryTask
-from groundeval.tasks.summary.calibration import calibrate, control_set, default_card_dir
+from groundeval.tasks.summary.calibration import calibrate, control_set
+from groundeval.tasks.summary.card import default_card_dir, reliability_metrics
 from groundeval.tasks.summary.judge import BaselineJudge, ModelJudge
 from groundeval.testing import ScriptedModel
 from tests._paths import REPO
@@ -51,7 +52,8 @@ def test_a_perfect_and_a_lenient_scripted_judge() -> None:
     perfect = ScriptedModel([json.dumps({"met": i.expected, "evidence": _quote(i.summary) if i.expected else ""})
                              for i in items], role="judge", name="perfect")
     card = calibrate(ModelJudge(perfect), cases, date="2026-12-02")
-    assert card["kappa"] == 1.0 and card["overall"]["sensitivity"] == 1.0 and card["overall"]["specificity"] == 1.0
+    assert card["kappa"] == 1.0 and card["overall"]["sensitivity"]["value"] == 1.0
+    assert card["overall"]["specificity"]["value"] == 1.0
     assert card["n"] == len(items) and card["judge"] == "scripted/perfect" and card["date"] == "2026-12-02"
     def yes(request: ModelRequest) -> str:  # quotes the summary's first words, so every "yes" stands
         summary = str(request.messages[0]["content"]).split("<<<\n", 1)[1]
@@ -59,29 +61,29 @@ def test_a_perfect_and_a_lenient_scripted_judge() -> None:
 
     lenient = ScriptedModel(yes, role="judge", name="lenient")
     card = calibrate(ModelJudge(lenient), cases)
-    assert card["kappa"] == 0.0 and card["overall"]["specificity"] == 0.0  # says yes to everything: no agreement
+    assert card["kappa"] == 0.0 and card["overall"]["specificity"]["value"] == 0.0  # says yes to everything
     low, high = card["kappa_95ci"]
     assert low == high == 0.0
 
 
-def test_the_packaged_baseline_card_is_what_calibration_measures_now(capsys: pytest.CaptureFixture[str]) -> None:
-    committed = json.loads((default_card_dir() / "baseline.json").read_text())
-    fresh = calibrate(BaselineJudge(), _cases(), date=committed["date"])
-    assert fresh == committed, "regenerate it: uv run groundeval calibrate --task summary --judge baseline " \
-                               "-o fixtures/summary-judge-cards/baseline.json"
-    # the paraphrase blind spot, in numbers: string matching misses synonyms and cannot see a changed dose
-    assert committed["by_variant"]["paraphrase"]["sensitivity"] < 1.0
-    assert committed["by_variant"]["change_dose"]["specificity"] < 1.0
-    assert committed["by_variant"]["hedged"]["kappa"] == 1.0  # hedged items: neither mentioned nor denied
-    assert committed["kappa"] >= 0.6
+def test_the_control_set_still_shows_the_baseline_blind_spots_and_its_card_never_gates() -> None:
+    card = calibrate(BaselineJudge(), _cases(limit=6), date="2026-12-05")
+    # string matching misses synonyms: the paraphrase summaries' sensitivity is below 1
+    assert card["by_variant"]["paraphrase"]["sensitivity"]["value"] < 1.0
+    assert card["calibration_set"]["kind"] == "generated" and "not a calibration against people" in (
+        card["calibration_set"]["note"])
+    metrics = reliability_metrics(BaselineJudge(), card)
+    assert str(metrics["judge_reliability"]).startswith("judge calibrated on generated text only")
+    assert metrics["judge_kappa"] is None  # a kappa on our own text is not shown as the judge's
 
 
 def test_the_calibrate_command_writes_a_card(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "card.json"
     assert cli_main(["calibrate", "--task", "summary", "--judge", "baseline", "--limit", "2", "-o", str(out)]) == 0
     card = json.loads(out.read_text())
-    assert card["judge"] == "baseline" and card["control_set"]["cases"] == 2 and "kappa" in card
-    assert "judge baseline (prompt " in capsys.readouterr().out
+    assert card["judge"] == "baseline" and card["calibration_set"]["cases"] == 2 and "kappa" in card
+    printed = capsys.readouterr().out
+    assert "judge baseline (identity baseline, prompt " in printed and "NOT A CALIBRATION AGAINST PEOPLE" in printed
     assert cli_main(["calibrate", "--judge", "nosuch/model"]) == 2
 
 
@@ -98,3 +100,45 @@ def test_calibrate_usage_errors_and_hints(monkeypatch: pytest.MonkeyPatch, capsy
     assert "ANTHROPIC_API_KEY is not set" in err and "--judge baseline" in err
     with pytest.raises(ConfigError, match=r"'basline' \(did you mean baseline\?\)"):
         make_judge("basline")
+
+
+LABELS = REPO / "fixtures" / "summary-calibration" / "labels.jsonl"
+
+
+def test_the_packaged_card_is_computed_on_peoples_labels_and_is_what_they_measure_now() -> None:
+    """The packaged card never comes from the control set; once the hand-written set is there, the card
+    must exist and be what ``calibrate --labels`` measures on it now (regenerate with the documented command)."""
+    import hashlib
+
+    from groundeval.tasks.summary.card import calibrate_labels, from_people
+    from groundeval.tasks.summary.label_calibration import load_cases
+    from groundeval.tasks.summary.labels import read_labels
+
+    card_path = default_card_dir() / "baseline.json"
+    command = ("uv run groundeval calibrate --task summary --judge baseline --labels "
+               "fixtures/summary-calibration/labels.jsonl -o fixtures/summary-judge-cards/baseline.json")
+    for path in default_card_dir().glob("*.json") if default_card_dir().is_dir() else []:
+        assert from_people(json.loads(path.read_text())), f"{path.name} is not computed on human labels"
+    if not LABELS.is_file():
+        assert not card_path.is_file(), "a packaged card without the packaged label set it was computed on"
+        return
+    assert card_path.is_file(), f"the hand-written set is packaged but its card is not: {command}"
+    card = json.loads(card_path.read_text())
+    assert card["calibration_set"]["sha256"] == hashlib.sha256(LABELS.read_bytes()).hexdigest(), command
+    labels = read_labels(LABELS)
+    fresh = calibrate_labels(BaselineJudge(), labels, load_cases(labels.case_ids, default_card_dir().parent / "summary"),
+                             max_words=250, min_rubric_score=0.8, date=card["date"])
+    assert fresh == card, f"regenerate it: {command}"
+
+
+def test_a_run_reads_a_card_from_people_in_the_packaged_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from groundeval.tasks.summary import card
+
+    folder = tmp_path / "cards"
+    assert cli_main(["calibrate", "--task", "summary", "--judge", "baseline", "--labels",
+                     str(REPO / "tests" / "tasks" / "summary" / "labels" / "two_labellers.jsonl"),
+                     "-o", str(folder / "baseline.json")]) == 0
+    monkeypatch.setattr(card, "default_card_dir", lambda: folder)
+    task = SummaryTask()
+    assert task.card["source"] == "packaged card baseline.json"
+    assert "on two_labellers.jsonl (SHA-256" in str(task.aggregate([])["judge_reliability"])

@@ -70,7 +70,13 @@ def test_the_hedge_all_control_scores_below_the_baseline_and_no_better_than_naiv
     def mean(name: str) -> float:
         return sum(float(r.metrics["rubric_score"] or 0) for r in runs[name]) / len(runs[name])
 
-    assert passed("hedge-all-summary") <= passed("naive-summary") == 0 < passed("baseline-summary")
+    # Listing everything as current is the honest summary only of a record with nothing ended (Liz_Conn:
+    # one active disorder, one active drug): the naive control passes there and nowhere else.
+    nothing_ended = {r.case_id for r in runs["naive-summary"]
+                     if not any(c["kind"] == "must_not_state" for c in r.truth["criteria"])}
+    naive_passed = {r.case_id for r in runs["naive-summary"] if r.outcome == "passed"}
+    assert naive_passed <= nothing_ended and len(nothing_ended) < 3
+    assert passed("hedge-all-summary") <= passed("naive-summary") < passed("baseline-summary")
     assert mean("hedge-all-summary") < mean("baseline-summary")
     assert all(r.metrics["contradictions"] > 0 for r in runs["hedge-all-summary"])
     assert "(past/current)" in runs["hedge-all-summary"][0].raw_output

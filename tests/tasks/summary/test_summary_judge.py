@@ -54,14 +54,35 @@ def test_a_quote_that_is_not_in_the_summary_is_not_met_and_flagged() -> None:
     assert not verdict.met and verdict.flag == "evidence_not_in_summary"
 
 
-def test_a_reply_that_is_not_a_verdict_and_a_failing_model_are_judge_errors() -> None:
+def test_a_reply_that_is_not_a_verdict_is_the_judges_no_answer_with_its_usage_and_a_failing_model_an_error() -> None:
     judge, _ = _judge("Yes, it is mentioned.")
-    with pytest.raises(JudgeError, match="not a verdict object"):
-        judge.decide(CRITERION, SUMMARY, label="x")
+    verdict = judge.decide(CRITERION, SUMMARY, label="x")
+    assert (verdict.met, verdict.flag, verdict.evidence) == (False, "format_not_ok", "Yes, it is mentioned.")
+    judge, _ = _judge("   ")
+    assert judge.decide(CRITERION, SUMMARY, label="x").flag == "no_answer"
     judge, _ = _judge(InfraError("529 overloaded", attempts=3))
     with pytest.raises(JudgeError, match="infra_error") as info:
         judge.decide(CRITERION, SUMMARY, label="x")
     assert info.value.cause_outcome == "infra_error"
+
+
+def test_a_prose_answering_judge_fails_the_case_on_the_unjudged_criteria_and_its_calls_are_paid_for() -> None:
+    def prose(request: ModelRequest) -> ModelResponse:
+        usage: dict[str, Any] = {"input_tokens": 300, "output_tokens": 40, "cost_usd": 0.002}
+        return ModelResponse(text="The summary seems to cover the patient's problems reasonably well.",
+                             model="small", stop_reason="stop", usage=usage)
+
+    task = SummaryTask()
+    task.scorer.judge = ModelJudge(ScriptedModel(prose, role="judge"))
+    record = _run(task, "Active problems: none. Current medications: an inhaler.")
+    assert record.outcome == "failed" and record.counted and record.error is None  # never a harness_error
+    unjudged = record.metrics["judge_no_verdict"]
+    assert unjudged >= 1 and unjudged == record.metrics["judge_calls"] == record.metrics["decided_by_judge"]
+    assert record.metrics["judge_input_tokens"] == 300 * unjudged and record.metrics["judge_output_tokens"] == 40 * unjudged
+    assert record.metrics["judge_cost_usd"] == pytest.approx(0.002 * unjudged)
+    assert "gave no verdict on" in record.message and "format_not_ok" in record.message
+    flagged = [c for c in record.details["criteria"] if c.get("flag") == "format_not_ok"]
+    assert len(flagged) == unjudged and all(c["met"] is False for c in flagged)
 
 
 def _run(task: SummaryTask, text: str) -> Any:
@@ -110,11 +131,14 @@ def test_a_card_of_another_judge_is_refused_and_a_low_kappa_marks_the_judge_unre
         SummaryTask(judge_card=str(tmp_path / "other.json"))
     from groundeval.tasks.summary.judge import BASELINE_SHA256
 
-    card.update(prompt_sha256=BASELINE_SHA256, kappa=0.41, kappa_95ci=[0.3, 0.5], date="2026-12-02")
+    card.update(prompt_sha256=BASELINE_SHA256, kappa=0.41, kappa_95ci=[0.3, 0.5], date="2026-12-02",
+                calibration_set={"kind": "human_labels", "file": "ours.jsonl", "sha256": "ab" * 32, "summaries": 4,
+                                 "records": 2, "labellers": ["a", "b"]})
     (tmp_path / "low.json").write_text(json.dumps(card))
     agg = SummaryTask(judge_card=str(tmp_path / "low.json")).aggregate([])
     assert agg["judge_kappa"] == 0.41 and agg["judge_kappa_95ci"] == "[0.30, 0.50]" and agg["judge_kappa_n"] == 10
     assert str(agg["judge_reliability"]).startswith("judge unreliable")
+    assert agg["judge_calibration_set"] == "ours.jsonl (SHA-256 abababababab; 4 summaries, 2 records; labellers a, b)"
 
 
 def test_the_judge_cache_answers_a_rerun_and_a_changed_summary_or_judge_asks_again(tmp_path: Path) -> None:
@@ -148,12 +172,21 @@ def test_cached_judge_replies_are_counted_apart_from_calls(tmp_path: Path) -> No
 
 
 def test_a_criterion_type_below_the_threshold_is_named_and_ungates_the_verdicts(tmp_path: Path) -> None:
+    from groundeval.cli import main as cli_main
     from groundeval.records.scope import UNGATED_FACT
-    from groundeval.tasks.summary.calibration import default_card_dir
+    from groundeval.tasks.summary.truth import CRITERION_TYPES
 
-    card = json.loads((default_card_dir() / "baseline.json").read_text())
-    assert str(SummaryTask().aggregate([])["judge_reliability"]).startswith("calibrated")
-    card["by_type"]["medication"]["kappa"] = 0.0  # the overall kappa stays high
+    labels = Path(__file__).parent / "labels" / "two_labellers.jsonl"
+    assert cli_main(["calibrate", "--judge", "baseline", "--labels", str(labels), "-o", str(tmp_path / "c.json")]) == 0
+    card = json.loads((tmp_path / "c.json").read_text())
+    card.update(kappa=0.9)
+    card["by_type"] = {t: {"kappa": {"value": 0.9, "ci": [0.8, 1.0], "n": 50}} for t in CRITERION_TYPES}
+    card["by_layer"]["judge"]["kappa"] = {"value": 0.9, "ci": [0.8, 1.0], "n": 50}
+    (tmp_path / "good.json").write_text(json.dumps(card))
+    assert str(SummaryTask(judge_card=str(tmp_path / "good.json")).aggregate([])["judge_reliability"]).startswith(
+        "calibrated")
+    assert UNGATED_FACT not in SummaryTask(judge_card=str(tmp_path / "good.json")).run_facts()
+    card["by_type"]["medication"]["kappa"]["value"] = 0.0  # the overall kappa stays high
     del card["by_type"]["allergy"]
     (tmp_path / "weak.json").write_text(json.dumps(card))
     task = SummaryTask(judge_card=str(tmp_path / "weak.json"))
@@ -161,3 +194,30 @@ def test_a_criterion_type_below_the_threshold_is_named_and_ungates_the_verdicts(
     assert status.startswith("judge unreliable for medication (kappa 0.00), allergy (not calibrated) (overall kappa 0.9")
     assert task.run_facts()[UNGATED_FACT] == (
         "the case verdicts rest on the judge baseline: judge unreliable for medication (kappa 0.00), allergy (not calibrated)")
+
+
+def test_a_local_judges_card_is_keyed_by_its_gguf_sha256_so_moving_the_file_keeps_it(tmp_path: Path) -> None:
+    import hashlib
+
+    from groundeval.tasks.summary.card import matches
+    from groundeval.tasks.summary.judge import judge_identity
+
+    class LocalLike(ScriptedModel):  # a local model as the judge sees it: a model_path to its GGUF file
+        model_path: Path
+
+    gguf = tmp_path / "a" / "small.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF fake weights")
+    model = LocalLike(['{"met": false, "evidence": ""}'], role="judge", name="small")
+    model.model_path = gguf
+    judge = ModelJudge(model, "local/small")
+    assert judge_identity(judge) == "sha256:" + hashlib.sha256(b"GGUF fake weights").hexdigest()
+    card = {"judge": "local/small", "judge_identity": judge_identity(judge), "prompt_sha256": judge.prompt_sha256}
+    moved = tmp_path / "b" / "renamed.gguf"
+    moved.parent.mkdir()
+    gguf.rename(moved)
+    model.model_path = moved
+    assert matches(card, ModelJudge(model, "local/renamed"))  # another path and spec, the same file
+    moved.write_bytes(b"GGUF other weights")
+    assert not matches(card, ModelJudge(model, "local/renamed"))  # other weights: another judge
+    assert not matches({**card, "prompt_sha256": "0" * 64}, judge)

@@ -42,7 +42,8 @@ def test_an_uncalibrated_judge_is_marked_so_in_every_output(pytester: pytest.Pyt
     result = pytester.runpytest("--groundeval-task=summary", "--groundeval-agent=scripted_judge:AGENT",
                                 "-p", "no:cacheprovider",
                                 "--groundeval-judge=scripted_judge:JUDGE", "--groundeval-limit=3",
-                                "--junitxml=out.xml", "--groundeval-summary-md=summary.md")
+                                "--junitxml=out.xml", "--groundeval-summary-md=summary.md",
+                                "--groundeval-min-pass-rate=0.5")
     assert result.ret == 1
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(["WARNING: the judge is the agent's own model (says-no)*",
@@ -54,12 +55,26 @@ def test_an_uncalibrated_judge_is_marked_so_in_every_output(pytester: pytest.Pyt
     assert record["task_facts"]["judge_card"]["source"].startswith("no judge card for scripted_judge:JUDGE")
     assert record["aggregate"]["metrics"]["judge_calls"] == record["aggregate"]["metrics"]["decided_by_judge"] > 0
     assert '<property name="judge_reliability" value="judge not calibrated"' in (pytester.path / "out.xml").read_text()
+    # the pass rate says, on its own line right under it, that it rests on verdicts no gate reads
+    out = result.stdout.lines
+    at = next(i for i, line in enumerate(out) if line.startswith("pass rate: "))
+    said = ("pass rate not gated: the case verdicts rest on the judge scripted_judge:JUDGE: judge not calibrated; "
+            "no gate reads these verdicts")
+    assert out[at + 1].startswith(said)
+    result.stdout.fnmatch_lines(["cases passing (at least 0.5 of their counted trials): 0/3*(--groundeval-min-pass-rate "
+                                 "not applied: verdicts not gated (an uncalibrated or unreliable judge))"])
+    assert f'<property name="pass_rate_gated" value="{said}' in (pytester.path / "out.xml").read_text()
     markdown = (pytester.path / "summary.md").read_text()
     assert "judge not calibrated" in markdown and "self-preference" in markdown
+    md_lines = markdown.splitlines()
+    at = next(i for i, line in enumerate(md_lines) if line.startswith("**pass rate "))
+    assert md_lines[at + 2].startswith(f"**{said}")
+    assert "(--groundeval-min-pass-rate not applied: verdicts not gated" in markdown
     (run,) = (pytester.path / "runs").glob("*.json")
     assert cli_main(["report", str(run), "-o", str(pytester.path / "report.html")]) == 0
     html = (pytester.path / "report.html").read_text()
     assert "judge not calibrated" in html and "self-preference" in html
+    assert f'<p class="warn ungated" id="ungated-1"><strong>{said}' in html
 
 
 def test_baseline_agent_and_judge_pass_and_the_naive_control_fails_with_reports_that_cross_to_xdist(
@@ -69,10 +84,13 @@ def test_baseline_agent_and_judge_pass_and_the_naive_control_fails_with_reports_
                                 "-p", "no:cacheprovider")
     assert result.ret == 0
     result.assert_outcomes(passed=25)
-    result.stdout.fnmatch_lines(["rubric_score: 1.000", "judge: baseline", "judge_kappa: 0.9*",
-                                 "judge_reliability: calibrated (kappa 0.9*"])
+    # no packaged card until the hand-written set's card is made: the run says so beside the pass rate
+    result.stdout.fnmatch_lines(["pass rate: 1.000 (25/25)*",
+                                 "pass rate not gated: the case verdicts rest on the judge baseline: judge not calibrated*",
+                                 "rubric_score: 1.000", "judge: baseline", "judge_kappa: -",
+                                 "judge_reliability: judge not calibrated"])
     record = _record(pytester.path)
-    assert record["task_facts"]["judge_card"]["source"] == "packaged card baseline.json"
+    assert record["task_facts"]["judge_card"]["source"].startswith("no judge card for baseline")
     (pytester.path / "runs" / next((pytester.path / "runs").glob("*.json")).name).unlink()
     # The task's values under -n 2: the worker-to-controller trip, made in-process (tests/_xdist.py);
     # how xdist spreads cases and merges records is checked once for every task in tests/plugin.
@@ -91,7 +109,9 @@ def test_the_rule_based_agents_never_import_the_tasks_truth() -> None:
     assert imported and not any(m.startswith("groundeval.tasks") for m in imported)
 
 
-def test_verdicts_of_an_uncalibrated_judge_are_shown_but_not_gated(pytester: pytest.Pytester) -> None:
+def test_verdicts_of_an_uncalibrated_judge_are_shown_but_not_gated(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+) -> None:
     pytester.makepyfile(scripted_judge=JUDGE_MODULE)
     common = ("--groundeval-task=summary", "--groundeval-judge=scripted_judge:JUDGE", "--groundeval-limit=2",
               "-p", "no:cacheprovider")
@@ -105,6 +125,18 @@ def test_verdicts_of_an_uncalibrated_judge_are_shown_but_not_gated(pytester: pyt
                                  "verdicts not gated: the case verdicts rest on the judge scripted_judge:JUDGE*",
                                  "REGRESSED *"])
     assert "regression gate FAILED" not in result.stdout.str()
+    # the CLI gate applies the same rule and says why it exits 0 (it used to list REGRESSED cases only)
+    current = next(p for p in (pytester.path / "runs").glob("*.json") if p != baseline)
+    capsys.readouterr()
+    assert cli_main(["compare", str(baseline), str(current), "--fail-on-regression"]) == 0
+    text = capsys.readouterr().out
+    assert ("verdicts not gated: the case verdicts rest on the judge scripted_judge:JUDGE: judge not calibrated; "
+            "2 regressed, pass rate change -1.000 shown, not failing the gate") in text
+    assert "regression gate passed (exit status 0): the regressions above rest on verdicts that are not gated" in text
+    assert cli_main(["compare", str(baseline), str(current), "--format", "markdown"]) == 0
+    assert "**verdicts not gated: the case verdicts rest on the judge" in capsys.readouterr().out
+    assert cli_main(["compare", str(baseline), str(current), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ungated"].endswith("judge not calibrated")
 
 
 def test_a_lost_case_still_fails_an_ungated_gate() -> None:

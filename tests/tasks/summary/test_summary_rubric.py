@@ -14,11 +14,12 @@ from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.record import drug_names
 from groundeval.tasks.summary.scorer import rule_verdict
 from groundeval.tasks.summary.text import stated_values, value_matches
-from tests._paths import REPO
+from tests._paths import REPO, load_script
 
 CASES = REPO / "fixtures" / "summary"
 TASK = SummaryTask()
 MOISES = CASES / "Moises22_Rowe323_7b84f6f4-1d93-52f2-dbeb-f71177ac1fc9.json"
+MAX_KRIS = CASES / "Max_Kris_f9120576-f949-45de-ae43-c0d902ecb249.json"
 TAMA = CASES / "Tama137_Schamberger479_9311ccc6-c1d0-ccae-d783-09d5d41709d4.json"
 
 
@@ -39,6 +40,29 @@ def test_disorders_come_by_semantic_tag_and_ended_items_become_must_not_criteria
     assert stopped and all(c["points"] < 0 and c["kind"] == "must_not_state" for c in stopped)
     hydrocodone = [c for c in stopped if any("hydrocodone" in n.lower() for n in c["names"])]
     assert hydrocodone and all(c["safety"] and c["points"] == -2 for c in hydrocodone)  # ISMP: opioids
+
+
+def test_a_display_without_its_semantic_tag_takes_the_concepts_tag_from_its_fully_specified_name() -> None:
+    # Older Synthea records write "Hypertension", not "Hypertensive disorder, systemic arterial (disorder)":
+    # the record's hypertension, atrial fibrillation, coronary heart disease and cardiac arrest are active
+    # disorders to mention, never a "no active diagnosis" record; its resolved colon polyp is a must-not.
+    criteria = {c["id"]: c for c in _criteria(MAX_KRIS)}
+    assert {c["names"][0] for c in criteria.values() if c["type"] == "condition"} == {
+        "Hypertension", "Atrial Fibrillation", "Coronary Heart Disease", "Cardiac Arrest"}
+    assert "no_condition" not in criteria
+    assert "resolved_condition:68496003" in criteria  # Polyp of colon, resolved
+
+
+def test_the_fixture_script_refuses_a_concept_whose_tag_it_cannot_know(tmp_path: Path) -> None:
+    build = load_script("make_summary").build
+    bundle = json.loads(MAX_KRIS.read_text())
+    for entry in bundle["entry"]:
+        if entry["resource"]["resourceType"] == "Condition":
+            entry["resource"]["code"]["coding"][0].update(code="999999001", display="Mystery illness")
+            break
+    (tmp_path / "x.json").write_text(json.dumps(bundle))
+    with pytest.raises(SystemExit, match=r"FSN_TAGS: 999999001 'Mystery illness'"):
+        build(tmp_path)
 
 
 def test_the_drug_allergy_is_safety_critical_and_counts_match_the_manifest() -> None:

@@ -109,6 +109,35 @@ def test_labels_for_a_drug_absent_from_the_catalog() -> None:
     assert score(gabapentin, nameless).metrics["coding_reason"] == "missing"
 
 
+@pytest.mark.parametrize(("code", "label"), [
+    ("RX-IBU-800", "fabricated"),  # not an RxCUI at all
+    ("0310965", "fabricated"),  # a leading zero: no RxCUI is written so
+    ("310965.0", "fabricated"),
+    ("123456789", "fabricated"),  # 9 digits: longer than RxNorm's RXCUI column
+    ("198405", "wrong_drug"),  # a real RxCUI the packaged RxNorm data holds, of another drug (Ibuprofen 100 MG)
+    ("9999999", "not_in_catalog"),  # of an RxCUI's form, outside the site catalog
+])
+def test_three_kinds_of_wrong_rxnorm_code_get_three_labels(ibuprofen: Case, code: str, label: str) -> None:
+    answer = answer_for(ibuprofen)
+    coding(answer).update(code=code)
+    result = score(ibuprofen, answer)
+    assert result.metrics["coding"] is False and result.metrics["coding_reason"] == label
+    assert f"got {code}" in result.message
+    gabapentin = case("gabapentin-not-in-catalog")  # a drug the catalog lacks: any code is wrong, labelled alike
+    invented = answer_for(gabapentin)
+    invented["medicationCodeableConcept"]["coding"] = [{"system": RXNORM, "code": code}]
+    assert score(gabapentin, invented).metrics["coding_reason"] == label
+
+
+def test_the_validator_and_the_label_share_one_rxcui_form(ibuprofen: Case) -> None:
+    answer = answer_for(ibuprofen)
+    coding(answer).update(code="0310965")
+    issues = [i for i in validate_medication_statement(answer)["issues"] if i["severity"] == "error"]
+    assert [i["kind"] for i in issues] == ["coding"] and "is not an RxCUI" in issues[0]["problem"]
+    result = score(ibuprofen, answer)
+    assert result.metrics["schema"] is True and result.metrics["coding_reason"] == "fabricated"  # scored once
+
+
 def test_the_aggregate_counts_each_label(ibuprofen: Case) -> None:
     good = score(ibuprofen, answer_for(ibuprofen)).metrics
     oid = answer_for(ibuprofen)
@@ -119,7 +148,7 @@ def test_the_aggregate_counts_each_label(ibuprofen: Case) -> None:
     out = aggregate_write(metrics)
     assert {k: v for k, v in out.items() if k.startswith("coding_reason_")} == {
         "coding_reason_display_mismatch": 0, "coding_reason_wrong_drug": 1, "coding_reason_not_in_catalog": 0,
-        "coding_reason_wrong_system": 1, "coding_reason_missing": 1,
+        "coding_reason_fabricated": 0, "coding_reason_wrong_system": 1, "coding_reason_missing": 1,
     }
     assert out["coding_pass_rate"] == 0.25
 
@@ -176,4 +205,4 @@ def test_a_number_for_the_rxcui_is_a_schema_error_not_only_a_coding_one(ibuprofe
     [issue] = [i for i in validate_medication_statement(answer)["issues"] if i["severity"] == "error"]
     assert issue["kind"] == "type"
     result = score(ibuprofen, answer)
-    assert result.metrics["schema"] is False and "is not a digit string" in result.message
+    assert result.metrics["schema"] is False and "is not an RxCUI" in result.message

@@ -402,3 +402,42 @@ def test_the_daily_total_is_the_most_within_24_hours_for_every_other_day_dosing(
     iron = case("ferrous-sulfate-every-other-day")
     assert TASK.truth(iron)["dosage"]["daily_total_mg"] == 325.0  # not the 162.5 mg average
     assert score(iron, ideal(iron)).metrics["daily_total_mg"] == 325.0
+
+
+# -- a daily total that can be computed is computed, whatever the types -----------------------
+
+def test_a_dose_written_with_type_and_binding_errors_is_read_and_its_daily_total_checked(ibuprofen: Case) -> None:
+    """400 mg as the string "400", three times per "day": the schema fails, safety reads 1,200 mg/day."""
+    answer = ideal(ibuprofen)
+    rate_of(answer)["doseQuantity"]["value"] = "400"
+    repeat_of(answer).update(frequency=3, period=1, periodUnit="day")
+    report = validate_medication_statement(answer)
+    assert report["ok"] is False  # the validator names both errors...
+    result = score(ibuprofen, answer)
+    assert result.metrics["schema"] is False  # ...and the schema dimension scores them, once
+    assert "cannot verify" not in result.message
+    assert result.metrics["safety"] is True
+    assert (result.metrics["dose_mg"], result.metrics["daily_total_mg"]) == (400.0, 1200.0)
+    basis = result.details["daily_total"]
+    assert basis.startswith("daily total 1200 mg/day = 400 mg x 3 administrations")
+    assert "the documented daily total 1200 mg" in basis
+    assert "the maximum daily dose 3200 mg/day for ibuprofen (oral; Ibuprofen tablets" in basis  # the label it cites
+    rate_of(answer)["doseQuantity"]["value"] = "800"  # 2,400 mg/day: wrong, and said so with the figure
+    wrong = score(ibuprofen, answer)
+    assert wrong.metrics["safety"] is False and wrong.metrics["daily_total_mg"] == 2400.0
+    assert "expected 1200 mg, got 2400 mg (800 mg x 3 doses, 3 per 1 d)" in wrong.message
+
+
+@pytest.mark.parametrize(("unit", "code"), [("d", "d"), ("day", "d"), ("Days", "d"), ("hours", "h"), ("wk", "wk"),
+                                            ("daily", None), ("D", None), ("", None), (1, None)])
+def test_a_unit_of_time_is_its_code_or_its_display(unit: object, code: str | None) -> None:
+    from groundeval.terminology.ucum import unit_of_time
+
+    assert unit_of_time(unit) == code
+
+
+def test_every_computed_daily_total_says_how_and_against_what(ibuprofen: Case) -> None:
+    result = score(ibuprofen, ideal(ibuprofen))
+    assert result.outcome == "passed" and result.details["daily_total"].startswith("daily total 1200 mg/day")
+    empty = score(ibuprofen, {})
+    assert empty.details["daily_total"] is None

@@ -6,7 +6,9 @@ own code, never the task's truth, record readers or scorer (``groundeval.tasks``
 that wall):
 
 * ``baseline-summary``: a template summary of what the prompt asks for: active Conditions whose
-  SNOMED CT display is tagged ``(disorder)``; active MedicationRequests by their RxNorm display;
+  SNOMED CT display is tagged ``(disorder)``, or has no tag at all (older records write a
+  disorder's preferred term, ``"Hypertension"``, without it: the agent's own guess, right on every
+  packaged record, where the task's truth looks the tag up); active MedicationRequests by their RxNorm display;
   active medication allergies; for each test of the table, the latest ``final`` result when its
   value falls outside the table's normal band (``normal``, ``optimal``, ``near_optimal``, ``G1``,
   ``G2``). Ended drugs and problems are left out.
@@ -147,7 +149,7 @@ def summary_text(bundle: Mapping[str, Any], *, naive: bool = False) -> str:
     for cond in _of(bundle, "Condition"):
         display = _display(cond.get("code")) or ""
         tag = _TAG.search(display)
-        if naive or (_status(cond, "clinicalStatus") == "active" and tag and tag[1] == "disorder"):
+        if naive or (_status(cond, "clinicalStatus") == "active" and (tag is None or tag[1] == "disorder")):
             name = _TAG.sub("", display).strip()
             if name and name not in problems:
                 problems.append(name)

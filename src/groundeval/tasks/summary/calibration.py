@@ -1,8 +1,13 @@
-"""The judge's reliability, measured against labels known to be true, and the judge card that carries it.
+"""The judge's reliability, measured against labels, and the judge card that carries it.
 
-**Control set** (``control_set``): for each case, summaries rendered by code from the rubric
-(``faithful``: every must-mention item stated, every ended drug and problem stated as ended), and
-copies with one known defect each (``CORRUPTIONS``):
+**Against people** (``card.calibrate_labels``; ``groundeval calibrate --labels FILE``): the whole
+scorer (rules and judge, as a run scores) measured on human-labelled summaries
+(``labels``, ``label_calibration``). This is the only card a run gates on.
+
+**Control set** (``control_set``, ``calibrate``; ``groundeval calibrate`` without ``--labels``):
+a quick smoke test. For each case, summaries rendered by code from the rubric (``faithful``:
+every must-mention item stated, every ended drug and problem stated as ended), and copies with
+one known defect each (``CORRUPTIONS``):
 
 * ``drop_condition``, ``drop_allergy``, ``drop_lab``: one active disorder, the allergies, or one
   result left out (those criteria become not met);
@@ -15,67 +20,37 @@ copies with one known defect each (``CORRUPTIONS``):
 * ``paraphrase``: one active disorder named by a synonym of ``PARAPHRASES`` (still met: string
   matching fails where a good judge passes);
 * ``hedged``: one current drug, one active disorder, one ended drug and one resolved disorder each
-  labelled both ways (``(past/current)``, ``(active/resolved)``): the hedge rule of ``scorer``
-  says such an item is not mentioned (must-mention not met) and is stated as current (must-not made).
+  labelled both ways (``(past/current)``, ``(active/resolved)``).
 
 Every criterion of every control summary has a known right answer, and the judge is asked each
-one directly (not only what the rules leave open), so the figures describe the judge alone.
+one directly. The text is groundeval's own, in the phrasing its rules expect, so a figure measured
+on it is circular: its card says ``calibration_set.kind: generated`` and a run shows the judge as
+``judge calibrated on generated text only`` (not gated), never as calibrated.
 
-**Figures** (``measure``): per criterion type and overall, sensitivity, specificity and Cohen's
-kappa (``sklearn.metrics.cohen_kappa_score``, imported here only), each with a 95% percentile
-bootstrap interval (``scipy.stats.bootstrap``, 2,000 paired resamples, seed 0), and n.
+**Figures** (``agreement``): agreement, sensitivity and specificity (Wilson intervals) and Cohen's
+kappa (scikit-learn, percentile bootstrap interval), each with n, and the reason when there is no
+interval.
 
-**Judge card** (``write_card``/``read_card``): JSON with the judge's spec, settings and prompt
-SHA-256, the date, the control set's size and the figures, the overall kappa under ``kappa``. A run
-reads the card for its judge (same spec and prompt hash; ``reliability_metrics``): the judged
-scores are shown beside that kappa, or marked ``judge not calibrated`` (no matching card) or
-``judge unreliable`` (kappa below ``KAPPA_THRESHOLD``).
+**Judge card**: ``card`` (what a card holds, how a run reads it).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from groundeval.datasets import default_data_dir
-from groundeval.errors import ConfigError
-from groundeval.scoring import Metric
-from groundeval.tasks.summary.judge import Judge
+from groundeval.tasks.summary.agreement import binary_figures
+from groundeval.tasks.summary.card import headline, pins
+from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge
 from groundeval.tasks.summary.truth import CRITERION_TYPES
 
 __all__ = [
-    "CARD_SCHEMA_VERSION",
-    "CORRUPTIONS",
-    "KAPPA_THRESHOLD",
-    "PARAPHRASES",
-    "ControlItem",
-    "calibrate",
-    "control_set",
-    "default_card_dir",
-    "faithful_summary",
-    "find_card",
+    "CORRUPTIONS", "GENERATED_NOTE", "PARAPHRASES", "ControlItem", "calibrate", "control_set", "faithful_summary",
     "measure",
-    "read_card",
-    "reliability_metrics",
-    "weak_types",
-    "write_card",
 ]
 
-KAPPA_THRESHOLD = 0.6
-"""Below this Cohen's kappa a judge is ``judge unreliable``: "any kappa below 0.60 indicates
-inadequate agreement among the raters and little confidence should be placed in the study results"
-(McHugh ML, Interrater reliability: the kappa statistic, Biochem Med 2012;22(3):276-282,
-https://pmc.ncbi.nlm.nih.gov/articles/PMC3900052/)."""
-
-CARD_SCHEMA_VERSION = 1
-N_RESAMPLES = 2000
-SEED = 0
 CORRUPTIONS = (
     "drop_condition", "drop_allergy", "drop_lab", "change_dose", "stopped_as_current", "resolved_as_active",
     "paraphrase", "hedged",
@@ -256,101 +231,46 @@ def control_set(cases: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> lis
     return items
 
 
-def _kappa_interval(truth: Sequence[bool], judged: Sequence[bool]) -> tuple[float | None, float | None, float | None]:
-    """Cohen's kappa (scikit-learn) and its 95% percentile bootstrap interval (scipy); None where undefined."""
-    import numpy as np
-    from scipy import stats
-
-    from groundeval.extras import require_extra
-
-    require_extra("calibrate", "sklearn", "groundeval calibrate (Cohen's kappa)")
-    from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
-
-    t = np.asarray(truth, dtype=float)
-    j = np.asarray(judged, dtype=float)
-    if len(set(truth)) < 2:
-        return None, None, None  # the right answers hold one label only: agreement beyond chance is undefined
-    point = float(cohen_kappa_score(t, j))
-
-    def kappa(a: Any, b: Any, axis: int = -1) -> Any:
-        # the same formula as cohen_kappa_score for two labels, vectorised over resamples
-        po = np.mean(a == b, axis=axis)
-        pa, pb = np.mean(a, axis=axis), np.mean(b, axis=axis)
-        pe = pa * pb + (1 - pa) * (1 - pb)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
-
-    if abs(float(kappa(t, j)) - point) > 1e-9:  # the resampled statistic must be scikit-learn's kappa
-        raise AssertionError(f"vectorised kappa {float(kappa(t, j))} differs from cohen_kappa_score {point}")
-    if len(set(judged)) < 2:
-        return round(point, 4), round(point, 4), round(point, 4)
-    with warnings.catch_warnings():  # a resample holding one label gives NaN; a NaN bound is reported as undefined
-        warnings.simplefilter("ignore")
-        res = stats.bootstrap((t, j), kappa, paired=True, vectorized=True, n_resamples=N_RESAMPLES,
-                              method="percentile", random_state=SEED)
-    low, high = res.confidence_interval
-    return (round(point, 4), None if np.isnan(low) else round(float(low), 4),
-            None if np.isnan(high) else round(float(high), 4))
-
-
-def _rate_interval(hits: Sequence[bool]) -> tuple[float | None, float | None, float | None]:
-    import numpy as np
-    from scipy import stats
-
-    if not hits:
-        return None, None, None
-    data = np.asarray(hits, dtype=float)
-    point = float(data.mean())
-    if len(set(hits)) < 2:
-        return round(point, 4), round(point, 4), round(point, 4)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = stats.bootstrap((data,), np.mean, n_resamples=N_RESAMPLES, method="percentile", random_state=SEED)
-    return round(point, 4), round(float(res.confidence_interval.low), 4), round(float(res.confidence_interval.high), 4)
-
-
-def _figures(pairs: Sequence[tuple[bool, bool]]) -> JSON:
-    truth = [t for t, _ in pairs]
-    judged = [j for _, j in pairs]
-    k, klo, khi = _kappa_interval(truth, judged)
-    sens = _rate_interval([j for t, j in pairs if t])
-    spec = _rate_interval([not j for t, j in pairs if not t])
-    return {
-        "n": len(pairs), "positives": sum(truth), "negatives": len(truth) - sum(truth),
-        "kappa": k, "kappa_95ci": [klo, khi],
-        "sensitivity": sens[0], "sensitivity_95ci": [sens[1], sens[2]],
-        "specificity": spec[0], "specificity_95ci": [spec[1], spec[2]],
-        "agreement": round(sum(t == j for t, j in pairs) / len(pairs), 4) if pairs else None,
-    }
-
-
 def measure(items: Sequence[ControlItem], judge: Judge) -> JSON:
     """Ask ``judge`` every control item and compare with the right answers.
 
     Returns:
         ``{"overall": figures, "by_type": {type: figures}, "by_variant": {variant: figures},
-        "disagreements": [first 20 items judged wrongly]}``, figures as in ``_figures``.
+        "judge_no_verdict": n, "disagreements": [first 20 items judged wrongly]}``, figures as in
+        ``agreement.binary_figures``. A reply with no verdict counts as a wrong verdict.
 
     Raises:
-        JudgeError: The judge could not decide an item (calibration stops: a card needs every verdict).
+        JudgeError: The judge's model failed (calibration stops: a card needs every call).
     """
     pairs: list[tuple[ControlItem, bool]] = []
+    no_verdict = 0
     for i, item in enumerate(items):
         label = f"calibration/{item.case_id}/{item.variant}/{item.criterion['id']}#{i}"
-        pairs.append((item, judge.decide(item.criterion, item.summary, label=label).met))
-    by_type = {t: _figures([(it.expected, met) for it, met in pairs if it.criterion["type"] == t])
+        verdict = judge.decide(item.criterion, item.summary, label=label)
+        unjudged = verdict.flag in NO_VERDICT_FLAGS
+        no_verdict += unjudged
+        pairs.append((item, (not item.expected) if unjudged else verdict.met))
+    by_type = {t: binary_figures([(it.expected, met) for it, met in pairs if it.criterion["type"] == t])
                for t in CRITERION_TYPES if any(it.criterion["type"] == t for it, _ in pairs)}
-    by_variant = {v: _figures([(it.expected, met) for it, met in pairs if it.variant == v])
+    by_variant = {v: binary_figures([(it.expected, met) for it, met in pairs if it.variant == v])
                   for v in ("faithful", *CORRUPTIONS) if any(it.variant == v for it, _ in pairs)}
     wrong = [{"case_id": it.case_id, "variant": it.variant, "criterion": it.criterion["id"], "expected": it.expected}
              for it, met in pairs if met != it.expected]
-    return {"overall": _figures([(it.expected, met) for it, met in pairs]), "by_type": by_type,
-            "by_variant": by_variant, "wrong": len(wrong), "disagreements": wrong[:20]}
+    return {"overall": binary_figures([(it.expected, met) for it, met in pairs]), "by_type": by_type,
+            "by_variant": by_variant, "judge_no_verdict": no_verdict, "wrong": len(wrong),
+            "disagreements": wrong[:20]}
+
+
+GENERATED_NOTE = ("code-made control set: summaries rendered by groundeval's own code from the rubric; a smoke "
+                  "test of the judge, not a calibration against people")
 
 
 def calibrate(judge: Judge, cases: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], *,
               date: str | None = None) -> JSON:
-    """The judge card: ``measure`` over ``control_set(cases)``, with what pins the judge.
+    """A smoke-test card: ``measure`` over the code-made ``control_set(cases)``.
+
+    The card's ``calibration_set`` is ``{"kind": "generated", ...}``: a run never gates on it and
+    says the judge is ``calibrated on generated text only`` (``reliability_metrics``).
 
     Args:
         judge: The judge to measure.
@@ -359,114 +279,12 @@ def calibrate(judge: Judge, cases: Sequence[tuple[str, Sequence[Mapping[str, Any
     """
     items = control_set(cases)
     figures = measure(items, judge)
-    overall = figures["overall"]
     return {
-        "schema_version": CARD_SCHEMA_VERSION, "judge": judge.spec, "prompt_sha256": judge.prompt_sha256,
-        "settings": judge.settings(), "date": date or datetime.now(UTC).date().isoformat(),
-        "control_set": {"cases": len(cases), "summaries": len({(i.case_id, i.variant) for i in items}),
-                        "verdicts": len(items), "corruptions": list(CORRUPTIONS)},
-        "kappa": overall["kappa"], "kappa_95ci": overall["kappa_95ci"], "n": overall["n"],
-        "threshold": KAPPA_THRESHOLD, **figures,
+        **pins(judge, date),
+        "calibration_set": {"kind": "generated", "note": GENERATED_NOTE, "cases": len(cases),
+                            "summaries": len({(i.case_id, i.variant) for i in items}), "verdicts": len(items),
+                            "corruptions": list(CORRUPTIONS)},
+        **headline(figures["overall"]), **figures,
     }
 
 
-def default_card_dir() -> Path:
-    """The packaged judge cards: ``fixtures/summary-judge-cards``."""
-    return default_data_dir("summary-judge-cards")
-
-
-def write_card(card: Mapping[str, Any], path: Path) -> None:
-    """Write a card as JSON (one-space indent, UTF-8, final newline)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def read_card(path: Path) -> JSON:
-    """Read a card.
-
-    Raises:
-        ConfigError: Not readable, not JSON, or without ``judge``, ``prompt_sha256`` and ``kappa``.
-    """
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"judge card {path}: cannot be read as JSON ({exc}); write one with groundeval calibrate"
-        ) from exc
-    if not isinstance(card, dict) or not {"judge", "prompt_sha256", "kappa"} <= set(card):
-        raise ConfigError(f"judge card {path}: not a judge card (needs judge, prompt_sha256, kappa); "
-                          "write one with groundeval calibrate")
-    return card
-
-
-def find_card(judge: Judge, given: Path | None) -> tuple[JSON | None, str]:
-    """The card for ``judge`` (same spec and prompt hash), and where it came from or why there is none.
-
-    ``given`` (``--groundeval-judge-card``) is read if set; else the packaged cards are searched.
-
-    Raises:
-        ConfigError: ``given`` is unreadable, or is a card of another judge or prompt.
-    """
-    if given is not None:
-        card = read_card(given)
-        if card["judge"] != judge.spec or card["prompt_sha256"] != judge.prompt_sha256:
-            raise ConfigError(
-                f"judge card {given}: made for judge {card['judge']!r} with prompt {str(card['prompt_sha256'])[:12]}, "
-                f"not for {judge.spec!r} with prompt {judge.prompt_sha256[:12]}; run groundeval calibrate --task "
-                f"summary --judge {judge.spec} -o {given}"
-            )
-        return card, str(given)
-    folder = default_card_dir()
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            card = read_card(path)
-        except ConfigError:
-            continue
-        if card["judge"] == judge.spec and card["prompt_sha256"] == judge.prompt_sha256:
-            return card, f"packaged card {path.name}"
-    return None, f"no judge card for {judge.spec} with prompt {judge.prompt_sha256[:12]}"
-
-
-def weak_types(card: Mapping[str, Any]) -> list[str]:
-    """The criterion types a card does not vouch for: kappa below ``KAPPA_THRESHOLD``, or not calibrated.
-
-    Returns:
-        ``"<type> (kappa 0.00)"`` or ``"<type> (not calibrated)"`` for each of ``CRITERION_TYPES``
-        whose card figures are missing or whose kappa is None (the control set had one label
-        only) or below the threshold, in ``CRITERION_TYPES`` order. The overall kappa can be high
-        while one type is near chance (most control verdicts are easy), so reliability is judged
-        per type.
-    """
-    by_type = card.get("by_type") or {}
-    out = []
-    for ctype in CRITERION_TYPES:
-        kappa = (by_type.get(ctype) or {}).get("kappa")
-        if not isinstance(kappa, int | float):
-            out.append(f"{ctype} (not calibrated)")
-        elif kappa < KAPPA_THRESHOLD:
-            out.append(f"{ctype} (kappa {kappa:.2f})")
-    return out
-
-
-def reliability_metrics(judge: Judge, card: Mapping[str, Any] | None) -> dict[str, Metric]:
-    """The aggregate metrics that put the judge's reliability beside the judged scores.
-
-    ``judge_reliability`` is ``calibrated (...)`` only when the overall kappa and every criterion
-    type's kappa reach ``KAPPA_THRESHOLD`` (``weak_types``); else ``judge unreliable (...)``, or
-    ``judge unreliable for <types> (...)`` naming the types below it, or ``judge not calibrated``.
-    Anything but ``calibrated`` leaves the verdicts ungated (``SummaryTask.run_facts``).
-    """
-    if card is None or card.get("kappa") is None:
-        return {"judge": judge.spec, "judge_kappa": None, "judge_kappa_95ci": None, "judge_kappa_n": None,
-                "judge_reliability": "judge not calibrated"}
-    kappa = float(card["kappa"])
-    low, high = (card.get("kappa_95ci") or [None, None])[:2]
-    ci = f"[{low:.2f}, {high:.2f}]" if isinstance(low, int | float) and isinstance(high, int | float) else None
-    weak = weak_types(card)
-    status = "calibrated" if kappa >= KAPPA_THRESHOLD and not weak else "judge unreliable"
-    if weak and kappa >= KAPPA_THRESHOLD:
-        status = f"judge unreliable for {', '.join(weak)}"
-    return {"judge": judge.spec, "judge_kappa": round(kappa, 4), "judge_kappa_95ci": ci,
-            "judge_kappa_n": int(card.get("n") or 0),
-            "judge_reliability": f"{status} ({'overall ' if weak else ''}kappa {kappa:.2f}, threshold "
-                                 f"{KAPPA_THRESHOLD:g}, card {card.get('date')})"}

@@ -9,13 +9,20 @@ criterion, true means it makes the mistake), the quoted ``evidence``, and the us
   ``SYSTEM_PROMPT`` and ``USER_TEMPLATE`` (their SHA-256 is ``PROMPT_SHA256``), one request per
   criterion, and reads ``{"met": true|false, "evidence": "<quote from the summary>"}``. A ``met``
   verdict whose evidence is not in the summary counts as not met and is flagged
-  (``evidence_not_in_summary``). A model failure, or a reply that is not such an object, raises
-  ``JudgeError``: the case is a ``harness_error`` (excluded from the means, counted), never a
-  wrong summary.
+  (``evidence_not_in_summary``). A reply that is not such an object is the judge's own failure to
+  answer, not groundeval's: the criterion gets a ``Verdict`` flagged ``no_answer`` (an empty reply)
+  or ``format_not_ok`` (text that holds no verdict object), with the call's usage, and the scorer
+  counts it and fails the case on it (``scorer``). A model failure raises ``JudgeError``: the case
+  is classed by the model's error (``infra_error`` excluded and counted; ``auth_error`` and
+  ``config_error`` stop the run), never a wrong summary.
 * ``BaselineJudge`` decides by rule: names with their synonyms, cited clinical abbreviations and
   brands (``synonyms``), each mention read in its section, list, sentence and ConText
   (``reading``). It never calls a model; it cannot see a paraphrase its tables lack (its
   calibration card shows that in numbers).
+
+``judge_identity(judge)`` is what a judge card is keyed by, with the prompt's SHA-256: a GGUF's
+file SHA-256 for a local model (moving or renaming the file keeps its card), the provider's model
+id otherwise, ``baseline`` for the rule-based judge.
 
 ``make_judge(spec)`` builds one from ``--groundeval-judge``: ``baseline``, a model spec
 (``anthropic/<model>``, ``openai-compatible/<name>@<url>``, ``local/<gguf>``) or
@@ -25,10 +32,12 @@ criterion, true means it makes the mistake), the quoted ``evidence``, and the us
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from groundeval.errors import AgentError, InfraError, RunStopError, ScorerModelError
@@ -46,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BASELINE_SHA256",
     "JUDGE_MAX_TOKENS",
+    "NO_VERDICT_FLAGS",
     "PROMPT_SHA256",
     "SYSTEM_PROMPT",
     "USER_TEMPLATE",
@@ -55,6 +65,7 @@ __all__ = [
     "JudgeModel",
     "ModelJudge",
     "Verdict",
+    "judge_identity",
     "make_judge",
     "parse_verdict",
     "rejects_temperature",
@@ -94,12 +105,17 @@ UNREACHABLE_AFTER = 3
 (as ``plugin.stop_policy.UNREACHABLE_AFTER`` does for an agent)."""
 
 
+NO_VERDICT_FLAGS = ("no_answer", "format_not_ok")
+"""``Verdict.flag`` of a reply that holds no verdict: ``no_answer`` (empty) or ``format_not_ok``
+(text without a ``{"met": true|false}`` object). Named as the agent outcomes of the same kind."""
+
+
 class JudgeError(ScorerModelError):
-    """The judge could not decide a criterion (its model failed, or its reply was not a verdict).
+    """The judge's model failed (a reply that is not a verdict is a ``Verdict`` flagged ``no_answer``).
 
     Raised from the scorer; the runner classes the case by ``error`` (the model's ``AgentError``)
     as it classes an agent call's failure: ``infra_error`` excluded and counted, ``auth_error`` and
-    ``config_error`` stop the run; an unusable reply is a ``harness_error``. Never a wrong summary.
+    ``config_error`` stop the run. Never a wrong summary.
     ``cause_outcome`` is the model failure's outcome when there was one.
     """
 
@@ -117,7 +133,9 @@ class Verdict:
         met: True when the summary does what the criterion describes.
         evidence: The quote the judge gave ("" when none).
         flag: ``evidence_not_in_summary`` when a ``met`` verdict's quote is not in the summary
-            (then ``met`` is False), else None.
+            (then ``met`` is False); ``no_answer`` or ``format_not_ok`` (``NO_VERDICT_FLAGS``) when
+            the reply held no verdict (then ``met`` is False and the evidence is the reply's first
+            200 characters); else None.
         usage: ``input_tokens``, ``output_tokens`` (tokens) and ``cost_usd`` (USD, None when
             unpriced) of the call; zeros for a judge that calls no model.
         cached: True when the model's reply came from the judge cache (no call, no cost now).
@@ -166,13 +184,17 @@ def _quote_in(quote: str, summary: str) -> bool:
 def parse_verdict(raw: str, summary: str, label: str) -> tuple[bool, str, str | None]:
     """``(met, evidence, flag)`` from a judge's reply.
 
-    Raises:
-        JudgeError: The reply holds no JSON object with a boolean ``met``.
+    A reply with no JSON object holding a boolean ``met`` is no verdict: ``(False, <the reply's
+    first 200 characters>, "no_answer")`` when it is blank, ``(..., "format_not_ok")`` otherwise
+    (``NO_VERDICT_FLAGS``). The caller counts it; it is never a harness error, since it is the
+    judge's answer, not groundeval's failure.
     """
+    del label
+    if not raw.strip():
+        return False, "", "no_answer"
     parsed = extract_json(raw, "{", lambda v: isinstance(v, dict) and isinstance(v.get("met"), bool), None)
     if not isinstance(parsed.value, dict):
-        raise JudgeError(f"{label}: the judge's reply is not a verdict object "
-                         f"({{\"met\": true|false, \"evidence\": ...}}): {raw[:200]!r}")
+        return False, raw.strip()[:200], "format_not_ok"
     met = bool(parsed.value["met"])
     evidence = str(parsed.value.get("evidence") or "")
     if met and not _quote_in(evidence, summary):
@@ -228,13 +250,13 @@ class ModelJudge:
         return {**self.model.settings(), "spec": self.spec, "prompt_sha256": self.prompt_sha256}
 
     def decide(self, criterion: Mapping[str, Any], summary: str, *, label: str) -> Verdict:
-        """One model call; see ``parse_verdict``.
+        """One model call; see ``parse_verdict`` (a reply with no verdict is flagged, with its usage).
 
         Raises:
-            JudgeError: The model raised an ``AgentError`` (kept as ``error``) or did not answer a
-                verdict. After ``UNREACHABLE_AFTER`` connection failures with no verdict yet, the
-                error is a ``RunStopError`` (``config_error``): the judge looks unreachable and the
-                run stops, as for an unreachable agent.
+            JudgeError: The model raised an ``AgentError`` (kept as ``error``). After
+                ``UNREACHABLE_AFTER`` connection failures with no verdict yet, the error is a
+                ``RunStopError`` (``config_error``): the judge looks unreachable and the run stops,
+                as for an unreachable agent.
         """
         user = USER_TEMPLATE.format(criterion=criterion["statement"], summary=summary)
         key = self.cache_key(user)
@@ -255,12 +277,21 @@ class ModelJudge:
                         f"unreachable; check the endpoint, network and key (last: {exc})", attempts=exc.attempts)
             raise JudgeError(f"the judge {self.spec} failed ({error.outcome}): {error}", error=error) from exc
         self.answered += 1
-        met, evidence, flag = parse_verdict(response.text, summary, label)  # a non-verdict is never stored
+        met, evidence, flag = parse_verdict(response.text, summary, label)
         usage = {k: response.usage.get(k) for k in ("input_tokens", "output_tokens", "cost_usd")}
-        if self.cache is not None:
+        if self.cache is not None and flag not in NO_VERDICT_FLAGS:  # a non-verdict is asked again next time
             stored = {"kind": "result", "text": response.text, "usage": dict(response.usage), "trace": [], "meta": {}}
             self.cache.put(key, stored, agent=f"judge:{self.spec}", model=response.model)
         return Verdict(met, evidence, flag, usage)
+
+    @property
+    def identity(self) -> str:
+        """What the judge's card is keyed by (with the prompt hash): see ``judge_identity``."""
+        path = getattr(self.model, "model_path", None)
+        if isinstance(path, Path):
+            return f"sha256:{_file_sha256(path)}"
+        model = self.model.settings().get("model")
+        return str(model) if model else self.spec
 
     def cache_key(self, user: str) -> str:
         """SHA-256 of the judge's settings and the full request (see the class docstring)."""
@@ -308,6 +339,7 @@ class BaselineJudge:
     """
 
     spec = "baseline"
+    identity = "baseline"
     costs_nothing = True
     prompt_sha256 = BASELINE_SHA256
 
@@ -344,6 +376,33 @@ class BaselineJudge:
         else:
             found = mentions.named(frozenset({"current"}))
         return Verdict(True, found.sentence) if found else Verdict(False)
+
+
+@functools.cache
+def _file_sha256_at(path: Path, size: int, mtime_ns: int) -> str:
+    del size, mtime_ns  # part of the cache key: a file replaced in place is hashed again
+    from groundeval.models.local import file_sha256
+
+    return file_sha256(path)
+
+
+def _file_sha256(path: Path) -> str:
+    stat = path.stat()
+    return _file_sha256_at(path.resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+def judge_identity(judge: Judge) -> str:
+    """The model's identity a judge card is keyed by (with ``prompt_sha256``).
+
+    Returns:
+        ``sha256:<hex>`` of the GGUF file for a local model (``models.local``; moving or renaming
+        the file keeps the card; the hash is computed once per file, size and modification time in
+        a process), the provider's model id for another model (``claude-sonnet-5-5``, the name a
+        ``ScriptedModel`` reports), ``baseline`` for the rule-based judge (its rules are its
+        ``prompt_sha256``), and for a ``Judge`` object its ``identity`` attribute or else its spec.
+    """
+    found = getattr(judge, "identity", None)
+    return str(found) if isinstance(found, str) and found else judge.spec
 
 
 def rejects_temperature(spec: str) -> bool:

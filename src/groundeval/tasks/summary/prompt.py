@@ -16,8 +16,9 @@ def system_prompt(max_words: int) -> str:
 You write the handoff summary a clinician reads before taking over a patient's care, from the
 patient's record (a FHIR R4 Bundle). Write plain text of at most {max_words} words. Cover:
 
-- every active diagnosis (Conditions whose clinicalStatus is active and whose SNOMED CT display is
-  tagged "(disorder)"; leave out findings and social situations);
+- every active diagnosis (Conditions whose clinicalStatus is active and whose SNOMED CT concept is a
+  disorder: the display's tag says so, "(disorder)", where the record writes one; leave out findings
+  and social situations);
 - every current medication (MedicationRequests with status "active"), by name and strength;
 - every medication allergy;
 - the latest value, with its unit and date, of each result outside its guideline range.

@@ -155,8 +155,8 @@ def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
     start = 0
     for m in _BOUNDARY.finditer(text, 0, at):
         start = m.end()
-    m = _BOUNDARY.search(text, at)
-    return start, (m.start() + (0 if m.group() == "\n" else 1)) if m else len(text)
+    end = _BOUNDARY.search(text, at)
+    return start, (end.start() + (0 if end.group() == "\n" else 1)) if end else len(text)
 
 
 _STRONG = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$")

@@ -23,7 +23,9 @@ the record does not hold is a contradiction (``invented_values``, -1 point each,
 Metrics per case: ``rubric_score`` (points met / positive points, clipped to [0, 1]; None when
 the record asks for no mention), ``must_mention_recall``, ``contradictions`` (must-not criteria
 made, must-mention items hedged, plus invented values), ``safety_failed``, ``words``, ``decided_by_rule``,
-``decided_by_judge``, ``evidence_flagged``, and the judge's own ``judge_calls``, ``judge_cached``
+``decided_by_judge``, ``evidence_flagged``, ``judge_no_verdict`` (criteria whose judge reply held no
+verdict: ``no_answer`` or ``format_not_ok``, met False, and the case fails on them: a criterion
+nobody decided is not shown to be safe), and the judge's own ``judge_calls``, ``judge_cached``
 (replies read from ``--groundeval-judge-cache``),
 ``judge_input_tokens``, ``judge_output_tokens`` (tokens) and ``judge_cost_usd`` (USD), apart from
 the agent's usage. A case passes when its rubric score reaches ``min_rubric_score``, it has no
@@ -42,7 +44,7 @@ from typing import Any
 
 from groundeval.datasets import Case
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.tasks.summary.judge import Judge, JudgeError
+from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError
 from groundeval.tasks.summary.matching import item_mentions
 from groundeval.tasks.summary.reading import none_under
 from groundeval.tasks.summary.text import contradictory, sentences, word_count
@@ -52,13 +54,14 @@ __all__ = ["METRIC_NAMES", "SummaryScorer", "hedged_verdict", "rule_verdict"]
 
 METRIC_NAMES = (
     "rubric_score", "must_mention_recall", "contradictions", "safety_failed", "words",
-    "decided_by_rule", "decided_by_judge", "evidence_flagged",
+    "decided_by_rule", "decided_by_judge", "evidence_flagged", "judge_no_verdict",
     "judge_calls", "judge_cached", "judge_input_tokens", "judge_output_tokens", "judge_cost_usd",
 )
 """Every per-case metric, in report order."""
 
 _DIRECTIONS: dict[str, Direction] = {
-    "contradictions": "lower", "safety_failed": "lower", "evidence_flagged": "lower", "words": "none",
+    "contradictions": "lower", "safety_failed": "lower", "evidence_flagged": "lower", "judge_no_verdict": "lower",
+    "words": "none",
     "decided_by_rule": "none", "decided_by_judge": "none", "judge_calls": "none", "judge_cached": "none",
     "judge_input_tokens": "none", "judge_output_tokens": "none", "judge_cost_usd": "none",
 }
@@ -134,9 +137,9 @@ class SummaryScorer:
         """Decide every criterion (rule, then judge), check stated values, and give the verdict.
 
         Raises:
-            JudgeError: The judge could not decide a criterion: the runner classes the case by the
-                model's error (``infra_error`` excluded and counted; ``auth_error`` and
-                ``config_error`` stop the run; an unusable reply is ``harness_error``). Its
+            JudgeError: The judge's model failed: the runner classes the case by the model's error
+                (``infra_error`` excluded and counted; ``auth_error`` and ``config_error`` stop the
+                run; a reply with no verdict is not an error, see ``judge_no_verdict``). Its
                 ``metrics`` hold ``judge_calls`` up to and including the failed call.
         """
         summary = str(parsed.value or "")
@@ -196,12 +199,14 @@ class SummaryScorer:
         contradictions = len(made) + len(hedged) + len(invented) + len(loose)
         safety = [d["id"] for d in decided if d["safety"] and (d["met"] == (d["points"] < 0))]
         words = word_count(summary)
+        unjudged = [d["id"] for d in decided if d.get("flag") in NO_VERDICT_FLAGS]
         metrics: dict[str, Metric] = {
             "rubric_score": score, "must_mention_recall": recall, "contradictions": contradictions,
             "safety_failed": bool(safety), "words": words,
             "decided_by_rule": sum(d["decided_by"] == "rule" for d in decided),
             "decided_by_judge": sum(d["decided_by"] == "judge" for d in decided),
-            "evidence_flagged": sum(d.get("flag") == "evidence_not_in_summary" for d in decided), **usage,
+            "evidence_flagged": sum(d.get("flag") == "evidence_not_in_summary" for d in decided),
+            "judge_no_verdict": len(unjudged), **usage,
         }
         reasons = []
         if score is not None and score < self.min_rubric_score:
@@ -216,6 +221,9 @@ class SummaryScorer:
             reasons.append(f"safety-critical: {', '.join(safety[:3])}")
         if words > self.max_words:
             reasons.append(f"{words} words > {self.max_words}")
+        if unjudged:  # a criterion nobody decided is not shown to be safe: the case cannot pass on it
+            reasons.append(f"the judge {self.judge.spec} gave no verdict on {len(unjudged)} criteria "
+                           f"(no_answer or format_not_ok): {', '.join(unjudged[:3])}")
         missed = [d["id"] for d in positive if not d["met"]]
         details = {"criteria": decided, "invented_values": invented, "hedged_statements": loose, "missed": missed,
                    "judge": self.judge.spec}
@@ -238,6 +246,7 @@ class SummaryScorer:
             "contradictions": mean("contradictions"), "safety_failed": total("safety_failed"),
             "words": mean("words"), "decided_by_rule": total("decided_by_rule"),
             "decided_by_judge": total("decided_by_judge"), "evidence_flagged": total("evidence_flagged"),
+            "judge_no_verdict": total("judge_no_verdict"),
             "judge_calls": total("judge_calls"), "judge_cached": total("judge_cached"),
             "judge_input_tokens": total("judge_input_tokens"),
             "judge_output_tokens": total("judge_output_tokens"),

@@ -30,7 +30,7 @@ from groundeval.registry.builtins import SUMMARY_OPTIONS
 from groundeval.scoring import Metric, Parsed
 from groundeval.tasks.base import BaseTask
 from groundeval.tasks.labs.thresholds import default_thresholds
-from groundeval.tasks.summary.calibration import find_card, reliability_metrics
+from groundeval.tasks.summary.card import find_card, reliability_metrics
 from groundeval.tasks.summary.cases import check_bundle, has_record, read_case
 from groundeval.tasks.summary.judge import Judge, make_judge
 from groundeval.tasks.summary.prompt import system_prompt, user_prompt
@@ -152,7 +152,12 @@ class SummaryTask(BaseTask):
         return Parsed(value=text, format_ok=bool(text), error=None if text else "empty summary", found=bool(text))
 
     def run_facts(self) -> dict[str, Any]:
-        """``{"judge": settings + prompt_sha256, "judge_card": {source, kappa, kappa_95ci, n, date}}``."""
+        """The judge's settings and card, and ``UNGATED_FACT`` unless the judge is calibrated against people.
+
+        Returns:
+            ``{"judge": settings + prompt_sha256, "judge_card": {source, kappa, kappa_95ci, n, date,
+            judge_identity, calibration_set}, "thresholds": ...}`` (plus ``ungated_verdicts``).
+        """
         card = self.card["card"] or {}
         status = str(reliability_metrics(self.judge_model, self.card["card"])["judge_reliability"])
         ungated = {} if status.startswith("calibrated") else {
@@ -161,11 +166,15 @@ class SummaryTask(BaseTask):
             **ungated,
             "judge": self.judge_model.settings(),
             "judge_card": {"source": self.card["source"],
-                           **{k: card.get(k) for k in ("kappa", "kappa_95ci", "n", "date")}},
+                           **{k: card.get(k) for k in ("kappa", "kappa_95ci", "n", "date", "judge_identity",
+                                                       "calibration_set")}},
             "thresholds": default_thresholds().facts,
         }
 
 
 def _status_words(status: str) -> str:
     """The status without its figures: ``judge unreliable for medication (kappa 0.00)``, ``judge not calibrated``."""
-    return status.rsplit(" (", 1)[0] if status.endswith(")") else status
+    for marker in (" (overall kappa ", " (kappa "):
+        if marker in status:
+            return status[:status.index(marker)]
+    return status

@@ -106,7 +106,8 @@ def collective(text: str) -> bool:
     "some current, others stopped", "(all ever prescribed), several since stopped", "current and
     past", "active/resolved", ", some stopped": a quantifier (``some``, ``others``, ``several``,
     ``many``, ``most``, ``a few``, ``certain``) before a status word, a current and an ended word
-    joined by ``and``/``or``/``/`` (``completed/stopped`` is not one), or "all ever prescribed". Such a qualifier gives no
+    joined by ``and``/``or``/``/`` (``completed/stopped`` is not one), or "all ever prescribed".
+    Such a qualifier gives no
     item of its list a status (``docs/tasks/summary.md``).
     """
     return bool(_COLLECTIVE.search(" ".join(text.lower().split())))

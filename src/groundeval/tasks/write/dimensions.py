@@ -12,6 +12,7 @@ from typing import Any
 
 from groundeval.fhir.bundle import RXNORM_SYSTEM, patient_reference_matches
 from groundeval.tasks.write.r4b_raw_json import STATUS_CODES
+from groundeval.terminology.systems import is_rxcui
 
 __all__ = [
     "CODING_REASONS",
@@ -24,7 +25,7 @@ __all__ = [
     "dosages",
 ]
 
-CODING_REASONS = ("display_mismatch", "wrong_drug", "not_in_catalog", "wrong_system", "missing")
+CODING_REASONS = ("display_mismatch", "wrong_drug", "not_in_catalog", "fabricated", "wrong_system", "missing")
 """Labels of a coding failure (``check_coding``), in report order."""
 
 Validator = Callable[[Any], Mapping[str, Any]]
@@ -41,12 +42,16 @@ class Check:
         reasons: Why it failed, each ``"<what>: expected <x>, got <y>"``; empty when it passed.
         label: One word for why it failed, where the dimension has labels (coding:
             ``CODING_REASONS``); None when it passed.
+        basis: How the dimension's figure was computed and the rules it was checked against
+            (safety: the daily total, its arithmetic, the documented total and the ceiling with
+            its source), pass or fail; None when there is no such figure.
     """
 
     dimension: str
     ok: bool
     reasons: list[str] = field(default_factory=list)
     label: str | None = None
+    basis: str | None = None
 
 
 # -- schema ----------------------------------------------------------------------------------
@@ -110,17 +115,22 @@ def check_coding(answer: JSON, expected: JSON, catalog: Any = None) -> Check:
     Only the expected RxCUI under the RxNorm URI, with the catalog display, and no other RxNorm
     code, earns credit. The same coding repeated is neutral; the expected RxCUI repeated with
     another display is a contradiction (``display_mismatch``). The failure label (``Check.label``,
-    one of ``CODING_REASONS``), first
-    that applies: ``missing`` (no R4B medication concept, no code, or for an uncatalogued drug
-    no text naming it), ``wrong_system`` (the expected code under another system, such as the
-    RxNorm OID), ``wrong_drug`` (an RxNorm code of another drug in the catalog),
-    ``not_in_catalog`` (an RxNorm code the site catalog does not hold), ``display_mismatch``.
+    one of ``CODING_REASONS``), first that applies: ``missing`` (no R4B medication concept, no
+    code, or for an uncatalogued drug no text naming it), ``wrong_system`` (the expected code
+    under another system, such as the RxNorm OID), then for the wrong RxNorm codes, the first
+    that one of them earns: ``wrong_drug`` (a real RxCUI of another drug: the packaged RxNorm data,
+    ``catalog``, holds it), ``fabricated`` (not an RxCUI at all: not of the form
+    ``terminology.systems.RXCUI_PATTERN``, such as ``"RX-IBU-200"`` or ``"0310965"``),
+    ``not_in_catalog`` (of an RxCUI's form, but outside the site catalog: a real code the site
+    does not hold, or a number no concept has; the packaged data cannot tell which), then
+    ``display_mismatch``.
 
     Args:
         answer: The parsed MedicationStatement.
         expected: The truth's ``medication``.
-        catalog: Anything with ``get(rxcui)`` (``terminology.Catalog``) to tell another drug
-            from an invented code; without it every wrong code is ``not_in_catalog``.
+        catalog: Anything with ``get(rxcui)`` (``terminology.Catalog``: the packaged RxNorm
+            data) to tell another drug from a code outside it; without it no code is
+            ``wrong_drug``.
     """
     concept, problem = _concept(answer)
     if concept is None:
@@ -132,7 +142,9 @@ def check_coding(answer: JSON, expected: JSON, catalog: Any = None) -> Check:
         return catalog is not None and catalog.get(str(code)) is not None
 
     def other_label(codes: Sequence[object]) -> str:
-        return "wrong_drug" if any(known(c) for c in codes) else "not_in_catalog"
+        if any(known(c) for c in codes):
+            return "wrong_drug"
+        return "fabricated" if any(not is_rxcui(c) for c in codes) else "not_in_catalog"
 
     rxcui = expected.get("rxcui")
     if rxcui is None:
@@ -141,7 +153,8 @@ def check_coding(answer: JSON, expected: JSON, catalog: Any = None) -> Check:
         if coded:
             got = ", ".join(f"{c.get('system')}|{c.get('code')}" for c in coded)
             reasons.append(f"code: expected none (drug not in the catalog), got invented {got}")
-            labels.append(other_label([c.get("code") for c in coded]))
+            rx_codes = [c.get("code") for c in coded if c.get("system") == RXNORM_SYSTEM]
+            labels.append(other_label(rx_codes) if rx_codes else "wrong_system")
         text = concept.get("text")
         want = str(expected.get("text") or "")
         if not isinstance(text, str) or want.casefold() not in text.casefold():

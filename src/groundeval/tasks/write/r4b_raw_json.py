@@ -35,6 +35,7 @@ import re
 from typing import Any, TypedDict, TypeGuard
 
 from groundeval.fhir.bundle import RXNORM_SYSTEM, is_rxnorm, is_valid_id
+from groundeval.terminology.systems import is_rxcui
 from groundeval.terminology.ucum import (
     DOSE_FORM_CODES,
     ORDERABLE_DRUG_FORM_SYSTEM,
@@ -145,9 +146,10 @@ def _medication(resource: dict[str, Any], out: list[Issue]) -> None:
             out.append(_issue(f"{base}.coding[{n}].system",
                               f"RxNorm given by its OID {coding.get('system')!r}; FHIR requires the URI",
                               f"use the canonical system URI '{RXNORM_SYSTEM}'", "coding"))
-        if coding in rxnorm and not (isinstance(code, str) and code.isdigit()):
+        if coding in rxnorm and not is_rxcui(code):
             # A number where the code string belongs is a JSON type error; letters are a bad code.
-            out.append(_issue(f"{base}.coding[{n}].code", f"RxCUI {code!r} is not a digit string",
+            out.append(_issue(f"{base}.coding[{n}].code",
+                              f"RxCUI {code!r} is not an RxCUI (a string of 1 to 8 digits, no leading zero)",
                               "give the RxCUI as a JSON string of digits, e.g. \"310965\"",
                               "coding" if isinstance(code, str) else "type"))
 

@@ -23,11 +23,20 @@ Rules (the summary is in ``groundeval.tasks.write.scorer``):
 * **Ceiling**: that daily total does not exceed the ingredient's maximum daily dose
   (``terminology.load_max_daily_doses``, FDA labels, "in 24 hours"); without a schedule, one
   whole dose must not.
+* **Read through type and binding errors.** A dose and a schedule are read as ``fhir.resources``
+  reads them: a number written as a JSON string of a FHIR decimal (``"400"``) is that number,
+  and a UnitsOfTime display written where its code belongs (``"day"``, ``"hours"``) is that code
+  (``terminology.ucum.unit_of_time``). Those are errors of the raw JSON and of a required
+  binding, which the validator reports and the ``schema`` dimension scores; they never hide a
+  daily total that can be computed (400 mg x 3 per 1 day is 1,200 mg/day, whatever the types).
+  Every computed daily total is stated with how it was computed and the rules it was checked
+  against (``Check.basis``), pass or fail.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
@@ -43,6 +52,7 @@ from groundeval.terminology.ucum import (
     most_administrations_in_24h,
     to_mg,
     ucum_problem,
+    unit_of_time,
 )
 
 __all__ = ["StrengthLookup", "check_safety", "quantity_mg"]
@@ -51,8 +61,21 @@ StrengthLookup = Any
 """Anything with ``get(rxcui) -> CatalogEntry | None`` (a ``terminology.Catalog``)."""
 
 
+_DECIMAL = re.compile(r"-?(0|[1-9][0-9]{0,17})(\.[0-9]{1,17})?([eE][+-]?[0-9]{1,9})?")
+"""A FHIR ``decimal`` as written (https://hl7.org/fhir/R4B/datatypes.html#primitive)."""
+
+
 def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a number: a JSON number, or a string holding a FHIR decimal (``"400"``); else None."""
+    if _is_number(value):
+        return float(value)
+    if isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        return float(value)
+    return None
 
 
 def _fmt(value: float | None, unit: str = "mg") -> str:
@@ -89,10 +112,11 @@ def quantity_mg(quantity: Any, product: Any = None) -> tuple[float | None, str |
     """
     if not isinstance(quantity, Mapping):
         return None, "the quantity is not an object"
-    value, system = quantity.get("value"), quantity.get("system")
+    raw, system = quantity.get("value"), quantity.get("system")
     code = quantity.get("code") if quantity.get("code") is not None else quantity.get("unit")
-    if not _is_number(value):
-        return None, f"dose value must be a JSON number, got {value!r}"
+    value = _number(raw)  # "400" is 400, as fhir.resources reads it; the validator flags the type
+    if value is None:
+        return None, f"dose value must be a number, got {raw!r}"
     if system not in (UCUM_SYSTEM, ORDERABLE_DRUG_FORM_SYSTEM):
         return None, f"dose system: expected {UCUM_SYSTEM}, got {system!r}"
     form = count_form(code if isinstance(code, str) else None, system)
@@ -138,15 +162,17 @@ def _schedule(dosage: JSON) -> tuple[tuple[float, float] | None, str]:
     repeat = timing.get("repeat") if isinstance(timing, Mapping) else None
     if not isinstance(repeat, Mapping):
         return None, "no timing.repeat"
-    frequency = repeat.get("frequency", 1)
-    frequency_max = repeat.get("frequencyMax", frequency)
-    period, unit = repeat.get("period"), repeat.get("periodUnit")
-    period_max = repeat.get("periodMax", period)
-    if not (_is_number(frequency) and _is_number(frequency_max) and _is_number(period) and _is_number(period_max)
-            and period > 0 and period_max > 0):
-        return None, f"timing.repeat frequency {frequency!r} / period {period!r} are not numbers"
-    if unit not in UNITS_OF_TIME_DAYS:
-        return None, f"periodUnit {unit!r} is not a UnitsOfTime code"
+    # "3" is 3 and "day" is d, as they are meant; the validator reports the type and binding errors
+    frequency, period = _number(repeat.get("frequency", 1)), _number(repeat.get("period"))
+    frequency_max = _number(repeat.get("frequencyMax", frequency))
+    period_max = _number(repeat.get("periodMax", period))
+    unit = unit_of_time(repeat.get("periodUnit"))
+    if frequency is None or frequency_max is None or period is None or period_max is None or not (
+            period > 0 and period_max > 0):
+        return None, (f"timing.repeat frequency {repeat.get('frequency')!r} / period {repeat.get('period')!r} "
+                      "are not numbers")
+    if unit is None:
+        return None, f"periodUnit {repeat.get('periodUnit')!r} is not a UnitsOfTime code or display"
     days = UNITS_OF_TIME_DAYS[unit]
     # the bounds in order whatever the answer wrote: a maximum below its minimum is never the top
     rarest, most_often = sorted((frequency, frequency_max))
@@ -283,4 +309,24 @@ def check_safety(
             f"dose in 24 h: {_fmt(peak)} exceeds the ceiling of {_fmt(limit)}/day for "
             f"{ceiling.get('ingredient')} ({ceiling.get('route')}; {ceiling.get('source')})"
         )
-    return Check("safety", not reasons, reasons), numbers
+    basis = None
+    if total is not None:
+        assert high is not None
+        basis = (f"daily total {_fmt(total, 'mg/day')} = {high:g} mg x {times} administrations, the most "
+                 f"whole ones within 24 hours at {how}; checked against "
+                 + _against(want_total, ceiling))
+    return Check("safety", not reasons, reasons, basis=basis), numbers
+
+
+def _against(want_total: float | None, ceiling: JSON) -> str:
+    """The rules a daily total is checked against: the note's documented total and the label's ceiling."""
+    rules = [] if want_total is None else [f"the documented daily total {_fmt(want_total)}"]
+    limit = ceiling.get("mg_per_day")
+    if _is_number(limit):
+        rules.append(f"the maximum daily dose {_fmt(limit)}/day for {ceiling.get('ingredient')} "
+                     f"({ceiling.get('route')}; {ceiling.get('source')})")
+    elif ceiling:
+        rules.append(f"no ceiling for {ceiling.get('ingredient')} ({ceiling.get('reason') or 'none in its label'})")
+    else:
+        rules.append("no ceiling (no maximum daily dose row for this drug)")
+    return " and ".join(rules)

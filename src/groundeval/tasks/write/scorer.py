@@ -8,8 +8,10 @@
 * **coding**: ``medicationCodeableConcept`` (or a contained Medication's ``code``) carries the
   expected RxCUI under the RxNorm system URI with the catalog display, and no other RxNorm code.
   For a drug absent from the catalog: no code at all, and ``text`` names the drug. A failure is
-  labelled (``coding_reason``): ``display_mismatch``, ``wrong_drug``, ``not_in_catalog``,
-  ``wrong_system``, ``missing`` (``write_dimensions.check_coding``).
+  labelled (``coding_reason``): ``display_mismatch``, ``wrong_drug`` (a real RxCUI of another
+  drug, by the packaged RxNorm data), ``not_in_catalog`` (of an RxCUI's form, outside the site
+  catalog), ``fabricated`` (not an RxCUI at all), ``wrong_system``, ``missing``
+  (``write_dimensions.check_coding``).
 * **constraints**: ``subject`` resolves to the case's Patient (``urn:uuid:<id>`` and
   ``Patient/<id>`` both do; malformed mixes do not), ``status`` equals the
   status the narrative supports, a dosage is present exactly when the note documents one, and
@@ -98,7 +100,9 @@ def score_write(
         (bool), ``dimensions_passed`` (int), ``coding_reason`` (one of ``CODING_REASONS``, None
         when coding passed), ``dose_mg`` (mg per administration, the top of a range) and
         ``daily_total_mg`` (the most per day, mg/day), None when not computable; details hold
-        every dimension's reasons, ``coding_reason`` and ``catalog`` (the facts, or None).
+        every dimension's reasons, ``coding_reason``, ``daily_total`` (how the daily total was
+        computed and the rules it was checked against, or None when it could not be) and
+        ``catalog`` (the facts, or None).
     """
     answer = answer if isinstance(answer, Mapping) else {}
     schema = check_schema(answer, validate, parse_error)
@@ -123,6 +127,7 @@ def score_write(
     metrics.update(numbers)
     details = {
         "dimensions": {c.dimension: {"ok": c.ok, "reasons": c.reasons} for c in checks},
+        "daily_total": checks[3].basis,
         "coding_reason": reason,
         "catalog": dict(catalog_facts) if catalog_facts is not None else None,
     }
