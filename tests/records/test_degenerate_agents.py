@@ -269,3 +269,65 @@ def test_write_degenerate_agents_earn_no_more_than_their_answer(write: list[Any]
     for agg in (empty, no_answer):
         assert agg.pass_rate == 0.0 and agg.answer_rate == 0.0
         assert all(agg.metrics[f"{d}_pass_rate"] == 0.0 for d in ("schema", "coding", "constraints", "safety"))
+
+
+# -- summary -------------------------------------------------------------------------------------
+
+SUMMARY_HEADLINE = ("pass_rate", "rubric_score", "must_mention_recall")
+
+
+@pytest.fixture(scope="module")
+def summary() -> list[tuple[Case, AgentRequest, Any]]:
+    return _prepared("summary")
+
+
+def _items(request: AgentRequest) -> tuple[list[str], list[str], list[str]]:
+    """Every problem, every drug (whatever its status) and the honest template of a summary's record."""
+    from groundeval.agents.baselines.summary import _bundle, summary_text
+    from groundeval.tasks.summary.record import conditions, medications
+
+    bundle = _bundle(request)
+    problems = list(dict.fromkeys(p.name for p in conditions(bundle) if p.tag == "disorder"))
+    drugs = list(dict.fromkeys(d.display for d in medications(bundle)))
+    return problems, drugs, [summary_text(bundle)]
+
+
+def _summary_not_above(got: Aggregate, honest: Aggregate) -> None:
+    for name in SUMMARY_HEADLINE:
+        mine, ref = _headline(got).get(name, 0.0), _headline(honest)[name]
+        assert mine <= ref + 1e-9, (name, mine, ref)
+
+
+def test_summary_collective_and_negated_lists_earn_no_more_than_an_honest_summary(summary: list[Any]) -> None:
+    """A list qualified as a whole gives no item a status; a negated item is never a mention."""
+    def collective(lead: str, tail: str = "") -> Answer:
+        def answer(case: Case, request: AgentRequest, truth: Any) -> str:
+            problems, drugs, _ = _items(request)
+            return (f"Problems {lead}: {', '.join(problems)}{tail}.\n"
+                    f"Medications {lead}: {', '.join(drugs)}{tail}.")
+        return answer
+
+    def negated(case: Case, request: AgentRequest, truth: Any) -> str:
+        problems, drugs, _ = _items(request)
+        return f"Not on {', '.join(drugs)}. No {', '.join(problems)}."
+
+    def honest_plus_collective(case: Case, request: AgentRequest, truth: Any) -> str:
+        _, drugs, honest = _items(request)
+        return f"{honest[0]}\nAlso on file, some current, others stopped: {', '.join(drugs)}."
+
+    honest = _run("summary", summary, lambda c, r, t: _items(r)[2][0])
+    assert honest.pass_rate == 1.0
+    for name, answer in [
+        ("some current, others stopped", collective("on file, some current, others stopped")),
+        ("(all ever prescribed), several since stopped", collective("(all ever prescribed), several since stopped")),
+        ("current and past", collective("(current and past)")),
+        (", some stopped", collective("", ", some stopped")),
+        ("negated", negated),
+        ("honest plus collective", honest_plus_collective),
+    ]:
+        got = _run("summary", summary, answer)
+        _summary_not_above(got, honest)
+        with_drugs = sum(bool(_items(r)[1]) for _, r, _ in summary) / len(summary)
+        assert (got.pass_rate or 0.0) <= 1 - with_drugs + 1e-9, (name, got.pass_rate)  # only records with no drug pass
+        if name != "honest plus collective":  # items given no status earn nothing
+            assert _n(got, "must_mention_recall") < 0.2, (name, got.metrics["must_mention_recall"])

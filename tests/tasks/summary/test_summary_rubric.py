@@ -91,11 +91,13 @@ def test_the_rule_layer_decides_verbatim_names_and_values_and_leaves_the_rest() 
     assert rule_verdict(med, "Takes a beta blocker.") is None  # the judge decides
     lab = {"type": "lab", "kind": "must_mention", "names": ["Blood pressure panel"], "alternatives": [],
            "values": [{"value": 132.0, "unit": "mm[Hg]"}, {"value": 85.0, "unit": "mm[Hg]"}]}
-    assert rule_verdict(lab, "BP 132/85 mmHg on 2025-01-02.") is True
-    assert rule_verdict(lab, "BP 132/86 mmHg.") is None
+    assert rule_verdict(lab, "Blood pressure panel 132/85 mmHg on 2025-01-02.") is True
+    assert rule_verdict(lab, "Blood pressure panel 132/86 mmHg.") is False  # its own number, wrong
+    assert rule_verdict(lab, "BP 132/85 mmHg.") is None  # an abbreviation: the judge decides
     stopped = {"type": "stopped_medication", "kind": "must_not_state", "names": ["Amoxicillin"], "alternatives": []}
     assert rule_verdict(stopped, "No antibiotics.") is False  # not named: not stated
-    assert rule_verdict(stopped, "Amoxicillin was stopped.") is None
+    assert rule_verdict(stopped, "Amoxicillin was stopped.") is False  # named as ended
+    assert rule_verdict(stopped, "Takes amoxicillin.") is True
 
 
 def test_a_stated_value_must_be_one_the_record_holds() -> None:

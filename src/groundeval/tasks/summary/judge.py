@@ -15,9 +15,10 @@ criterion, true means it makes the mistake), the quoted ``evidence``, and the us
   counts it and fails the case on it (``scorer``). A model failure raises ``JudgeError``: the case
   is classed by the model's error (``infra_error`` excluded and counted; ``auth_error`` and
   ``config_error`` stop the run), never a wrong summary.
-* ``BaselineJudge`` decides by normalised string matching, a few abbreviations, and the words
-  that mark a drug or a problem as ended in the sentence that names it. It never calls a model;
-  it cannot see a paraphrase its table lacks (its calibration card shows that in numbers).
+* ``BaselineJudge`` decides by rule: names with their synonyms, cited clinical abbreviations and
+  brands (``synonyms``), each mention read in its section, list, sentence and ConText
+  (``reading``). It never calls a model; it cannot see a paraphrase its tables lack (its
+  calibration card shows that in numbers).
 
 ``judge_identity(judge)`` is what a judge card is keyed by, with the prompt's SHA-256: a GGUF's
 file SHA-256 for a local model (moving or renaming the file keeps its card), the provider's model
@@ -34,7 +35,6 @@ import atexit
 import functools
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +43,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from groundeval.errors import AgentError, InfraError, RunStopError, ScorerModelError
 from groundeval.models.base import Model, ModelRequest, ModelResponse
 from groundeval.parsing import extract_json
-from groundeval.tasks.summary.text import ENDED_WORDS, contains, contradictory, normalise, sentences
+from groundeval.tasks.summary.matching import item_mentions
+from groundeval.tasks.summary.reading import CONTEXT_RULES, SECTION_RULES, none_under
+from groundeval.tasks.summary.synonyms import ABBREVIATIONS, BRANDS, SALTS, SYNONYMS
+from groundeval.tasks.summary.text import ENDED_WORDS, normalise, sentences
+from groundeval.tasks.summary.values import lab_verdict
 
 if TYPE_CHECKING:
     from groundeval.models.cache import ResultCache
@@ -295,60 +299,43 @@ class ModelJudge:
         return hashlib.sha256(json.dumps(facts, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "hypertension": ("htn",), "hemoglobin a1c": ("a1c", "hba1c"), "body mass index": ("bmi",),
-    "ldl cholesterol": ("ldl", "ldl c"), "blood pressure panel": ("blood pressure", "bp"),
-    "estimated glomerular filtration rate": ("egfr",), "glucose": ("blood glucose", "glucose"),
-    "chronic obstructive bronchitis": ("copd",), "myocardial infarction": ("mi",),
-    "atrial fibrillation": ("afib", "af"), "congestive heart failure": ("chf",),
-}
-"""The baseline judge's synonyms: common clinical abbreviations of a name (normalised keys)."""
-
-SALTS = ("succinate", "tartrate", "calcium", "sodium", "potassium", "hydrochloride", "hcl", "bitartrate",
-         "besylate", "maleate", "citrate", "sulfate", "mesylate", "fumarate", "acetate", "magnesium")
-"""Salt words the baseline judge drops from a drug name (``metoprolol succinate`` -> ``metoprolol``)."""
-
 NONE_NOUNS: dict[str, tuple[str, ...]] = {
     "no_condition": ("problem", "diagnos", "condition", "disorder", "disease"),
-    "no_medication": ("medication", "medicine", "drug", "prescription"),
+    "no_medication": ("medication", "medicine", "drug", "prescription", "meds"),
 }
-"""Nouns that, with a negation in one sentence, say that no diagnosis (medication) is recorded."""
+"""Nouns that, with a negation in one sentence (or a "none" under a heading naming them), say that
+no diagnosis (medication) is recorded."""
 
 BASELINE_SHA256 = hashlib.sha256(
-    json.dumps({"abbreviations": ABBREVIATIONS, "salts": SALTS, "ended": ENDED_WORDS, "none": NONE_NOUNS,
-                "version": 3},
+    json.dumps({"abbreviations": ABBREVIATIONS, "synonyms": SYNONYMS, "brands": BRANDS, "salts": SALTS,
+                "ended": ENDED_WORDS, "none": NONE_NOUNS, "sections": SECTION_RULES, "context": CONTEXT_RULES,
+                "version": 4},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
 """SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""
 
-
-def _variants(name: str, drug: bool) -> list[str]:
-    out = [name]
-    key = normalise(name)
-    out += list(ABBREVIATIONS.get(key, ()))
-    if drug:
-        bare = " ".join(w for w in key.split() if w not in SALTS)
-        if bare and bare != key:
-            out.append(bare)
-    return out
+_NOT_CURRENT = frozenset({"ended", "negated"})
 
 
 class BaselineJudge:
-    """The rule-based judge: no model, no key, no cost; what string matching can decide.
+    """The rule-based judge: no model, no key, no cost; what reading the text by rule can decide.
 
-    * must-mention a problem, drug or allergy: every name (ingredients of a combination) appears,
-      as written, without its salt word, or by an abbreviation of ``ABBREVIATIONS``; an allergy's
-      name must share a sentence with a word starting ``allerg``;
-    * must-mention a result: the test's name (or abbreviation) and each value (rounded to the
-      stated number's decimals) appear in one sentence;
-    * must-not-state an ended drug or problem as current: a sentence names it without any of
-      ``ENDED_WORDS``, or labels it both current and ended (``text.contradictory``: a hedge states
-      the forbidden thing);
+    Names count by their synonyms, clinical abbreviations (``synonyms.ABBREVIATIONS``, looked up
+    by the concept phrases a name contains, never by the whole name), brands and salt-free drug
+    names (``matching.item_mentions``); each mention has the status ``reading.read`` gives it
+    (sections, lead-ins, tables, ConText negation and history, hedges and collective qualifiers).
+
+    * must-mention a problem or drug: named with status ``current`` (not as an allergy);
+    * must-mention an allergy: named as an allergy (under an allergy heading, or in a sentence
+      with a word starting ``allerg``), not negated;
+    * must-mention a result: the number(s) right after the result's name are its values
+      (``values.lab_verdict``);
+    * must-not-state an ended drug or problem as current: named with status ``current`` or
+      ``hedged`` (a hedge states the forbidden thing);
     * the record holds no active diagnosis (medication): a sentence holds a negation and a noun of
-      ``NONE_NOUNS``.
+      ``NONE_NOUNS``, or a "none" line sits under a heading naming one.
 
-    A sentence that labels what it names both current and ended (``text.contradictory``) mentions
-    nothing. The evidence is the sentence that decided.
+    A hedged mention mentions nothing. The evidence is the sentence that decided.
     """
 
     spec = "baseline"
@@ -365,50 +352,30 @@ class BaselineJudge:
         """Decide by the rules of the class docstring (never raises for a summary)."""
         del label
         ctype = criterion["type"]
-        drug = ctype in ("medication", "stopped_medication")
-        names = [str(n) for n in criterion["names"]]
-        parts = sentences(summary)
-
-        def naming(text: str) -> bool:
-            whole = all(any(contains(text, v) for v in _variants(n, drug)) for n in names)
-            return whole or any(contains(text, str(a)) for a in criterion.get("alternatives") or [])
-
         if ctype in ("no_condition", "no_medication"):
             nouns = NONE_NOUNS[ctype]
-            for s in parts:
+            under = none_under(summary, nouns)
+            if under:
+                return Verdict(True, under)
+            for s in sentences(summary):
                 low = f" {normalise(s)} "
                 if any(w in low for w in (" no ", " none ", " nil ", " not any ")) and any(n in low for n in nouns):
                     return Verdict(True, s)
             return Verdict(False)
         if ctype == "lab":
-            for s in parts:
-                if naming(s) and all(self._has_value(s, v) for v in criterion["values"]):
-                    return Verdict(True, s)
-            return Verdict(False)
+            met, evidence = lab_verdict(criterion, summary, strict=False)
+            return Verdict(bool(met), evidence if met else "")
+        mentions = item_mentions(criterion, summary, strict=False)
         if criterion["kind"] == "must_not_state":
-            for s in parts:
-                if naming(s) and (contradictory(s) or not any(w in f" {s.lower()} " for w in ENDED_WORDS)):
-                    return Verdict(True, s)
+            found = mentions.hedged() or mentions.named(frozenset({"current"}))
+            return Verdict(True, found.sentence) if found else Verdict(False)
+        if mentions.hedged() is not None:
             return Verdict(False)
-        parts = [s for s in parts if not contradictory(s)]  # a hedged mention states nothing
-        for s in parts:
-            if ctype == "allergy" and "allerg" not in s.lower():
-                continue
-            if naming(s):
-                return Verdict(True, s)
-        kept = "\n".join(parts)
-        if ctype != "allergy" and naming(kept):
-            return Verdict(True, next((s for s in parts if naming(s)), kept[:200]))
-        return Verdict(False)
-
-    @staticmethod
-    def _has_value(sentence: str, value: Mapping[str, Any]) -> bool:
-        """A number in the sentence equals the value rounded to that number's decimals."""
-        target = float(value["value"])
-        for number in re.findall(r"\d+(?:\.\d+)?", sentence):
-            if abs(round(target, len(number.partition(".")[2])) - float(number)) < 1e-9:
-                return True
-        return False
+        if ctype == "allergy":
+            found = mentions.named(frozenset({"current", "ended"}), allergy=True)
+        else:
+            found = mentions.named(frozenset({"current"}))
+        return Verdict(True, found.sentence) if found else Verdict(False)
 
 
 @functools.cache

@@ -17,7 +17,12 @@ Plain dict walks over the Bundle (the R4B check runs apart, in ``cases.check_bun
 * **Allergies**: AllergyIntolerances whose clinicalStatus is ``active`` (or absent) and whose
   ``category`` includes ``medication``.
 * **Values**: each Observation's ``valueQuantity`` and components, and each drug's strengths as
-  its RxNorm name writes them (``"100 MG"``): the values a summary may state.
+  its RxNorm name writes them (``"100 MG"``, parsed by ``terminology.parse_display``), with what
+  the product's concentration makes of them: a package volume times a concentration is the
+  package's amount (``0.3 ML Epinephrine 1 MG/ML`` holds 0.3 mg), and ``10 MG/ML`` is ``1 %``
+  (w/v: grams per 100 mL; USP General Notices 8.140, "Percentages"). Each value keeps the names
+  of its item (the Observation's name, the ingredient and brand), so a summary's value is compared
+  with its own item's values.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ ENDED_REQUEST = frozenset({"stopped", "completed"})
 _TAG = re.compile(r"\s*\(([a-z /-]+)\)\s*$")
 _LEADING = re.compile(r"^\s*(?:NDA\d+\s+|Abuse-Deterrent\s+|\d+(?:\.\d+)?\s*(?:HR|ML|MG|ACTUAT)\s+)+", re.IGNORECASE)
 _BRAND = re.compile(r"\[([^\]]+)\]")
+_QUANTITY = re.compile(r"(\d+(?:\.\d+)?)\s*ML$", re.IGNORECASE)
 _STRENGTH = re.compile(r"(\d+(?:\.\d+)?)\s*(MG|MCG|UNT|ML|MEQ|%)(?:/(ML|ACTUAT|HR|MG))?\b", re.IGNORECASE)
 JSON = dict[str, Any]
 
@@ -253,26 +259,70 @@ def active_allergies(bundle: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def record_values(bundle: Mapping[str, Any]) -> list[JSON]:
-    """Every value a summary may state with a unit: ``{"value": float, "unit": str, "what": str}``.
+def _drug_values(drug: Drug) -> list[tuple[float, str, tuple[str, ...]]]:
+    """``(value, unit, names)`` of a drug (module docstring, "Values").
 
-    Observation ``valueQuantity`` and component values (their UCUM ``code``, else ``unit``), and
-    the strengths of every drug's RxNorm display. Sorted and without duplicates.
+    Each ingredient's strength, the package volume, and what the product's concentration makes of them.
     """
-    seen: dict[tuple[float, str], str] = {}
+    from groundeval.terminology import parse_display
 
-    def add(value: Any, unit: Any, what: str) -> None:
+    entry = parse_display(drug.display)
+    brand = (drug.brand,) if drug.brand else ()
+    every = tuple(i.name for i in entry.ingredients) + brand
+    out: list[tuple[float, str, tuple[str, ...]]] = []
+    volume = _QUANTITY.match(entry.quantity or "")
+    if volume:
+        out.append((float(volume[1]), "ml", every))
+    for ing in entry.ingredients:
+        if ing.strength is None or not ing.unit:
+            continue
+        names = (ing.name, *brand)
+        unit = ing.unit.lower()
+        out.append((ing.strength, unit, names))
+        mass, _, per = unit.partition("/")
+        if per == "ml" and volume:  # the package's amount: 0.3 mL of 1 mg/mL is 0.3 mg
+            out.append((round(ing.strength * float(volume[1]), 6), mass, names))
+        if unit in ("mg/ml", "mg/g"):  # 10 mg/mL is 1 % (w/v), 10 mg/g 1 % (w/w)
+            out.append((round(ing.strength / 10, 6), "%", names))
+    if not entry.ingredients:  # a display the parser cannot read: its strengths, named by the drug
+        out += [(v, u, drug.names + brand) for v, u in strengths(drug.display)]
+    return out
+
+
+def record_values(bundle: Mapping[str, Any]) -> list[JSON]:
+    """Every value a summary may state: ``{"value": float, "unit": str, "what": str, "names": [str], "kind": str}``.
+
+    ``kind`` is ``observation`` or ``drug``.
+
+    Observation ``valueQuantity`` and component values (their UCUM ``code``, else ``unit``), named by
+    the Observation's (component's) ``code.text`` and codings' displays; and each drug's values
+    (``_drug_values``), named by its ingredient (and brand), ``what`` its RxNorm display. A value is
+    compared with the values of the item it is stated for (``values.check_values``). Sorted, without
+    duplicates.
+    """
+    seen: dict[tuple[float, str, str], tuple[str, ...]] = {}
+    kinds: dict[str, str] = {}
+
+    def add(value: Any, unit: Any, what: str, names: tuple[str, ...], kind: str = "observation") -> None:
         if isinstance(value, int | float) and not isinstance(value, bool) and isinstance(unit, str) and unit:
-            seen.setdefault((float(value), unit), what)
+            key = (float(value), unit, what)
+            seen[key] = tuple(dict.fromkeys((*seen.get(key, ()), *(n for n in names if n))))
+            kinds[what] = kind
 
     for obs in resources(bundle, "Observation"):
-        name = str((obs.get("code") or {}).get("text") or "")
+        code = obs.get("code") or {}
+        name = str(code.get("text") or "")
+        labels = (name, *(str(c.get("display") or "") for c in code.get("coding") or []))
         quantity = obs.get("valueQuantity") or {}
-        add(quantity.get("value"), quantity.get("code") or quantity.get("unit"), name)
+        add(quantity.get("value"), quantity.get("code") or quantity.get("unit"), name, labels)
         for comp in obs.get("component") or []:
             q = comp.get("valueQuantity") or {}
-            add(q.get("value"), q.get("code") or q.get("unit"), str((comp.get("code") or {}).get("text") or name))
+            ccode = comp.get("code") or {}
+            ctext = str(ccode.get("text") or name)
+            clabels = (ctext, *(str(c.get("display") or "") for c in ccode.get("coding") or []), *labels)
+            add(q.get("value"), q.get("code") or q.get("unit"), ctext, clabels)
     for drug in medications(bundle):
-        for value, unit in strengths(drug.display):
-            add(value, unit, drug.display)
-    return [{"value": v, "unit": u, "what": w} for (v, u), w in sorted(seen.items())]
+        for value, unit, names in _drug_values(drug):
+            add(value, unit, drug.display, names, "drug")
+    return [{"value": v, "unit": u, "what": w, "names": list(n), "kind": kinds[w]}
+            for (v, u, w), n in sorted(seen.items())]

@@ -45,15 +45,10 @@ from typing import Any
 from groundeval.datasets import Case
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError
-from groundeval.tasks.summary.text import (
-    contains,
-    contradictory,
-    contradictory_mention,
-    sentences,
-    stated_values,
-    value_matches,
-    word_count,
-)
+from groundeval.tasks.summary.matching import item_mentions
+from groundeval.tasks.summary.reading import none_under
+from groundeval.tasks.summary.text import contradictory, sentences, word_count
+from groundeval.tasks.summary.values import check_values, lab_verdict
 
 __all__ = ["METRIC_NAMES", "SummaryScorer", "hedged_verdict", "rule_verdict"]
 
@@ -73,44 +68,45 @@ _DIRECTIONS: dict[str, Direction] = {
 JSON = dict[str, Any]
 
 
-def _names_present(criterion: Mapping[str, Any], text: str) -> bool:
-    names = [str(n) for n in criterion["names"]]
-    return all(contains(text, n) for n in names) or any(contains(text, str(a)) for a in criterion["alternatives"])
-
-
 _NAMED_TYPES = frozenset({"condition", "medication", "allergy", "stopped_medication", "resolved_condition"})
+_NOT_CURRENT = frozenset({"ended", "negated"})
 
 
 def hedged_verdict(criterion: Mapping[str, Any], summary: str) -> str | None:
-    """The sentence that labels ``criterion``'s item both current and ended, or None.
+    """The sentence that gives ``criterion``'s item no status (a hedge), or None.
 
-    Applies to criteria that name a drug, a problem or an allergy; the item counts as named by any
-    of its names, its alternatives (brands) or, for a drug, the first word of an ingredient.
+    Applies to criteria that name a drug, a problem or an allergy. A mention is hedged when its
+    sentence labels it both current and ended (``text.contradictory``) or its list is qualified as
+    a whole (``text.collective``: "some current, others stopped"); see ``reading.read``. Any name,
+    ingredient or brand of the item counts (``matching.item_mentions``).
     """
     if criterion["type"] not in _NAMED_TYPES:
         return None
-    names = [str(n) for n in criterion["names"]]
-    words = [n.split()[0] for n in names if n.split()] if "medication" in criterion["type"] else []
-    return contradictory_mention(summary, [*names, *words, *(str(a) for a in criterion["alternatives"])])
+    found = item_mentions(criterion, summary, strict=criterion["kind"] == "must_mention").hedged()
+    return None if found is None else found.sentence
 
 
 def rule_verdict(criterion: Mapping[str, Any], summary: str) -> bool | None:
-    """What the rule layer decides for ``criterion`` (True: met; False: not met), or None (the judge decides)."""
+    """What the rule layer decides for ``criterion`` (True: met; False: not met), or None (the judge decides).
+
+    Names are read as written (``matching``, ``strict``), each mention with its status (``reading``).
+    """
     ctype = criterion["type"]
-    if criterion["kind"] == "must_not_state":
-        names = [str(n) for n in criterion["names"]]
-        words = [n.split()[0] for n in names if n.split()] if ctype == "stopped_medication" else names
-        return False if not any(contains(summary, w) for w in [*words, *criterion["alternatives"]]) else None
     if ctype == "lab":
-        stated = stated_values(summary)
-        wanted = [{"value": v["value"], "unit": v["unit"]} for v in criterion["values"]]
-        found = all(any(value_matches(s, [w]) for s in stated) for w in wanted)
-        return True if found and wanted else None
+        met, _ = lab_verdict(criterion, summary, strict=True)
+        return met
     if ctype in ("no_condition", "no_medication"):
-        return None  # saying that nothing is recorded is a meaning, not a name: the judge decides
+        nouns = ("problem", "diagnos", "condition") if ctype == "no_condition" else ("medication", "drug", "meds")
+        return True if none_under(summary, nouns) else None  # "Medications: none"; other wordings: the judge
+    mentions = item_mentions(criterion, summary, strict=criterion["kind"] == "must_mention")
+    if criterion["kind"] == "must_not_state":
+        every = mentions.all()
+        if not every or all(m.status in _NOT_CURRENT or m.allergy for m in every):
+            return False  # never named, or named only as ended, negated or as an allergy
+        return True if mentions.named(frozenset({"current"})) else None
     if ctype == "allergy":
-        return True if any("allerg" in s.lower() and _names_present(criterion, s) for s in sentences(summary)) else None
-    return True if _names_present(criterion, summary) else None
+        return True if mentions.named(frozenset({"current", "ended"}), allergy=True) else None
+    return True if mentions.named(frozenset({"current"})) else None
 
 
 class SummaryScorer:
@@ -185,7 +181,7 @@ class SummaryScorer:
                     else:
                         usage["judge_cost_usd"] += float(cost)
             decided.append(entry)
-        invented = [s["text"] for s in stated_values(summary) if not value_matches(s, truth["record_values"])]
+        invented = check_values(summary, truth["record_values"])
         evidence = {d.get("evidence") for d in decided if d.get("flag") == "contradictory_labels"}
         loose = [s[:120] for s in sentences(summary) if contradictory(s) and s[:300] not in evidence]
         return self._verdict(decided, invented, loose, summary, {**usage, "judge_cost_usd": (

@@ -16,9 +16,12 @@ __all__ = [
     "ENDED_WORDS",
     "UNIT_ALIASES",
     "any_contains",
+    "collective",
     "contains",
     "contradictory",
     "contradictory_mention",
+    "ended_clause",
+    "markup_free",
     "normalise",
     "sentences",
     "stated_values",
@@ -33,7 +36,7 @@ UNIT_ALIASES: dict[str, str] = {
     "ml/min/1.73m2": "ml/min/{1.73_m2}", "ml/min/1.73 m2": "ml/min/{1.73_m2}", "ml/min/{1.73_m2}": "ml/min/{1.73_m2}",
     "ml/min": "ml/min/{1.73_m2}",
     "mg": "mg", "mcg": "mcg", "ug": "mcg", "µg": "mcg", "g": "g", "kg": "kg", "cm": "cm", "ml": "ml",
-    "unt/ml": "unt/ml", "units/ml": "unt/ml", "mg/ml": "mg/ml", "mg/actuat": "mg/actuat", "meq": "meq",
+    "unt/ml": "unt/ml", "units/ml": "unt/ml", "mg/ml": "mg/ml", "mg/g": "mg/g", "mg/actuat": "mg/actuat", "meq": "meq",
     "/min": "/min", "bpm": "/min", "beats/min": "/min", "g/dl": "g/dl", "pg/ml": "pg/ml", "ng/ml": "ng/ml",
 }
 """Unit spellings a summary may use -> one key per unit (lower case, UCUM-like). Units outside
@@ -54,6 +57,17 @@ _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, r
 _VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?![\w/])", re.IGNORECASE)
 _PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)", re.IGNORECASE)
 _WORD = re.compile(r"\S+")
+_HAS_WORD = re.compile(r"\w")
+_MARKUP = re.compile(r"[|*#`>]|^\s*[-+•]\s|(?<=\n)\s*[-+•]\s|^\s*\d+[.)]\s|(?<=\n)\s*\d+[.)]\s|:?-{3,}:?")
+_CUR_WORD = r"(?:current(?:ly)?|active|ongoing)"
+_END_WORD = r"(?:stopped|discontinued|past|previous|prior|resolved|ended|completed|inactive|historical)"
+_STATUS = rf"(?:{_CUR_WORD}|{_END_WORD})"
+_QUANT = r"(?:some|others?|several|many|most|a few|few|certain)"
+_COLLECTIVE = re.compile(
+    rf"(?<![a-z])(?:{_QUANT}\s+(?:\w+\s+){{0,2}}?(?:since\s+|now\s+|are\s+|were\s+|still\s+)?{_STATUS}"
+    rf"|{_CUR_WORD}\s*(?:and|or|/|&|\+)\s*{_END_WORD}|{_END_WORD}\s*(?:and|or|/|&|\+)\s*{_CUR_WORD}"
+    rf"|all\s+ever\s+(?:prescribed|recorded|listed|taken)"
+    rf"|(?:whether|if)\s+{_STATUS}\s+or\s+not)(?![a-z])")
 _SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|\n+")
 
 
@@ -70,8 +84,49 @@ def contains(text: str, phrase: str) -> bool:
 
 
 def word_count(text: str) -> int:
-    """Whitespace-separated words."""
-    return len(_WORD.findall(text))
+    """Words: whitespace-separated tokens holding a letter or a digit.
+
+    Table pipes, Markdown markup (``|``, ``---``, ``**``, ``#``) and list bullets are not words, so a
+    table counts the words of its cells.
+    """
+    return sum(1 for w in _WORD.findall(text) if _HAS_WORD.search(w))
+
+
+def markup_free(text: str) -> str:
+    """``text`` with Markdown markup (table pipes, ``*``, ``#``, backticks, bullets, rules) turned into spaces.
+
+    Same length as ``text`` (offsets hold), so a table row reads as its cells in order.
+    """
+    return _MARKUP.sub(lambda m: " " * len(m[0]), text)
+
+
+def collective(text: str) -> bool:
+    """True when ``text`` qualifies a list as a whole rather than each item.
+
+    "some current, others stopped", "(all ever prescribed), several since stopped", "current and
+    past", "active/resolved", ", some stopped": a quantifier (``some``, ``others``, ``several``,
+    ``many``, ``most``, ``a few``, ``certain``) before a status word, a current and an ended word
+    joined by ``and``/``or``/``/`` (``completed/stopped`` is not one), or "all ever prescribed".
+    Such a qualifier gives no
+    item of its list a status (``docs/tasks/summary.md``).
+    """
+    return bool(_COLLECTIVE.search(" ".join(text.lower().split())))
+
+
+def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
+    """``(ended, current)`` for the item at ``offset`` of ``sentence``.
+
+    ``ended``: the clause holding ``offset`` (the sentence cut at commas outside brackets) holds an
+    ended word (``ENDED_WORDS``); ``current``: the sentence holds a current label (``CURRENT_WORDS``).
+    """
+    pos, clause = 0, sentence
+    for part in _clauses(sentence):
+        if pos <= offset <= pos + len(part):
+            clause = part
+            break
+        pos += len(part) + 1
+    low = " ".join(clause.lower().split())
+    return bool(_ENDED.search(low)), bool(_CURRENT.search(" ".join(sentence.lower().split())))
 
 
 def sentences(text: str) -> list[str]:
@@ -122,7 +177,7 @@ def _unit(raw: str) -> str:
 
 
 def stated_values(text: str) -> list[dict[str, Any]]:
-    """Every number the text states with a unit: ``{"text", "value", "unit", "decimals"}``.
+    """Every number the text states with a unit: ``{"text", "value", "unit", "decimals", "start", "end"}``.
 
     ``132/85 mmHg`` gives two values in ``mm[hg]``; a number followed by no unit of
     ``UNIT_ALIASES`` is not stated with a unit and is not returned.
@@ -132,14 +187,16 @@ def stated_values(text: str) -> list[dict[str, Any]]:
     for found in _PRESSURE.finditer(text):
         taken.append(found.span())
         for number in (found[1], found[2]):
-            out.append({"text": found[0], "value": float(number), "unit": "mm[hg]", "decimals": 0})
+            out.append({"text": found[0], "value": float(number), "unit": "mm[hg]", "decimals": 0,
+                        "start": found.start(), "end": found.end()})
     for found in _VALUE.finditer(text):
         if any(a <= found.start() < b for a, b in taken):
             continue
         number = found[1]
         decimals = len(number.partition(".")[2])
-        out.append({"text": found[0], "value": float(number), "unit": _unit(found[2]), "decimals": decimals})
-    return out
+        out.append({"text": found[0], "value": float(number), "unit": _unit(found[2]), "decimals": decimals,
+                    "start": found.start(), "end": found.end()})
+    return sorted(out, key=lambda v: v["start"])
 
 
 def value_matches(stated: Mapping[str, Any], record: Iterable[Mapping[str, Any]]) -> bool:

@@ -1,0 +1,281 @@
+"""Read a summary as a clinician writes it: sections, lists, tables, negation and history.
+
+``read(summary, phrases)`` finds every mention of ``phrases`` (whole words, case, spacing,
+punctuation and British spellings aside) and gives each a ``status``:
+
+* ``hedged``: the mention's sentence labels it both current and ended (``text.contradictory``), or
+  its list is qualified as a whole (a **collective qualifier**, ``text.collective``: "some current,
+  others stopped", "current and past", "several since stopped") in its own line, its lead-in or its
+  heading. Such a list gives no item a status.
+* ``negated``: medSpaCy's ConText marks it negated ("No hypertension", "Not on A, B or C").
+* ``ended``: ConText marks it historical; or its section (medSpaCy's sectionizer, with the
+  headings of ``SECTION_RULES``: "Past", "Resolved problems", "Completed medications") or the
+  lead-in of its list (the closest line above ending with ``:``) is an ended one; or its clause
+  holds an ended word (``text.ENDED_WORDS``), or its sentence does and holds no current word.
+* ``current``: otherwise.
+
+``allergy`` is True for a mention in an allergy section, under a lead-in naming allergies, or in a
+sentence with a word starting ``allerg``. Markdown markup (``|``, ``*``, ``#``, backticks) is read
+as spaces, so a table is read row by row (each row a line).
+
+medSpaCy (ConText: Harkema H, Dowling JN, Thornblade T, Chapman WW. *ConText: an algorithm for
+determining negation, experiencer, and temporal status from clinical reports.* J Biomed Inform
+2009;42(5):839-851; the sectionizer; its clinical tokenizer) is imported on first use only
+(about 2 s), so nothing but scoring a summary pays for it. Its default rules miss "(stopped 2020)"
+and "no longer on"; ``CONTEXT_RULES`` adds those.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from groundeval.tasks.summary.text import (
+    collective,
+    contradictory,
+    ended_clause,
+    markup_free,
+    normalise,
+)
+
+__all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES", "Mention", "none_under", "read"]
+
+SECTION_RULES: tuple[tuple[str, str], ...] = (
+    ("past", "past"), ("resolved", "past"), ("resolved problems", "past"), ("past problems", "past"),
+    ("inactive problems", "past"), ("previous problems", "past"), ("past history", "past"),
+    ("completed medications", "past_medications"), ("stopped medications", "past_medications"),
+    ("completed/stopped medications", "past_medications"), ("discontinued medications", "past_medications"),
+    ("past medications", "past_medications"), ("previous medications", "past_medications"),
+    ("prior medications", "past_medications"), ("medication history", "past_medications"),
+    ("stopped", "past_medications"), ("discontinued", "past_medications"), ("completed", "past_medications"),
+    ("current medications", "medications"), ("medications", "medications"), ("active medications", "medications"),
+    ("meds", "medications"), ("current", "current"), ("active", "current"), ("ongoing", "current"),
+    ("active problems", "problem_list"), ("problems", "problem_list"),
+    ("current problems", "problem_list"), ("allergies", "allergies"), ("drug allergies", "allergies"),
+)
+"""Headings the sectionizer knows besides its defaults: (heading, category). Only a heading at the
+start of a line counts (``require_start_line``)."""
+
+ENDED_SECTIONS = frozenset({"past", "past_medications", "past_medical_history"})
+"""Section categories whose items are ended (medSpaCy's ``past_medical_history`` and ours)."""
+
+CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
+    ("stopped", "HISTORICAL", "BACKWARD"), ("discontinued", "HISTORICAL", "BACKWARD"),
+    ("completed", "HISTORICAL", "BACKWARD"), ("resolved", "HISTORICAL", "BACKWARD"),
+    ("stopped", "HISTORICAL", "FORWARD"), ("discontinued", "HISTORICAL", "FORWARD"),
+    ("previously on", "HISTORICAL", "FORWARD"), ("formerly on", "HISTORICAL", "FORWARD"),
+    ("no longer on", "HISTORICAL", "FORWARD"), ("no longer taking", "HISTORICAL", "FORWARD"),
+    ("off", "HISTORICAL", "FORWARD"), ("not on", "NEGATED_EXISTENCE", "FORWARD"),
+    ("not taking", "NEGATED_EXISTENCE", "FORWARD"),
+)
+"""ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
+most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin
+stopped`` ends metformin only; negation keeps ConText's own scope (``Not on A, B or C``)."""
+
+_LOCK = threading.Lock()
+_BOUNDARY = re.compile(r"\n|[.!?;](?=\s|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """One mention of a phrase in a summary.
+
+    Attributes:
+        phrase: The phrase found (normalised).
+        start: Character offset in the summary.
+        end: Character offset after it.
+        sentence: The sentence (or list item, or table row) holding it.
+        status: ``current``, ``ended``, ``negated`` or ``hedged`` (module docstring).
+        allergy: True when it is stated as an allergy.
+        collective: True when a collective qualifier hedged it.
+        sentence_start: Character offset of ``sentence`` in the summary.
+    """
+
+    phrase: str
+    start: int
+    end: int
+    sentence: str
+    status: str
+    allergy: bool
+    collective: bool = False
+    sentence_start: int = 0
+
+
+@functools.cache
+def _pipeline() -> Any:
+    """MedSpaCy's tokenizer, ConText and sectionizer with ``CONTEXT_RULES``/``SECTION_RULES``."""
+    import loguru
+    import medspacy
+    from medspacy.context import ConText, ConTextRule
+    from medspacy.section_detection import Sectionizer, SectionRule
+
+    loguru.logger.disable("PyRuSH")  # PyRuSH logs every token at DEBUG to stderr
+    loguru.logger.disable("medspacy")
+    nlp = medspacy.load(medspacy_enable=["medspacy_tokenizer"])  # sentences are ours (below)
+    context = ConText(nlp)
+    context.add([ConTextRule(lit, cat, direction=d, max_scope=6 if cat == "HISTORICAL" else None,
+                             terminated_by={"CLAUSE_END"} if cat == "HISTORICAL" else None)
+                 for lit, cat, d in CONTEXT_RULES]
+                + [ConTextRule(p, "CLAUSE_END", direction="BACKWARD", allowed_types={"CLAUSE"}) for p in (",", ";")])
+    sections = Sectionizer(nlp, require_start_line=True)
+    sections.add([SectionRule(f"{h}:", cat) for h, cat in SECTION_RULES]
+                 + [SectionRule(h, cat, pattern=[*({"LOWER": w} for w in h.replace("/", " / ").split()),
+                                               {"TEXT": ":", "OP": "?"}]) for h, cat in SECTION_RULES])
+    return nlp, context, sections
+
+
+def _word_pattern(word: str) -> str:
+    """A regex for one normalised word that also takes its British spelling."""
+    out = re.escape(word)
+    for american, british in (("emia", "a?emia"), ("hem", "ha?em"), ("edema", "o?edema"), ("esoph", "o?esoph"),
+                              ("ischem", "ischa?em"), ("idemia", "ida?emia"), ("leukem", "leuka?em")):
+        out = out.replace(american, british)
+    return out
+
+
+def _finder(phrase: str) -> re.Pattern[str]:
+    words = [_word_pattern(w) for w in normalise(phrase).split()]
+    return re.compile(r"(?<![0-9a-z%])" + r"[^0-9a-z%]+".join(words) + r"(?![0-9a-z%])")
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    out, pos = [], 0
+    for line in text.split("\n"):
+        out.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return out
+
+
+def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
+    """The sentence around ``at``: cut at line breaks, at ``;`` and at ``.``/``!``/``?`` before a space."""
+    start = 0
+    for m in _BOUNDARY.finditer(text, 0, at):
+        start = m.end()
+    end = _BOUNDARY.search(text, at)
+    return start, (end.start() + (0 if end.group() == "\n" else 1)) if end else len(text)
+
+
+_STRONG = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$")
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?|.*:)\s*$")
+
+
+def _lead_in(text: str, at: int) -> tuple[str, int]:
+    """The heading or list lead-in that governs the line at ``at``: ``(its text, its offset)``, or ``("", -1)``.
+
+    A Markdown heading (``## Past``) or a line wholly in bold (``**Resolved problems**``) governs
+    every line down to the next heading; a line ending with ``:`` (a lead-in) governs the list items
+    and lines right under it, down to a blank line or the next heading. ``text`` is the summary as
+    written (markup kept).
+    """
+    cut = text.rfind("\n", 0, at)
+    if cut <= 0:
+        return "", -1
+    offset, blank = cut, False
+    for line in reversed(text[:cut].split("\n")):
+        offset -= len(line)
+        if _HEADING.match(line):
+            strong = bool(_STRONG.match(line))
+            return ("", -1) if blank and not strong else (markup_free(line).strip(), offset)
+        blank = blank or not line.strip()
+        offset -= 1
+    return "", -1
+
+
+def _clause_at(sentence: str, offset: int) -> str:
+    """The clause of ``sentence`` (cut at commas and ``and``/``or`` lists aside) that holds ``offset``."""
+    start = sentence.rfind(",", 0, offset) + 1
+    end = sentence.find(",", offset)
+    return sentence[start:end if end != -1 else len(sentence)]
+
+
+def _own_lead_in(sentence: str, offset: int) -> str:
+    """The part of the sentence before a colon that precedes ``offset`` (``Stopped: a, b``)."""
+    head, colon, _ = sentence[:offset].rpartition(":")
+    return head if colon else ""
+
+
+@functools.lru_cache(maxsize=256)
+def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
+    plain = markup_free(summary)
+    low = plain.lower()
+    found: list[tuple[str, int, int]] = []
+    for phrase in phrases:
+        if normalise(phrase):
+            found += [(normalise(phrase), m.start(), m.end()) for m in _finder(phrase).finditer(low)]
+    if not found:
+        return ()
+    from spacy.util import filter_spans
+
+    nlp, context, sections = _pipeline()
+    with _LOCK:  # the pipeline's components keep per-call state: one document at a time
+        doc = nlp.make_doc(plain)
+        for i, token in enumerate(doc):  # a sentence per line, and after . ! ? ; (``_sentence_bounds``)
+            before = doc[i - 1] if i else None
+            token.is_sent_start = before is None or "\n" in before.text or (
+                before.text in (".", "!", "?", ";") and bool(before.whitespace_ or token.is_space))
+        spans = [doc.char_span(s, e, label="ITEM", alignment_mode="expand") for _, s, e in found]
+        doc.ents = filter_spans([s for s in spans if s is not None])
+        doc = sections(context(doc))
+        ents = [(e.start_char, e.end_char, bool(e._.is_negated), bool(e._.is_historical),
+                 str(e._.section_category or ""), e._.section_title.start_char if e._.section_title else -1)
+                for e in doc.ents]
+    out = []
+    for phrase, start, end in found:
+        ent = next((e for e in ents if e[0] <= start and end <= e[1]), (start, end, False, False, "", -1))
+        _, _, negated, historical, section, title = ent
+        s0, s1 = _sentence_bounds(plain, start)
+        sentence = plain[s0:s1].strip()
+        lead, lead_at = _lead_in(summary, start)
+        own = _own_lead_in(plain[s0:s1], start - s0)
+        line0 = plain.rfind("\n", 0, start) + 1
+        if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
+            section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
+        hedge_collective = any(collective(t) for t in (sentence, lead, own))
+        clause = _clause_at(plain[s0:start] + " " * (end - start) + plain[end:s1], start - s0)
+        allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
+                   or sentence.lstrip(" -*•").lower().startswith("allerg"))
+        clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
+        lead_ended = ended_clause(lead or own, len(lead or own))[0] if (lead or own) else False
+        if hedge_collective or contradictory(sentence):
+            status = "hedged"
+        elif negated:
+            status = "negated"
+        elif historical or section in ENDED_SECTIONS or clause_ended or (lead_ended and not sentence_current):
+            status = "ended"
+        else:
+            status = "current"
+        raw = summary[s0:s1]
+        out.append(Mention(phrase, start, end, raw.strip(), status, allergy, hedge_collective,
+                           s0 + len(raw) - len(raw.lstrip())))
+    return tuple(sorted(out, key=lambda m: m.start))
+
+
+def read(summary: str, phrases: Iterable[str]) -> list[Mention]:
+    """Every mention of ``phrases`` in ``summary``, in text order, with its status (module docstring)."""
+    return list(_read(summary, tuple(sorted(set(phrases)))))
+
+
+_NONE = re.compile(r"^\s*(?:[-*•]\s*)?(?:none|nil|no|not any)\b", re.IGNORECASE)
+
+
+def none_under(summary: str, nouns: Iterable[str]) -> str | None:
+    """A line that says "none" under a heading or lead-in naming one of ``nouns``, or None.
+
+    ``Medications:`` over ``- None current`` says no current medication; so does ``Medications: none``.
+    """
+    plain = markup_free(summary)
+    keys = tuple(nouns)
+    for s, e in _lines(plain):
+        line = plain[s:e]
+        head, colon, rest = line.partition(":")
+        if colon and any(k in head.lower() for k in keys) and _NONE.match(rest) and not any(
+                w in normalise(rest).split()[1:2] for w in ("other",)):
+            return summary[s:e].strip()
+        lead = _lead_in(summary, s + 1)[0] if s else ""
+        if _NONE.match(line) and not colon and lead and any(k in lead.lower() for k in keys):
+            return summary[s:e].strip()
+    return None

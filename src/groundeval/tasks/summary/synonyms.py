@@ -1,0 +1,149 @@
+"""Other names a clinician writes for a rubric item: abbreviations, spellings, brands.
+
+* ``ABBREVIATIONS``: clinical abbreviations keyed by the **concept phrase** they stand for. A rubric
+  name gets every abbreviation whose concept phrase it contains as whole words (after
+  ``text.normalise``), so ``Essential hypertension`` gets ``HTN`` and ``Chronic kidney disease
+  stage 1`` gets ``CKD``: the lookup reads the name's words, never the whole name as a key. Each
+  sense is one the Clinical Abbreviation Sense Inventory lists for the abbreviation (CASI: Moon S,
+  Pakhomov S, Liu N, Ryan JO, Melton GB. *A sense inventory for clinical abbreviations and acronyms
+  created using clinical notes and medical dictionary resources.* J Am Med Inform Assoc
+  2014;21(2):299-307, doi:10.1136/amiajnl-2012-001506; inventory release of 2014,
+  https://conservancy.umn.edu/handle/11299/137703), or, for drug abbreviations, the ISMP List of
+  Error-Prone Abbreviations, Symbols, and Dose Designations (Institute for Safe Medication
+  Practices, 2021), which names ``ASA``, ``HCTZ`` and ``NTG`` as abbreviations in clinical use.
+* ``SYNONYMS``: other clinical names of a concept phrase (SNOMED CT synonyms of the concept:
+  ``Disorder of kidney due to diabetes mellitus`` is also ``diabetic kidney disease``).
+* ``spelling``: British spellings folded to American (``hyperlipidaemia``, ``anaemia``,
+  ``oedema``, ``haemoglobin``).
+* Brands: the RxNorm brands of the packaged catalog (``terminology.Catalog``: ``[Brand]`` names and
+  ``terminology.BRAND_INGREDIENTS``) and ``BRANDS`` (US brand names of catalog ingredients, from
+  each product's FDA label title, Drugs@FDA), each mapped to its ingredients.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from groundeval.tasks.summary.text import contains, normalise
+
+__all__ = ["ABBREVIATIONS", "BRANDS", "SALTS", "SYNONYMS", "brands_of", "drug_words", "spelling", "variants"]
+
+ABBREVIATIONS: dict[str, tuple[str, ...]] = {
+    # conditions (CASI senses)
+    "hypertension": ("htn",), "myocardial infarction": ("mi",),
+    "non st segment elevation myocardial infarction": ("nstemi",),
+    "st segment elevation myocardial infarction": ("stemi",),
+    "ischemic heart disease": ("ihd",), "coronary artery disease": ("cad",),
+    "congestive heart failure": ("chf",), "heart failure": ("hf",), "atrial fibrillation": ("afib", "af"),
+    "brain injury": ("tbi",), "osteoarthritis": ("oa",), "chronic kidney disease": ("ckd",),
+    "diabetes mellitus": ("dm",), "chronic obstructive bronchitis": ("copd",),
+    "chronic obstructive pulmonary disease": ("copd",), "major depressive disorder": ("mdd",),
+    "major depression": ("mdd",), "alzheimer s disease": ("ad",), "hyperlipidemia": ("hld",),
+    "gingivitis": (), "urinary tract infection": ("uti",), "otitis media": ("om",),
+    "seizure disorder": ("sz disorder",), "opioid abuse": ("oud",),
+    # results
+    "hemoglobin a1c": ("a1c", "hba1c"), "body mass index": ("bmi",), "ldl cholesterol": ("ldl", "ldl c"),
+    "low density lipoprotein cholesterol": ("ldl", "ldl c"), "blood pressure": ("bp",),
+    "estimated glomerular filtration rate": ("egfr",),
+    # drugs (ISMP 2021; CASI)
+    "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg",),
+    "acetaminophen": ("apap", "paracetamol"), "warfarin": (), "vitamin b12": ("cyanocobalamin", "b12"),
+}
+"""Concept phrase (normalised, as whole words of a rubric name) -> abbreviations (normalised)."""
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "disorder of kidney due to diabetes mellitus": ("diabetic kidney disease", "diabetic nephropathy", "dkd"),
+    "inflammatory disorder due to increased blood urate level": ("gout",),
+    "traumatic or nontraumatic brain injury": ("brain injury", "traumatic brain injury", "tbi"),
+    "acute non st segment elevation myocardial infarction": ("nstemi", "non st elevation mi"),
+    "acute st segment elevation myocardial infarction": ("stemi",),
+    "chronic congestive heart failure": ("chf", "congestive heart failure", "heart failure"),
+    "essential hypertension": ("hypertension", "high blood pressure", "htn"),
+    "ischemic heart disease": ("coronary artery disease", "ihd", "cad"),
+    "loss of teeth": ("tooth loss",), "anemia": ("anaemia",),
+    "perennial allergic rhinitis with seasonal variation": ("allergic rhinitis",),
+    "disease caused by severe acute respiratory syndrome coronavirus 2": ("covid 19", "covid", "sars cov 2"),
+    "streptococcal sore throat": ("strep throat",),
+    "blood pressure panel": ("blood pressure", "bp"),
+}
+"""Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
+
+BRANDS: dict[str, tuple[str, ...]] = {
+    "depo provera": ("medroxyprogesterone acetate",), "depo subq provera": ("medroxyprogesterone acetate",),
+    "provera": ("medroxyprogesterone acetate",), "coumadin": ("warfarin sodium",), "jantoven": ("warfarin sodium",),
+    "zocor": ("simvastatin",), "lipitor": ("atorvastatin",), "crestor": ("rosuvastatin calcium",),
+    "norvasc": ("amlodipine",), "plavix": ("clopidogrel",), "effient": ("prasugrel",),
+    "zestril": ("lisinopril",), "prinivil": ("lisinopril",), "lopressor": ("metoprolol tartrate",),
+    "toprol xl": ("metoprolol succinate",), "tenormin": ("atenolol",), "calan": ("verapamil hydrochloride",),
+    "lanoxin": ("digoxin",), "synthroid": ("levothyroxine sodium",), "levoxyl": ("levothyroxine sodium",),
+    "namenda": ("memantine hydrochloride",), "prozac": ("fluoxetine",), "benadryl": ("diphenhydramine hydrochloride",),
+    "allegra": ("fexofenadine hydrochloride",), "ultram": ("tramadol hydrochloride",),
+    "suboxone": ("buprenorphine", "naloxone"), "ventolin": ("albuterol",), "proair": ("albuterol",),
+    "pulmicort": ("budesonide",), "epipen": ("epinephrine",), "nitrostat": ("nitroglycerin",),
+    "vicodin": ("acetaminophen", "hydrocodone bitartrate"), "norco": ("acetaminophen", "hydrocodone bitartrate"),
+    "percocet": ("acetaminophen", "oxycodone hydrochloride"), "motrin": ("ibuprofen",), "advil": ("ibuprofen",),
+    "aleve": ("naproxen sodium",), "augmentin": ("amoxicillin", "clavulanate"),
+    "zosyn": ("piperacillin", "tazobactam"), "activase": ("alteplase",), "razadyne": ("galantamine",),
+    "cordarone": ("amiodarone hydrocholoride",), "vancocin": ("vancomycin",), "duragesic": ("fentanyl",),
+    "microzide": ("hydrochlorothiazide",), "chlor trimeton": ("chlorpheniramine maleate",),
+}
+"""US brand (normalised) -> ingredient names, from each product's FDA label title (Drugs@FDA)."""
+
+SALTS = ("succinate", "tartrate", "calcium", "sodium", "potassium", "hydrochloride", "hcl", "bitartrate",
+         "besylate", "maleate", "citrate", "sulfate", "mesylate", "fumarate", "acetate", "magnesium",
+         "hydrocholoride", "hydrobromide")
+"""Salt words dropped from a drug name (``metoprolol succinate`` -> ``metoprolol``)."""
+
+_SPELLING = ((r"aemia\b", "emia"), (r"\bhaem", "hem"), (r"\banaem", "anem"), (r"\boedema", "edema"),
+             (r"\boesoph", "esoph"), (r"idaemia", "idemia"), (r"\bischaem", "ischem"), (r"\bparalys", "paralyz"),
+             (r"\btumour", "tumor"), (r"\bfoetal", "fetal"), (r"\bleukaem", "leukem"), (r"\bdiarrhoea", "diarrhea"))
+
+
+def spelling(text: str) -> str:
+    """``normalise`` then British spellings folded to American (``hyperlipidaemia`` -> ``hyperlipidemia``)."""
+    out = normalise(text)
+    for pattern, repl in _SPELLING:
+        out = re.sub(pattern, repl, out)
+    return out
+
+
+@functools.cache
+def _catalog_brands() -> dict[str, tuple[str, ...]]:
+    from groundeval.terminology import BRAND_INGREDIENTS, Catalog
+
+    out = {normalise(b): tuple(normalise(i) for i in names) for b, names in BRAND_INGREDIENTS.items()}
+    for entry in Catalog.load():
+        if entry.brand:
+            out.setdefault(normalise(entry.brand), tuple(normalise(i.name) for i in entry.ingredients))
+    for brand, names in BRANDS.items():
+        out.setdefault(brand, tuple(normalise(n) for n in names))
+    return out
+
+
+def drug_words(name: str) -> str:
+    """A drug name without its salt words (``metoprolol succinate`` -> ``metoprolol``), normalised."""
+    key = normalise(name)
+    return " ".join(w for w in key.split() if w not in SALTS) or key
+
+
+def brands_of(names: tuple[str, ...] | list[str]) -> list[str]:
+    """Every brand (normalised) whose ingredients are exactly ``names`` (salts aside)."""
+    want = sorted(drug_words(n) for n in names)
+    return [b for b, ings in _catalog_brands().items() if sorted(drug_words(i) for i in ings) == want]
+
+
+def variants(name: str, *, drug: bool) -> list[str]:
+    """Every phrase that names ``name`` (normalised, American spelling): itself, its synonyms, abbreviations.
+
+    A drug also gets its name without salt words; a condition or result gets the abbreviations of
+    every ``ABBREVIATIONS`` concept phrase its words contain.
+    """
+    key = spelling(name)
+    out = [key, *SYNONYMS.get(key, ())]
+    if drug:
+        out.append(drug_words(key))
+    for phrase, abbreviations in ABBREVIATIONS.items():
+        if any(contains(v, phrase) for v in list(out)):
+            out += abbreviations
+    return list(dict.fromkeys(o for o in out if o))

@@ -1,0 +1,159 @@
+"""Values per item: a number in a summary is checked against the values of the item it is stated for.
+
+* **Which item.** A value stated with a unit belongs to the closest item named before it in its
+  sentence (list item, table row): a drug (an ingredient or brand of any drug of the record) or a
+  result (the Observation's names, with the abbreviations of ``synonyms``). ``lisinopril 20 mg``
+  is checked against lisinopril's values only, never against simvastatin's 20 mg. A value with no
+  item named before it in its sentence is checked against every value of the record.
+* **Equal.** The stated number equals a value of its item rounded to the stated decimals, in the
+  same unit, or after converting between UCUM units of one dimension (``terminology.ucum.convert``:
+  0.3 mg is 300 mcg). A drug's values include what its concentration makes of them
+  (``record.record_values``: 0.3 mg for 0.3 mL of 1 mg/mL, 1 % for 10 mg/mL).
+* **A result without a unit.** A number right after a result's name (``LDL 162``, ``A1c: 6.3``,
+  ``BP 132/85``; a date is skipped) is that result's value: ``lab_verdict`` compares it with the
+  criterion's values, and ``check_values`` with the result's record values, so a wrong number
+  fails whether or not it carries a unit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from groundeval.tasks.summary.reading import read
+from groundeval.tasks.summary.synonyms import drug_words, spelling, variants
+from groundeval.tasks.summary.text import UNIT_ALIASES, stated_values
+
+__all__ = ["UCUM_OF", "check_values", "lab_verdict", "same_value"]
+
+UCUM_OF: dict[str, str] = {
+    "mg": "mg", "mcg": "ug", "g": "g", "kg": "kg", "ml": "mL", "mg/ml": "mg/mL", "mg/g": "mg/g", "unt/ml": "[U]/mL",
+    "mg/dl": "mg/dL", "mmol/l": "mmol/L", "g/dl": "g/dL", "%": "%", "mm[hg]": "mm[Hg]", "kg/m2": "kg/m2",
+    "cm": "cm", "/min": "/min", "pg/ml": "pg/mL", "ng/ml": "ng/mL", "mg/actuat": "mg/{actuat}", "meq": "meq",
+    "ml/min/{1.73_m2}": "mL/min/{1.73_m2}",
+}
+"""The units ``text.stated_values`` reads (its keys) -> UCUM codes, for conversion."""
+
+_AFTER_NAME = re.compile(
+    r"^[^0-9\n;.]{0,24}?(?<![\d-])(\d+(?:\.\d+)?)(?![\d-])(?:\s*/\s*(\d+(?:\.\d+)?))?")
+_DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/\d{1,2}/\d{2,4}")
+
+
+def _ucum(unit: str) -> str | None:
+    key = UNIT_ALIASES.get(" ".join(unit.lower().split()), unit.lower())
+    return UCUM_OF.get(key)
+
+
+def same_value(stated: float, decimals: int, unit: str, value: float, value_unit: str) -> bool:
+    """True when ``value`` (in ``value_unit``) rounds to ``stated`` (``decimals`` places) in ``unit``.
+
+    Units are compared as read (``UNIT_ALIASES``) or converted through UCUM (same dimension only).
+    """
+    source, target = _ucum(value_unit), _ucum(unit)
+    same = UNIT_ALIASES.get(value_unit.lower(), value_unit.lower()) == UNIT_ALIASES.get(unit.lower(), unit.lower())
+    if not same:
+        if source is None or target is None:
+            return False
+        from groundeval.terminology.ucum import convert
+
+        converted = convert(value, source, target)
+        if converted is None:
+            return False
+        value = converted
+    return abs(round(value, decimals) - stated) < 1e-9 or abs(value - stated) < 1e-9
+
+
+def _item_phrases(record: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """Phrase -> indexes of the record values it names."""
+    out: dict[str, list[int]] = {}
+    for i, item in enumerate(record):
+        for name in item.get("names") or [item.get("what", "")]:
+            drug = item.get("kind") == "drug"
+            phrases = variants(str(name), drug=drug) if name else []
+            if drug:
+                phrases.append(drug_words(str(name)))
+            for p in dict.fromkeys(phrases):
+                if len(p) > 1:
+                    out.setdefault(p, []).append(i)
+    return out
+
+
+def _owner(summary: str, at: int, mentions: Iterable[Any]) -> Any:
+    """The last mention before ``at`` in the same sentence, or None."""
+    best = None
+    for m in mentions:
+        between = summary[m.end:at]
+        same_sentence = m.start <= at and "\n" not in between and not re.search(r"[.;](\s|$)", between)
+        if same_sentence and (best is None or m.start > best.start):
+            best = m
+    return best
+
+
+def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The values ``summary`` states that its item (or, with no item, the record) does not hold.
+
+    Args:
+        summary: The summary text.
+        record: ``record.record_values`` entries (``value``, ``unit``, ``what``, ``names``).
+
+    Returns:
+        The text of each wrong value (``"20 mg"``, ``"LDL 162"``), in text order.
+    """
+    index = _item_phrases(record)
+    mentions = [m for m in read(summary, index) if m.status not in ("negated",)]
+    wrong = []
+    taken: list[tuple[int, int]] = []
+    for stated in stated_values(summary):
+        start = int(stated["start"])
+        taken.append((start, int(stated["end"])))
+        owner = _owner(summary, start, mentions)
+        pool = [record[i] for i in index[owner.phrase]] if owner is not None else list(record)
+        if not any(same_value(stated["value"], stated["decimals"], stated["unit"], float(r["value"]), str(r["unit"]))
+                   for r in pool):
+            wrong.append(stated["text"])
+    for m in mentions:  # a result's number written without a unit
+        values = [record[i] for i in index[m.phrase]]
+        if not values or any(r.get("kind") == "drug" for r in values):
+            continue
+        found = _AFTER_NAME.match(summary[m.end:])
+        if found is None or _DATE.match(summary[m.end + found.start(1):]):
+            continue
+        at = m.end + found.start(1)
+        if any(a <= at < b for a, b in taken):
+            continue
+        numbers = [n for n in found.groups() if n]
+        if not all(any(abs(round(float(r["value"]), len(n.partition(".")[2])) - float(n)) < 1e-9 for r in values)
+                   for n in numbers):
+            wrong.append(summary[m.start:m.end + found.end()].strip())
+    return wrong
+
+
+def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> tuple[bool | None, str]:
+    """``(met, evidence)`` for a result criterion: the number(s) right after its name are its values.
+
+    True when a mention of the result's name (``strict``: as written; else with its abbreviations)
+    is followed by numbers that round to every criterion value (a stated unit must be the value's,
+    or convert to it through UCUM); False when numbers follow it but differ; None when no number
+    follows any mention (the judge decides).
+    """
+    names = [str(n) for n in criterion["names"]]
+    phrases = [spelling(n) for n in names] if strict else [v for n in names for v in variants(n, drug=False)]
+    wanted = [(float(v["value"]), str(v["unit"])) for v in criterion["values"]]
+    seen_wrong = None
+    for m in read(summary, phrases):
+        if m.status in ("negated", "hedged"):
+            continue
+        found = _AFTER_NAME.match(summary[m.end:])
+        if found is None or _DATE.match(summary[m.end + found.start(1):]):
+            continue
+        numbers = [n for n in found.groups() if n]
+        unit_text = summary[m.end + found.end():m.end + found.end() + 16]
+        unit = next((s["unit"] for s in stated_values(numbers[-1] + unit_text)[:1]), None)
+        ok = len(numbers) >= len(wanted) and all(
+            any(same_value(float(n), len(n.partition(".")[2]), unit or u, v, u) for n in numbers)
+            for v, u in wanted)
+        if ok:
+            return True, m.sentence
+        seen_wrong = seen_wrong or m.sentence
+    return (False, seen_wrong) if seen_wrong else (None, "")
