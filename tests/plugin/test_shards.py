@@ -61,7 +61,7 @@ def _runs(args: list[str], pytester: pytest.Pytester) -> Callable[[Path], dict[s
 PACKAGED = ["--groundeval-task=extraction", "--groundeval-agent=baseline", "-p", "no:cacheprovider",
             "-p", "no:randomly"]
 TRIALS = ["--groundeval-task=extraction", "--groundeval-agent=trial_agent:agent", "--groundeval-limit=9",
-          "--groundeval-trials=3", "--groundeval-counterfactual", "--groundeval-min-pass-rate=0.6",
+          "--groundeval-trials=3", "--groundeval-counterfactual", "--groundeval-twin-seed=3", "--groundeval-min-pass-rate=0.6",
           "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "pythonpath=."]
 
 
@@ -219,3 +219,11 @@ def test_shard_is_parsed_and_printed_as_given() -> None:
     assert str(parse_shard(" 2 / 3 ")) == "2/3" and parse_shard("1/1").owns(7)
     assert [parse_shard("2/3").owns(i) for i in range(6)] == [False, True, False, False, True, False]
     assert json.dumps(str(parse_shard("3/3"))) == '"3/3"'
+
+
+def test_shards_with_twins_must_share_a_twin_seed(pytester: pytest.Pytester) -> None:
+    # each run draws its own twin seed; shards that drew different ones could not be merged
+    result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=baseline",
+                                "--groundeval-shard=1/3", "--groundeval-counterfactual", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--groundeval-shard* with --groundeval-counterfactual needs --groundeval-twin-seed=N*"])

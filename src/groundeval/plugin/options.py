@@ -326,6 +326,12 @@ def read_settings(config: pytest.Config) -> Settings:
                 f"{sources['counterfactual']}: the {name} task declares no perturbations, so it has no counterfactual "
                 "twins (extraction does); drop the option"
             )
+        if values["shard"] is not None and values["twin_seed"] is None:
+            raise pytest.UsageError(
+                f"{sources['shard']} with {sources['counterfactual']} needs --groundeval-twin-seed=N, the same on "
+                "every shard: each run otherwise draws its own seed, so the shards would order twins differently and "
+                "could not be merged into one run"
+            )
     agent = values["agent"] or str(cls.default_agent)
     if values["replay_allow_changed"] and not agent.startswith("replay:"):
         raise pytest.UsageError(
