@@ -47,6 +47,7 @@ from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import AgentError, AgentLoopError, RefusalError, TruncatedError
+from groundeval.models.retry import CALL_POLICY_OPTIONS
 from groundeval.redaction import clean, redact
 
 __all__ = [
@@ -66,7 +67,7 @@ CACHE_FILE = f"groundeval-results-v{SCHEMA_VERSION}.sqlite3"
 """The database file inside the cache directory."""
 BUSY_TIMEOUT_S = 30.0
 """How long an operation waits for another process's write lock, seconds."""
-NON_ANSWER_OPTIONS = frozenset({"timeout", "max_retries"})
+NON_ANSWER_OPTIONS = frozenset(CALL_POLICY_OPTIONS)
 """Agent options left out of the key: they bound the call, they do not change the answer."""
 CACHEABLE_ERRORS: dict[str, type[AgentError]] = {
     "TruncatedError": TruncatedError, "RefusalError": RefusalError, "AgentLoopError": AgentLoopError,

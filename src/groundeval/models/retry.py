@@ -53,6 +53,7 @@ from groundeval.errors import ConfigError
 from groundeval.models import throttle
 
 __all__ = [
+    "CALL_POLICY_OPTIONS",
     "DEADLINE_GRACE_S",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MAX_TOKENS",
@@ -63,6 +64,7 @@ __all__ = [
     "DeadlineExceeded",
     "GaveUp",
     "RetryPolicy",
+    "call_policy_options",
     "call_with_retries",
     "within",
 ]
@@ -84,8 +86,22 @@ DEFAULT_MAX_RETRIES = 2
 """Retries per case when ``max_retries`` is not given (so at most 3 calls)."""
 DEFAULT_TIMEOUT_S = 600.0
 """Time budget of one case's model calls and retry waits when ``timeout`` is not given, seconds."""
+CALL_POLICY_OPTIONS: tuple[str, ...] = ("max_retries", "timeout")
+"""The run options that bound a model call, whoever makes it: its retries (``--groundeval-max-retries``)
+and its deadline (``--groundeval-timeout``, seconds). An agent's model and a judge's model read them from
+the same run options (``call_policy_options``); they bound the call and never change its answer."""
 DEADLINE_GRACE_S = 0.25
 """How long past the deadline a case still waits for the SDK's own timeout to fire, seconds."""
+
+
+def call_policy_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``CALL_POLICY_OPTIONS`` of a run's options (those given), for a model other than the agent's.
+
+    A judge's model is made with these and its own ``max_tokens`` and ``temperature``, so its calls
+    keep the run's deadline and retries (and, through ``call_with_retries``, its classification,
+    throttle and stop switch) as an agent's do.
+    """
+    return {key: options[key] for key in CALL_POLICY_OPTIONS if options.get(key) is not None}
 
 
 class DeadlineExceeded(Exception):

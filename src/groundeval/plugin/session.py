@@ -23,6 +23,7 @@ from groundeval.datasets import Case
 from groundeval.errors import ConfigError, RunStopError, SpendLimitReached
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
 from groundeval.models import throttle
+from groundeval.models.retry import call_policy_options
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
@@ -83,7 +84,9 @@ class GroundevalSession:
 
             raise pytest.UsageError(NO_XDIST)
         try:
-            self.task = make_task(settings.task, settings.task_options)
+            # a task that calls a model itself (the summary judge) keeps the run's deadline and retries
+            self.task = make_task(settings.task, settings.task_options,
+                                  call_options=call_policy_options(settings.agent_options))
             if distributed:
                 agent_name = preflight_agent(settings.agent, agent_config, self.task)
                 preflight_replay(settings, self.task)  # a bad replay record: a usage error before workers start
