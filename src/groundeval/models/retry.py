@@ -318,13 +318,18 @@ def call_with_retries(
     last: BaseException | None = None  # the last real failure, kept when a later attempt is never sent
     run = throttle.active()  # this run's gate and stop switch, for every attempt of the call
     gate = run.gate
+    honoured = 0.0  # the run's pause after a rate limit, up to this instant, was waited by this call's own retry wait
     while True:
-        # the first attempt waits up to one budget for a slot before its budget starts; a retry's
-        # wait for a slot spends the budget that is left
+        # the first attempt waits up to one budget for a slot (and for the run's pause after a rate
+        # limit) before its budget starts; a retry's waits spend the budget that is left
         slot_s = policy.timeout_s if start is None else max(start + policy.timeout_s - policy.clock(), 0.001)
         try:
             if run.stopped():
                 raise throttle.CallsStopped("the run was stopped; no request was sent")
+            paused = run.wait_cooldown(slot_s, policy.sleep, honoured)
+            if start is not None:
+                waited += paused
+                slot_s = max(start + policy.timeout_s - policy.clock(), 0.001)
             with gate.slot(slot_s) if gate is not None else contextlib.nullcontext(1) as in_flight:
                 if run.stopped():  # stopped while this attempt waited for its slot
                     raise throttle.CallsStopped("the run was stopped; no request was sent")
@@ -333,7 +338,7 @@ def call_with_retries(
                 attempts += 1
                 left = max(start + policy.timeout_s - policy.clock(), 0.001)
                 value = within(functools.partial(call, left), left + DEADLINE_GRACE_S)
-        except (throttle.SlotTimeout, throttle.CallsStopped) as exc:
+        except (throttle.SlotTimeout, throttle.CallsStopped, throttle.CoolingDown) as exc:
             unsent = f"attempt {attempts + 1}: {exc}"
             if last is None:  # nothing was ever sent: that is the case's error
                 raise GaveUp(exc, attempts, unsent, waited) from None
@@ -349,8 +354,11 @@ def call_with_retries(
             assert start is not None
             deadline = start + policy.timeout_s
             retry, asked = advise(exc)
-            if gate is not None and throttle.is_rate_limit(exc):
-                gate.rate_limited(asked)  # fewer calls in flight for a while, not a failed wave
+            wait = policy.backoff(attempts) if asked is None else asked
+            if throttle.is_rate_limit(exc):
+                if gate is not None:
+                    gate.rate_limited(asked)  # fewer calls in flight for a while
+                honoured = run.cool_down(wait)  # and the whole run sends nothing until the wait has passed
             if not retry:
                 raise GaveUp(exc, attempts, waited_s=waited) from exc
             if attempts > policy.max_retries:
@@ -358,7 +366,6 @@ def call_with_retries(
                 note = (f"no retries left (max_retries={policy.max_retries}); the case ran {ran:.1f} s of its "
                         f"{policy.timeout_s:g} s bound")
                 raise GaveUp(exc, attempts, note, waited) from exc
-            wait = policy.backoff(attempts) if asked is None else asked
             left = deadline - policy.clock()
             if wait >= left:
                 what = (f"the server asked to wait {wait:g} s" if asked is not None

@@ -340,6 +340,14 @@ class GroundevalSession:
         """Written by the controller when a signal stops the run; workers start no case after it."""
         return self.settings.out_dir / f"{self.info.run_id}.stop"
 
+    @property
+    def cooldown_file(self) -> Path:
+        """The run's pause after a rate-limit answer, shared by its xdist workers (``throttle.share_cooldown``).
+
+        Named by the run id, so no other run's pause is read; the controller removes it at the end.
+        """
+        return self.settings.out_dir / f"{self.info.run_id}.cooldown"
+
     def stop_requested(self) -> bool:
         """True on a worker once the controller was told to stop (no new case may start)."""
         return self.is_worker and self.stop_file.exists()
@@ -358,6 +366,7 @@ class GroundevalSession:
             self._signal_stop.install()
         elif self.runs_cases:
             throttle.watch_stop(self.stop_file.exists)  # the controller was signalled: no call starts
+            throttle.share_cooldown(self.cooldown_file)  # a 429 one worker gets pauses every worker's calls
 
     def _signalled(self, reason: str) -> None:
         """The first SIGINT/SIGTERM: keep the reason and let no agent call start from now on."""
