@@ -63,7 +63,9 @@ def test_a_judge_that_never_answers_is_cut_at_the_runs_deadline(pytester: pytest
     record = _run(pytester, silent.root, "--groundeval-timeout=0.5", "--groundeval-max-retries=2")
     (case,) = record["cases"]
     assert case["outcome"] == "infra_error"
-    assert "stopped at its 0.5 s bound (--groundeval-timeout)" in case["message"]
+    # cut at the bound: by the SDK's own timeout (the attempt's HTTP timeout is what is left of the bound)
+    # or, if that has not fired, by the retry layer a grace period later; either way the bound is named
+    assert "of its 0.5 s bound (--groundeval-timeout)" in case["message"]
     assert len(silent.requests) == 1  # abandoned at the deadline: no retry after it
 
 
