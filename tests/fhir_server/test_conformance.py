@@ -15,7 +15,6 @@ import pytest
 
 from tests.fhir_server.conftest import Target, record
 
-
 PATIENT_PARAM = {
     "MedicationRequest": "patient",
     "Condition": "patient",
@@ -70,7 +69,10 @@ def test_metadata_is_an_r4_capability_statement(target: Target) -> None:
     assert body["fhirVersion"].startswith("4.0")
 
 
-@pytest.mark.parametrize("rtype", ["Patient", "MedicationRequest", "Medication", "Condition", "AllergyIntolerance", "Observation", "Immunization"])
+@pytest.mark.parametrize(
+    "rtype",
+    ["Patient", "MedicationRequest", "Medication", "Condition", "AllergyIntolerance", "Observation", "Immunization"],
+)
 def test_read_returns_the_resource(target: Target, rtype: str) -> None:
     # http.html#read: GET [type]/[id] returns 200 and the resource.
     original = _resources(rtype)[0]
@@ -132,7 +134,7 @@ def test_patient_search_returns_each_resource_of_the_patient(target: Target, rty
 def test_status_and_intent_tokens(target: Target) -> None:
     # search.html#token: status=[code]; MedicationRequest intent=[code].
     for status_code in {r["status"] for r in _resources("MedicationRequest")}:
-        expected = _expected(target, "MedicationRequest", lambda r: r["status"] == status_code)
+        expected = _expected(target, "MedicationRequest", lambda r, s=status_code: r["status"] == s)
         found, _ = _search_all(target, f"MedicationRequest?patient={_q(target.patient)}&status={status_code}")
         assert _ids(found) == expected, status_code
     expected = _expected(target, "MedicationRequest", lambda r: r["intent"] == "order")
@@ -146,7 +148,9 @@ def test_status_and_intent_tokens(target: Target) -> None:
 def test_clinical_status_token(target: Target, rtype: str) -> None:
     # search.html#token on clinicalStatus (a CodeableConcept).
     for code in ("active", "resolved", "inactive"):
-        expected = _expected(target, rtype, lambda r: r.get("clinicalStatus", {}).get("coding", [{}])[0].get("code") == code)
+        expected = _expected(
+            target, rtype, lambda r, c=code: r.get("clinicalStatus", {}).get("coding", [{}])[0].get("code") == c
+        )
         found, _ = _search_all(target, f"{rtype}?patient={_q(target.patient)}&clinical-status={code}")
         assert _ids(found) == expected, code
 
@@ -172,7 +176,10 @@ def test_code_token_with_system(target: Target, rtype: str, param: str, element:
     system, code = coding["system"], coding["code"]
 
     def has(r: dict[str, Any], sys: str | None) -> bool:
-        return any(c.get("code") == code and (sys is None or c.get("system") == sys) for c in r.get(element, {}).get("coding", []))
+        return any(
+            c.get("code") == code and (sys is None or c.get("system") == sys)
+            for c in r.get(element, {}).get("coding", [])
+        )
 
     scope = "" if rtype == "Medication" else f"patient={_q(target.patient)}&"
     found, _ = _search_all(target, f"{rtype}?{scope}{param}={_q(f'{system}|{code}')}")
@@ -187,7 +194,9 @@ def test_code_token_with_system(target: Target, rtype: str, param: str, element:
 def test_category_token(target: Target, rtype: str) -> None:
     categories = {c["code"] for r in _resources(rtype) for cat in r.get("category", []) for c in cat["coding"]}
     for code in sorted(categories):
-        expected = _expected(target, rtype, lambda r: any(c["code"] == code for cat in r.get("category", []) for c in cat["coding"]))
+        expected = _expected(
+            target, rtype, lambda r, k=code: any(c["code"] == k for cat in r.get("category", []) for c in cat["coding"])
+        )
         found, _ = _search_all(target, f"{rtype}?patient={_q(target.patient)}&category={code}")
         assert _ids(found) == expected, code
 
@@ -210,7 +219,11 @@ def test_date_prefixes_on_observation(target: Target, prefix: str) -> None:
         "gt": lambda a, b: a > b,
         "ge": lambda a, b: a >= b,
     }
-    expected = _expected(target, "Observation", lambda r: "effectiveDateTime" in r and ops[prefix](_instant(r["effectiveDateTime"]), _instant(pivot)))
+    expected = _expected(
+        target,
+        "Observation",
+        lambda r: "effectiveDateTime" in r and ops[prefix](_instant(r["effectiveDateTime"]), _instant(pivot)),
+    )
     found, _ = _search_all(target, f"Observation?patient={_q(target.patient)}&date={prefix}{_q(pivot)}")
     assert _ids(found) == expected
 
@@ -250,7 +263,9 @@ def test_include_medication(target: Target) -> None:
     # with search.mode "include".
     with_ref = [r for r in _resources("MedicationRequest") if "medicationReference" in r]
     assert with_ref, "the record must have a MedicationRequest.medicationReference"
-    status, page = target.server.request("GET", f"MedicationRequest?patient={_q(target.patient)}&_include=MedicationRequest:medication&_count=100")
+    status, page = target.server.request(
+        "GET", f"MedicationRequest?patient={_q(target.patient)}&_include=MedicationRequest:medication&_count=100"
+    )
     assert status == 200 and page is not None
     included = {e["resource"]["id"] for e in page["entry"] if e["resource"]["resourceType"] == "Medication"}
     modes = {e["search"]["mode"] for e in page["entry"] if e["resource"]["resourceType"] == "Medication"}
@@ -278,7 +293,9 @@ def test_create_then_update(target: Target) -> None:
     statement = {
         "resourceType": "MedicationStatement",
         "status": "active",
-        "medicationCodeableConcept": {"coding": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "197361"}]},
+        "medicationCodeableConcept": {
+            "coding": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "197361"}]
+        },
         "subject": {"reference": target.patient},
     }
     status, body = target.server.request("POST", "MedicationStatement", statement)

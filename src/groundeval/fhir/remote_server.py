@@ -1,4 +1,4 @@
-"""A case on a FHIR R4 server the user runs (``--groundeval-fhir=URL``).
+r"""A case on a FHIR R4 server the user runs (``--groundeval-fhir=URL``).
 
 Each case is loaded as one ``transaction`` Bundle whose resource ids carry a prefix made of the
 run id and the case, so two cases (or two runs) on the same server never share an id; references
@@ -11,7 +11,7 @@ The bearer token comes from the environment (``GROUNDEVAL_FHIR_TOKEN``), never f
 record, and is never put into an error message.
 
 Spec: hl7.org/fhir/R4/http.html (transaction, read, delete), bundle.html (``transaction``
-entries, ``urn:uuid`` placeholders), resource.html (``id``: ``[A-Za-z0-9\\-\\.]{1,64}``).
+entries, ``urn:uuid`` placeholders), resource.html (``id``: ``[A-Za-z0-9\-\.]{1,64}``).
 """
 
 from __future__ import annotations
@@ -46,12 +46,40 @@ class LoadedCase:
         prefix: the id prefix of this case on this run.
         ids: original ``(type, id)`` of each loaded resource -> the server's id.
         patient: the patient reference the agent is given (``Patient/<server id>``).
+        case_refs: ``Type/<server id>`` -> the reference the case itself used (its ``fullUrl``,
+            else ``Type/<original id>``), to read what the agent wrote in the case's own terms.
     """
 
     base_url: str
     prefix: str
     ids: dict[tuple[str, str], str]
     patient: str
+    case_refs: dict[str, str] = field(default_factory=dict)
+
+    def as_case_resource(self, resource: dict[str, Any]) -> dict[str, Any]:
+        """A resource read from the server, in the case's terms.
+
+        References to the case's resources become what the case wrote, and the server's own
+        ``id`` and ``meta`` (versionId, lastUpdated: http.html#create) are removed, so it scores
+        as the same answer given as a file.
+        """
+
+        def back(node: Any) -> Any:
+            if isinstance(node, dict):
+                out = {k: back(v) for k, v in node.items()}
+                ref = node.get("reference")
+                if isinstance(ref, str):
+                    tail = ref.split("/_history/")[0].removeprefix(self.base_url + "/")
+                    out["reference"] = self.case_refs.get(tail, ref)
+                return out
+            if isinstance(node, list):
+                return [back(item) for item in node]
+            return node
+
+        out: dict[str, Any] = back(copy.deepcopy(resource))
+        out.pop("id", None)
+        out.pop("meta", None)
+        return out
 
 
 @dataclass
@@ -155,9 +183,7 @@ class FhirServer:
         self._token = token if token is not None else os.environ.get(TOKEN_ENV)
         self._timeout = timeout
 
-    def request(
-        self, method: str, path: str, body: dict[str, Any] | None = None
-    ) -> tuple[int, dict[str, Any] | None]:
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any] | None]:
         """One request; returns the status and the JSON body (None when empty).
 
         Raises:
@@ -209,8 +235,14 @@ class FhirServer:
         patients = [v for k, v in mapping.items() if k.startswith("Patient/")]
         if not patients:
             raise ValueError("the case's Bundle has no Patient: the agent needs a patient reference")
-        ids = {tuple(k.split("/", 1)): v.split("/", 1)[1] for k, v in mapping.items() if "/" in k and not k.startswith("http")}
-        return LoadedCase(self.base_url, prefix, ids, patients[0])  # type: ignore[arg-type]
+        ids: dict[tuple[str, str], str] = {}
+        case_refs: dict[str, str] = {}
+        for entry in bundle.get("entry", []):
+            rtype, rid = entry["resource"]["resourceType"], entry["resource"]["id"]
+            server_ref = mapping[f"{rtype}/{rid}"]
+            ids[(rtype, rid)] = server_ref.split("/", 1)[1]
+            case_refs[server_ref] = entry.get("fullUrl") or f"{rtype}/{rid}"
+        return LoadedCase(self.base_url, prefix, ids, patients[0], case_refs)
 
     def read_back(self, loaded: LoadedCase) -> dict[str, dict[str, Any]]:
         """Each loaded resource as the server now holds it: ``"Type/original id" -> resource``.
@@ -261,7 +293,9 @@ class FhirServer:
         }
         status, body = self.request("POST", "", delete)
         if status != 200:
-            raise FhirServerError(f"FHIR server {self.base_url} refused the case's deletes ({status}): {_outcome_text(body)}")
+            raise FhirServerError(
+                f"FHIR server {self.base_url} refused the case's deletes ({status}): {_outcome_text(body)}"
+            )
         if "expunge" not in self.capability_operations():
             return Cleanup("DELETE", targets)
         params = {
@@ -271,7 +305,9 @@ class FhirServer:
         for target in targets:
             status, body = self.request("POST", f"{target}/$expunge", params)
             if status != 200:
-                raise FhirServerError(f"FHIR server {self.base_url}: $expunge of {target} returned {status}: {_outcome_text(body)}")
+                raise FhirServerError(
+                    f"FHIR server {self.base_url}: $expunge of {target} returned {status}: {_outcome_text(body)}"
+                )
         return Cleanup("$expunge", targets)
 
 
