@@ -51,7 +51,8 @@ def test_transaction_ids_differ_across_runs_and_cases_and_references_follow() ->
     walk(one)
     assert refs and set(refs) <= ids[0]
     patient = next(e for e in bundle["entry"] if e["resource"]["resourceType"] == "Patient")
-    assert map_one[patient["fullUrl"]] != map_two[patient["fullUrl"]]
+    key = f"Patient/{patient['resource']['id']}"
+    assert map_one[key] != map_two[key]
 
 
 def test_a_loaded_case_reads_back_identically_and_is_expunged() -> None:
