@@ -133,7 +133,14 @@ def test_metadata_lists_exactly_the_supported_types_and_parameters(sandbox: Fhir
     for type_, params in PARAMS.items():
         assert {p["name"] for p in by_type[type_]["searchParam"]} == {*params, *COMMON}
     assert by_type["MedicationRequest"]["searchInclude"] == ["MedicationRequest:medication"]
-    assert {i["code"] for i in by_type["MedicationStatement"]["interaction"]} == {"create", "update"}
+    assert {i["code"] for i in by_type["MedicationStatement"]["interaction"]} == {
+        "read",
+        "search-type",
+        "create",
+        "update",
+        "delete",
+    }
+    assert {i["code"] for i in by_type["Patient"]["interaction"]} == {"read", "search-type"}
 
 
 def test_read_rewrites_bundle_references_and_gives_an_etag(sandbox: FhirSandbox) -> None:
@@ -304,7 +311,8 @@ def test_create_and_update_follow_http_html(sandbox: FhirSandbox) -> None:
         ("POST", "MedicationStatement", {key: v for key, v in MS.items() if key != "subject"}, 422),
         ("POST", "MedicationStatement", {**MS, "subject": {"reference": "Patient/p2"}}, 403),
         ("POST", "Patient", {"resourceType": "Patient"}, 405),
-        ("DELETE", "MedicationRequest/mr1", None, 405),
+        ("DELETE", "Patient/p1", None, 405),
+        ("DELETE", "MedicationRequest/nope", None, 404),
     ],
 )
 def test_bad_writes_are_refused_and_change_nothing(

@@ -42,8 +42,8 @@ class FhirSandbox:
     """One case's FHIR server: start it, hand ``base_url`` and ``token`` to the agent, stop it.
 
     Args:
-        resources: Resources (dicts with ``resourceType`` and ``id``) or Bundle entries; a whole
-            Bundle's ``entry`` list works as is. Deep-copied: the caller's dicts are never changed.
+        resources: A Bundle, or resources (dicts with ``resourceType`` and ``id``), or Bundle
+            entries. Deep-copied: the caller's dicts are never changed.
         token: The bearer token requests must carry; None serves without one.
         patient: ``Patient/id`` the token grants (requests for another patient are 403), or None.
 
@@ -51,7 +51,9 @@ class FhirSandbox:
         ValueError: A resource without ``resourceType``/``id``, or a duplicated ``Type/id``.
     """
 
-    def __init__(self, resources: Iterable[dict[str, Any]], *, token: str | None, patient: str | None = None) -> None:
+    def __init__(
+        self, resources: Iterable[dict[str, Any]] | dict[str, Any], *, token: str | None, patient: str | None = None
+    ) -> None:
         self.token = token
         self.patient = patient
         self.store = ResourceStore(resources)
@@ -86,7 +88,9 @@ class FhirSandbox:
 
 
 @contextmanager
-def serve(resources: Iterable[dict[str, Any]], *, token: str | None, patient: str | None = None) -> Iterator[str]:
+def serve(
+    resources: Iterable[dict[str, Any]] | dict[str, Any], *, token: str | None, patient: str | None = None
+) -> Iterator[str]:
     """Serve ``resources`` as a FHIR R4 server on 127.0.0.1 for the ``with`` block.
 
     Args:

@@ -16,7 +16,7 @@ __all__ = ["WRITABLE", "capability_statement"]
 WRITABLE: frozenset[str] = frozenset(
     {"MedicationStatement", "MedicationRequest", "Condition", "AllergyIntolerance", "Observation", "Immunization"}
 )
-"""Types that accept ``create`` and ``update`` (the write task's MedicationStatement among them)."""
+"""Types that accept ``create``, ``update`` and ``delete`` (the write task's MedicationStatement among them)."""
 
 
 def capability_statement(base_url: str) -> dict[str, Any]:
@@ -27,7 +27,7 @@ def capability_statement(base_url: str) -> dict[str, Any]:
         if type_ in PARAMS:
             interactions += [{"code": "read"}, {"code": "search-type"}]
         if type_ in WRITABLE:
-            interactions += [{"code": "create"}, {"code": "update"}]
+            interactions += [{"code": "create"}, {"code": "update"}, {"code": "delete"}]
         entry: dict[str, Any] = {"type": type_, "interaction": interactions}
         if type_ in PARAMS:
             entry["searchParam"] = [

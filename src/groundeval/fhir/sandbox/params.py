@@ -58,6 +58,16 @@ PARAMS: dict[str, dict[str, SearchParam]] = {
         "category": _p("MedicationRequest", "category", "token", "category"),
         "authoredon": _p("MedicationRequest", "authoredon", "date", "authoredOn"),
     },
+    "MedicationStatement": {
+        "patient": _p(
+            "MedicationStatement", "patient", "reference", "subject", target="Patient", sp_id="clinical-patient"
+        ),
+        "subject": _p("MedicationStatement", "subject", "reference", "subject", target="Patient"),
+        "status": _p("MedicationStatement", "status", "token", "status", sp_id="medications-status"),
+        "code": _p("MedicationStatement", "code", "token", "medicationCodeableConcept", sp_id="medications-code"),
+        "category": _p("MedicationStatement", "category", "token", "category"),
+        "effective": _p("MedicationStatement", "effective", "date", "effectiveDateTime", "effectivePeriod"),
+    },
     "Condition": {
         "patient": _p("Condition", "patient", "reference", "subject", target="Patient", sp_id="clinical-patient"),
         "subject": _p("Condition", "subject", "reference", "subject", target="Patient"),
@@ -109,8 +119,9 @@ COMMON: dict[str, SearchParam] = {
 }
 """Parameters every resource type supports (search.html "Parameters for all resources")."""
 
-RESULT_PARAMS: frozenset[str] = frozenset({"_count", "_sort", "_include", "_getpagesoffset", "_format"})
-"""The result parameters the sandbox reads (search.html "Modifying search results"); ``_getpagesoffset``
+RESULT_PARAMS: frozenset[str] = frozenset({"_count", "_sort", "_include", "_total", "_getpagesoffset", "_format"})
+"""The result parameters the sandbox reads (search.html "Modifying search results"; ``Bundle.total`` is
+always exact, so every ``_total`` value is honoured); ``_getpagesoffset``
 is the sandbox's own paging cursor, only ever found in the ``next``/``previous`` links it writes."""
 
 INCLUDES: dict[str, tuple[str, str, str]] = {

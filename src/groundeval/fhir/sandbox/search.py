@@ -146,6 +146,8 @@ def search(
                     f"supported: {', '.join(k for k, v in INCLUDES.items() if v[0] == type_) or 'none'}",
                 )
             includes.append(INCLUDES[value])
+        elif name == "_total" and value not in ("none", "estimate", "accurate"):
+            raise FhirHttpError(400, "invalid", f"_total={value} is not one of none, estimate, accurate")
         elif name in RESULT_PARAMS:
             continue
         elif lenient:

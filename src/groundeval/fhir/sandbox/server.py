@@ -3,7 +3,8 @@
 Interactions and status codes follow the R4 spec's http.html: ``read`` (200, 404 for an unknown
 type or id), ``search-type`` (GET, 200 with a searchset Bundle), ``create`` (POST, 201 with a
 ``Location`` of ``[base]/[type]/[id]/_history/[vid]``), ``update`` (PUT, 200, or 201 when it
-creates; 400 when the body's id differs from the URL's), ``capabilities`` (``GET /metadata``),
+creates; 400 when the body's id differs from the URL's), ``delete`` (200 with an OperationOutcome; a later read is 410 Gone), ``capabilities``
+(``GET /metadata``),
 405 for an interaction not supported; every error body is an OperationOutcome
 (operationoutcome.html). A request without the case's bearer token is 401 (with
 ``WWW-Authenticate: Bearer``, RFC 6750); a request for another patient's data is 403. Both are
@@ -27,7 +28,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from groundeval.fhir.sandbox.capability import WRITABLE, capability_statement
-from groundeval.fhir.sandbox.outcome import FhirHttpError
+from groundeval.fhir.sandbox.outcome import FhirHttpError, operation_outcome
 from groundeval.fhir.sandbox.params import PATIENT_PARAMS, RESOURCE_TYPES
 from groundeval.fhir.sandbox.search import everything, search
 from groundeval.fhir.sandbox.store import ResourceStore, patient_of
@@ -125,19 +126,19 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             path = path[len("fhir") :].strip("/")
             if path == "metadata" and self.command == "GET":
-                self._send(200, capability_statement(self.state.base_url))
                 self._record(path, query, 200)
+                self._send(200, capability_statement(self.state.base_url))
                 return
             self._check_token()
             status, body, headers, returned = self._route(path, query)
         except FhirHttpError as err:
             refused = {401: "token", 403: "patient"}.get(err.status)
             headers = {"WWW-Authenticate": 'Bearer realm="groundeval"'} if err.status == 401 else None
+            self._record(path, query, err.status, refused=refused)  # logged before the client can read
             self._send(err.status, err.outcome(), headers)
-            self._record(path, query, err.status, refused=refused)
             return
-        self._send(status, body, headers)
         self._record(path, query, status, returned)
+        self._send(status, body, headers)
 
     def _check_token(self) -> None:
         if self.state.token is None:
@@ -194,6 +195,8 @@ class _Handler(BaseHTTPRequestHandler):
             if type_ == "Patient":
                 self._check_patient(f"Patient/{segments[1]}")
             res = state.store.get(type_, segments[1])
+            if res is None and state.store.is_deleted(type_, segments[1]):
+                raise FhirHttpError(410, "deleted", f"Resource {type_}/{segments[1]} was deleted")
             if res is None:
                 raise FhirHttpError(404, "not-found", f"Resource {type_}/{segments[1]} is not known")
             self._check_patient(patient_of(res))
@@ -208,6 +211,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._write(type_, None)
         if self.command == "PUT" and len(segments) == 2:
             return self._write(type_, segments[1])
+        if self.command == "DELETE" and len(segments) == 2 and type_ in WRITABLE:
+            res = state.store.get(type_, segments[1])
+            if res is None:
+                raise FhirHttpError(404, "not-found", f"Resource {type_}/{segments[1]} is not known")
+            self._check_patient(patient_of(res))
+            state.store.delete(type_, segments[1])
+            done = operation_outcome("informational", f"Deleted {type_}/{segments[1]}", "information")
+            return 200, done, None, ()
         raise FhirHttpError(405, "not-supported", f"{self.command} /{path} is not a supported interaction")
 
     def _check_search_scope(self, type_: str, query: list[tuple[str, str]]) -> None:
@@ -252,7 +263,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def do_DELETE(self) -> None:
-        """DELETE is not supported: 405."""
+        """Answer a DELETE (delete; 405 on a type that is not writable)."""
         self._handle()
 
     def do_PATCH(self) -> None:

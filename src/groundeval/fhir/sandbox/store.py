@@ -25,7 +25,7 @@ class Write:
     """One create or update the sandbox accepted.
 
     Attributes:
-        interaction: ``create`` or ``update`` (http.html interaction names).
+        interaction: ``create``, ``update`` or ``delete`` (http.html interaction names).
         reference: ``Type/id`` of the resource written.
     """
 
@@ -65,7 +65,7 @@ class ResourceStore:
     """The resources of one case, by type and id, safe to use from the server's threads.
 
     Args:
-        resources: Resources as dicts (each with ``resourceType`` and ``id``), or Bundle entries
+        resources: A Bundle, or resources as dicts (each with ``resourceType`` and ``id``), or Bundle entries
             (``{"fullUrl": ..., "resource": ...}``). References to an entry's ``fullUrl``
             (Synthea's ``urn:uuid:...``) are rewritten to ``Type/id``, as a server does when it
             processes a transaction (http.html "Transaction Processing Rules").
@@ -74,7 +74,11 @@ class ResourceStore:
         ValueError: A resource without ``resourceType`` or ``id``, or two with the same ``Type/id``.
     """
 
-    def __init__(self, resources: Iterable[dict[str, Any]]) -> None:
+    def __init__(self, resources: Iterable[dict[str, Any]] | dict[str, Any]) -> None:
+        if isinstance(resources, dict):  # a whole Bundle
+            if resources.get("resourceType") != "Bundle":
+                raise ValueError(f"serve a Bundle or a list of resources, not a {resources.get('resourceType')}")
+            resources = list(resources.get("entry") or [])
         entries = [(r.get("fullUrl"), r["resource"]) if "resource" in r else (None, r) for r in resources]
         by_urn: dict[str, str] = {}
         for full_url, res in entries:
@@ -86,6 +90,7 @@ class ResourceStore:
         self._by_type: dict[str, dict[str, dict[str, Any]]] = {}
         self._order: list[str] = []
         self.writes: list[Write] = []
+        self._deleted: set[str] = set()
         now = _now()
         for _, res in entries:
             res = _rewrite(copy.deepcopy(res), by_urn)
@@ -103,6 +108,20 @@ class ResourceStore:
         with self._lock:
             res = self._by_type.get(type_, {}).get(id_)
             return copy.deepcopy(res) if res is not None else None
+
+    def is_deleted(self, type_: str, id_: str) -> bool:
+        """Whether ``type_/id_`` was deleted (a read then gets 410 Gone, http.html "read")."""
+        with self._lock:
+            return f"{type_}/{id_}" in self._deleted
+
+    def delete(self, type_: str, id_: str) -> bool:
+        """Remove ``type_/id_`` (http.html "delete"); False when there was no such resource."""
+        with self._lock:
+            if self._by_type.get(type_, {}).pop(id_, None) is None:
+                return False
+            self._deleted.add(f"{type_}/{id_}")
+            self.writes.append(Write("delete", f"{type_}/{id_}"))
+            return True
 
     def all_of(self, type_: str) -> list[dict[str, Any]]:
         """Every resource of ``type_`` (copies), in load then write order."""
@@ -136,6 +155,7 @@ class ResourceStore:
             version = int((old or {}).get("meta", {}).get("versionId", "0")) + 1
             res["meta"] = {**(res.get("meta") or {}), "versionId": str(version), "lastUpdated": _now()}
             self._by_type[res["resourceType"]][res["id"]] = res
+            self._deleted.discard(f"{res['resourceType']}/{res['id']}")
             self.writes.append(Write("update", f"{res['resourceType']}/{res['id']}"))
         return copy.deepcopy(res), old is None
 
