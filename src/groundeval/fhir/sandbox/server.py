@@ -3,9 +3,9 @@
 Interactions and status codes follow the R4 spec's http.html: ``read`` (200, 404 for an unknown
 type or id), ``search-type`` (GET, 200 with a searchset Bundle), ``create`` (POST, 201 with a
 ``Location`` of ``[base]/[type]/[id]/_history/[vid]``), ``update`` (PUT, 200, or 201 when it
-creates; 400 when the body's id differs from the URL's), ``delete`` (200 with an OperationOutcome; a later read is 410 Gone), ``capabilities``
-(``GET /metadata``),
-405 for an interaction not supported; every error body is an OperationOutcome
+creates; 400 when the body's id differs from the URL's), ``delete`` (200 with an
+OperationOutcome; a later read is 410 Gone), ``capabilities`` (``GET /metadata``), 405 for an
+interaction not supported; every error body is an OperationOutcome
 (operationoutcome.html). A request without the case's bearer token is 401 (with
 ``WWW-Authenticate: Bearer``, RFC 6750); a request for another patient's data is 403. Both are
 refused, logged and counted.
