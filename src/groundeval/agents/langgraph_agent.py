@@ -117,6 +117,8 @@ class LangGraphAgent:
 
     name = "langgraph"
     requires: frozenset[str] = frozenset({"tools"})
+    tool_transport = "inprocess"
+    """It builds the case's tools in its own process (``groundeval.agents.base.check_tool_transport``)."""
 
     @classmethod
     def check_config(cls, config: AgentConfig) -> None:
@@ -190,6 +192,10 @@ class LangGraphAgent:
         return case_tools(request.case_id, request.context, self._site_catalog, f"the {self.name!r} agent",
                           self._read_tools, self._tools)
 
+    def _stream_config(self) -> dict[str, Any]:
+        """The graph's run config: ``recursion_limit``."""
+        return {"recursion_limit": self.recursion_limit}
+
     def _api_errors(self, model: BaseChatModel) -> tuple[type[BaseException], ...]:
         from groundeval.models.chat import api_errors
 
@@ -253,7 +259,7 @@ class LangGraphAgent:
         try:
             for chunk in graph.stream(
                 {"messages": [HumanMessage(request.prompt.user)]},
-                config={"recursion_limit": self.recursion_limit}, stream_mode="values",
+                config=self._stream_config(), stream_mode="values",
             ):
                 state = chunk
         except GraphRecursionError as exc:

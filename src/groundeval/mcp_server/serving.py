@@ -79,7 +79,7 @@ class MCPToolsAgent:
 
     def warmup(self) -> None:
         """Import the SDK, starlette and uvicorn, load the catalog, then the wrapped agent's ``warmup()``."""
-        import mcp.server.lowlevel  # noqa: F401
+        import mcp.server.lowlevel
         import mcp.server.streamable_http_manager  # noqa: F401
         import uvicorn  # noqa: F401
 
@@ -138,5 +138,6 @@ class MCPToolsAgent:
         if isinstance(out, str):
             out = AgentResult(text=out)
         if not isinstance(out, AgentResult) or out.cached:
-            return out  # not an answer (the runner reports it), or answered without a call
+            unchanged: AgentResult | str = out  # not an answer (the runner reports it), or answered without a call
+            return unchanged
         return dataclasses.replace(out, trace=trace, meta={**out.meta, **_counts(trace)})

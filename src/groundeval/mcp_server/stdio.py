@@ -22,25 +22,28 @@ async def relay(url: str) -> None:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (stdin, stdout), streamable_http_client(url) as (from_server, to_server, _):
-        async with anyio.create_task_group() as group:
+    async with (
+        stdio_server() as (stdin, stdout),
+        streamable_http_client(url) as (from_server, to_server, _),
+        anyio.create_task_group() as group,
+    ):
 
-            async def upstream() -> None:
-                async for message in stdin:
-                    if isinstance(message, Exception):  # a line that is not JSON-RPC
-                        continue
-                    await to_server.send(message)
-                group.cancel_scope.cancel()
+        async def upstream() -> None:
+            async for message in stdin:
+                if isinstance(message, Exception):  # a line that is not JSON-RPC
+                    continue
+                await to_server.send(message)
+            group.cancel_scope.cancel()
 
-            async def downstream() -> None:
-                async for message in from_server:
-                    if isinstance(message, Exception):
-                        raise message
-                    await stdout.send(message)
-                group.cancel_scope.cancel()
+        async def downstream() -> None:
+            async for message in from_server:
+                if isinstance(message, Exception):
+                    raise message
+                await stdout.send(message)
+            group.cancel_scope.cancel()
 
-            group.start_soon(upstream)
-            group.start_soon(downstream)
+        group.start_soon(upstream)
+        group.start_soon(downstream)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -103,7 +103,7 @@ class CaseToolServer:
 
             return await anyio.to_thread.run_sync(self.call, name, arguments)  # the tools are synchronous
 
-        self.server.list_tools()(list_tools)
+        self.server.list_tools()(list_tools)  # type: ignore[no-untyped-call]
         self.server.call_tool(validate_input=False)(call_tool)
 
     @property
@@ -168,7 +168,7 @@ class CaseToolServer:
 
     def _schema_problem(self, name: str, args: dict[str, Any]) -> str | None:
         """The first way ``args`` fail the tool's published schema, or None."""
-        import jsonschema
+        import jsonschema  # type: ignore[import-untyped]
 
         schema = self._specs[name]["parameters"]
         validator = jsonschema.validators.validator_for(schema)(schema)

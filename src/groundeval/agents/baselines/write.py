@@ -147,6 +147,8 @@ class BaselineWriteAgent(NeedsExtra):
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
 
     name = "baseline-write"
+    tool_transport = "inprocess"
+    """It calls the tool functions itself (``groundeval.agents.base.check_tool_transport``)."""
     needs_extra = ("healthchain", "healthchain")
     tasks: frozenset[str] = frozenset({"write"})
     model: str | None = None
