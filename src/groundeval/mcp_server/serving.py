@@ -56,10 +56,12 @@ class MCPToolsAgent:
 
     Args:
         agent: The agent under evaluation.
+        host: The loopback address the servers bind.
     """
 
-    def __init__(self, agent: Any) -> None:
+    def __init__(self, agent: Any, host: str = "127.0.0.1") -> None:
         self.wrapped = agent
+        self.host = host
         self.name: str = agent.name
         self.model: str | None = getattr(agent, "model", None)
         self.requires = frozenset({*(getattr(agent, "requires", None) or {"text_prompt"}), "tools"})
@@ -113,13 +115,13 @@ class MCPToolsAgent:
 
         tools = case_tools(request.case_id, request.context, self._site_catalog, "the case's MCP server")
         server = CaseToolServer(tools, name=f"groundeval-{request.task}")
-        host = HttpHost(server.server)
+        host = HttpHost(server.server, self.host)
         try:
             url = host.start()
         except ServerStartError as exc:
             raise RunStopError(
                 f"{request.case_id}: the case's MCP tool server (--groundeval-tools=mcp) could not start on "
-                f"127.0.0.1: {exc}; check that the mcp extra is installed (pip install 'groundeval[mcp]') and "
+                f"{self.host}: {exc}; check that the mcp extra is installed (pip install 'groundeval[mcp]') and "
                 "that loopback sockets can be opened",
             ) from exc
         served = dataclasses.replace(request, tool_server=ToolServer(
