@@ -202,7 +202,8 @@ def test_a_server_that_cannot_start_is_a_config_error_naming_why() -> None:
 def test_a_case_whose_bundle_cannot_back_the_tools_is_the_agents_error_as_in_process() -> None:
     request = _request("labs", LABS[0])
     broken = AgentRequest(case_id=request.case_id, task="labs", prompt=Prompt("s", "u"),
-                          context={"bundle": {"resourceType": "Bundle", "type": "collection", "entry": [{}]}})
+                          context={"bundle": {"resourceType": "Bundle", "type": "collection", "entry": [
+                              {"resource": {"resourceType": "Patient", "birthDate": "not-a-date"}}]}})
     with pytest.raises(AgentError, match="the read tools cannot serve this case"):
         MCPToolsAgent(_ClientAgent()).run(broken)
 

@@ -30,6 +30,7 @@ The record's trace is the server's (``mcp_server.serving``), not this client's.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import threading
 from datetime import timedelta
@@ -96,6 +97,7 @@ class MCPConnection:
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._pending: set[concurrent.futures.Future[Any]] = set()
 
     async def _session(self) -> None:
         from langchain_mcp_adapters.tools import load_mcp_tools
@@ -113,6 +115,8 @@ class MCPConnection:
                 await self._stop.wait()
         except BaseException as exc:  # reported on entry, or by the next call
             self._failure = _innermost(exc)
+            for future in list(self._pending):  # a call whose answer can no longer come
+                future.cancel()
         finally:
             self._ready.set()
 
@@ -155,13 +159,18 @@ class MCPConnection:
             if self._failure is not None or loop is None or loop.is_closed():
                 raise self._dropped(tool.name, self._failure)
             future = asyncio.run_coroutine_threadsafe(coroutine(**arguments), loop)
+            self._pending.add(future)
+            if self._failure is not None:
+                future.cancel()
             try:
                 content, _artifact = future.result(self.timeout_s)
             except ToolException as exc:  # an MCP error result: the server's text, for the model to read
                 raise ToolException(_text(getattr(exc, "tool_content", None) or str(exc))) from exc
             except Exception as exc:  # the transport: the server is gone or does not answer
                 future.cancel()
-                raise self._dropped(tool.name, exc) from exc
+                raise self._dropped(tool.name, self._failure or exc) from exc
+            finally:
+                self._pending.discard(future)
             return _text(content)
 
         return StructuredTool(name=tool.name, description=tool.description, args_schema=tool.args_schema or {},
