@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("mcp")
 pytest.importorskip("langchain_mcp_adapters")
 
-from tests._paths import REPO  # noqa: E402
-from tests._xdist import run_xdist  # noqa: E402
+from tests._paths import REPO
+from tests._xdist import run_xdist
 
 HERE = Path(__file__).parent
 PICK = {

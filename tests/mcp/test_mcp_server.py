@@ -13,21 +13,21 @@ import pytest
 pytest.importorskip("mcp")
 pytest.importorskip("langchain_mcp_adapters")
 
-from langchain_core.tools import StructuredTool  # noqa: E402
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from langchain_core.tools import StructuredTool
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
-from groundeval.agent_io import AgentRequest, AgentResult, Prompt, ToolServer  # noqa: E402
-from groundeval.agents._case_tools import case_tools  # noqa: E402
-from groundeval.errors import AgentError, InfraError, RunStopError  # noqa: E402
-from groundeval.mcp_server.http_host import HttpHost  # noqa: E402
-from groundeval.mcp_server.serving import MCPToolsAgent  # noqa: E402
-from groundeval.mcp_server.tools import CaseToolServer, tool_spec  # noqa: E402
-from groundeval.runner import request_for  # noqa: E402
-from groundeval.tasks import make_task  # noqa: E402
-from groundeval.terminology import Catalog  # noqa: E402
-from tests._paths import REPO  # noqa: E402
+from groundeval.agent_io import AgentRequest, AgentResult, Prompt, ToolServer
+from groundeval.agents._case_tools import case_tools
+from groundeval.errors import AgentError, InfraError, RunStopError
+from groundeval.mcp_server.http_host import HttpHost
+from groundeval.mcp_server.serving import MCPToolsAgent
+from groundeval.mcp_server.tools import CaseToolServer, tool_spec
+from groundeval.runner import request_for
+from groundeval.tasks import make_task
+from groundeval.terminology import Catalog
+from tests._paths import REPO
 
 LABS = sorted((REPO / "fixtures" / "labs").glob("[A-Z]*.json"))
 WRITE = REPO / "fixtures" / "write" / "acetaminophen-every-six-to-eight-hours.json"
@@ -83,7 +83,7 @@ class _ClientAgent:
         return AgentResult(text="[]", trace=[{"tool": "ignored", "args": {}, "result": None, "ok": True}])
 
 
-@pytest.mark.parametrize("task, path", [("write", WRITE), ("labs", LABS[0])], ids=["write", "labs"])
+@pytest.mark.parametrize(("task", "path"), [("write", WRITE), ("labs", LABS[0])], ids=["write", "labs"])
 def test_the_official_client_lists_and_calls_every_tool_as_the_in_process_agent_gets_it(task: str, path: Path) -> None:
     request = _request(task, path)
     local = case_tools(request.case_id, request.context, Catalog.load, "the test")
@@ -160,7 +160,7 @@ def test_two_concurrent_cases_servers_never_share_data() -> None:
         def run(self, request: AgentRequest) -> str:
             assert request.tool_server is not None
             both_up.wait()  # both cases' servers are running now
-            other = seen.setdefault("urls", []) + [request.tool_server.url]
+            other = [*seen.setdefault("urls", []), request.tool_server.url]
             seen["urls"] = other
             _, (patients,) = asyncio.run(_session_calls(request.tool_server.url,
                                                         [("get_resources", {"resource_type": "Patient"})]))
@@ -185,7 +185,7 @@ def test_two_concurrent_cases_servers_never_share_data() -> None:
         assert [e["result"]["entries"][0]["resource"]["id"] for e in trace] == [patient]
     # each server is gone once its case ended
     for url in seen["urls"]:
-        with pytest.raises(BaseException):  # noqa: B017 - the transport's error (an ExceptionGroup of httpx's)
+        with pytest.raises(BaseException, match=r"(?i)connect|unhandled errors"):  # httpx's, in an ExceptionGroup
             asyncio.run(_session_calls(url, []))
 
 
