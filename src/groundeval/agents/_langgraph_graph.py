@@ -22,9 +22,15 @@ if TYPE_CHECKING:
 __all__ = ["build_write_graph", "model_call_guard", "tool_error"]
 
 
-def tool_error(exc: Exception, request: Any) -> str:
-    """Content of the error ToolMessage that replaces a tool exception."""
+def tool_error(exc: Exception, request: Any) -> str | None:
+    """Content of the error ToolMessage that replaces a tool exception; None lets an ``InfraError`` through.
+
+    A tool that fails is the agent's to handle; a tool that cannot be reached (an MCP server whose
+    connection dropped) ends the case as ``infra_error`` instead of being shown to the model.
+    """
     del request
+    if isinstance(exc, InfraError):
+        return None
     return json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
 
 

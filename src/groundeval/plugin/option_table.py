@@ -27,6 +27,7 @@ from groundeval.shards import parse_shard as _shard
 
 __all__ = ["GENERIC", "OPTIONS", "RUN_OPTIONS", "Option"]
 
+_tools_mode = choice("inprocess", "mcp", why="must be inprocess or mcp", any_case=True)
 _progress_mode = choice("auto", "tty", "plain", "off", why="must be auto, tty, plain or off", any_case=True)
 
 RUN_OPTIONS: tuple[Option, ...] = (
@@ -130,6 +131,14 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "called ahead in threads while items still report one by one in collection order. 1 calls "
         "the agent inside each item, as a plain pytest run would. Default: 4 for the built-in "
         "agents, 1 for an agent of your own unless it sets thread_safe = True.", "N", scope="run",
+    ),
+    Option(
+        "tools", _tools_mode, "inprocess",
+        "How a tool-using agent gets the task's tools: inprocess (LangChain tools in the agent's process) or mcp "
+        "(each case's tools served by its own MCP server on 127.0.0.1, Streamable HTTP, with a stdio relay "
+        "command; the agent gets the URL in request.tool_server and every call it makes is traced by the "
+        "server). Needs the mcp extra; agents: langgraph-mcp or an agent of your own.", "inprocess|mcp",
+        scope="run",
     ),
     Option(
         "summary-md", _text, None,

@@ -93,6 +93,8 @@ class Settings:
         progress_every: ``--groundeval-progress-every``: seconds between plain progress lines.
         batch: ``--groundeval-batch``: the batch knobs (``models.batch.BatchSettings``, journal in the
             out-dir), or None when model requests are sent one call each.
+        tools: ``--groundeval-tools``: ``inprocess`` (LangChain tools in the agent's process) or ``mcp``
+            (each case's tools served by its own MCP server, ``groundeval.mcp_server``).
     """
 
     task: str | None
@@ -120,6 +122,7 @@ class Settings:
     progress: str = "auto"
     progress_every: float = 30.0
     batch: BatchSettings | None = None
+    tools: str = "inprocess"
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -337,6 +340,9 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"{sources['replay_allow_changed']} applies only to --groundeval-agent=replay:RUN.json; drop it"
         )
+    tools = str(values["tools"]).strip().lower()
+    if tools == "mcp":
+        _check_mcp(built, name, sources["tools"])
     out_dir = (base("out_dir") / os.path.expanduser(values["out_dir"])).resolve()
     return Settings(
         task=task,
@@ -364,7 +370,26 @@ def read_settings(config: pytest.Config) -> Settings:
         progress=str(values["progress"]),
         progress_every=float(values["progress_every"]),
         batch=_batch(values, {k: sources[k] for k in given}, out_dir),
+        tools=tools,
     )
+
+
+def _check_mcp(task: Any, name: str, where: str) -> None:
+    """``--groundeval-tools=mcp`` needs a task that offers tools and the ``mcp`` extra.
+
+    Raises:
+        pytest.UsageError: The task offers no tools, or a module of the ``mcp`` extra is missing.
+    """
+    from groundeval.errors import ConfigError
+    from groundeval.extras import EXTRAS, require_extra
+
+    if "tools" not in getattr(task, "provides", frozenset()):
+        raise pytest.UsageError(f"{where}=mcp: the {name} task offers no tools to serve; drop the option")
+    try:
+        for module in EXTRAS["mcp"]:
+            require_extra("mcp", module, f"{where}=mcp")
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _batch(values: dict[str, Any], sources: dict[str, str], out_dir: Path) -> BatchSettings | None:

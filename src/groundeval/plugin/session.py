@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.agents.base import Agent, AgentConfig, check_task, for_task, make_agent, preflight_agent
+from groundeval.agents.base import (
+    Agent,
+    AgentConfig,
+    check_task,
+    check_tool_transport,
+    for_task,
+    make_agent,
+    preflight_agent,
+)
 from groundeval.datasets import Case
 from groundeval.errors import ConfigError, RunStopError, SpendLimitReached
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
@@ -88,7 +96,7 @@ class GroundevalSession:
             self.task = make_task(settings.task, settings.task_options,
                                   call_options=call_policy_options(settings.agent_options))
             if distributed:
-                agent_name = preflight_agent(settings.agent, agent_config, self.task)
+                agent_name = preflight_agent(settings.agent, agent_config, self.task, settings.tools)
                 preflight_replay(settings, self.task)  # a bad replay record: a usage error before workers start
             elif self.runs_cases:
                 try:
@@ -240,7 +248,8 @@ class GroundevalSession:
         except Exception as exc:
             raise ConfigError(f"agent {settings.agent!r} could not be built: {type(exc).__name__}: {exc}") from exc
         check_task(agent, settings.agent, task)
-        return prepare_agent(agent, settings, task)  # replay checks; the --groundeval-cache wrapper
+        check_tool_transport(agent, settings.agent, settings.tools)
+        return prepare_agent(agent, settings, task)  # the MCP tool servers; replay checks; the cache
 
     # -- running a case ----------------------------------------------------------------------
     def run_case(self, case: Case, nodeid: str, session: pytest.Session, trial: int = 0) -> CaseRun:

@@ -159,6 +159,8 @@ class BaselineWriteAgent(NeedsExtra):
     """Never makes a network call: the first call of a process need not go alone."""
 
     name = "baseline-write"
+    tool_transport = "inprocess"
+    """It calls the tool functions itself (``groundeval.agents.base.check_tool_transport``)."""
     needs_extra = ("healthchain", "healthchain")
     tasks: frozenset[str] = frozenset({"write"})
     model: str | None = None
