@@ -91,7 +91,8 @@ def read_props(body: Any) -> dict[str, Any]:
 def read_models(body: Any, name: str | None) -> dict[str, Any]:
     """The facts in a ``GET /v1/models`` body about the model ``name`` (or the only one served)."""
     data = body.get("data") if isinstance(body, Mapping) else None
-    models = [m for m in data if isinstance(m, Mapping) and isinstance(m.get("id"), str)] if isinstance(data, list) else []
+    listed = data if isinstance(data, list) else []
+    models = [m for m in listed if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
     chosen = next((m for m in models if m["id"] == name), models[0] if len(models) == 1 else None)
     if chosen is None:
         return {}
