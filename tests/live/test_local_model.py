@@ -9,9 +9,10 @@ about a minute of CPU (see docs/agents/open-weight.md, "The smoke test"). Three 
   from the server, and the server's log is in the out-dir;
 * the smallest case against a context it cannot fit: ``case_too_large`` by the server's
   tokenizer, with no call;
-* a summary case scored with the packaged model as the judge (``local/smollm2``): the judge was
-  called, its replies are counted (a reply that is not a verdict is the judge's ``no_answer``,
-  never a harness error), its log is in the out-dir and its server is stopped.
+* the packaged model as the summary judge (``local/smollm2``), asked about one criterion: its
+  reply is a verdict or classed as the judge's own miss (``no_answer``/``format_not_ok``, or cut
+  off), never a crash; its server logged in the directory the session would set (the out-dir),
+  and ``close()``, which the session calls at its end, stopped it.
 
 No server process is left after any of them. The model's verdicts are the eval's output, not the test's.
 """
@@ -123,23 +124,29 @@ def test_a_case_that_leaves_too_little_of_the_context_is_case_too_large_with_no_
     details = case["error"]["details"]
     assert details["counted_by"] == "the server's tokenizer" and details["context_tokens"] == 512
     assert details["prompt_tokens"] > 512 - details["min_output_tokens"]
-    assert case["error"]["attempts"] == 0
+    assert case["attempts"] == 0  # no call was made
     assert _servers() <= before
 
 
-def test_the_packaged_model_as_the_summary_judge(pytester: pytest.Pytester) -> None:
+def test_the_packaged_model_as_the_summary_judge(tmp_path: Path) -> None:
+    from groundeval.errors import TruncatedError
+    from groundeval.models import server_logs
+    from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, JudgeError, make_judge
+
     before = _servers()
-    result = pytester.runpytest(
-        "--groundeval-task=summary", "--groundeval-agent=baseline-summary", "--groundeval-judge=local/smollm2",
-        "--groundeval-limit=1", "-p", "no:cacheprovider",
-    )
-    record = _record(pytester)
-    (case,) = record["cases"]
-    assert case["outcome"] not in ("config_error", "infra_error", "agent_error", "harness_error", "not_run"), (
-        case["message"], result.stdout.str()[-3000:])
-    assert case["metrics"]["judge_calls"] > 0
-    assert record["task_facts"]["judge"]["spec"] == "local/smollm2"
-    assert "Traceback" not in result.stdout.str()
-    (log,) = (pytester.path / "runs").glob("llama-server-judge-*.log")
-    assert "llama_context" in log.read_text()  # the judge's server logged in the out-dir
-    assert _servers() <= before  # the session closed the judge: its server is gone
+    server_logs.use_directory(tmp_path)  # as the session sets it to the run's out-dir
+    judge = make_judge("local/smollm2")
+    criterion = {"statement": "The summary names the active medication metformin."}
+    try:
+        verdict = judge.decide(criterion, "Active medications: metformin 500 mg twice daily.", label="smoke/judge")
+    except JudgeError as exc:  # a reply cut off at the judge's limit: the model's miss, classed, not a crash
+        assert isinstance(exc.error, TruncatedError), exc
+    else:
+        assert verdict.flag in (None, "evidence_not_in_summary", *NO_VERDICT_FLAGS)
+        assert verdict.cached or verdict.usage["input_tokens"] > 0  # the server's own count
+    finally:
+        judge.close()
+        server_logs.use_directory(None)
+    (log,) = tmp_path.glob("llama-server-judge-*.log")
+    assert "llama_context" in log.read_text()  # the judge's server logged where it was told
+    assert _servers() <= before  # close() stopped the judge's server
