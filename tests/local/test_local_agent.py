@@ -13,6 +13,7 @@ from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.agents.local import DEFAULT_N_CTX, TEMPLATE_TOKENS, LocalAgent, resolve_model, server_threads
 from groundeval.errors import CaseTooLargeError, ConfigError, RunStopError, TruncatedError
 from groundeval.models.llama_server import LlamaServer, read_facts
+from groundeval.models.served import MIN_OUTPUT_TOKENS
 
 from .fakes import FAKE_SERVER, REAL_LOG, FakeLocalAgent, recorded, requests_sent, server_pid, write_model
 
@@ -87,21 +88,30 @@ def test_the_servers_context_length_400_is_case_too_large(tmp_path: Path, live_p
     assert info.value.attempts == 1 and "maximum context length" in str(info.value)
 
 
-def test_a_prompt_that_does_not_fit_is_case_too_large_before_any_call(tmp_path: Path, live_pids: list[int]) -> None:
+def test_the_answer_gets_what_the_prompt_leaves_of_the_context_and_too_little_is_case_too_large(
+    tmp_path: Path, live_pids: list[int]
+) -> None:
     agent = _agent(tmp_path, live_pids, replies=["stop"])
-    user = "x" * (3 * (DEFAULT_N_CTX - 4096))  # the fake tokenizer: 3 characters a token
+
+    def request(case_id: str, tokens: int) -> AgentRequest:  # the fake tokenizer: 3 characters a token
+        return AgentRequest(case_id=case_id, task="reconcile", prompt=Prompt(system="", user="x" * (3 * tokens)))
+
+    left_over = MIN_OUTPUT_TOKENS - 1
     try:
         with pytest.raises(CaseTooLargeError) as info:
-            agent.run(AgentRequest(case_id="big", task="reconcile", prompt=Prompt(system="", user=user)))
-        fits = "x" * (3 * (DEFAULT_N_CTX - 4096 - TEMPLATE_TOKENS))
-        agent.run(AgentRequest(case_id="fits", task="reconcile", prompt=Prompt(system="", user=fits)))
+            agent.run(request("big", DEFAULT_N_CTX - TEMPLATE_TOKENS - left_over))
+        agent.run(request("tight", DEFAULT_N_CTX - TEMPLATE_TOKENS - MIN_OUTPUT_TOKENS))
+        agent.run(request("half", DEFAULT_N_CTX - TEMPLATE_TOKENS - 3000))
+        agent.run(request("small", 100))
     finally:
         agent.close()
     error = info.value
-    assert error.attempts == 0 and error.details["counted_by"] == "server tokenizer"
-    assert error.details["prompt_tokens"] == DEFAULT_N_CTX - 4096 + TEMPLATE_TOKENS
-    assert error.details["context_tokens"] == DEFAULT_N_CTX and "--groundeval-n-ctx" in str(error)
-    assert len(requests_sent(agent.log_path.read_text())) == 1  # only the case that fits was sent
+    assert error.attempts == 0 and error.details["counted_by"] == "the server's tokenizer"
+    assert error.details["prompt_tokens"] == DEFAULT_N_CTX - left_over
+    assert error.details["context_tokens"] == DEFAULT_N_CTX and error.details["min_output_tokens"] == MIN_OUTPUT_TOKENS
+    assert "--groundeval-n-ctx" in str(error) and f"leave {left_over} of" in str(error)
+    sent = requests_sent(agent.log_path.read_text())  # "big" was never sent
+    assert [body["max_tokens"] for body in sent] == [MIN_OUTPUT_TOKENS, 3000, 4096]  # min(4096, n_ctx - prompt)
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,11 @@ that names the command, the model and the last lines of its log.
   without it, the ``local`` extra's small model (``smollm2``). The served model id, recorded as
   the run's model, is the file name without ``.gguf``.
 * **Context**: ``--groundeval-n-ctx`` tokens (default ``DEFAULT_N_CTX``); the size the server
-  reports allocating is the one used. A case whose prompt, counted by the server's tokenizer
-  plus ``TEMPLATE_TOKENS``, and ``max_tokens`` do not fit is ``case_too_large`` before any call
-  (the rule of the other agents' pre-flight, with the model's own tokenizer instead of an estimate).
+  reports allocating is the one used. A case's prompt is counted by the server's tokenizer plus
+  ``TEMPLATE_TOKENS``; the answer gets ``min(--groundeval-max-tokens, n_ctx - prompt)`` tokens,
+  and a case that leaves fewer than ``MIN_OUTPUT_TOKENS`` (256) is ``case_too_large`` before any
+  call (``models.served.output_budget``, the rule ``openai-compatible`` applies when its server
+  says its context).
 * **Concurrency**: 1 (``max_concurrency``): llama-cpp-python serves one request at a time, so
   more calls in flight would only queue behind it.
 * **Under -n**: every pytest-xdist worker starts its own server (N workers: N copies of the model
@@ -72,7 +74,7 @@ class LocalAgent(SingleCallAgent):
 
     Args:
         config: ``model`` (a GGUF file or a packaged model name; default ``DEFAULT_MODEL``),
-            ``out_dir`` (where the server's log goes; default ``runs``), and the options of
+            ``out_dir`` (where the server's log goes; default the run's out-dir), and the options of
             ``OpenAICompatibleAgent`` but ``base_url``, plus ``n_ctx`` (tokens, default
             ``DEFAULT_N_CTX``).
 
@@ -123,7 +125,7 @@ class LocalAgent(SingleCallAgent):
         self, config: AgentConfig, *, http_client: httpx2.Client | None, sleep: Callable[[float], None] | None
     ) -> ProviderModel[Any]:
         options = {
-            **config.options, "out_dir": config.out_dir or Path("runs"), "server_command": self.server_command,
+            **config.options, "out_dir": config.out_dir, "server_command": self.server_command,
             "server_distribution": self.server_distribution, "start_timeout_s": self.start_timeout_s,
         }
         return LocalModel(config.model, role="agent", options=options, owner=f"the agent {self.name!r}",

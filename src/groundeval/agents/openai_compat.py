@@ -11,18 +11,32 @@ The call, its retries, failure classes, usage mapping and key handling are the m
 (``groundeval.models.openai_compat.OpenAICompatibleModel``; the key is
 ``GROUNDEVAL_OPENAI_API_KEY``, never ``OPENAI_API_KEY``); this agent names the server and model
 from ``--groundeval-base-url`` and ``--groundeval-model``.
+
+What the server says about itself is asked once, before the first case (``models.served``:
+llama.cpp's ``GET /props``, vLLM's ``max_model_len`` in ``GET /v1/models``): with its context
+known, a case is fitted to it as the ``local`` agent's are (the answer gets ``min(max_tokens,
+context - prompt)`` tokens; a case leaving fewer than ``MIN_OUTPUT_TOKENS`` is
+``case_too_large`` with no call), every case's ``agent_meta`` records the served model id, the
+context and the server's slots, and the calls in flight are capped to its slots.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from groundeval.agents._single_call import SingleCallAgent
 from groundeval.agents.base import AgentConfig
 from groundeval.errors import ConfigError
 from groundeval.extras import require_extra
-from groundeval.models.openai_compat import KEY_ENV, openai_usage
+from groundeval.models import get_model
+from groundeval.models.openai_compat import KEY_ENV, OpenAICompatibleModel, openai_usage
+from groundeval.models.provider import ProviderModel
+from groundeval.models.served import ServedFacts
 from groundeval.scoring import Metric
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = ["KEY_ENV", "NEEDS_MODEL", "NEEDS_URL", "OpenAICompatibleAgent"]
 
@@ -60,6 +74,26 @@ class OpenAICompatibleAgent(SingleCallAgent):
 
     name = "openai-compatible"
     provider = "openai-compatible"
+
+    def _build_model(
+        self, config: AgentConfig, *, http_client: httpx2.Client | None, sleep: Callable[[float], None] | None
+    ) -> ProviderModel[Any]:
+        """The model, told to ask the server about itself (``OpenAICompatibleModel.served``)."""
+        return get_model(
+            f"{self.provider}/{config.model or ''}", "agent", options={**config.options, "server_facts": True},
+            owner=f"the agent {self.name!r}", hints=self.hints(), http_client=http_client, sleep=sleep,
+        )
+
+    @property
+    def served(self) -> ServedFacts:
+        """What the server said about itself (asked once)."""
+        assert isinstance(self.backend, OpenAICompatibleModel)
+        return self.backend.served()
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """The server's slots when it says (llama.cpp ``total_slots``): more calls in flight would only queue."""
+        return self.served.total_slots
 
     @classmethod
     def hints(cls) -> dict[str, str]:

@@ -85,6 +85,10 @@ def main(argv: Sequence[str]) -> int:
         print("ERROR: --limit bounds the control set's cases; with --labels every labelled summary is scored "
               "(write a smaller label file instead)", file=sys.stderr)
         return 2
+    from groundeval.models import server_logs
+
+    server_logs.use_directory(args.output.resolve().parent if args.output is not None else None)
+    judge = None
     try:
         judge = make_judge(args.judge)
         if args.labels is not None:
@@ -107,6 +111,10 @@ def main(argv: Sequence[str]) -> int:
             "\n(to calibrate offline, with no key: groundeval calibrate --task summary --judge baseline)")
         print(f"ERROR: {exc}{hint}", file=sys.stderr)
         return 2
+    finally:
+        close = getattr(judge, "close", None)
+        if callable(close):  # a local/<gguf> judge stops its llama.cpp server
+            close()
     for line in card_lines(card):
         print(line)
     if args.output is not None:

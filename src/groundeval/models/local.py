@@ -13,8 +13,10 @@ command, the model and the last lines of its log.
   ``local`` extra's small model (``smollm2``). The served model id is the file name without
   ``.gguf``.
 * **Context**: option ``n_ctx`` tokens (default ``DEFAULT_N_CTX``); the size the server reports
-  allocating is the one used. A request whose prompt, counted by the server's tokenizer plus
-  ``TEMPLATE_TOKENS``, and ``max_tokens`` do not fit is ``CaseTooLargeError`` before any call.
+  allocating is the one used. A request's prompt is counted by the server's tokenizer plus
+  ``TEMPLATE_TOKENS``; its answer gets ``min(max_tokens, n_ctx - prompt)`` tokens, and a request
+  that leaves fewer than ``min(max_tokens, MIN_OUTPUT_TOKENS)`` is ``CaseTooLargeError`` before
+  any call (``models.served.output_budget``).
 * **Facts**: ``facts`` (and every response's ``meta``) hold the model file's SHA-256, its licence
   (GGUF ``general.license``, else the packaged model's), the server's name and version, the
   context size, its threads and the server's log file.
@@ -32,12 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundeval.errors import AgentError, CaseTooLargeError, ConfigError, InfraError, RunStopError
+from groundeval.errors import ConfigError, InfraError, RunStopError
 from groundeval.extras import require_extra
+from groundeval.models import server_logs
 from groundeval.models.base import ModelRequest, ModelResponse
 from groundeval.models.llama_server import DEFAULT_COMMAND, START_TIMEOUT_S, LlamaServer
-from groundeval.models.openai_compat import OpenAICompatibleModel
-from groundeval.models.pricing import CHARS_PER_TOKEN, estimate_tokens
+from groundeval.models.openai_compat import TEMPLATE_TOKENS, OpenAICompatibleModel
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_N_CTX", "PACKAGED_MODELS", "TEMPLATE_TOKENS", "LocalModel", "PackagedModel",
            "file_sha256", "resolve_model", "server_threads"]
@@ -47,9 +49,6 @@ DEFAULT_MODEL = "smollm2"
 DEFAULT_N_CTX = 8192
 """Context size given to the server when ``--groundeval-n-ctx`` is not, tokens (llama-cpp-python's
 own default is 2,048, below the smallest groundeval prompt; SmolLM2 was trained with 8,192)."""
-TEMPLATE_TOKENS = 32
-"""Tokens allowed for the chat template around the system and user messages (ChatML adds 5 per
-message and 3 for the assistant's turn); the tokenizer endpoint counts raw text only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +152,8 @@ class LocalModel(OpenAICompatibleModel):
     """A GGUF model served by a llama.cpp server that this model starts on 127.0.0.1 and stops.
 
     Options: those of ``OpenAICompatibleModel`` but ``base_url``, plus ``n_ctx`` (tokens,
-    default ``DEFAULT_N_CTX``), ``out_dir`` (where the server's log goes; default ``runs``),
+    default ``DEFAULT_N_CTX``), ``out_dir`` (where the server's log goes; default the run's out-dir,
+    ``models.server_logs``; the log is ``llama-server-[judge-]<worker>-<pid>.log``),
     ``server_command`` (the server command before its arguments; default
     ``python -m llama_cpp.server``, the extra), ``server_distribution`` (the distribution whose
     version is recorded as the server's) and ``start_timeout_s`` (seconds).
@@ -186,12 +186,14 @@ class LocalModel(OpenAICompatibleModel):
         self.model_path, self.packaged = resolve_model(name)
         self.n_ctx_wanted = int(self.options.get("n_ctx") or DEFAULT_N_CTX)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        out_dir = Path(self.options.get("out_dir") or "runs")
-        self.log_path = out_dir.resolve() / f"llama-server-{worker}-{os.getpid()}.log"
+        out_dir = Path(self.options.get("out_dir") or server_logs.directory())
+        role = "" if self.role == "agent" else f"{self.role}-"  # an agent's and a judge's server in one process
+        self.log_path = out_dir.resolve() / f"llama-server-{role}{worker}-{os.getpid()}.log"
         self.set_url("http://127.0.0.1/v1")  # set to the server's own when it has started
         self._server: LlamaServer | None = None
         self._start_lock = threading.Lock()
         self._facts: dict[str, Any] = {}
+        self._init_served(False)  # the facts come from the server's log (models.llama_server)
         alias = self.model_path.name
         return alias[: -len(".gguf")] if alias.lower().endswith(".gguf") else alias
 
@@ -287,49 +289,42 @@ class LocalModel(OpenAICompatibleModel):
             server.stop()
 
     # -- a call --------------------------------------------------------------------------------
-    def preflight(self, request: ModelRequest) -> None:
-        """Refuse a request whose prompt and ``max_tokens`` do not fit the server's context, before the call.
+    def context_tokens(self) -> int:
+        """The server's context, tokens (the server is started here if it was not)."""
+        self._start()
+        return self.n_ctx
 
-        The prompt is counted by the server's tokenizer (``/extras/tokenize/count``), plus
-        ``TEMPLATE_TOKENS`` for the chat template; a server without that endpoint is estimated
-        as characters / ``CHARS_PER_TOKEN``.
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens the server's tokenizer makes of ``text`` (``/extras/tokenize/count``), or None without it.
 
         Raises:
-            CaseTooLargeError: It does not fit; ``details`` hold the counts.
             InfraError: The tokenizer could not be reached.
         """
         server = self._start()
-        parts = [request.system, *(str(m.get("content", "")) for m in request.messages)]
-        text = "\n\n".join(part for part in parts if part)
         try:
-            counted = server.count_tokens(text)
+            return server.count_tokens(text)
         except OSError as exc:
             raise InfraError(
-                f"{request.label}: the llama.cpp server's tokenizer at {server.root} could not be reached: {exc}",
+                f"the llama.cpp server's tokenizer at {server.root} could not be reached: {exc}",
                 attempts=0, connection=True,
             ) from None
-        counted_by = "server tokenizer"
-        if counted is None:
-            counted, counted_by = estimate_tokens(*parts), "estimate"
-        prompt = counted + TEMPLATE_TOKENS
-        max_tokens = self.max_tokens_for(request)
-        if prompt + max_tokens > self.n_ctx:
-            how = "the server's tokenizer" if counted_by == "server tokenizer" else f"characters / {CHARS_PER_TOKEN}"
-            raise CaseTooLargeError(
-                f"{request.label}: the case is too large for the local model {self.name}: {prompt:,} prompt "
-                f"tokens ({how}, chat template included) plus max_tokens={max_tokens} exceed the server's "
-                f"{self.n_ctx:,}-token context; no call was made. Lower --groundeval-max-tokens, raise "
-                "--groundeval-n-ctx (within the model's training context), or use a smaller case",
-                attempts=0,
-                details={"prompt_tokens": prompt, "context_tokens": self.n_ctx, "max_tokens": max_tokens,
-                         "counted_by": counted_by, **self.facts},
-            )
+
+    def server_meta(self) -> dict[str, Any]:
+        """The model's and server's facts (``facts``)."""
+        return self.facts
+
+    def _too_large_fix(self) -> str:
+        return ("Lower --groundeval-max-tokens, raise --groundeval-n-ctx (within the model's training context), "
+                "or use a smaller case")
 
     def generate(self, request: ModelRequest) -> ModelResponse:
-        """Answer through the server (started here if ``warmup`` was not called).
+        """Answer through the server (started here if ``warmup`` was not called), fitted to its context.
+
+        The output limit is ``min(max_tokens, n_ctx - prompt tokens)`` (``OpenAICompatibleModel.fit``).
 
         Raises:
             RunStopError: The server has exited since it started (its log is named).
+            CaseTooLargeError: The prompt leaves fewer than ``min(max_tokens, MIN_OUTPUT_TOKENS)`` tokens.
             AgentError: As ``OpenAICompatibleModel.generate``; ``details`` also hold the facts.
         """
         server = self._start()
@@ -337,16 +332,7 @@ class LocalModel(OpenAICompatibleModel):
         if code is not None:
             error = server.failure(f"exited (status {code}) during the run")
             raise RunStopError(f"{request.label}: {error}", attempts=0, details=self.facts)
-        try:
-            response = super().generate(request)
-        except AgentError as exc:
-            exc.details = {**self.facts, **exc.details}
-            raise
-        return ModelResponse(
-            text=response.text, model=response.model, stop_reason=response.stop_reason, usage=response.usage,
-            request_id=response.request_id, attempts=response.attempts, retry_wait_s=response.retry_wait_s,
-            tool_calls=response.tool_calls, meta={**response.meta, **self.facts},
-        )
+        return super().generate(request)
 
     def _truncation_fix(self, stop_reason: str | None) -> str | None:
         if stop_reason != "length":

@@ -16,26 +16,38 @@ model) is ``None``, not 0.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groundeval.errors import AgentError, ConfigError
 from groundeval.extras import require_extra
-from groundeval.models.base import ModelRequest, ToolCall
+from groundeval.models.base import ModelRequest, ModelResponse, ToolCall
 from groundeval.models.classify import BadResponse, classify_openai_error, strip_userinfo
-from groundeval.models.pricing import cost_usd
+from groundeval.models.pricing import CHARS_PER_TOKEN, cost_usd, estimate_tokens
 from groundeval.models.provider import ProviderModel, Reply
 from groundeval.models.retry import Completed
+from groundeval.models.served import ServedFacts, output_budget, read_models, read_props
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["KEY_ENV", "OpenAICompatibleModel", "openai_usage"]
+__all__ = ["KEY_ENV", "PROBE_TIMEOUT_S", "TEMPLATE_TOKENS", "OpenAICompatibleModel", "openai_usage"]
 
 KEY_ENV = "GROUNDEVAL_OPENAI_API_KEY"
 """Environment variable holding the key for the OpenAI-compatible server (optional)."""
+PROBE_TIMEOUT_S = 10.0
+"""Timeout of one request asking the server about itself (``/props``, ``/v1/models``, its tokenizer), seconds."""
+TEMPLATE_TOKENS = 32
+"""Tokens allowed for the chat template around the system and user messages (ChatML adds 5 per
+message and 3 for the assistant's turn); a tokenizer endpoint counts raw text only."""
+COUNTS_KEPT = 64
+"""Prompt token counts remembered per model (a case is counted by its pre-flight and again by its call)."""
 
 
 def _tokens(value: Any) -> int | None:
@@ -92,8 +104,16 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
     URL without them.
 
     Options: ``base_url`` (required), ``max_tokens`` (tokens, default 4096), ``temperature``
-    (default: not sent, the server's default), ``max_retries`` (default 2) and ``timeout``
-    (seconds per call, default 600).
+    (default: not sent, the server's default), ``max_retries`` (default 2), ``timeout``
+    (seconds per call, default 600) and ``server_facts`` (default False: ask the server about
+    itself, ``served``).
+
+    **Context.** When the server's context is known (``context_tokens``: what the server said,
+    ``models.served``), a request is fitted to it before the call: its prompt is counted by the
+    server's tokenizer (else estimated as characters / ``CHARS_PER_TOKEN``) plus
+    ``TEMPLATE_TOKENS``, the answer gets ``min(max_tokens, context - prompt)`` tokens, and a
+    request that leaves fewer than ``min(max_tokens, MIN_OUTPUT_TOKENS)`` is ``CaseTooLargeError``
+    with no call made (``models.served.output_budget``). Otherwise the server decides (its 400).
 
     Raises:
         ConfigError: The openai SDK is not installed (the ``openai`` extra), no base URL or
@@ -121,7 +141,15 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
         if not name:
             raise ConfigError(self.hints.get("no_model") or f"{self.owner} needs the served model's name")
         self.set_url(str(base_url))
+        self._init_served(bool(self.options.get("server_facts")))
         return name
+
+    def _init_served(self, ask: bool) -> None:
+        self._ask_served = ask
+        self._served: ServedFacts | None = None
+        self._served_lock = threading.Lock()
+        self._counts: dict[str, tuple[int | None, str]] = {}
+        self._counts_lock = threading.Lock()
 
     def set_url(self, url: str) -> None:
         """Point the model at ``url`` (credentials in it reach the SDK only, as HTTP Basic auth)."""
@@ -194,3 +222,129 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
 
     def _truncation_fix(self, stop_reason: str | None) -> str | None:
         return "Raise --groundeval-max-tokens" if stop_reason == "length" else None
+
+    # -- what the server says about itself -----------------------------------------------------
+    def served(self) -> ServedFacts:
+        """What the server said about itself (``models.served``), asked once; empty without ``server_facts``.
+
+        An endpoint the server lacks, or that fails, says nothing; it never fails the run.
+        """
+        with self._served_lock:
+            if self._served is None:
+                self._served = self._ask_server() if self._ask_served else ServedFacts()
+            return self._served
+
+    def _root(self) -> str:
+        """The server's root (the base URL without its trailing ``/v1``)."""
+        return self._url[: -len("/v1")] if self._url.endswith("/v1") else self._url
+
+    def _probe(self, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
+        """The JSON a probe of the server answered, or None (any failure: the endpoint is absent)."""
+        import openai
+
+        options: Any = {"timeout": PROBE_TIMEOUT_S}
+        try:
+            if method == "GET":
+                return self._sdk().get(url, cast_to=object, options=options)
+            return self._sdk().post(url, cast_to=object, body=body, options=options)
+        except (openai.APIError, ValueError, TypeError):
+            return None
+
+    def _ask_server(self) -> ServedFacts:
+        found = read_props(self._probe("GET", f"{self._root()}/props"))
+        for key, value in read_models(self._probe("GET", f"{self._url}/models"), self.name).items():
+            found.setdefault(key, value)
+        return ServedFacts(**found)
+
+    def server_meta(self) -> dict[str, Any]:
+        """Facts of the model and its server recorded with every call (``ServedFacts.meta``)."""
+        return self.served().meta()
+
+    def context_tokens(self) -> int | None:
+        """The context one request gets, tokens, when the server said; else None (not checked here)."""
+        return self.served().n_ctx
+
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens the server's tokenizer makes of ``text`` (raw, no chat template), or None without one.
+
+        llama.cpp: ``POST /tokenize {"content"}``; vLLM: ``POST /tokenize {"model", "prompt"}``.
+        """
+        server = self.served().server
+        if server == "llama.cpp":
+            reply = self._probe("POST", f"{self._root()}/tokenize", {"content": text})
+            tokens = reply.get("tokens") if isinstance(reply, dict) else None
+            return len(tokens) if isinstance(tokens, list) else None
+        if server == "vllm":
+            reply = self._probe("POST", f"{self._root()}/tokenize", {"model": self.name, "prompt": text})
+            count = reply.get("count") if isinstance(reply, dict) else None
+            return count if isinstance(count, int) and not isinstance(count, bool) else None
+        return None
+
+    def _counted(self, text: str, count: Callable[[str], int | None]) -> tuple[int | None, str]:
+        """``count(text)``, remembered (a case is counted by its pre-flight and again by its call)."""
+        key = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        with self._counts_lock:
+            if key in self._counts:
+                return self._counts[key]
+        found = (count(text), "the server's tokenizer")
+        with self._counts_lock:
+            if len(self._counts) >= COUNTS_KEPT:
+                self._counts.pop(next(iter(self._counts)))
+            self._counts[key] = found
+        return found
+
+    def _too_large_fix(self) -> str:
+        return "Raise the server's context, lower --groundeval-max-tokens, or use a smaller case"
+
+    def fit(self, request: ModelRequest) -> ModelRequest:
+        """``request`` with the output limit its prompt leaves in the server's context (see the class).
+
+        Raises:
+            CaseTooLargeError: Fewer than ``min(max_tokens, MIN_OUTPUT_TOKENS)`` tokens are left.
+        """
+        n_ctx = self.context_tokens()
+        if n_ctx is None:
+            return request
+        parts = [request.system, *(str(m.get("content", "")) for m in request.messages)]
+        counted, how = self._counted("\n\n".join(part for part in parts if part), self.count_tokens)
+        if counted is None:
+            counted, how = estimate_tokens(*parts), f"characters / {CHARS_PER_TOKEN}"
+        wanted = self.max_tokens_for(request)
+        budget = output_budget(
+            label=request.label, model=str(self.name), prompt_tokens=counted + TEMPLATE_TOKENS, max_tokens=wanted,
+            n_ctx=n_ctx, counted_by=how, details=self.server_meta(), fix=self._too_large_fix(),
+        )
+        return request if budget == request.max_tokens else dataclasses.replace(request, max_tokens=budget)
+
+    def preflight(self, request: ModelRequest) -> None:
+        """Refuse a request that does not fit the server's context (``fit``), or else the base rule.
+
+        Raises:
+            CaseTooLargeError: It does not fit; ``details`` hold the counts.
+        """
+        if self.context_tokens() is None:
+            super().preflight(request)
+            return
+        self.fit(request)
+
+    def warmup(self) -> None:
+        """Build the client and ask the server about itself before the first call is timed."""
+        super().warmup()
+        self.served()
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        """As ``ProviderModel.generate``, with the request fitted to the server's context (``fit``).
+
+        The response's ``meta`` (and an error's ``details``) also hold ``server_meta``.
+
+        Raises:
+            CaseTooLargeError: The request does not fit (no call), or the server said so.
+            AgentError: As ``ProviderModel.generate``.
+        """
+        try:
+            response = super().generate(self.fit(request))
+        except AgentError as exc:
+            exc.details = {**self.server_meta(), **exc.details}
+            raise
+        facts = self.server_meta()
+        return dataclasses.replace(response, meta={**response.meta, **facts}) if facts else response

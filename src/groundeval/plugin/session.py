@@ -30,7 +30,7 @@ from groundeval.agents.base import (
 from groundeval.datasets import Case
 from groundeval.errors import ConfigError, RunStopError, SpendLimitReached
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
-from groundeval.models import throttle
+from groundeval.models import server_logs, throttle
 from groundeval.models.retry import call_policy_options
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
@@ -91,6 +91,7 @@ class GroundevalSession:
             from groundeval.plugin.batch_mode import NO_XDIST
 
             raise pytest.UsageError(NO_XDIST)
+        server_logs.use_directory(settings.out_dir)  # a judge's or agent's model server logs in the out-dir
         try:
             # a task that calls a model itself (the summary judge) keeps the run's deadline and retries
             self.task = make_task(settings.task, settings.task_options,
@@ -383,16 +384,21 @@ class GroundevalSession:
         throttle.stop_calls()
 
     def close_agent(self) -> None:
-        """Call the agent's optional ``close()`` (the ``local`` agent stops its server); warn if it raises."""
-        close = getattr(self._agent, "close", None)
-        if not callable(close):
-            return
-        try:
-            close()
-        except Exception as exc:  # the run's results matter more than a failed cleanup
-            import warnings
+        """Call the agent's and the task's optional ``close()``; warn if one raises.
 
-            warnings.warn(f"groundeval: the agent's close() raised {type(exc).__name__}: {exc}", stacklevel=2)
+        The ``local`` agent stops its server; the summary task stops its judge's (a ``local/<gguf>``
+        judge), so no model server outlives the run.
+        """
+        for owner, what in ((self._agent, "the agent"), (getattr(self, "task", None), "the task")):
+            close = getattr(owner, "close", None)
+            if not callable(close):
+                continue
+            try:
+                close()
+            except Exception as exc:  # the run's results matter more than a failed cleanup
+                import warnings
+
+                warnings.warn(f"groundeval: {what}'s close() raised {type(exc).__name__}: {exc}", stacklevel=2)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Close the agent if the session did not end normally; put the signal handlers back; forget the check cache."""
@@ -400,6 +406,7 @@ class GroundevalSession:
 
         self.close_agent()
         check_cache.use_directory(None)
+        server_logs.use_directory(None)
         if self._signal_stop is not None:
             self._signal_stop.restore()
             self._signal_stop = None

@@ -221,3 +221,25 @@ def test_a_local_judges_card_is_keyed_by_its_gguf_sha256_so_moving_the_file_keep
     moved.write_bytes(b"GGUF other weights")
     assert not matches(card, ModelJudge(model, "local/renamed"))  # other weights: another judge
     assert not matches({**card, "prompt_sha256": "0" * 64}, judge)
+
+
+def test_closing_the_task_closes_its_judges_model_and_the_session_closes_the_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from groundeval.plugin.session import GroundevalSession
+    from groundeval.tasks.summary.task import SummaryTask
+
+    closed: list[str] = []
+
+    class Closing(ScriptedModel):
+        def close(self) -> None:
+            closed.append("model")
+
+    task = SummaryTask()
+    object.__setattr__(task.scorer, "judge", ModelJudge(Closing(["{}"], role="judge", name="m"), "local/m"))
+    task.close()
+    assert closed == ["model"]  # a local/<gguf> judge's close stops its llama.cpp server
+    holder = GroundevalSession.__new__(GroundevalSession)
+    holder._agent, holder.task = None, task
+    holder.close_agent()
+    assert closed == ["model", "model"]

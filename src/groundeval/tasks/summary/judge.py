@@ -31,7 +31,6 @@ id otherwise, ``baseline`` for the rule-based judge.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import hashlib
 import json
@@ -241,9 +240,12 @@ class ModelJudge:
         self.cache = cache
         self.answered = 0  # verdicts this process got from the model
         self.unreachable = 0  # connection-level failures before the first verdict
-        close = getattr(model, "close", None)
-        if callable(close):  # a local judge's llama.cpp server stops when the process ends
-            atexit.register(close)
+
+    def close(self) -> None:
+        """Close the model (a ``local/<gguf>`` judge stops its llama.cpp server); safe to call again."""
+        close = getattr(self.model, "close", None)
+        if callable(close):
+            close()
 
     def settings(self) -> dict[str, Any]:
         """The model's settings (``spec``, ``role``, ``model``, ``max_tokens``, ``temperature``) and prompt hash."""

@@ -99,6 +99,12 @@ class SummaryTask(BaseTask):
         return {**metrics, "judge_model": settings.get("model"), "judge_temperature": settings.get("temperature"),
                 "judge_prompt_sha256": self.judge_model.prompt_sha256}
 
+    def close(self) -> None:
+        """Close the judge (a ``local/<gguf>`` judge stops its server); the session calls this at its end."""
+        close = getattr(self.judge_model, "close", None)
+        if callable(close):
+            close()
+
     @property
     def judge_model(self) -> Judge:
         """The judge the scorer asks."""
