@@ -22,6 +22,7 @@ command, the model and the last lines of its log.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -342,11 +343,7 @@ class LocalModel(OpenAICompatibleModel):
         except AgentError as exc:
             exc.details = {**self.facts, **exc.details}
             raise
-        return ModelResponse(
-            text=response.text, model=response.model, stop_reason=response.stop_reason, usage=response.usage,
-            request_id=response.request_id, attempts=response.attempts, retry_wait_s=response.retry_wait_s,
-            tool_calls=response.tool_calls, meta={**response.meta, **self.facts},
-        )
+        return dataclasses.replace(response, meta={**response.meta, **self.facts})
 
     def _truncation_fix(self, stop_reason: str | None) -> str | None:
         if stop_reason != "length":
