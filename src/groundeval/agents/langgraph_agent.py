@@ -257,8 +257,8 @@ class LangGraphAgent:
             ``text``: the final reply's text (the task's answer: a medication list, a
             MedicationStatement); ``trace``: every tool call; ``messages``: every model reply
             (with its call's timing and usage) and tool result; ``attempts``: model calls,
-            retries included; ``usage``: tokens summed over the replies and ``cost_usd``; ``meta``: ``stop_reason``, ``recursion_limit``,
-            ``tool_calls``, ``model_turns``.
+            retries included; ``usage``: tokens summed over the replies and ``cost_usd``;
+            ``meta``: ``stop_reason``, ``recursion_limit``, ``tool_calls``, ``model_turns``.
 
         Raises:
             AgentError: The request context has neither a ``bundle`` nor a ``patient_reference``

@@ -215,7 +215,7 @@ def task_version(module: str) -> str:
     from importlib import metadata
 
     top = module.split(".")[0]
-    for dist in metadata.packages_distributions().get(top, []):
+    for dist in [top, *metadata.packages_distributions().get(top, [])]:  # an editable install maps no module
         try:
             return metadata.version(dist)
         except metadata.PackageNotFoundError:
