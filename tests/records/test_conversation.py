@@ -24,12 +24,23 @@ INFO = RunInfo(run_id="r1", task="write", agent="langgraph", model="scripted")
 def test_a_tool_using_case_keeps_its_prompt_every_reply_and_tool_result_with_timing() -> None:
     task = WriteTask()
     case = task.load_case(default_data_dir("write") / "tylenol-brand-lookup.json")
-    model = ScriptedChatModel(steps=[
-        call("lookup_rxnorm", query="Tylenol 325 mg"),
-        call("build_medication_statement", status="active", rxcui="209387", dose_value=650, dose_unit="mg",
-             frequency=1, period=6, period_unit="h", as_needed=True),
-        answer_with_last_result("build_medication_statement", "resource"),
-    ])
+    model = ScriptedChatModel(
+        steps=[
+            call("lookup_rxnorm", query="Tylenol 325 mg"),
+            call(
+                "build_medication_statement",
+                status="active",
+                rxcui="209387",
+                dose_value=650,
+                dose_unit="mg",
+                frequency=1,
+                period=6,
+                period_unit="h",
+                as_needed=True,
+            ),
+            answer_with_last_result("build_medication_statement", "resource"),
+        ]
+    )
     record = run_case(task, LangGraphWriteAgent(chat_model=model), case, INFO, "groundeval/write::x").record
     conv = record.conversation
     assert conv is not None and conv.prompt == "full"
@@ -49,7 +60,7 @@ def test_a_tool_using_case_keeps_its_prompt_every_reply_and_tool_result_with_tim
 
 class _Talker:
     name = "talker"
-    model = None
+    model: str | None = None
 
     def __init__(self, messages: list[dict[str, Any]]) -> None:
         self.messages = messages
@@ -63,21 +74,33 @@ def test_the_conversation_is_capped_and_redacted_like_the_rest_of_the_record(mon
     task = make_task("extraction")
     case = task.load_case(sorted(default_data_dir("extraction").glob("*.json"))[0])
     long = "x" * (MAX_MESSAGE_CHARS + 10)
-    agent = _Talker([{"role": "assistant", "content": "key sk-very-secret-value-123"},
-                     {"role": "tool", "name": "t", "content": long, "ok": True}])
+    agent = _Talker(
+        [
+            {"role": "assistant", "content": "key sk-very-secret-value-123"},
+            {"role": "tool", "name": "t", "content": long, "ok": True},
+        ]
+    )
     info = RunInfo(run_id="r1", task="extraction", agent="talker", model=None)
     record = run_case(task, agent, case, info, "groundeval/extraction::x").record
     assert record.conversation is not None
     replies = record.conversation.replies
     assert replies[0].content == "key [REDACTED]"
     assert (replies[1].content or "").startswith("x" * MAX_MESSAGE_CHARS + "… [cut: ") and record.capped[
-        f"conversation.messages[{len(record.conversation.messages) - 1}].content"] == len(long)
+        f"conversation.messages[{len(record.conversation.messages) - 1}].content"
+    ] == len(long)
     assert "sk-very-secret" not in record.model_dump_json()
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> RunRecord:
-    result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=baseline",
-                                "--groundeval-limit=3", "--groundeval-out-dir=runs", "-p", "no:cacheprovider", *args)
+    result = pytester.runpytest(
+        "--groundeval-task=extraction",
+        "--groundeval-agent=baseline",
+        "--groundeval-limit=3",
+        "--groundeval-out-dir=runs",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    )
     result.assert_outcomes(passed=3)
     (path,) = (pytester.path / "runs").glob("*.json")
     return RunRecord.model_validate_json(path.read_text(encoding="utf-8"))
@@ -103,7 +126,7 @@ def test_by_reference_the_prompt_is_left_out_and_rendered_again_exactly(pytester
         rendered = render_prompt(ref, case)
         assert [rendered.system, rendered.user] == [m.content for m in whole.conversation.messages]
     assert ref.cases[0].conversation.reference.task_version == full.packages["groundeval"]  # type: ignore[union-attr]
-    assert full.cases[0].conversation.messages[1].content not in json.dumps(ref.model_dump())  # type: ignore[union-attr]
+    assert str(full.cases[0].conversation.messages[1].content) not in json.dumps(ref.model_dump())  # type: ignore[union-attr]
 
 
 def test_a_changed_case_file_cannot_render_the_referenced_prompt(pytester: pytest.Pytester, tmp_path: Path) -> None:

@@ -22,21 +22,27 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 
 XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
 
-AGENT = f'''
+AGENT = f"""
 from groundeval import AgentResult
 
 def fn(request):
     text = "[]" if len(request.case_id) % 2 else {XSS!r}
     return AgentResult(text=text, messages=[{{"role": "assistant", "content": {XSS!r} + " answer",
                                                "call": {{"latency_s": 0.5, "attempts": 1, "usage": {{}}}}}}])
-'''
+"""
 
 
 def _runs(pytester: pytest.Pytester) -> Path:
     pytester.makepyfile(xss_agent=AGENT)
     for agent in ("baseline", "naive", "xss_agent:fn"):
-        pytester.runpytest("--groundeval-task=extraction", f"--groundeval-agent={agent}", "--groundeval-limit=6",
-                           "--groundeval-out-dir=runs", "-p", "no:cacheprovider")
+        pytester.runpytest(
+            "--groundeval-task=extraction",
+            f"--groundeval-agent={agent}",
+            "--groundeval-limit=6",
+            "--groundeval-out-dir=runs",
+            "-p",
+            "no:cacheprovider",
+        )
     runs = pytester.path / "runs"
     assert len(list(runs.glob("*.json"))) == 3
     return runs
@@ -109,6 +115,7 @@ def test_runs_list_filters_case_page_and_side_by_side(server: str, page: Any) ->
     page.wait_for_url("**outcome=passed**")
     outcomes = page.locator("#cases tbody tr td:nth-child(3)").all_inner_texts()
     assert outcomes and set(outcomes) == {"passed"} and len(outcomes) < total
+    _shot(page, "view-run")
     page.select_option("select[name=outcome]", "")
     page.select_option("select[name=metric]", "precision")
     page.fill("input[name=below]", "1")
@@ -123,7 +130,6 @@ def test_runs_list_filters_case_page_and_side_by_side(server: str, page: Any) ->
     page.click("#filters button[type=submit]")
     page.wait_for_url("**text=**")
     assert page.locator("#cases tbody tr td a").all_inner_texts() == [first]
-    _shot(page, "view-run")
 
     # a case page: the conversation (the prompt sent), the parsed answer beside the truth
     page.locator("#cases tbody tr td a").first.click()

@@ -19,11 +19,20 @@ __all__ = ["make_app"]
 
 
 def _environment() -> Environment:
-    env = Environment(loader=PackageLoader("groundeval.view", "templates"),
-                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env = Environment(
+        loader=PackageLoader("groundeval.view", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
     env.filters["pretty"] = pretty
-    env.filters["num"] = lambda v, d=3: "—" if not isinstance(v, int | float) else f"{v:.{d}f}"
+    env.filters["num"] = _num
     return env
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    """A figure for a table cell: an integer as it is, a float to ``digits`` places, anything else a dash."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "—"
+    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
 
 
 def _metric_names(cases: Any) -> list[str]:
@@ -73,13 +82,25 @@ def make_app(directory: Path) -> Starlette:
             below = float(below_raw) if below_raw else None
         except ValueError:
             below = None
-        filters = {"outcome": q.get("outcome", ""), "metric": q.get("metric", ""), "below": below_raw,
-                   "text": q.get("text", "")}
-        shown = [(i, c) for i, c in enumerate(run.cases)
-                 if case_matches(c, outcome=filters["outcome"], metric=filters["metric"], below=below,
-                                 text=filters["text"])]
-        return page("run.html", run=run, cases=shown, filters=filters, outcomes=sorted(OUTCOMES),
-                    metrics=_metric_names(run.cases))
+        filters = {
+            "outcome": q.get("outcome", ""),
+            "metric": q.get("metric", ""),
+            "below": below_raw,
+            "text": q.get("text", ""),
+        }
+        shown = [
+            (i, c)
+            for i, c in enumerate(run.cases)
+            if case_matches(c, outcome=filters["outcome"], metric=filters["metric"], below=below, text=filters["text"])
+        ]
+        return page(
+            "run.html",
+            run=run,
+            cases=shown,
+            filters=filters,
+            outcomes=sorted(OUTCOMES),
+            metrics=_metric_names(run.cases),
+        )
 
     async def case_page(request: Request) -> Response:
         run = run_of(request.path_params["run_id"])
@@ -109,7 +130,11 @@ def make_app(directory: Path) -> Starlette:
         only = request.query_params.get("differ") == "1"
         return page("compare.html", runs=runs, rows=[r for r in rows if r["differ"] or not only], only=only)
 
-    return Starlette(routes=[
-        Route("/", index), Route("/run/{run_id}", run_page), Route("/run/{run_id}/case/{index:int}", case_page),
-        Route("/compare", compare),
-    ])
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/run/{run_id}", run_page),
+            Route("/run/{run_id}/case/{index:int}", case_page),
+            Route("/compare", compare),
+        ]
+    )

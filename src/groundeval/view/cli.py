@@ -18,10 +18,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="groundeval view",
         description="Browse run records in a local web viewer (127.0.0.1 only): runs, cases filtered by outcome, "
-                    "metric and text, each case's conversation, runs side by side. Ctrl-C stops it.",
+        "metric and text, each case's conversation, runs side by side. Ctrl-C stops it.",
     )
-    parser.add_argument("runs_dir", nargs="?", default="runs", metavar="RUNS_DIR",
-                        help="Directory of run records (runs/<run_id>.json). Default: runs.")
+    parser.add_argument(
+        "runs_dir",
+        nargs="?",
+        default="runs",
+        metavar="RUNS_DIR",
+        help="Directory of run records (runs/<run_id>.json). Default: runs.",
+    )
     parser.add_argument("--port", type=int, default=8765, help="Port on 127.0.0.1 (0: any free one). Default: 8765.")
     parser.add_argument("--no-browser", action="store_true", help="Do not open a browser; only print the URL.")
     return parser
@@ -32,8 +37,10 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     directory = Path(args.runs_dir).expanduser().resolve()
     if not directory.is_dir():
-        print(f"ERROR: groundeval view {args.runs_dir}: not a directory; give the directory of run records (runs/)",
-              file=sys.stderr)
+        print(
+            f"ERROR: groundeval view {args.runs_dir}: not a directory; give the directory of run records (runs/)",
+            file=sys.stderr,
+        )
         return 4
     if not 0 <= args.port <= 65535:
         print(f"ERROR: --port {args.port}: must be 0 to 65535", file=sys.stderr)

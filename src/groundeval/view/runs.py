@@ -72,8 +72,11 @@ def case_matches(case: CaseRecord, *, outcome: str, metric: str, below: float | 
 def twins_of(run: RunRecord, case: CaseRecord) -> list[tuple[int, CaseRecord]]:
     """The other members of ``case``'s counterfactual family in ``run`` (same trial), with their index."""
     base = split_twin(case.case_id)[0]
-    return [(i, c) for i, c in enumerate(run.cases)
-            if c is not case and split_twin(c.case_id)[0] == base and c.trial == case.trial]
+    return [
+        (i, c)
+        for i, c in enumerate(run.cases)
+        if c is not case and split_twin(c.case_id)[0] == base and c.trial == case.trial
+    ]
 
 
 def pretty(value: Any) -> str:
