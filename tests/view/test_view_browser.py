@@ -170,3 +170,10 @@ def test_agent_text_is_escaped_never_run(server: str, page: Any) -> None:
         page.go_back()
         page.wait_for_selector("#cases")
     assert page.evaluate("window.__xss") is None
+
+
+def test_the_command_refuses_a_missing_directory_with_a_usage_error(tmp_path: Path, capsys: Any) -> None:
+    from groundeval.cli import main
+
+    assert main(["view", str(tmp_path / "nowhere"), "--no-browser"]) == 4
+    assert "not a directory" in capsys.readouterr().err
