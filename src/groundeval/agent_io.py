@@ -90,6 +90,12 @@ class AgentResult:
         meta: Other JSON-safe facts (``stop_reason``, ``request_id``).
         cached: True when the result came from a response cache or a replayed run record, so
             no model call was made for it.
+        messages: The conversation after the prompt, as the model layer saw it: each model reply
+            (``{"role": "assistant", "content", "tool_calls", "call"}``, ``call`` holding that
+            call's ``started_at``, ``latency_s``, ``usage``, ``attempts``, ``stop_reason``,
+            ``model``) and each tool result (``{"role": "tool", "tool_call_id", "name",
+            "content", "ok"}``), in order (``groundeval.records.conversation``). Empty for an agent
+            that reports none (a rule-based one: its answer is the record's ``raw_output``).
     """
 
     text: str
@@ -99,3 +105,4 @@ class AgentResult:
     trace: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
+    messages: list[dict[str, Any]] = field(default_factory=list)

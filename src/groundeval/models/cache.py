@@ -368,6 +368,7 @@ class CachingAgent:
             return AgentResult(
                 text=entry["text"], model=entry.get("model"), usage=entry["usage"], attempts=entry.get("attempts") or 0,
                 trace=entry["trace"], meta=entry["meta"], cached=True,
+                messages=[m for m in entry.get("messages") or [] if isinstance(m, dict)],
             )
         try:
             out: Any = self.wrapped.run(request)
@@ -385,6 +386,6 @@ class CachingAgent:
             return wrong
         self.cache.put(key, {
             "kind": "result", "text": out.text, "model": out.model, "usage": out.usage, "attempts": out.attempts,
-            "trace": out.trace, "meta": out.meta,
+            "trace": out.trace, "meta": out.meta, "messages": out.messages,
         }, agent=self.name, model=self.model)
         return out

@@ -28,6 +28,7 @@ from groundeval.shards import parse_shard as _shard
 __all__ = ["GENERIC", "OPTIONS", "RUN_OPTIONS", "Option"]
 
 _tools_mode = choice("inprocess", "mcp", why="must be inprocess or mcp", any_case=True)
+_conversation_mode = choice("full", "reference", why="must be full or reference", any_case=True)
 _progress_mode = choice("auto", "tty", "plain", "off", why="must be auto, tty, plain or off", any_case=True)
 
 RUN_OPTIONS: tuple[Option, ...] = (
@@ -150,6 +151,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "Store each agent result in DIR (SQLite, shared safely by xdist workers and concurrent runs), keyed by "
         "agent, model, the full request and the trial index; a rerun with the same key makes no model call and "
         "its case is marked cached=true.", "DIR", scope="run",
+    ),
+    Option(
+        "conversation", _conversation_mode, "full",
+        "What each case record keeps of the prompt the agent was sent: full (the system and user prompt, then "
+        "every reply and tool result) or reference (for real patients' records: the case file's name and "
+        "SHA-256, the task's version and the prompt's SHA-256, from which the prompt is rendered again exactly; "
+        "replies and tool results are kept either way).", "MODE", scope="run",
     ),
     Option(
         "replay-allow-changed", _bool, False,

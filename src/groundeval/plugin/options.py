@@ -85,6 +85,7 @@ class Settings:
             twins', or None to draw one for the run.
         concurrency: Agent calls in flight at once in this process (``--groundeval-concurrency``).
         cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
+        conversation: ``--groundeval-conversation``: ``full`` or ``reference`` (``records.conversation``).
         replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
         min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None (every trial must pass).
         failure_blocks: ``--groundeval-failure-blocks``: pytest's FAILURES blocks for failed cases.
@@ -115,6 +116,7 @@ class Settings:
     twin_seed: int | None = None
     concurrency: int | None = None
     cache_dir: Path | None = None
+    conversation: str = "full"
     replay_allow_changed: bool = False
     min_pass_rate: float | None = None
     failure_blocks: bool = False
@@ -363,6 +365,7 @@ def read_settings(config: pytest.Config) -> Settings:
         twin_seed=None if values["twin_seed"] is None else int(values["twin_seed"]),
         concurrency=None if values["concurrency"] is None else int(values["concurrency"]),
         cache_dir=path("cache"),
+        conversation=str(values["conversation"]),
         replay_allow_changed=bool(values["replay_allow_changed"]),
         min_pass_rate=values["min_pass_rate"],
         failure_blocks=bool(values["failure_blocks"]),

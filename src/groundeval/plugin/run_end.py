@@ -109,7 +109,7 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
             "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
             "trials": settings.trials, "concurrency": gs.concurrency, "min_pass_rate": settings.min_pass_rate,
             "counterfactual": settings.counterfactual, "shard": None if settings.shard is None else str(settings.shard),
-            "models": _models(settings),
+            "models": _models(settings), "conversation": settings.conversation,
             **({"twin_seed": gs.twin_seed} if settings.counterfactual else {}),
         }),
         task_facts=dict(facts() if callable(facts) else facts or {}),

@@ -37,6 +37,7 @@ from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.stop_policy import StopPolicy
 from groundeval.plugin.worker_keys import RUN_ID_KEY
+from groundeval.records.conversation import task_version
 from groundeval.records.run_record import CaseRecord, RunRecord, new_run_id
 from groundeval.records.run_writer import RunWriter
 from groundeval.records.trial_stats import warm_up
@@ -148,7 +149,10 @@ class GroundevalSession:
         # the order of a case's items and its twins' (``tasks.counterfactual.interleave``): the
         # option, else drawn from the run id, which every pytest-xdist worker shares
         self.twin_seed = settings.twin_seed if settings.twin_seed is not None else twin_seed_of(run_id)
-        self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker)
+        self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker,
+                            conversation=settings.conversation,
+                            task_version=task_version(type(self.task).__module__)
+                            if settings.conversation == "reference" else "")
         self.records: dict[str, CaseRecord] = {}
         self.selected: list[str] = []
         self.collection_errors: dict[str, dict[str, str]] = {}
