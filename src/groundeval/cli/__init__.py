@@ -27,8 +27,8 @@ __all__ = ["CLI_DEFAULTS", "SUBCOMMANDS", "build_parser", "main", "pytest_args",
 
 SUBCOMMANDS: dict[str, str] = {
     "calibrate": "measure a judge against labels (kappa, agreement) and write its card",
-    "compare": "compare two run records: paired intervals, per-case changes, the gate",
-    "report": "write a self-contained HTML report of one run (or two, compared)",
+    "compare": "compare two run records (paired intervals, per-case changes, the gate), or N as a matrix",
+    "report": "write a self-contained HTML report of one run, two compared, or a matrix of N",
 }
 """Subcommands of ``groundeval`` that read files and run no eval; ``groundeval SUB --help`` for each."""
 
