@@ -57,7 +57,7 @@ def test_a_json_price_file_overrides_a_list_price(tmp_path: Path, clean_prices: 
         ('[models."m"]\ninput = "cheap"\noutput = 1\n', "field 'input' is 'cheap'"),
         ('[models."m"]\ninput = 1\noutput = 1\nbatch_discount = 50\n', "field 'batch_discount' is 50; give a fraction"),
         ('[models."m"]\ninput = 1\noutput = 1\ncache = 1\n', "model 'm' has unknown field(s) 'cache'; the fields are"),
-        ('input = 1\n', "prices.toml: no 'models' table"),
+        ("input = 1\n", "prices.toml: no 'models' table"),
         ('[models."m"\n', "prices.toml: not valid TOML"),
     ],
 )
@@ -78,9 +78,15 @@ def _run(pytester: pytest.Pytester, server: ChatServer, *extra: str) -> pytest.R
         shutil.copy(src, data / src.name)
     (pytester.path / "prices.toml").write_text(f'[models."{MODEL}"]\ninput = 2.0\noutput = 10.0\n')
     return pytester.runpytest(
-        "--groundeval-task=extraction", "--groundeval-agent=openai-compatible", f"--groundeval-base-url={server.url}",
-        f"--groundeval-model={MODEL}", "--groundeval-data-dir=data", "--groundeval-concurrency=1",
-        "-p", "no:cacheprovider", *extra,
+        "--groundeval-task=extraction",
+        "--groundeval-agent=openai-compatible",
+        f"--groundeval-base-url={server.url}",
+        f"--groundeval-model={MODEL}",
+        "--groundeval-data-dir=data",
+        "--groundeval-concurrency=1",
+        "-p",
+        "no:cacheprovider",
+        *extra,
     )
 
 
@@ -100,7 +106,11 @@ def test_max_cost_holds_an_openai_compatible_model_priced_by_the_user(
     record = _record(pytester)
     per_call = (900 * 2.0 + 30 * 10.0) / 1e6
     assert [c["usage"]["cost_usd"] for c in record["cases"]] == pytest.approx([per_call, per_call])
-    assert len(server.requests) == 2 and record["complete"] and record["aggregate"]["usage"]["cost_usd"] == pytest.approx(2 * per_call)
+    assert (
+        len(server.requests) == 2
+        and record["complete"]
+        and record["aggregate"]["usage"]["cost_usd"] == pytest.approx(2 * per_call)
+    )
 
 
 def test_the_stop_message_shows_spent_reserved_and_the_limit(server: ChatServer, pytester: pytest.Pytester) -> None:
@@ -108,8 +118,10 @@ def test_the_stop_message_shows_spent_reserved_and_the_limit(server: ChatServer,
     assert not server.requests  # the first call's estimate is already over the limit
     record = _record(pytester)
     assert not record["complete"]
-    assert "--groundeval-max-cost 1e-06 USD reached: $0.0000 spent, $0.0000 reserved for calls in flight, " \
-           "limit $0.0000; the next call" in record["stop_reason"]
+    assert (
+        "--groundeval-max-cost 1e-06 USD reached: $0.0000 spent, $0.0000 reserved for calls in flight, "
+        "limit $0.0000; the next call" in record["stop_reason"]
+    )
     result.stdout.fnmatch_lines(["INCOMPLETE: groundeval: --groundeval-max-cost 1e-06 USD reached*"])
 
 

@@ -39,8 +39,11 @@ class PriceFileError(ValueError):
 def _number(path: Path, model: str, field: str, value: object, fraction: bool = False) -> float:
     where = f"{path}: model {model!r}, field {field!r}"
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        return _fail(f"{where} is {value!r}; give a number >= 0 (USD per million tokens)" if not fraction
-                     else f"{where} is {value!r}; give a fraction of the standard price, 0 < x <= 1 (e.g. 0.5)")
+        return _fail(
+            f"{where} is {value!r}; give a number >= 0 (USD per million tokens)"
+            if not fraction
+            else f"{where} is {value!r}; give a fraction of the standard price, 0 < x <= 1 (e.g. 0.5)"
+        )
     if fraction and not 0 < value <= 1:
         return _fail(f"{where} is {value!r}; give a fraction of the standard price, 0 < x <= 1 (e.g. 0.5)")
     return float(value)
@@ -73,20 +76,24 @@ def parse_prices(path: Path, data: object) -> dict[str, ModelPrice]:
             raise PriceFileError(f"{path}: model {model!r} is {entry!r}, not a table of prices; e.g.\n{EXAMPLE}")
         unknown = sorted(set(entry) - set(FIELDS))
         if unknown:
-            raise PriceFileError(f"{path}: model {model!r} has unknown field(s) {', '.join(map(repr, unknown))}; "
-                                 f"the fields are {', '.join(FIELDS)}")
+            raise PriceFileError(
+                f"{path}: model {model!r} has unknown field(s) {', '.join(map(repr, unknown))}; "
+                f"the fields are {', '.join(FIELDS)}"
+            )
         missing = [k for k, required in FIELDS.items() if required and k not in entry]
         if missing:
-            raise PriceFileError(f"{path}: model {model!r} is missing {', '.join(map(repr, missing))}; give "
-                                 "input and output in USD per million tokens")
+            raise PriceFileError(
+                f"{path}: model {model!r} is missing {', '.join(map(repr, missing))}; give "
+                "input and output in USD per million tokens"
+            )
         inp = _number(path, model, "input", entry["input"])
         out_price = _number(path, model, "output", entry["output"])
         cached = _number(path, model, "cached_input", entry.get("cached_input", inp))
         discount = entry.get("batch_discount")
         batch = None if discount is None else _number(path, model, "batch_discount", discount, fraction=True)
         out[str(model).strip().lower()] = ModelPrice(
-            f"{model} (prices from {path.name})", Price(input=inp, output=out_price, cache_write_5m=inp,
-                                                       cache_write_1h=inp, cache_read=cached),
+            f"{model} (prices from {path.name})",
+            Price(input=inp, output=out_price, cache_write_5m=inp, cache_write_1h=inp, cache_read=cached),
             batch_discount=batch,
         )
     return out
@@ -102,8 +109,10 @@ def load_price_file(path: str | Path) -> dict[str, ModelPrice]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise PriceFileError(f"{path}: cannot read the price file ({exc.strerror or exc}); give "
-                             "--groundeval-prices an existing TOML or JSON file") from None
+        raise PriceFileError(
+            f"{path}: cannot read the price file ({exc.strerror or exc}); give "
+            "--groundeval-prices an existing TOML or JSON file"
+        ) from None
     data: Any
     try:
         if path.suffix.lower() == ".toml":

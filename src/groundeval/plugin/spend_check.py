@@ -2,7 +2,8 @@
 
 The limit needs every model call to be estimated before it is sent and priced when it returns:
 the single-call agents (``claude``, ``openai-compatible``) do both when the model has a list
-price in ``groundeval.models.pricing`` or a price in the user's ``--groundeval-prices`` file. A replayed run makes no call and needs no price. Agents that
+price in ``groundeval.models.pricing`` or a price in the user's ``--groundeval-prices`` file.
+A replayed run makes no call and needs no price. Agents that
 call a model through another library (``langgraph``) or an agent of your own cannot be held to
 the limit: the option is refused rather than silently not applied.
 """
