@@ -50,6 +50,7 @@ CLI_DEFAULTS: dict[str, str] = {
     "n-ctx": "8192",
     "cache": "off: every case calls the agent",
     "max-cost": "no limit",
+    "prices": "the packaged list prices (Claude models)",
     "concurrency": "4 for the built-in agents, 1 for an agent of your own unless it sets thread_safe = True",
     "judge-card": "the packaged card of the same judge and prompt, if any",
     "judge-cache": "off: a model judge is asked on every run",
