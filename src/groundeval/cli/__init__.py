@@ -27,6 +27,7 @@ __all__ = ["CLI_DEFAULTS", "SUBCOMMANDS", "build_parser", "main", "pytest_args",
 
 SUBCOMMANDS: dict[str, str] = {
     "calibrate": "measure a judge against labels (kappa, agreement) and write its card",
+    "export": "write run records as one CSV or Parquet table (one row per case and trial)",
     "compare": "compare two run records (paired intervals, per-case changes, the gate), or N as a matrix",
     "report": "write a self-contained HTML report of one run, two compared, or a matrix of N",
 }
@@ -261,6 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from groundeval.cli.merge import merge_main
 
         return merge_main(args[1:])
+    if args and args[0] == "export":  # run records as a table; no pytest run
+        from groundeval.cli.export import export_main
+
+        return export_main(args[1:])
     if args and args[0] in ("compare", "report"):  # read run records; no pytest run
         from groundeval.cli.tools import main as tools_main
 
