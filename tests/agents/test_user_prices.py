@@ -77,7 +77,9 @@ def _run(pytester: pytest.Pytester, server: ChatServer, *extra: str) -> pytest.R
         (src,) = FIXTURES.glob(f"{prefix}_*.json")
         shutil.copy(src, data / src.name)
     (pytester.path / "prices.toml").write_text(f'[models."{MODEL}"]\ninput = 2.0\noutput = 10.0\n')
-    return pytester.runpytest(
+    # in a subprocess: an in-process run drops the modules it imported (the HTTP stack's among them),
+    # and a later test in this process would then hold classes of two imports of one module
+    return pytester.runpytest_subprocess(
         "--groundeval-task=extraction",
         "--groundeval-agent=openai-compatible",
         f"--groundeval-base-url={server.url}",
