@@ -484,7 +484,7 @@ class ProviderModel(ABC, Generic[ClientT]):
     ) -> ModelResponse:
         reply = self._reply(request, done)
         if batch is not None:  # priced at the batch rate, with what a direct call would have cost
-            reply = dataclasses.replace(reply, usage=batch_usage(reply.usage))
+            reply = dataclasses.replace(reply, usage=batch_usage(reply.usage, reply.model))
         meta: dict[str, Any] = {
             "stop_reason": reply.stop_reason,
             "request_id": reply.request_id,

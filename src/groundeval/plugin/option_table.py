@@ -185,6 +185,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "cases not started are not_run. Needs a model with a known price.", "USD", scope="run",
     ),
     Option(
+        "prices", _text, None,
+        "Price models from FILE (TOML or JSON, USD per million tokens: per model id, input, output, and "
+        "optionally cached_input and batch_discount); a model priced here wins over the packaged list price, so "
+        "cost_usd and --groundeval-max-cost work for any model (an OpenAI-compatible or local one too).",
+        "FILE", scope="run",
+    ),
+    Option(
         "progress", _progress_mode, "auto",
         "Status line while the run goes (cases done, passed, excluded, calls in flight, tokens, USD, ETA): tty "
         "(one line redrawn in place), plain (a line every --groundeval-progress-every seconds, for CI logs), "

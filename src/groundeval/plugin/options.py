@@ -90,6 +90,7 @@ class Settings:
         min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None (every trial must pass).
         failure_blocks: ``--groundeval-failure-blocks``: pytest's FAILURES blocks for failed cases.
         max_cost: ``--groundeval-max-cost``: the most this run may spend on model calls, USD, or None.
+        prices: ``--groundeval-prices``: the user price file (``groundeval.models.price_file``), or None.
         progress: ``--groundeval-progress``: ``auto``, ``tty``, ``plain`` or ``off``.
         progress_every: ``--groundeval-progress-every``: seconds between plain progress lines.
         batch: ``--groundeval-batch``: the batch knobs (``models.batch.BatchSettings``, journal in the
@@ -121,6 +122,7 @@ class Settings:
     min_pass_rate: float | None = None
     failure_blocks: bool = False
     max_cost: float | None = None
+    prices: Path | None = None
     progress: str = "auto"
     progress_every: float = 30.0
     batch: BatchSettings | None = None
@@ -370,6 +372,7 @@ def read_settings(config: pytest.Config) -> Settings:
         min_pass_rate=values["min_pass_rate"],
         failure_blocks=bool(values["failure_blocks"]),
         max_cost=values["max_cost"],
+        prices=path("prices"),
         progress=str(values["progress"]),
         progress_every=float(values["progress_every"]),
         batch=_batch(values, {k: sources[k] for k in given}, out_dir),

@@ -88,6 +88,16 @@ class GroundevalSession:
         if settings.task is None:  # pragma: no cover - the plugin builds a session only with a task
             raise pytest.UsageError("no --groundeval-task")
         self.batcher: Batcher | None = None  # --groundeval-batch: the agent's model sends batches
+        from groundeval.models.pricing import use_prices
+
+        use_prices({})  # every process sets its own, before any call is priced or the limit checked
+        if settings.prices is not None:
+            from groundeval.models.price_file import PriceFileError, load_price_file
+
+            try:
+                use_prices(load_price_file(settings.prices))
+            except PriceFileError as exc:
+                raise pytest.UsageError(f"--groundeval-prices: {exc}") from None
         if settings.batch is not None and distributed:
             from groundeval.plugin.batch_mode import NO_XDIST
 
