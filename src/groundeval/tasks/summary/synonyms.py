@@ -12,7 +12,9 @@
   Error-Prone Abbreviations, Symbols, and Dose Designations (Institute for Safe Medication
   Practices, 2021), which names ``ASA``, ``HCTZ`` and ``NTG`` as abbreviations in clinical use.
 * ``SYNONYMS``: other clinical names of a concept phrase (SNOMED CT synonyms of the concept:
-  ``Disorder of kidney due to diabetes mellitus`` is also ``diabetic kidney disease``).
+  ``Disorder of kidney due to diabetes mellitus`` is also ``diabetic kidney disease``; 53741008
+  ``Coronary heart disease`` is also ``CHD`` and ``coronary artery disease``; ``Opioid abuse`` is
+  named ``opioid use disorder`` since DSM-5, American Psychiatric Association 2013).
 * ``spelling``: British spellings folded to American (``hyperlipidaemia``, ``anaemia``,
   ``oedema``, ``haemoglobin``).
 * Brands: the RxNorm brands of the packaged catalog (``terminology.Catalog``: ``[Brand]`` names and
@@ -66,6 +68,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "disease caused by severe acute respiratory syndrome coronavirus 2": ("covid 19", "covid", "sars cov 2"),
     "streptococcal sore throat": ("strep throat",),
     "blood pressure panel": ("blood pressure", "bp"),
+    "opioid abuse": ("opioid use disorder", "opiate abuse"),
+    "coronary heart disease": ("chd", "coronary artery disease", "cad"),
 }
 """Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
 
