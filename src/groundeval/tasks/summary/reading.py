@@ -174,8 +174,11 @@ _DISTRIBUTIVE = re.compile(
 
 
 def _strong(line: str) -> bool:
-    """A line that heads a section: Markdown heading, a line wholly in bold, a bare known heading
-    (``Discontinued``, ``Past medical history``) or a short line in capitals (``PROBLEMS``)."""
+    """True for a line that heads a section down to the next heading.
+
+    A Markdown heading, a line wholly in bold, a bare known heading (``Discontinued``, ``Past
+    medical history``) or a short line in capitals (``PROBLEMS``).
+    """
     if _STRONG.match(line) or _CAPS.match(line):
         return True
     return normalise(markup_free(line)) in _KNOWN_HEADINGS
