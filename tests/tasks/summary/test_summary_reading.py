@@ -211,3 +211,67 @@ def test_a_result_without_a_unit_is_judged_as_that_results_value() -> None:
     assert rule_verdict(ldl, "LDL cholesterol 98 (2020-01-01).") is False
     assert JUDGE.decide(ldl, "LDL 162, high.", label="t").met
     assert not JUDGE.decide(ldl, "LDL 98; HbA1c 162.", label="t").met
+
+
+# -- kinds found on the development set (fixtures/summary-calibration/dev-labels.jsonl) -------------
+
+@pytest.mark.parametrize("summary", [
+    "PROBLEMS\n- Hypertension\n\nDISCONTINUED\n- Penicillin V potassium 500 mg",
+    "Medications\n- lisinopril\nDiscontinued\n- Penicillin V potassium 500 mg",
+])
+def test_a_bare_or_capitalised_heading_governs_its_list(summary: str) -> None:
+    assert _status(summary, "penicillin v potassium") == ["ended"]
+    stopped = _criterion("stopped_medication", ["Penicillin V Potassium"], kind="must_not_state")
+    assert _decided(stopped, summary) is False
+
+
+@pytest.mark.parametrize(("summary", "status"), [
+    ("Past acute bronchitis, viral pharyngitis and gingivitis.", "ended"),
+    ("Acute bronchitis, viral pharyngitis and gingivitis, all resolved.", "ended"),
+    ("History of gingivitis, viral pharyngitis.", "ended"),
+    ("Hypertension, gingivitis and asthma, all current.", "current"),
+    ("Gingivitis, asthma, some resolved.", "hedged"),  # a collective qualifier still hedges
+])
+def test_a_sentence_opening_with_an_ended_word_or_qualifying_each_item_ends_its_list(summary: str,
+                                                                                     status: str) -> None:
+    assert _status(summary, "gingivitis") == [status]
+
+
+def test_a_none_line_with_a_parenthesis_under_a_problems_heading_says_none() -> None:
+    assert none_under("Active problems:\n- None (findings only: chronic pain)", ("problem",))
+    assert none_under("Active problems:\n- Hypertension (since 2003: stage 1)", ("problem",)) is None
+
+
+@pytest.mark.parametrize(("name", "written"), [
+    ("Opioid abuse", "opioid use disorder"), ("Coronary Heart Disease", "CHD"),
+])
+def test_snomed_and_dsm_synonyms_name_a_condition(name: str, written: str) -> None:
+    assert JUDGE.decide(_criterion("condition", [name]), f"Problems: {written}.", label="t").met
+
+
+def test_a_brand_names_its_drugs_values() -> None:
+    bundle = {"resourceType": "Bundle", "entry": [
+        _request("Simvastatin 20 MG Oral Tablet"),
+        _request("24 HR metoprolol succinate 100 MG Extended Release Oral Tablet")]}
+    scorer = SummaryScorer(JUDGE, max_words=250, min_rubric_score=0.8, reliability=dict)
+    truth = {"criteria": [], "record_values": record_values(bundle)}
+    assert scorer.score(_CASE, truth, Parsed("Simvastatin 20 mg, Toprol XL 100 mg.", True)).details[
+        "invented_values"] == []
+    assert scorer.score(_CASE, truth, Parsed("Simvastatin 20 mg, Toprol XL 50 mg.", True)).details[
+        "invented_values"] == ["50 mg"]
+
+
+@pytest.mark.parametrize(("ctype", "names", "summary", "flagged"), [
+    ("medication", ["buprenorphine", "naloxone"], "Buprenorphine/naloxone was stopped.", True),
+    ("medication", ["Warfarin Sodium"], "Not on warfarin.", True),
+    ("medication", ["Warfarin Sodium"], "Warfarin daily.", False),
+    ("condition", ["Hypertension"], "No hypertension.", True),
+    ("condition", ["Stroke"], "Prior stroke (2006).", False),  # an event disorder written as history
+])
+def test_a_current_item_stated_as_ended_is_a_contradiction(ctype: str, names: list[str], summary: str,
+                                                          flagged: bool) -> None:
+    scorer = SummaryScorer(JUDGE, max_words=250, min_rubric_score=0.0, reliability=dict)
+    truth = {"criteria": [_criterion(ctype, names)], "record_values": []}
+    score = scorer.score(_CASE, truth, Parsed(summary, True))
+    assert (score.details["criteria"][0].get("flag") == "stated_as_ended") is flagged
+    assert (score.metrics["contradictions"] >= 1) is flagged

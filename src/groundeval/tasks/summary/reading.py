@@ -11,7 +11,10 @@ punctuation and British spellings aside) and gives each a ``status``:
 * ``ended``: ConText marks it historical; or its section (medSpaCy's sectionizer, with the
   headings of ``SECTION_RULES``: "Past", "Resolved problems", "Completed medications") or the
   lead-in of its list (the closest line above ending with ``:``) is an ended one; or its clause
-  holds an ended word (``text.ENDED_WORDS``), or its sentence does and holds no current word.
+  holds an ended word (``text.ENDED_WORDS``); or, when its sentence holds no current word, the
+  sentence opens with an ended word ("Past acute bronchitis, gingivitis.", "History of ...") or
+  qualifies its list item by item ("..., all resolved", "both stopped": a distributive qualifier,
+  unlike a collective one).
 * ``current``: otherwise.
 
 ``allergy`` is True for a mention in an allergy section, under a lead-in naming allergies, or in a
@@ -161,13 +164,32 @@ def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
 
 _STRONG = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?|.*:)\s*$")
+_CAPS = re.compile(r"^\s*[A-Z][A-Z/&' ]{2,40}\s*$")
+_KNOWN_HEADINGS = frozenset(normalise(h) for h, _ in SECTION_RULES) | {"past medical history", "allergies", "results"}
+_SENTENCE_ENDED = re.compile(
+    r"^(?:past|prior|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh)(?![a-z])")
+_DISTRIBUTIVE = re.compile(
+    r"(?<![a-z])(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
+    r"(?:resolved|stopped|completed|discontinued|ended|inactive)(?![a-z])")
+
+
+def _strong(line: str) -> bool:
+    """True for a line that heads a section down to the next heading.
+
+    A Markdown heading, a line wholly in bold, a bare known heading (``Discontinued``, ``Past
+    medical history``) or a short line in capitals (``PROBLEMS``).
+    """
+    if _STRONG.match(line) or _CAPS.match(line):
+        return True
+    return normalise(markup_free(line)) in _KNOWN_HEADINGS
 
 
 def _lead_in(text: str, at: int) -> tuple[str, int]:
     """The heading or list lead-in that governs the line at ``at``: ``(its text, its offset)``, or ``("", -1)``.
 
-    A Markdown heading (``## Past``) or a line wholly in bold (``**Resolved problems**``) governs
-    every line down to the next heading; a line ending with ``:`` (a lead-in) governs the list items
+    A Markdown heading (``## Past``), a line wholly in bold (``**Resolved problems**``), a bare known
+    heading (``Discontinued``) or a short line in capitals (``MEDICATIONS``) governs every line down
+    to the next heading; a line ending with ``:`` (a lead-in) governs the list items
     and lines right under it, down to a blank line or the next heading. ``text`` is the summary as
     written (markup kept).
     """
@@ -177,8 +199,8 @@ def _lead_in(text: str, at: int) -> tuple[str, int]:
     offset, blank = cut, False
     for line in reversed(text[:cut].split("\n")):
         offset -= len(line)
-        if _HEADING.match(line):
-            strong = bool(_STRONG.match(line))
+        if _HEADING.match(line) or _strong(line):
+            strong = _strong(line)
             return ("", -1) if blank and not strong else (markup_free(line).strip(), offset)
         blank = blank or not line.strip()
         offset -= 1
@@ -240,11 +262,14 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
                    or sentence.lstrip(" -*•").lower().startswith("allerg"))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         lead_ended = ended_clause(lead or own, len(lead or own))[0] if (lead or own) else False
+        low_sentence = " ".join(sentence.lstrip(" -*•").lower().split())
+        sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
         if hedge_collective or contradictory(sentence):
             status = "hedged"
         elif negated:
             status = "negated"
-        elif historical or section in ENDED_SECTIONS or clause_ended or (lead_ended and not sentence_current):
+        elif (historical or section in ENDED_SECTIONS or clause_ended
+              or ((lead_ended or sentence_ended) and not sentence_current)):
             status = "ended"
         else:
             status = "current"
@@ -276,6 +301,6 @@ def none_under(summary: str, nouns: Iterable[str]) -> str | None:
                 w in normalise(rest).split()[1:2] for w in ("other",)):
             return summary[s:e].strip()
         lead = _lead_in(summary, s + 1)[0] if s else ""
-        if _NONE.match(line) and not colon and lead and any(k in lead.lower() for k in keys):
+        if _NONE.match(line) and (not colon or _NONE.match(head)) and lead and any(k in lead.lower() for k in keys):
             return summary[s:e].strip()
     return None

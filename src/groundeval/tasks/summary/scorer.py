@@ -17,6 +17,10 @@ Per criterion (``truth.summary_rubric``), in this order:
    limit). An empty summary meets nothing.
 2. **Judge** (``decided_by: "judge"``): everything else goes to the ``Judge`` (``judge.py``).
 
+A must-mention drug or problem named only as ended or negated ("X was stopped", "no X": the
+record says it is current) is a false statement: flagged ``stated_as_ended`` and counted in
+``contradictions`` (``stated_ended``).
+
 Then every value the summary states with a unit is checked against ``record_values``: one that
 the record does not hold is a contradiction (``invented_values``, -1 point each, by rule).
 
@@ -50,7 +54,7 @@ from groundeval.tasks.summary.reading import none_under
 from groundeval.tasks.summary.text import contradictory, sentences, word_count
 from groundeval.tasks.summary.values import check_values, lab_verdict
 
-__all__ = ["METRIC_NAMES", "SummaryScorer", "hedged_verdict", "rule_verdict"]
+__all__ = ["METRIC_NAMES", "SummaryScorer", "hedged_verdict", "rule_verdict", "stated_ended"]
 
 METRIC_NAMES = (
     "rubric_score", "must_mention_recall", "contradictions", "safety_failed", "words",
@@ -84,6 +88,26 @@ def hedged_verdict(criterion: Mapping[str, Any], summary: str) -> str | None:
         return None
     found = item_mentions(criterion, summary, strict=criterion["kind"] == "must_mention").hedged()
     return None if found is None else found.sentence
+
+
+def stated_ended(criterion: Mapping[str, Any], summary: str) -> str | None:
+    """The sentence that states a current drug or problem as ended or absent, or None.
+
+    For a must-mention ``medication`` criterion: every mention of the drug (its names, brands and
+    salt-free names, ``matching``; allergies aside) is ended or negated ("buprenorphine/naloxone
+    was stopped", "not on warfarin"); for a ``condition``: every mention is negated ("no
+    hypertension"). A problem written as history ("prior stroke", "MI in 1995") is not one: event
+    disorders stay on the problem list and clinicians write them so. The record says it is
+    current, so the summary states something false: a contradiction (``flag: "stated_as_ended"``),
+    as a clinician labeller marks it ``contradicted``.
+    """
+    if criterion["kind"] != "must_mention" or criterion["type"] not in ("condition", "medication"):
+        return None
+    every = [m for m in item_mentions(criterion, summary, strict=False).all() if not m.allergy]
+    false = _NOT_CURRENT if criterion["type"] == "medication" else frozenset({"negated"})
+    if every and all(m.status in false for m in every):
+        return every[0].sentence
+    return None
 
 
 def rule_verdict(criterion: Mapping[str, Any], summary: str) -> bool | None:
@@ -180,6 +204,10 @@ class SummaryScorer:
                         cost_known = False
                     else:
                         usage["judge_cost_usd"] += float(cost)
+            if not entry["met"] and "flag" not in entry:
+                ended = stated_ended(criterion, summary)
+                if ended is not None:  # a current item said to be stopped, resolved or absent: a false statement
+                    entry.update(flag="stated_as_ended", evidence=ended[:300])
             decided.append(entry)
         invented = check_values(summary, truth["record_values"])
         evidence = {d.get("evidence") for d in decided if d.get("flag") == "contradictory_labels"}
@@ -195,7 +223,8 @@ class SummaryScorer:
         score = None if possible == 0 else round(min(1.0, max(0.0, earned / possible)), 6)
         recall = round(sum(d["met"] for d in positive) / len(positive), 6) if positive else None
         made = [d["id"] for d in decided if d["points"] < 0 and d["met"]]
-        hedged = [d["id"] for d in decided if d["points"] > 0 and d.get("flag") == "contradictory_labels"]
+        hedged = [d["id"] for d in decided if d["points"] > 0 and d.get("flag") in ("contradictory_labels",
+                                                                                    "stated_as_ended")]
         contradictions = len(made) + len(hedged) + len(invented) + len(loose)
         safety = [d["id"] for d in decided if d["safety"] and (d["met"] == (d["points"] < 0))]
         words = word_count(summary)
@@ -214,7 +243,8 @@ class SummaryScorer:
         if made:
             reasons.append(f"states as current what the record ended: {', '.join(made[:3])}")
         if hedged or loose:
-            reasons.append(f"labelled both current and ended: {', '.join([*hedged, *loose][:3])}")
+            reasons.append(f"labelled both current and ended, or stated as ended while current: "
+                           f"{', '.join([*hedged, *loose][:3])}")
         if invented:
             reasons.append(f"values the record does not hold: {', '.join(invented[:3])}")
         if safety:

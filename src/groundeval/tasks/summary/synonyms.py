@@ -8,11 +8,16 @@
   Pakhomov S, Liu N, Ryan JO, Melton GB. *A sense inventory for clinical abbreviations and acronyms
   created using clinical notes and medical dictionary resources.* J Am Med Inform Assoc
   2014;21(2):299-307, doi:10.1136/amiajnl-2012-001506; inventory release of 2014,
-  https://conservancy.umn.edu/handle/11299/137703), or, for drug abbreviations, the ISMP List of
-  Error-Prone Abbreviations, Symbols, and Dose Designations (Institute for Safe Medication
-  Practices, 2021), which names ``ASA``, ``HCTZ`` and ``NTG`` as abbreviations in clinical use.
+  https://conservancy.umn.edu/handle/11299/137703). Drug abbreviations: ``APAP`` and ``HCTZ``
+  are on the ISMP List of Error-Prone Abbreviations, Symbols, and Dose Designations (Institute for
+  Safe Medication Practices, 2021: drug-name abbreviations in clinical use that are misread);
+  ``ASA`` (acetylsalicylic acid) and ``NTG`` (nitroglycerin) are not on that list: their senses
+  are from the UMLS SPECIALIST Lexicon's abbreviation table (LRABR). ``TBI`` is keyed by
+  ``traumatic brain injury`` only (it is not a sense of a non-traumatic brain injury).
 * ``SYNONYMS``: other clinical names of a concept phrase (SNOMED CT synonyms of the concept:
-  ``Disorder of kidney due to diabetes mellitus`` is also ``diabetic kidney disease``).
+  ``Disorder of kidney due to diabetes mellitus`` is also ``diabetic kidney disease``; 53741008
+  ``Coronary heart disease`` is also ``CHD`` and ``coronary artery disease``; ``Opioid abuse`` is
+  named ``opioid use disorder`` since DSM-5, American Psychiatric Association 2013).
 * ``spelling``: British spellings folded to American (``hyperlipidaemia``, ``anaemia``,
   ``oedema``, ``haemoglobin``).
 * Brands: the RxNorm brands of the packaged catalog (``terminology.Catalog``: ``[Brand]`` names and
@@ -36,7 +41,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "st segment elevation myocardial infarction": ("stemi",),
     "ischemic heart disease": ("ihd",), "coronary artery disease": ("cad",),
     "congestive heart failure": ("chf",), "heart failure": ("hf",), "atrial fibrillation": ("afib", "af"),
-    "brain injury": ("tbi",), "osteoarthritis": ("oa",), "chronic kidney disease": ("ckd",),
+    "traumatic brain injury": ("tbi",), "osteoarthritis": ("oa",), "chronic kidney disease": ("ckd",),
     "diabetes mellitus": ("dm",), "chronic obstructive bronchitis": ("copd",),
     "chronic obstructive pulmonary disease": ("copd",), "major depressive disorder": ("mdd",),
     "major depression": ("mdd",), "alzheimer s disease": ("ad",), "hyperlipidemia": ("hld",),
@@ -46,7 +51,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "hemoglobin a1c": ("a1c", "hba1c"), "body mass index": ("bmi",), "ldl cholesterol": ("ldl", "ldl c"),
     "low density lipoprotein cholesterol": ("ldl", "ldl c"), "blood pressure": ("bp",),
     "estimated glomerular filtration rate": ("egfr",),
-    # drugs (ISMP 2021; CASI)
+    # drugs (ISMP 2021: APAP, HCTZ; UMLS LRABR: ASA, NTG)
     "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg",),
     "acetaminophen": ("apap", "paracetamol"), "warfarin": (), "vitamin b12": ("cyanocobalamin", "b12"),
 }
@@ -66,6 +71,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "disease caused by severe acute respiratory syndrome coronavirus 2": ("covid 19", "covid", "sars cov 2"),
     "streptococcal sore throat": ("strep throat",),
     "blood pressure panel": ("blood pressure", "bp"),
+    "opioid abuse": ("opioid use disorder", "opiate abuse"),
+    "coronary heart disease": ("chd", "coronary artery disease", "cad"),
 }
 """Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
 

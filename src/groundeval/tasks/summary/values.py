@@ -2,7 +2,8 @@
 
 * **Which item.** A value stated with a unit belongs to the closest item named before it in its
   sentence (list item, table row): a drug (an ingredient or brand of any drug of the record) or a
-  result (the Observation's names, with the abbreviations of ``synonyms``). ``lisinopril 20 mg``
+  result (the Observation's names, with the abbreviations of ``synonyms``); a drug's brand
+  (``synonyms.brands_of``: ``Toprol XL 100 mg``) names its drug's values. ``lisinopril 20 mg``
   is checked against lisinopril's values only, never against simvastatin's 20 mg. A value with no
   item named before it in its sentence is checked against every value of the record.
 * **Equal.** The stated number equals a value of its item rounded to the stated decimals, in the
@@ -22,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from groundeval.tasks.summary.reading import read
-from groundeval.tasks.summary.synonyms import drug_words, spelling, variants
+from groundeval.tasks.summary.synonyms import brands_of, drug_words, spelling, variants
 from groundeval.tasks.summary.text import UNIT_ALIASES, stated_values
 
 __all__ = ["UCUM_OF", "check_values", "lab_verdict", "same_value"]
@@ -76,6 +77,9 @@ def _item_phrases(record: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
             for p in dict.fromkeys(phrases):
                 if len(p) > 1:
                     out.setdefault(p, []).append(i)
+        if item.get("kind") == "drug" and item.get("names"):  # a brand names its drug's values too (Toprol XL 100 mg)
+            for brand in brands_of([str(n) for n in item["names"]]):
+                out.setdefault(brand, []).append(i)
     return out
 
 
