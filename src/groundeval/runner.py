@@ -39,6 +39,7 @@ from groundeval.datasets import Case
 from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError, ScorerModelError
 from groundeval.jsonable import jsonable
 from groundeval.records.caps import cap_lines, cap_lists
+from groundeval.records.conversation import cap_conversation, make_conversation
 from groundeval.records.outcomes import OUTCOMES
 from groundeval.records.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
 from groundeval.records.trial_ids import split_trial, split_twin
@@ -89,6 +90,9 @@ class RunInfo:
         agent: Agent name.
         model: Model id requested (None for rule-based agents).
         worker: This process's xdist worker id (``gw0``), or None.
+        conversation: ``--groundeval-conversation``: ``full`` keeps each case's prompt whole,
+            ``reference`` keeps where to render it from (``groundeval.records.conversation``).
+        task_version: The version of the distribution that ships the task (for prompt references).
     """
 
     run_id: str
@@ -97,6 +101,8 @@ class RunInfo:
     model: str | None
     worker: str | None = None
     extra: dict[str, Metric] = field(default_factory=dict)
+    conversation: str = "full"
+    task_version: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +245,7 @@ def _error(exc: BaseException, *, with_traceback: bool) -> dict[str, Any]:
     details = dict(exc.details) if isinstance(exc, AgentError) else {}
     details.pop("partial_text", None)  # kept as the record's raw_output
     details.pop("trace", None)  # kept as the record's trace
+    details.pop("messages", None)  # kept in the record's conversation
     tb = "".join(traceback.format_exception(exc)) if with_traceback else None
     return {"type": type(exc).__name__, "message": str(exc), "details": details, "traceback": tb}
 
@@ -253,6 +260,20 @@ def _record(
         "outcome": outcome, "counted": OUTCOMES[outcome].counted, "trial": trial,
     }
     return CaseRecord.model_validate(clean(jsonable(data)))
+
+
+def _conversation(
+    info: RunInfo, case: Case, request: AgentRequest, messages: Any, prompt_sha256: str,
+) -> dict[str, Any]:
+    """The case's conversation: the prompt the agent was sent (whole or by reference) and its messages."""
+    reference = None
+    if info.conversation == "reference" and case.sha256:
+        reference = {
+            "case_id": case.case_id, "source": case.source.name, "fixture_sha256": case.sha256, "task": info.task,
+            "task_version": info.task_version, "prompt_sha256": prompt_sha256,
+        }
+    kept = [dict(m) for m in messages if isinstance(m, Mapping)] if isinstance(messages, list) else []
+    return make_conversation(request.prompt, kept, mode=info.conversation, reference=reference)
 
 
 def _capped(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -270,6 +291,8 @@ def _capped(fields: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(error.get("message"), str):
             error["message"] = cap_lines(error["message"], "error.message", capped)
         out["error"] = error
+    if isinstance(out.get("conversation"), dict):
+        out["conversation"] = cap_conversation(out["conversation"], capped)
     if capped:
         out["capped"] = capped
     return out
@@ -328,16 +351,19 @@ def run_case(
     if isinstance(failure, AgentError):
         return _agent_failed(task, info, case, nodeid, attempted, failure)
     if failure is not None:  # SystemExit included: the agent's own code
+        sha = prompt_hash(request.prompt)
         fields = {
-            "prompt_sha256": prompt_hash(request.prompt), "latency_s": attempted.latency_s,
+            "prompt_sha256": sha, "latency_s": attempted.latency_s,
             "started_at": attempted.started_at, "error": _error(failure, with_traceback=True),
             "message": f"agent_error: {type(failure).__name__}: {failure}",
+            "conversation": _conversation(info, case, request, [], sha),
         }
         return CaseRun(_record(info, case, nodeid, "agent_error", fields, trial=request.trial), failure)
     execution = attempted.execution
     assert execution is not None  # an Attempt holds an execution or an error
     trial = request.trial
-    fields = {**_result_fields(execution, info), "started_at": attempted.started_at}
+    fields = {**_result_fields(execution, info), "started_at": attempted.started_at,
+              "conversation": _conversation(info, case, request, execution.result.messages, execution.prompt_sha256)}
     truth = attempted.truth
     try:
         parsed = task.parse(case, execution.result.text)
@@ -387,8 +413,10 @@ def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted:
     """Record an ``AgentError``: agent behaviour is scored as an empty answer; infrastructure is excluded."""
     request = attempted.request
     usage = exc.details.get("usage")
+    sha = prompt_hash(request.prompt)
     fields: dict[str, Any] = {
-        "prompt_sha256": prompt_hash(request.prompt), "latency_s": attempted.latency_s,
+        "prompt_sha256": sha, "latency_s": attempted.latency_s,
+        "conversation": _conversation(info, case, request, exc.details.get("messages"), sha),
         "started_at": attempted.started_at, "attempts": exc.attempts,
         "usage": usage if isinstance(usage, Mapping) else {}, "model": exc.details.get("model") or info.model,
         "error": _error(exc, with_traceback=False), "message": f"{exc.outcome}: {exc}",

@@ -69,7 +69,8 @@ def _record(base: Path, folder: str = "runs") -> dict[str, Any]:
 def test_the_limit_refuses_a_call_that_could_pass_it_and_keeps_the_estimate_until_the_call_returns() -> None:
     limit = SpendLimit(0.10)
     reserved = limit.reserve(0.06, "a")
-    with pytest.raises(SpendLimitReached, match=r"--groundeval-max-cost 0.1 USD reached: \$0.0000 spent, the next call "
+    with pytest.raises(SpendLimitReached, match=r"--groundeval-max-cost 0.1 USD reached: \$0.0000 spent, \$0.0600 reserved for "
+                                                r"calls in flight, limit \$0.1000; the next call "
                                                 r"\(b\) could cost up to \$0.0600; it was not made"):
         limit.reserve(0.06, "b")  # 0.06 in flight + 0.06 > 0.10
     limit.settle(reserved, 0.01)

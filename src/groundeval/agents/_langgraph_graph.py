@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agents.claude import TRUNCATED
@@ -22,14 +23,24 @@ if TYPE_CHECKING:
 __all__ = ["build_write_graph", "model_call_guard", "tool_error"]
 
 
-def tool_error(exc: Exception, request: Any) -> str:
-    """Content of the error ToolMessage that replaces a tool exception."""
+def tool_error(exc: Exception, request: Any) -> str | None:
+    """Content of the error ToolMessage that replaces a tool exception; None lets an ``InfraError`` through.
+
+    A tool that fails is the agent's to handle; a tool that cannot be reached (an MCP server whose
+    connection dropped) ends the case as ``infra_error`` instead of being shown to the model.
+    """
     del request
+    if isinstance(exc, InfraError):
+        return None
     return json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
 
 
 def model_call_guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException], ...]) -> Any:
-    """Middleware around every model call: retries on API errors, stops at ``max_tokens``."""
+    """Middleware around every model call: retries on API errors, stops at ``max_tokens``.
+
+    Its ``calls`` list each model call's ``started_at`` (ISO-8601 UTC), ``latency_s`` (seconds,
+    retries included) and ``attempts``, in order: one per model reply, for the conversation.
+    """
     from langchain.agents.middleware import AgentMiddleware
     from langchain_core.messages import AIMessage
 
@@ -39,6 +50,7 @@ def model_call_guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseE
             self.attempts = 0
             self.cut: AIMessage | None = None
             self.started = policy.clock()
+            self.calls: list[dict[str, Any]] = []  # each model call's start and seconds, in order
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
             ran = policy.clock() - self.started
@@ -63,6 +75,8 @@ def model_call_guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseE
                         "an HTML page or JSON that is not a Messages API answer",
                     ) from exc
 
+            started_at = datetime.now(UTC).isoformat()
+            began = policy.clock()
             try:  # each turn is bounded by what is left of the case's budget (call_with_retries)
                 done = call_with_retries(attempt, policy, errors=(*errors, BadResponse), advise=advise,
                                          started=self.started)
@@ -70,6 +84,8 @@ def model_call_guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseE
                 self.attempts += gave_up.attempts
                 raise
             self.attempts += done.attempts
+            self.calls.append({"started_at": started_at, "latency_s": policy.clock() - began,
+                               "attempts": done.attempts})
             result = getattr(done.value, "result", [done.value])
             message = next((m for m in reversed(result) if isinstance(m, AIMessage)), None)
             stop = None if message is None else message.response_metadata.get("stop_reason")

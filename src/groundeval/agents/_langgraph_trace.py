@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from groundeval.models.anthropic import anthropic_usage
 from groundeval.models.pricing import total_cost
+from groundeval.models.transcript import call_facts, tool_calls
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-__all__ = ["message_usage", "tool_trace"]
+__all__ = ["conversation", "message_usage", "tool_trace"]
 
 
 def _decode(content: object) -> Any:
@@ -99,3 +100,62 @@ def message_usage(messages: Sequence[BaseMessage], model: str | None) -> dict[st
     if costs:
         totals["cost_usd"] = total_cost(costs)
     return totals
+
+
+def _text(content: object) -> str:
+    """A message's content as text (LangChain content blocks joined; other values as JSON)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b if isinstance(b, str) else str(b.get("text", "")) for b in content
+                 if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")]
+        return "".join(parts)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def conversation(
+    messages: Sequence[BaseMessage], calls: Sequence[dict[str, Any]], model: str | None
+) -> list[dict[str, Any]]:
+    """The graph's messages after the prompt, as ``AgentResult.messages`` holds them (``models.transcript``).
+
+    Args:
+        messages: The graph state's messages; the first human message is the prompt (the case
+            record keeps it apart) and is left out.
+        calls: The model-call guard's ``calls``: each reply's ``started_at``, ``latency_s`` and
+            ``attempts``, in reply order.
+        model: The model id, for each reply's price.
+
+    Returns:
+        One dict per reply (with its call's timing and usage) and per tool result, in order.
+    """
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    out: list[dict[str, Any]] = []
+    replies = 0
+    prompt_seen = False
+    for message in messages:
+        if isinstance(message, HumanMessage) and not prompt_seen:
+            prompt_seen = True
+            continue
+        if isinstance(message, AIMessage):
+            timing = calls[replies] if replies < len(calls) else {}
+            replies += 1
+            reported = message.response_metadata.get("model_name") or message.response_metadata.get("model")
+            out.append({
+                "role": "assistant", "content": _text(message.content), "tool_calls": tool_calls(message.tool_calls),
+                "call": call_facts(
+                    started_at=timing.get("started_at"), latency_s=timing.get("latency_s"),
+                    usage=message_usage([message], str(reported or model)), attempts=timing.get("attempts"),
+                    stop_reason=message.response_metadata.get("stop_reason"), model=str(reported or model),
+                    request_id=message.response_metadata.get("id"),
+                ),
+            })
+        elif isinstance(message, ToolMessage):
+            result = _decode(message.content)
+            ok = message.status != "error" and not (isinstance(result, dict) and result.get("ok") is False)
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "name": message.name,
+                        "content": _text(message.content), "ok": ok})
+        else:
+            out.append({"role": "user" if isinstance(message, HumanMessage) else str(message.type),
+                        "content": _text(message.content)})
+    return out

@@ -19,6 +19,7 @@ from groundeval.models import check_model, get_model
 from groundeval.models.base import ModelRequest
 from groundeval.models.provider import ProviderModel, check_temperature
 from groundeval.models.retry import RetryPolicy
+from groundeval.models.transcript import reply_message
 
 if TYPE_CHECKING:
     import httpx2
@@ -161,7 +162,9 @@ class SingleCallAgent:
         Returns:
             The answer text; ``usage`` with token counts and ``cost_usd``; ``attempts``; ``meta``
             with ``stop_reason``, ``request_id``, ``max_tokens``, ``temperature`` and
-            ``retry_wait_s`` (seconds).
+            ``retry_wait_s`` (seconds); ``messages``: the model's reply with its call's timing and
+            usage (``models.transcript``; a reply cut off or refused is in the error's
+            ``details["messages"]``).
 
         Raises:
             AgentError: As ``ProviderModel.generate``: ``AuthError``, ``RunStopError``,
@@ -170,5 +173,5 @@ class SingleCallAgent:
         response = self.backend.generate(self.model_request(request))
         return AgentResult(
             text=response.text, model=response.model, usage=response.usage, attempts=response.attempts,
-            meta=dict(response.meta),
+            meta=dict(response.meta), messages=[reply_message(response)],
         )

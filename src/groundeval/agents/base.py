@@ -42,7 +42,7 @@ from groundeval.registry import AGENT_GROUP, Targets, builtin_agents, builtin_ta
 
 __all__ = [
     "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires",
-    "check_task", "for_task", "make_agent", "offline_hint", "preflight_agent", "serving_agents",
+    "check_task", "check_tool_transport", "for_task", "make_agent", "offline_hint", "preflight_agent", "serving_agents",
 ]
 
 DEFAULT_REQUIRES: frozenset[str] = frozenset({"text_prompt"})
@@ -89,6 +89,9 @@ class Agent(Protocol):
         """
         ...
 
+    # Optional: ``network_calls = False`` declares that ``run`` never makes a network call (a
+    # rule-based agent, replay, a scripted agent): the first call of a process then does not go
+    # alone (``execution.threaded``), since no key, model or API can be wrong. Absent means True.
     # Optional: ``warmup(self) -> None`` is called once per process before the first case is
     # timed (import SDKs, load catalogs), so ``latency_s`` measures the agent, not its imports.
     # A ``ConfigError`` from it (a server that cannot start) is a ``config_error`` that stops the run.
@@ -291,6 +294,34 @@ def check_task(agent: Agent, spec: str, task: Any) -> None:
         raise ConfigError(f"agent {spec!r} answers the {names} task, not {name!r}; {pick}")
 
 
+def check_tool_transport(agent: object, spec: str, tools: str) -> None:
+    """Refuse an agent whose way of reaching its tools (``tool_transport``) is not the run's ``--groundeval-tools``.
+
+    An agent declares ``tool_transport = "inprocess"`` (it builds LangChain tools in its own process:
+    ``langgraph``, ``langgraph-fhir``) or ``"mcp"`` (it reaches ``request.tool_server``:
+    ``langgraph-mcp``); an agent that declares neither (a user's own, a text agent) runs either way.
+
+    Args:
+        agent: The agent, or its class.
+        spec: The agent spec as given (for the message).
+        tools: The run's ``--groundeval-tools`` (``inprocess`` or ``mcp``).
+
+    Raises:
+        ConfigError: The two disagree; the message names the fix.
+    """
+    transport = getattr(agent, "tool_transport", None)
+    if tools == "mcp" and transport == "inprocess":
+        raise ConfigError(
+            f"agent {spec!r} calls the task's tools in its own process, so with --groundeval-tools=mcp the case's "
+            "MCP server would trace none of its calls; use --groundeval-agent=langgraph-mcp, an agent of your own "
+            "that reads request.tool_server, or drop --groundeval-tools=mcp"
+        )
+    if tools != "mcp" and transport == "mcp":
+        raise ConfigError(
+            f"agent {spec!r} reaches the case's tools over MCP; add --groundeval-tools=mcp (CLI: --tools mcp)"
+        )
+
+
 def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
     """Build an agent from a built-in name or a ``module:attribute`` spec.
 
@@ -338,16 +369,17 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
     return built
 
 
-def preflight_agent(spec: str, config: AgentConfig, task: Any) -> str:
+def preflight_agent(spec: str, config: AgentConfig, task: Any, tools: str = "inprocess") -> str:
     """Check an agent spec without building the agent (for the pytest-xdist controller).
 
-    Imports the target, applies ``check_task`` to it (its class-level ``requires``/``tasks``), and
-    calls the class's optional ``check_config(config)``.
+    Imports the target, applies ``check_task`` and ``check_tool_transport`` to it (its class-level
+    ``requires``/``tasks``/``tool_transport``), and calls the class's optional ``check_config(config)``.
 
     Args:
         spec: The agent spec as given.
         config: The settings the agent would be built with.
         task: The task object (as for ``check_task``).
+        tools: The run's ``--groundeval-tools`` (``inprocess`` or ``mcp``).
 
     Returns:
         The agent's name as it will be recorded (the class's ``name``, else the spec).
@@ -362,6 +394,7 @@ def preflight_agent(spec: str, config: AgentConfig, task: Any) -> str:
         return agent.name
     target = _load_target(AGENTS.get(spec, spec), spec)
     check_task(target, spec, task)
+    check_tool_transport(target, spec, tools)
     check = getattr(target, "check_config", None)
     if inspect.isclass(target) and callable(check):
         check(config)

@@ -43,8 +43,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
+from groundeval.agents._case_tools import ReadToolsFactory, ToolsFactory, bundle_tools, case_tools
 from groundeval.agents._langgraph_graph import build_write_graph, model_call_guard
-from groundeval.agents._langgraph_trace import message_usage, tool_trace
+from groundeval.agents._langgraph_trace import conversation, message_usage, tool_trace
 from groundeval.agents.base import AgentConfig, offline_hint
 from groundeval.agents.claude import DEFAULT_MODEL, REJECTED_KEY_HINT
 from groundeval.errors import AgentError, AgentLoopError, ConfigError
@@ -77,11 +78,6 @@ NO_KEY_HINT = (
     f"or {offline_hint()}."
 )
 
-ToolsFactory = Callable[[str], "list[BaseTool]"]
-"""Write tools: ``patient_reference -> tools``."""
-
-ReadToolsFactory = Callable[[dict[str, Any]], "list[BaseTool]"]
-"""Read tools: ``bundle (FHIR JSON) -> tools``."""
 
 
 def _require_write(name: str) -> None:
@@ -121,6 +117,8 @@ class LangGraphAgent:
 
     name = "langgraph"
     requires: frozenset[str] = frozenset({"tools"})
+    tool_transport = "inprocess"
+    """It builds the case's tools in its own process (``groundeval.agents.base.check_tool_transport``)."""
 
     @classmethod
     def check_config(cls, config: AgentConfig) -> None:
@@ -182,21 +180,8 @@ class LangGraphAgent:
         return self._catalog
 
     def _bundle_tools(self, request: AgentRequest) -> list[BaseTool]:
-        bundle = request.context.get("bundle")
-        if not isinstance(bundle, dict):
-            raise AgentError(
-                f"{request.case_id}: the request context has no FHIR Bundle (context['bundle']); the "
-                f"{self.name!r} agent reads one through its tools (tasks extraction, reconcile, labs)"
-            )
-        if self._read_tools is not None:
-            return self._read_tools(bundle)
-        from groundeval.fhir.read_tools import BundleToolsError, make_read_tools
-
-        try:
-            return make_read_tools(bundle, self._site_catalog())
-        except BundleToolsError as exc:
-            raise AgentError(f"{request.case_id}: the read tools cannot serve this case: {exc}",
-                             details={"issues": exc.issues}) from exc
+        return bundle_tools(request.case_id, request.context, self._site_catalog, f"the {self.name!r} agent",
+                            self._read_tools)
 
     def _tools_for(self, request: AgentRequest) -> list[BaseTool]:
         """The case's tools: read tools over ``context["bundle"]``, else write tools for the patient.
@@ -204,19 +189,12 @@ class LangGraphAgent:
         Raises:
             AgentError: The context holds neither, or the Bundle is not valid FHIR R4B.
         """
-        if "bundle" in request.context:
-            return self._bundle_tools(request)
-        reference = request.context.get("patient_reference")
-        if not isinstance(reference, str) or not reference.strip():
-            raise AgentError(
-                f"{request.case_id}: the request context has neither a bundle nor a patient_reference; "
-                f"the {self.name!r} agent runs the extraction, reconcile and write tasks"
-            )
-        if self._tools is not None:
-            return self._tools(reference)
-        from groundeval.tasks.write.tools import make_tools
+        return case_tools(request.case_id, request.context, self._site_catalog, f"the {self.name!r} agent",
+                          self._read_tools, self._tools)
 
-        return make_tools(self._site_catalog(), reference)
+    def _stream_config(self) -> dict[str, Any]:
+        """The graph's run config: ``recursion_limit``."""
+        return {"recursion_limit": self.recursion_limit}
 
     def _api_errors(self, model: BaseChatModel) -> tuple[type[BaseException], ...]:
         from groundeval.models.chat import api_errors
@@ -228,7 +206,7 @@ class LangGraphAgent:
         messages = [*state["messages"], *([guard.cut] if guard.cut is not None else [])]
         trace = tool_trace(messages)
         return {"trace": trace, "tool_calls": len(trace), "usage": message_usage(messages, self.model),
-                "model": self.model}
+                "model": self.model, "messages": conversation(messages, guard.calls, self.model)}
 
     def warmup(self) -> None:
         """Import LangChain, LangGraph, the chat model and the tools (HealthChain) before timing.
@@ -255,10 +233,10 @@ class LangGraphAgent:
 
         Returns:
             ``text``: the final reply's text (the task's answer: a medication list, a
-            MedicationStatement); ``trace``: every tool
-            call; ``attempts``: model calls, retries included; ``usage``: tokens summed over the
-            replies and ``cost_usd``; ``meta``: ``stop_reason``, ``recursion_limit``,
-            ``tool_calls``, ``model_turns``.
+            MedicationStatement); ``trace``: every tool call; ``messages``: every model reply
+            (with its call's timing and usage) and tool result; ``attempts``: model calls,
+            retries included; ``usage``: tokens summed over the replies and ``cost_usd``;
+            ``meta``: ``stop_reason``, ``recursion_limit``, ``tool_calls``, ``model_turns``.
 
         Raises:
             AgentError: The request context has neither a ``bundle`` nor a ``patient_reference``
@@ -281,7 +259,7 @@ class LangGraphAgent:
         try:
             for chunk in graph.stream(
                 {"messages": [HumanMessage(request.prompt.user)]},
-                config={"recursion_limit": self.recursion_limit}, stream_mode="values",
+                config=self._stream_config(), stream_mode="values",
             ):
                 state = chunk
         except GraphRecursionError as exc:
@@ -321,6 +299,7 @@ class LangGraphAgent:
             usage=message_usage(messages, str(reported or self.model)),
             attempts=guard.attempts,
             trace=trace,
+            messages=conversation(messages, guard.calls, str(reported or self.model)),
             meta={
                 "stop_reason": final.response_metadata.get("stop_reason"),
                 "recursion_limit": self.recursion_limit,

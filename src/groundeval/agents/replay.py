@@ -4,7 +4,8 @@ No model is called: each case's answer is the ``raw_output`` its record holds in
 ``RUN.json`` (``groundeval.records.run_record.RunRecord``), with that case's ``usage``, ``trace``,
 ``attempts`` and agent facts, so a scorer or parser change can be measured on the same answers,
 and CI without an API key can still evaluate a model's recorded answers. Every replayed result has
-``cached=True``. Cases are matched by ``(case_id, trial)``; a counterfactual twin, which an agent is
+``cached=True``, and carries its recorded replies (the conversation's prompt is this run's own).
+Cases are matched by ``(case_id, trial)``; a counterfactual twin, which an agent is
 asked under its original's case id, is told from its original by the prompt's SHA-256 (the record
 is in the prompt), or when the prompts are the same (a tool-mode prompt without the record) by the
 request's context, compared with the context of each candidate derived again from its case file.
@@ -111,6 +112,9 @@ class ReplayAgent:
 
     thread_safe = True
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
+
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
 
     def __init__(self, config: AgentConfig | None = None, *, record: str | Path | None = None) -> None:
         if record is None or not str(record).strip():
@@ -231,6 +235,8 @@ class ReplayAgent:
                 details["partial_text"] = rec.raw_output
             if rec.trace:
                 details["trace"] = rec.trace
+            if rec.conversation is not None:
+                details["messages"] = [m.model_dump() for m in rec.conversation.replies]
             known = error.type if error.type in BEHAVIOUR_CLASSES.values() else BEHAVIOUR_CLASSES[rec.outcome]
             raise rebuild_error(known, error.message, rec.attempts, details)
         answered = rec.outcome in SCORED or rec.outcome in BEHAVIOUR_OUTCOMES or rec.outcome == "harness_error"
@@ -248,4 +254,5 @@ class ReplayAgent:
         return AgentResult(
             text=rec.raw_output, model=rec.model, usage=dict(rec.usage), attempts=rec.attempts or 0,
             trace=list(rec.trace), meta={**rec.agent_meta, **flags}, cached=True,
+            messages=[] if rec.conversation is None else [m.model_dump() for m in rec.conversation.replies],
         )

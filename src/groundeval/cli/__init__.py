@@ -27,8 +27,10 @@ __all__ = ["CLI_DEFAULTS", "SUBCOMMANDS", "build_parser", "main", "pytest_args",
 
 SUBCOMMANDS: dict[str, str] = {
     "calibrate": "measure a judge against labels (kappa, agreement) and write its card",
-    "compare": "compare two run records: paired intervals, per-case changes, the gate",
-    "report": "write a self-contained HTML report of one run (or two, compared)",
+    "export": "write run records as one CSV or Parquet table (one row per case and trial)",
+    "compare": "compare two run records (paired intervals, per-case changes, the gate), or N as a matrix",
+    "report": "write a self-contained HTML report of one run, two compared, or a matrix of N",
+    "view": "browse run records in a local web viewer (127.0.0.1): cases, conversations, runs side by side",
 }
 """Subcommands of ``groundeval`` that read files and run no eval; ``groundeval SUB --help`` for each."""
 
@@ -50,6 +52,7 @@ CLI_DEFAULTS: dict[str, str] = {
     "n-ctx": "8192",
     "cache": "off: every case calls the agent",
     "max-cost": "no limit",
+    "prices": "the packaged list prices (Claude models)",
     "concurrency": "4 for the built-in agents, 1 for an agent of your own unless it sets thread_safe = True",
     "judge-card": "the packaged card of the same judge and prompt, if any",
     "judge-cache": "off: a model judge is asked on every run",
@@ -260,6 +263,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from groundeval.cli.merge import merge_main
 
         return merge_main(args[1:])
+    if args and args[0] == "view":  # serve the run records on 127.0.0.1; no pytest run
+        from groundeval.view import main as view_main
+
+        return view_main(args[1:])
+    if args and args[0] == "export":  # run records as a table; no pytest run
+        from groundeval.cli.export import export_main
+
+        return export_main(args[1:])
     if args and args[0] in ("compare", "report"):  # read run records; no pytest run
         from groundeval.cli.tools import main as tools_main
 

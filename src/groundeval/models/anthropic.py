@@ -81,7 +81,7 @@ def anthropic_usage(model: str | None, usage: Any) -> dict[str, Metric]:
         model, **counts, cache_write_1h_tokens=_int(getattr(breakdown, "ephemeral_1h_input_tokens", None))
     ) if standard else None
     priced: dict[str, Metric] = {**counts, "cost_usd": cost}
-    return batch_usage(priced) if tier == "batch" else priced
+    return batch_usage(priced, model) if tier == "batch" else priced
 
 
 class AnthropicModel(ProviderModel["anthropic.Anthropic"]):

@@ -96,6 +96,9 @@ class ModelResponse:
         retry_wait_s: Seconds spent waiting between attempts.
         tool_calls: Tool calls the model asked for, in order.
         meta: Other JSON-safe facts of the call (``max_tokens``, ``temperature``).
+        started_at: When ``Model.generate`` started the call, ISO-8601 UTC (None from a model
+            that does not say).
+        latency_s: Seconds ``Model.generate`` took, retries and their waits included (None likewise).
     """
 
     text: str
@@ -107,6 +110,8 @@ class ModelResponse:
     retry_wait_s: float = 0.0
     tool_calls: tuple[ToolCall, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    started_at: str | None = None
+    latency_s: float | None = None
 
 
 @runtime_checkable

@@ -46,6 +46,7 @@ __all__ = [
     "estimate_tokens",
     "price_for",
     "total_cost",
+    "use_prices",
 ]
 
 
@@ -78,12 +79,15 @@ class ModelPrice:
         long_prompt: Rates for a request whose prompt is longer than ``long_prompt_over``
             tokens, or None when the model has a single rate.
         long_prompt_over: Prompt length (tokens) above which ``long_prompt`` applies.
+        batch_discount: Batch price as a fraction of the standard one, or None for
+            ``BATCH_DISCOUNT`` (a user price file may set it: ``groundeval.models.price_file``).
     """
 
     family: str
     standard: Price
     long_prompt: Price | None = None
     long_prompt_over: int | None = None
+    batch_discount: float | None = None
 
 
 def _card(inp: float, out: float, w5: float, w1: float, read: float) -> Price:
@@ -137,8 +141,18 @@ _SUFFIX = r"(?:-\d{8})?(?:-latest)?(?:-v\d+(?::\d+)?)?(?:@\d{8})?"
 _PREFIX = re.compile(r"^(?:(?:us|eu|apac|global)\.)?(?:anthropic\.)?")
 
 
+USER_PRICES: dict[str, ModelPrice] = {}
+"""Model id (lower case) -> prices from ``--groundeval-prices`` (``use_prices``); they win over ``PRICES``."""
+
+
+def use_prices(prices: Mapping[str, ModelPrice]) -> None:
+    """Set this process's user prices (``groundeval.models.price_file.load_price_file``), replacing any before."""
+    USER_PRICES.clear()
+    USER_PRICES.update(prices)
+
+
 def price_for(model: str | None) -> ModelPrice | None:
-    """Find the prices of a model id as the API reports it.
+    """Find the prices of a model id as the API reports it: a user price first, then the list.
 
     Args:
         model: E.g. ``"claude-opus-4-8"``, ``"claude-haiku-4-5-20251001"``,
@@ -149,6 +163,9 @@ def price_for(model: str | None) -> ModelPrice | None:
     """
     if not model:
         return None
+    user = USER_PRICES.get(model.strip().lower())
+    if user is not None:
+        return user
     name = _PREFIX.sub("", model.strip().lower()).removesuffix("[1m]")
     for stem in sorted(PRICES, key=len, reverse=True):
         if re.fullmatch(re.escape(stem) + _SUFFIX, name):
@@ -253,11 +270,12 @@ the batch rate) and OpenAI's Batch API guide (https://platform.openai.com/docs/g
 is discounted alike, so the batch cost is the standard cost times this fraction."""
 
 
-def batch_usage(usage: Mapping[str, Metric]) -> dict[str, Metric]:
+def batch_usage(usage: Mapping[str, Metric], model: str | None = None) -> dict[str, Metric]:
     """``usage`` priced at the batch rate, with what the same call costs at the standard rate.
 
     Args:
         usage: Token counts and ``cost_usd`` at the standard rate (USD, None when unknown).
+        model: The model id; a user price's ``batch_discount`` replaces ``BATCH_DISCOUNT``.
 
     Returns:
         The same counts, ``cost_usd`` times ``BATCH_DISCOUNT`` (rounded to 1e-8) and
@@ -268,5 +286,7 @@ def batch_usage(usage: Mapping[str, Metric]) -> dict[str, Metric]:
         return dict(usage)
     cost = usage.get("cost_usd")
     standard = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
-    batch = None if standard is None else round(standard * BATCH_DISCOUNT, 8)
+    prices = price_for(model)
+    discount = prices.batch_discount if prices is not None and prices.batch_discount is not None else BATCH_DISCOUNT
+    batch = None if standard is None else round(standard * discount, 8)
     return {**usage, "cost_usd": batch, "standard_cost_usd": standard}

@@ -18,9 +18,11 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from groundeval.errors import (
@@ -38,6 +40,7 @@ from groundeval.models.classify import BadResponse, advise
 from groundeval.models.client_pool import ClientPool
 from groundeval.models.pricing import CHARS_PER_TOKEN, batch_usage, context_window
 from groundeval.models.retry import CallSettings, Completed, GaveUp, call_with_retries
+from groundeval.models.transcript import failed_reply
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
@@ -350,6 +353,21 @@ class ProviderModel(ABC, Generic[ClientT]):
                 reason and the usage.
             AgentError: A reply with no answer in it.
         """
+        started_at = datetime.now(UTC).isoformat()
+        start = time.perf_counter()
+        try:
+            response = self._spent(request)
+        except AgentError as exc:  # a reply that came back but is no answer: kept in the conversation
+            replied = isinstance(exc.details.get("partial_text"), str)
+            if self.role == "agent" and replied and "messages" not in exc.details:
+                reply = failed_reply(exc.details, started_at=started_at, latency_s=time.perf_counter() - start,
+                                     attempts=exc.attempts)
+                exc.details["messages"] = [reply]
+            raise
+        return dataclasses.replace(response, started_at=started_at, latency_s=round(time.perf_counter() - start, 6))
+
+    def _spent(self, request: ModelRequest) -> ModelResponse:
+        """``generate`` without the call's timing: the pre-flight, the spending limit and the call."""
         errors = (*self._api_errors(), BadResponse)
         params = self.params(request)
         self.preflight(request)
@@ -466,7 +484,7 @@ class ProviderModel(ABC, Generic[ClientT]):
     ) -> ModelResponse:
         reply = self._reply(request, done)
         if batch is not None:  # priced at the batch rate, with what a direct call would have cost
-            reply = dataclasses.replace(reply, usage=batch_usage(reply.usage))
+            reply = dataclasses.replace(reply, usage=batch_usage(reply.usage, reply.model))
         meta: dict[str, Any] = {
             "stop_reason": reply.stop_reason,
             "request_id": reply.request_id,

@@ -70,7 +70,8 @@ class SpendLimit:
         with self._lock:
             if self.spent_usd + self.reserved_usd + estimate_usd > self.limit_usd:
                 raise SpendLimitReached(
-                    f"--groundeval-max-cost {self.limit_usd:g} USD reached: ${self.spent_usd:.4f} spent, the next "
+                    f"--groundeval-max-cost {self.limit_usd:g} USD reached: ${self.spent_usd:.4f} spent, "
+                    f"${self.reserved_usd:.4f} reserved for calls in flight, limit ${self.limit_usd:.4f}; the next "
                     f"call ({case_id}) could cost up to ${estimate_usd:.4f}; it was not made. Raise the limit or "
                     "run fewer cases (--groundeval-limit, -k); --groundeval-cache keeps what was paid for",
                     limit_usd=self.limit_usd, spent_usd=self.spent_usd, estimate_usd=estimate_usd,

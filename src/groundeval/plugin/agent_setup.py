@@ -41,6 +41,10 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
         settings: The run settings (``data_dir``, ``cache_dir``, ``replay_allow_changed``).
         task: The task of the run.
 
+    With ``--groundeval-tools=mcp`` the agent is wrapped first in ``mcp_server.MCPToolsAgent`` (each
+    case's tools on an MCP server of its own, the server's trace in the result), inside the cache,
+    so a cached answer keeps the trace it was made with.
+
     Returns:
         The agent to run: a ``CachingAgent`` around ``agent`` with ``--groundeval-cache``, else ``agent``.
 
@@ -53,12 +57,18 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
         check_cases(task, settings.data_dir, allow_changed=settings.replay_allow_changed)
         _warn_unreplayed_trials(agent, settings.trials)
         return agent  # a replay makes no model call: nothing to cache
+    if settings.tools == "mcp":
+        from groundeval.mcp_server.serving import MCPToolsAgent
+
+        agent = MCPToolsAgent(agent)
     if settings.cache_dir is None:
         return agent
     from groundeval.models.cache import CachingAgent, ResultCache
 
     tools = tuple(getattr(task, "tools", ()) or ())
     facts: dict[str, Any] = {"tools": list(tools)}
+    if settings.tools == "mcp":
+        facts["tool_transport"] = "mcp"  # the same agent may answer otherwise through another transport
     run_facts = getattr(task, "run_facts", None)
     if tools and callable(run_facts):  # tool results come from the task's reference data (the catalog)
         try:

@@ -27,6 +27,8 @@ from groundeval.shards import parse_shard as _shard
 
 __all__ = ["GENERIC", "OPTIONS", "RUN_OPTIONS", "Option"]
 
+_tools_mode = choice("inprocess", "mcp", why="must be inprocess or mcp", any_case=True)
+_conversation_mode = choice("full", "reference", why="must be full or reference", any_case=True)
 _progress_mode = choice("auto", "tty", "plain", "off", why="must be auto, tty, plain or off", any_case=True)
 
 RUN_OPTIONS: tuple[Option, ...] = (
@@ -132,6 +134,14 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "agents, 1 for an agent of your own unless it sets thread_safe = True.", "N", scope="run",
     ),
     Option(
+        "tools", _tools_mode, "inprocess",
+        "How a tool-using agent gets the task's tools: inprocess (LangChain tools in the agent's process) or mcp "
+        "(each case's tools served by its own MCP server on 127.0.0.1, Streamable HTTP, with a stdio relay "
+        "command; the agent gets the URL in request.tool_server and every call it makes is traced by the "
+        "server). Needs the mcp extra; agents: langgraph-mcp or an agent of your own.", "inprocess|mcp",
+        scope="run",
+    ),
+    Option(
         "summary-md", _text, None,
         "Write the run's summary as Markdown to PATH (also appended to $GITHUB_STEP_SUMMARY when that is set).",
         "PATH", scope="run",
@@ -141,6 +151,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "Store each agent result in DIR (SQLite, shared safely by xdist workers and concurrent runs), keyed by "
         "agent, model, the full request and the trial index; a rerun with the same key makes no model call and "
         "its case is marked cached=true.", "DIR", scope="run",
+    ),
+    Option(
+        "conversation", _conversation_mode, "full",
+        "What each case record keeps of the prompt the agent was sent: full (the system and user prompt, then "
+        "every reply and tool result) or reference (for real patients' records: the case file's name and "
+        "SHA-256, the task's version and the prompt's SHA-256, from which the prompt is rendered again exactly; "
+        "replies and tool results are kept either way).", "MODE", scope="run",
     ),
     Option(
         "replay-allow-changed", _bool, False,
@@ -166,6 +183,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "Stop the run before it spends more than USD on model calls: each call's cost is estimated from its "
         "prompt tokens and max-tokens before it is sent, and a call that could pass the limit is not made; "
         "cases not started are not_run. Needs a model with a known price.", "USD", scope="run",
+    ),
+    Option(
+        "prices", _text, None,
+        "Price models from FILE (TOML or JSON, USD per million tokens: per model id, input, output, and "
+        "optionally cached_input and batch_discount); a model priced here wins over the packaged list price, so "
+        "cost_usd and --groundeval-max-cost work for any model (an OpenAI-compatible or local one too).",
+        "FILE", scope="run",
     ),
     Option(
         "progress", _progress_mode, "auto",

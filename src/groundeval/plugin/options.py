@@ -85,14 +85,18 @@ class Settings:
             twins', or None to draw one for the run.
         concurrency: Agent calls in flight at once in this process (``--groundeval-concurrency``).
         cache_dir: ``--groundeval-cache``: the response cache directory, or None for no cache.
+        conversation: ``--groundeval-conversation``: ``full`` or ``reference`` (``records.conversation``).
         replay_allow_changed: ``--groundeval-replay-allow-changed``: replay cases whose file changed.
         min_pass_rate: ``--groundeval-min-pass-rate`` R in (0, 1], or None (every trial must pass).
         failure_blocks: ``--groundeval-failure-blocks``: pytest's FAILURES blocks for failed cases.
         max_cost: ``--groundeval-max-cost``: the most this run may spend on model calls, USD, or None.
+        prices: ``--groundeval-prices``: the user price file (``groundeval.models.price_file``), or None.
         progress: ``--groundeval-progress``: ``auto``, ``tty``, ``plain`` or ``off``.
         progress_every: ``--groundeval-progress-every``: seconds between plain progress lines.
         batch: ``--groundeval-batch``: the batch knobs (``models.batch.BatchSettings``, journal in the
             out-dir), or None when model requests are sent one call each.
+        tools: ``--groundeval-tools``: ``inprocess`` (LangChain tools in the agent's process) or ``mcp``
+            (each case's tools served by its own MCP server, ``groundeval.mcp_server``).
     """
 
     task: str | None
@@ -113,13 +117,16 @@ class Settings:
     twin_seed: int | None = None
     concurrency: int | None = None
     cache_dir: Path | None = None
+    conversation: str = "full"
     replay_allow_changed: bool = False
     min_pass_rate: float | None = None
     failure_blocks: bool = False
     max_cost: float | None = None
+    prices: Path | None = None
     progress: str = "auto"
     progress_every: float = 30.0
     batch: BatchSettings | None = None
+    tools: str = "inprocess"
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -337,6 +344,9 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"{sources['replay_allow_changed']} applies only to --groundeval-agent=replay:RUN.json; drop it"
         )
+    tools = str(values["tools"]).strip().lower()
+    if tools == "mcp":
+        _check_mcp(built, name, sources["tools"])
     out_dir = (base("out_dir") / os.path.expanduser(values["out_dir"])).resolve()
     return Settings(
         task=task,
@@ -357,14 +367,35 @@ def read_settings(config: pytest.Config) -> Settings:
         twin_seed=None if values["twin_seed"] is None else int(values["twin_seed"]),
         concurrency=None if values["concurrency"] is None else int(values["concurrency"]),
         cache_dir=path("cache"),
+        conversation=str(values["conversation"]),
         replay_allow_changed=bool(values["replay_allow_changed"]),
         min_pass_rate=values["min_pass_rate"],
         failure_blocks=bool(values["failure_blocks"]),
         max_cost=values["max_cost"],
+        prices=path("prices"),
         progress=str(values["progress"]),
         progress_every=float(values["progress_every"]),
         batch=_batch(values, {k: sources[k] for k in given}, out_dir),
+        tools=tools,
     )
+
+
+def _check_mcp(task: Any, name: str, where: str) -> None:
+    """``--groundeval-tools=mcp`` needs a task that offers tools and the ``mcp`` extra.
+
+    Raises:
+        pytest.UsageError: The task offers no tools, or a module of the ``mcp`` extra is missing.
+    """
+    from groundeval.errors import ConfigError
+    from groundeval.extras import EXTRAS, require_extra
+
+    if "tools" not in getattr(task, "provides", frozenset()):
+        raise pytest.UsageError(f"{where}=mcp: the {name} task offers no tools to serve; drop the option")
+    try:
+        for module in EXTRAS["mcp"]:
+            require_extra("mcp", module, f"{where}=mcp")
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _batch(values: dict[str, Any], sources: dict[str, str], out_dir: Path) -> BatchSettings | None:

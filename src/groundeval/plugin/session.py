@@ -18,16 +18,26 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.agents.base import Agent, AgentConfig, check_task, for_task, make_agent, preflight_agent
+from groundeval.agents.base import (
+    Agent,
+    AgentConfig,
+    check_task,
+    check_tool_transport,
+    for_task,
+    make_agent,
+    preflight_agent,
+)
 from groundeval.datasets import Case
 from groundeval.errors import ConfigError, RunStopError, SpendLimitReached
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
 from groundeval.models import server_logs, throttle
+from groundeval.models.retry import call_policy_options
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.stop_policy import StopPolicy
 from groundeval.plugin.worker_keys import RUN_ID_KEY
+from groundeval.records.conversation import task_version
 from groundeval.records.run_record import CaseRecord, RunRecord, new_run_id
 from groundeval.records.run_writer import RunWriter
 from groundeval.records.trial_stats import warm_up
@@ -78,15 +88,27 @@ class GroundevalSession:
         if settings.task is None:  # pragma: no cover - the plugin builds a session only with a task
             raise pytest.UsageError("no --groundeval-task")
         self.batcher: Batcher | None = None  # --groundeval-batch: the agent's model sends batches
+        from groundeval.models.pricing import use_prices
+
+        use_prices({})  # every process sets its own, before any call is priced or the limit checked
+        if settings.prices is not None:
+            from groundeval.models.price_file import PriceFileError, load_price_file
+
+            try:
+                use_prices(load_price_file(settings.prices))
+            except PriceFileError as exc:
+                raise pytest.UsageError(f"--groundeval-prices: {exc}") from None
         if settings.batch is not None and distributed:
             from groundeval.plugin.batch_mode import NO_XDIST
 
             raise pytest.UsageError(NO_XDIST)
         server_logs.use_directory(settings.out_dir)  # a judge's or agent's model server logs in the out-dir
         try:
-            self.task = make_task(settings.task, settings.task_options)
+            # a task that calls a model itself (the summary judge) keeps the run's deadline and retries
+            self.task = make_task(settings.task, settings.task_options,
+                                  call_options=call_policy_options(settings.agent_options))
             if distributed:
-                agent_name = preflight_agent(settings.agent, agent_config, self.task)
+                agent_name = preflight_agent(settings.agent, agent_config, self.task, settings.tools)
                 preflight_replay(settings, self.task)  # a bad replay record: a usage error before workers start
             elif self.runs_cases:
                 try:
@@ -137,7 +159,10 @@ class GroundevalSession:
         # the order of a case's items and its twins' (``tasks.counterfactual.interleave``): the
         # option, else drawn from the run id, which every pytest-xdist worker shares
         self.twin_seed = settings.twin_seed if settings.twin_seed is not None else twin_seed_of(run_id)
-        self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker)
+        self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker,
+                            conversation=settings.conversation,
+                            task_version=task_version(type(self.task).__module__)
+                            if settings.conversation == "reference" else "")
         self.records: dict[str, CaseRecord] = {}
         self.selected: list[str] = []
         self.collection_errors: dict[str, dict[str, str]] = {}
@@ -238,7 +263,8 @@ class GroundevalSession:
         except Exception as exc:
             raise ConfigError(f"agent {settings.agent!r} could not be built: {type(exc).__name__}: {exc}") from exc
         check_task(agent, settings.agent, task)
-        return prepare_agent(agent, settings, task)  # replay checks; the --groundeval-cache wrapper
+        check_tool_transport(agent, settings.agent, settings.tools)
+        return prepare_agent(agent, settings, task)  # the MCP tool servers; replay checks; the cache
 
     # -- running a case ----------------------------------------------------------------------
     def run_case(self, case: Case, nodeid: str, session: pytest.Session, trial: int = 0) -> CaseRun:
@@ -338,6 +364,14 @@ class GroundevalSession:
         """Written by the controller when a signal stops the run; workers start no case after it."""
         return self.settings.out_dir / f"{self.info.run_id}.stop"
 
+    @property
+    def cooldown_file(self) -> Path:
+        """The run's pause after a rate-limit answer, shared by its xdist workers (``throttle.share_cooldown``).
+
+        Named by the run id, so no other run's pause is read; the controller removes it at the end.
+        """
+        return self.settings.out_dir / f"{self.info.run_id}.cooldown"
+
     def stop_requested(self) -> bool:
         """True on a worker once the controller was told to stop (no new case may start)."""
         return self.is_worker and self.stop_file.exists()
@@ -356,6 +390,7 @@ class GroundevalSession:
             self._signal_stop.install()
         elif self.runs_cases:
             throttle.watch_stop(self.stop_file.exists)  # the controller was signalled: no call starts
+            throttle.share_cooldown(self.cooldown_file)  # a 429 one worker gets pauses every worker's calls
 
     def _signalled(self, reason: str) -> None:
         """The first SIGINT/SIGTERM: keep the reason and let no agent call start from now on."""

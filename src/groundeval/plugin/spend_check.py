@@ -2,7 +2,8 @@
 
 The limit needs every model call to be estimated before it is sent and priced when it returns:
 the single-call agents (``claude``, ``openai-compatible``) do both when the model has a list
-price in ``groundeval.models.pricing``. A replayed run makes no call and needs no price. Agents that
+price in ``groundeval.models.pricing`` or a price in the user's ``--groundeval-prices`` file.
+A replayed run makes no call and needs no price. Agents that
 call a model through another library (``langgraph``) or an agent of your own cannot be held to
 the limit: the option is refused rather than silently not applied.
 """
@@ -59,8 +60,8 @@ def check_max_cost(limit_usd: float, spec: str, agent: Any, model: str | None) -
         raise pytest.UsageError(
             f"--groundeval-max-cost={limit_usd:g}: the model {model!r} has no known price "
             "(groundeval.models.pricing lists Claude models), so no call can be estimated before it is sent; "
-            "drop the option, or use "
-            "--groundeval-limit to bound the run"
+            "price it in a file given to --groundeval-prices (per model id: input and output, USD per million "
+            "tokens), drop the option, or use --groundeval-limit to bound the run"
         )
 
 

@@ -5,7 +5,8 @@ JSON file per run under ``runs/``) is assembled from them, and the terminal summ
 properties and LangSmith read the finished records, never recompute them.
 
 A run record holds what is needed to audit or re-score a run without re-running the agent:
-settings, package versions, fixture hashes, and per case the prompt hash, raw output (capped at
+settings, package versions, fixture hashes, and per case the prompt hash, the conversation (the
+prompt and every message, ``groundeval.records.conversation``), raw output (capped at
 ``MAX_RAW_OUTPUT_CHARS``, with its full length and hash), parsed answer, truth, scores, latency,
 usage and error. Cases are appended to ``<run_id>.partial.jsonl`` as they finish, so an
 interrupted run keeps its finished cases; the final ``<run_id>.json`` is written atomically at the
@@ -25,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from groundeval.records.conversation import Conversation
 from groundeval.records.outcomes import Outcome
 from groundeval.scoring import Direction, Metric
 
@@ -108,7 +110,13 @@ class CaseRecord(BaseModel):
             ``MAX_CHARS`` characters (``parsed[0].display`` -> characters), a
             ``message``/``error.message`` longer than ``MAX_LISTED`` lines (``message`` -> lines)
             and each of its kept lines longer than ``MAX_CHARS`` (``message[0]`` -> characters).
-            Empty when nothing was.
+            Empty when nothing was. A conversation's cuts are named ``conversation.messages``
+            (messages), ``conversation.messages[i].content`` (characters) and
+            ``conversation.messages[i].tool_calls...`` (``groundeval.records.conversation``).
+        conversation: What the agent was sent and every message that came back, with each
+            model call's timing and usage (``groundeval.records.conversation.Conversation``); the
+            prompt is kept whole, or by reference under ``--groundeval-conversation=reference``.
+            None for a case the agent was never called on, and in records written before it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -148,6 +156,7 @@ class CaseRecord(BaseModel):
     cached: bool = False
     batch: bool = False
     capped: dict[str, int] = Field(default_factory=dict)
+    conversation: Conversation | None = None
 
 
 class FigureInterval(BaseModel):

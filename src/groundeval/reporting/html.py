@@ -35,7 +35,7 @@ from groundeval.reporting.gate import collection_error_lines
 from groundeval.reporting.render import change_value, comparison_dict, fmt, fmt_p
 from groundeval.reporting.stats import METHOD
 
-__all__ = ["render_report", "score_columns", "write_report"]
+__all__ = ["render_matrix_report", "render_report", "score_columns", "write_matrix_report", "write_report"]
 
 ORDER = tuple(rule.outcome for rule in POLICY)
 LIST_KEYS = ("missing", "extra")
@@ -188,7 +188,7 @@ def _charts(record: RunRecord, columns: Sequence[str], figures: Sequence[Mapping
     return out
 
 
-def _run_view(record: RunRecord, index: int) -> dict[str, Any]:
+def _run_view(record: RunRecord, index: int, label: str = "") -> dict[str, Any]:
     agg = record.aggregate
     stats = record_trial_stats(record)
     ivs = stats.intervals
@@ -218,7 +218,7 @@ def _run_view(record: RunRecord, index: int) -> dict[str, Any]:
             groups.append({"key": key, "title": title, "id": f"run{index}-{key}", "cases": members})
     pass_iv = ivs.get("pass_rate")
     return {
-        "record": record, "index": index, "figures": figures, "usage": usage, "trials": stats,
+        "record": record, "index": index, "label": label, "figures": figures, "usage": usage, "trials": stats,
         "show_trials": stats.k > 1 or stats.min_pass_rate is not None,
         "scope": statement(agg, "scope") if scope_needed(agg) else "",
         "judge_note": judge_note(record.task_facts, record.model),
@@ -256,6 +256,53 @@ def _change_charts(comp: Comparison | None) -> list[str]:
     return out[:3]
 
 
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("groundeval.reporting", "templates"), autoescape=True,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+
+
+def render_matrix_report(records: Sequence[RunRecord], baseline: int = 0) -> str:
+    """The HTML report of three or more runs: the model matrix against ``records[baseline]``, then each run.
+
+    Args:
+        records: The runs, in the order given (labelled A, B, C, ...).
+        baseline: Index of the baseline (``groundeval.reporting.matrix``).
+
+    Returns:
+        One HTML document (UTF-8 text) that loads nothing from the network.
+    """
+    from groundeval.reporting.matrix import compare_matrix
+    from groundeval.reporting.matrix_render import cell_text, matrix_dict
+
+    m = compare_matrix(records, baseline)
+    data = matrix_dict(m)
+    for row, case in zip(data["cases"], m.cases, strict=True):
+        for cell, values in zip(row["runs"], case.cells, strict=True):
+            cell["text"] = cell_text(values)
+    runs = [_run_view(r, i + 1, label) for i, (r, label) in enumerate(zip(records, m.labels, strict=True))]
+    return str(_environment().get_template("report.html").render(
+        runs=runs, comparison=None, matrix=data, method=METHOD, fmt=fmt, fmt_p=fmt_p, cval=fmt,
+    ))
+
+
+def write_matrix_report(path: str | Path, records: Sequence[RunRecord], baseline: int = 0) -> Path:
+    """``render_matrix_report`` written to ``path`` (UTF-8); returns the path.
+
+    Raises:
+        OSError: The file cannot be written; its ``filename`` names it.
+    """
+    out = Path(path)
+    text = render_matrix_report(records, baseline)
+    with named(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    return out
+
+
 def render_report(record: RunRecord, other: RunRecord | None = None) -> str:
     """The HTML report of ``record``; with ``other`` (the current run), both runs and their comparison.
 
@@ -266,12 +313,7 @@ def render_report(record: RunRecord, other: RunRecord | None = None) -> str:
     Returns:
         One HTML document (UTF-8 text) that loads nothing from the network.
     """
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("groundeval.reporting", "templates"), autoescape=True,
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-    )
+    env = _environment()
     runs = [_run_view(record, 1)] + ([_run_view(other, 2)] if other is not None else [])
     comp = compare_runs(record, other) if other is not None else None
     comparison = comparison_dict(comp) if comp is not None else None
@@ -281,9 +323,9 @@ def render_report(record: RunRecord, other: RunRecord | None = None) -> str:
     def cval(name: str, value: float) -> str:
         return change_value(comp, name, value) if comp is not None else fmt(value)
 
-    return env.get_template("report.html").render(
-        runs=runs, comparison=comparison, method=METHOD, fmt=fmt, fmt_p=fmt_p, cval=cval,
-    )
+    return str(env.get_template("report.html").render(
+        runs=runs, comparison=comparison, matrix=None, method=METHOD, fmt=fmt, fmt_p=fmt_p, cval=cval,
+    ))
 
 
 def write_report(path: str | Path, record: RunRecord, other: RunRecord | None = None) -> Path:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from groundeval.errors import AgentError
@@ -59,6 +62,8 @@ class ScriptedModel:
         Raises:
             AgentError: The sequence ran out, or the scripted exception.
         """
+        started_at = datetime.now(UTC).isoformat()
+        start = time.perf_counter()
         with self._lock:
             self.requests.append(request)
             if callable(self._script):
@@ -72,9 +77,12 @@ class ScriptedModel:
                 self._next += 1
         if isinstance(reply, BaseException):
             raise reply
+        latency = round(time.perf_counter() - start, 6)
         if isinstance(reply, ModelResponse):
-            return reply
+            return reply if reply.started_at is not None else dataclasses.replace(
+                reply, started_at=started_at, latency_s=latency)
         usage: dict[str, Any] = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
                                  "cache_read_input_tokens": 0, "cost_usd": 0.0}
         return ModelResponse(text=reply, model=self.name, stop_reason="end_turn", usage=usage,
-                             meta={"max_tokens": self.max_tokens, "temperature": self.temperature})
+                             meta={"max_tokens": self.max_tokens, "temperature": self.temperature},
+                             started_at=started_at, latency_s=latency)

@@ -72,15 +72,24 @@ def _not_orders(bundle: Any) -> set[str]:
     """Ids of MedicationRequests that prohibit (doNotPerform) or do not order (proposal, plan, option)."""
     get_resources = _healthchain.fhir().get_resources
     return {
-        str(r.id) for r in get_resources(bundle, "MedicationRequest")
+        str(r.id)
+        for r in get_resources(bundle, "MedicationRequest")
         if r.doNotPerform is True or r.intent not in _ORDERS
     }
 
 
 def _medication_list(request: AgentRequest, status: str | None) -> str:
-    get_medications = _healthchain.fhir().get_medications
+    return medication_list(_bundle_from_prompt(request), status)
 
-    bundle = _bundle_from_prompt(request)
+
+def medication_list(bundle: Any, status: str | None) -> str:
+    """The JSON answer for an R4B ``Bundle`` model: its patient's medications, ``status`` ones only.
+
+    Args:
+        bundle: The record (``fhir.resources.R4B.bundle.Bundle``), from a prompt or a FHIR server.
+        status: ``"active"`` for the baseline (orders only), None for every request (``naive``).
+    """
+    get_medications = _healthchain.fhir().get_medications
     patient = _patient_refs(bundle)
     skip = _not_orders(bundle) if status is not None else set()
     answer: list[dict[str, Any]] = []
@@ -111,6 +120,9 @@ class BaselineExtractionAgent(NeedsExtra):
     thread_safe = True
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     def __init__(self, config: AgentConfig | None = None) -> None:
         """Check that HealthChain is installed (nothing to configure).
 
@@ -122,6 +134,7 @@ class BaselineExtractionAgent(NeedsExtra):
     def warmup(self) -> None:
         """Import fhir.resources and HealthChain before the first case is timed."""
         import fhir.resources.R4B.bundle  # noqa: F401
+
         _healthchain.fhir()
 
     def run(self, request: AgentRequest) -> AgentResult:

@@ -82,7 +82,8 @@ def _moment(text: object) -> tuple[float, int]:
 
 def _has_code(concept: object, code: str) -> bool:
     return isinstance(concept, dict) and any(
-        c.get("system") == _LOINC and c.get("code") == code for c in concept.get("coding") or [])
+        c.get("system") == _LOINC and c.get("code") == code for c in concept.get("coding") or []
+    )
 
 
 def _number(quantity: object) -> tuple[float, str] | None:
@@ -100,8 +101,9 @@ def _parts(test: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _when(res: Mapping[str, Any]) -> str | None:
-    when = res.get("effectiveDateTime") or res.get("effectiveInstant") or (res.get("effectivePeriod") or {}).get(
-        "start")
+    when = (
+        res.get("effectiveDateTime") or res.get("effectiveInstant") or (res.get("effectivePeriod") or {}).get("start")
+    )
     return when if isinstance(when, str) else None
 
 
@@ -118,13 +120,19 @@ def _reading(test: Mapping[str, Any], found: list[tuple[int, JSON, JSON]]) -> JS
         return None
     parts = _parts(test)
     if len(values) < len(parts) and not any(
-            _beyond(p.get("critical"), in_unit[p["loinc"]]) for p in parts if p["loinc"] in values):
+        _beyond(p.get("critical"), in_unit[p["loinc"]]) for p in parts if p["loinc"] in values
+    ):
         return None  # one component alone decides the category and the crisis only beyond its critical limit
     when = str(_when(found[0][1]))
     issued = max(_moment(res.get("issued"))[0] for _, res, _ in found)
-    return {"key": (*_moment(when), issued, min(i for i, _, _ in found)), "day": when[:10],
-            "values": {c: v for c, (v, _) in values.items()}, "unit": unit, "in_unit": in_unit,
-            "resource": found[0][1]}
+    return {
+        "key": (*_moment(when), issued, min(i for i, _, _ in found)),
+        "day": when[:10],
+        "values": {c: v for c, (v, _) in values.items()},
+        "unit": unit,
+        "in_unit": in_unit,
+        "resource": found[0][1],
+    }
 
 
 def _readings(bundle: Mapping[str, Any], test: Mapping[str, Any]) -> list[JSON]:
@@ -141,8 +149,11 @@ def _readings(bundle: Mapping[str, Any], test: Mapping[str, Any]) -> list[JSON]:
         if _has_code(res.get("code"), test["loinc"]):
             values = {}
             for part in parts:
-                holder = res if part is test else next(
-                    (c for c in res.get("component") or [] if _has_code(c.get("code"), part["loinc"])), {})
+                holder = (
+                    res
+                    if part is test
+                    else next((c for c in res.get("component") or [] if _has_code(c.get("code"), part["loinc"])), {})
+                )
                 number = _number(holder.get("valueQuantity"))
                 if number is not None:
                     values[part["loinc"]] = number
@@ -177,17 +188,20 @@ def _band(categories: list[Mapping[str, Any]], value: float) -> str:
 def _beyond(limit: Mapping[str, Any] | None, value: float) -> bool:
     if not limit:
         return False
-    return ((limit.get("below") is not None and value < limit["below"])
-            or (limit.get("at_or_below") is not None and value <= limit["at_or_below"])
-            or (limit.get("above") is not None and value > limit["above"])
-            or (limit.get("at_or_above") is not None and value >= limit["at_or_above"]))
+    return (
+        (limit.get("below") is not None and value < limit["below"])
+        or (limit.get("at_or_below") is not None and value <= limit["at_or_below"])
+        or (limit.get("above") is not None and value > limit["above"])
+        or (limit.get("at_or_above") is not None and value >= limit["at_or_above"])
+    )
 
 
 def _lab_range(res: Mapping[str, Any], test: Mapping[str, Any], value: float) -> str | None:
     for item in res.get("referenceRange") or []:
         kind = item.get("type")
-        if kind is not None and not any((c.get("system"), c.get("code")) == _NORMAL_RANGE
-                                        for c in kind.get("coding") or []):
+        if kind is not None and not any(
+            (c.get("system"), c.get("code")) == _NORMAL_RANGE for c in kind.get("coding") or []
+        ):
             continue
         low, high = (_number(item.get(k)) for k in ("low", "high"))
         if low is None and high is None:
@@ -213,8 +227,15 @@ def _trend(latest: float, previous: float, tolerance: float) -> str:
 
 def _entry(test: Mapping[str, Any], readings: list[JSON], birth: object, adult_age: int) -> JSON:
     if not readings:
-        return {"loinc": test["loinc"], "value": None, "unit": None, "date": None, "category": "no_result",
-                "direction": None, "critical": False}
+        return {
+            "loinc": test["loinc"],
+            "value": None,
+            "unit": None,
+            "date": None,
+            "category": "no_result",
+            "direction": None,
+            "critical": False,
+        }
     latest, previous = readings[-1], (readings[-2] if len(readings) > 1 else None)
     panel = "components" in test
     parts = _parts(test)
@@ -225,19 +246,30 @@ def _entry(test: Mapping[str, Any], readings: list[JSON], birth: object, adult_a
     elif not adult:
         category = "not_applicable"
     else:
-        found = [_band(p["categories"], latest["in_unit"][p["loinc"]])
-                 for p in parts if p["loinc"] in latest["in_unit"]]
+        found = [
+            _band(p["categories"], latest["in_unit"][p["loinc"]]) for p in parts if p["loinc"] in latest["in_unit"]
+        ]
         category = max(found, key=test["category_order"].index) if panel else found[0]
-    trends = None if previous is None else {
-        p["loinc"]: _trend(latest["in_unit"][p["loinc"]], previous["in_unit"][p["loinc"]], test["tolerance"])
-        if p["loinc"] in previous["in_unit"] else None
-        for p in parts if p["loinc"] in latest["in_unit"]}
-    critical = adult and any(_beyond(p.get("critical"), latest["in_unit"][p["loinc"]]) for p in parts
-                             if p["loinc"] in latest["in_unit"])
+    trends = (
+        None
+        if previous is None
+        else {
+            p["loinc"]: _trend(latest["in_unit"][p["loinc"]], previous["in_unit"][p["loinc"]], test["tolerance"])
+            if p["loinc"] in previous["in_unit"]
+            else None
+            for p in parts
+            if p["loinc"] in latest["in_unit"]
+        }
+    )
+    critical = adult and any(
+        _beyond(p.get("critical"), latest["in_unit"][p["loinc"]]) for p in parts if p["loinc"] in latest["in_unit"]
+    )
     return {
         "loinc": test["loinc"],
         "value": dict(latest["values"]) if panel else latest["values"][test["loinc"]],
-        "unit": latest["unit"], "date": latest["day"], "category": category,
+        "unit": latest["unit"],
+        "date": latest["day"],
+        "category": category,
         "direction": trends if panel or trends is None else trends[test["loinc"]],
         "critical": critical,
     }
@@ -265,8 +297,14 @@ def labs_answer(request: AgentRequest, *, earliest: bool = False) -> list[JSON]:
     """
     bundle = _bundle(request)
     table = _table()
-    patient: JSON = next((e["resource"] for e in bundle.get("entry") or []
-                    if isinstance(e, dict) and (e.get("resource") or {}).get("resourceType") == "Patient"), {})
+    patient: JSON = next(
+        (
+            e["resource"]
+            for e in bundle.get("entry") or []
+            if isinstance(e, dict) and (e.get("resource") or {}).get("resourceType") == "Patient"
+        ),
+        {},
+    )
     answer = []
     for test in table["tests"]:
         readings = _readings(bundle, test)
@@ -281,6 +319,9 @@ class BaselineLabsAgent:
 
     thread_safe = True
     """Safe to call from several threads at once."""
+
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
 
     name = "baseline-labs"
     tasks: frozenset[str] = frozenset({"labs"})

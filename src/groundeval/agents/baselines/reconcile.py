@@ -77,8 +77,11 @@ def _ingredient_words(display: str) -> list[set[str]]:
     out = []
     for part in text.split(" / "):
         head = _STRENGTH_RE.split(part)[0].lower()
-        words = {w for w in _WORD_RE.findall(head) if w not in _SALTS and w not in ("hr", "ml", "abuse-deterrent")
-                 and not any(ch.isdigit() for ch in w[:1])}
+        words = {
+            w
+            for w in _WORD_RE.findall(head)
+            if w not in _SALTS and w not in ("hr", "ml", "abuse-deterrent") and not any(ch.isdigit() for ch in w[:1])
+        }
         words = {w.strip("-") for w in words if not re.match(r"^nda\d", w)}
         if words:
             out.append(words)
@@ -104,21 +107,30 @@ def _bundle_and_report(request: AgentRequest) -> tuple[dict[str, Any], str]:
         bundle, _ = json.JSONDecoder().raw_decode(text, start)
     except ValueError as exc:
         raise AgentError(f"{request.case_id}: cannot read the Bundle in the prompt: {exc}") from exc
-    return bundle, text[open_at + len("<report>"):close_at].strip()
+    return bundle, text[open_at + len("<report>") : close_at].strip()
 
 
 def _formulary(system: str) -> list[tuple[str, str]]:
     _, _, tail = system.partition("Site formulary (RxCUI: display):")
-    return [(c.strip(), d.strip()) for line in tail.splitlines() if (c := line.partition(":")[0]).strip().isdigit()
-            for d in [line.partition(":")[2]]]
+    return [
+        (c.strip(), d.strip())
+        for line in tail.splitlines()
+        if (c := line.partition(":")[0]).strip().isdigit()
+        for d in [line.partition(":")[2]]
+    ]
 
 
 def _record(bundle: Mapping[str, Any]) -> tuple[list[_Drug], list[_Drug]]:
     entries = [e for e in bundle.get("entry") or [] if isinstance(e, dict) and isinstance(e.get("resource"), dict)]
     by_url = {e["fullUrl"]: e["resource"] for e in entries if isinstance(e.get("fullUrl"), str)}
     by_id = {f"{e['resource'].get('resourceType')}/{e['resource'].get('id')}": e["resource"] for e in entries}
-    patients = {ref for e in entries if e["resource"].get("resourceType") == "Patient"
-                for ref in (e.get("fullUrl"), f"Patient/{e['resource'].get('id')}") if ref}
+    patients = {
+        ref
+        for e in entries
+        if e["resource"].get("resourceType") == "Patient"
+        for ref in (e.get("fullUrl"), f"Patient/{e['resource'].get('id')}")
+        if ref
+    }
     active: dict[str, _Drug] = {}
     stopped: dict[str, _Drug] = {}
     for e in entries:
@@ -128,8 +140,11 @@ def _record(bundle: Mapping[str, Any]) -> tuple[list[_Drug], list[_Drug]]:
         concept = req.get("medicationCodeableConcept")
         if not isinstance(concept, dict):
             ref = (req.get("medicationReference") or {}).get("reference") or ""
-            target = (next((c for c in req.get("contained") or [] if c.get("id") == ref[1:]), None)
-                      if ref.startswith("#") else by_url.get(ref) or by_id.get(ref))
+            target = (
+                next((c for c in req.get("contained") or [] if c.get("id") == ref[1:]), None)
+                if ref.startswith("#")
+                else by_url.get(ref) or by_id.get(ref)
+            )
             concept = (target or {}).get("code") or {}
         coding = next((c for c in concept.get("coding") or [] if (c.get("system") or "").strip() in _RXNORM), None)
         if not coding or not coding.get("code"):
@@ -175,8 +190,11 @@ def _said(segment: str) -> tuple[tuple[float, str] | None, float | None, bool | 
 
 
 def _fmt(dose: tuple[float, str] | None, per_day: float | None, as_needed: bool | None) -> str:
-    parts = [f"{dose[0]:g} {dose[1]}" if dose else "", f"{per_day:g} a day" if per_day else "",
-             "as needed" if as_needed else ""]
+    parts = [
+        f"{dose[0]:g} {dose[1]}" if dose else "",
+        f"{per_day:g} a day" if per_day else "",
+        "as needed" if as_needed else "",
+    ]
     return ", ".join(p for p in parts if p)
 
 
@@ -199,13 +217,20 @@ def reconcile_answer(request: AgentRequest, *, naive: bool = False, hedge: bool 
             continue
         used.update(span)
         dose, per_day, as_needed = _said(" ".join(segments[i] for i in span))
-        differs = ((dose and drug.dose and dose != drug.dose)
-                   or (per_day and drug.per_day and abs(per_day - drug.per_day) > 1e-9)
-                   or (as_needed is not None and drug.as_needed is not None and as_needed != drug.as_needed))
+        differs = (
+            (dose and drug.dose and dose != drug.dose)
+            or (per_day and drug.per_day and abs(per_day - drug.per_day) > 1e-9)
+            or (as_needed is not None and drug.as_needed is not None and as_needed != drug.as_needed)
+        )
         if differs:
-            answer.append({**item, "status": "dose_mismatch",
-                           "record_dose": _fmt(drug.dose, drug.per_day, drug.as_needed),
-                           "reported_dose": _fmt(dose, per_day, as_needed)})
+            answer.append(
+                {
+                    **item,
+                    "status": "dose_mismatch",
+                    "record_dose": _fmt(drug.dose, drug.per_day, drug.as_needed),
+                    "reported_dose": _fmt(dose, per_day, as_needed),
+                }
+            )
         else:
             answer.append({**item, "status": "matched"})
     formulary = [(code, display, _ingredient_words(display)) for code, display in _formulary(request.prompt.system)]
@@ -218,8 +243,11 @@ def reconcile_answer(request: AgentRequest, *, naive: bool = False, hedge: bool 
             answer.append({"rxnorm_code": hit.code, "display": hit.display, "status": "stopped_but_taken"})
             continue
         dose, _, _ = _said(segment)
-        found = [(c, d) for c, d, ws in formulary if all(w <= words for w in ws)
-                 and (dose is None or _strength(d) == dose or _strength(d) is None)]
+        found = [
+            (c, d)
+            for c, d, ws in formulary
+            if all(w <= words for w in ws) and (dose is None or _strength(d) == dose or _strength(d) is None)
+        ]
         if len(found) > 1 and dose is not None:
             found = [(c, d) for c, d in found if _strength(d) == dose] or found
         if found:
@@ -229,8 +257,12 @@ def reconcile_answer(request: AgentRequest, *, naive: bool = False, hedge: bool 
     if naive:
         return [{"rxnorm_code": a["rxnorm_code"], "display": a["display"], "status": "matched"} for a in answer]
     if hedge:
-        return answer + [{"rxnorm_code": a["rxnorm_code"], "display": a["display"], "status": other}
-                         for a in answer for other in _STATUSES if other != a["status"]]
+        return answer + [
+            {"rxnorm_code": a["rxnorm_code"], "display": a["display"], "status": other}
+            for a in answer
+            for other in _STATUSES
+            if other != a["status"]
+        ]
     return answer
 
 
@@ -241,8 +273,11 @@ def _find(drug: _Drug, segments: list[str], used: set[int]) -> list[int] | None:
             continue
         if all(w <= words[i] for w in drug.words):
             return [i]
-        if len(drug.words) > 1 and i + 1 < len(segments) and i + 1 not in used and all(
-            w <= words[i] | words[i + 1] for w in drug.words
+        if (
+            len(drug.words) > 1
+            and i + 1 < len(segments)
+            and i + 1 not in used
+            and all(w <= words[i] | words[i + 1] for w in drug.words)
         ):
             return [i, i + 1]
     return None
@@ -253,6 +288,9 @@ class BaselineReconcileAgent:
 
     thread_safe = True
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
+
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
 
     name = "baseline-reconcile"
     tasks: frozenset[str] = frozenset({"reconcile"})

@@ -36,8 +36,14 @@ from groundeval.agents.base import AgentConfig
 from groundeval.datasets import default_data_dir
 from groundeval.errors import AgentError
 
-__all__ = ["BaselineSummaryAgent", "HedgeAllSummaryAgent", "HedgingSummaryAgent", "NaiveSummaryAgent",
-           "hedge_all_text", "summary_text"]
+__all__ = [
+    "BaselineSummaryAgent",
+    "HedgeAllSummaryAgent",
+    "HedgingSummaryAgent",
+    "NaiveSummaryAgent",
+    "hedge_all_text",
+    "summary_text",
+]
 
 JSON = dict[str, Any]
 _IN_RANGE = frozenset({"normal", "optimal", "near_optimal", "G1", "G2"})
@@ -125,8 +131,14 @@ def _abnormal(bundle: Mapping[str, Any], *, every: bool = False) -> list[str]:
         if test.get("components"):
             values, outside = [], False
             for comp_rule in test["components"]:
-                comp = next((c for c in obs.get("component") or [] if any(
-                    k.get("code") == comp_rule["loinc"] for k in (c.get("code") or {}).get("coding") or [])), None)
+                comp = next(
+                    (
+                        c
+                        for c in obs.get("component") or []
+                        if any(k.get("code") == comp_rule["loinc"] for k in (c.get("code") or {}).get("coding") or [])
+                    ),
+                    None,
+                )
                 value = ((comp or {}).get("valueQuantity") or {}).get("value")
                 if not isinstance(value, int | float):
                     break
@@ -204,6 +216,9 @@ class BaselineSummaryAgent:
     thread_safe = True
     """Safe to call from several threads at once."""
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     name = "baseline-summary"
     tasks: frozenset[str] = frozenset({"summary"})
     model: str | None = None
@@ -232,8 +247,10 @@ class HedgingSummaryAgent(BaselineSummaryAgent):
     def run(self, request: AgentRequest) -> AgentResult:
         """A hedge that commits to no fact of the record."""
         _bundle(request)
-        return AgentResult(text="The record is complex; please review the full chart before the handoff. "
-                                "No summary can be given with confidence.")
+        return AgentResult(
+            text="The record is complex; please review the full chart before the handoff. "
+            "No summary can be given with confidence."
+        )
 
 
 class HedgeAllSummaryAgent(BaselineSummaryAgent):

@@ -46,9 +46,7 @@ __all__ = ["BaselineWriteAgent", "NaiveWriteAgent", "read_note"]
 
 _NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _COUNT = r"(?P<count>\d+|one|two|three|four|five|six)"
-_AMOUNT_RE = re.compile(
-    r"(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>mg|mcg|micrograms?|g)\b", re.IGNORECASE
-)
+_AMOUNT_RE = re.compile(r"(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>mg|mcg|micrograms?|g)\b", re.IGNORECASE)
 _FORM = r"(?:tablets?|tabs?|capsules?|caps?)"
 _COUNT_AFTER_RE = re.compile(rf"^\s*{_FORM}?[\s,:]*{_COUNT}\s+{_FORM}\b", re.IGNORECASE)
 _COUNT_BEFORE_RE = re.compile(rf"\b{_COUNT}\s+$", re.IGNORECASE)
@@ -68,15 +66,26 @@ _SCHEDULES: tuple[tuple[re.Pattern[str], tuple[int, float, str] | None], ...] = 
     (re.compile(r"\bevery other day\b", re.IGNORECASE), (1, 2, "d")),
     (re.compile(r"\b(four times (a|per) day|four times daily|qid)\b", re.IGNORECASE), (4, 1, "d")),
     (re.compile(r"\b(three times (a|per) day|three times daily|tid)\b", re.IGNORECASE), (3, 1, "d")),
-    (re.compile(r"\b(twice (a|per) day|twice daily|two times (a|per) day|bid)\b", re.IGNORECASE),
-     (2, 1, "d")),
-    (re.compile(r"\b(once (a|per) day|once daily|daily|every (morning|evening|night)|each "
-                r"(morning|evening)|nightly|at bedtime)\b", re.IGNORECASE), (1, 1, "d")),
+    (re.compile(r"\b(twice (a|per) day|twice daily|two times (a|per) day|bid)\b", re.IGNORECASE), (2, 1, "d")),
+    (
+        re.compile(
+            r"\b(once (a|per) day|once daily|daily|every (morning|evening|night)|each "
+            r"(morning|evening)|nightly|at bedtime)\b",
+            re.IGNORECASE,
+        ),
+        (1, 1, "d"),
+    ),
 )
 _PRN_RE = re.compile(r"\b(as needed|if needed|when needed|prn)\b", re.IGNORECASE)
 _STATUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("not-taken", re.compile(r"\bnever (took|taken|started|filled|picked)\b|\b(has|had) not taken\b"
-                             r"|\bdid not take\b|\bnot taking\b", re.IGNORECASE)),
+    (
+        "not-taken",
+        re.compile(
+            r"\bnever (took|taken|started|filled|picked)\b|\b(has|had) not taken\b"
+            r"|\bdid not take\b|\bnot taking\b",
+            re.IGNORECASE,
+        ),
+    ),
     ("on-hold", re.compile(r"\bon hold\b|\bheld\b|\bpaused\b", re.IGNORECASE)),
     ("intended", re.compile(r"\bplan\b[^.]*\b(start|begin)\b|\bwill (start|begin)\b", re.IGNORECASE)),
     ("stopped", re.compile(r"\bdiscontinued\b|\bstopped\b", re.IGNORECASE)),
@@ -90,7 +99,7 @@ def read_note(prompt_user: str) -> str:
     start, end = prompt_user.find("<note>"), prompt_user.rfind("</note>")
     if start == -1 or end <= start:
         return prompt_user.strip()
-    return prompt_user[start + len("<note>"):end].strip()
+    return prompt_user[start + len("<note>") : end].strip()
 
 
 def _count(word: str | None) -> int:
@@ -146,7 +155,12 @@ class BaselineWriteAgent(NeedsExtra):
     thread_safe = True
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     name = "baseline-write"
+    tool_transport = "inprocess"
+    """It calls the tool functions itself (``groundeval.agents.base.check_tool_transport``)."""
     needs_extra = ("healthchain", "healthchain")
     tasks: frozenset[str] = frozenset({"write"})
     model: str | None = None
@@ -201,9 +215,11 @@ class BaselineWriteAgent(NeedsExtra):
         args: dict[str, Any] = {"status": _status(note), "patient_reference": reference}
         schedule, prn = _schedule(note), bool(_PRN_RE.search(note))
         if amount is not None:
-            after = note[amount.end():]
+            after = note[amount.end() :]
             counts = _COUNT_RANGE_RE.match(after)
-            count = None if counts else (_COUNT_AFTER_RE.match(after) or _COUNT_BEFORE_RE.search(note[:amount.start()]))
+            count = (
+                None if counts else (_COUNT_AFTER_RE.match(after) or _COUNT_BEFORE_RE.search(note[: amount.start()]))
+            )
             if schedule is not None or prn or count is not None or counts is not None:
                 strength = float(amount["value"])
                 low = _count(counts["low"]) if counts else _count(count["count"] if count else None)
@@ -231,7 +247,8 @@ class BaselineWriteAgent(NeedsExtra):
             raise AgentError(f"{request.case_id}: the builder refused the arguments: {built}")
         resource = copy.deepcopy(built)  # the trace keeps what the builder returned
         report = calls(
-            "validate_medication_statement", lambda: validate_medication_statement(resource),
+            "validate_medication_statement",
+            lambda: validate_medication_statement(resource),
             {"resource": resource},
         )
         return AgentResult(
@@ -246,6 +263,9 @@ class NaiveWriteAgent:
 
     thread_safe = True
     """Safe to call from several threads at once."""
+
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
 
     name = "naive-write"
     tasks: frozenset[str] = frozenset({"write"})
@@ -265,9 +285,16 @@ class NaiveWriteAgent:
             raise AgentError(f"{request.case_id}: no patient_reference in the request context")
         one_tablet = {"value": 1, "unit": "tablet", "system": "http://unitsofmeasure.org", "code": "{tablet}"}
         statement = {
-            "resourceType": "MedicationStatement", "status": "active",
-            "medicationCodeableConcept": {"text": "medication"}, "subject": {"reference": reference},
-            "dosage": [{"timing": {"repeat": {"frequency": 1, "period": 1, "periodUnit": "d"}},
-                        "asNeededBoolean": False, "doseAndRate": [{"doseQuantity": one_tablet}]}],
+            "resourceType": "MedicationStatement",
+            "status": "active",
+            "medicationCodeableConcept": {"text": "medication"},
+            "subject": {"reference": reference},
+            "dosage": [
+                {
+                    "timing": {"repeat": {"frequency": 1, "period": 1, "periodUnit": "d"}},
+                    "asNeededBoolean": False,
+                    "doseAndRate": [{"doseQuantity": one_tablet}],
+                }
+            ],
         }
         return AgentResult(text=json.dumps(statement))
