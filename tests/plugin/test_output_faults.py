@@ -109,7 +109,9 @@ def test_under_xdist_a_real_file_size_limit_is_named_and_the_whole_lines_survive
 
     limit = 6_000  # bytes: a few case lines of the partial file fit, not all five
     # only the forked run (and the workers it starts) gets the limit; its output comes through a pipe, not a file
-    proc = ForkedPytest(pytester.path, eval_args("--groundeval-agent=baseline", "-n", "2"), file_size_limit=limit)
+    # the conversation by reference: the prompts themselves (tens of KB a case) would fill the limit alone
+    args = eval_args("--groundeval-agent=baseline", "--groundeval-conversation=reference", "-n", "2")
+    proc = ForkedPytest(pytester.path, args, file_size_limit=limit)
     out = proc.communicate(timeout=300)
     assert "INTERNALERROR" not in out and "Traceback" not in out, out
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out

@@ -11,10 +11,11 @@ import pytest
 from groundeval.agent_io import AgentResult
 from groundeval.agents.langgraph_agent import LangGraphWriteAgent
 from groundeval.datasets import default_data_dir
-from groundeval.records.conversation import MAX_MESSAGE_CHARS, PromptReferenceError, render_prompt
+from groundeval.records.conversation import MAX_MESSAGE_CHARS
 from groundeval.records.run_record import RunRecord
 from groundeval.runner import RunInfo, request_for, run_case
 from groundeval.tasks import make_task
+from groundeval.tasks.prompt_reference import PromptReferenceError, render_prompt
 from groundeval.tasks.write.task import WriteTask
 from groundeval.testing.scripted_chat import ScriptedChatModel, answer_with_last_result, call
 

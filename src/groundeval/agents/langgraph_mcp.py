@@ -199,6 +199,8 @@ class LangGraphMCPAgent(LangGraphAgent):
     requires: frozenset[str] = frozenset({"tools"})
     tool_transport = "mcp"
     """The case's tools reach it over MCP only (``--groundeval-tools=mcp``)."""
+    needs_extra = ("mcp", "mcp")
+    """``(extra, module)``: the official MCP SDK, named in the missing-extra message."""
 
     @classmethod
     def check_config(cls, config: AgentConfig) -> None:

@@ -12,9 +12,9 @@ Two ways to keep the prompt (``--groundeval-conversation``):
 * ``reference``: for records of real patients, the prompt's text is left out and the case keeps a
   ``PromptReference`` instead (the case file's name and SHA-256, the task and the version of the
   package that ships it, the task options are the run's ``settings.task_options``, and the
-  prompt's SHA-256); ``render_prompt`` renders it again from the case file, exactly, or says why
-  it cannot. The messages after the prompt (replies, tool results) are kept in either mode, as
-  the raw answer and the tool trace always were (docs/reference/privacy.md).
+  prompt's SHA-256); ``groundeval.tasks.prompt_reference.render_prompt`` renders it again from the
+  case file, exactly, or says why it cannot. The messages after the prompt (replies, tool
+  results) are kept in either mode, as the raw answer and the tool trace always were (docs/reference/privacy.md).
 
 Caps (``groundeval.records.caps``): each message's text keeps its first
 ``MAX_MESSAGE_CHARS`` characters, a conversation its first ``MAX_MESSAGES`` messages, and each
@@ -25,9 +25,7 @@ tool call's arguments the caps of ``parsed``; what was cut is in the record's ``
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,7 +34,6 @@ from groundeval.records.caps import cap_lists, cut_text
 
 if TYPE_CHECKING:
     from groundeval.agent_io import Prompt
-    from groundeval.records.run_record import CaseRecord, RunRecord
 
 __all__ = [
     "MAX_MESSAGES",
@@ -46,10 +43,8 @@ __all__ = [
     "ConversationMessage",
     "ModelCall",
     "PromptReference",
-    "PromptReferenceError",
     "cap_conversation",
     "make_conversation",
-    "render_prompt",
     "task_version",
 ]
 
@@ -221,66 +216,3 @@ def task_version(module: str) -> str:
         except metadata.PackageNotFoundError:
             continue
     return "unknown"
-
-
-class PromptReferenceError(ValueError):
-    """A prompt kept by reference cannot be rendered exactly again; the message says what differs and the fix."""
-
-
-def render_prompt(run: RunRecord, case: CaseRecord, data_dir: Path | None = None) -> Prompt:
-    """Render again the prompt a case kept by reference, exactly as the agent was sent it.
-
-    Args:
-        run: The run record (its ``settings.task_spec`` and ``settings.task_options`` make the task).
-        case: The case record; its ``conversation.reference`` says which file and version.
-        data_dir: Where the case file is; default the run's ``data_dir``.
-
-    Returns:
-        The prompt, whose SHA-256 is the one recorded.
-
-    Raises:
-        PromptReferenceError: The case keeps no reference, the file is missing or changed since
-            the run (SHA-256), the task's version differs, or the rendered text's SHA-256 differs.
-    """
-    from groundeval.records.trial_ids import split_twin
-    from groundeval.tasks import make_task
-
-    conversation = case.conversation
-    ref = conversation.reference if conversation is not None else None
-    if ref is None:
-        raise PromptReferenceError(f"{case.case_id}: its prompt is not kept by reference (nothing to render)")
-    path = Path(data_dir or run.data_dir) / ref.source
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PromptReferenceError(
-            f"{case.case_id}: cannot read the case file {path} ({exc.strerror or exc}); give the data directory "
-            "the run read"
-        ) from None
-    if hashlib.sha256(data).hexdigest() != ref.fixture_sha256:
-        raise PromptReferenceError(
-            f"{case.case_id}: the case file {path} changed since the run (SHA-256 differs); its prompt cannot be "
-            "rendered exactly: use the file as it was"
-        )
-    task = make_task(str(run.settings.get("task_spec") or run.task), run.settings.get("task_options") or {})
-    version = task_version(type(task).__module__)
-    if version != ref.task_version:
-        raise PromptReferenceError(
-            f"{case.case_id}: the run used the {ref.task} task at version {ref.task_version}, this is {version}; "
-            f"install version {ref.task_version} to render its prompt exactly"
-        )
-    loaded = task.load_case(path)
-    kind = split_twin(ref.case_id)[1]
-    if kind is not None:
-        twin = task.counterfactual(loaded, kind)  # type: ignore[attr-defined]
-        if twin is None:
-            raise PromptReferenceError(f"{case.case_id}: the {ref.task} task makes no {kind} twin of {ref.source}")
-        loaded = twin
-    prompt: Prompt = task.prompt(loaded)
-    sha = hashlib.sha256(prompt.text.encode("utf-8", "surrogatepass")).hexdigest()
-    if sha != ref.prompt_sha256:
-        raise PromptReferenceError(
-            f"{case.case_id}: the prompt rendered from {ref.source} differs from the one sent (SHA-256 {sha[:12]} "
-            f"against {ref.prompt_sha256[:12]}); check the run's task options ({run.settings.get('task_options')})"
-        )
-    return prompt
