@@ -34,9 +34,9 @@ def _setup(pytester: pytest.Pytester, task: str) -> None:
         shutil.copy(path, data / path.name)
 
 
-def _run(pytester: pytest.Pytester, task: str, agent: str, out: str, xdist: bool) -> dict[str, Any]:
+def _run(pytester: pytest.Pytester, task: str, agent: str, out: str, xdist: bool, *extra: str) -> dict[str, Any]:
     args = [f"--groundeval-task={task}", f"--groundeval-agent=mcp_scripts:{agent}", "--groundeval-data-dir=data",
-            f"--groundeval-out-dir={out}", "-p", "no:cacheprovider", "-o", "pythonpath=."]
+            f"--groundeval-out-dir={out}", "-p", "no:cacheprovider", "-o", "pythonpath=.", *extra]
     if agent == "mcp":
         args.append("--groundeval-tools=mcp")
     result = run_xdist(pytester, *args) if xdist else pytester.runpytest(*args)
@@ -85,3 +85,16 @@ def test_each_agent_refuses_the_other_transport_before_any_case(pytester: pytest
     inprocess = pytester.runpytest(*base, "--groundeval-agent=baseline-write", "--groundeval-tools=mcp")
     assert inprocess.ret == pytest.ExitCode.USAGE_ERROR
     inprocess.stderr.fnmatch_lines(["*calls the task's tools in its own process*"])
+
+
+def test_trials_and_counterfactual_twins_read_the_mcp_trace_as_the_in_process_one(pytester: pytest.Pytester) -> None:
+    """Plan consistency over trials and record sensitivity over twins come out the same over MCP."""
+    _setup(pytester, "extraction")
+    extra = ("--groundeval-trials=2", "--groundeval-counterfactual", "--groundeval-twin-seed=7")
+    local = _run(pytester, "extraction", "inprocess", "runs-inprocess", False, *extra)
+    served = _run(pytester, "extraction", "mcp", "runs-mcp", False, *extra)
+    assert _by_case(local) == _by_case(served)
+    assert any("[cf-" in nodeid for nodeid in _by_case(served))  # twins ran
+    for key in ("trials", "counterfactual"):
+        assert local["aggregate"].get(key) is not None, key
+        assert served["aggregate"][key] == local["aggregate"][key], key
