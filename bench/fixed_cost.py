@@ -15,7 +15,11 @@ nearly nothing and what is left is fixed cost), at ``--groundeval-concurrency 16
 * ``run -s``: the same with pytest's output capture off (``--capture=no``), so ``run`` minus
   ``run -s`` is pytest's per-test capture;
 * ``scipy``: ``python -c "import scipy.special"`` minus ``python`` (imported in a thread while
-  cases run).
+  cases run);
+* ``cli``: the same eval through the ``groundeval`` command (``python -m groundeval.cli``), which
+  ends the process once its outputs are flushed (``groundeval.cli.entry``), and ``cli, ordinary
+  exit``: the same ``groundeval.cli.main`` returning through the interpreter's teardown, so their
+  difference is what the early exit saves.
 
 Then, in this process with scipy already imported, the intervals of the ``run`` variant's own
 record (``trial_stats.trial_stats`` over its cases, as the end of every run computes them).
@@ -55,6 +59,8 @@ def main() -> None:
         eval_cmd = [py, "-m", "pytest", "-q", "-p", "no:langsmith_plugin", "-p", "no:anyio",
                     "--groundeval-task=extraction", "--groundeval-agent=bench_agent:agent",
                     "--groundeval-data-dir=data", "--groundeval-concurrency=16", "--groundeval-out-dir=out"]
+        cli_args = ["--agent", "bench_agent:agent", "--data-dir", "data", "--concurrency", "16", "--out-dir", "out",
+                    "--", "-q", "-p", "no:langsmith_plugin", "-p", "no:anyio"]
         variants: dict[str, list[str]] = {
             "python": [py, "-c", "pass"],
             "import": [py, "-c", "import pytest, groundeval.plugin"],
@@ -62,6 +68,9 @@ def main() -> None:
             "collect": [*eval_cmd, "--collect-only"],
             "run": eval_cmd,
             "run -s": [*eval_cmd, "--capture=no"],
+            "cli": [py, "-m", "groundeval.cli", *cli_args],
+            "cli, ordinary exit": [py, "-c", "import sys; from groundeval.cli import main; sys.exit(main())",
+                                   *cli_args],
         }
         run_once(eval_cmd, base, env)  # warm: the R4B check of every file is remembered
         wall: dict[str, list[float]] = {v: [] for v in variants}
@@ -93,6 +102,8 @@ def main() -> None:
         "cases, record and summary": (med["run -s"] - med["collect"], med_cpu["run -s"] - med_cpu["collect"]),
         "pytest's output capture": (med["run"] - med["run -s"], med_cpu["run"] - med_cpu["run -s"]),
         "import scipy.special (in a thread)": (med["scipy"] - med["python"], med_cpu["scipy"] - med_cpu["python"]),
+        "teardown the groundeval command skips": (
+            med["cli, ordinary exit"] - med["cli"], med_cpu["cli, ordinary exit"] - med_cpu["cli"]),
     }
     print(f"{args.cases} cases, an instant agent, concurrency 16, {args.rounds} round(s); medians")
     print(f"{'part':<40}{'wall s':>9}{'cpu s':>9}")

@@ -78,6 +78,15 @@ def _no_langsmith_streaming(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_call_run() -> None:
+    """Each test starts with a fresh run of model calls (``throttle.configure``): no earlier test's
+    pause after a rate-limit answer (``CallRun.cool_down``, real time) or stop holds its calls."""
+    from groundeval.models import throttle
+
+    throttle.configure(None)
+
+
+@pytest.fixture(autouse=True)
 def _lean_pytest_subprocesses(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the pytest runs the suite starts (pytester, xdist workers) free of unrelated cost.
 

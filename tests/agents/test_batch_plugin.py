@@ -144,10 +144,15 @@ def test_a_batched_run_records_each_case_as_a_direct_run_and_the_cache_sits_abov
         "batch: 1 batch(es) msgbatch_001; 4 request(s) sent by this run, 0 collected from an earlier run's "
         "batches; $0.0120 at batch prices ($0.0240 without batching)",
     ])
-    again = pytester.runpytest(*args("again", *FAST, "--groundeval-cache=cache"))  # every answer a cache hit
+    # every answer a cache hit but the reply cut at max_tokens, which is never cached: it alone is sent
+    # again, in a batch of one (a batch of one is sent at once, never after the send delay)
+    one = ("--groundeval-batch", "--groundeval-batch-size=1", "--groundeval-batch-poll=0.01")
+    again = pytester.runpytest(*args("again", *one, "--groundeval-cache=cache"))
     again.assert_outcomes(passed=3, failed=1)
-    assert calls(run_dir, "POST /v1/messages/batches") == 1  # the cache answered: no batch sent
-    assert all(c["cached"] and c["batch"] for c in cases(run_dir, "again").values())
+    assert calls(run_dir, "POST /v1/messages/batches") == 2
+    kept = cases(run_dir, "again").values()
+    assert sorted((c["outcome"], c["cached"]) for c in kept) == [("passed", True)] * 3 + [("truncated", False)]
+    assert all(c["batch"] for c in kept)
 
 
 def test_a_rerun_collects_the_batch_an_earlier_run_left_out_and_pays_nothing_again(

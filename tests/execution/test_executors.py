@@ -126,6 +126,33 @@ def test_the_first_call_goes_alone_then_calls_go_ahead_in_threads_and_come_back_
     assert executor.close() == 0  # every call made was handed back
 
 
+def test_an_agent_without_network_calls_goes_ahead_from_the_first_call() -> None:
+    """No key, model or API can be wrong for a rule-based agent: its first call need not go alone."""
+    called: list[str] = []
+    agent = FunctionAgent(_counting(called), "rules")
+    agent.network_calls = False  # type: ignore[attr-defined]
+    executor = make_executor(ExtractionTask(), agent, INFO, 2, CallTally())
+    assert isinstance(executor, ThreadedExecutor) and executor.lookahead == 2 * LOOKAHEAD_PER_SLOT
+    jobs = _jobs(ExtractionTask())
+    executor.submit(jobs)  # all three are queued before any call returned
+    runs = [executor.result(job) for job in jobs]
+    assert [r.record.case_id for r in runs if r is not None] == [job.case.case_id for job in jobs]
+    assert executor.started == 3  # every call, the first included, was made in a thread
+    assert executor.close() == 0
+
+
+@pytest.mark.parametrize("spec", ["baseline", "naive"])
+def test_the_rule_based_agents_and_their_cached_wrapper_declare_no_network_calls(spec: str, tmp_path: Path) -> None:
+    from groundeval.agents.base import make_agent
+    from groundeval.models.cache import CachingAgent, ResultCache
+
+    agent = make_agent(spec)
+    assert getattr(agent, "network_calls", True) is False
+    cached = CachingAgent(agent, ResultCache(tmp_path), spec=spec, options={})
+    assert getattr(cached, "network_calls", True) is False
+    assert getattr(FunctionAgent(_counting([]), "fn"), "network_calls", True) is True  # undeclared: assume a network
+
+
 def test_a_connection_failure_does_not_open_the_calls_ahead() -> None:
     def unreachable(request: AgentRequest) -> str:
         raise InfraError("connection refused", connection=True)

@@ -89,6 +89,9 @@ class Agent(Protocol):
         """
         ...
 
+    # Optional: ``network_calls = False`` declares that ``run`` never makes a network call (a
+    # rule-based agent, replay, a scripted agent): the first call of a process then does not go
+    # alone (``execution.threaded``), since no key, model or API can be wrong. Absent means True.
     # Optional: ``warmup(self) -> None`` is called once per process before the first case is
     # timed (import SDKs, load catalogs), so ``latency_s`` measures the agent, not its imports.
     # A ``ConfigError`` from it (a server that cannot start) is a ``config_error`` that stops the run.

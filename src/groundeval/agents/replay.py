@@ -112,6 +112,9 @@ class ReplayAgent:
     thread_safe = True
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     def __init__(self, config: AgentConfig | None = None, *, record: str | Path | None = None) -> None:
         if record is None or not str(record).strip():
             raise ConfigError("the replay agent needs a run record: --groundeval-agent=replay:runs/<run_id>.json")

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from groundeval.cli import main
+from groundeval.cli.entry import console_main
 
-raise SystemExit(main())
+console_main()

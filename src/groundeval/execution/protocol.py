@@ -80,7 +80,8 @@ Writing an executor (for a batch executor, read every point):
 * **The first call goes alone.** Keep ``lookahead`` at 0 until one call has returned on this
   process (whatever its outcome, unless no response came back: ``InfraError.connection``), as the
   threaded executor does: a rejected key, an unknown model or an unreachable API then stops the
-  run after one call (three when unreachable), not after a whole batch.
+  run after one call (three when unreachable), not after a whole batch. An agent that declares
+  ``network_calls = False`` has nothing of the kind to find out: its calls may go ahead at once.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ reads exactly as a serial run; only the wall time changes.
 The first call on a process goes alone: calls go ahead (``lookahead`` above 0) only once a call
 has returned, whatever its outcome (a wrong answer, no answer, a truncated reply), unless it never
 reached the server. So a rejected key, an unknown model or an unreachable API stops the run after
-one call (three when unreachable), as in a serial run, instead of N.
+one call (three when unreachable), as in a serial run, instead of N. An agent that declares
+``network_calls = False`` (the rule-based baselines, replay, a scripted agent) has no key, model or
+API to be wrong, so its calls go ahead from the first one.
 
 The threads are daemons fed from a queue rather than a ``concurrent.futures.ThreadPoolExecutor``:
 the executor's threads are joined at interpreter exit, so after ``-x`` or Ctrl-C the process
@@ -51,8 +53,9 @@ class ThreadedExecutor:
         workers: Threads, i.e. the most calls in flight at once (at least 2).
 
     Attributes:
-        lookahead: 0 until a call has returned on this process (the first call goes alone) and
-            after ``close``; else ``workers`` x ``LOOKAHEAD_PER_SLOT``.
+        lookahead: 0 until a call has returned on this process (the first call goes alone, unless
+            the agent declares ``network_calls = False``) and after ``close``; else ``workers`` x
+            ``LOOKAHEAD_PER_SLOT``.
         workers: Threads once started.
         started: Calls that started in a thread.
         cancelled: Calls cancelled before they started (the run stopped).
@@ -63,9 +66,11 @@ class ThreadedExecutor:
         self.workers = workers
         self.started = 0
         self.cancelled = 0
-        self._fan_out = False  # a call returned here (not a connection failure): calls may go ahead
+        # A call returned here (not a connection failure), or the agent makes no network call:
+        # calls may go ahead.
+        self._fan_out = getattr(context.agent, "network_calls", True) is False
         self._closed = False
-        self.lookahead = 0  # workers x LOOKAHEAD_PER_SLOT once a call has returned here
+        self.lookahead = workers * LOOKAHEAD_PER_SLOT if self._fan_out else 0
         self._run: throttle.CallRun | None = None  # the run's stop switch, captured when threads start
         self._queue: queue.SimpleQueue[tuple[AgentRequest, object, Future[Attempt]] | None] = queue.SimpleQueue()
         self._futures: dict[str, Future[Attempt]] = {}

@@ -8,12 +8,14 @@ that changes the answer, and the trial index). A rerun with the same key makes n
 What is cached:
 
 * answers (an ``AgentResult`` or a ``str``), whatever they score;
-* agent-behaviour failures of the model itself, ``TruncatedError``, ``RefusalError`` and
-  ``AgentLoopError``: they are the model's answer to this request (a reply cut at ``max_tokens``
-  is cut again at the same ``max_tokens``), and replaying them keeps the outcome;
+* agent-behaviour failures of the model itself, ``RefusalError`` and ``AgentLoopError``: they
+  are the model's answer to this request, and replaying them keeps the outcome;
 
-never: an ``InfraError`` (rate limits, timeouts, a rejected key: nothing about the answer), a
-plain ``AgentError`` (an agent's own "could not answer" may be transient) or any other exception.
+never: a ``TruncatedError`` (a reply cut at ``max_tokens`` or the context window holds no whole
+answer; sampled again, or with a higher limit, it may fit, so the next run asks again, and an
+entry of one stored by an earlier version is read as a miss), an ``InfraError`` (rate limits,
+timeouts, a rejected key: nothing about the answer), a plain ``AgentError`` (an agent's own
+"could not answer" may be transient) or any other exception.
 
 Secrets never reach the file: an entry passes through the same redaction as every other output
 (``groundeval.redaction``) before it is stored: the answer text through ``redact`` (secret
@@ -47,6 +49,7 @@ from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import AgentError, AgentLoopError, RefusalError, TruncatedError
+from groundeval.models.retry import CALL_POLICY_OPTIONS
 from groundeval.redaction import clean, redact
 
 __all__ = [
@@ -66,13 +69,13 @@ CACHE_FILE = f"groundeval-results-v{SCHEMA_VERSION}.sqlite3"
 """The database file inside the cache directory."""
 BUSY_TIMEOUT_S = 30.0
 """How long an operation waits for another process's write lock, seconds."""
-NON_ANSWER_OPTIONS = frozenset({"timeout", "max_retries"})
+NON_ANSWER_OPTIONS = frozenset(CALL_POLICY_OPTIONS)
 """Agent options left out of the key: they bound the call, they do not change the answer."""
-CACHEABLE_ERRORS: dict[str, type[AgentError]] = {
-    "TruncatedError": TruncatedError, "RefusalError": RefusalError, "AgentLoopError": AgentLoopError,
-}
+CACHEABLE_ERRORS: dict[str, type[AgentError]] = {"RefusalError": RefusalError, "AgentLoopError": AgentLoopError}
 """Agent-behaviour failures that are the model's answer, by class name (exact classes only)."""
-_BEHAVIOUR_ERRORS: dict[str, type[AgentError]] = {**CACHEABLE_ERRORS, "AgentError": AgentError}
+NEVER_REPLAYED: dict[str, type[AgentError]] = {"TruncatedError": TruncatedError}
+"""Failures an earlier version stored that are read as a miss: a cut reply is asked again."""
+_BEHAVIOUR_ERRORS: dict[str, type[AgentError]] = {**CACHEABLE_ERRORS, **NEVER_REPLAYED, "AgentError": AgentError}
 _COLUMNS = ("key", "agent", "model", "created_at", "value")
 
 
@@ -282,7 +285,7 @@ def _check_entry(entry: Any) -> None:
             if not isinstance(entry.get(name), shape):
                 raise ValueError(f"{name} is not a {shape.__name__}")
     elif kind == "error":
-        if entry.get("type") not in CACHEABLE_ERRORS or not isinstance(entry.get("message"), str):
+        if entry.get("type") not in {**CACHEABLE_ERRORS, **NEVER_REPLAYED} or not isinstance(entry.get("message"), str):
             raise ValueError(f"error entry of type {entry.get('type')!r}")
         if not isinstance(entry.get("details"), dict):
             raise ValueError("error details are not an object")
@@ -321,7 +324,7 @@ class CachingAgent:
         self.task_facts = dict(task_facts or {})
         self.name: str = agent.name
         self.model: str | None = getattr(agent, "model", None)
-        for attr in ("requires", "tasks", "max_concurrency", "thread_safe"):
+        for attr in ("requires", "tasks", "max_concurrency", "thread_safe", "network_calls"):
             if getattr(agent, attr, None) is not None:
                 setattr(self, attr, getattr(agent, attr))
 
@@ -357,6 +360,8 @@ class CachingAgent:
         """
         key = self.key(request)
         entry = self.cache.get(key)
+        if entry is not None and entry["kind"] == "error" and entry["type"] in NEVER_REPLAYED:
+            entry = None  # a cut reply stored by an earlier version: asked again
         if entry is not None:
             if entry["kind"] == "error":
                 raise rebuild_error(entry["type"], entry["message"], entry.get("attempts"), entry["details"])

@@ -53,6 +53,7 @@ from groundeval.errors import ConfigError
 from groundeval.models import throttle
 
 __all__ = [
+    "CALL_POLICY_OPTIONS",
     "DEADLINE_GRACE_S",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MAX_TOKENS",
@@ -63,6 +64,7 @@ __all__ = [
     "DeadlineExceeded",
     "GaveUp",
     "RetryPolicy",
+    "call_policy_options",
     "call_with_retries",
     "within",
 ]
@@ -84,8 +86,22 @@ DEFAULT_MAX_RETRIES = 2
 """Retries per case when ``max_retries`` is not given (so at most 3 calls)."""
 DEFAULT_TIMEOUT_S = 600.0
 """Time budget of one case's model calls and retry waits when ``timeout`` is not given, seconds."""
+CALL_POLICY_OPTIONS: tuple[str, ...] = ("max_retries", "timeout")
+"""The run options that bound a model call, whoever makes it: its retries (``--groundeval-max-retries``)
+and its deadline (``--groundeval-timeout``, seconds). An agent's model and a judge's model read them from
+the same run options (``call_policy_options``); they bound the call and never change its answer."""
 DEADLINE_GRACE_S = 0.25
 """How long past the deadline a case still waits for the SDK's own timeout to fire, seconds."""
+
+
+def call_policy_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``CALL_POLICY_OPTIONS`` of a run's options (those given), for a model other than the agent's.
+
+    A judge's model is made with these and its own ``max_tokens`` and ``temperature``, so its calls
+    keep the run's deadline and retries (and, through ``call_with_retries``, its classification,
+    throttle and stop switch) as an agent's do.
+    """
+    return {key: options[key] for key in CALL_POLICY_OPTIONS if options.get(key) is not None}
 
 
 class DeadlineExceeded(Exception):
@@ -302,13 +318,18 @@ def call_with_retries(
     last: BaseException | None = None  # the last real failure, kept when a later attempt is never sent
     run = throttle.active()  # this run's gate and stop switch, for every attempt of the call
     gate = run.gate
+    honoured = 0.0  # the run's pause after a rate limit, up to this instant, was waited by this call's own retry wait
     while True:
-        # the first attempt waits up to one budget for a slot before its budget starts; a retry's
-        # wait for a slot spends the budget that is left
+        # the first attempt waits up to one budget for a slot (and for the run's pause after a rate
+        # limit) before its budget starts; a retry's waits spend the budget that is left
         slot_s = policy.timeout_s if start is None else max(start + policy.timeout_s - policy.clock(), 0.001)
         try:
             if run.stopped():
                 raise throttle.CallsStopped("the run was stopped; no request was sent")
+            paused = run.wait_cooldown(slot_s, policy.sleep, honoured)
+            if start is not None:
+                waited += paused
+                slot_s = max(start + policy.timeout_s - policy.clock(), 0.001)
             with gate.slot(slot_s) if gate is not None else contextlib.nullcontext(1) as in_flight:
                 if run.stopped():  # stopped while this attempt waited for its slot
                     raise throttle.CallsStopped("the run was stopped; no request was sent")
@@ -317,7 +338,7 @@ def call_with_retries(
                 attempts += 1
                 left = max(start + policy.timeout_s - policy.clock(), 0.001)
                 value = within(functools.partial(call, left), left + DEADLINE_GRACE_S)
-        except (throttle.SlotTimeout, throttle.CallsStopped) as exc:
+        except (throttle.SlotTimeout, throttle.CallsStopped, throttle.CoolingDown) as exc:
             unsent = f"attempt {attempts + 1}: {exc}"
             if last is None:  # nothing was ever sent: that is the case's error
                 raise GaveUp(exc, attempts, unsent, waited) from None
@@ -333,8 +354,11 @@ def call_with_retries(
             assert start is not None
             deadline = start + policy.timeout_s
             retry, asked = advise(exc)
-            if gate is not None and throttle.is_rate_limit(exc):
-                gate.rate_limited(asked)  # fewer calls in flight for a while, not a failed wave
+            wait = policy.backoff(attempts) if asked is None else asked
+            if throttle.is_rate_limit(exc):
+                if gate is not None:
+                    gate.rate_limited(asked)  # fewer calls in flight for a while
+                honoured = run.cool_down(wait)  # and the whole run sends nothing until the wait has passed
             if not retry:
                 raise GaveUp(exc, attempts, waited_s=waited) from exc
             if attempts > policy.max_retries:
@@ -342,7 +366,6 @@ def call_with_retries(
                 note = (f"no retries left (max_retries={policy.max_retries}); the case ran {ran:.1f} s of its "
                         f"{policy.timeout_s:g} s bound")
                 raise GaveUp(exc, attempts, note, waited) from exc
-            wait = policy.backoff(attempts) if asked is None else asked
             left = deadline - policy.clock()
             if wait >= left:
                 what = (f"the server asked to wait {wait:g} s" if asked is not None

@@ -14,6 +14,16 @@ obeys ``Retry-After`` and the case's time budget. Slots are handed out first com
 so no case waits behind later ones. One ``AdaptiveLimit`` serves the whole process
 (``configure``/``current``); a serial run with ``--groundeval-concurrency 1`` has none.
 
+A rate-limit answer also pauses the whole run (``CallRun.cool_down``): no request of the run is
+sent until the server's ``Retry-After`` has passed (or, when it names none, the retry's own
+backoff), in every thread, and under pytest-xdist in every worker (``share_cooldown``: a small file
+in the out-dir named by the run id, which each worker reads before each request). Cutting the
+number of calls in flight alone does not stop a wave: a 429 that comes back in 50 ms frees its
+slot at once, and the next call meets the same limit. The pause is waited before a request is
+sent and is bounded like the wait for a slot: a case's first request waits at most one
+``--groundeval-timeout`` for it, a retry at most what is left of its case's bound (``CoolingDown``
+otherwise: no request was sent).
+
 The module also holds the process's stop switch (``stop_calls``/``calls_stopped``): once the run
 is stopped (a signal, a stop policy, the xdist stop file) no model call starts, whether it was
 waiting for a slot, between retries, or queued ahead.
@@ -23,21 +33,25 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 __all__ = [
     "MIN_COOLDOWN_S",
     "AdaptiveLimit",
     "CallRun",
     "CallsStopped",
+    "CoolingDown",
     "SlotTimeout",
     "active",
     "calls_stopped",
     "configure",
     "current",
     "is_rate_limit",
+    "share_cooldown",
     "stop_calls",
     "watch_stop",
 ]
@@ -72,6 +86,28 @@ class SlotTimeout(Exception):
 
 class CallsStopped(Exception):
     """The run was stopped before this call was sent (``stop_calls``): no request was sent."""
+
+
+class CoolingDown(Exception):
+    """The run's pause after a rate-limit answer outlasts what this attempt may wait: no request was sent.
+
+    Attributes:
+        left_s: Seconds of the pause still to run.
+        bound_s: Seconds this attempt could still wait.
+    """
+
+    def __init__(self, left_s: float, bound_s: float) -> None:
+        super().__init__(
+            f"the run holds its requests for {left_s:.1f} s more after a rate-limit answer (Retry-After), past the "
+            f"{bound_s:.1f} s this attempt could wait (--groundeval-timeout); no request was sent"
+        )
+        self.left_s = left_s
+        self.bound_s = bound_s
+
+
+_REAL_SLEEP = time.sleep
+"""``time.sleep`` as this module found it: a pause with the real sleep waits on the stop switch instead,
+so a stopped run does not wait out a Retry-After."""
 
 
 def is_rate_limit(exc: BaseException) -> bool:
@@ -196,6 +232,79 @@ class CallRun:
         self.gate = gate
         self._stop = gate._stop if gate is not None else threading.Event()
         self._checks: list[Callable[[], bool]] = []
+        self._cool_lock = threading.Lock()
+        self._cool_until = 0.0  # wall-clock instant (time.time) before which no request of the run is sent
+        self._cool_file: Path | None = None  # shared with the run's other processes (share_cooldown)
+
+    # -- the run's pause after a rate-limit answer ---------------------------------------------
+    def share_cooldown(self, path: Path) -> None:
+        """Keep the pause in ``path`` too, read and written by every process of the run (xdist workers).
+
+        The path must name this run (its run id), so that no other run's pause is ever read.
+        """
+        self._cool_file = path
+
+    def cool_down(self, seconds: float) -> float:
+        """Send no request of the run for ``seconds`` from now (a longer pause already set stays).
+
+        Returns:
+            The wall-clock instant (``time.time``) the pause lasts until.
+        """
+        until = time.time() + max(seconds, 0.0)
+        with self._cool_lock:
+            self._cool_until = max(self._cool_until, until)
+            until = self._cool_until
+            path = self._cool_file
+            if path is not None:
+                until = max(until, _read_instant(path))
+                try:  # written whole (a rename), so a reader never sees half a number
+                    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+                    part.write_text(repr(until))
+                    os.replace(part, path)
+                except OSError:
+                    pass  # the pause still holds in this process
+        return until
+
+    def cooling_until(self) -> float:
+        """The wall-clock instant before which no request of the run is sent (0.0: none)."""
+        until = self._cool_until
+        path = self._cool_file
+        return max(until, _read_instant(path)) if path is not None else until
+
+    def wait_cooldown(self, bound_s: float, sleep: Callable[[float], None], honoured: float = 0.0) -> float:
+        """Wait until the run's pause has passed, at most ``bound_s`` seconds.
+
+        Args:
+            bound_s: The most this attempt may wait, seconds.
+            sleep: Waits that many seconds (the retry policy's seam; the real ``time.sleep`` is
+                replaced by a wait on the stop switch).
+            honoured: A pause up to this instant was already waited by the caller (its own retry
+                wait after the rate-limit answer it got), so it is not waited again.
+
+        Returns:
+            Seconds waited.
+
+        Raises:
+            CoolingDown: The pause lasts longer than ``bound_s``; nothing was waited.
+            CallsStopped: The run was stopped during the wait.
+        """
+        waited = 0.0
+        seen = honoured
+        while True:
+            until = self.cooling_until()
+            left = until - time.time()
+            if until <= seen or left <= 0:
+                return waited
+            if waited + left > bound_s:
+                raise CoolingDown(left, max(bound_s - waited, 0.0))
+            if sleep is _REAL_SLEEP:
+                self._stop.wait(left)
+            else:
+                sleep(left)
+            waited += left
+            seen = until
+            if self.stopped():
+                raise CallsStopped("the run was stopped while it paused after a rate-limit answer; no request was sent")
 
     def stop(self) -> None:
         """No call of this run starts from now on; waiters for a slot wake and give up."""
@@ -215,6 +324,14 @@ class CallRun:
             self.stop()
             return True
         return False
+
+
+def _read_instant(path: Path) -> float:
+    """The instant a pause file holds, or 0.0 when it is missing or unreadable."""
+    try:
+        return float(path.read_text())
+    except (OSError, ValueError):
+        return 0.0
 
 
 _run = CallRun(None)
@@ -244,6 +361,11 @@ def current() -> AdaptiveLimit | None:
 def stop_calls() -> None:
     """Stop the current run's model calls: none starts from now on (safe in a signal handler)."""
     _run.stop()
+
+
+def share_cooldown(path: Path) -> None:
+    """Share the current run's pause after a rate-limit answer through ``path`` (one file per run id)."""
+    _run.share_cooldown(path)
 
 
 def watch_stop(check: Callable[[], bool]) -> None:

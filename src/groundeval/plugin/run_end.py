@@ -69,6 +69,11 @@ class RunState(Protocol):
         """The stop file workers watch (removed at the end)."""
         ...
 
+    @property
+    def cooldown_file(self) -> Path:
+        """The run's pause after a rate-limit answer, shared by its workers (removed at the end)."""
+        ...
+
     def build_record(self, exit_status: int | None = None) -> RunRecord:
         """The run record from everything gathered so far."""
         ...
@@ -220,6 +225,7 @@ def finish_run(gs: RunState, session: pytest.Session, exitstatus: int) -> None:
     if failure is not None:
         warnings.warn(f"groundeval: the regression gate or Markdown summary failed: {failure!r}", stacklevel=1)
     gs.stop_file.unlink(missing_ok=True)
+    gs.cooldown_file.unlink(missing_ok=True)
     from _pytest.junitxml import xml_key  # the LogXML object; pytest has no public accessor
 
     xml = gs.config.stash.get(xml_key, None)

@@ -23,6 +23,7 @@ from groundeval.datasets import Case
 from groundeval.errors import ConfigError, RunStopError, SpendLimitReached
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
 from groundeval.models import throttle
+from groundeval.models.retry import call_policy_options
 from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
@@ -83,7 +84,9 @@ class GroundevalSession:
 
             raise pytest.UsageError(NO_XDIST)
         try:
-            self.task = make_task(settings.task, settings.task_options)
+            # a task that calls a model itself (the summary judge) keeps the run's deadline and retries
+            self.task = make_task(settings.task, settings.task_options,
+                                  call_options=call_policy_options(settings.agent_options))
             if distributed:
                 agent_name = preflight_agent(settings.agent, agent_config, self.task)
                 preflight_replay(settings, self.task)  # a bad replay record: a usage error before workers start
@@ -337,6 +340,14 @@ class GroundevalSession:
         """Written by the controller when a signal stops the run; workers start no case after it."""
         return self.settings.out_dir / f"{self.info.run_id}.stop"
 
+    @property
+    def cooldown_file(self) -> Path:
+        """The run's pause after a rate-limit answer, shared by its xdist workers (``throttle.share_cooldown``).
+
+        Named by the run id, so no other run's pause is read; the controller removes it at the end.
+        """
+        return self.settings.out_dir / f"{self.info.run_id}.cooldown"
+
     def stop_requested(self) -> bool:
         """True on a worker once the controller was told to stop (no new case may start)."""
         return self.is_worker and self.stop_file.exists()
@@ -355,6 +366,7 @@ class GroundevalSession:
             self._signal_stop.install()
         elif self.runs_cases:
             throttle.watch_stop(self.stop_file.exists)  # the controller was signalled: no call starts
+            throttle.share_cooldown(self.cooldown_file)  # a 429 one worker gets pauses every worker's calls
 
     def _signalled(self, reason: str) -> None:
         """The first SIGINT/SIGTERM: keep the reason and let no agent call start from now on."""

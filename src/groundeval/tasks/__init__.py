@@ -21,6 +21,7 @@ declares).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,16 +97,26 @@ def task_classes() -> dict[str, Any]:
     return out
 
 
-def make_task(name: str, options: Mapping[str, Any] | None = None) -> Task:
+def make_task(
+    name: str, options: Mapping[str, Any] | None = None, *, call_options: Mapping[str, Any] | None = None,
+) -> Task:
     """Build a task.
 
     Args:
         name: A built-in name, an entry-point name or ``package.module:Class``.
         options: Option values keyed by option name (e.g. ``{"min_f1": 0.8}``; strings are
             converted); only the task's declared options are accepted.
+        call_options: The run's model-call policy (``models.retry.call_policy_options`` of the run's
+            options: ``max_retries``, ``timeout`` seconds), for a task whose ``from_options`` takes
+            ``call_options`` (a task that calls a model itself, as the summary task's judge does);
+            other tasks are built without it.
 
     Raises:
         ConfigError: Unknown task, or an unknown option key or bad value (naming task and key).
     """
-    task: Task = task_class(name).from_options(dict(options or {}))
+    cls = task_class(name)
+    if call_options is not None and "call_options" in inspect.signature(cls.from_options).parameters:
+        built: Task = cls.from_options(dict(options or {}), call_options=call_options)
+        return built
+    task: Task = cls.from_options(dict(options or {}))
     return task

@@ -250,8 +250,14 @@ class BaseTask:
         return {name: opt.parse(options.get(name), cls.name) for name, opt in declared.items()}
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> Any:
+    def from_options(cls, options: Mapping[str, Any], *, call_options: Mapping[str, Any] | None = None) -> Any:
         """Build the task from option values keyed by option name (see ``option_values``).
+
+        Args:
+            options: The task's declared options.
+            call_options: The run's model-call policy (``models.retry.CALL_POLICY_OPTIONS``:
+                ``max_retries``, ``timeout`` seconds), handed to a dataclass task with a
+                ``call_options`` field (a task that calls a model itself: the summary task's judge).
 
         Raises:
             ConfigError: Unknown key or bad value.
@@ -259,7 +265,10 @@ class BaseTask:
         values = cls.option_values(options)
         if is_dataclass(cls):
             names = {f.name for f in fields(cls)}
-            return cls(**{k: v for k, v in values.items() if k in names})
+            chosen = {k: v for k, v in values.items() if k in names}
+            if call_options is not None and "call_options" in names:
+                chosen["call_options"] = dict(call_options)
+            return cls(**chosen)
         task = cls()
         for key, value in values.items():
             setattr(task, key, value)

@@ -27,6 +27,9 @@ class ScriptedAgent:
             made ahead in threads would reorder them); None (no cap) otherwise.
     """
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     def __init__(self, script: Script, name: str = "scripted", model: str | None = None) -> None:
         self._script = script
         self._next = 0

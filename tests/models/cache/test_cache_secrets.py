@@ -21,7 +21,7 @@ from pathlib import Path
 
 from groundeval.agent_io import AgentResult
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent
-from groundeval.errors import TruncatedError
+from groundeval.errors import RefusalError
 
 BASE = BaselineExtractionAgent()
 LOG = Path(__file__).with_name("calls.log")
@@ -36,7 +36,7 @@ class Echo:
         with LOG.open("a", encoding="utf-8") as fh:
             fh.write(request.case_id + "\\n")
         if request.case_id.startswith("Max_Kris"):
-            raise TruncatedError("cut: " + ECHO, attempts=1, details={{"partial_text": "[" + ECHO, "echo": ECHO}})
+            raise RefusalError("declined: " + ECHO, attempts=1, details={{"partial_text": "[" + ECHO, "echo": ECHO}})
         items = json.loads(BASE.run(request).text)
         items.append({{"rxnorm_code": "{SECRET}", "display": ECHO}})
         return AgentResult(text=json.dumps(items), trace=[{{"tool": "t", "args": {{}}, "result": ECHO, "ok": True}}],

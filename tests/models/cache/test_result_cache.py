@@ -99,16 +99,20 @@ def test_agent_result_fields_survive_the_cache(tmp_path: Path) -> None:
     assert hit.cached and hit == AgentResult(**{**{f: getattr(fresh, f) for f in fresh.__slots__}, "cached": True})
 
 
-def test_truncated_is_cached_and_replayed_as_truncated(tmp_path: Path) -> None:
+def test_a_truncated_reply_is_never_cached_nor_replayed(tmp_path: Path) -> None:
     counting = Counting(TruncatedError("stopped at max_tokens", attempts=1, details={"partial_text": "[{", "usage": {}}))
     agent = caching(tmp_path, counting.agent)
+    for _ in range(2):
+        with pytest.raises(TruncatedError) as cut:
+            agent.run(request())
+        assert getattr(cut.value, "cached", False) is False
+    assert counting.calls == 2  # asked again: a cut reply holds no whole answer
+    # an entry an earlier version stored is read as a miss
+    agent.cache.put(agent.key(request()), {"kind": "error", "type": "TruncatedError", "message": "cut",
+                                           "attempts": 1, "details": {}}, agent="claude", model="m")
     with pytest.raises(TruncatedError):
         agent.run(request())
-    with pytest.raises(TruncatedError) as replayed:
-        agent.run(request())
-    assert counting.calls == 1
-    assert getattr(replayed.value, "cached", False) is True
-    assert replayed.value.details["partial_text"] == "[{" and replayed.value.attempts == 1
+    assert counting.calls == 3
 
 
 @pytest.mark.parametrize("error", [InfraError("529 overloaded"), AgentError("no scripted answer"), RuntimeError("bug")])

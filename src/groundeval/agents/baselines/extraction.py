@@ -111,6 +111,9 @@ class BaselineExtractionAgent(NeedsExtra):
     thread_safe = True
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     def __init__(self, config: AgentConfig | None = None) -> None:
         """Check that HealthChain is installed (nothing to configure).
 

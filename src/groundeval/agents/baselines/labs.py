@@ -282,6 +282,9 @@ class BaselineLabsAgent:
     thread_safe = True
     """Safe to call from several threads at once."""
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     name = "baseline-labs"
     tasks: frozenset[str] = frozenset({"labs"})
     model: str | None = None

@@ -254,6 +254,9 @@ class BaselineReconcileAgent:
     thread_safe = True
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     name = "baseline-reconcile"
     tasks: frozenset[str] = frozenset({"reconcile"})
     model: str | None = None

@@ -204,6 +204,9 @@ class BaselineSummaryAgent:
     thread_safe = True
     """Safe to call from several threads at once."""
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     name = "baseline-summary"
     tasks: frozenset[str] = frozenset({"summary"})
     model: str | None = None

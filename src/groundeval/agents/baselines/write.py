@@ -146,6 +146,9 @@ class BaselineWriteAgent(NeedsExtra):
     thread_safe = True
     """Safe to call from several threads at once (``--groundeval-concurrency`` defaults to 4)."""
 
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
+
     name = "baseline-write"
     needs_extra = ("healthchain", "healthchain")
     tasks: frozenset[str] = frozenset({"write"})
@@ -246,6 +249,9 @@ class NaiveWriteAgent:
 
     thread_safe = True
     """Safe to call from several threads at once."""
+
+    network_calls = False
+    """Never makes a network call: the first call of a process need not go alone."""
 
     name = "naive-write"
     tasks: frozenset[str] = frozenset({"write"})

@@ -60,6 +60,9 @@ class SummaryTask(BaseTask):
         judge_cache: Directory where a model judge keeps its replies, or None.
         max_words: Word limit of a summary.
         min_rubric_score: Rubric score a passing case reaches.
+        call_options: The run's model-call policy (``max_retries``, ``timeout`` seconds:
+            ``models.retry.call_policy_options``), which a model judge's calls keep as the agent's
+            do; None: the model layer's defaults (``groundeval calibrate``, a task built in code).
     """
 
     name: ClassVar[str] = "summary"
@@ -72,6 +75,7 @@ class SummaryTask(BaseTask):
     judge_cache: str | None = None
     max_words: int = 250
     min_rubric_score: float = 0.8
+    call_options: Mapping[str, Any] | None = None
     scorer: Any = field(init=False, default=None)
     card: Any = field(init=False, default=None)
 
@@ -81,7 +85,7 @@ class SummaryTask(BaseTask):
             from groundeval.models.cache import ResultCache
 
             cache = ResultCache(Path(self.judge_cache))
-        judge = make_judge(self.judge, cache=cache)
+        judge = make_judge(self.judge, options=self.call_options, cache=cache)
         card, where = find_card(judge, Path(self.judge_card) if self.judge_card else None)
         object.__setattr__(self, "card", {"card": card, "source": where})
         metrics = reliability_metrics(judge, card)
