@@ -20,7 +20,7 @@ from groundeval.extras import has_module
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["FIXED_COLUMNS", "load_runs", "rows"]
+__all__ = ["FIXED_COLUMNS", "USAGE_COLUMNS", "load_runs", "rows"]
 
 FIXED_COLUMNS = (
     "run_id",
@@ -39,6 +39,10 @@ FIXED_COLUMNS = (
 )
 """The columns every table has, first."""
 
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cost_usd")
+"""The usage columns every table has, after the metrics (missing where a case made no model call or
+its cost is unpriced), so a table's columns do not depend on which runs made model calls."""
+
 
 def rows(paths: Iterable[str | Path]) -> tuple[list[dict[str, Any]], list[str]]:
     """The table's rows (one per case record of each run record) and its column order.
@@ -51,7 +55,7 @@ def rows(paths: Iterable[str | Path]) -> tuple[list[dict[str, Any]], list[str]]:
 
     out: list[dict[str, Any]] = []
     metrics: dict[str, None] = {}
-    usage: dict[str, None] = {}
+    usage: dict[str, None] = dict.fromkeys(USAGE_COLUMNS)
     for path in paths:
         record = load_record(path)
         metrics.update(dict.fromkeys(metric_names(record)))

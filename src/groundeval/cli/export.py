@@ -12,6 +12,7 @@ when the ``export`` extra (pandas, pyarrow) is missing, with the install command
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -64,7 +65,13 @@ def export_main(argv: Sequence[str]) -> int:
             with named(args.output):
                 table.to_csv(args.output, index=False)
         else:
-            table.to_csv(sys.stdout, index=False)
+            try:
+                table.to_csv(sys.stdout, index=False)
+                sys.stdout.flush()
+            except BrokenPipeError:  # the reader stopped early (``| head``): not an error of the export
+                # Python's documented way out: point stdout at devnull so the flush at exit cannot fail
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 0
     except OSError as exc:
         print(f"groundeval: {describe(exc)}; give -o a writable path", file=sys.stderr)
         return 2

@@ -29,14 +29,15 @@ class Runs:
 
 
 def load_runs(directory: Path) -> Runs:
-    """Read every ``*.json`` run record under ``directory`` (not recursive); others are listed as skipped."""
+    """Read every ``*.json`` run record under ``directory`` and its subdirectories (``runs/a``, ``runs/b``
+    as compare's docs write them); files that are not run records are listed as skipped."""
     records: list[RunRecord] = []
     skipped: list[tuple[str, str]] = []
-    for path in sorted(directory.glob("*.json")):
+    for path in sorted(directory.rglob("*.json")):
         try:
             records.append(RunRecord.model_validate_json(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, ValidationError) as exc:
-            skipped.append((path.name, str(exc).splitlines()[0]))
+            skipped.append((str(path.relative_to(directory)), str(exc).splitlines()[0]))
     records.sort(key=lambda r: r.started_at, reverse=True)
     return Runs({r.run_id: r for r in records}, skipped)
 

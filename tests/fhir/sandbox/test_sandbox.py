@@ -370,3 +370,18 @@ def test_a_synthea_fixture_is_served_whole() -> None:
     with serve(bundle["entry"], token="tok", patient=f"Patient/{patient}") as base:
         _, got, _ = call(f"{base}/MedicationRequest?patient={patient}&status=active&_count=500")
     assert got["total"] == len(active) > 0
+
+
+@pytest.mark.parametrize("given", ["fixtures/x.json", None, ["not a resource"]])
+def test_a_path_or_anything_but_parsed_json_is_refused_with_the_fix(given: object) -> None:
+    from groundeval.fhir.sandbox.store import ResourceStore
+
+    with pytest.raises(TypeError, match=r"Bundle|parsed JSON"):
+        ResourceStore(given)  # type: ignore[arg-type]
+
+
+def test_a_json_object_that_is_no_bundle_is_named() -> None:
+    from groundeval.fhir.sandbox.store import ResourceStore
+
+    with pytest.raises(ValueError, match="not a JSON object without resourceType"):
+        ResourceStore({})

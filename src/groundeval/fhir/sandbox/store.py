@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 __all__ = ["ResourceStore", "Write", "patient_of"]
@@ -71,14 +72,26 @@ class ResourceStore:
             processes a transaction (http.html "Transaction Processing Rules").
 
     Raises:
+        TypeError: ``resources`` is a path, text or None rather than parsed JSON, or holds a non-object.
         ValueError: A resource without ``resourceType`` or ``id``, or two with the same ``Type/id``.
     """
 
     def __init__(self, resources: Iterable[dict[str, Any]] | dict[str, Any]) -> None:
+        if isinstance(resources, (str, bytes, Path)) or resources is None:
+            raise TypeError(
+                f"serve the parsed JSON (a Bundle dict or a list of resources), not {type(resources).__name__} "
+                f"{str(resources)[:80]!r}: pass json.loads(Path(...).read_text())"
+            )
         if isinstance(resources, dict):  # a whole Bundle
             if resources.get("resourceType") != "Bundle":
-                raise ValueError(f"serve a Bundle or a list of resources, not a {resources.get('resourceType')}")
+                what = resources.get("resourceType")
+                raise ValueError(
+                    "serve a Bundle or a list of resources, not "
+                    + (f"a {what}" if what else "a JSON object without resourceType")
+                )
             resources = list(resources.get("entry") or [])
+        if not all(isinstance(r, dict) for r in resources):
+            raise TypeError("serve a Bundle or a list of resources: every item must be a JSON object (a dict)")
         entries = [(r.get("fullUrl"), r["resource"]) if "resource" in r else (None, r) for r in resources]
         by_urn: dict[str, str] = {}
         for full_url, res in entries:
