@@ -29,8 +29,11 @@ class Runs:
 
 
 def load_runs(directory: Path) -> Runs:
-    """Read every ``*.json`` run record under ``directory`` and its subdirectories (``runs/a``, ``runs/b``
-    as compare's docs write them); files that are not run records are listed as skipped."""
+    """Read every ``*.json`` run record under ``directory``, its subdirectories included.
+
+    ``runs/a`` and ``runs/b``, as docs/ci/compare.md writes them, are found from ``runs``; files that
+    are not run records are listed as skipped, by their path under ``directory``.
+    """
     records: list[RunRecord] = []
     skipped: list[tuple[str, str]] = []
     for path in sorted(directory.rglob("*.json")):
