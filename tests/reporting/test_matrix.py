@@ -141,3 +141,16 @@ def test_compare_needs_two_runs(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     with pytest.raises(SystemExit) as exc:
         cli_main(["compare", *paths])
     assert exc.value.code == 2 and "three or more" in capsys.readouterr().err
+
+
+def test_a_run_that_cannot_be_compared_is_shown_but_never_ranked_nor_counted() -> None:
+    a, b, _ = _three()
+    labs = run([case(f"c{i}", run_id="L") for i in range(6)], run_id="L", task="labs")  # every case passed
+    m = compare_matrix([a, b, labs])
+    comparison = m.comparisons[2]
+    assert comparison is not None and comparison.problems  # another task: said so
+    pass_rate = next(f for f in m.figures if f.name == "pass_rate")
+    assert pass_rate.values[2] == pytest.approx(1.0) and 2 not in pass_rate.best  # its own figure, unranked
+    assert pass_rate.best == frozenset({1})
+    assert all(c.cells[2] is None for c in m.cases)  # its cases are not set against the baseline's
+    assert m.tests[2] is None

@@ -226,6 +226,9 @@ def compare_matrix(runs: Sequence[RunRecord], baseline: int = 0) -> Matrix:
         raise ValueError(f"baseline index {baseline} is not one of the {len(runs)} runs")
     base = runs[baseline]
     comparisons = tuple(None if i == baseline else compare_runs(base, r) for i, r in enumerate(runs))
+    # a run that cannot be compared with the baseline (another task, other cases) is shown, never
+    # ranked: it is not marked best and its cases are not counted among the differing ones
+    apart = frozenset(i for i, c in enumerate(comparisons) if c is not None and c.problems)
     dims, dirs = dimensions(*runs), directions(*runs)
     names: dict[str, None] = {}
     for c in comparisons:
@@ -244,9 +247,12 @@ def compare_matrix(runs: Sequence[RunRecord], baseline: int = 0) -> Matrix:
         )
         direction = _direction(name, dims, dirs)
         figures.append(
-            MatrixFigure(name, values, tuple(s.get(name) for s in stats), paired, _best(values, direction), direction)
+            MatrixFigure(
+                name, values, tuple(s.get(name) for s in stats), paired,
+                _best(tuple(None if i in apart else v for i, v in enumerate(values)), direction), direction,
+            )
         )
-    per_run = [record_values(r) for r in runs]
+    per_run = [{} if i in apart else record_values(r) for i, r in enumerate(runs)]
     ids = list(dict.fromkeys(k for values in per_run for k in values))
     verdicts: list[dict[str, str]] = []
     for c in comparisons:
