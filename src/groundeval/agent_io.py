@@ -11,7 +11,7 @@ from typing import Any
 
 from groundeval.scoring import Metric
 
-__all__ = ["AgentRequest", "AgentResult", "Prompt", "ToolServer"]
+__all__ = ["AgentRequest", "AgentResult", "FhirEndpoint", "Prompt", "ToolServer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,23 @@ class ToolServer:
 
 
 @dataclass(frozen=True, slots=True)
+class FhirEndpoint:
+    """Where a case's record is served over the FHIR R4 REST API (``--groundeval-fhir``).
+
+    Attributes:
+        base_url: The FHIR base URL (``http://127.0.0.1:<port>/fhir`` for the sandbox, or the user's
+            server); resource URLs are ``{base_url}/{type}/{id}`` (https://hl7.org/fhir/R4/http.html).
+        patient: The case's patient as a FHIR reference, ``"Patient/<id>"``.
+        token: The case's bearer token, sent as ``Authorization: Bearer <token>``; another case's
+            token is refused. Never written to a record, log or terminal (left out of ``repr``).
+    """
+
+    base_url: str
+    patient: str
+    token: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class AgentRequest:
     """One call from a case to an agent.
 
@@ -65,6 +82,9 @@ class AgentRequest:
         tool_server: With ``--groundeval-tools=mcp``, the case's MCP server (its URL and stdio
             command); None when tools are handed over in-process. Not part of a cache key (the
             port changes from run to run; the tools it serves come from ``context``).
+        fhir: With ``--groundeval-fhir``, the FHIR server holding the case's record (base URL,
+            patient reference, bearer token); None otherwise. Not part of a cache key (the port
+            and token change from run to run).
     """
 
     case_id: str
@@ -73,6 +93,7 @@ class AgentRequest:
     context: dict[str, Any] = field(default_factory=dict)
     trial: int = 0
     tool_server: ToolServer | None = None
+    fhir: FhirEndpoint | None = None
 
 
 @dataclass(frozen=True, slots=True)
