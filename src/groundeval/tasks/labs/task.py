@@ -135,6 +135,29 @@ class LabsTask(BaseTask):
         """
         return {"bundle": case.data}
 
+    def fhir_record(self, case: Case) -> dict[str, Any]:
+        """The Bundle served under ``--groundeval-fhir`` (``tasks.fhir_mode``): the case's own."""
+        return dict(case.data)
+
+    def fhir_prompt(self, case: Case) -> Prompt:
+        """The system prompt as ever; the user turn says where the record is served, then the format."""
+        from groundeval.tasks.fhir_record import FHIR_READ_NOTE
+        from groundeval.tasks.labs.prompt import ANSWER_FORMAT
+
+        del case
+        return Prompt(system=_system(self.table, self.thresholds_in_prompt),
+                      user=f"{FHIR_READ_NOTE}\n\nAnswer format: {ANSWER_FORMAT}")
+
+    def fhir_used(self, case: Case, truth: Any) -> list[str]:
+        """The Observations the truth read: each test's latest result and the previous one (its trend)."""
+        del case
+        used = set()
+        for test in truth["tests"]:
+            for obs in (test.get("observation"), (test.get("previous") or {}).get("observation")):
+                if isinstance(obs, str) and obs:
+                    used.add(obs if "/" in obs else f"Observation/{obs}")
+        return sorted(used)
+
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"tests": [entry...]}`` (``tasks.labs.truth.labs_truth``).
 
