@@ -168,7 +168,7 @@ class GroundevalSession:
         self.twin_seed = settings.twin_seed if settings.twin_seed is not None else twin_seed_of(run_id)
         self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker,
                             conversation=settings.conversation,
-                            task_version=task_version(type(self.task).__module__)
+                            task_version=task_version(type(getattr(self.task, "inner", self.task)).__module__)
                             if settings.conversation == "reference" else "")
         self.records: dict[str, CaseRecord] = {}
         self.selected: list[str] = []

@@ -7,7 +7,8 @@ and what the server holds of the agent's writes), so a cached or replayed answer
   answer needs; ``fhir.sandbox.retrieval``): ``fhir_precision`` (fetched resources the truth used /
   fetched), ``fhir_recall`` (used resources fetched / used), each None when nothing is there to
   divide by (an agent that fetched nothing has no precision), ``fhir_wasted_calls`` (calls that
-  returned no resource the truth used, errors and refusals included), ``fhir_calls``
+  returned no resource the truth used, errors and refusals included; on a writing task the
+  answer's own create is not one), ``fhir_calls``
   (``/metadata`` left out) and ``fhir_refused`` (another case's token, 401, or another patient's
   data, 403: an agent must not reach across patients).
 * Writes: ``fhir_writes`` counts accepted creates, updates and deletes. On a read task any write
@@ -96,9 +97,10 @@ def with_fhir_access(score: Score, facts: Mapping[str, Any], used: Iterable[str]
     found = retrieval(access_log(facts), used)
     answer_writes = _answer_writes(facts, writes) if writes else []
     other = found.writes - (1 if answer_writes else 0)
+    wasted = found.wasted_calls - (1 if answer_writes else 0)  # the answer's own create is not a wasted read
     metrics = {
         **score.metrics, "fhir_calls": found.calls, "fhir_precision": _rounded(found.precision),
-        "fhir_recall": _rounded(found.recall), "fhir_wasted_calls": found.wasted_calls, "fhir_refused": found.refused,
+        "fhir_recall": _rounded(found.recall), "fhir_wasted_calls": max(wasted, 0), "fhir_refused": found.refused,
         "fhir_writes": found.writes, "fhir_other_writes": max(other, 0),
     }
     details = {**score.details, "fhir": {"fetched": found.fetched, "used": found.used, "hits": found.hits}}

@@ -32,11 +32,24 @@ FHIR_WRITE_NOTE = (
 
 
 def resources_of(bundle: Mapping[str, Any], types: Iterable[str]) -> list[str]:
-    """``Type/id`` of every entry of ``bundle`` whose resource is one of ``types``, in Bundle order."""
+    """``Type/id`` of every resource of ``types`` in the record's patient's compartment, in Bundle order.
+
+    A resource is the patient's when its ``subject`` or ``patient`` reference names the Bundle's
+    Patient (``Patient/<id>``, ``urn:uuid:<id>`` or the entry's ``fullUrl``): one whose subject is a
+    patient on another server is no part of this patient's record, and no search for the patient
+    returns it (compartmentdefinition-patient.html).
+    """
     wanted = set(types)
+    entries = [e for e in bundle.get("entry") or [] if isinstance(e, Mapping) and isinstance(e.get("resource"), Mapping)]
+    me = next((e for e in entries if e["resource"].get("resourceType") == "Patient"), None)
+    pid = str(me["resource"].get("id")) if me is not None else ""
+    mine = {f"Patient/{pid}", f"urn:uuid:{pid}", str((me or {}).get("fullUrl") or f"Patient/{pid}")}
     out = []
-    for entry in bundle.get("entry") or []:
-        res = entry.get("resource") if isinstance(entry, Mapping) else None
-        if isinstance(res, Mapping) and res.get("resourceType") in wanted and res.get("id"):
+    for entry in entries:
+        res = entry["resource"]
+        if res.get("resourceType") not in wanted or not res.get("id"):
+            continue
+        refs = {(res.get(k) or {}).get("reference") for k in ("subject", "patient") if isinstance(res.get(k), Mapping)}
+        if refs & mine:
             out.append(f"{res['resourceType']}/{res['id']}")
     return out

@@ -149,13 +149,16 @@ class LabsTask(BaseTask):
                       user=f"{FHIR_READ_NOTE}\n\nAnswer format: {ANSWER_FORMAT}")
 
     def fhir_used(self, case: Case, truth: Any) -> list[str]:
-        """The Observations the truth read: each test's latest result and the previous one (its trend)."""
+        """The Observations the truth read: each test's latest result and the previous one (its trend).
+
+        A blood pressure read from separate systolic and diastolic Observations names both (``"A + B"``).
+        """
         del case
         used = set()
         for test in truth["tests"]:
             for obs in (test.get("observation"), (test.get("previous") or {}).get("observation")):
-                if isinstance(obs, str) and obs:
-                    used.add(obs if "/" in obs else f"Observation/{obs}")
+                for one in obs.split(" + ") if isinstance(obs, str) else ():  # a panel read from two: "A + B"
+                    used.add(one if "/" in one else f"Observation/{one}")
         return sorted(used)
 
     def truth(self, case: Case) -> dict[str, Any]:

@@ -71,11 +71,16 @@ validate_medication_statement, fix every issue and validate again.
 
 Answer with only the final JSON object, no prose and no markdown fence. Format: {ANSWER_FORMAT}"""
 
-FHIR_INSTRUCTIONS = INSTRUCTIONS.replace(
-    "5. Build the resource with build_medication_statement, check it with validate_medication_statement, fix "
-    "every issue and validate again.",
-    "5. Create the resource on the FHIR server (POST [base]/MedicationStatement); the server validates it: fix "
-    "what it refuses and create it again. Create one MedicationStatement only.",
+FHIR_INSTRUCTIONS = (
+    INSTRUCTIONS.replace(
+        "5. Build the resource with build_medication_statement, check it with validate_medication_statement, fix "
+        "every issue and validate again.",
+        "5. Create the resource on the FHIR server (POST [base]/MedicationStatement); the server validates it: fix "
+        "what it refuses and create it again. Create one MedicationStatement only.",
+    )
+    .replace(" (build_medication_statement with medication_text and no rxcui)", "")
+    .replace("\n(build_medication_statement: dose_max, frequency_max, period_max)", "")
+    .replace(" (build_medication_statement: dose_max, frequency_max, period_max)", "")
 )
 """``INSTRUCTIONS`` under ``--groundeval-fhir``: the statement is created on the case's FHIR server."""
 
