@@ -40,7 +40,8 @@ def resources_of(bundle: Mapping[str, Any], types: Iterable[str]) -> list[str]:
     returns it (compartmentdefinition-patient.html).
     """
     wanted = set(types)
-    entries = [e for e in bundle.get("entry") or [] if isinstance(e, Mapping) and isinstance(e.get("resource"), Mapping)]
+    entries = [e for e in bundle.get("entry") or []
+               if isinstance(e, Mapping) and isinstance(e.get("resource"), Mapping)]
     me = next((e for e in entries if e["resource"].get("resourceType") == "Patient"), None)
     pid = str(me["resource"].get("id")) if me is not None else ""
     mine = {f"Patient/{pid}", f"urn:uuid:{pid}", str((me or {}).get("fullUrl") or f"Patient/{pid}")}

@@ -31,6 +31,11 @@ PAIRS = [
 ]
 
 
+def _fhir(task: Any, mode: str) -> Any:
+    """The task served over FHIR (typed Any: it is a ``Task`` by delegation)."""
+    return FhirModeTask(task, mode)
+
+
 def _cases(task: Any) -> list[Case]:
     data = default_data_dir(task.name)
     return [task.load_case(p) for p in task.case_files(data)]
@@ -59,7 +64,7 @@ def test_each_rest_baseline_scores_as_its_file_baseline_on_every_packaged_case(
     task_name: str, file_agent: str, rest_agent: str
 ) -> None:
     task = make_task(task_name)
-    served = FhirModeTask(task, "sandbox")
+    served = _fhir(task, "sandbox")
     by_file = make_agent(file_agent, AgentConfig())
     by_rest = FhirServingAgent(make_agent(rest_agent, AgentConfig()), "sandbox")
     cases = _cases(task)
@@ -92,7 +97,7 @@ def test_the_write_task_is_scored_from_what_the_server_holds_not_from_the_text()
             inner.run(request)  # creates the statement on the server
             return AgentResult(text="done")  # and answers no JSON at all
 
-    record = run_case(FhirModeTask(task, "sandbox"), FhirServingAgent(SaysNothing(), "sandbox"), case,
+    record = run_case(_fhir(task, "sandbox"), FhirServingAgent(SaysNothing(), "sandbox"), case,
                       _info("write", "says-nothing"), "t::w").record
     assert record.outcome == "passed"
     assert record.parsed["resourceType"] == "MedicationStatement"
@@ -129,7 +134,7 @@ class _Reader:
 def test_a_write_on_a_read_task_fails_and_reaching_across_patients_is_refused_and_counted(extra: str) -> None:
     task = make_task("extraction")
     case = next(c for c in _cases(task) if c.case_id.startswith("Liz_Conn"))
-    record = run_case(FhirModeTask(task, "sandbox"), FhirServingAgent(_Reader(extra), "sandbox"), case,
+    record = run_case(_fhir(task, "sandbox"), FhirServingAgent(_Reader(extra), "sandbox"), case,
                       _info("extraction", "reader"), "t::r").record
     assert record.metrics["f1"] == 1.0  # the answer itself is right every time
     if extra == "write":
@@ -143,7 +148,7 @@ def test_a_write_on_a_read_task_fails_and_reaching_across_patients_is_refused_an
 
 
 def test_sixteen_cases_in_flight_never_see_each_others_writes() -> None:
-    task = FhirModeTask(make_task("extraction"), "sandbox")
+    task = _fhir(make_task("extraction"), "sandbox")
     cases = _cases(task.inner)[:16]
     barrier = threading.Barrier(16, timeout=30)
 
@@ -178,7 +183,7 @@ def test_sixteen_cases_in_flight_never_see_each_others_writes() -> None:
 def test_the_cache_key_holds_the_served_record_and_a_cached_answer_scores_as_it_did(tmp_path: Path) -> None:
     from groundeval.models.cache import CachingAgent, ResultCache
 
-    task = FhirModeTask(make_task("extraction"), "sandbox")
+    task = _fhir(make_task("extraction"), "sandbox")
     case = _cases(task.inner)[0]
     rest = make_agent("baseline-rest", AgentConfig())
     agent = CachingAgent(FhirServingAgent(rest, "sandbox"), ResultCache(tmp_path), spec="baseline-rest", options={})
@@ -195,7 +200,7 @@ def test_the_cache_key_holds_the_served_record_and_a_cached_answer_scores_as_it_
 
 
 def test_an_answer_made_on_another_record_or_without_fhir_is_a_harness_error() -> None:
-    task = FhirModeTask(make_task("extraction"), "sandbox")
+    task = _fhir(make_task("extraction"), "sandbox")
     case = _cases(task.inner)[0]
     truth = task.truth(case)
     with pytest.raises(ValueError, match="no FHIR access log"):
@@ -205,7 +210,7 @@ def test_an_answer_made_on_another_record_or_without_fhir_is_a_harness_error() -
 
 
 def test_counterfactual_twins_are_served_as_their_changed_record() -> None:
-    task = FhirModeTask(make_task("extraction"), "sandbox")
+    task = _fhir(make_task("extraction"), "sandbox")
     agent = FhirServingAgent(make_agent("baseline-rest", AgentConfig()), "sandbox")
     twins = 0
     for case in _cases(task.inner)[:10]:
@@ -222,13 +227,13 @@ def test_counterfactual_twins_are_served_as_their_changed_record() -> None:
 
 def test_the_prompt_names_the_server_and_patient_and_holds_no_record() -> None:
     for name in ("extraction", "labs", "reconcile", "summary", "write"):
-        task = FhirModeTask(make_task(name), "sandbox")
+        task = _fhir(make_task(name), "sandbox")
         case = _cases(task.inner)[0]
         prompt = task.prompt(case)
         assert "{fhir_base_url}" in prompt.user and "{fhir_patient}" in prompt.user
         assert '"resourceType"' not in prompt.user
         assert "bundle" not in task.context(case)
-    write = FhirModeTask(make_task("write"), "sandbox").prompt(_cases(make_task("write"))[0])
+    write = _fhir(make_task("write"), "sandbox").prompt(_cases(make_task("write"))[0])
     assert "build_medication_statement" not in write.system and "POST [base]/MedicationStatement" in write.system
 
     seen: list[AgentRequest] = []
@@ -240,7 +245,7 @@ def test_the_prompt_names_the_server_and_patient_and_holds_no_record() -> None:
             seen.append(request)
             return AgentResult(text="[]")
 
-    task = FhirModeTask(make_task("extraction"), "sandbox")
+    task = _fhir(make_task("extraction"), "sandbox")
     case = _cases(task.inner)[0]
     FhirServingAgent(Sees(), "sandbox").run(prepare(task, case)[0])
     (got,) = seen
