@@ -30,6 +30,7 @@ from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.baselines.extraction_rest import rest_medication_list, search_all
 from groundeval.errors import AgentError
+from groundeval.extras import NeedsExtra
 from groundeval.fhir.remote_server import FhirServer, FhirServerError
 
 __all__ = [
@@ -92,18 +93,22 @@ class _RestBaseline:
     """Reads the record over FHIR REST at ``request.fhir`` (``agents.base.check_record_access``)."""
 
     model: str | None = None
-    name: ClassVar[str] = ""
+    name: str = ""
     tasks: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         del config  # nothing to configure
 
 
-class BaselineRestAgent(_RestBaseline):
-    """``baseline`` (extraction) reading the record over FHIR REST."""
+class BaselineRestAgent(NeedsExtra, _RestBaseline):
+    """``baseline`` (extraction) reading the record over FHIR REST (HealthChain's ``get_medications``)."""
 
     name = "baseline-rest"
     tasks = frozenset({"extraction"})
+    needs_extra = ("healthchain", "healthchain")
+
+    def __init__(self, config: AgentConfig | None = None) -> None:
+        self.check_config(config or AgentConfig())
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the active medication list; raises ``AgentError`` when the server refuses or fails."""
@@ -168,11 +173,12 @@ class BaselineSummaryRestAgent(_RestBaseline):
         return AgentResult(text=summary_text(bundle))
 
 
-class BaselineWriteRestAgent(_RestBaseline):
+class BaselineWriteRestAgent(NeedsExtra, _RestBaseline):
     """``baseline-write`` creating its MedicationStatement on the case's FHIR server."""
 
     name = "baseline-write-rest"
     tasks = frozenset({"write"})
+    needs_extra = ("healthchain", "healthchain")
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         from groundeval.agents.baselines.write import BaselineWriteAgent
