@@ -83,7 +83,8 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
     if settings.fhir is not None:  # the served record's SHA-256 is in each request's context
         facts["record_access"] = "fhir-sandbox" if settings.fhir == "sandbox" else "fhir-server"
     run_facts = getattr(task, "run_facts", None)
-    if tools and callable(run_facts):  # tool results come from the task's reference data (the catalog)
+    # tool results come from the task's reference data (the catalog); over FHIR the agent's own lookups do
+    if (tools or settings.fhir is not None) and callable(run_facts):
         try:
             facts["run_facts"] = run_facts()
         except Exception as exc:
