@@ -439,8 +439,12 @@ def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted:
         return CaseRun(_record(info, case, nodeid, exc.outcome, fields, trial=request.trial), exc)
     truth = attempted.truth
     try:
-        empty = task.parse(case, "")
-        score = task.score(case, truth, empty)
+        score_result = getattr(task, "score_result", None)
+        if callable(score_result):  # what the failed call left behind (an access log) is scored beside the empty answer
+            empty, score = score_result(case, truth, AgentResult(text="", meta=dict(exc.details)), answered=False)
+        else:
+            empty = task.parse(case, "")
+            score = task.score(case, truth, empty)
     except Exception as harness_exc:
         fields["error"] = _error(harness_exc, with_traceback=True)
         return CaseRun(_record(info, case, nodeid, "harness_error", fields, trial=request.trial), harness_exc)

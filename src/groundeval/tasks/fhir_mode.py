@@ -128,14 +128,30 @@ class FhirModeTask:
         score: Score = self.inner.score(case, truth, parsed)
         return score
 
-    def score_result(self, case: Case, truth: Any, result: AgentResult) -> tuple[Parsed, Score]:
+    def score_result(
+        self, case: Case, truth: Any, result: AgentResult, *, answered: bool = True,
+    ) -> tuple[Parsed, Score]:
         """Parse and score the whole result: the answer (or what the server holds), then retrieval and writes.
+
+        Args:
+            case: The case.
+            truth: Its truth.
+            result: The agent's result (``meta["fhir"]``: the serving's facts).
+            answered: False for an agent that failed (the runner passes the failure's details as
+                ``meta``): its answer is empty whatever the server holds, and its retrieval is
+                scored from the calls it made (none when the facts are missing), so that failing
+                never raises a retrieval mean.
 
         Raises:
             ValueError: The result carries no ``meta["fhir"]`` (a replayed answer made without
                 ``--groundeval-fhir``) or one of another served record (a harness error).
         """
         facts = result.meta.get("fhir")
+        if not answered:
+            empty = self.inner.parse(case, "")
+            score = self.inner.score(case, truth, empty)
+            made = facts if isinstance(facts, Mapping) else {"calls": [], "writes": []}
+            return empty, with_fhir_access(score, made, list(self.inner.fhir_used(case, truth)), writes=self.writes)
         if not isinstance(facts, Mapping):
             raise ValueError(
                 "the answer carries no FHIR access log (meta['fhir']): it was not made over --groundeval-fhir "

@@ -253,3 +253,25 @@ def test_the_prompt_names_the_server_and_patient_and_holds_no_record() -> None:
     assert f"FHIR base URL: {got.fhir.base_url}" in got.prompt.user
     assert f"Patient: Patient/{case.meta['patient_id']}" in got.prompt.user
     assert got.fhir.token and got.fhir.token not in repr(got.fhir)
+
+
+@pytest.mark.parametrize("fetch_first", [True, False])
+def test_an_agent_that_fails_keeps_its_retrieval_and_cannot_raise_the_means_by_failing(fetch_first: bool) -> None:
+    from groundeval.errors import AgentError
+
+    task = _fhir(make_task("extraction"), "sandbox")
+    case = next(c for c in _cases(task.inner) if c.case_id.startswith("Liz_Conn"))
+    inner = make_agent("baseline-rest", AgentConfig())
+
+    class GivesUp:
+        name, model, record_access = "gives-up", None, "fhir"
+
+        def run(self, request: AgentRequest) -> AgentResult:
+            if fetch_first:
+                inner.run(request)
+            raise AgentError("gave up")
+
+    record = run_case(task, FhirServingAgent(GivesUp(), "sandbox"), case, _info("extraction", "gives-up"), "t::g").record
+    assert record.counted and record.outcome == "no_answer"  # a plain AgentError: scored as an empty answer
+    assert record.metrics["fhir_calls"] == (2 if fetch_first else 0)
+    assert record.metrics["fhir_recall"] == (1.0 if fetch_first else 0.0)  # never left out of the mean
