@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["FHIR_READ_NOTE", "FHIR_WRITE_NOTE", "resources_of"]
+__all__ = ["FHIR_READ_NOTE", "FHIR_WRITE_NOTE", "patient_of_record", "resources_of"]
 
 FHIR_READ_NOTE = (
     "The patient's record is not pasted here: it is on a FHIR R4 server.\n"
@@ -54,3 +54,12 @@ def resources_of(bundle: Mapping[str, Any], types: Iterable[str]) -> list[str]:
         if refs & mine:
             out.append(f"{res['resourceType']}/{res['id']}")
     return out
+
+
+def patient_of_record(bundle: Mapping[str, Any]) -> list[str]:
+    """``["Patient/<id>"]`` of the record's Patient (every truth reads it: whose record, the birth date), or []."""
+    for entry in bundle.get("entry") or []:
+        res = entry.get("resource") if isinstance(entry, Mapping) else None
+        if isinstance(res, Mapping) and res.get("resourceType") == "Patient" and res.get("id"):
+            return [f"Patient/{res['id']}"]
+    return []

@@ -187,9 +187,11 @@ class ExtractionTask(BaseTask):
         return Prompt(system=system_prompt(), user=f"{FHIR_READ_NOTE}\n\nAnswer format: {ANSWER_FORMAT}")
 
     def fhir_used(self, case: Case, truth: Any) -> list[str]:
-        """The MedicationRequests behind the truth's active medications (``TruthMedication.requests``)."""
-        del case
-        return sorted({f"MedicationRequest/{r}" for med in truth["medications"] for r in med["requests"]})
+        """The Patient (whose requests count) and the MedicationRequests behind the truth's active medications."""
+        from groundeval.tasks.fhir_record import patient_of_record
+
+        requests = sorted({f"MedicationRequest/{r}" for med in truth["medications"] for r in med["requests"]})
+        return [*patient_of_record(case.data), *requests]
 
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"medications": [TruthMedication...], "inactive_codes": {rxcui: [status...]}}``."""

@@ -149,12 +149,15 @@ class LabsTask(BaseTask):
                       user=f"{FHIR_READ_NOTE}\n\nAnswer format: {ANSWER_FORMAT}")
 
     def fhir_used(self, case: Case, truth: Any) -> list[str]:
-        """The Observations the truth read: each test's latest result and the previous one (its trend).
+        """The Patient (its birth date decides the adult rules) and the Observations the truth read.
+
+        Each test's latest result and the previous one (its trend).
 
         A blood pressure read from separate systolic and diastolic Observations names both (``"A + B"``).
         """
-        del case
-        used = set()
+        from groundeval.tasks.fhir_record import patient_of_record
+
+        used = set(patient_of_record(case.data))
         for test in truth["tests"]:
             for obs in (test.get("observation"), (test.get("previous") or {}).get("observation")):
                 for one in obs.split(" + ") if isinstance(obs, str) else ():  # a panel read from two: "A + B"

@@ -220,11 +220,12 @@ class ReconcileTask(BaseTask):
         return Prompt(system=system_prompt(sorted(_catalog_displays().items())), user=user)
 
     def fhir_used(self, case: Case, truth: Any) -> list[str]:
-        """Every MedicationRequest of the record: the truth reads each one's status and dose."""
+        """The Patient and each of its MedicationRequests: the truth reads each one's status and dose."""
         del truth
-        from groundeval.tasks.fhir_record import resources_of
+        from groundeval.tasks.fhir_record import patient_of_record, resources_of
 
-        return resources_of(case.data["bundle"], ("MedicationRequest",))
+        bundle = case.data["bundle"]
+        return [*patient_of_record(bundle), *resources_of(bundle, ("MedicationRequest",))]
 
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"entries": [TruthEntry...], "not_scored": [...]}`` (``tasks.reconcile_truth``)."""

@@ -160,11 +160,12 @@ class SummaryTask(BaseTask):
         return Prompt(system=_system(self.max_words), user=f"{FHIR_READ_NOTE}\n\nWrite the handoff summary.")
 
     def fhir_used(self, case: Case, truth: Any) -> list[str]:
-        """The Conditions, MedicationRequests and AllergyIntolerances the rubric is derived from."""
+        """The Patient and the Conditions, MedicationRequests and AllergyIntolerances the rubric is derived from."""
         del truth
-        from groundeval.tasks.fhir_record import resources_of
+        from groundeval.tasks.fhir_record import patient_of_record, resources_of
 
-        return resources_of(case.data, ("Condition", "MedicationRequest", "AllergyIntolerance"))
+        return [*patient_of_record(case.data),
+                *resources_of(case.data, ("Condition", "MedicationRequest", "AllergyIntolerance"))]
 
     def truth(self, case: Case) -> dict[str, Any]:
         """The rubric (``tasks.summary.truth.summary_rubric``).
