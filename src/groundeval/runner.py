@@ -10,7 +10,9 @@ never by what a value holds:
   an ``InfraError``: excluded);
 * the agent raised anything else, or returned neither a ``str`` nor an ``AgentResult``:
   ``agent_error``;
-* the task's ``parse``/``score`` raised: ``harness_error`` (the answer, usage and trace are kept);
+* the task's ``parse``/``score`` (or ``score_result(case, truth, result) -> (Parsed, Score)``, which
+  a task that scores more than the answer's text has: ``tasks.fhir_mode``) raised: ``harness_error``
+  (the answer, usage and trace are kept);
   a ``ScorerModelError`` (the scorer's own model, an LLM judge, failed) is classed by its
   ``AgentError`` as an agent call's is (an ``InfraError``'s outcome, shown with its message);
 * otherwise the scorer's verdict, or ``no_answer`` when the task found no answer in the text;
@@ -366,8 +368,12 @@ def run_case(
               "conversation": _conversation(info, case, request, execution.result.messages, execution.prompt_sha256)}
     truth = attempted.truth
     try:
-        parsed = task.parse(case, execution.result.text)
-        score = task.score(case, truth, parsed)
+        score_result = getattr(task, "score_result", None)
+        if callable(score_result):  # a task that reads the whole result (the FHIR server's facts)
+            parsed, score = score_result(case, truth, execution.result)
+        else:
+            parsed = task.parse(case, execution.result.text)
+            score = task.score(case, truth, parsed)
         plan = getattr(task, "lookups", None)
         if callable(plan) and (execution.result.trace or "tools" in agent_requires(agent)):
             from groundeval.scorers.grounding import with_grounding
@@ -433,8 +439,12 @@ def _agent_failed(task: Task, info: RunInfo, case: Case, nodeid: str, attempted:
         return CaseRun(_record(info, case, nodeid, exc.outcome, fields, trial=request.trial), exc)
     truth = attempted.truth
     try:
-        empty = task.parse(case, "")
-        score = task.score(case, truth, empty)
+        score_result = getattr(task, "score_result", None)
+        if callable(score_result):  # what the failed call left behind (an access log) is scored beside the empty answer
+            empty, score = score_result(case, truth, AgentResult(text="", meta=dict(exc.details)), answered=False)
+        else:
+            empty = task.parse(case, "")
+            score = task.score(case, truth, empty)
     except Exception as harness_exc:
         fields["error"] = _error(harness_exc, with_traceback=True)
         return CaseRun(_record(info, case, nodeid, "harness_error", fields, trial=request.trial), harness_exc)

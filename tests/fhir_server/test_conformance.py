@@ -228,6 +228,14 @@ def test_date_prefixes_on_observation(target: Target, prefix: str) -> None:
     assert _ids(found) == expected
 
 
+def test_a_malformed_date_is_400_even_when_no_resource_of_the_type_exists(target: Target) -> None:
+    # search.html#errors: a parameter value the server cannot process is 400, whatever the store holds;
+    # the record holds no MedicationStatement, so there is nothing to match the value against.
+    status, body = target.server.request("GET", f"MedicationStatement?patient={target.patient}&effective=ge2020-13-45")
+    assert status == 400
+    assert _is_outcome(body)
+
+
 def test_id_search(target: Target) -> None:
     # search.html#id: _id=[id].
     original = _resources("Condition")[1]

@@ -42,7 +42,8 @@ from groundeval.registry import AGENT_GROUP, Targets, builtin_agents, builtin_ta
 
 __all__ = [
     "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires",
-    "check_task", "check_tool_transport", "for_task", "make_agent", "offline_hint", "preflight_agent", "serving_agents",
+    "check_record_access", "check_task", "check_tool_transport", "for_task", "make_agent", "offline_hint",
+    "preflight_agent", "serving_agents",
 ]
 
 DEFAULT_REQUIRES: frozenset[str] = frozenset({"text_prompt"})
@@ -322,6 +323,38 @@ def check_tool_transport(agent: object, spec: str, tools: str) -> None:
         )
 
 
+def check_record_access(agent: object, spec: str, fhir: str | None) -> None:
+    """Refuse an agent whose way of reading the record (``record_access``) is not the run's ``--groundeval-fhir``.
+
+    An agent declares ``record_access = "fhir"`` when it reads the case's record over the FHIR REST
+    API at ``request.fhir`` (``langgraph-rest``, the ``*-rest`` baselines); any other agent reads it
+    from the prompt or the task's in-process tools (``"file"``, the default). Under
+    ``--groundeval-fhir`` the prompt holds no record, so an agent that does not read over FHIR
+    would fail every case for a reason that is not its answer.
+
+    Args:
+        agent: The agent, or its class.
+        spec: The agent spec as given (for the message).
+        fhir: The run's ``--groundeval-fhir`` (``sandbox`` or a URL), or None.
+
+    Raises:
+        ConfigError: The two disagree; the message names the fix.
+    """
+    access = getattr(agent, "record_access", None) or "file"
+    if fhir is not None and access != "fhir":
+        raise ConfigError(
+            f"agent {spec!r} does not read the record over FHIR (it declares no record_access = 'fhir'), and with "
+            "--groundeval-fhir the prompt holds no record; use --groundeval-agent=langgraph-rest, a *-rest baseline "
+            "(baseline-rest, baseline-labs-rest, baseline-reconcile-rest, baseline-summary-rest, baseline-write-rest), "
+            "an agent of your own that reads request.fhir and sets record_access = 'fhir', or drop --groundeval-fhir"
+        )
+    if fhir is None and access == "fhir":
+        raise ConfigError(
+            f"agent {spec!r} reads the record over FHIR (record_access = 'fhir'); add --groundeval-fhir=sandbox "
+            "(CLI: --fhir sandbox) or --groundeval-fhir=URL of your FHIR server"
+        )
+
+
 def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
     """Build an agent from a built-in name or a ``module:attribute`` spec.
 
@@ -369,7 +402,9 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
     return built
 
 
-def preflight_agent(spec: str, config: AgentConfig, task: Any, tools: str = "inprocess") -> str:
+def preflight_agent(
+    spec: str, config: AgentConfig, task: Any, tools: str = "inprocess", fhir: str | None = None,
+) -> str:
     """Check an agent spec without building the agent (for the pytest-xdist controller).
 
     Imports the target, applies ``check_task`` and ``check_tool_transport`` to it (its class-level
@@ -380,6 +415,7 @@ def preflight_agent(spec: str, config: AgentConfig, task: Any, tools: str = "inp
         config: The settings the agent would be built with.
         task: The task object (as for ``check_task``).
         tools: The run's ``--groundeval-tools`` (``inprocess`` or ``mcp``).
+        fhir: The run's ``--groundeval-fhir`` (``check_record_access``), or None.
 
     Returns:
         The agent's name as it will be recorded (the class's ``name``, else the spec).
@@ -395,6 +431,7 @@ def preflight_agent(spec: str, config: AgentConfig, task: Any, tools: str = "inp
     target = _load_target(AGENTS.get(spec, spec), spec)
     check_task(target, spec, task)
     check_tool_transport(target, spec, tools)
+    check_record_access(target, spec, fhir)
     check = getattr(target, "check_config", None)
     if inspect.isclass(target) and callable(check):
         check(config)

@@ -104,17 +104,21 @@ def cache_key(
         model: The model id the agent will call (its resolved default included), or None.
         options: Agent options (``temperature``, ``max_tokens`` (tokens), ``base_url``, ...);
             those in ``NON_ANSWER_OPTIONS`` are left out.
-        request: The request: its system and user prompt, context, task and trial index go in.
+        request: The request: its system and user prompt, context, task and trial index go in (a
+            record served over FHIR by its SHA-256, ``context["fhir_record_sha256"]``, not whole).
         task_facts: What else shapes the answer: the task's tool names and facts (catalog hash).
 
     Returns:
         64 hex characters.
     """
+    context = request.context
+    if "fhir_record_sha256" in context:  # --groundeval-fhir: the served record counts by its SHA-256 (fhir.serving)
+        context = {k: v for k, v in context.items() if k != "fhir_record"}
     payload = {
         "v": SCHEMA_VERSION, "agent_spec": agent_spec, "agent": agent_name, "model": model,
         "options": {k: v for k, v in sorted(options.items()) if k not in NON_ANSWER_OPTIONS},
         "task": request.task, "system": request.prompt.system, "user": request.prompt.user,
-        "context": request.context, "trial": request.trial, "task_facts": dict(task_facts or {}),
+        "context": context, "trial": request.trial, "task_facts": dict(task_facts or {}),
     }
     return hashlib.sha256(_canonical(payload).encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -29,6 +29,11 @@ def _warn_unreplayed_trials(agent: Agent, trials: int) -> None:
         )
 
 
+def is_replay(spec: str) -> bool:
+    """True for ``replay:RUN.json``."""
+    return _is_replay(spec)
+
+
 def _is_replay(spec: str) -> bool:
     return spec.partition(":")[0] == "replay" and ":" in spec
 
@@ -43,7 +48,9 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
 
     With ``--groundeval-tools=mcp`` the agent is wrapped first in ``mcp_server.MCPToolsAgent`` (each
     case's tools on an MCP server of its own, the server's trace in the result), inside the cache,
-    so a cached answer keeps the trace it was made with.
+    so a cached answer keeps the trace it was made with; with ``--groundeval-fhir`` in
+    ``fhir.serving.FhirServingAgent`` (each case's record on a FHIR server, the access log and
+    what the agent wrote in ``meta["fhir"]``), inside the cache as well.
 
     Returns:
         The agent to run: a ``CachingAgent`` around ``agent`` with ``--groundeval-cache``, else ``agent``.
@@ -61,6 +68,10 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
         from groundeval.mcp_server.serving import MCPToolsAgent
 
         agent = MCPToolsAgent(agent)
+    if settings.fhir is not None:
+        from groundeval.fhir.serving import FhirServingAgent
+
+        agent = FhirServingAgent(agent, settings.fhir)
     if settings.cache_dir is None:
         return agent
     from groundeval.models.cache import CachingAgent, ResultCache
@@ -69,8 +80,11 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
     facts: dict[str, Any] = {"tools": list(tools)}
     if settings.tools == "mcp":
         facts["tool_transport"] = "mcp"  # the same agent may answer otherwise through another transport
+    if settings.fhir is not None:  # the served record's SHA-256 is in each request's context
+        facts["record_access"] = "fhir-sandbox" if settings.fhir == "sandbox" else "fhir-server"
     run_facts = getattr(task, "run_facts", None)
-    if tools and callable(run_facts):  # tool results come from the task's reference data (the catalog)
+    # tool results come from the task's reference data (the catalog); over FHIR the agent's own lookups do
+    if (tools or settings.fhir is not None) and callable(run_facts):
         try:
             facts["run_facts"] = run_facts()
         except Exception as exc:

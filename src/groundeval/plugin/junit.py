@@ -104,7 +104,7 @@ def suite_properties(record: RunRecord) -> list[tuple[str, str | int | float]]:
         ("pass_rate_ran", _value(pass_rate_ran(agg))), ("answer_rate", _value(agg.answer_rate)),
     ]
     props += [(key, _value(value)) for key, value in agg.metrics.items()]
-    props += [(said, line) for said in ("counterfactual", "grounding") if (line := agg.statements.get(said))]
+    props += [(said, line) for said in ("counterfactual", "grounding", "fhir") if (line := agg.statements.get(said))]
     if "cost_usd" in agg.usage:
         props.append(("cost_usd", _value(agg.usage["cost_usd"])))
     return [(name, _value(value)) for name, value in props + _trial_properties(agg.trials, agg)]

@@ -28,6 +28,31 @@ from groundeval.shards import parse_shard as _shard
 __all__ = ["GENERIC", "OPTIONS", "RUN_OPTIONS", "Option"]
 
 _tools_mode = choice("inprocess", "mcp", why="must be inprocess or mcp", any_case=True)
+
+
+def _fhir_mode(value: str) -> str:
+    """``sandbox``, or the base URL of a FHIR R4 server (``http(s)://host[:port]/path``, no credentials).
+
+    Raises:
+        ValueError: Anything else, or a URL with a user or password in it (the token goes in
+            ``GROUNDEVAL_FHIR_TOKEN``, never on the command line).
+    """
+    from urllib.parse import urlsplit
+
+    raw = value.strip()
+    if raw.lower() == "sandbox":
+        return "sandbox"
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be sandbox or the base URL of a FHIR R4 server, e.g. http://127.0.0.1:8080/fhir")
+    if parts.username or parts.password:
+        raise ValueError(
+            "must not hold credentials: give the URL without user:password@ and put the bearer token in "
+            "GROUNDEVAL_FHIR_TOKEN"
+        )
+    return raw.rstrip("/")
+
+
 _conversation_mode = choice("full", "reference", why="must be full or reference", any_case=True)
 _progress_mode = choice("auto", "tty", "plain", "off", why="must be auto, tty, plain or off", any_case=True)
 
@@ -140,6 +165,16 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "command; the agent gets the URL in request.tool_server and every call it makes is traced by the "
         "server). Needs the mcp extra; agents: langgraph-mcp or an agent of your own.", "inprocess|mcp",
         scope="run",
+    ),
+    Option(
+        "fhir", _fhir_mode, None,
+        "Serve each case's record over the FHIR R4 REST API instead of pasting it into the prompt: sandbox "
+        "(groundeval's own server per case on 127.0.0.1, a bearer token per case, an access log) or the base "
+        "URL of your FHIR server (each case loaded as one transaction under ids of its own and removed after; "
+        "bearer token from GROUNDEVAL_FHIR_TOKEN). The agent gets the base URL, patient and token in "
+        "request.fhir and must declare record_access = 'fhir' (langgraph-rest, the *-rest baselines); the "
+        "record adds retrieval precision/recall and wasted calls, and a write on a read task fails the case. "
+        "Default: off.", "sandbox|URL", scope="run",
     ),
     Option(
         "summary-md", _text, None,

@@ -97,6 +97,8 @@ class Settings:
             out-dir), or None when model requests are sent one call each.
         tools: ``--groundeval-tools``: ``inprocess`` (LangChain tools in the agent's process) or ``mcp``
             (each case's tools served by its own MCP server, ``groundeval.mcp_server``).
+        fhir: ``--groundeval-fhir``: ``sandbox``, the base URL of the user's FHIR server, or None
+            (the record goes in the prompt or the in-process tools, as the task renders it).
     """
 
     task: str | None
@@ -127,6 +129,7 @@ class Settings:
     progress_every: float = 30.0
     batch: BatchSettings | None = None
     tools: str = "inprocess"
+    fhir: str | None = None
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
@@ -347,6 +350,9 @@ def read_settings(config: pytest.Config) -> Settings:
     tools = str(values["tools"]).strip().lower()
     if tools == "mcp":
         _check_mcp(built, name, sources["tools"])
+    fhir = values["fhir"]
+    if fhir is not None:
+        _check_fhir(built, name, sources["fhir"], tools)
     out_dir = (base("out_dir") / os.path.expanduser(values["out_dir"])).resolve()
     return Settings(
         task=task,
@@ -377,7 +383,28 @@ def read_settings(config: pytest.Config) -> Settings:
         progress_every=float(values["progress_every"]),
         batch=_batch(values, {k: sources[k] for k in given}, out_dir),
         tools=tools,
+        fhir=fhir,
     )
+
+
+def _check_fhir(task: Any, name: str, where: str, tools: str) -> None:
+    """``--groundeval-fhir`` needs a task that serves its record over FHIR, and no MCP tools.
+
+    Raises:
+        pytest.UsageError: The task does not serve over FHIR, or ``--groundeval-tools=mcp`` is given too.
+    """
+    from groundeval.tasks.fhir_mode import serves_over_fhir
+
+    if not serves_over_fhir(task):
+        raise pytest.UsageError(
+            f"{where}: the {name} task does not serve its record over FHIR (it needs fhir_record, fhir_prompt and "
+            "fhir_used); drop the option, or run extraction, labs, reconcile, summary or write"
+        )
+    if tools == "mcp":
+        raise pytest.UsageError(
+            f"{where} with --groundeval-tools=mcp: over FHIR the agent's tools are the FHIR REST API, not the task's "
+            "MCP tools; drop one of them"
+        )
 
 
 def _check_mcp(task: Any, name: str, where: str) -> None:

@@ -110,6 +110,7 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
             "trials": settings.trials, "concurrency": gs.concurrency, "min_pass_rate": settings.min_pass_rate,
             "counterfactual": settings.counterfactual, "shard": None if settings.shard is None else str(settings.shard),
             "models": _models(settings), "conversation": settings.conversation,
+            **({"fhir": settings.fhir} if settings.fhir is not None else {}),
             **({"twin_seed": gs.twin_seed} if settings.counterfactual else {}),
         }),
         task_facts=dict(facts() if callable(facts) else facts or {}),

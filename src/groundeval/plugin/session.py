@@ -14,13 +14,14 @@ import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from groundeval.agents.base import (
     Agent,
     AgentConfig,
+    check_record_access,
     check_task,
     check_tool_transport,
     for_task,
@@ -32,7 +33,7 @@ from groundeval.errors import ConfigError, RunStopError, SpendLimitReached
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
 from groundeval.models import server_logs, throttle
 from groundeval.models.retry import call_policy_options
-from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
+from groundeval.plugin.agent_setup import is_replay as _is_replay, preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.stop_policy import StopPolicy
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from groundeval.reporting import BaselineGate, GateResult
     from groundeval.reporting.langsmith import LangSmithStream
     from groundeval.shards import Shard
+    from groundeval.tasks.base import Task
 
 __all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "GroundevalSession", "twin_seed_of"]
 
@@ -107,8 +109,13 @@ class GroundevalSession:
             # a task that calls a model itself (the summary judge) keeps the run's deadline and retries
             self.task = make_task(settings.task, settings.task_options,
                                   call_options=call_policy_options(settings.agent_options))
+            if settings.fhir is not None:  # the record reaches the agent over FHIR REST (tasks.fhir_mode)
+                from groundeval.tasks.fhir_mode import FhirModeTask
+
+                self.task = cast("Task", FhirModeTask(self.task, settings.fhir))
             if distributed:
-                agent_name = preflight_agent(settings.agent, agent_config, self.task, settings.tools)
+                agent_name = preflight_agent(settings.agent, agent_config, self.task, settings.tools,
+                                             settings.fhir)
                 preflight_replay(settings, self.task)  # a bad replay record: a usage error before workers start
             elif self.runs_cases:
                 try:
@@ -161,7 +168,7 @@ class GroundevalSession:
         self.twin_seed = settings.twin_seed if settings.twin_seed is not None else twin_seed_of(run_id)
         self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker,
                             conversation=settings.conversation,
-                            task_version=task_version(type(self.task).__module__)
+                            task_version=task_version(type(getattr(self.task, "inner", self.task)).__module__)
                             if settings.conversation == "reference" else "")
         self.records: dict[str, CaseRecord] = {}
         self.selected: list[str] = []
@@ -264,6 +271,8 @@ class GroundevalSession:
             raise ConfigError(f"agent {settings.agent!r} could not be built: {type(exc).__name__}: {exc}") from exc
         check_task(agent, settings.agent, task)
         check_tool_transport(agent, settings.agent, settings.tools)
+        if not _is_replay(settings.agent):  # a replayed answer keeps the facts it was made with
+            check_record_access(agent, settings.agent, settings.fhir)
         return prepare_agent(agent, settings, task)  # the MCP tool servers; replay checks; the cache
 
     # -- running a case ----------------------------------------------------------------------

@@ -65,7 +65,7 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
     )
     if stats is not None:
         lines += trial_lines(stats, agg)
-    for said in ("counterfactual", "grounding"):  # the twins and the tool grounding, beside the pass rate
+    for said in ("counterfactual", "grounding", "fhir"):  # the twins and the tool grounding, beside the pass rate
         if line := agg.statements.get(said):
             lines.append(line)
     lines.append("outcomes: " + "  ".join(f"{k}: {agg.counts[k]}" for k in ORDER if k in agg.counts))

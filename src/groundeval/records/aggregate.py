@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from groundeval.models.pricing import total_cost
+from groundeval.records.fhir_figures import FHIR_STATEMENT, fhir_figures, fhir_text
 from groundeval.records.grounding import GROUNDING_STATEMENT, grounding_figures, grounding_text
 from groundeval.records.run_record import Aggregate, CaseRecord
 from groundeval.records.scope import ran_outcome_count, statements
@@ -94,7 +95,8 @@ def summarize(
         pass_rate=round(passed / n, 6) if n else None,
         pass_rate_ran=round(passed / ran, 6) if ran else None,
         answer_rate=round(sum(r.answered for r in counted) / n, 6) if n else None,
-        metrics={**task.aggregate([r.metrics for r in counted]), **_spend(task, records), **grounding_figures(counted)},
+        metrics={**task.aggregate([r.metrics for r in counted]), **_spend(task, records), **grounding_figures(counted),
+                 **fhir_figures(counted)},
         usage=usage,
         cached=sum(r.cached for r in records),
     )
@@ -102,6 +104,8 @@ def summarize(
     said = statements(aggregate)
     if grounded := grounding_text(counted):  # a tool-using agent on a task that declares lookups
         said[GROUNDING_STATEMENT] = grounded
+    if served := fhir_text(counted):  # a run under --groundeval-fhir
+        said[FHIR_STATEMENT] = served
     if twins:
         aggregate = with_counterfactual(aggregate, task, twins, records)
         assert aggregate.counterfactual is not None

@@ -95,5 +95,15 @@ baseline_summary = AgentEntry("groundeval.agents.baselines.summary:BaselineSumma
 naive_summary = AgentEntry("groundeval.agents.baselines.summary:NaiveSummaryAgent", ("summary",))
 hedge_summary = AgentEntry("groundeval.agents.baselines.summary:HedgingSummaryAgent", ("summary",))
 hedge_all_summary = AgentEntry("groundeval.agents.baselines.summary:HedgeAllSummaryAgent", ("summary",))
+baseline_rest = AgentEntry(
+    "groundeval.agents.baselines.rest:BaselineRestAgent", ("extraction",), needs_extra="healthchain",
+)
+"""The ``*-rest`` baselines read the record over FHIR REST only (``--groundeval-fhir``)."""
+baseline_labs_rest = AgentEntry("groundeval.agents.baselines.rest:BaselineLabsRestAgent", ("labs",))
+baseline_reconcile_rest = AgentEntry("groundeval.agents.baselines.rest:BaselineReconcileRestAgent", ("reconcile",))
+baseline_summary_rest = AgentEntry("groundeval.agents.baselines.rest:BaselineSummaryRestAgent", ("summary",))
+baseline_write_rest = AgentEntry(
+    "groundeval.agents.baselines.rest:BaselineWriteRestAgent", ("write",), needs_extra="healthchain",
+)
 replay = AgentEntry("groundeval.agents.replay:ReplayAgent", ANY_TASK)
 """``replay:RUN.json``: a built-in that takes an argument (its class builds itself with ``from_argument``)."""

@@ -228,6 +228,7 @@ def _run_view(record: RunRecord, index: int, label: str = "") -> dict[str, Any]:
         "cases_scope": statement(agg, "cases_scope"),
         "counterfactual": agg.statements.get("counterfactual", ""),
         "grounding": agg.statements.get("grounding", ""),
+        "fhir": agg.statements.get("fhir", ""),
         "untracked": [p for p in agg.counterfactual.pairs if p.tracks_record is False] if agg.counterfactual else [],
         "counts": [(k, agg.counts[k]) for k in ORDER if k in agg.counts],
         "groups": groups,

@@ -153,7 +153,7 @@ def summary_markdown(record: RunRecord, gate: GateResult | None = None) -> str:
     )
     if ungated := ungated_note(record.task_facts):  # on its own line, under the pass rate it qualifies
         lines += ["", f"**{md_escape(ungated)}**"]
-    for said in ("counterfactual", "grounding"):
+    for said in ("counterfactual", "grounding", "fhir"):
         if line := agg.statements.get(said):
             lines += ["", md_escape(line)]
     lines += ["", "| figure | value | 95% interval |", "| --- | ---: | --- |"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from groundeval.records.conversation import task_version
 
@@ -60,8 +60,13 @@ def render_prompt(run: RunRecord, case: CaseRecord, data_dir: Path | None = None
             f"{case.case_id}: the case file {path} changed since the run (SHA-256 differs); its prompt cannot be "
             "rendered exactly: use the file as it was"
         )
-    task = make_task(str(run.settings.get("task_spec") or run.task), run.settings.get("task_options") or {})
+    task: Any = make_task(str(run.settings.get("task_spec") or run.task), run.settings.get("task_options") or {})
     version = task_version(type(task).__module__)
+    fhir = run.settings.get("fhir")
+    if isinstance(fhir, str):  # the prompt named the FHIR server (its placeholders), not the record
+        from groundeval.tasks.fhir_mode import FhirModeTask
+
+        task = FhirModeTask(task, fhir)
     if version != ref.task_version:
         raise PromptReferenceError(
             f"{case.case_id}: the run used the {ref.task} task at version {ref.task_version}, this is {version}; "
@@ -70,7 +75,7 @@ def render_prompt(run: RunRecord, case: CaseRecord, data_dir: Path | None = None
     loaded = task.load_case(path)
     kind = split_twin(ref.case_id)[1]
     if kind is not None:
-        twin = task.counterfactual(loaded, kind)  # type: ignore[attr-defined]
+        twin = task.counterfactual(loaded, kind)
         if twin is None:
             raise PromptReferenceError(f"{case.case_id}: the {ref.task} task makes no {kind} twin of {ref.source}")
         loaded = twin

@@ -16,7 +16,7 @@ from typing import Any
 from groundeval.fhir.sandbox.outcome import FhirHttpError
 from groundeval.fhir.sandbox.params import SearchParam
 
-__all__ = ["date_range", "matches", "values_at"]
+__all__ = ["check_value", "date_range", "matches", "values_at"]
 
 _PREFIXES = ("eq", "ne", "lt", "le", "gt", "ge")
 _DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?)?)?$")
@@ -154,6 +154,27 @@ def _reference_match(resource: dict[str, Any], param: SearchParam, raw: str) -> 
             if isinstance(value, dict) and value.get("reference") == want:
                 return True
     return False
+
+
+def check_value(param: SearchParam, raw: str, modifier: str | None = None) -> None:
+    """Refuse a malformed value or an unsupported modifier whatever the store holds.
+
+    search.html: a server that cannot process a parameter's value returns 400, so a bad date is a
+    400 on a type with no resource too, not an empty searchset.
+
+    Raises:
+        FhirHttpError: 400, as ``matches`` raises it.
+    """
+    if modifier not in (None, "not") or (modifier == "not" and param.type != "token"):
+        raise FhirHttpError(400, "not-supported", f"Modifier :{modifier} is not supported on {param.name!r}")
+    if param.type == "date":
+        for alt in raw.split(","):
+            text = alt[2:] if alt[:2] in _PREFIXES else alt
+            try:
+                date_range(text)
+            except ValueError as exc:
+                raise FhirHttpError(
+                    400, "invalid", f"Invalid date for search parameter {param.name!r}: {alt!r}") from exc
 
 
 def matches(resource: dict[str, Any], param: SearchParam, raw: str, modifier: str | None = None) -> bool:

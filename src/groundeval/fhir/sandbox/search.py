@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from groundeval.fhir.sandbox.matching import matches, sort_key
+from groundeval.fhir.sandbox.matching import check_value, matches, sort_key
 from groundeval.fhir.sandbox.outcome import FhirHttpError, operation_outcome
 from groundeval.fhir.sandbox.params import COMMON, INCLUDES, PARAMS, RESULT_PARAMS, SearchParam
 from groundeval.fhir.sandbox.store import ResourceStore, patient_of
@@ -125,6 +125,7 @@ def search(
     for key, value in query:
         name, _, modifier = key.partition(":")
         if name in known:
+            check_value(known[name], value, modifier or None)  # 400 even when no resource is there to match
             filters.append((known[name], value, modifier or None))
         elif name == "_sort":
             for field in value.split(","):

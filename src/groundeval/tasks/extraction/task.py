@@ -175,6 +175,24 @@ class ExtractionTask(BaseTask):
         """
         return {"bundle": case.data}
 
+    def fhir_record(self, case: Case) -> dict[str, Any]:
+        """The Bundle served under ``--groundeval-fhir`` (``tasks.fhir_mode``): the case's own."""
+        return dict(case.data)
+
+    def fhir_prompt(self, case: Case) -> Prompt:
+        """The system prompt as ever; the user turn says where the record is served, then the format."""
+        from groundeval.tasks.fhir_record import FHIR_READ_NOTE
+
+        del case
+        return Prompt(system=system_prompt(), user=f"{FHIR_READ_NOTE}\n\nAnswer format: {ANSWER_FORMAT}")
+
+    def fhir_used(self, case: Case, truth: Any) -> list[str]:
+        """The Patient (whose requests count) and the MedicationRequests behind the truth's active medications."""
+        from groundeval.tasks.fhir_record import patient_of_record
+
+        requests = sorted({f"MedicationRequest/{r}" for med in truth["medications"] for r in med["requests"]})
+        return [*patient_of_record(case.data), *requests]
+
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"medications": [TruthMedication...], "inactive_codes": {rxcui: [status...]}}``."""
         medications, inactive = medication_truth(case.data, str(case.source))

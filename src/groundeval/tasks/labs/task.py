@@ -135,6 +135,35 @@ class LabsTask(BaseTask):
         """
         return {"bundle": case.data}
 
+    def fhir_record(self, case: Case) -> dict[str, Any]:
+        """The Bundle served under ``--groundeval-fhir`` (``tasks.fhir_mode``): the case's own."""
+        return dict(case.data)
+
+    def fhir_prompt(self, case: Case) -> Prompt:
+        """The system prompt as ever; the user turn says where the record is served, then the format."""
+        from groundeval.tasks.fhir_record import FHIR_READ_NOTE
+        from groundeval.tasks.labs.prompt import ANSWER_FORMAT
+
+        del case
+        return Prompt(system=_system(self.table, self.thresholds_in_prompt),
+                      user=f"{FHIR_READ_NOTE}\n\nAnswer format: {ANSWER_FORMAT}")
+
+    def fhir_used(self, case: Case, truth: Any) -> list[str]:
+        """The Patient (its birth date decides the adult rules) and the Observations the truth read.
+
+        Each test's latest result and the previous one (its trend).
+
+        A blood pressure read from separate systolic and diastolic Observations names both (``"A + B"``).
+        """
+        from groundeval.tasks.fhir_record import patient_of_record
+
+        used = set(patient_of_record(case.data))
+        for test in truth["tests"]:
+            for obs in (test.get("observation"), (test.get("previous") or {}).get("observation")):
+                for one in obs.split(" + ") if isinstance(obs, str) else ():  # a panel read from two: "A + B"
+                    used.add(one if "/" in one else f"Observation/{one}")
+        return sorted(used)
+
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"tests": [entry...]}`` (``tasks.labs.truth.labs_truth``).
 

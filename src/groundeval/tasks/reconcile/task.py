@@ -206,6 +206,27 @@ class ReconcileTask(BaseTask):
         """
         return {"bundle": copy.deepcopy(case.data["bundle"]), "report": case.data["report"]}
 
+    def fhir_record(self, case: Case) -> dict[str, Any]:
+        """The Bundle served under ``--groundeval-fhir`` (``tasks.fhir_mode``): the one the case holds or pins."""
+        return dict(case.data["bundle"])
+
+    def fhir_prompt(self, case: Case) -> Prompt:
+        """The system prompt as ever; the user turn: where the record is served, the report, the format."""
+        from groundeval.tasks.fhir_record import FHIR_READ_NOTE
+        from groundeval.tasks.reconcile.prompt import ANSWER_FORMAT, REPORT_CLOSE, REPORT_OPEN
+
+        user = (f"{FHIR_READ_NOTE}\n\nPatient report at admission:\n{REPORT_OPEN}\n{case.data['report']}\n"
+                f"{REPORT_CLOSE}\n\nAnswer format: {ANSWER_FORMAT}")
+        return Prompt(system=system_prompt(sorted(_catalog_displays().items())), user=user)
+
+    def fhir_used(self, case: Case, truth: Any) -> list[str]:
+        """The Patient and each of its MedicationRequests: the truth reads each one's status and dose."""
+        del truth
+        from groundeval.tasks.fhir_record import patient_of_record, resources_of
+
+        bundle = case.data["bundle"]
+        return [*patient_of_record(bundle), *resources_of(bundle, ("MedicationRequest",))]
+
     def truth(self, case: Case) -> dict[str, Any]:
         """``{"entries": [TruthEntry...], "not_scored": [...]}`` (``tasks.reconcile_truth``)."""
         return reconcile_truth(case.data["bundle"], case.data["items"], _catalog_displays(), str(case.source))

@@ -148,6 +148,25 @@ class SummaryTask(BaseTask):
         """``{"bundle": <the case's Bundle>}`` for tool-using agents (not copied: the truth is derived first)."""
         return {"bundle": case.data}
 
+    def fhir_record(self, case: Case) -> dict[str, Any]:
+        """The Bundle served under ``--groundeval-fhir`` (``tasks.fhir_mode``): the case's own."""
+        return dict(case.data)
+
+    def fhir_prompt(self, case: Case) -> Prompt:
+        """The system prompt as ever; the user turn says where the record is served."""
+        from groundeval.tasks.fhir_record import FHIR_READ_NOTE
+
+        del case
+        return Prompt(system=_system(self.max_words), user=f"{FHIR_READ_NOTE}\n\nWrite the handoff summary.")
+
+    def fhir_used(self, case: Case, truth: Any) -> list[str]:
+        """The Patient and the Conditions, MedicationRequests and AllergyIntolerances the rubric is derived from."""
+        del truth
+        from groundeval.tasks.fhir_record import patient_of_record, resources_of
+
+        return [*patient_of_record(case.data),
+                *resources_of(case.data, ("Condition", "MedicationRequest", "AllergyIntolerance"))]
+
     def truth(self, case: Case) -> dict[str, Any]:
         """The rubric (``tasks.summary.truth.summary_rubric``).
 

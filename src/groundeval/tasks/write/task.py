@@ -71,6 +71,19 @@ validate_medication_statement, fix every issue and validate again.
 
 Answer with only the final JSON object, no prose and no markdown fence. Format: {ANSWER_FORMAT}"""
 
+FHIR_INSTRUCTIONS = (
+    INSTRUCTIONS.replace(
+        "5. Build the resource with build_medication_statement, check it with validate_medication_statement, fix "
+        "every issue and validate again.",
+        "5. Create the resource on the FHIR server (POST [base]/MedicationStatement); the server validates it: fix "
+        "what it refuses and create it again. Create one MedicationStatement only.",
+    )
+    .replace(" (build_medication_statement with medication_text and no rxcui)", "")
+    .replace("\n(build_medication_statement: dose_max, frequency_max, period_max)", "")
+    .replace(" (build_medication_statement: dose_max, frequency_max, period_max)", "")
+)
+"""``INSTRUCTIONS`` under ``--groundeval-fhir``: the statement is created on the case's FHIR server."""
+
 NOTE_OPEN, NOTE_CLOSE = "<note>", "</note>"
 """Markers around the note in the user prompt."""
 
@@ -115,6 +128,13 @@ def _patient(fixture: str, case_path: Path) -> tuple[str, str | None]:
         "name a patient Bundle file there, e.g. one of the packaged fixtures/extraction files",
     )
     return _patient_of(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _bundle_of(path: Path) -> dict[str, Any]:
+    """The patient Bundle at ``path`` (cached: the cases of one patient share it; callers copy)."""
+    bundle, _ = load_json(path)
+    return dict(bundle)
 
 
 @functools.cache
@@ -284,6 +304,32 @@ class WriteTask(BaseTask):
             user=f"Patient reference: {ref}\n\n{NOTE_OPEN}\n{note}\n{NOTE_CLOSE}\n\n"
             f"Answer format: {ANSWER_FORMAT}",
         )
+
+    fhir_writes: ClassVar[str] = "MedicationStatement"
+    """Under ``--groundeval-fhir`` the answer is the MedicationStatement the server holds (``tasks.fhir_mode``)."""
+
+    def fhir_record(self, case: Case) -> dict[str, Any]:
+        """The Bundle served under ``--groundeval-fhir``: the patient Bundle the case's ``patient.fixture`` names."""
+        path = find_bundle_file(
+            case.source, case.data["patient"]["fixture"], "patient.fixture",
+            "name a patient Bundle file there, e.g. one of the packaged fixtures/extraction files",
+        )
+        return dict(_bundle_of(path))
+
+    def fhir_prompt(self, case: Case) -> Prompt:
+        """The instructions with the FHIR server as where the statement goes; the note; the format."""
+        from groundeval.tasks.fhir_record import FHIR_WRITE_NOTE
+
+        return Prompt(
+            system=FHIR_INSTRUCTIONS,
+            user=f"{FHIR_WRITE_NOTE}\n\n{NOTE_OPEN}\n{case.data['note']}\n{NOTE_CLOSE}\n\n"
+            f"Answer format: {ANSWER_FORMAT}",
+        )
+
+    def fhir_used(self, case: Case, truth: Any) -> list[str]:
+        """The Patient: the statement's subject is all the truth reads from the record."""
+        del case
+        return [f"Patient/{truth['patient']['id']}"]
 
     def context(self, case: Case) -> dict[str, Any]:
         """``{"patient_reference": <the reference given to the agent>}``."""
