@@ -65,3 +65,28 @@ def test_without_the_fhir_option_the_rest_agent_is_refused_before_any_case(pytes
                                 "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-o", "pythonpath=.")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--groundeval-fhir=sandbox*"])
+
+
+def _full_records(pytester: pytest.Pytester) -> None:
+    shutil.copy(HERE / "rest_scripts.py", pytester.path / "rest_scripts.py")
+    shutil.copy(REPO / "tests" / "fhir" / "reader_agent.py", pytester.path / "reader_agent.py")
+    shutil.copytree(REPO / "fixtures" / "full-records", pytester.path / "data")
+
+
+def test_whole_records_are_cases_over_fhir(pytester: pytest.Pytester) -> None:
+    _full_records(pytester)
+    _result, record = _run(pytester, "extraction", False)
+    manifest = json.loads((REPO / "fixtures" / "full-records" / "MANIFEST.json").read_text())
+    assert len(record["cases"]) == len(manifest["fixtures"]) >= 5
+    assert all(c["outcome"] == "passed" for c in record["cases"]), [c["message"] for c in record["cases"]]
+    assert record["complete"]
+
+
+def test_whole_records_are_left_out_of_a_file_run_with_the_reason(pytester: pytest.Pytester) -> None:
+    _full_records(pytester)
+    result = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=baseline",
+                                "--groundeval-data-dir=data", "--groundeval-out-dir=runs", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*7 case(s) not run: a whole record*--groundeval-fhir=sandbox*", "*7 deselected*"])
+    (path,) = (pytester.path / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    assert record["cases"] == [] and record["complete"]
