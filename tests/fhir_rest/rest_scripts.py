@@ -10,6 +10,10 @@ Each plan answers from what its tools returned, with the rules its in-process tw
   the included Medications or the request's contained ones); reconcile calls each ``matched``;
 * labs: ``fhir_read`` the Patient, ``fhir_search`` every Observation of the patient, then answer
   with ``baseline-labs``' rule over a Bundle of what came back;
+* summary: ``fhir_read`` the Patient, ``fhir_search`` its Conditions, MedicationRequests (with
+  ``_include``), AllergyIntolerances and Observations, then answer with ``baseline-summary``'s
+  template over a Bundle of what came back (``inprocess_summary_model`` is the same plan over the
+  in-process ``get_resources``);
 * write: ``lookup_rxnorm`` as the in-process script does, build the statement from the top match
   with the write task's builder (the arguments the in-process script gives its build tool) and
   ``fhir_create`` it; answer with what the server returned.
@@ -121,6 +125,50 @@ def labs_model(request: AgentRequest) -> ScriptedChatModel:
     ])
 
 
+SUMMARY_TYPES = ("Condition", "MedicationRequest", "AllergyIntolerance", "Observation")
+"""What ``baseline-summary`` reads, as ``baseline-summary-rest`` searches it."""
+
+
+def _summary(entries: list[dict[str, Any]]) -> str:
+    from groundeval.agents.baselines.summary import summary_text
+
+    return summary_text({"resourceType": "Bundle", "type": "collection", "entry": entries})
+
+
+def summary_model(request: AgentRequest) -> ScriptedChatModel:
+    """Read the Patient and what the summary covers over REST, answer with the baseline's template."""
+    assert request.fhir is not None
+    patient = request.fhir.patient
+
+    def answer(messages: list[BaseMessage]) -> str:
+        me = last_tool_result(messages, "fhir_read")["resource"]
+        entries = [{"fullUrl": f"Patient/{me['id']}", "resource": me}]
+        for kind in SUMMARY_TYPES:
+            entries += [{"fullUrl": f"{e['resource']['resourceType']}/{e['resource']['id']}", "resource": e["resource"]}
+                        for e in _searched(messages, kind)]
+        return _summary(entries)
+
+    searches = [call("fhir_search", resource_type=kind, max_resources=1000,
+                     params={"patient": patient, **({"_include": "MedicationRequest:medication"}
+                                                    if kind == "MedicationRequest" else {})})
+                for kind in SUMMARY_TYPES]
+    return ScriptedChatModel(steps=[
+        call("fhir_read", resource_type="Patient", resource_id=_patient_id(request)), *searches, answer])
+
+
+def inprocess_summary_model(request: AgentRequest) -> ScriptedChatModel:
+    """The summary plan over the in-process read tools: list the Patient, the same types and Medications."""
+    del request
+    kinds = ("Patient", *SUMMARY_TYPES, "Medication")
+
+    def answer(messages: list[BaseMessage]) -> str:
+        listed = {args["resource_type"]: result["entries"] for name, args, result in results(messages)
+                  if name == "get_resources"}
+        return _summary([e for kind in kinds for e in listed.get(kind, [])])
+
+    return ScriptedChatModel(steps=[*(call("get_resources", resource_type=kind) for kind in kinds), answer])
+
+
 TYLENOL = {"status": "active", "rxcui": "209387", "dose_value": 650, "dose_unit": "mg", "frequency": 1,
            "period": 6, "period_unit": "h", "as_needed": True}
 """The Tylenol case's known-good build arguments (``tests/mcp/mcp_scripts.write_model``)."""
@@ -160,7 +208,8 @@ def write_model(request: AgentRequest) -> ScriptedChatModel:
 
 def model_for(request: AgentRequest) -> ScriptedChatModel:
     """The plan for the request's task."""
-    plans = {"extraction": extraction_model, "reconcile": reconcile_model, "labs": labs_model}
+    plans = {"extraction": extraction_model, "reconcile": reconcile_model, "labs": labs_model,
+             "summary": summary_model}
     return plans.get(request.task, write_model)(request)
 
 

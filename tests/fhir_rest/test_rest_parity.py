@@ -23,7 +23,7 @@ pytest.importorskip("langgraph")
 
 sys.path[:0] = [str(REPO / "tests" / "fhir"), str(REPO / "tests" / "mcp"), str(REPO / "tests" / "fhir_rest")]
 
-TASKS = ("extraction", "reconcile", "labs", "write")
+TASKS = ("extraction", "reconcile", "labs", "summary", "write")
 
 
 def _cases(task_name: str) -> list[Any]:
@@ -39,12 +39,14 @@ CASES = [pair for name in TASKS for pair in _cases(name)]
 
 def _inprocess(task: Any, case: Any) -> tuple[Any, Any]:
     import mcp_scripts
+    import rest_scripts
 
     from groundeval.agent_io import AgentRequest
     from groundeval.agents.langgraph_agent import LangGraphAgent
 
     request = AgentRequest(case_id=case.case_id, task=task.name, prompt=task.prompt(case), context=task.context(case))
-    result = LangGraphAgent(chat_model=mcp_scripts.model_for).run(request)
+    model = rest_scripts.inprocess_summary_model if task.name == "summary" else mcp_scripts.model_for
+    result = LangGraphAgent(chat_model=model).run(request)
     parsed = task.parse(case, result.text)
     return parsed, task.score(case, task.truth(case), parsed)
 
