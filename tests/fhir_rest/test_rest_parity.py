@@ -85,3 +85,10 @@ def test_rest_agent_answers_as_the_inprocess_agent(task_name: str, path: Any) ->
     assert calls and all(status < 400 and not refused for _m, _t, status, _r, refused in calls)
     assert [c["tool"] for c in result.trace][:1] == (["lookup_rxnorm"] if task_name == "write" else ["fhir_read"])
     assert all(c["ok"] for c in result.trace), json.dumps(result.trace)[:500]
+    lookups = getattr(task, "lookups", None)
+    if callable(lookups) and task_name != "write":  # every answered code is in some REST result (grounding)
+        from groundeval.scorers.grounding import LookupPlan, score_trace
+
+        plan = lookups(case, task.truth(case), rest_parsed)
+        metrics, details = score_trace(LookupPlan(answered=plan.answered), result.trace)
+        assert metrics["grounded_answer_rate"] in (1.0, None), details
