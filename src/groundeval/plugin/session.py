@@ -452,16 +452,19 @@ class GroundevalSession:
             self.collection_errors[report.nodeid] = {"nodeid": report.nodeid, "message": str(report.longrepr)}
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
-        """Keep only the cases named by node id on the command line, if any were.
+        """Keep only the cases named by node id on the command line, if any were, and leave out FHIR-only cases.
 
         Raises:
             pytest.UsageError: A named case does not exist; the message lists a few that do.
         """
+        from groundeval.plugin.items import deselect_fhir_only
+
         wanted = getattr(config.option, "groundeval_select", None)
         if wanted:
             from groundeval.plugin.items import select_by_node_id
 
             select_by_node_id(config, items, wanted, self.settings.data_dir)
+        deselect_fhir_only(config, items, self.task)  # whole records run only with --groundeval-fhir
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Remember the selected cases (serial runs; the xdist controller hears them from workers)."""

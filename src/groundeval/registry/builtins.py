@@ -82,6 +82,10 @@ priors = AgentEntry("groundeval.agents.baselines.priors:PriorsExtractionAgent", 
 langgraph = AgentEntry("groundeval.agents.langgraph_agent:LangGraphAgent", ANY_TASK)
 langgraph_fhir = AgentEntry("groundeval.agents.langgraph_agent:LangGraphFHIRAgent", BUNDLE_TASKS)
 langgraph_mcp = AgentEntry("groundeval.agents.langgraph_mcp:LangGraphMCPAgent", ANY_TASK, needs_extra="mcp")
+langgraph_rest = AgentEntry(
+    "groundeval.agents.langgraph_rest:LangGraphRestAgent", ANY_TASK, needs_extra="fhir-client",
+)
+"""Reads the record over FHIR REST only (``--groundeval-fhir``)."""
 baseline_write = AgentEntry(
     "groundeval.agents.baselines.write:BaselineWriteAgent", ("write",), needs_extra="healthchain",
 )

@@ -34,6 +34,7 @@ from groundeval.tasks.extraction import counterfactual as _counterfactual
 from groundeval.tasks.extraction.lookups import lookup_plan
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.extraction.scorer import aggregate_medications, score_medications
+from groundeval.tasks.fhir_only import record_access_of
 from groundeval.tasks.medlist import find_patient, medication_truth
 
 __all__ = ["ANSWER_FORMAT", "TOOLS_NOTE", "ExtractionTask", "case_id_from_stem", "is_manifest"]
@@ -125,7 +126,11 @@ class ExtractionTask(BaseTask):
         patient, _ = find_patient(bundle, str(path))
         pid = str(patient.get("id") or digest)
         case_id = slug(path.stem) if self.case_ids == "file" else case_id_from_stem(path.stem)
-        meta = {"patient_id": pid, "deceased": "deceasedDateTime" in patient or bool(patient.get("deceasedBoolean"))}
+        meta: dict[str, Any] = {
+            "patient_id": pid, "deceased": "deceasedDateTime" in patient or bool(patient.get("deceasedBoolean")),
+        }
+        if (access := record_access_of(path)) is not None:  # a whole record: served over FHIR only
+            meta["record_access"] = access
         return Case(case_id=case_id, source=path, sha256=digest, data=bundle, meta=meta)
 
     def check_case(self, case: Case) -> None:
