@@ -74,10 +74,29 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("no longer on", "HISTORICAL", "FORWARD"), ("no longer taking", "HISTORICAL", "FORWARD"),
     ("off", "HISTORICAL", "FORWARD"), ("not on", "NEGATED_EXISTENCE", "FORWARD"),
     ("not taking", "NEGATED_EXISTENCE", "FORWARD"),
+    # Past events in the patient's own words of a handoff (ConText's temporality "historical":
+    # Harkema et al. 2009, section 2.2: a condition that occurred in the past; the clinical
+    # shorthand "s/p" and "status post" is ConText's own trigger in its 2009 lexicon).
+    ("s/p", "HISTORICAL", "FORWARD"), ("status post", "HISTORICAL", "FORWARD"),
+    ("treated for", "HISTORICAL", "FORWARD"), ("recovered from", "HISTORICAL", "FORWARD"),
+    ("remote", "HISTORICAL", "FORWARD"), ("had", "HISTORICAL", "FORWARD"), ("took", "HISTORICAL", "FORWARD"),
+    ("received", "HISTORICAL", "FORWARD"), ("was on", "HISTORICAL", "FORWARD"), ("were on", "HISTORICAL", "FORWARD"),
+    ("used to take", "HISTORICAL", "FORWARD"), ("episode of", "HISTORICAL", "FORWARD"),
+    ("episodes of", "HISTORICAL", "FORWARD"), ("background of", "HISTORICAL", "FORWARD"),
+    ("finished", "HISTORICAL", "FORWARD"), ("completed", "HISTORICAL", "FORWARD"),
+    ("finished", "HISTORICAL", "BACKWARD"), ("cleared", "HISTORICAL", "BACKWARD"),
+    ("healed", "HISTORICAL", "BACKWARD"), ("expired", "HISTORICAL", "BACKWARD"),
+    ("given", "HISTORICAL", "BACKWARD"), ("was used", "HISTORICAL", "BACKWARD"),
+    ("were used", "HISTORICAL", "BACKWARD"), ("treated", "HISTORICAL", "BACKWARD"),
+    ("ceased", "HISTORICAL", "BACKWARD"), ("in the past", "HISTORICAL", "BACKWARD"),
+    ("has had", "HISTORICAL", "PSEUDO"), ("have had", "HISTORICAL", "PSEUDO"),
 )
 """ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
 most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin
-stopped`` ends metformin only; negation keeps ConText's own scope (``Not on A, B or C``)."""
+stopped`` ends metformin only; negation keeps ConText's own scope (``Not on A, B or C``). Past
+tense of an event (``treated for``, ``had``, ``took``, ``received``, ``was on``, ``... given``,
+``... cleared``) marks its item historical; ``has had``/``have had`` (a state still holding) is a
+pseudo-trigger that marks nothing."""
 
 _LOCK = threading.Lock()
 _BOUNDARY = re.compile(r"\n|[.!?;](?=\s|$)")
