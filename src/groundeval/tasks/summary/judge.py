@@ -45,7 +45,7 @@ from groundeval.parsing import extract_json
 from groundeval.tasks.summary.matching import item_mentions
 from groundeval.tasks.summary.reading import CONTEXT_RULES, SECTION_RULES, none_under
 from groundeval.tasks.summary.synonyms import ABBREVIATIONS, BRANDS, SALTS, SYNONYMS
-from groundeval.tasks.summary.text import ENDED_WORDS, normalise, sentences
+from groundeval.tasks.summary.text import ENDED_WORDS, RESOLVED_WORDS, normalise, resolved, sentences
 from groundeval.tasks.summary.values import lab_verdict
 
 if TYPE_CHECKING:
@@ -311,7 +311,7 @@ no diagnosis (medication) is recorded."""
 BASELINE_SHA256 = hashlib.sha256(
     json.dumps({"abbreviations": ABBREVIATIONS, "synonyms": SYNONYMS, "brands": BRANDS, "salts": SALTS,
                 "ended": ENDED_WORDS, "none": NONE_NOUNS, "sections": SECTION_RULES, "context": CONTEXT_RULES,
-                "version": 5},
+                "resolved": RESOLVED_WORDS, "version": 6},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
 """SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""
@@ -327,7 +327,9 @@ class BaselineJudge:
     names (``matching.item_mentions``); each mention has the status ``reading.read`` gives it
     (sections, lead-ins, tables, ConText negation and history, hedges and collective qualifiers).
 
-    * must-mention a problem or drug: named with status ``current`` (not as an allergy);
+    * must-mention a problem or drug: named with status ``current`` (not as an allergy); a problem
+      named as history ("prior stroke", "had an MI in 2015") counts too unless its sentence says
+      it is over (``text.RESOLVED_WORDS``: "resolved", "healed", ...);
     * must-mention an allergy: named as an allergy (under an allergy heading, or in a sentence
       with a word starting ``allerg``), not negated;
     * must-mention a result: the number(s) right after the result's name are its values
@@ -377,6 +379,8 @@ class BaselineJudge:
             found = mentions.named(frozenset({"current", "ended"}), allergy=True)
         else:
             found = mentions.named(frozenset({"current"}))
+            if found is None and ctype == "condition":  # "prior stroke", "HTN (dx 2010)": still on the list
+                found = next((m for m in mentions.named_all(frozenset({"ended"})) if not resolved(m.sentence)), None)
         return Verdict(True, found.sentence) if found else Verdict(False)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "CURRENT_WORDS",
     "ENDED_WORDS",
+    "RESOLVED_WORDS",
     "UNIT_ALIASES",
     "any_contains",
     "collective",
@@ -23,6 +24,7 @@ __all__ = [
     "ended_clause",
     "markup_free",
     "normalise",
+    "resolved",
     "sentences",
     "stated_values",
     "value_matches",
@@ -45,6 +47,21 @@ this table are not read as units: a number followed by one is not checked."""
 ENDED_WORDS = ("stopped", "discontinued", "completed", "previous", "previously", "past", "former", "formerly",
                "no longer", "ended", "prior", "resolved", "history of", "historical", "healed", "off ")
 """Words that mark a drug or a problem as not current in the sentence naming it."""
+
+RESOLVED_WORDS = ("resolved", "healed", "cleared", "recovered", "no longer", "inactive", "not active", "ended",
+                  "remission", "cured", "stopped", "discontinued", "completed", "neither", "none active")
+"""Words that say a problem is over, not merely dated: "prior stroke" or "MI in 2015" keeps a
+problem on the list (SNOMED CT files event disorders such as stroke and myocardial infarction as
+disorders that stay on the problem list; a "history of" finding, 392521001, is a situation about
+the patient, not a resolution), "stroke, resolved" does not."""
+
+_RESOLVED = re.compile("|".join(rf"(?<![a-z]){re.escape(w)}(?![a-z])" for w in RESOLVED_WORDS))
+
+
+def resolved(sentence: str) -> bool:
+    """True when ``sentence`` holds a word of ``RESOLVED_WORDS`` (lower-cased, whole words)."""
+    return bool(_RESOLVED.search(" ".join(sentence.lower().split())))
+
 
 CURRENT_WORDS = ("current", "currently", "active", "ongoing")
 """Words that label a drug or a problem as current. One preceded by ``not``, ``no longer``,
