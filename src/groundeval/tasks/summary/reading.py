@@ -68,7 +68,7 @@ ENDED_SECTIONS = frozenset({"past", "past_medications", "past_medical_history"})
 
 CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("stopped", "HISTORICAL", "BACKWARD"), ("discontinued", "HISTORICAL", "BACKWARD"),
-    ("completed", "HISTORICAL", "BACKWARD"), ("resolved", "HISTORICAL", "BACKWARD"),
+    ("completed", "HISTORICAL", "BIDIRECTIONAL"), ("resolved", "HISTORICAL", "BACKWARD"),
     ("stopped", "HISTORICAL", "FORWARD"), ("discontinued", "HISTORICAL", "FORWARD"),
     ("previously on", "HISTORICAL", "FORWARD"), ("formerly on", "HISTORICAL", "FORWARD"),
     ("no longer on", "HISTORICAL", "FORWARD"), ("no longer taking", "HISTORICAL", "FORWARD"),
@@ -83,8 +83,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("received", "HISTORICAL", "FORWARD"), ("was on", "HISTORICAL", "FORWARD"), ("were on", "HISTORICAL", "FORWARD"),
     ("used to take", "HISTORICAL", "FORWARD"), ("episode of", "HISTORICAL", "FORWARD"),
     ("episodes of", "HISTORICAL", "FORWARD"), ("background of", "HISTORICAL", "FORWARD"),
-    ("finished", "HISTORICAL", "FORWARD"), ("completed", "HISTORICAL", "FORWARD"),
-    ("finished", "HISTORICAL", "BACKWARD"), ("cleared", "HISTORICAL", "BACKWARD"),
+    ("finished", "HISTORICAL", "BIDIRECTIONAL"), ("cleared", "HISTORICAL", "BACKWARD"),
     ("healed", "HISTORICAL", "BACKWARD"), ("expired", "HISTORICAL", "BACKWARD"),
     ("given", "HISTORICAL", "BACKWARD"), ("was used", "HISTORICAL", "BACKWARD"),
     ("were used", "HISTORICAL", "BACKWARD"), ("treated", "HISTORICAL", "BACKWARD"),
@@ -186,10 +185,18 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?|.*:)\s*
 _CAPS = re.compile(r"^\s*[A-Z][A-Z/&' ]{2,40}\s*$")
 _KNOWN_HEADINGS = frozenset(normalise(h) for h, _ in SECTION_RULES) | {"past medical history", "allergies", "results"}
 _SENTENCE_ENDED = re.compile(
-    r"^(?:past|prior|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh)(?![a-z])")
+    r"^(?:past|prior|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh|h/o|hx"
+    r"|remote|old|former|earlier|historical|inactive|background)(?![a-z])")
 _DISTRIBUTIVE = re.compile(
-    r"(?<![a-z])(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
-    r"(?:resolved|stopped|completed|discontinued|ended|inactive)(?![a-z])")
+    r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
+    r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|over|in the past)"
+    r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*(?:active|current|ongoing))(?![a-z])")
+_YEAR = re.compile(r"(?<![\d/.-])(?:19|20)\d{2}(?![\d/-])")
+_STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from|dx|diagnosed|onset|as of|to date"
+                    r"|until now|ongoing|current|currently|active|on|daily|bid|tid|qd|prn)(?![a-z])")
+_LEAD_ENDED = re.compile(
+    r"(?<![a-z])(?:old|historical|history|hx|inactive|not active|no longer|background|earlier|former|remote"
+    r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
 
 
 def _strong(line: str) -> bool:
@@ -233,10 +240,14 @@ def _clause_at(sentence: str, offset: int) -> str:
     return sentence[start:end if end != -1 else len(sentence)]
 
 
+_LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
+
+
 def _own_lead_in(sentence: str, offset: int) -> str:
-    """The part of the sentence before a colon that precedes ``offset`` (``Stopped: a, b``)."""
-    head, colon, _ = sentence[:offset].rpartition(":")
-    return head if colon else ""
+    """The part of the sentence before a colon or a spaced dash preceding ``offset`` (``Stopped: a, b``,
+    ``Historical diagnoses - a, b``)."""
+    cuts = list(_LEAD_SEPARATOR.finditer(sentence, 0, offset))
+    return sentence[:cuts[-1].start()] if cuts else ""
 
 
 @functools.lru_cache(maxsize=256)
@@ -280,15 +291,18 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
                    or sentence.lstrip(" -*•").lower().startswith("allerg"))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
-        lead_ended = ended_clause(lead or own, len(lead or own))[0] if (lead or own) else False
+        lead_ended = (ended_clause(lead or own, len(lead or own))[0]
+                      or bool(_LEAD_ENDED.search((lead or own).lower()))) if (lead or own) else False
         low_sentence = " ".join(sentence.lstrip(" -*•").lower().split())
         sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
+        low_clause = " ".join(clause.lower().split())
+        dated = bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
         if hedge_collective or contradictory(sentence):
             status = "hedged"
         elif negated:
             status = "negated"
         elif (historical or section in ENDED_SECTIONS or clause_ended
-              or ((lead_ended or sentence_ended) and not sentence_current)):
+              or ((lead_ended or sentence_ended or dated) and not sentence_current)):
             status = "ended"
         else:
             status = "current"

@@ -65,9 +65,10 @@ def resolved(sentence: str) -> bool:
 
 CURRENT_WORDS = ("current", "currently", "active", "ongoing")
 """Words that label a drug or a problem as current. One preceded by ``not``, ``no longer``,
-``previously``, ``formerly``, ``was`` or ``were`` ("no longer active") is not a current label."""
+``previously``, ``formerly``, ``was``, ``were``, ``neither``, ``none`` or ``nor`` ("no longer active",
+"neither active") is not a current label."""
 
-_CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!no longer )(?<!previously )(?<!formerly )(?<!was )(?<!were )"
+_CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!no longer )(?<!previously )(?<!formerly )(?<!was )(?<!were )"
                       r"(?:currently|current|active|ongoing)(?![a-z])")
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
