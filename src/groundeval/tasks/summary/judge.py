@@ -45,7 +45,7 @@ from groundeval.parsing import extract_json
 from groundeval.tasks.summary.matching import item_mentions
 from groundeval.tasks.summary.reading import CONTEXT_RULES, SECTION_RULES, none_under
 from groundeval.tasks.summary.synonyms import ABBREVIATIONS, BRANDS, SALTS, SYNONYMS
-from groundeval.tasks.summary.text import ENDED_WORDS, RESOLVED_WORDS, normalise, resolved, sentences
+from groundeval.tasks.summary.text import ENDED_WORDS, RESOLVED_WORDS, normalise, sentences
 from groundeval.tasks.summary.values import lab_verdict
 
 if TYPE_CHECKING:
@@ -329,7 +329,7 @@ class BaselineJudge:
 
     * must-mention a problem or drug: named with status ``current`` (not as an allergy); a problem
       named as history ("prior stroke", "had an MI in 2015") counts too unless its sentence says
-      it is over (``text.RESOLVED_WORDS``: "resolved", "healed", ...);
+      it is over (``reading.Mention.over``: "resolved", "healed", under ``Past:`` or ``Inactive``);
     * must-mention an allergy: named as an allergy (under an allergy heading, or in a sentence
       with a word starting ``allerg``), not negated;
     * must-mention a result: the number(s) right after the result's name are its values
@@ -380,7 +380,7 @@ class BaselineJudge:
         else:
             found = mentions.named(frozenset({"current"}))
             if found is None and ctype == "condition":  # "prior stroke", "HTN (dx 2010)": still on the list
-                found = next((m for m in mentions.named_all(frozenset({"ended"})) if not resolved(m.sentence)), None)
+                found = next((m for m in mentions.named_all(frozenset({"ended"})) if not m.over), None)
         return Verdict(True, found.sentence) if found else Verdict(False)
 
 

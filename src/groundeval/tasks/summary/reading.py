@@ -43,6 +43,7 @@ from groundeval.tasks.summary.text import (
     ended_clause,
     markup_free,
     normalise,
+    resolved,
 )
 
 __all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES", "Mention", "none_under", "read"]
@@ -114,6 +115,10 @@ class Mention:
         allergy: True when it is stated as an allergy.
         collective: True when a collective qualifier hedged it.
         sentence_start: Character offset of ``sentence`` in the summary.
+        over: True when the text says the item is over, not merely past: its sentence or lead-in
+            holds a word of ``text.RESOLVED_WORDS``, or it sits under an ended heading or lead-in
+            that is not a history one (``Past:``, ``Inactive``, ``Completed medications``; not
+            ``Past medical history``, ``PMH``, ``Hx``).
     """
 
     phrase: str
@@ -124,6 +129,7 @@ class Mention:
     allergy: bool
     collective: bool = False
     sentence_start: int = 0
+    over: bool = False
 
 
 @functools.cache
@@ -194,6 +200,7 @@ _DISTRIBUTIVE = re.compile(
 _YEAR = re.compile(r"(?<![\d/.-])(?:19|20)\d{2}(?![\d/-])")
 _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from|dx|diagnosed|onset|as of|to date"
                     r"|until now|ongoing|current|currently|active|on|daily|bid|tid|qd|prn)(?![a-z])")
+_HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
 _LEAD_ENDED = re.compile(
     r"(?<![a-z])(?:old|historical|history|hx|inactive|not active|no longer|background|earlier|former|remote"
     r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
@@ -306,9 +313,13 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
             status = "ended"
         else:
             status = "current"
+        head = (lead or own).lower()
+        history_head = bool(_HISTORY_HEAD.search(head))
+        over = status == "ended" and (resolved(sentence) or resolved(head) or (
+            not history_head and (section in ("past", "past_medications") or lead_ended)))
         raw = summary[s0:s1]
         out.append(Mention(phrase, start, end, raw.strip(), status, allergy, hedge_collective,
-                           s0 + len(raw) - len(raw.lstrip())))
+                           s0 + len(raw) - len(raw.lstrip()), over))
     return tuple(sorted(out, key=lambda m: m.start))
 
 
