@@ -1,11 +1,14 @@
 """Values per item: a number in a summary is checked against the values of the item it is stated for.
 
 * **Which item.** A value stated with a unit belongs to the closest item named before it in its
-  sentence (list item, table row): a drug (an ingredient or brand of any drug of the record) or a
+  clause (a comma, ``+``, ``;`` or a sentence end cuts it), together with the names joined to that
+  item by ``/``, ``-``, ``+``, ``and`` or ``with`` (a combination product: ``hydrocodone/APAP
+  5/300 mg``): a drug (an ingredient or brand of any drug of the record) or a
   result (the Observation's names, with the abbreviations of ``synonyms``); a drug's brand
   (``synonyms.brands_of``: ``Toprol XL 100 mg``) names its drug's values. ``lisinopril 20 mg``
   is checked against lisinopril's values only, never against simvastatin's 20 mg. A value with no
-  item named before it in its sentence is checked against every value of the record.
+  item named before it in its clause (``clopidogrel 75 mg + simva 20 mg``: an abbreviation the
+  tables do not hold) is checked against every value of the record.
 * **Equal.** The stated number equals a value of its item rounded to the stated decimals, in the
   same unit, or after converting between UCUM units of one dimension (``terminology.ucum.convert``:
   0.3 mg is 300 mcg). A drug's values include what its concentration makes of them
@@ -83,15 +86,28 @@ def _item_phrases(record: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
     return out
 
 
-def _owner(summary: str, at: int, mentions: Iterable[Any]) -> Any:
-    """The last mention before ``at`` in the same sentence, or None."""
-    best = None
-    for m in mentions:
-        between = summary[m.end:at]
-        same_sentence = m.start <= at and "\n" not in between and not re.search(r"[.;](\s|$)", between)
-        if same_sentence and (best is None or m.start > best.start):
-            best = m
-    return best
+_CLAUSE_CUT = re.compile(r"[.;](\s|$)|,|\+|\n")
+_JOINED = re.compile(r"^\s*(?:[/+-]|and|with|&)?\s*$", re.IGNORECASE)
+
+
+def _owners(summary: str, at: int, mentions: Sequence[Any]) -> list[Any]:
+    """The item a value at ``at`` is stated for: the last mention before it in its clause, with the
+    names joined to it (``hydrocodone/APAP 5/300 mg``, ``hydrocodone-acetaminophen 5 mg-300 mg``: a
+    combination product's strengths are its ingredients' together); ``[]`` when no item is named
+    before the value in its clause (a comma, ``+``, ``;`` or a sentence end cuts it:
+    ``clopidogrel 75 mg + simva 20 mg`` does not give 20 mg to clopidogrel).
+    """
+    before = sorted((m for m in mentions if m.end <= at and not _CLAUSE_CUT.search(summary[m.end:at])),
+                    key=lambda m: m.start)
+    if not before:
+        return []
+    chain = [before[-1]]
+    for m in reversed(before[:-1]):
+        if m.end <= chain[-1].start and _JOINED.match(summary[m.end:chain[-1].start]):
+            chain.append(m)
+        elif m.start < chain[-1].start:
+            break
+    return chain
 
 
 def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -111,8 +127,8 @@ def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]
     for stated in stated_values(summary):
         start = int(stated["start"])
         taken.append((start, int(stated["end"])))
-        owner = _owner(summary, start, mentions)
-        pool = [record[i] for i in index[owner.phrase]] if owner is not None else list(record)
+        owners = _owners(summary, start, mentions)
+        pool = [record[i] for m in owners for i in index[m.phrase]] if owners else list(record)
         if not any(same_value(stated["value"], stated["decimals"], stated["unit"], float(r["value"]), str(r["unit"]))
                    for r in pool):
             wrong.append(stated["text"])
