@@ -197,7 +197,7 @@ _DISTRIBUTIVE = re.compile(
     r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|over|in the past)"
     r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*(?:active|current|ongoing))(?![a-z])")
-_YEAR = re.compile(r"(?<![\d/.-])(?:19|20)\d{2}(?![\d/-])")
+_YEAR = re.compile(r"(?<![\d/.])(?:19|20)\d{2}(?![\d/])")
 _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from|dx|diagnosed|onset|as of|to date"
                     r"|until now|ongoing|current|currently|active|on|daily|bid|tid|qd|prn)(?![a-z])")
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
@@ -303,7 +303,10 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         low_sentence = " ".join(sentence.lstrip(" -*•").lower().split())
         sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
         low_clause = " ".join(clause.lower().split())
-        dated = bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
+        listed_current = section in ("medications", "current", "problem_list") or bool(
+            lead_at >= 0 and re.search(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])", lead.lower()))
+        dated = (bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
+                 and not listed_current)  # a dated line under "Current medications" is listed as current
         if hedge_collective or contradictory(sentence):
             status = "hedged"
         elif negated:

@@ -72,7 +72,8 @@ _CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!n
                       r"(?:currently|current|active|ongoing)(?![a-z])")
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
-_VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?![\w/])", re.IGNORECASE)
+_DENOMINATOR = r"/\s*(?:[a-z]*l\b|kg|g\b|m2|m²|min|h\b|hr|d\b|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*|\d)"
+_VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?!\w)(?!{_DENOMINATOR})", re.IGNORECASE)
 _PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)", re.IGNORECASE)
 _WORD = re.compile(r"\S+")
 _HAS_WORD = re.compile(r"\w")
@@ -198,7 +199,9 @@ def stated_values(text: str) -> list[dict[str, Any]]:
     """Every number the text states with a unit: ``{"text", "value", "unit", "decimals", "start", "end"}``.
 
     ``132/85 mmHg`` gives two values in ``mm[hg]``; a number followed by no unit of
-    ``UNIT_ALIASES`` is not stated with a unit and is not returned.
+    ``UNIT_ALIASES`` is not stated with a unit and is not returned, nor is one whose unit goes on
+    as a rate or concentration the table does not hold (``0.4 mg/spray``, ``5 mg/kg``); a strength
+    followed by the next ingredient (``hydrocodone 10 mg/APAP 300 mg``) is read (10 mg).
     """
     out: list[dict[str, Any]] = []
     taken: list[tuple[int, int]] = []
