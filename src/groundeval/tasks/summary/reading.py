@@ -247,6 +247,7 @@ def _clause_at(sentence: str, offset: int) -> str:
     return sentence[start:end if end != -1 else len(sentence)]
 
 
+_LAST_STOP = re.compile(r"[.!?](?=\s)")
 _LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
 
 
@@ -290,6 +291,9 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         sentence = plain[s0:s1].strip()
         lead, lead_at = _lead_in(summary, start)
         own = _own_lead_in(plain[s0:s1], start - s0)
+        if not own:  # "Resolved: a; b; c": a lead-in opening the line governs its items past a ";"
+            line_part = _LAST_STOP.split(plain[plain.rfind("\n", 0, start) + 1:start])[-1]
+            own = _own_lead_in(line_part, len(line_part))
         line0 = plain.rfind("\n", 0, start) + 1
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
             section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
@@ -298,13 +302,15 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
                    or sentence.lstrip(" -*•").lower().startswith("allerg"))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
-        lead_ended = (ended_clause(lead or own, len(lead or own))[0]
-                      or bool(_LEAD_ENDED.search((lead or own).lower()))) if (lead or own) else False
+        governing = own or lead  # a line's own lead-in ("**Old problems**: a; b") speaks over a heading above
+        lead_ended = (ended_clause(governing, len(governing))[0]
+                      or bool(_LEAD_ENDED.search(governing.lower()))) if governing else False
         low_sentence = " ".join(sentence.lstrip(" -*•").lower().split())
         sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
         low_clause = " ".join(clause.lower().split())
         listed_current = section in ("medications", "current", "problem_list") or bool(
-            lead_at >= 0 and re.search(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])", lead.lower()))
+            governing and re.search(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])", governing.lower())
+            and not lead_ended)
         dated = (bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
                  and not listed_current)  # a dated line under "Current medications" is listed as current
         if hedge_collective or contradictory(sentence):
@@ -316,7 +322,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
             status = "ended"
         else:
             status = "current"
-        head = (lead or own).lower()
+        head = governing.lower()
         history_head = bool(_HISTORY_HEAD.search(head))
         over = status == "ended" and (resolved(sentence) or resolved(head) or (
             not history_head and (section in ("past", "past_medications") or lead_ended)))

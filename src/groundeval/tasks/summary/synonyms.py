@@ -17,7 +17,9 @@
 * ``SYNONYMS``: other clinical names of a concept phrase (SNOMED CT synonyms of the concept:
   ``Disorder of kidney due to diabetes mellitus`` is also ``diabetic kidney disease``; 53741008
   ``Coronary heart disease`` is also ``CHD`` and ``coronary artery disease``; ``Opioid abuse`` is
-  named ``opioid use disorder`` since DSM-5, American Psychiatric Association 2013).
+  named ``opioid use disorder`` since DSM-5, American Psychiatric Association 2013); a few name the
+  record's specific concept by its SNOMED CT parent, as clinicians do (``Idiopathic atrophic
+  hypothyroidism`` 83664006 IS-A ``Hypothyroidism``; each entry gives its concept id).
 * ``spelling``: British spellings folded to American (``hyperlipidaemia``, ``anaemia``,
   ``oedema``, ``haemoglobin``).
 * Brands: the RxNorm brands of the packaged catalog (``terminology.Catalog``: ``[Brand]`` names and
@@ -40,7 +42,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "non st segment elevation myocardial infarction": ("nstemi",),
     "st segment elevation myocardial infarction": ("stemi",),
     "ischemic heart disease": ("ihd",), "coronary artery disease": ("cad",),
-    "congestive heart failure": ("chf",), "heart failure": ("hf",), "atrial fibrillation": ("afib", "af"),
+    "congestive heart failure": ("chf",), "heart failure": ("hf",), "atrial fibrillation": ("afib", "af", "a fib"),
     "traumatic brain injury": ("tbi",), "osteoarthritis": ("oa",), "chronic kidney disease": ("ckd",),
     "diabetes mellitus": ("dm",), "chronic obstructive bronchitis": ("copd",),
     "chronic obstructive pulmonary disease": ("copd",), "major depressive disorder": ("mdd",),
@@ -66,13 +68,32 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "chronic congestive heart failure": ("chf", "congestive heart failure", "heart failure"),
     "essential hypertension": ("hypertension", "high blood pressure", "htn"),
     "ischemic heart disease": ("coronary artery disease", "ihd", "cad"),
-    "loss of teeth": ("tooth loss",), "anemia": ("anaemia",),
+    "anemia": ("anaemia",),
     "perennial allergic rhinitis with seasonal variation": ("allergic rhinitis",),
     "disease caused by severe acute respiratory syndrome coronavirus 2": ("covid 19", "covid", "sars cov 2"),
     "streptococcal sore throat": ("strep throat",),
     "blood pressure panel": ("blood pressure", "bp"),
     "opioid abuse": ("opioid use disorder", "opiate abuse"),
     "coronary heart disease": ("chd", "coronary artery disease", "cad"),
+    # SNOMED CT synonyms (the concept's own descriptions) and, marked "IS-A", the parent a clinician
+    # names it by in a handoff (the child is the record's more specific code of the same problem).
+    "stroke": ("cva", "cerebrovascular accident"),  # 230690007 Cerebrovascular accident (its FSN)
+    "myocardial infarction": ("heart attack", "cardiac infarction"),  # 22298006
+    "idiopathic atrophic hypothyroidism": ("hypothyroidism", "primary hypothyroidism"),  # 83664006 IS-A 40930008
+    "atopic dermatitis": ("atopic eczema", "eczema"),  # 24079001; IS-A 43116000 Eczema
+    "osteoarthritis of hip": ("hip osteoarthritis", "osteoarthritis of the hip", "hip oa", "oa of hip",
+                              "oa of the hip", "oa hip"),  # 239872002
+    "osteoarthritis of knee": ("knee osteoarthritis", "osteoarthritis of the knee", "knee oa", "oa of knee",
+                               "oa of the knee", "oa knee"),  # 239873007
+    "seizure disorder": ("seizures", "epilepsy"),  # 128613002; 84757009 Epilepsy IS-A it
+    "epilepsy": ("seizure disorder",),  # 84757009 IS-A 128613002
+    "chronic kidney disease stage 1": ("ckd 1", "ckd stage 1", "ckd1", "ckd g1", "stage 1 ckd"),  # 431855005
+    "alzheimer s disease": ("alzheimer disease", "alzheimers", "alzheimer dementia", "alzheimer s dementia",
+                            "dementia of the alzheimer type"),  # 26929004
+    "major depressive disorder": ("major depression", "depression"),  # 370143000; IS-A 35489007 Depressive disorder
+    "cardiac arrest": ("cardiopulmonary arrest", "sudden cardiac arrest"),  # 410429000
+    "chronic sinusitis": ("chronic rhinosinusitis",),  # 40055000
+    "loss of teeth": ("tooth loss", "edentulism", "edentulous"),  # 37320007 (SNOMED CT synonym: edentulous)
 }
 """Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
 
