@@ -3,7 +3,9 @@
 ``read(summary, phrases)`` finds every mention of ``phrases`` (whole words, case, spacing,
 punctuation and British spellings aside) and gives each a ``status``:
 
-* ``hedged``: the mention's sentence labels it both current and ended (``text.contradictory``), or
+* ``hedged``: the mention's sentence labels it both current and ended (``text.contradictory``);
+  ConText marks it uncertain or hypothetical ("possible hypertension", "rule out CKD": its
+  ``POSSIBLE_EXISTENCE`` and ``HYPOTHETICAL`` rules); or
   its list is qualified as a whole (a **collective qualifier**, ``text.collective``: "some current,
   others stopped", "current and past", "several since stopped") in its own line, its lead-in or its
   heading. Such a list gives no item a status.
@@ -11,10 +13,16 @@ punctuation and British spellings aside) and gives each a ``status``:
 * ``ended``: ConText marks it historical; or its section (medSpaCy's sectionizer, with the
   headings of ``SECTION_RULES``: "Past", "Resolved problems", "Completed medications") or the
   lead-in of its list (the closest line above ending with ``:``) is an ended one; or its clause
-  holds an ended word (``text.ENDED_WORDS``); or, when its sentence holds no current word, the
-  sentence opens with an ended word ("Past acute bronchitis, gingivitis.", "History of ...") or
-  qualifies its list item by item ("..., all resolved", "both stopped": a distributive qualifier,
-  unlike a collective one).
+  holds an ended word (``text.ENDED_WORDS``); or, when its sentence holds no current word and it is
+  not listed under a current heading or lead-in, its clause holds a year or a range of years with
+  no word that keeps it going ("ankle sprain (2019)", "2004-2010"; not "since 2015", "started
+  2019", nor a full date "2019-04-17", which dates a record entry, not its end); or, likewise, the
+  sentence opens with an ended word ("Past acute bronchitis, gingivitis.", "History of ...", "Hx",
+  "Old", "Remote"), its lead-in names an ended list ("Old problems:", "Historical diagnoses -",
+  "Inactive", "Background") or
+  qualifies its list item by item ("..., all resolved", "both stopped", "both cleared", "neither
+  active", "all in the past": a distributive qualifier, unlike a collective one). A line's own
+  lead-in ("Resolved: a; b; c") governs every item of its line and speaks over a heading above.
 * ``current``: otherwise.
 
 ``allergy`` is True for a mention in an allergy section, under a lead-in naming allergies, or in a
@@ -197,7 +205,7 @@ _DISTRIBUTIVE = re.compile(
     r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|over|in the past)"
     r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*(?:active|current|ongoing))(?![a-z])")
-_YEAR = re.compile(r"(?<![\d/.])(?:19|20)\d{2}(?![\d/])")
+_YEAR = re.compile(r"(?<![\d/.])(?:(?:19|20)\d{2}\s*[-\u2013]\s*(?:19|20)\d{2}|(?<!\d-)(?:19|20)\d{2}(?![\d/]|-\d))")
 _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from|dx|diagnosed|onset|as of|to date"
                     r"|until now|ongoing|current|currently|active|on|daily|bid|tid|qd|prn)(?![a-z])")
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
@@ -281,12 +289,13 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         doc.ents = filter_spans([s for s in spans if s is not None])
         doc = sections(context(doc))
         ents = [(e.start_char, e.end_char, bool(e._.is_negated), bool(e._.is_historical),
+                 bool(e._.is_uncertain or e._.is_hypothetical),
                  str(e._.section_category or ""), e._.section_title.start_char if e._.section_title else -1)
                 for e in doc.ents]
     out = []
     for phrase, start, end in found:
-        ent = next((e for e in ents if e[0] <= start and end <= e[1]), (start, end, False, False, "", -1))
-        _, _, negated, historical, section, title = ent
+        ent = next((e for e in ents if e[0] <= start and end <= e[1]), (start, end, False, False, False, "", -1))
+        _, _, negated, historical, uncertain, section, title = ent
         s0, s1 = _sentence_bounds(plain, start)
         sentence = plain[s0:s1].strip()
         lead, lead_at = _lead_in(summary, start)
@@ -313,8 +322,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
             and not lead_ended)
         dated = (bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
                  and not listed_current)  # a dated line under "Current medications" is listed as current
-        if hedge_collective or contradictory(sentence):
-            status = "hedged"
+        if hedge_collective or contradictory(sentence) or (uncertain and not negated):
+            status = "hedged"  # "possible hypertension", "? CKD", "rule out sepsis": no status committed
         elif negated:
             status = "negated"
         elif (historical or section in ENDED_SECTIONS or clause_ended
