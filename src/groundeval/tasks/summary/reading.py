@@ -127,6 +127,8 @@ class Mention:
             holds a word of ``text.RESOLVED_WORDS``, or it sits under an ended heading or lead-in
             that is not a history one (``Past:``, ``Inactive``, ``Completed medications``; not
             ``Past medical history``, ``PMH``, ``Hx``).
+        uncertain: True when ConText marks it uncertain or hypothetical and not negated
+            ("possible CKD", "rule out diabetes").
     """
 
     phrase: str
@@ -138,6 +140,7 @@ class Mention:
     collective: bool = False
     sentence_start: int = 0
     over: bool = False
+    uncertain: bool = False
 
 
 @functools.cache
@@ -337,7 +340,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
             not history_head and (section in ("past", "past_medications") or lead_ended)))
         raw = summary[s0:s1]
         out.append(Mention(phrase, start, end, raw.strip(), status, allergy, hedge_collective,
-                           s0 + len(raw) - len(raw.lstrip()), over))
+                           s0 + len(raw) - len(raw.lstrip()), over, uncertain and not negated))
     return tuple(sorted(out, key=lambda m: m.start))
 
 

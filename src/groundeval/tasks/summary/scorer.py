@@ -8,7 +8,10 @@ Per criterion (``truth.summary_rubric``), in this order:
    rule for hedged answers: a must-mention criterion is not met, a must-not criterion is made,
    and the item counts in ``contradictions`` (so the case cannot pass). A contradictory sentence
    that names no rubric item (a finding, say) is a contradiction too (``hedged_statements``,
-   -1 point each, like an invented value).
+   -1 point each, like an invented value); so is a sentence that speculates about a problem
+   (ConText marks a known problem name uncertain or hypothetical: "possible diabetes", "rule out
+   CKD"; ``synonyms.problem_names``): a handoff states what the record holds, and padding it with
+   guesses is the hedge the project's rule refuses.
 1. **Rule** (``decided_by: "rule"``): a must-mention problem, drug or allergy whose every name
    (or its brand) appears verbatim (``text.contains``; an allergy in a sentence with ``allerg...``)
    is met; a result whose every value is stated with its unit (``text.stated_values``) is met; a
@@ -50,7 +53,8 @@ from groundeval.datasets import Case
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError
 from groundeval.tasks.summary.matching import item_mentions
-from groundeval.tasks.summary.reading import none_under
+from groundeval.tasks.summary.reading import none_under, read
+from groundeval.tasks.summary.synonyms import problem_names
 from groundeval.tasks.summary.text import contradictory, sentences, word_count
 from groundeval.tasks.summary.values import check_values, lab_verdict
 
@@ -212,6 +216,8 @@ class SummaryScorer:
         invented = check_values(summary, truth["record_values"])
         evidence = {d.get("evidence") for d in decided if d.get("flag") == "contradictory_labels"}
         loose = [s[:120] for s in sentences(summary) if contradictory(s) and s[:300] not in evidence]
+        loose += list(dict.fromkeys(m.sentence[:120] for m in read(summary, problem_names())
+                                    if m.uncertain and m.sentence[:120] not in loose))
         return self._verdict(decided, invented, loose, summary, {**usage, "judge_cost_usd": (
             round(usage["judge_cost_usd"], 6) if cost_known else None)})
 
@@ -243,7 +249,7 @@ class SummaryScorer:
         if made:
             reasons.append(f"states as current what the record ended: {', '.join(made[:3])}")
         if hedged or loose:
-            reasons.append(f"labelled both current and ended, or stated as ended while current: "
+            reasons.append(f"labelled both current and ended, speculated, or stated as ended while current: "
                            f"{', '.join([*hedged, *loose][:3])}")
         if invented:
             reasons.append(f"values the record does not hold: {', '.join(invented[:3])}")

@@ -34,7 +34,8 @@ import re
 
 from groundeval.tasks.summary.text import contains, normalise
 
-__all__ = ["ABBREVIATIONS", "BRANDS", "SALTS", "SYNONYMS", "brands_of", "drug_words", "spelling", "variants"]
+__all__ = ["ABBREVIATIONS", "BRANDS", "SALTS", "SYNONYMS", "brands_of", "drug_words", "problem_names", "spelling",
+           "variants"]
 
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     # conditions (CASI senses)
@@ -96,6 +97,27 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "loss of teeth": ("tooth loss", "edentulism", "edentulous"),  # 37320007 (SNOMED CT synonym: edentulous)
 }
 """Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
+
+_RESULT_AND_DRUG_PHRASES = frozenset({
+    "hemoglobin a1c", "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
+    "estimated glomerular filtration rate", "aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen",
+    "warfarin", "vitamin b12", "gingivitis"})
+
+
+def problem_names() -> tuple[str, ...]:
+    """Every problem name the tables know (normalised): the condition phrases of ``ABBREVIATIONS``
+    and ``SYNONYMS`` with their abbreviations and synonyms, plus ``diabetes`` (the everyday name of
+    diabetes mellitus, SNOMED CT 73211009). Used to find speculation about problems
+    (``scorer``: "possible diabetes")."""
+    out: list[str] = ["diabetes"]
+    for phrase, abbreviations in ABBREVIATIONS.items():
+        if phrase not in _RESULT_AND_DRUG_PHRASES:
+            out += [phrase, *abbreviations]
+    for phrase, others in SYNONYMS.items():
+        if phrase != "blood pressure panel":
+            out += [phrase, *(o for o in others if o != "bp" and o != "blood pressure")]
+    return tuple(dict.fromkeys(o for o in out if len(o) > 1))
+
 
 BRANDS: dict[str, tuple[str, ...]] = {
     "depo provera": ("medroxyprogesterone acetate",), "depo subq provera": ("medroxyprogesterone acetate",),

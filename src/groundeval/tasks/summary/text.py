@@ -86,6 +86,8 @@ _COLLECTIVE = re.compile(
     rf"(?<![a-z])(?:{_QUANT}\s+(?:\w+\s+){{0,2}}?(?:since\s+|now\s+|are\s+|were\s+|still\s+)?{_STATUS}"
     rf"|{_CUR_WORD}\s*(?:and|or|/|&|\+)\s*{_END_WORD}|{_END_WORD}\s*(?:and|or|/|&|\+)\s*{_CUR_WORD}"
     rf"|all\s+ever\s+(?:prescribed|recorded|listed|taken)"
+    rf"|(?:record|chart)\s+contents|contents\s+of\s+the\s+(?:record|chart)"
+    rf"|(?:every|all)\s+coded\s+(?:entr(?:y|ies)|items?|conditions?|drugs?|displays?)"
     rf"|(?:on|taking)\s*(?:and|or|/|&|\+)\s*(?:previously|formerly|prior(?:ly)?|past|no longer|once)\s*(?:on|taking|taken)?"
     rf"|(?:previously|formerly|once)\s+(?:on|taking)\s*(?:and|or|/|&|\+)\s*(?:currently\s+)?(?:on|taking)"
     rf"|(?:whether|if)\s+{_STATUS}\s+or\s+not)(?![a-z])")
@@ -125,7 +127,8 @@ def collective(text: str) -> bool:
     """True when ``text`` qualifies a list as a whole rather than each item.
 
     "some current, others stopped", "(all ever prescribed), several since stopped", "current and
-    past", "active/resolved", ", some stopped", "on / previously on": a quantifier (``some``, ``others``, ``several``,
+    past", "active/resolved", ", some stopped", "on / previously on", "Record contents" (a list
+    given as what the record holds, not as what is current): a quantifier (``some``, ``others``, ``several``,
     ``many``, ``most``, ``a few``, ``certain``) before a status word, a current and an ended word
     joined by ``and``/``or``/``/`` (``completed/stopped`` is not one), or "all ever prescribed".
     Such a qualifier gives no

@@ -162,8 +162,8 @@ def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> 
     wanted = [(float(v["value"]), str(v["unit"])) for v in criterion["values"]]
     seen_wrong = None
     for m in read(summary, phrases):
-        if m.status in ("negated", "hedged"):
-            continue
+        if m.status == "negated" or (m.status == "hedged" and not m.collective):
+            continue  # a list qualified as a whole gives no status, but a result's number is still its value
         found = _AFTER_NAME.match(summary[m.end:])
         if found is None or _DATE.match(summary[m.end + found.start(1):]):
             continue
