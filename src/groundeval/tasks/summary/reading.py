@@ -262,6 +262,28 @@ _LAST_STOP = re.compile(r"[.!?](?=\s)")
 _LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
 
 
+_STATUS_CLAUSE = re.compile(
+    r"^\s*(?:now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+|since\s+been\s+)?"
+    r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|inactive|expired|d/c'?d|dc'?d"
+    r"|given|administered|used|taken)"
+    r"(?![a-z])[^,]*$", re.IGNORECASE)
+
+
+def _trailing_status(sentence: str, offset: int) -> bool:
+    """True when the clause right after the one holding ``offset`` is a bare ended status.
+
+    ``- Acute bronchitis (2019), resolved`` and ``Amoxicillin 500 mg, completed 2018`` end their
+    item: a status clause after a list item or a line's one item speaks of the clause before it
+    (only that one: ``A, B, resolved`` ends B, as ``lisinopril, metformin stopped`` ends metformin).
+    """
+    cut = sentence.find(",", offset)
+    if cut == -1:
+        return False
+    following = sentence[cut + 1:]
+    nxt = following.find(",")
+    return bool(_STATUS_CLAUSE.match((following if nxt == -1 else following[:nxt]).rstrip(" .;)")))
+
+
 def _own_lead_in(sentence: str, offset: int) -> str:
     """The part of the sentence before a colon or a spaced dash preceding ``offset`` (``Stopped: a, b``,
     ``Historical diagnoses - a, b``)."""
@@ -314,6 +336,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
                    or sentence.lstrip(" -*•").lower().startswith("allerg"))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
+        clause_ended = clause_ended or _trailing_status(plain[s0:s1], end - s0)
         governing = own or lead  # a line's own lead-in ("**Old problems**: a; b") speaks over a heading above
         lead_ended = (ended_clause(governing, len(governing))[0]
                       or bool(_LEAD_ENDED.search(governing.lower()))) if governing else False
