@@ -54,6 +54,8 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "hemoglobin a1c": ("a1c", "hba1c"), "body mass index": ("bmi",), "ldl cholesterol": ("ldl", "ldl c"),
     "low density lipoprotein cholesterol": ("ldl", "ldl c"), "blood pressure": ("bp",),
     "estimated glomerular filtration rate": ("egfr",),
+    "cholesterol in hdl": ("hdl", "hdl c", "hdl cholesterol"), "high density lipoprotein cholesterol": ("hdl", "hdl c"),
+    "total cholesterol": ("tc",), "triglycerides": ("tg",), "urea nitrogen": ("bun",), "creatinine": ("cr",),
     # drugs (ISMP 2021: APAP, HCTZ; UMLS LRABR: ASA, NTG)
     "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg",),
     "acetaminophen": ("apap", "paracetamol"), "warfarin": (), "vitamin b12": ("cyanocobalamin", "b12"),
@@ -74,6 +76,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "disease caused by severe acute respiratory syndrome coronavirus 2": ("covid 19", "covid", "sars cov 2"),
     "streptococcal sore throat": ("strep throat",),
     "blood pressure panel": ("blood pressure", "bp"),
+    "cholesterol mass volume in serum or plasma": ("total cholesterol", "tc"),  # LOINC 2093-3
+    "hemoglobin mass volume in blood": ("hemoglobin", "hb", "hgb"),  # LOINC 718-7
     "opioid abuse": ("opioid use disorder", "opiate abuse"),
     "coronary heart disease": ("chd", "coronary artery disease", "cad"),
     # SNOMED CT synonyms (the concept's own descriptions) and, marked "IS-A", the parent a clinician
@@ -99,7 +103,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 """Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
 
 _RESULT_AND_DRUG_PHRASES = frozenset({
-    "hemoglobin a1c", "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
+    "cholesterol in hdl", "high density lipoprotein cholesterol", "total cholesterol", "triglycerides", "urea nitrogen",
+    "creatinine", "cholesterol mass volume in serum or plasma", "hemoglobin mass volume in blood", "hemoglobin a1c", "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
     "estimated glomerular filtration rate", "aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen",
     "warfarin", "vitamin b12", "gingivitis"})
 
@@ -114,7 +119,8 @@ def problem_names() -> tuple[str, ...]:
         if phrase not in _RESULT_AND_DRUG_PHRASES:
             out += [phrase, *abbreviations]
     for phrase, others in SYNONYMS.items():
-        if phrase != "blood pressure panel":
+        if phrase not in ("blood pressure panel", "cholesterol mass volume in serum or plasma",
+                          "hemoglobin mass volume in blood"):
             out += [phrase, *(o for o in others if o != "bp" and o != "blood pressure")]
     return tuple(dict.fromkeys(o for o in out if len(o) > 1))
 

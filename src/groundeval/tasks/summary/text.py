@@ -72,7 +72,8 @@ _CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!n
                       r"(?:currently|current|active|ongoing)(?![a-z])")
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
-_DENOMINATOR = r"/\s*(?:[a-z]*l\b|kg|g\b|m2|m²|min|h\b|hr|d\b|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*|\d)"
+_DENOMINATOR = (r"/\s*(?:\d|(?:m?g|mcg|ug|µg|kg|[mdµ]?l|min|h|hr|d|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*"
+                r"|m2|m²|mmol|units?|unt|vial|patch|inh\w*)(?![a-z]))")
 _VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?!\w)(?!{_DENOMINATOR})", re.IGNORECASE)
 _PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)", re.IGNORECASE)
 _WORD = re.compile(r"\S+")

@@ -9,6 +9,10 @@
   is checked against lisinopril's values only, never against simvastatin's 20 mg. A value with no
   item named before it in its clause (``clopidogrel 75 mg + simva 20 mg``: an abbreviation the
   tables do not hold) is checked against every value of the record.
+* **A result among results.** A value stated for a result may be the value of another result
+  named in its sentence ("LDL/HDL 133/55 mg/dL", "lipids: LDL 133, HDL 55, total 214 mg/dL"): a
+  result's pool holds its sentence's results. Never so for a drug: ``lisinopril 20 mg`` beside
+  ``simvastatin 20 mg`` is still checked against lisinopril alone.
 * **Equal.** The stated number equals a value of its item rounded to the stated decimals, in the
   same unit, or after converting between UCUM units of one dimension (``terminology.ucum.convert``:
   0.3 mg is 300 mcg). A drug's values include what its concentration makes of them
@@ -40,7 +44,9 @@ UCUM_OF: dict[str, str] = {
 """The units ``text.stated_values`` reads (its keys) -> UCUM codes, for conversion."""
 
 _AFTER_NAME = re.compile(
-    r"^[^0-9\n;.]{0,24}?(?<![\d-])(\d+(?:\.\d+)?)(?![\d-])(?:\s*/\s*(\d+(?:\.\d+)?))?")
+    r"^[^0-9\n;.]{0,24}?(?<![\d<>\u2264\u2265-])(\d+(?:\.\d+)?)(?![\d+-])(?:\s*/\s*(\d+(?:\.\d+)?))?")
+"""A result's number right after its name; a bound is no value (``BMI 30+``, the name of SNOMED CT
+162864005 "Body mass index 30+ - obesity"; ``eGFR >90``)."""
 _DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/\d{1,2}/\d{2,4}")
 
 
@@ -129,6 +135,9 @@ def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]
         taken.append((start, int(stated["end"])))
         owners = _owners(summary, start, mentions)
         pool = [record[i] for m in owners for i in index[m.phrase]] if owners else list(record)
+        if pool and all(r.get("kind") != "drug" for r in pool):  # a result: its sentence's other results too
+            pool += [record[i] for m in mentions if m.sentence_start == owners[0].sentence_start
+                     for i in index[m.phrase] if record[i].get("kind") != "drug"] if owners else []
         if not any(same_value(stated["value"], stated["decimals"], stated["unit"], float(r["value"]), str(r["unit"]))
                    for r in pool):
             wrong.append(stated["text"])
@@ -142,6 +151,8 @@ def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]
         at = m.end + found.start(1)
         if any(a <= at < b for a, b in taken):
             continue
+        values = values + [record[i] for o in mentions if o.sentence_start == m.sentence_start
+                           for i in index[o.phrase] if record[i].get("kind") != "drug"]
         numbers = [n for n in found.groups() if n]
         if not all(any(abs(round(float(r["value"]), len(n.partition(".")[2])) - float(n)) < 1e-9 for r in values)
                    for n in numbers):
