@@ -284,6 +284,26 @@ def _trailing_status(sentence: str, offset: int) -> bool:
     return bool(_STATUS_CLAUSE.match((following if nxt == -1 else following[:nxt]).rstrip(" .;)")))
 
 
+_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+")
+_STATUS_WORD = re.compile(
+    r"(?<![a-z])(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|expired|d/c'?d|dc'?d)(?![a-z])")
+
+
+def _bullet_status(line: str, offset: int, end: int) -> bool:
+    """True when a list item opens with the item at ``offset`` and states an ended status after it.
+
+    ``- Amoxicillin 500 mg, 10-day course - completed``: a bullet (``-``, ``*``, ``•``, ``1.``)
+    names its item first and its status last; the status is the item's (``text.CURRENT_WORDS`` in
+    the line keep it current).
+    """
+    bullet = _BULLET.match(line)
+    if bullet is None or offset - bullet.end() > 2:
+        return False
+    rest = line[end:].lower()
+    return bool(_STATUS_WORD.search(rest)) and not re.search(r"(?<![a-z])(?:current|currently|active|ongoing)(?![a-z])",
+                                                              rest)
+
+
 def _own_lead_in(sentence: str, offset: int) -> str:
     """The part of the sentence before a colon or a spaced dash preceding ``offset`` (``Stopped: a, b``,
     ``Historical diagnoses - a, b``)."""
@@ -336,7 +356,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
                    or sentence.lstrip(" -*•").lower().startswith("allerg"))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
-        clause_ended = clause_ended or _trailing_status(plain[s0:s1], end - s0)
+        clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
+                        or _bullet_status(summary[line0:s1], start - line0, end - line0))
         governing = own or lead  # a line's own lead-in ("**Old problems**: a; b") speaks over a heading above
         lead_ended = (ended_clause(governing, len(governing))[0]
                       or bool(_LEAD_ENDED.search(governing.lower()))) if governing else False
