@@ -77,7 +77,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "streptococcal sore throat": ("strep throat",),
     "blood pressure panel": ("blood pressure", "bp"),
     "cholesterol mass volume in serum or plasma": ("total cholesterol", "tc"),  # LOINC 2093-3
-    "hemoglobin mass volume in blood": ("hemoglobin", "hb", "hgb"),  # LOINC 718-7
+    "hemoglobin mass volume in blood": ("hb", "hgb"),  # LOINC 718-7
     "opioid abuse": ("opioid use disorder", "opiate abuse"),
     "coronary heart disease": ("chd", "coronary artery disease", "cad"),
     # SNOMED CT synonyms (the concept's own descriptions) and, marked "IS-A", the parent a clinician

@@ -44,7 +44,7 @@ UCUM_OF: dict[str, str] = {
 """The units ``text.stated_values`` reads (its keys) -> UCUM codes, for conversion."""
 
 _AFTER_NAME = re.compile(
-    r"^[^0-9\n;.]{0,24}?(?<![\d<>\u2264\u2265-])(\d+(?:\.\d+)?)(?![\d+-])(?:\s*/\s*(\d+(?:\.\d+)?))?")
+    r"^[^0-9\n;.]{0,24}?(?<![\w<>\u2264\u2265-])(\d+(?:\.\d+)?)(?![\d+-])(?:\s*/\s*(\d+(?:\.\d+)?))?")
 """A result's number right after its name; a bound is no value (``BMI 30+``, the name of SNOMED CT
 162864005 "Body mass index 30+ - obesity"; ``eGFR >90``)."""
 _DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/\d{1,2}/\d{2,4}")
