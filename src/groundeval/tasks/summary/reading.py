@@ -207,11 +207,13 @@ _SENTENCE_ENDED = re.compile(
 _DISTRIBUTIVE = re.compile(
     r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|over|in the past)"
-    r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*(?:active|current|ongoing))(?![a-z])")
+    r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*"
+    r"(?:active|current|ongoing))(?![a-z])")
 _YEAR = re.compile(r"(?<![\d/.])(?:(?:19|20)\d{2}\s*[-\u2013]\s*(?:19|20)\d{2}|(?<!\d-)(?:19|20)\d{2}(?![\d/]|-\d))")
 _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from|dx|diagnosed|onset|as of|to date"
                     r"|until now|ongoing|current|currently|active|on|daily|bid|tid|qd|prn)(?![a-z])")
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
+_LISTED_CURRENT = re.compile(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])")
 _LEAD_ENDED = re.compile(
     r"(?<![a-z])(?:old|historical|history|hx|inactive|not active|no longer|background|earlier|former|remote"
     r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
@@ -305,8 +307,10 @@ def _bullet_status(line: str, offset: int, end: int) -> bool:
 
 
 def _own_lead_in(sentence: str, offset: int) -> str:
-    """The part of the sentence before a colon or a spaced dash preceding ``offset`` (``Stopped: a, b``,
-    ``Historical diagnoses - a, b``)."""
+    """The part of the sentence before a colon or a spaced dash preceding ``offset``.
+
+    ``Stopped: a, b`` gives ``Stopped``; ``Historical diagnoses - a, b`` gives ``Historical diagnoses``.
+    """
     cuts = list(_LEAD_SEPARATOR.finditer(sentence, 0, offset))
     return sentence[:cuts[-1].start()] if cuts else ""
 
@@ -365,8 +369,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
         low_clause = " ".join(clause.lower().split())
         listed_current = section in ("medications", "current", "problem_list") or bool(
-            governing and re.search(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])", governing.lower())
-            and not lead_ended)
+            governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
         dated = (bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
                  and not listed_current)  # a dated line under "Current medications" is listed as current
         if hedge_collective or contradictory(sentence) or (uncertain and not negated):

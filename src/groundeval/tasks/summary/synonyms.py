@@ -104,16 +104,19 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 
 _RESULT_AND_DRUG_PHRASES = frozenset({
     "cholesterol in hdl", "high density lipoprotein cholesterol", "total cholesterol", "triglycerides", "urea nitrogen",
-    "creatinine", "cholesterol mass volume in serum or plasma", "hemoglobin mass volume in blood", "hemoglobin a1c", "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
+    "creatinine", "cholesterol mass volume in serum or plasma", "hemoglobin mass volume in blood", "hemoglobin a1c",
+    "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
     "estimated glomerular filtration rate", "aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen",
     "warfarin", "vitamin b12", "gingivitis"})
 
 
 def problem_names() -> tuple[str, ...]:
-    """Every problem name the tables know (normalised): the condition phrases of ``ABBREVIATIONS``
-    and ``SYNONYMS`` with their abbreviations and synonyms, plus ``diabetes`` (the everyday name of
-    diabetes mellitus, SNOMED CT 73211009). Used to find speculation about problems
-    (``scorer``: "possible diabetes")."""
+    """Every problem name the tables know (normalised).
+
+    The condition phrases of ``ABBREVIATIONS`` and ``SYNONYMS`` with their abbreviations and
+    synonyms, plus ``diabetes`` (the everyday name of diabetes mellitus, SNOMED CT 73211009). Used
+    to find speculation about problems (``scorer``: "possible diabetes").
+    """
     out: list[str] = ["diabetes"]
     for phrase, abbreviations in ABBREVIATIONS.items():
         if phrase not in _RESULT_AND_DRUG_PHRASES:

@@ -68,7 +68,8 @@ CURRENT_WORDS = ("current", "currently", "active", "ongoing")
 ``previously``, ``formerly``, ``was``, ``were``, ``neither``, ``none`` or ``nor`` ("no longer active",
 "neither active") is not a current label."""
 
-_CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!no longer )(?<!previously )(?<!formerly )(?<!was )(?<!were )"
+_CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!no longer )(?<!previously )"
+                      r"(?<!formerly )(?<!was )(?<!were )"
                       r"(?:currently|current|active|ongoing)(?![a-z])")
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
@@ -89,7 +90,8 @@ _COLLECTIVE = re.compile(
     rf"|all\s+ever\s+(?:prescribed|recorded|listed|taken)"
     rf"|(?:record|chart)\s+contents|contents\s+of\s+the\s+(?:record|chart)"
     rf"|(?:every|all)\s+coded\s+(?:entr(?:y|ies)|items?|conditions?|drugs?|displays?)"
-    rf"|(?:on|taking)\s*(?:and|or|/|&|\+)\s*(?:previously|formerly|prior(?:ly)?|past|no longer|once)\s*(?:on|taking|taken)?"
+    rf"|(?:on|taking)\s*(?:and|or|/|&|\+)\s*(?:previously|formerly|prior(?:ly)?|past|no longer|once)"
+    rf"\s*(?:on|taking|taken)?"
     rf"|(?:previously|formerly|once)\s+(?:on|taking)\s*(?:and|or|/|&|\+)\s*(?:currently\s+)?(?:on|taking)"
     rf"|(?:whether|if)\s+{_STATUS}\s+or\s+not)(?![a-z])")
 _SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|\n+")

@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from groundeval.tasks.summary.reading import read
@@ -97,9 +97,11 @@ _JOINED = re.compile(r"^\s*(?:[/+-]|and|with|&)?\s*$", re.IGNORECASE)
 
 
 def _owners(summary: str, at: int, mentions: Sequence[Any]) -> list[Any]:
-    """The item a value at ``at`` is stated for: the last mention before it in its clause, with the
-    names joined to it (``hydrocodone/APAP 5/300 mg``, ``hydrocodone-acetaminophen 5 mg-300 mg``: a
-    combination product's strengths are its ingredients' together); ``[]`` when no item is named
+    """The item a value at ``at`` is stated for, as the mentions that name it.
+
+    The last mention before it in its clause, with the names joined to it (``hydrocodone/APAP
+    5/300 mg``, ``hydrocodone-acetaminophen 5 mg-300 mg``: a combination product's strengths are
+    its ingredients' together); ``[]`` when no item is named
     before the value in its clause (a comma, ``+``, ``;`` or a sentence end cuts it:
     ``clopidogrel 75 mg + simva 20 mg`` does not give 20 mg to clopidogrel).
     """
