@@ -167,3 +167,24 @@ def test_values_per_item(summary: str, wrong: list[str]) -> None:
 ])
 def test_snomed_synonyms_and_parents_name_the_problem(names: list[str], written: str) -> None:
     assert _decided(_criterion("condition", names), written) is True
+
+
+@pytest.mark.parametrize(("summary", "met"), [
+    ("39M with no active medical issues.", True), ("PMH: nil.", True), ("No chronic illnesses.", True),
+    ("Healthy; no significant past medical history.", True),
+    ("No appendicitis, no gingival disease.", False),  # named problems negated say nothing of the class
+    ("Not on any medication; no essential hypertension or heart disease.", False),
+])
+def test_no_active_diagnosis_is_a_statement_about_the_class(summary: str, met: bool) -> None:
+    criterion = {"id": "no_condition", "kind": "must_mention", "type": "no_condition", "points": 1, "safety": False,
+                 "names": [], "values": [], "alternatives": []}
+    ruled = rule_verdict(criterion, summary)
+    assert (ruled if ruled is not None else JUDGE.decide(criterion, summary, label="t").met) is met
+
+
+def test_a_unit_is_its_numbers_only_when_it_follows_it() -> None:
+    from groundeval.tasks.summary.values import lab_verdict
+
+    bmi = {**_criterion("lab", ["Body mass index"]), "values": [{"value": 28.42, "unit": "kg/m2"}]}
+    assert lab_verdict(bmi, "BMI 28.4, BP 142/85 mmHg.", strict=False)[0] is True
+    assert lab_verdict(bmi, "BMI 28.4 mmHg.", strict=False)[0] is False

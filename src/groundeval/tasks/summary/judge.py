@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,11 +303,27 @@ class ModelJudge:
 
 
 NONE_NOUNS: dict[str, tuple[str, ...]] = {
-    "no_condition": ("problem", "diagnos", "condition", "disorder", "disease"),
+    "no_condition": ("problem", "diagnos", "condition", "disorder", "disease", "issue", "illness",
+                     "medical history", "pmh"),
     "no_medication": ("medication", "medicine", "drug", "prescription", "meds"),
 }
-"""Nouns that, with a negation in one sentence (or a "none" under a heading naming them), say that
-no diagnosis (medication) is recorded."""
+"""Nouns that, right after a negation ("no active diagnoses", "no active medical issues", "no
+significant past medical history", "not on any medication"), or before a "none"/"nil" ("PMH: nil",
+"Medications: none"), say that no diagnosis (medication) is recorded. For diagnoses, a negation
+followed by a named problem ("No appendicitis, no gingival disease") says nothing of the class:
+the noun must come within three words of the negation, with only qualifiers between
+(``none_stated``); for medications a negation and a noun anywhere in one sentence still count."""
+
+_QUALIFIERS = r"(?:(?:active|current|chronic|significant|known|other|ongoing|recorded|documented|relevant|major|medical|past|regular|any|further)\s+){0,3}"
+
+
+def none_stated(sentence: str, nouns: tuple[str, ...]) -> bool:
+    """True when ``sentence`` says no item of ``nouns``' class is recorded (see ``NONE_NOUNS``)."""
+    low = normalise(sentence)
+    noun = "(?:" + "|".join(re.escape(n) for n in nouns) + ")"
+    return bool(re.search(rf"(?<![a-z])(?:no|nil|not any|not on any|without|none of the)\s+{_QUALIFIERS}{noun}", low)
+                or re.search(rf"(?<![a-z]){noun}\w*(?:\s+list)?\s+(?:none|nil|unremarkable|empty|negative)(?![a-z])",
+                             low))
 
 BASELINE_SHA256 = hashlib.sha256(
     json.dumps({"abbreviations": ABBREVIATIONS, "synonyms": SYNONYMS, "brands": BRANDS, "salts": SALTS,
@@ -336,8 +353,9 @@ class BaselineJudge:
       (``values.lab_verdict``);
     * must-not-state an ended drug or problem as current: named with status ``current`` or
       ``hedged`` (a hedge states the forbidden thing);
-    * the record holds no active diagnosis (medication): a sentence holds a negation and a noun of
-      ``NONE_NOUNS``, or a "none" line sits under a heading naming one.
+    * the record holds no active diagnosis (medication): a sentence negates a noun of
+      ``NONE_NOUNS`` as a class (``none_stated``: "no active medical issues", "PMH: nil"), or a
+      "none" line sits under a heading naming one.
 
     A hedged mention mentions nothing. The evidence is the sentence that decided.
     """
@@ -363,7 +381,9 @@ class BaselineJudge:
                 return Verdict(True, under)
             for s in sentences(summary):
                 low = f" {normalise(s)} "
-                if any(w in low for w in (" no ", " none ", " nil ", " not any ")) and any(n in low for n in nouns):
+                loose = ctype == "no_medication" and any(w in low for w in (" no ", " none ", " nil ", " not any ")) \
+                    and any(n in low for n in nouns)  # a drug named after "no" is never a medication taken
+                if loose or none_stated(s, nouns):
                     return Verdict(True, s)
             return Verdict(False)
         if ctype == "lab":

@@ -182,7 +182,8 @@ def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> 
             continue
         numbers = [n for n in found.groups() if n]
         unit_text = summary[m.end + found.end():m.end + found.end() + 16]
-        unit = next((s["unit"] for s in stated_values(numbers[-1] + unit_text)[:1]), None)
+        unit = next((s["unit"] for s in stated_values(numbers[-1] + unit_text)[:1] if s["start"] == 0),
+                    None)  # a unit is its number's only when it follows it ("BMI 28.4, BP 142/85 mmHg")
         ok = len(numbers) >= len(wanted) and all(
             any(same_value(float(n), len(n.partition(".")[2]), unit or u, v, u) for n in numbers)
             for v, u in wanted)
