@@ -188,3 +188,14 @@ def test_a_unit_is_its_numbers_only_when_it_follows_it() -> None:
     bmi = {**_criterion("lab", ["Body mass index"]), "values": [{"value": 28.42, "unit": "kg/m2"}]}
     assert lab_verdict(bmi, "BMI 28.4, BP 142/85 mmHg.", strict=False)[0] is True
     assert lab_verdict(bmi, "BMI 28.4 mmHg.", strict=False)[0] is False
+
+
+def test_a_drug_stated_with_a_value_not_its_own_is_not_met() -> None:
+    scorer = SummaryScorer(JUDGE, max_words=250, min_rubric_score=0.8, reliability=dict)
+    criterion = _criterion("medication", ["Acetaminophen", "Hydrocodone Bitartrate"])
+    truth = {"criteria": [criterion], "record_values": _RECORD}
+    case: Any = SimpleNamespace(case_id="c")
+    right = scorer.score(case, truth, Parsed("Hydrocodone 5 mg/APAP 300 mg PRN.", True))
+    wrong = scorer.score(case, truth, Parsed("Hydrocodone 10 mg/APAP 300 mg PRN.", True))
+    assert right.details["criteria"][0]["met"] is True
+    assert wrong.details["criteria"][0]["met"] is False and wrong.details["criteria"][0]["flag"] == "wrong_value"

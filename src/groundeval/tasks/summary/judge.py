@@ -314,7 +314,8 @@ followed by a named problem ("No appendicitis, no gingival disease") says nothin
 the noun must come within three words of the negation, with only qualifiers between
 (``none_stated``); for medications a negation and a noun anywhere in one sentence still count."""
 
-_QUALIFIERS = r"(?:(?:active|current|chronic|significant|known|other|ongoing|recorded|documented|relevant|major|medical|past|regular|any|further)\s+){0,3}"
+_QUALIFIERS = (r"(?:(?:active|current|chronic|significant|known|other|ongoing|recorded|documented|relevant|major"
+               r"|medical|past|regular|any|further)\s+){0,3}")
 
 
 def none_stated(sentence: str, nouns: tuple[str, ...]) -> bool:
@@ -328,7 +329,7 @@ def none_stated(sentence: str, nouns: tuple[str, ...]) -> bool:
 BASELINE_SHA256 = hashlib.sha256(
     json.dumps({"abbreviations": ABBREVIATIONS, "synonyms": SYNONYMS, "brands": BRANDS, "salts": SALTS,
                 "ended": ENDED_WORDS, "none": NONE_NOUNS, "sections": SECTION_RULES, "context": CONTEXT_RULES,
-                "resolved": RESOLVED_WORDS, "version": 6},
+                "resolved": RESOLVED_WORDS, "qualifiers": _QUALIFIERS, "version": 6},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
 """SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""

@@ -25,7 +25,10 @@ record says it is current) is a false statement: flagged ``stated_as_ended`` and
 ``contradictions`` (``stated_ended``).
 
 Then every value the summary states with a unit is checked against ``record_values``: one that
-the record does not hold is a contradiction (``invented_values``, -1 point each, by rule).
+the record does not hold is a contradiction (``invented_values``, -1 point each, by rule). A
+must-mention drug stated with a value that is not its own ("hydrocodone 10 mg/APAP 300 mg" for a
+5/300 mg product) is not the drug the record holds: its criterion is not met (``flag:
+"wrong_value"``, decided by rule), as a clinician labeller marks it ``contradicted``.
 
 Metrics per case: ``rubric_score`` (points met / positive points, clipped to [0, 1]; None when
 the record asks for no mention), ``must_mention_recall``, ``contradictions`` (must-not criteria
@@ -54,9 +57,9 @@ from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError
 from groundeval.tasks.summary.matching import item_mentions
 from groundeval.tasks.summary.reading import none_under, read
-from groundeval.tasks.summary.synonyms import problem_names
-from groundeval.tasks.summary.text import contradictory, sentences, word_count
-from groundeval.tasks.summary.values import check_values, lab_verdict
+from groundeval.tasks.summary.synonyms import drug_words, problem_names
+from groundeval.tasks.summary.text import contradictory, normalise, sentences, word_count
+from groundeval.tasks.summary.values import lab_verdict, wrong_values
 
 __all__ = ["METRIC_NAMES", "SummaryScorer", "hedged_verdict", "rule_verdict", "stated_ended"]
 
@@ -137,6 +140,16 @@ def rule_verdict(criterion: Mapping[str, Any], summary: str) -> bool | None:
     return True if mentions.named(frozenset({"current"})) else None
 
 
+def _stated_wrong(criterion: Mapping[str, Any], wrong: Sequence[tuple[str, tuple[str, ...]]]) -> str | None:
+    """The wrong value stated for ``criterion``'s drug (one of its names, salts aside), or None."""
+    names = {drug_words(str(n)) for n in criterion.get("names") or []} | {
+        normalise(str(n)) for n in criterion.get("names") or []}
+    for text, phrases in wrong:
+        if any(p in names or drug_words(p) in names for p in phrases):
+            return text
+    return None
+
+
 class SummaryScorer:
     """Scores one summary against its rubric (see the module docstring).
 
@@ -213,7 +226,12 @@ class SummaryScorer:
                 if ended is not None:  # a current item said to be stopped, resolved or absent: a false statement
                     entry.update(flag="stated_as_ended", evidence=ended[:300])
             decided.append(entry)
-        invented = check_values(summary, truth["record_values"])
+        wrong = wrong_values(summary, truth["record_values"])
+        invented = [text for text, _ in wrong]
+        for entry, criterion in zip(decided, truth["criteria"], strict=True):
+            owned = _stated_wrong(criterion, wrong) if entry["met"] and criterion["type"] == "medication" else None
+            if owned is not None:  # "hydrocodone 10 mg" for a 5 mg product: not the drug the record holds
+                entry.update(met=False, decided_by="rule", evidence=owned, flag="wrong_value")
         evidence = {d.get("evidence") for d in decided if d.get("flag") == "contradictory_labels"}
         loose = [s[:120] for s in sentences(summary) if contradictory(s) and s[:300] not in evidence]
         loose += list(dict.fromkeys(m.sentence[:120] for m in read(summary, problem_names())

@@ -33,7 +33,7 @@ from groundeval.tasks.summary.reading import read
 from groundeval.tasks.summary.synonyms import brands_of, drug_words, spelling, variants
 from groundeval.tasks.summary.text import UNIT_ALIASES, stated_values
 
-__all__ = ["UCUM_OF", "check_values", "lab_verdict", "same_value"]
+__all__ = ["UCUM_OF", "check_values", "lab_verdict", "same_value", "wrong_values"]
 
 UCUM_OF: dict[str, str] = {
     "mg": "mg", "mcg": "ug", "g": "g", "kg": "kg", "ml": "mL", "mg/ml": "mg/mL", "mg/g": "mg/g", "unt/ml": "[U]/mL",
@@ -128,6 +128,15 @@ def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]
     Returns:
         The text of each wrong value (``"20 mg"``, ``"LDL 162"``), in text order.
     """
+    return [text for text, _ in wrong_values(summary, record)]
+
+
+def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tuple[str, tuple[str, ...]]]:
+    """``check_values`` with, for each wrong value, the phrases of the item it was stated for.
+
+    Returns:
+        ``(text, phrases)`` pairs in text order; ``phrases`` is empty for a value stated for no item.
+    """
     index = _item_phrases(record)
     mentions = [m for m in read(summary, index) if m.status not in ("negated",)]
     wrong = []
@@ -142,7 +151,7 @@ def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]
                      for i in index[m.phrase] if record[i].get("kind") != "drug"] if owners else []
         if not any(same_value(stated["value"], stated["decimals"], stated["unit"], float(r["value"]), str(r["unit"]))
                    for r in pool):
-            wrong.append(stated["text"])
+            wrong.append((stated["text"], tuple(m.phrase for m in owners)))
     for m in mentions:  # a result's number written without a unit
         values = [record[i] for i in index[m.phrase]]
         if not values or any(r.get("kind") == "drug" for r in values):
@@ -158,7 +167,7 @@ def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]
         numbers = [n for n in found.groups() if n]
         if not all(any(abs(round(float(r["value"]), len(n.partition(".")[2])) - float(n)) < 1e-9 for r in values)
                    for n in numbers):
-            wrong.append(summary[m.start:m.end + found.end()].strip())
+            wrong.append((summary[m.start:m.end + found.end()].strip(), (m.phrase,)))
     return wrong
 
 
