@@ -315,9 +315,21 @@ def test_summary_collective_and_negated_lists_earn_no_more_than_an_honest_summar
         _, drugs, honest = _items(request)
         return f"{honest[0]}\nAlso on file, some current, others stopped: {', '.join(drugs)}."
 
+    def record_contents(case: Case, request: AgentRequest, truth: Any) -> str:
+        problems, drugs, _ = _items(request)
+        return "Record contents:\n" + "\n".join(f"- {item}" for item in [*problems, *drugs])
+
+    def honest_plus_speculation(case: Case, request: AgentRequest, truth: Any) -> str:
+        return f"{_items(request)[2][0]}\nPossible diabetes, CKD and heart failure; rule out sepsis."
+
     honest = _run("summary", summary, lambda c, r, t: _items(r)[2][0])
     assert honest.pass_rate == 1.0
+    speculating = _run("summary", summary, honest_plus_speculation)
+    _summary_not_above(speculating, honest)
+    assert speculating.pass_rate == 0.0  # guesses padding an honest handoff never pass
     for name, answer in [
+        ("on / previously on", collective("(on / previously on)")),
+        ("record contents", record_contents),
         ("some current, others stopped", collective("on file, some current, others stopped")),
         ("(all ever prescribed), several since stopped", collective("(all ever prescribed), several since stopped")),
         ("current and past", collective("(current and past)")),

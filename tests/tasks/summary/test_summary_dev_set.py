@@ -31,7 +31,7 @@ def test_every_flawed_development_summary_fails() -> None:
     cases = load_cases(labels.case_ids, ROOT / "fixtures" / "summary")
     scorer = SummaryScorer(BaselineJudge(), max_words=250, min_rubric_score=0.8, reliability=dict)
     flawed = [lines[0] for lines in labels.by_summary.values() if lines[0].kind in ("clinical_error", "gaming")]
-    assert len(flawed) >= 5
+    assert len(flawed) >= 13
     for line in flawed:
         found = cases[line.case_id]
         score = scorer.score(found.case, found.truth, Parsed(line.summary, True))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ from groundeval.parsing import extract_json
 from groundeval.tasks.summary.matching import item_mentions
 from groundeval.tasks.summary.reading import CONTEXT_RULES, SECTION_RULES, none_under
 from groundeval.tasks.summary.synonyms import ABBREVIATIONS, BRANDS, SALTS, SYNONYMS
-from groundeval.tasks.summary.text import ENDED_WORDS, normalise, sentences
+from groundeval.tasks.summary.text import ENDED_WORDS, RESOLVED_WORDS, normalise, sentences
 from groundeval.tasks.summary.values import lab_verdict
 
 if TYPE_CHECKING:
@@ -302,16 +303,33 @@ class ModelJudge:
 
 
 NONE_NOUNS: dict[str, tuple[str, ...]] = {
-    "no_condition": ("problem", "diagnos", "condition", "disorder", "disease"),
+    "no_condition": ("problem", "diagnos", "condition", "disorder", "disease", "issue", "illness",
+                     "medical history", "pmh"),
     "no_medication": ("medication", "medicine", "drug", "prescription", "meds"),
 }
-"""Nouns that, with a negation in one sentence (or a "none" under a heading naming them), say that
-no diagnosis (medication) is recorded."""
+"""Nouns that, right after a negation ("no active diagnoses", "no active medical issues", "no
+significant past medical history", "not on any medication"), or before a "none"/"nil" ("PMH: nil",
+"Medications: none"), say that no diagnosis (medication) is recorded. For diagnoses, a negation
+followed by a named problem ("No appendicitis, no gingival disease") says nothing of the class:
+the noun must come within three words of the negation, with only qualifiers between
+(``none_stated``); for medications a negation and a noun anywhere in one sentence still count."""
+
+_QUALIFIERS = (r"(?:(?:active|current|chronic|significant|known|other|ongoing|recorded|documented|relevant|major"
+               r"|medical|past|regular|any|further)\s+){0,3}")
+
+
+def none_stated(sentence: str, nouns: tuple[str, ...]) -> bool:
+    """True when ``sentence`` says no item of ``nouns``' class is recorded (see ``NONE_NOUNS``)."""
+    low = normalise(sentence)
+    noun = "(?:" + "|".join(re.escape(n) for n in nouns) + ")"
+    return bool(re.search(rf"(?<![a-z])(?:no|nil|not any|not on any|without|none of the)\s+{_QUALIFIERS}{noun}", low)
+                or re.search(rf"(?<![a-z]){noun}\w*(?:\s+list)?\s+(?:none|nil|unremarkable|empty|negative)(?![a-z])",
+                             low))
 
 BASELINE_SHA256 = hashlib.sha256(
     json.dumps({"abbreviations": ABBREVIATIONS, "synonyms": SYNONYMS, "brands": BRANDS, "salts": SALTS,
                 "ended": ENDED_WORDS, "none": NONE_NOUNS, "sections": SECTION_RULES, "context": CONTEXT_RULES,
-                "version": 5},
+                "resolved": RESOLVED_WORDS, "qualifiers": _QUALIFIERS, "version": 6},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
 """SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""
@@ -327,15 +345,18 @@ class BaselineJudge:
     names (``matching.item_mentions``); each mention has the status ``reading.read`` gives it
     (sections, lead-ins, tables, ConText negation and history, hedges and collective qualifiers).
 
-    * must-mention a problem or drug: named with status ``current`` (not as an allergy);
+    * must-mention a problem or drug: named with status ``current`` (not as an allergy); a problem
+      named as history ("prior stroke", "had an MI in 2015") counts too unless its sentence says
+      it is over (``reading.Mention.over``: "resolved", "healed", under ``Past:`` or ``Inactive``);
     * must-mention an allergy: named as an allergy (under an allergy heading, or in a sentence
       with a word starting ``allerg``), not negated;
     * must-mention a result: the number(s) right after the result's name are its values
       (``values.lab_verdict``);
     * must-not-state an ended drug or problem as current: named with status ``current`` or
       ``hedged`` (a hedge states the forbidden thing);
-    * the record holds no active diagnosis (medication): a sentence holds a negation and a noun of
-      ``NONE_NOUNS``, or a "none" line sits under a heading naming one.
+    * the record holds no active diagnosis (medication): a sentence negates a noun of
+      ``NONE_NOUNS`` as a class (``none_stated``: "no active medical issues", "PMH: nil"), or a
+      "none" line sits under a heading naming one.
 
     A hedged mention mentions nothing. The evidence is the sentence that decided.
     """
@@ -361,7 +382,9 @@ class BaselineJudge:
                 return Verdict(True, under)
             for s in sentences(summary):
                 low = f" {normalise(s)} "
-                if any(w in low for w in (" no ", " none ", " nil ", " not any ")) and any(n in low for n in nouns):
+                loose = ctype == "no_medication" and any(w in low for w in (" no ", " none ", " nil ", " not any ")) \
+                    and any(n in low for n in nouns)  # a drug named after "no" is never a medication taken
+                if loose or none_stated(s, nouns):
                     return Verdict(True, s)
             return Verdict(False)
         if ctype == "lab":
@@ -377,6 +400,8 @@ class BaselineJudge:
             found = mentions.named(frozenset({"current", "ended"}), allergy=True)
         else:
             found = mentions.named(frozenset({"current"}))
+            if found is None and ctype == "condition":  # "prior stroke", "HTN (dx 2010)": still on the list
+                found = next((m for m in mentions.named_all(frozenset({"ended"})) if not m.over), None)
         return Verdict(True, found.sentence) if found else Verdict(False)
 
 

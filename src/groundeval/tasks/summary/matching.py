@@ -59,6 +59,15 @@ class ItemMentions:
         picks = [next((m for m in ms if ok(m)), None) for ms in self.per_name]
         return picks[0] if picks and all(p is not None for p in picks) else None
 
+    def named_all(self, statuses: frozenset[str]) -> list[Mention]:
+        """Every mention (not as an allergy) that names the item with a status in ``statuses``.
+
+        A brand's mentions, or, when every name is mentioned so, the first name's mentions.
+        """
+        whole = [m for m in self.whole if m.status in statuses and not m.allergy]
+        per = [[m for m in ms if m.status in statuses and not m.allergy] for ms in self.per_name]
+        return whole + (per[0] if per and all(per) else [])
+
     def hedged(self) -> Mention | None:
         """A hedged mention of the whole item (a brand, or every name in one sentence), or None.
 

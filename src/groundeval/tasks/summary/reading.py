@@ -3,7 +3,9 @@
 ``read(summary, phrases)`` finds every mention of ``phrases`` (whole words, case, spacing,
 punctuation and British spellings aside) and gives each a ``status``:
 
-* ``hedged``: the mention's sentence labels it both current and ended (``text.contradictory``), or
+* ``hedged``: the mention's sentence labels it both current and ended (``text.contradictory``);
+  ConText marks it uncertain or hypothetical ("possible hypertension", "rule out CKD": its
+  ``POSSIBLE_EXISTENCE`` and ``HYPOTHETICAL`` rules); or
   its list is qualified as a whole (a **collective qualifier**, ``text.collective``: "some current,
   others stopped", "current and past", "several since stopped") in its own line, its lead-in or its
   heading. Such a list gives no item a status.
@@ -11,10 +13,16 @@ punctuation and British spellings aside) and gives each a ``status``:
 * ``ended``: ConText marks it historical; or its section (medSpaCy's sectionizer, with the
   headings of ``SECTION_RULES``: "Past", "Resolved problems", "Completed medications") or the
   lead-in of its list (the closest line above ending with ``:``) is an ended one; or its clause
-  holds an ended word (``text.ENDED_WORDS``); or, when its sentence holds no current word, the
-  sentence opens with an ended word ("Past acute bronchitis, gingivitis.", "History of ...") or
-  qualifies its list item by item ("..., all resolved", "both stopped": a distributive qualifier,
-  unlike a collective one).
+  holds an ended word (``text.ENDED_WORDS``); or, when its sentence holds no current word and it is
+  not listed under a current heading or lead-in, its clause holds a year or a range of years with
+  no word that keeps it going ("ankle sprain (2019)", "2004-2010"; not "since 2015", "started
+  2019", nor a full date "2019-04-17", which dates a record entry, not its end); or, likewise, the
+  sentence opens with an ended word ("Past acute bronchitis, gingivitis.", "History of ...", "Hx",
+  "Old", "Remote"), its lead-in names an ended list ("Old problems:", "Historical diagnoses -",
+  "Inactive", "Background") or
+  qualifies its list item by item ("..., all resolved", "both stopped", "both cleared", "neither
+  active", "all in the past": a distributive qualifier, unlike a collective one). A line's own
+  lead-in ("Resolved: a; b; c") governs every item of its line and speaks over a heading above.
 * ``current``: otherwise.
 
 ``allergy`` is True for a mention in an allergy section, under a lead-in naming allergies, or in a
@@ -43,6 +51,7 @@ from groundeval.tasks.summary.text import (
     ended_clause,
     markup_free,
     normalise,
+    resolved,
 )
 
 __all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES", "Mention", "none_under", "read"]
@@ -68,16 +77,34 @@ ENDED_SECTIONS = frozenset({"past", "past_medications", "past_medical_history"})
 
 CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("stopped", "HISTORICAL", "BACKWARD"), ("discontinued", "HISTORICAL", "BACKWARD"),
-    ("completed", "HISTORICAL", "BACKWARD"), ("resolved", "HISTORICAL", "BACKWARD"),
+    ("completed", "HISTORICAL", "BIDIRECTIONAL"), ("resolved", "HISTORICAL", "BACKWARD"),
     ("stopped", "HISTORICAL", "FORWARD"), ("discontinued", "HISTORICAL", "FORWARD"),
     ("previously on", "HISTORICAL", "FORWARD"), ("formerly on", "HISTORICAL", "FORWARD"),
     ("no longer on", "HISTORICAL", "FORWARD"), ("no longer taking", "HISTORICAL", "FORWARD"),
     ("off", "HISTORICAL", "FORWARD"), ("not on", "NEGATED_EXISTENCE", "FORWARD"),
     ("not taking", "NEGATED_EXISTENCE", "FORWARD"),
+    # Past events in the patient's own words of a handoff (ConText's temporality "historical":
+    # Harkema et al. 2009, section 2.2: a condition that occurred in the past; the clinical
+    # shorthand "s/p" and "status post" is ConText's own trigger in its 2009 lexicon).
+    ("s/p", "HISTORICAL", "FORWARD"), ("status post", "HISTORICAL", "FORWARD"),
+    ("treated for", "HISTORICAL", "FORWARD"), ("recovered from", "HISTORICAL", "FORWARD"),
+    ("remote", "HISTORICAL", "FORWARD"), ("had", "HISTORICAL", "FORWARD"), ("took", "HISTORICAL", "FORWARD"),
+    ("received", "HISTORICAL", "FORWARD"), ("was on", "HISTORICAL", "FORWARD"), ("were on", "HISTORICAL", "FORWARD"),
+    ("used to take", "HISTORICAL", "FORWARD"), ("episode of", "HISTORICAL", "FORWARD"),
+    ("episodes of", "HISTORICAL", "FORWARD"), ("background of", "HISTORICAL", "FORWARD"),
+    ("finished", "HISTORICAL", "BIDIRECTIONAL"), ("cleared", "HISTORICAL", "BACKWARD"),
+    ("healed", "HISTORICAL", "BACKWARD"), ("expired", "HISTORICAL", "BACKWARD"),
+    ("given", "HISTORICAL", "BACKWARD"), ("was used", "HISTORICAL", "BACKWARD"),
+    ("were used", "HISTORICAL", "BACKWARD"), ("treated", "HISTORICAL", "BACKWARD"),
+    ("ceased", "HISTORICAL", "BACKWARD"), ("in the past", "HISTORICAL", "BACKWARD"),
+    ("has had", "HISTORICAL", "PSEUDO"), ("have had", "HISTORICAL", "PSEUDO"),
 )
 """ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
 most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin
-stopped`` ends metformin only; negation keeps ConText's own scope (``Not on A, B or C``)."""
+stopped`` ends metformin only; negation keeps ConText's own scope (``Not on A, B or C``). Past
+tense of an event (``treated for``, ``had``, ``took``, ``received``, ``was on``, ``... given``,
+``... cleared``) marks its item historical; ``has had``/``have had`` (a state still holding) is a
+pseudo-trigger that marks nothing."""
 
 _LOCK = threading.Lock()
 _BOUNDARY = re.compile(r"\n|[.!?;](?=\s|$)")
@@ -96,6 +123,12 @@ class Mention:
         allergy: True when it is stated as an allergy.
         collective: True when a collective qualifier hedged it.
         sentence_start: Character offset of ``sentence`` in the summary.
+        over: True when the text says the item is over, not merely past: its sentence or lead-in
+            holds a word of ``text.RESOLVED_WORDS``, or it sits under an ended heading or lead-in
+            that is not a history one (``Past:``, ``Inactive``, ``Completed medications``; not
+            ``Past medical history``, ``PMH``, ``Hx``).
+        uncertain: True when ConText marks it uncertain or hypothetical and not negated
+            ("possible CKD", "rule out diabetes").
     """
 
     phrase: str
@@ -106,6 +139,8 @@ class Mention:
     allergy: bool
     collective: bool = False
     sentence_start: int = 0
+    over: bool = False
+    uncertain: bool = False
 
 
 @functools.cache
@@ -167,10 +202,21 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?|.*:)\s*
 _CAPS = re.compile(r"^\s*[A-Z][A-Z/&' ]{2,40}\s*$")
 _KNOWN_HEADINGS = frozenset(normalise(h) for h, _ in SECTION_RULES) | {"past medical history", "allergies", "results"}
 _SENTENCE_ENDED = re.compile(
-    r"^(?:past|prior|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh)(?![a-z])")
+    r"^(?:past|prior|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh|h/o|hx"
+    r"|remote|old|former|earlier|historical|inactive|background)(?![a-z])")
 _DISTRIBUTIVE = re.compile(
-    r"(?<![a-z])(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
-    r"(?:resolved|stopped|completed|discontinued|ended|inactive)(?![a-z])")
+    r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
+    r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|over|in the past)"
+    r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*"
+    r"(?:active|current|ongoing))(?![a-z])")
+_YEAR = re.compile(r"(?<![\d/.])(?:(?:19|20)\d{2}\s*[-\u2013]\s*(?:19|20)\d{2}|(?<!\d-)(?:19|20)\d{2}(?![\d/]|-\d))")
+_STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from|dx|diagnosed|onset|as of|to date"
+                    r"|until now|ongoing|current|currently|active|on|daily|bid|tid|qd|prn)(?![a-z])")
+_HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
+_LISTED_CURRENT = re.compile(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])")
+_LEAD_ENDED = re.compile(
+    r"(?<![a-z])(?:old|historical|history|hx|inactive|not active|no longer|background|earlier|former|remote"
+    r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
 
 
 def _strong(line: str) -> bool:
@@ -214,10 +260,59 @@ def _clause_at(sentence: str, offset: int) -> str:
     return sentence[start:end if end != -1 else len(sentence)]
 
 
+_LAST_STOP = re.compile(r"[.!?](?=\s)")
+_LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
+
+
+_STATUS_CLAUSE = re.compile(
+    r"^\s*(?:now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+|since\s+been\s+)?"
+    r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|inactive|expired|d/c'?d|dc'?d"
+    r"|given|administered|used|taken)"
+    r"(?![a-z])[^,]*$", re.IGNORECASE)
+
+
+def _trailing_status(sentence: str, offset: int) -> bool:
+    """True when the clause right after the one holding ``offset`` is a bare ended status.
+
+    ``- Acute bronchitis (2019), resolved`` and ``Amoxicillin 500 mg, completed 2018`` end their
+    item: a status clause after a list item or a line's one item speaks of the clause before it
+    (only that one: ``A, B, resolved`` ends B, as ``lisinopril, metformin stopped`` ends metformin).
+    """
+    cut = sentence.find(",", offset)
+    if cut == -1:
+        return False
+    following = sentence[cut + 1:]
+    nxt = following.find(",")
+    return bool(_STATUS_CLAUSE.match((following if nxt == -1 else following[:nxt]).rstrip(" .;)")))
+
+
+_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+")
+_STATUS_WORD = re.compile(
+    r"(?<![a-z])(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|expired|d/c'?d|dc'?d)(?![a-z])")
+
+
+def _bullet_status(line: str, offset: int, end: int) -> bool:
+    """True when a list item opens with the item at ``offset`` and states an ended status after it.
+
+    ``- Amoxicillin 500 mg, 10-day course - completed``: a bullet (``-``, ``*``, ``•``, ``1.``)
+    names its item first and its status last; the status is the item's (``text.CURRENT_WORDS`` in
+    the line keep it current).
+    """
+    bullet = _BULLET.match(line)
+    if bullet is None or offset - bullet.end() > 2:
+        return False
+    rest = line[end:].lower()
+    return bool(_STATUS_WORD.search(rest)) and not re.search(r"(?<![a-z])(?:current|currently|active|ongoing)(?![a-z])",
+                                                              rest)
+
+
 def _own_lead_in(sentence: str, offset: int) -> str:
-    """The part of the sentence before a colon that precedes ``offset`` (``Stopped: a, b``)."""
-    head, colon, _ = sentence[:offset].rpartition(":")
-    return head if colon else ""
+    """The part of the sentence before a colon or a spaced dash preceding ``offset``.
+
+    ``Stopped: a, b`` gives ``Stopped``; ``Historical diagnoses - a, b`` gives ``Historical diagnoses``.
+    """
+    cuts = list(_LEAD_SEPARATOR.finditer(sentence, 0, offset))
+    return sentence[:cuts[-1].start()] if cuts else ""
 
 
 @functools.lru_cache(maxsize=256)
@@ -243,16 +338,20 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         doc.ents = filter_spans([s for s in spans if s is not None])
         doc = sections(context(doc))
         ents = [(e.start_char, e.end_char, bool(e._.is_negated), bool(e._.is_historical),
+                 bool(e._.is_uncertain or e._.is_hypothetical),
                  str(e._.section_category or ""), e._.section_title.start_char if e._.section_title else -1)
                 for e in doc.ents]
     out = []
     for phrase, start, end in found:
-        ent = next((e for e in ents if e[0] <= start and end <= e[1]), (start, end, False, False, "", -1))
-        _, _, negated, historical, section, title = ent
+        ent = next((e for e in ents if e[0] <= start and end <= e[1]), (start, end, False, False, False, "", -1))
+        _, _, negated, historical, uncertain, section, title = ent
         s0, s1 = _sentence_bounds(plain, start)
         sentence = plain[s0:s1].strip()
         lead, lead_at = _lead_in(summary, start)
         own = _own_lead_in(plain[s0:s1], start - s0)
+        if not own:  # "Resolved: a; b; c": a lead-in opening the line governs its items past a ";"
+            line_part = _LAST_STOP.split(plain[plain.rfind("\n", 0, start) + 1:start])[-1]
+            own = _own_lead_in(line_part, len(line_part))
         line0 = plain.rfind("\n", 0, start) + 1
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
             section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
@@ -261,21 +360,34 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
                    or sentence.lstrip(" -*•").lower().startswith("allerg"))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
-        lead_ended = ended_clause(lead or own, len(lead or own))[0] if (lead or own) else False
+        clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
+                        or _bullet_status(summary[line0:s1], start - line0, end - line0))
+        governing = own or lead  # a line's own lead-in ("**Old problems**: a; b") speaks over a heading above
+        lead_ended = (ended_clause(governing, len(governing))[0]
+                      or bool(_LEAD_ENDED.search(governing.lower()))) if governing else False
         low_sentence = " ".join(sentence.lstrip(" -*•").lower().split())
         sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
-        if hedge_collective or contradictory(sentence):
-            status = "hedged"
+        low_clause = " ".join(clause.lower().split())
+        listed_current = section in ("medications", "current", "problem_list") or bool(
+            governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
+        dated = (bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
+                 and not listed_current)  # a dated line under "Current medications" is listed as current
+        if hedge_collective or contradictory(sentence) or (uncertain and not negated):
+            status = "hedged"  # "possible hypertension", "? CKD", "rule out sepsis": no status committed
         elif negated:
             status = "negated"
         elif (historical or section in ENDED_SECTIONS or clause_ended
-              or ((lead_ended or sentence_ended) and not sentence_current)):
+              or ((lead_ended or sentence_ended or dated) and not sentence_current)):
             status = "ended"
         else:
             status = "current"
+        head = governing.lower()
+        history_head = bool(_HISTORY_HEAD.search(head))
+        over = status == "ended" and (resolved(sentence) or resolved(head) or (
+            not history_head and (section in ("past", "past_medications") or lead_ended)))
         raw = summary[s0:s1]
         out.append(Mention(phrase, start, end, raw.strip(), status, allergy, hedge_collective,
-                           s0 + len(raw) - len(raw.lstrip())))
+                           s0 + len(raw) - len(raw.lstrip()), over, uncertain and not negated))
     return tuple(sorted(out, key=lambda m: m.start))
 
 

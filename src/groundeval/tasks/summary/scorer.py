@@ -8,7 +8,10 @@ Per criterion (``truth.summary_rubric``), in this order:
    rule for hedged answers: a must-mention criterion is not met, a must-not criterion is made,
    and the item counts in ``contradictions`` (so the case cannot pass). A contradictory sentence
    that names no rubric item (a finding, say) is a contradiction too (``hedged_statements``,
-   -1 point each, like an invented value).
+   -1 point each, like an invented value); so is a sentence that speculates about a problem
+   (ConText marks a known problem name uncertain or hypothetical: "possible diabetes", "rule out
+   CKD"; ``synonyms.problem_names``): a handoff states what the record holds, and padding it with
+   guesses is the hedge the project's rule refuses.
 1. **Rule** (``decided_by: "rule"``): a must-mention problem, drug or allergy whose every name
    (or its brand) appears verbatim (``text.contains``; an allergy in a sentence with ``allerg...``)
    is met; a result whose every value is stated with its unit (``text.stated_values``) is met; a
@@ -22,7 +25,10 @@ record says it is current) is a false statement: flagged ``stated_as_ended`` and
 ``contradictions`` (``stated_ended``).
 
 Then every value the summary states with a unit is checked against ``record_values``: one that
-the record does not hold is a contradiction (``invented_values``, -1 point each, by rule).
+the record does not hold is a contradiction (``invented_values``, -1 point each, by rule). A
+must-mention drug stated with a value that is not its own ("hydrocodone 10 mg/APAP 300 mg" for a
+5/300 mg product) is not the drug the record holds: its criterion is not met (``flag:
+"wrong_value"``, decided by rule), as a clinician labeller marks it ``contradicted``.
 
 Metrics per case: ``rubric_score`` (points met / positive points, clipped to [0, 1]; None when
 the record asks for no mention), ``must_mention_recall``, ``contradictions`` (must-not criteria
@@ -50,9 +56,10 @@ from groundeval.datasets import Case
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError
 from groundeval.tasks.summary.matching import item_mentions
-from groundeval.tasks.summary.reading import none_under
-from groundeval.tasks.summary.text import contradictory, sentences, word_count
-from groundeval.tasks.summary.values import check_values, lab_verdict
+from groundeval.tasks.summary.reading import none_under, read
+from groundeval.tasks.summary.synonyms import drug_words, problem_names
+from groundeval.tasks.summary.text import contradictory, normalise, sentences, word_count
+from groundeval.tasks.summary.values import lab_verdict, wrong_values
 
 __all__ = ["METRIC_NAMES", "SummaryScorer", "hedged_verdict", "rule_verdict", "stated_ended"]
 
@@ -133,6 +140,16 @@ def rule_verdict(criterion: Mapping[str, Any], summary: str) -> bool | None:
     return True if mentions.named(frozenset({"current"})) else None
 
 
+def _stated_wrong(criterion: Mapping[str, Any], wrong: Sequence[tuple[str, tuple[str, ...]]]) -> str | None:
+    """The wrong value stated for ``criterion``'s drug (one of its names, salts aside), or None."""
+    names = {drug_words(str(n)) for n in criterion.get("names") or []} | {
+        normalise(str(n)) for n in criterion.get("names") or []}
+    for text, phrases in wrong:
+        if any(p in names or drug_words(p) in names for p in phrases):
+            return text
+    return None
+
+
 class SummaryScorer:
     """Scores one summary against its rubric (see the module docstring).
 
@@ -209,9 +226,16 @@ class SummaryScorer:
                 if ended is not None:  # a current item said to be stopped, resolved or absent: a false statement
                     entry.update(flag="stated_as_ended", evidence=ended[:300])
             decided.append(entry)
-        invented = check_values(summary, truth["record_values"])
+        wrong = wrong_values(summary, truth["record_values"])
+        invented = [text for text, _ in wrong]
+        for entry, criterion in zip(decided, truth["criteria"], strict=True):
+            owned = _stated_wrong(criterion, wrong) if entry["met"] and criterion["type"] == "medication" else None
+            if owned is not None:  # "hydrocodone 10 mg" for a 5 mg product: not the drug the record holds
+                entry.update(met=False, decided_by="rule", evidence=owned, flag="wrong_value")
         evidence = {d.get("evidence") for d in decided if d.get("flag") == "contradictory_labels"}
         loose = [s[:120] for s in sentences(summary) if contradictory(s) and s[:300] not in evidence]
+        loose += list(dict.fromkeys(m.sentence[:120] for m in read(summary, problem_names())
+                                    if m.uncertain and m.sentence[:120] not in loose))
         return self._verdict(decided, invented, loose, summary, {**usage, "judge_cost_usd": (
             round(usage["judge_cost_usd"], 6) if cost_known else None)})
 
@@ -243,7 +267,7 @@ class SummaryScorer:
         if made:
             reasons.append(f"states as current what the record ended: {', '.join(made[:3])}")
         if hedged or loose:
-            reasons.append(f"labelled both current and ended, or stated as ended while current: "
+            reasons.append(f"labelled both current and ended, speculated, or stated as ended while current: "
                            f"{', '.join([*hedged, *loose][:3])}")
         if invented:
             reasons.append(f"values the record does not hold: {', '.join(invented[:3])}")

@@ -17,7 +17,9 @@
 * ``SYNONYMS``: other clinical names of a concept phrase (SNOMED CT synonyms of the concept:
   ``Disorder of kidney due to diabetes mellitus`` is also ``diabetic kidney disease``; 53741008
   ``Coronary heart disease`` is also ``CHD`` and ``coronary artery disease``; ``Opioid abuse`` is
-  named ``opioid use disorder`` since DSM-5, American Psychiatric Association 2013).
+  named ``opioid use disorder`` since DSM-5, American Psychiatric Association 2013); a few name the
+  record's specific concept by its SNOMED CT parent, as clinicians do (``Idiopathic atrophic
+  hypothyroidism`` 83664006 IS-A ``Hypothyroidism``; each entry gives its concept id).
 * ``spelling``: British spellings folded to American (``hyperlipidaemia``, ``anaemia``,
   ``oedema``, ``haemoglobin``).
 * Brands: the RxNorm brands of the packaged catalog (``terminology.Catalog``: ``[Brand]`` names and
@@ -32,7 +34,8 @@ import re
 
 from groundeval.tasks.summary.text import contains, normalise
 
-__all__ = ["ABBREVIATIONS", "BRANDS", "SALTS", "SYNONYMS", "brands_of", "drug_words", "spelling", "variants"]
+__all__ = ["ABBREVIATIONS", "BRANDS", "SALTS", "SYNONYMS", "brands_of", "drug_words", "problem_names", "spelling",
+           "variants"]
 
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     # conditions (CASI senses)
@@ -40,7 +43,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "non st segment elevation myocardial infarction": ("nstemi",),
     "st segment elevation myocardial infarction": ("stemi",),
     "ischemic heart disease": ("ihd",), "coronary artery disease": ("cad",),
-    "congestive heart failure": ("chf",), "heart failure": ("hf",), "atrial fibrillation": ("afib", "af"),
+    "congestive heart failure": ("chf",), "heart failure": ("hf",), "atrial fibrillation": ("afib", "af", "a fib"),
     "traumatic brain injury": ("tbi",), "osteoarthritis": ("oa",), "chronic kidney disease": ("ckd",),
     "diabetes mellitus": ("dm",), "chronic obstructive bronchitis": ("copd",),
     "chronic obstructive pulmonary disease": ("copd",), "major depressive disorder": ("mdd",),
@@ -51,6 +54,8 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "hemoglobin a1c": ("a1c", "hba1c"), "body mass index": ("bmi",), "ldl cholesterol": ("ldl", "ldl c"),
     "low density lipoprotein cholesterol": ("ldl", "ldl c"), "blood pressure": ("bp",),
     "estimated glomerular filtration rate": ("egfr",),
+    "cholesterol in hdl": ("hdl", "hdl c", "hdl cholesterol"), "high density lipoprotein cholesterol": ("hdl", "hdl c"),
+    "total cholesterol": ("tc",), "triglycerides": ("tg",), "urea nitrogen": ("bun",), "creatinine": ("cr",),
     # drugs (ISMP 2021: APAP, HCTZ; UMLS LRABR: ASA, NTG)
     "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg",),
     "acetaminophen": ("apap", "paracetamol"), "warfarin": (), "vitamin b12": ("cyanocobalamin", "b12"),
@@ -66,15 +71,62 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "chronic congestive heart failure": ("chf", "congestive heart failure", "heart failure"),
     "essential hypertension": ("hypertension", "high blood pressure", "htn"),
     "ischemic heart disease": ("coronary artery disease", "ihd", "cad"),
-    "loss of teeth": ("tooth loss",), "anemia": ("anaemia",),
+    "anemia": ("anaemia",),
     "perennial allergic rhinitis with seasonal variation": ("allergic rhinitis",),
     "disease caused by severe acute respiratory syndrome coronavirus 2": ("covid 19", "covid", "sars cov 2"),
     "streptococcal sore throat": ("strep throat",),
     "blood pressure panel": ("blood pressure", "bp"),
+    "cholesterol mass volume in serum or plasma": ("total cholesterol", "tc"),  # LOINC 2093-3
+    "hemoglobin mass volume in blood": ("hb", "hgb"),  # LOINC 718-7
     "opioid abuse": ("opioid use disorder", "opiate abuse"),
     "coronary heart disease": ("chd", "coronary artery disease", "cad"),
+    # SNOMED CT synonyms (the concept's own descriptions) and, marked "IS-A", the parent a clinician
+    # names it by in a handoff (the child is the record's more specific code of the same problem).
+    "stroke": ("cva", "cerebrovascular accident"),  # 230690007 Cerebrovascular accident (its FSN)
+    "myocardial infarction": ("heart attack", "cardiac infarction"),  # 22298006
+    "idiopathic atrophic hypothyroidism": ("hypothyroidism", "primary hypothyroidism"),  # 83664006 IS-A 40930008
+    "atopic dermatitis": ("atopic eczema", "eczema"),  # 24079001; IS-A 43116000 Eczema
+    "osteoarthritis of hip": ("hip osteoarthritis", "osteoarthritis of the hip", "hip oa", "oa of hip",
+                              "oa of the hip", "oa hip"),  # 239872002
+    "osteoarthritis of knee": ("knee osteoarthritis", "osteoarthritis of the knee", "knee oa", "oa of knee",
+                               "oa of the knee", "oa knee"),  # 239873007
+    "seizure disorder": ("seizures", "epilepsy"),  # 128613002; 84757009 Epilepsy IS-A it
+    "epilepsy": ("seizure disorder",),  # 84757009 IS-A 128613002
+    "chronic kidney disease stage 1": ("ckd 1", "ckd stage 1", "ckd1", "ckd g1", "stage 1 ckd"),  # 431855005
+    "alzheimer s disease": ("alzheimer disease", "alzheimers", "alzheimer dementia", "alzheimer s dementia",
+                            "dementia of the alzheimer type"),  # 26929004
+    "major depressive disorder": ("major depression", "depression"),  # 370143000; IS-A 35489007 Depressive disorder
+    "cardiac arrest": ("cardiopulmonary arrest", "sudden cardiac arrest"),  # 410429000
+    "chronic sinusitis": ("chronic rhinosinusitis",),  # 40055000
+    "loss of teeth": ("tooth loss", "edentulism", "edentulous"),  # 37320007 (SNOMED CT synonym: edentulous)
 }
 """Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
+
+_RESULT_AND_DRUG_PHRASES = frozenset({
+    "cholesterol in hdl", "high density lipoprotein cholesterol", "total cholesterol", "triglycerides", "urea nitrogen",
+    "creatinine", "cholesterol mass volume in serum or plasma", "hemoglobin mass volume in blood", "hemoglobin a1c",
+    "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
+    "estimated glomerular filtration rate", "aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen",
+    "warfarin", "vitamin b12", "gingivitis"})
+
+
+def problem_names() -> tuple[str, ...]:
+    """Every problem name the tables know (normalised).
+
+    The condition phrases of ``ABBREVIATIONS`` and ``SYNONYMS`` with their abbreviations and
+    synonyms, plus ``diabetes`` (the everyday name of diabetes mellitus, SNOMED CT 73211009). Used
+    to find speculation about problems (``scorer``: "possible diabetes").
+    """
+    out: list[str] = ["diabetes"]
+    for phrase, abbreviations in ABBREVIATIONS.items():
+        if phrase not in _RESULT_AND_DRUG_PHRASES:
+            out += [phrase, *abbreviations]
+    for phrase, others in SYNONYMS.items():
+        if phrase not in ("blood pressure panel", "cholesterol mass volume in serum or plasma",
+                          "hemoglobin mass volume in blood"):
+            out += [phrase, *(o for o in others if o != "bp" and o != "blood pressure")]
+    return tuple(dict.fromkeys(o for o in out if len(o) > 1))
+
 
 BRANDS: dict[str, tuple[str, ...]] = {
     "depo provera": ("medroxyprogesterone acetate",), "depo subq provera": ("medroxyprogesterone acetate",),

@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "CURRENT_WORDS",
     "ENDED_WORDS",
+    "RESOLVED_WORDS",
     "UNIT_ALIASES",
     "any_contains",
     "collective",
@@ -23,6 +24,7 @@ __all__ = [
     "ended_clause",
     "markup_free",
     "normalise",
+    "resolved",
     "sentences",
     "stated_values",
     "value_matches",
@@ -46,15 +48,34 @@ ENDED_WORDS = ("stopped", "discontinued", "completed", "previous", "previously",
                "no longer", "ended", "prior", "resolved", "history of", "historical", "healed", "off ")
 """Words that mark a drug or a problem as not current in the sentence naming it."""
 
+RESOLVED_WORDS = ("resolved", "healed", "cleared", "recovered", "no longer", "inactive", "not active", "ended",
+                  "remission", "cured", "stopped", "discontinued", "completed", "neither", "none active")
+"""Words that say a problem is over, not merely dated: "prior stroke" or "MI in 2015" keeps a
+problem on the list (SNOMED CT files event disorders such as stroke and myocardial infarction as
+disorders that stay on the problem list; a "history of" finding, 392521001, is a situation about
+the patient, not a resolution), "stroke, resolved" does not."""
+
+_RESOLVED = re.compile("|".join(rf"(?<![a-z]){re.escape(w)}(?![a-z])" for w in RESOLVED_WORDS))
+
+
+def resolved(sentence: str) -> bool:
+    """True when ``sentence`` holds a word of ``RESOLVED_WORDS`` (lower-cased, whole words)."""
+    return bool(_RESOLVED.search(" ".join(sentence.lower().split())))
+
+
 CURRENT_WORDS = ("current", "currently", "active", "ongoing")
 """Words that label a drug or a problem as current. One preceded by ``not``, ``no longer``,
-``previously``, ``formerly``, ``was`` or ``were`` ("no longer active") is not a current label."""
+``previously``, ``formerly``, ``was``, ``were``, ``neither``, ``none`` or ``nor`` ("no longer active",
+"neither active") is not a current label."""
 
-_CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!no longer )(?<!previously )(?<!formerly )(?<!was )(?<!were )"
+_CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!no longer )(?<!previously )"
+                      r"(?<!formerly )(?<!was )(?<!were )"
                       r"(?:currently|current|active|ongoing)(?![a-z])")
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
-_VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?![\w/])", re.IGNORECASE)
+_DENOMINATOR = (r"/\s*(?:\d|(?:m?g|mcg|ug|µg|kg|[mdµ]?l|min|h|hr|d|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*"
+                r"|m2|m²|mmol|units?|unt|vial|patch|inh\w*)(?![a-z]))")
+_VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?!\w)(?!{_DENOMINATOR})", re.IGNORECASE)
 _PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)", re.IGNORECASE)
 _WORD = re.compile(r"\S+")
 _HAS_WORD = re.compile(r"\w")
@@ -67,6 +88,11 @@ _COLLECTIVE = re.compile(
     rf"(?<![a-z])(?:{_QUANT}\s+(?:\w+\s+){{0,2}}?(?:since\s+|now\s+|are\s+|were\s+|still\s+)?{_STATUS}"
     rf"|{_CUR_WORD}\s*(?:and|or|/|&|\+)\s*{_END_WORD}|{_END_WORD}\s*(?:and|or|/|&|\+)\s*{_CUR_WORD}"
     rf"|all\s+ever\s+(?:prescribed|recorded|listed|taken)"
+    rf"|(?:record|chart)\s+contents|contents\s+of\s+the\s+(?:record|chart)"
+    rf"|(?:every|all)\s+coded\s+(?:entr(?:y|ies)|items?|conditions?|drugs?|displays?)"
+    rf"|(?:on|taking)\s*(?:and|or|/|&|\+)\s*(?:previously|formerly|prior(?:ly)?|past|no longer|once)"
+    rf"\s*(?:on|taking|taken)?"
+    rf"|(?:previously|formerly|once)\s+(?:on|taking)\s*(?:and|or|/|&|\+)\s*(?:currently\s+)?(?:on|taking)"
     rf"|(?:whether|if)\s+{_STATUS}\s+or\s+not)(?![a-z])")
 _SENTENCE = re.compile(r"(?<=[.!?;\n])\s+|\n+")
 
@@ -104,7 +130,8 @@ def collective(text: str) -> bool:
     """True when ``text`` qualifies a list as a whole rather than each item.
 
     "some current, others stopped", "(all ever prescribed), several since stopped", "current and
-    past", "active/resolved", ", some stopped": a quantifier (``some``, ``others``, ``several``,
+    past", "active/resolved", ", some stopped", "on / previously on", "Record contents" (a list
+    given as what the record holds, not as what is current): a quantifier (``some``, ``others``, ``several``,
     ``many``, ``most``, ``a few``, ``certain``) before a status word, a current and an ended word
     joined by ``and``/``or``/``/`` (``completed/stopped`` is not one), or "all ever prescribed".
     Such a qualifier gives no
@@ -180,7 +207,9 @@ def stated_values(text: str) -> list[dict[str, Any]]:
     """Every number the text states with a unit: ``{"text", "value", "unit", "decimals", "start", "end"}``.
 
     ``132/85 mmHg`` gives two values in ``mm[hg]``; a number followed by no unit of
-    ``UNIT_ALIASES`` is not stated with a unit and is not returned.
+    ``UNIT_ALIASES`` is not stated with a unit and is not returned, nor is one whose unit goes on
+    as a rate or concentration the table does not hold (``0.4 mg/spray``, ``5 mg/kg``); a strength
+    followed by the next ingredient (``hydrocodone 10 mg/APAP 300 mg``) is read (10 mg).
     """
     out: list[dict[str, Any]] = []
     taken: list[tuple[int, int]] = []

@@ -1,11 +1,18 @@
 """Values per item: a number in a summary is checked against the values of the item it is stated for.
 
 * **Which item.** A value stated with a unit belongs to the closest item named before it in its
-  sentence (list item, table row): a drug (an ingredient or brand of any drug of the record) or a
+  clause (a comma, ``+``, ``;`` or a sentence end cuts it), together with the names joined to that
+  item by ``/``, ``-``, ``+``, ``and`` or ``with`` (a combination product: ``hydrocodone/APAP
+  5/300 mg``): a drug (an ingredient or brand of any drug of the record) or a
   result (the Observation's names, with the abbreviations of ``synonyms``); a drug's brand
   (``synonyms.brands_of``: ``Toprol XL 100 mg``) names its drug's values. ``lisinopril 20 mg``
   is checked against lisinopril's values only, never against simvastatin's 20 mg. A value with no
-  item named before it in its sentence is checked against every value of the record.
+  item named before it in its clause (``clopidogrel 75 mg + simva 20 mg``: an abbreviation the
+  tables do not hold) is checked against every value of the record.
+* **A result among results.** A value stated for a result may be the value of another result
+  named in its sentence ("LDL/HDL 133/55 mg/dL", "lipids: LDL 133, HDL 55, total 214 mg/dL"): a
+  result's pool holds its sentence's results. Never so for a drug: ``lisinopril 20 mg`` beside
+  ``simvastatin 20 mg`` is still checked against lisinopril alone.
 * **Equal.** The stated number equals a value of its item rounded to the stated decimals, in the
   same unit, or after converting between UCUM units of one dimension (``terminology.ucum.convert``:
   0.3 mg is 300 mcg). A drug's values include what its concentration makes of them
@@ -19,14 +26,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from groundeval.tasks.summary.reading import read
 from groundeval.tasks.summary.synonyms import brands_of, drug_words, spelling, variants
 from groundeval.tasks.summary.text import UNIT_ALIASES, stated_values
 
-__all__ = ["UCUM_OF", "check_values", "lab_verdict", "same_value"]
+__all__ = ["UCUM_OF", "check_values", "lab_verdict", "same_value", "wrong_values"]
 
 UCUM_OF: dict[str, str] = {
     "mg": "mg", "mcg": "ug", "g": "g", "kg": "kg", "ml": "mL", "mg/ml": "mg/mL", "mg/g": "mg/g", "unt/ml": "[U]/mL",
@@ -37,7 +44,9 @@ UCUM_OF: dict[str, str] = {
 """The units ``text.stated_values`` reads (its keys) -> UCUM codes, for conversion."""
 
 _AFTER_NAME = re.compile(
-    r"^[^0-9\n;.]{0,24}?(?<![\d-])(\d+(?:\.\d+)?)(?![\d-])(?:\s*/\s*(\d+(?:\.\d+)?))?")
+    r"^[^0-9\n;.]{0,24}?(?<![\w<>\u2264\u2265-])(\d+(?:\.\d+)?)(?![\d+-])(?:\s*/\s*(\d+(?:\.\d+)?))?")
+"""A result's number right after its name; a bound is no value (``BMI 30+``, the name of SNOMED CT
+162864005 "Body mass index 30+ - obesity"; ``eGFR >90``)."""
 _DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/\d{1,2}/\d{2,4}")
 
 
@@ -83,15 +92,30 @@ def _item_phrases(record: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
     return out
 
 
-def _owner(summary: str, at: int, mentions: Iterable[Any]) -> Any:
-    """The last mention before ``at`` in the same sentence, or None."""
-    best = None
-    for m in mentions:
-        between = summary[m.end:at]
-        same_sentence = m.start <= at and "\n" not in between and not re.search(r"[.;](\s|$)", between)
-        if same_sentence and (best is None or m.start > best.start):
-            best = m
-    return best
+_CLAUSE_CUT = re.compile(r"[.;](\s|$)|,|\+|\n")
+_JOINED = re.compile(r"^\s*(?:[/+-]|and|with|&)?\s*$", re.IGNORECASE)
+
+
+def _owners(summary: str, at: int, mentions: Sequence[Any]) -> list[Any]:
+    """The item a value at ``at`` is stated for, as the mentions that name it.
+
+    The last mention before it in its clause, with the names joined to it (``hydrocodone/APAP
+    5/300 mg``, ``hydrocodone-acetaminophen 5 mg-300 mg``: a combination product's strengths are
+    its ingredients' together); ``[]`` when no item is named
+    before the value in its clause (a comma, ``+``, ``;`` or a sentence end cuts it:
+    ``clopidogrel 75 mg + simva 20 mg`` does not give 20 mg to clopidogrel).
+    """
+    before = sorted((m for m in mentions if m.end <= at and not _CLAUSE_CUT.search(summary[m.end:at])),
+                    key=lambda m: m.start)
+    if not before:
+        return []
+    chain = [before[-1]]
+    for m in reversed(before[:-1]):
+        if m.end <= chain[-1].start and _JOINED.match(summary[m.end:chain[-1].start]):
+            chain.append(m)
+        elif m.start < chain[-1].start:
+            break
+    return chain
 
 
 def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -104,6 +128,15 @@ def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]
     Returns:
         The text of each wrong value (``"20 mg"``, ``"LDL 162"``), in text order.
     """
+    return [text for text, _ in wrong_values(summary, record)]
+
+
+def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tuple[str, tuple[str, ...]]]:
+    """``check_values`` with, for each wrong value, the phrases of the item it was stated for.
+
+    Returns:
+        ``(text, phrases)`` pairs in text order; ``phrases`` is empty for a value stated for no item.
+    """
     index = _item_phrases(record)
     mentions = [m for m in read(summary, index) if m.status not in ("negated",)]
     wrong = []
@@ -111,11 +144,14 @@ def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]
     for stated in stated_values(summary):
         start = int(stated["start"])
         taken.append((start, int(stated["end"])))
-        owner = _owner(summary, start, mentions)
-        pool = [record[i] for i in index[owner.phrase]] if owner is not None else list(record)
+        owners = _owners(summary, start, mentions)
+        pool = [record[i] for m in owners for i in index[m.phrase]] if owners else list(record)
+        if pool and all(r.get("kind") != "drug" for r in pool):  # a result: its sentence's other results too
+            pool += [record[i] for m in mentions if m.sentence_start == owners[0].sentence_start
+                     for i in index[m.phrase] if record[i].get("kind") != "drug"] if owners else []
         if not any(same_value(stated["value"], stated["decimals"], stated["unit"], float(r["value"]), str(r["unit"]))
                    for r in pool):
-            wrong.append(stated["text"])
+            wrong.append((stated["text"], tuple(m.phrase for m in owners)))
     for m in mentions:  # a result's number written without a unit
         values = [record[i] for i in index[m.phrase]]
         if not values or any(r.get("kind") == "drug" for r in values):
@@ -126,10 +162,12 @@ def check_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[str]
         at = m.end + found.start(1)
         if any(a <= at < b for a, b in taken):
             continue
+        values = values + [record[i] for o in mentions if o.sentence_start == m.sentence_start
+                           for i in index[o.phrase] if record[i].get("kind") != "drug"]
         numbers = [n for n in found.groups() if n]
         if not all(any(abs(round(float(r["value"]), len(n.partition(".")[2])) - float(n)) < 1e-9 for r in values)
                    for n in numbers):
-            wrong.append(summary[m.start:m.end + found.end()].strip())
+            wrong.append((summary[m.start:m.end + found.end()].strip(), (m.phrase,)))
     return wrong
 
 
@@ -146,14 +184,15 @@ def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> 
     wanted = [(float(v["value"]), str(v["unit"])) for v in criterion["values"]]
     seen_wrong = None
     for m in read(summary, phrases):
-        if m.status in ("negated", "hedged"):
-            continue
+        if m.status == "negated" or (m.status == "hedged" and not m.collective):
+            continue  # a list qualified as a whole gives no status, but a result's number is still its value
         found = _AFTER_NAME.match(summary[m.end:])
         if found is None or _DATE.match(summary[m.end + found.start(1):]):
             continue
         numbers = [n for n in found.groups() if n]
         unit_text = summary[m.end + found.end():m.end + found.end() + 16]
-        unit = next((s["unit"] for s in stated_values(numbers[-1] + unit_text)[:1]), None)
+        unit = next((s["unit"] for s in stated_values(numbers[-1] + unit_text)[:1] if s["start"] == 0),
+                    None)  # a unit is its number's only when it follows it ("BMI 28.4, BP 142/85 mmHg")
         ok = len(numbers) >= len(wanted) and all(
             any(same_value(float(n), len(n.partition(".")[2]), unit or u, v, u) for n in numbers)
             for v, u in wanted)

@@ -1,0 +1,201 @@
+"""The kinds of reading error fixed in rules version 6, one test per kind (short texts; each kind was
+found on the development set, ``fixtures/summary-calibration/dev-labels.jsonl``)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from groundeval.scoring import Parsed
+from groundeval.tasks.summary.judge import BaselineJudge
+from groundeval.tasks.summary.reading import read
+from groundeval.tasks.summary.scorer import SummaryScorer, hedged_verdict, rule_verdict, stated_ended
+from groundeval.tasks.summary.values import check_values
+
+JUDGE = BaselineJudge()
+
+_RECORD = [
+    {"value": 5.0, "unit": "mg", "what": "Acetaminophen 300 MG / Hydrocodone Bitartrate 5 MG Oral Tablet",
+     "names": ["hydrocodone bitartrate"], "kind": "drug"},
+    {"value": 300.0, "unit": "mg", "what": "Acetaminophen 300 MG / Hydrocodone Bitartrate 5 MG Oral Tablet",
+     "names": ["acetaminophen"], "kind": "drug"},
+    {"value": 75.0, "unit": "mg", "what": "Clopidogrel 75 MG Oral Tablet", "names": ["clopidogrel"], "kind": "drug"},
+    {"value": 20.0, "unit": "mg", "what": "Simvastatin 20 MG Oral Tablet", "names": ["simvastatin"], "kind": "drug"},
+    {"value": 0.0272, "unit": "mg/mg", "what": "sodium fluoride 0.0272 MG/MG Oral Gel", "names": ["sodium fluoride"],
+     "kind": "drug"},
+    {"value": 132.65, "unit": "mg/dL", "what": "Low Density Lipoprotein Cholesterol",
+     "names": ["Low Density Lipoprotein Cholesterol"], "kind": "observation"},
+    {"value": 55.45, "unit": "mg/dL", "what": "Cholesterol in HDL [Mass/volume] in Serum or Plasma",
+     "names": ["Cholesterol in HDL [Mass/volume] in Serum or Plasma"], "kind": "observation"},
+    {"value": 27.93, "unit": "kg/m2", "what": "Body Mass Index", "names": ["Body Mass Index"], "kind": "observation"},
+]
+
+
+def _criterion(ctype: str, names: list[str], *, kind: str = "must_mention") -> dict[str, Any]:
+    return {"id": f"{ctype}:x", "kind": kind, "type": ctype, "points": -1 if kind == "must_not_state" else 1,
+            "safety": False, "statement": "s", "names": names, "alternatives": [], "values": []}
+
+
+def _decided(criterion: dict[str, Any], summary: str) -> bool:
+    """The scorer's verdict on one criterion: hedge, then rule, then the baseline judge."""
+    if hedged_verdict(criterion, summary) is not None:
+        return criterion["kind"] == "must_not_state"
+    ruled = rule_verdict(criterion, summary)
+    return ruled if ruled is not None else JUDGE.decide(criterion, summary, label="t").met
+
+
+def _status(summary: str, phrase: str) -> list[str]:
+    return [m.status for m in read(summary, [phrase])]
+
+
+STOPPED = _criterion("stopped_medication", ["Penicillin V Potassium"], kind="must_not_state")
+RESOLVED = _criterion("resolved_condition", ["Streptococcal sore throat"], kind="must_not_state")
+
+
+@pytest.mark.parametrize("summary", [
+    "Treated for strep throat with penicillin V in 2012.",
+    "He took penicillin V for strep throat in 2012.",
+    "Recovered from strep throat; penicillin V was used.",
+    "Strep throat and penicillin V, both cleared.",
+])
+def test_a_past_event_is_historical(summary: str) -> None:
+    assert _decided(STOPPED, summary) is False and _decided(RESOLVED, summary) is False
+
+
+def test_has_had_is_not_a_past_event() -> None:
+    assert _status("Has had strep throat since 2010.", "strep throat") == ["current"]
+
+
+@pytest.mark.parametrize("summary", [
+    "Strep throat (2012).", "Strep throat 2012, penicillin V 2012.", "Penicillin V 500 mg (2010-2012)."])
+def test_a_dated_item_with_no_current_word_is_ended(summary: str) -> None:
+    assert _decided(STOPPED, summary) is False and _decided(RESOLVED, summary) is False
+
+
+@pytest.mark.parametrize("summary", [
+    "Current medications:\n- Penicillin V 500 mg (2012)",  # listed as current, whatever its date
+    "Penicillin V 500 mg since 2012.",  # kept going
+    "Penicillin V 500 mg started 2012-05-20",  # a full date dates an entry, not its end
+])
+def test_a_date_does_not_end_an_item_listed_or_kept_as_current(summary: str) -> None:
+    assert _decided(STOPPED, summary) is True
+
+
+@pytest.mark.parametrize("summary", [
+    "Old problems: strep throat, gingivitis.", "Historical diagnoses - strep throat, gingivitis",
+    "Inactive:\n- strep throat", "**Old problems** (all resolved): bronchitis 2019; strep throat 2012.",
+    "Strep throat 2012 and sinusitis 2014, neither active.", "Strep throat, pharyngitis: all in the past.",
+])
+def test_an_ended_lead_in_or_a_distributive_qualifier_ends_its_items(summary: str) -> None:
+    assert _decided(RESOLVED, summary) is False
+
+
+def test_a_lines_own_lead_in_speaks_over_a_heading_above() -> None:
+    summary = "**Medications**\n- lisinopril\n\n**Old problems** (all resolved): bronchitis 2019; strep throat 2012."
+    assert _status(summary, "strep throat") == ["ended"]
+
+
+@pytest.mark.parametrize("summary", [
+    "Problems:\n- Hypertension\n- Strep throat (2012), resolved",
+    "Meds:\n- Penicillin V 500 mg, completed 2012\n- Strep throat - resolved",
+    "Meds:\n- Penicillin V 500 mg, 10-day course for strep throat - completed",
+])
+def test_a_status_after_a_list_item_is_the_items(summary: str) -> None:
+    assert _decided(STOPPED if "Penicillin" in summary else RESOLVED, summary) is False
+
+
+def test_a_trailing_status_ends_the_item_before_it_only() -> None:
+    assert _status("Warfarin, penicillin V, stopped.", "warfarin") == ["current"]
+    assert _status("Warfarin, penicillin V, stopped.", "penicillin v") == ["ended"]
+
+
+@pytest.mark.parametrize("summary", ["Prior stroke (2006).", "H/o stroke.", "Had a stroke in 2006."])
+def test_a_current_problem_written_as_history_is_mentioned(summary: str) -> None:
+    assert _decided(_criterion("condition", ["Stroke"]), summary) is True
+
+
+@pytest.mark.parametrize("summary", ["Stroke (2006), resolved.", "Past:\n- stroke", "Inactive problems: stroke"])
+def test_a_current_problem_said_to_be_over_is_not(summary: str) -> None:
+    assert _decided(_criterion("condition", ["Stroke"]), summary) is False
+
+
+def test_a_current_drug_dated_into_the_past_is_stated_as_ended() -> None:
+    criterion = _criterion("medication", ["Hydrochlorothiazide"])
+    assert stated_ended(criterion, "HCTZ 25 mg was taken 2004-2010.") is not None
+
+
+@pytest.mark.parametrize("summary", [
+    "Possible hypertension.", "Rule out hypertension.", "Hydrochlorothiazide (on / previously on)."])
+def test_an_uncertain_or_collective_mention_is_a_hedge(summary: str) -> None:
+    drug = "previously" in summary
+    criterion = _criterion("medication" if drug else "condition", ["Hydrochlorothiazide" if drug else "Hypertension"])
+    assert hedged_verdict(criterion, summary) is not None
+
+
+def test_speculation_about_a_problem_the_record_lacks_fails_the_case() -> None:
+    scorer = SummaryScorer(JUDGE, max_words=250, min_rubric_score=0.8, reliability=dict)
+    truth = {"criteria": [_criterion("condition", ["Hypertension"])], "record_values": []}
+    case: Any = SimpleNamespace(case_id="c")
+    assert scorer.score(case, truth, Parsed("HTN.", True)).outcome == "passed"
+    padded = scorer.score(case, truth, Parsed("HTN. Possible diabetes and CKD.", True))
+    assert padded.outcome == "failed" and padded.details["hedged_statements"]
+
+
+def test_a_record_dump_is_a_collective_qualifier() -> None:
+    assert _status("Record contents:\n- strep throat\n- hypertension", "strep throat") == ["hedged"]
+
+
+@pytest.mark.parametrize(("summary", "wrong"), [
+    ("Hydrocodone-acetaminophen 5 mg-300 mg PRN.", []),  # a combination's strengths are its ingredients'
+    ("Hydrocodone 10 mg/APAP 300 mg PRN.", ["10 mg"]),  # a strength before the next ingredient is read
+    ("Clopidogrel 75 mg + simva 20 mg.", []),  # no item named in its clause: the record's values
+    ("Clopidogrel 20 mg daily.", ["20 mg"]),  # never another drug's strength
+    ("Sodium fluoride 0.0272 mg/mg gel, completed.", []),  # a concentration the table lacks is not read
+    ("LDL/HDL 132.65/55.45 mg/dL.", []),  # a result's value may be its sentence's other result's
+    ("LDL 133 mg/dL; HDL 56 mg/dL.", ["56 mg/dL"]),
+    ("BMI 30+ (obesity finding); BMI 27.9 kg/m2.", []),  # a bound is no value
+])
+def test_values_per_item(summary: str, wrong: list[str]) -> None:
+    assert check_values(summary, _RECORD) == wrong
+
+
+@pytest.mark.parametrize(("names", "written"), [
+    (["Idiopathic atrophic hypothyroidism"], "Hypothyroidism on levothyroxine."),
+    (["Stroke"], "CVA in 2006."), (["Osteoarthritis of knee"], "Knee OA."),
+])
+def test_snomed_synonyms_and_parents_name_the_problem(names: list[str], written: str) -> None:
+    assert _decided(_criterion("condition", names), written) is True
+
+
+@pytest.mark.parametrize(("summary", "met"), [
+    ("39M with no active medical issues.", True), ("PMH: nil.", True), ("No chronic illnesses.", True),
+    ("Healthy; no significant past medical history.", True),
+    ("No appendicitis, no gingival disease.", False),  # named problems negated say nothing of the class
+    ("Not on any medication; no essential hypertension or heart disease.", False),
+])
+def test_no_active_diagnosis_is_a_statement_about_the_class(summary: str, met: bool) -> None:
+    criterion = {"id": "no_condition", "kind": "must_mention", "type": "no_condition", "points": 1, "safety": False,
+                 "names": [], "values": [], "alternatives": []}
+    ruled = rule_verdict(criterion, summary)
+    assert (ruled if ruled is not None else JUDGE.decide(criterion, summary, label="t").met) is met
+
+
+def test_a_unit_is_its_numbers_only_when_it_follows_it() -> None:
+    from groundeval.tasks.summary.values import lab_verdict
+
+    bmi = {**_criterion("lab", ["Body mass index"]), "values": [{"value": 28.42, "unit": "kg/m2"}]}
+    assert lab_verdict(bmi, "BMI 28.4, BP 142/85 mmHg.", strict=False)[0] is True
+    assert lab_verdict(bmi, "BMI 28.4 mmHg.", strict=False)[0] is False
+
+
+def test_a_drug_stated_with_a_value_not_its_own_is_not_met() -> None:
+    scorer = SummaryScorer(JUDGE, max_words=250, min_rubric_score=0.8, reliability=dict)
+    criterion = _criterion("medication", ["Acetaminophen", "Hydrocodone Bitartrate"])
+    truth = {"criteria": [criterion], "record_values": _RECORD}
+    case: Any = SimpleNamespace(case_id="c")
+    right = scorer.score(case, truth, Parsed("Hydrocodone 5 mg/APAP 300 mg PRN.", True))
+    wrong = scorer.score(case, truth, Parsed("Hydrocodone 10 mg/APAP 300 mg PRN.", True))
+    assert right.details["criteria"][0]["met"] is True
+    assert wrong.details["criteria"][0]["met"] is False and wrong.details["criteria"][0]["flag"] == "wrong_value"
