@@ -24,6 +24,9 @@ How failures are reported:
 * A tool raises: the exception becomes an error ``ToolMessage``
   (``{"ok": false, "error": "<Type>: <message>"}``, ``ToolErrorMiddleware``) and the model
   carries on; the trace marks the call ``ok: false``.
+* The history about to be sent breaks the tool-call pairing (a tool result not right after its
+  tool call, a tool call left unanswered): ``HarnessError`` (outcome ``harness_error``), no request
+  sent (``_langgraph_history``).
 * A model reply stops at ``max_tokens``: ``TruncatedError`` before any tool call in that reply
   runs; a reply with ``stop_reason`` ``refusal``: ``RefusalError``.
 * The case outlives ``timeout``: each model turn runs under what is left of the case's budget
@@ -254,7 +257,7 @@ class LangGraphAgent:
         tools = self._tools_for(request)
         model = self._model_for(request)
         guard = model_call_guard(case, self.settings.retry, self._api_errors(model))
-        graph = build_write_graph(model, tools, request.prompt.system, [guard])
+        graph = build_write_graph(model, tools, request.prompt.system, [guard], case_id=case)
         state: dict[str, Any] = {"messages": []}
         try:
             for chunk in graph.stream(
