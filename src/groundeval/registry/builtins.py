@@ -194,7 +194,7 @@ def agent_choices() -> str:
 
 
 def default_agents() -> str:
-    """Each built-in task's default agent as help text: ``"claude for extraction, reconcile, ...; langgraph for write"``."""
+    """Each built-in task's default agent as help text: ``"claude for extraction, ...; langgraph for write"``."""
     by_agent: dict[str, list[str]] = {}
     for name, entry in declared(TaskEntry):
         by_agent.setdefault(str(entry.default_agent), []).append(name)

@@ -13,7 +13,7 @@ __all__ = ["tables_markdown"]
 
 
 def tables_markdown() -> str:
-    """Two Markdown tables: the tasks (name, default agent, offline agent, about), then the agents (name, tasks, about)."""
+    """The tasks table (name, default agent, offline agent, about) and the agents table (name, tasks, about)."""
     tasks = [name for name, _ in builtins.declared(TaskEntry)]
     lines = ["| Task | Default agent | Offline agent | What it asks |", "| --- | --- | --- | --- |"]
     for name, task in builtins.declared(TaskEntry):
