@@ -30,10 +30,10 @@ How failures are reported:
 * A model reply stops at ``max_tokens``: ``TruncatedError`` before any tool call in that reply
   runs; a reply with ``stop_reason`` ``refusal``: ``RefusalError``.
 * The case outlives ``timeout``: each model turn runs under what is left of the case's budget
-  (``agents._retry.call_with_retries`` with the case's start), so a turn started with 1 s left
+  (``models.retry.call_with_retries`` with the case's start), so a turn started with 1 s left
   is abandoned after about 1 s: ``InfraError`` whose details hold ``ran_s`` and ``timeout_s``.
-* Anthropic API failures: retried by ``agents._retry`` (the chat model itself is built with
-  ``max_retries=0``), then classified by ``agents._classify.classify_anthropic_error``
+* Anthropic API failures: retried by ``models.retry`` (the chat model itself is built with
+  ``max_retries=0``), then classified by ``models.classify.classify_anthropic_error``
   (``InfraError``/``AuthError``/``AgentError``).
 
 ``langchain``, ``langgraph`` and ``langchain_anthropic`` are imported on first use only.
