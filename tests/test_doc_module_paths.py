@@ -18,7 +18,7 @@ SRC = REPO / "src" / "groundeval"
 PARTS = sorted(p.stem for p in SRC.iterdir()
                if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").exists()))
 FULL = re.compile(r"\bgroundeval(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-SHORT = re.compile(r"``((?:%s)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\(\))?``" % "|".join(PARTS))
+SHORT = re.compile(r"``((?:" + "|".join(PARTS) + r")(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\(\))?``")
 NOT_MODULES = (".yml", ".yaml", ".json", ".toml", ".md", ".py", ".resources")  # file names, and fhir.resources
 
 
