@@ -42,9 +42,9 @@ from typing import Any
 
 import fixture_files
 
+from groundeval.clinical.lab_thresholds import default_thresholds
+from groundeval.clinical.lab_truth import LOINC_SYSTEM, labs_truth, results_by_test
 from groundeval.datasets import read_bundles
-from groundeval.tasks.labs.thresholds import default_thresholds
-from groundeval.tasks.labs.truth import LOINC_SYSTEM, labs_truth, results_by_test
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "synthea"
@@ -86,7 +86,7 @@ def trim(bundle: JSON) -> JSON:
 
 def case_id(stem: str) -> str:
     """The file stem with a trailing UUID cut to 8 characters (as the task names its cases)."""
-    from groundeval.tasks.labs.cases import case_id_from_stem
+    from groundeval.tasks.bundle_cases import case_id_from_stem
 
     return case_id_from_stem(stem)
 

@@ -35,8 +35,8 @@ from typing import Any
 
 import fixture_files
 
+from groundeval.clinical.lab_thresholds import default_thresholds
 from groundeval.datasets import read_bundles
-from groundeval.tasks.labs.thresholds import default_thresholds
 from groundeval.tasks.summary.record import conditions
 from groundeval.tasks.summary.truth import summary_rubric
 

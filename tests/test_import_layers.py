@@ -76,3 +76,34 @@ def test_no_two_parts_of_the_package_import_each_other() -> None:
     loop = _loop(graph)
     where = [f"{a} -> {b}: {', '.join(sorted(graph[a][b]))}" for a, b in pairwise(loop)] if loop else []
     assert loop is None, "parts that import each other around a loop:\n" + "\n".join(where)
+
+
+def test_no_task_imports_another_task() -> None:
+    """A task's folder (``tasks/<name>/``) imports no other task's folder; what tasks share lives a floor down.
+
+    Shared truth and tables sit in ``groundeval.clinical`` or in the modules directly under
+    ``groundeval.tasks`` (``common``, ``medlist``, ``bundle_cases``), so a task can be changed or
+    dropped without touching another (issue 32).
+    """
+    tasks_dir = SRC / "tasks"
+    folders = {p.name for p in tasks_dir.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert {"extraction", "write", "reconcile", "labs", "summary"} <= folders
+    crossings: list[str] = []
+    for folder in sorted(folders):
+        for path in sorted((tasks_dir / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                    if node.module == "groundeval.tasks":
+                        names = [f"groundeval.tasks.{a.name}" for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level >= 2:  # ``from ..labs import x``
+                    names = [f"groundeval.tasks.{node.module or ''}"]
+                for name in names:
+                    parts = name.split(".")
+                    if parts[:2] == ["groundeval", "tasks"] and len(parts) > 2 and parts[2] in folders \
+                            and parts[2] != folder:
+                        crossings.append(f"{path.relative_to(SRC)} imports {name}")
+    assert not crossings, crossings

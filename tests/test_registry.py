@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from importlib.metadata import EntryPoints
@@ -120,3 +121,28 @@ def test_an_agent_whose_package_or_whose_import_is_broken_is_named_with_the_fix(
     with pytest.raises(ConfigError, match=r"^agent 'acme-echo': 'acme_evals' was found but importing it failed "
                                           r".*; install 'acme_helpers_not_installed' or fix that import"):
         make_agent("acme-echo")
+
+
+def test_every_list_of_tasks_and_agents_comes_from_the_declarations() -> None:
+    """issue 32: help, CLI help and docs name every built-in task and agent, each with its ``about``, from one source."""
+    from groundeval.cli import build_parser
+    from groundeval.plugin.option_table import OPTIONS
+    from groundeval.registry import builtins
+    from groundeval.registry.listing import tables_markdown
+    from tests._paths import REPO
+
+    registry.clear_cache()
+    tasks, agents = registry.builtin_tasks(), registry.builtin_agents()
+    # the names the help reads without importlib.metadata are the names pyproject.toml registers, in order
+    assert [n for n, _ in builtins.declared(registry.TaskEntry)] == list(tasks)
+    assert [n for n, _ in builtins.declared(registry.AgentEntry)] == list(agents)
+    helps = {opt.name: opt.help for opt in OPTIONS}
+    cli_help = re.sub(r"-\s+", "-", " ".join(build_parser().format_help().split()))  # argparse breaks at hyphens
+    for name, entry in [*tasks.items(), *agents.items()]:
+        assert entry.about, f"{name} has no about"
+        listed = helps["task"] if name in tasks else helps["agent"]
+        assert f"{name} (" in listed and entry.about in listed, name
+    for name, task in tasks.items():
+        assert f"{name} ({task.about})" in cli_help, name
+        assert task.default_agent in helps["agent"].rpartition("Default:")[2]
+    assert tables_markdown() in (REPO / "docs" / "reference" / "options.md").read_text(encoding="utf-8")

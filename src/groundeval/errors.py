@@ -9,6 +9,10 @@ counts in the means and what pytest shows, is ``groundeval.records.outcomes.POLI
     │                            Bundle, no/several Patients, a write case failing its schema
     ├── SpendLimitReached        the next model call could pass ``--groundeval-max-cost``: no call
     │                            is made, the run stops, the case and those after it are ``not_run``
+    ├── HarnessError             groundeval's own code, running inside an agent call, found a
+    │                            state it must never send (a tool result not following its tool
+    │                            call in a LangGraph history) (``harness_error``): a pytest
+    │                            *error*, excluded from the means and counted
     └── AgentError               the agent did not answer (outcome ``no_answer``): a pytest
         │                        *failure*, scored as an empty answer
         ├── AgentLoopError       a tool-using agent hit its recursion limit (``agent_loop``)
@@ -49,6 +53,7 @@ __all__ = [
     "ConfigError",
     "DatasetError",
     "GroundevalError",
+    "HarnessError",
     "InfraError",
     "RefusalError",
     "RunStopError",
@@ -202,6 +207,25 @@ class AuthError(RunStopError):
     """The API key is missing or was rejected; nothing else in the run can succeed."""
 
     outcome = "auth_error"
+
+
+class HarnessError(GroundevalError):
+    """A bug in groundeval's own code found while an agent call was under way (outcome ``harness_error``).
+
+    Raised by the harness parts an agent call runs through (the LangGraph agent's history check,
+    ``agents._langgraph_history``), never by the agent's own code: the runner records the case as
+    ``harness_error`` (pytest error, excluded from the means, counted, with the traceback), not as
+    ``agent_error``, and the request is never sent.
+
+    Attributes:
+        details: JSON-safe facts about the fault (the offending message's index and role, ...).
+    """
+
+    outcome = "harness_error"
+
+    def __init__(self, message: str, details: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.details: dict[str, object] = dict(details or {})
 
 
 class ScorerModelError(GroundevalError):

@@ -1,7 +1,7 @@
 """One option type, ``Option``, and its converters: for the plugin's own settings and for the options a task declares.
 
 Standard library only, and outside ``groundeval.tasks`` and ``groundeval.plugin``: the plugin reads
-its option table and the built-in tasks' declared options (``groundeval.builtins``) at
+its option table and the built-in tasks' declared options (``groundeval.registry.builtins``) at
 ``pytest_addoption``, in every pytest session, groundeval or not, without importing any task,
 agent or SDK.
 

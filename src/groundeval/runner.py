@@ -8,6 +8,8 @@ never by what a value holds:
   agent is not called (the truth is derived before the agent runs, so the agent cannot change it);
 * the agent raised an ``AgentError``: its ``outcome`` (agent behaviour: scored as an empty answer;
   an ``InfraError``: excluded);
+* a ``HarnessError`` came out of the agent call (groundeval's own code inside it, such as the
+  LangGraph history check, refused to send a request): ``harness_error``;
 * the agent raised anything else, or returned neither a ``str`` nor an ``AgentResult``:
   ``agent_error``;
 * the task's ``parse``/``score`` (or ``score_result(case, truth, result) -> (Parsed, Score)``, which
@@ -38,7 +40,14 @@ from typing import Any
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import Agent, agent_requires
 from groundeval.datasets import Case
-from groundeval.errors import AgentError, AgentReturnedWrongType, DatasetError, InfraError, ScorerModelError
+from groundeval.errors import (
+    AgentError,
+    AgentReturnedWrongType,
+    DatasetError,
+    HarnessError,
+    InfraError,
+    ScorerModelError,
+)
 from groundeval.jsonable import jsonable
 from groundeval.records.caps import cap_lines, cap_lists
 from groundeval.records.conversation import cap_conversation, make_conversation
@@ -244,7 +253,7 @@ def _raw_fields(text: str) -> dict[str, Any]:
 
 
 def _error(exc: BaseException, *, with_traceback: bool) -> dict[str, Any]:
-    details = dict(exc.details) if isinstance(exc, AgentError) else {}
+    details = dict(exc.details) if isinstance(exc, AgentError | HarnessError) else {}
     details.pop("partial_text", None)  # kept as the record's raw_output
     details.pop("trace", None)  # kept as the record's trace
     details.pop("messages", None)  # kept in the record's conversation
@@ -352,15 +361,16 @@ def run_case(
     failure = attempted.error
     if isinstance(failure, AgentError):
         return _agent_failed(task, info, case, nodeid, attempted, failure)
-    if failure is not None:  # SystemExit included: the agent's own code
+    if failure is not None:  # SystemExit included: the agent's own code, unless groundeval's raised it
         sha = prompt_hash(request.prompt)
+        kind = "harness_error" if isinstance(failure, HarnessError) else "agent_error"
         fields = {
             "prompt_sha256": sha, "latency_s": attempted.latency_s,
             "started_at": attempted.started_at, "error": _error(failure, with_traceback=True),
-            "message": f"agent_error: {type(failure).__name__}: {failure}",
+            "message": f"{kind}: {type(failure).__name__}: {failure}",
             "conversation": _conversation(info, case, request, [], sha),
         }
-        return CaseRun(_record(info, case, nodeid, "agent_error", fields, trial=request.trial), failure)
+        return CaseRun(_record(info, case, nodeid, kind, fields, trial=request.trial), failure)
     execution = attempted.execution
     assert execution is not None  # an Attempt holds an execution or an error
     trial = request.trial

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from groundeval.agents._langgraph_history import history_check
 from groundeval.agents.claude import TRUNCATED
 from groundeval.errors import InfraError, RefusalError, TruncatedError
 from groundeval.models.classify import BadResponse, advise
@@ -110,7 +111,8 @@ def model_call_guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseE
 
 
 def build_write_graph(
-    chat_model: BaseChatModel, tools: Sequence[BaseTool], system_prompt: str, middleware: Sequence[Any] = ()
+    chat_model: BaseChatModel, tools: Sequence[BaseTool], system_prompt: str, middleware: Sequence[Any] = (),
+    case_id: str = "",
 ) -> Any:
     """Build the agent graph with ``langchain.agents.create_agent``.
 
@@ -120,14 +122,17 @@ def build_write_graph(
         tools: The case's tools.
         system_prompt: The task's instructions.
         middleware: Extra middleware, outermost first (the model-call guard).
+        case_id: The case, named by the history check's message.
 
     Returns:
-        The compiled graph; tool exceptions come back to the model as error messages.
+        The compiled graph; tool exceptions come back to the model as error messages; the
+        history check (``_langgraph_history.history_check``) runs innermost, on exactly the
+        messages each model call would send, and raises ``HarnessError`` for a malformed one.
     """
     from langchain.agents import create_agent
     from langchain.agents.middleware import ToolErrorMiddleware
 
     return create_agent(
         chat_model, list(tools), system_prompt=system_prompt,
-        middleware=[*middleware, ToolErrorMiddleware(tool_error)],
+        middleware=[*middleware, ToolErrorMiddleware(tool_error), history_check(case_id)],
     )

@@ -24,13 +24,16 @@ How failures are reported:
 * A tool raises: the exception becomes an error ``ToolMessage``
   (``{"ok": false, "error": "<Type>: <message>"}``, ``ToolErrorMiddleware``) and the model
   carries on; the trace marks the call ``ok: false``.
+* The history about to be sent breaks the tool-call pairing (a tool result not right after its
+  tool call, a tool call left unanswered): ``HarnessError`` (outcome ``harness_error``), no request
+  sent (``_langgraph_history``).
 * A model reply stops at ``max_tokens``: ``TruncatedError`` before any tool call in that reply
   runs; a reply with ``stop_reason`` ``refusal``: ``RefusalError``.
 * The case outlives ``timeout``: each model turn runs under what is left of the case's budget
-  (``agents._retry.call_with_retries`` with the case's start), so a turn started with 1 s left
+  (``models.retry.call_with_retries`` with the case's start), so a turn started with 1 s left
   is abandoned after about 1 s: ``InfraError`` whose details hold ``ran_s`` and ``timeout_s``.
-* Anthropic API failures: retried by ``agents._retry`` (the chat model itself is built with
-  ``max_retries=0``), then classified by ``agents._classify.classify_anthropic_error``
+* Anthropic API failures: retried by ``models.retry`` (the chat model itself is built with
+  ``max_retries=0``), then classified by ``models.classify.classify_anthropic_error``
   (``InfraError``/``AuthError``/``AgentError``).
 
 ``langchain``, ``langgraph`` and ``langchain_anthropic`` are imported on first use only.
@@ -254,7 +257,7 @@ class LangGraphAgent:
         tools = self._tools_for(request)
         model = self._model_for(request)
         guard = model_call_guard(case, self.settings.retry, self._api_errors(model))
-        graph = build_write_graph(model, tools, request.prompt.system, [guard])
+        graph = build_write_graph(model, tools, request.prompt.system, [guard], case_id=case)
         state: dict[str, Any] = {"messages": []}
         try:
             for chunk in graph.stream(

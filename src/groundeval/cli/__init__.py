@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from groundeval.extras import extra_missing_message, has_module
+from groundeval.registry import builtins as _builtins
 
 __all__ = ["CLI_DEFAULTS", "SUBCOMMANDS", "build_parser", "main", "pytest_args", "version"]
 
@@ -40,7 +41,7 @@ kept as a literal so ``--help`` imports no agent; a test checks that the two agr
 
 CLI_DEFAULTS: dict[str, str] = {
     "task": "extraction",
-    "agent": "the task's own: claude for extraction and reconcile, langgraph for write",
+    "agent": "the task's own: " + _builtins.default_agents(),
     "model": f"{MODEL_DEFAULT} for claude and langgraph; smollm2 for local; openai-compatible needs one",
     "limit": "all cases",
     "twin-seed": "one drawn for each run, kept in its run record (settings.twin_seed)",
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
             parser.add_argument(
                 "--task", dest="task", default="extraction", metavar=opt.metavar,
                 help=_help(
-                    "The eval task: extraction, write, reconcile, labs, a registered task or package.module:Class.",
+                    "The eval task: " + _builtins.task_choices() + ", a registered task or package.module:Class.",
                     default,
                 ),
             )
@@ -181,7 +182,7 @@ def pytest_args(argv: Sequence[str] | None = None) -> list[str]:
     if unknown:
         parser.error(_unknown_flag_message(parser, argv, unknown))
     if not str(args.task).strip():
-        parser.error("--task must name a task (extraction, write, reconcile, labs, or package.module:Class); "
+        parser.error(f"--task must name a task ({', '.join(_builtins.task_names())}, or package.module:Class); "
                      "it cannot be empty")
     out: list[str] = []
     for opt in OPTIONS:

@@ -69,8 +69,8 @@ def _defaults() -> tuple[int, float]:
 def main(argv: Sequence[str]) -> int:
     """Run the calibration; print the figures; write the card with ``-o``. Returns the exit status."""
     args = _parser().parse_args(list(argv))
+    from groundeval.clinical.lab_thresholds import default_thresholds
     from groundeval.datasets import default_data_dir
-    from groundeval.tasks.labs.thresholds import default_thresholds
     from groundeval.tasks.summary.calibration import calibrate
     from groundeval.tasks.summary.card import calibrate_labels, write_card
     from groundeval.tasks.summary.card_text import card_lines

@@ -9,7 +9,7 @@ whole wave of cases, so the process limit is cut: additive increase, multiplicat
   ``Retry-After`` or ``MIN_COOLDOWN_S``, whichever is longer;
 * after that, each successful call raises the limit by one, up to N.
 
-The call that was rate limited is retried by the one retry layer (``agents._retry``), which
+The call that was rate limited is retried by the one retry layer (``models.retry``), which
 obeys ``Retry-After`` and the case's time budget. Slots are handed out first come, first served,
 so no case waits behind later ones. One ``AdaptiveLimit`` serves the whole process
 (``configure``/``current``); a serial run with ``--groundeval-concurrency 1`` has none.

@@ -46,7 +46,7 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
         settings: The run settings (``data_dir``, ``cache_dir``, ``replay_allow_changed``).
         task: The task of the run.
 
-    With ``--groundeval-tools=mcp`` the agent is wrapped first in ``mcp_server.MCPToolsAgent`` (each
+    With ``--groundeval-tools=mcp`` the agent is wrapped first in ``mcp_server.serving.MCPToolsAgent`` (each
     case's tools on an MCP server of its own, the server's trace in the result), inside the cache,
     so a cached answer keeps the trace it was made with; with ``--groundeval-fhir`` in
     ``fhir.serving.FhirServingAgent`` (each case's record on a FHIR server, the access log and

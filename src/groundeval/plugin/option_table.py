@@ -23,6 +23,7 @@ from groundeval.options import (
     positive_int as _positive_int,
     text as _text,
 )
+from groundeval.registry import builtins as _builtins
 from groundeval.shards import parse_shard as _shard
 
 __all__ = ["GENERIC", "OPTIONS", "RUN_OPTIONS", "Option"]
@@ -59,22 +60,13 @@ _progress_mode = choice("auto", "tty", "plain", "off", why="must be auto, tty, p
 RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "task", _text, None,
-        "Run this eval task: extraction (read active medications from a FHIR Bundle), write "
-        "(write an R4B MedicationStatement from a note), reconcile (a patient's admission report against "
-        "the record), labs (interpret lab and vital-sign results against a cited threshold table), summary "
-        "(a patient's handoff summary, scored criterion by criterion with a measured judge), a task "
-        "registered under the entry-point "
+        "Run this eval task: " + _builtins.task_choices() + ", a task registered under the entry-point "
         "group groundeval.tasks, or package.module:Class. Without it the plugin is off.", "NAME", scope="run",
     ),
     Option(
         "agent", _text, None,
-        "Agent: claude, openai-compatible, local (a llama.cpp server it starts), baseline, naive, priors (extraction), "
-        "langgraph (tool-using: write, extraction, reconcile, labs), langgraph-fhir (the read tools only), "
-        "baseline-write, naive-write (write), baseline-reconcile, naive-reconcile, hedge-reconcile (reconcile), "
-        "baseline-labs, naive-labs (labs), baseline-summary, naive-summary, hedge-summary, "
-        "hedge-all-summary (summary), "
-        "or package.module:attribute. "
-        "Default: the task's own (claude for extraction, reconcile and labs, langgraph for write).", "NAME",
+        "Agent: " + _builtins.agent_choices() + ", or package.module:attribute. "
+        "Default: the task's own (" + _builtins.default_agents() + ").", "NAME",
         scope="run",
     ),
     Option(

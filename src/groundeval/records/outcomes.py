@@ -88,8 +88,8 @@ POLICY: tuple[OutcomeRule, ...] = (
                 "the agent's own code raised (traceback shown), or returned a value that is neither a str "
                 "nor an `AgentResult` (a bug, not an answer)"),
     OutcomeRule("harness_error", "error", False, False,
-                "groundeval raised while rendering, deriving the truth, parsing, scoring or recording "
-                "(full traceback)"),
+                "groundeval raised while rendering, deriving the truth, parsing, scoring or recording, or "
+                "refused to send a malformed request during an agent call (full traceback)"),
     OutcomeRule("invalid_case", "error", False, False,
                 "the case file failed the task's checks when its case was about to run (not valid FHIR R4B, "
                 "a MedicationRequest status or intent outside its value set, a truth that cannot be derived); the "

@@ -82,12 +82,14 @@ class TaskEntry:
         options: Options that get first-class flags ``--groundeval-<name>`` (groundeval's own
             tasks only; the task class declares them in its ``options`` too). Every declared
             option can be given as ``--groundeval-option=KEY=VALUE``.
+        about: What the task asks, in a few words, for the help and the docs' lists.
     """
 
     target: str
     default_agent: str | None = None
     offline_agent: str | None = None
     options: tuple[Option, ...] = ()
+    about: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +103,13 @@ class AgentEntry:
             ``requires``/``tasks``), for the messages that name the agents serving a task.
         needs_extra: The extra its import needs (``"healthchain"``), named in the missing-key
             message that suggests it as a task's offline agent.
+        about: What the agent is, in a few words, for the help and the docs' lists.
     """
 
     target: str
     tasks: tuple[str, ...] = ()
     needs_extra: str | None = None
+    about: str = ""
 
 
 @cache

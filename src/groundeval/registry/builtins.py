@@ -9,6 +9,8 @@ The task classes point their ``options`` and ``default_agent`` at their declarat
 
 from __future__ import annotations
 
+from typing import Any
+
 from groundeval.options import Option, boolean, choice, positive_int, text, unit_interval
 from groundeval.registry import AgentEntry, TaskEntry
 
@@ -54,60 +56,171 @@ SUMMARY_OPTIONS: tuple[Option, ...] = (
 # Tasks, in the order messages list them.
 extraction = TaskEntry(
     "groundeval.tasks.extraction.task:ExtractionTask", default_agent="claude", offline_agent="baseline",
-    options=EXTRACTION_OPTIONS,
+    options=EXTRACTION_OPTIONS, about="read the active medications from a FHIR Bundle",
 )
-write = TaskEntry("groundeval.tasks.write.task:WriteTask", default_agent="langgraph", offline_agent="baseline-write")
+write = TaskEntry("groundeval.tasks.write.task:WriteTask", default_agent="langgraph", offline_agent="baseline-write",
+                  about="write an R4B MedicationStatement from a note")
 reconcile = TaskEntry(
     "groundeval.tasks.reconcile.task:ReconcileTask", default_agent="claude", offline_agent="baseline-reconcile",
+    about="check a patient's admission medication report against the record",
 )
-labs = TaskEntry("groundeval.tasks.labs:LabsTask", default_agent="claude", offline_agent="baseline-labs")
+labs = TaskEntry("groundeval.tasks.labs:LabsTask", default_agent="claude", offline_agent="baseline-labs",
+                 about="interpret lab and vital-sign results against a cited threshold table")
 summary = TaskEntry("groundeval.tasks.summary:SummaryTask", default_agent="claude", offline_agent="baseline-summary",
-                    options=SUMMARY_OPTIONS)
+                    options=SUMMARY_OPTIONS,
+                    about="a handoff summary, scored criterion by criterion with a measured judge")
 
 # Agents, in the order messages list them ("agents that serve write: claude, openai-compatible, ...").
 ANY_TASK = ("extraction", "write", "reconcile", "labs", "summary")
 BUNDLE_TASKS = ("extraction", "reconcile", "labs", "summary")
 """The tasks whose context holds the case's FHIR Bundle (``fhir_bundle``)."""
 
-claude = AgentEntry("groundeval.agents.claude:ClaudeAgent", ANY_TASK)
-openai_compatible = AgentEntry("groundeval.agents.openai_compat:OpenAICompatibleAgent", ANY_TASK)
-local = AgentEntry("groundeval.agents.local:LocalAgent", ANY_TASK)
+claude = AgentEntry(
+    "groundeval.agents.claude:ClaudeAgent", ANY_TASK,
+    about='Claude through the Messages API',
+)
+openai_compatible = AgentEntry(
+    "groundeval.agents.openai_compat:OpenAICompatibleAgent", ANY_TASK,
+    about='any OpenAI-compatible chat server, model@URL',
+)
+local = AgentEntry(
+    "groundeval.agents.local:LocalAgent", ANY_TASK,
+    about='a llama.cpp server it starts on a GGUF model',
+)
 baseline = AgentEntry(
-    "groundeval.agents.baselines.extraction:BaselineExtractionAgent", ("extraction",), needs_extra="healthchain",
+     "groundeval.agents.baselines.extraction:BaselineExtractionAgent", ("extraction",), needs_extra="healthchain",
+    about='rule-based reader of the record',
 )
 naive = AgentEntry(
-    "groundeval.agents.baselines.extraction:NaiveExtractionAgent", ("extraction",), needs_extra="healthchain",
+     "groundeval.agents.baselines.extraction:NaiveExtractionAgent", ("extraction",), needs_extra="healthchain",
+    about='negative control: every MedicationRequest, whatever its status',
 )
-priors = AgentEntry("groundeval.agents.baselines.priors:PriorsExtractionAgent", ("extraction",))
-langgraph = AgentEntry("groundeval.agents.langgraph_agent:LangGraphAgent", ANY_TASK)
-langgraph_fhir = AgentEntry("groundeval.agents.langgraph_agent:LangGraphFHIRAgent", BUNDLE_TASKS)
-langgraph_mcp = AgentEntry("groundeval.agents.langgraph_mcp:LangGraphMCPAgent", ANY_TASK, needs_extra="mcp")
+priors = AgentEntry(
+    "groundeval.agents.baselines.priors:PriorsExtractionAgent", ("extraction",),
+    about='remembered answers, never the record: the counterfactual control',
+)
+langgraph = AgentEntry(
+    "groundeval.agents.langgraph_agent:LangGraphAgent", ANY_TASK,
+    about="tool-using LangGraph agent over the case's tools",
+)
+langgraph_fhir = AgentEntry(
+    "groundeval.agents.langgraph_agent:LangGraphFHIRAgent", BUNDLE_TASKS,
+    about='the LangGraph agent with the FHIR read tools only',
+)
+langgraph_mcp = AgentEntry(
+    "groundeval.agents.langgraph_mcp:LangGraphMCPAgent", ANY_TASK, needs_extra="mcp",
+    about='the LangGraph agent reaching the tools over MCP',
+)
 langgraph_rest = AgentEntry(
     "groundeval.agents.langgraph_rest:LangGraphRestAgent", ANY_TASK, needs_extra="fhir-client",
+    about="the LangGraph agent reading the record over FHIR REST (--groundeval-fhir)",
 )
-"""Reads the record over FHIR REST only (``--groundeval-fhir``)."""
 baseline_write = AgentEntry(
-    "groundeval.agents.baselines.write:BaselineWriteAgent", ("write",), needs_extra="healthchain",
+     "groundeval.agents.baselines.write:BaselineWriteAgent", ("write",), needs_extra="healthchain",
+    about='rule-based MedicationStatement writer',
 )
-naive_write = AgentEntry("groundeval.agents.baselines.write:NaiveWriteAgent", ("write",))
-baseline_reconcile = AgentEntry("groundeval.agents.baselines.reconcile:BaselineReconcileAgent", ("reconcile",))
-naive_reconcile = AgentEntry("groundeval.agents.baselines.reconcile:NaiveReconcileAgent", ("reconcile",))
-hedge_reconcile = AgentEntry("groundeval.agents.baselines.reconcile:HedgingReconcileAgent", ("reconcile",))
-baseline_labs = AgentEntry("groundeval.agents.baselines.labs:BaselineLabsAgent", ("labs",))
-naive_labs = AgentEntry("groundeval.agents.baselines.labs:NaiveLabsAgent", ("labs",))
-baseline_summary = AgentEntry("groundeval.agents.baselines.summary:BaselineSummaryAgent", ("summary",))
-naive_summary = AgentEntry("groundeval.agents.baselines.summary:NaiveSummaryAgent", ("summary",))
-hedge_summary = AgentEntry("groundeval.agents.baselines.summary:HedgingSummaryAgent", ("summary",))
-hedge_all_summary = AgentEntry("groundeval.agents.baselines.summary:HedgeAllSummaryAgent", ("summary",))
+naive_write = AgentEntry(
+    "groundeval.agents.baselines.write:NaiveWriteAgent", ("write",),
+    about="negative control: one constant statement for every note",
+)
+baseline_reconcile = AgentEntry(
+    "groundeval.agents.baselines.reconcile:BaselineReconcileAgent", ("reconcile",),
+    about='rule-based reconciler',
+)
+naive_reconcile = AgentEntry(
+    "groundeval.agents.baselines.reconcile:NaiveReconcileAgent", ("reconcile",),
+    about='negative control: every drug called matched',
+)
+hedge_reconcile = AgentEntry(
+    "groundeval.agents.baselines.reconcile:HedgingReconcileAgent", ("reconcile",),
+    about='negative control: each drug under every status',
+)
+baseline_labs = AgentEntry(
+    "groundeval.agents.baselines.labs:BaselineLabsAgent", ("labs",),
+    about='rule-based reader of the results',
+)
+naive_labs = AgentEntry(
+    "groundeval.agents.baselines.labs:NaiveLabsAgent", ("labs",),
+    about="negative control: each test's earliest result, not its latest",
+)
+baseline_summary = AgentEntry(
+    "groundeval.agents.baselines.summary:BaselineSummaryAgent", ("summary",),
+    about='rule-based summary from the record',
+)
+naive_summary = AgentEntry(
+    "groundeval.agents.baselines.summary:NaiveSummaryAgent", ("summary",),
+    about='negative control: every condition and drug listed as current',
+)
+hedge_summary = AgentEntry(
+    "groundeval.agents.baselines.summary:HedgingSummaryAgent", ("summary",),
+    about='negative control: a summary that names nothing',
+)
+hedge_all_summary = AgentEntry(
+    "groundeval.agents.baselines.summary:HedgeAllSummaryAgent", ("summary",),
+    about='negative control: everything labelled both past and current',
+)
 baseline_rest = AgentEntry(
     "groundeval.agents.baselines.rest:BaselineRestAgent", ("extraction",), needs_extra="healthchain",
+    about="the extraction baseline reading over FHIR REST (--groundeval-fhir)",
 )
 """The ``*-rest`` baselines read the record over FHIR REST only (``--groundeval-fhir``)."""
-baseline_labs_rest = AgentEntry("groundeval.agents.baselines.rest:BaselineLabsRestAgent", ("labs",))
-baseline_reconcile_rest = AgentEntry("groundeval.agents.baselines.rest:BaselineReconcileRestAgent", ("reconcile",))
-baseline_summary_rest = AgentEntry("groundeval.agents.baselines.rest:BaselineSummaryRestAgent", ("summary",))
+baseline_labs_rest = AgentEntry(
+    "groundeval.agents.baselines.rest:BaselineLabsRestAgent", ("labs",),
+    about="the labs baseline reading over FHIR REST (--groundeval-fhir)",
+)
+baseline_reconcile_rest = AgentEntry(
+    "groundeval.agents.baselines.rest:BaselineReconcileRestAgent", ("reconcile",),
+    about="the reconcile baseline reading over FHIR REST (--groundeval-fhir)",
+)
+baseline_summary_rest = AgentEntry(
+    "groundeval.agents.baselines.rest:BaselineSummaryRestAgent", ("summary",),
+    about="the summary baseline reading over FHIR REST (--groundeval-fhir)",
+)
 baseline_write_rest = AgentEntry(
     "groundeval.agents.baselines.rest:BaselineWriteRestAgent", ("write",), needs_extra="healthchain",
+    about="the write baseline writing over FHIR REST (--groundeval-fhir)",
 )
-replay = AgentEntry("groundeval.agents.replay:ReplayAgent", ANY_TASK)
+replay = AgentEntry(
+    "groundeval.agents.replay:ReplayAgent", ANY_TASK,
+    about='replay:RUN.json re-scores a recorded run, no model call',
+)
 """``replay:RUN.json``: a built-in that takes an argument (its class builds itself with ``from_argument``)."""
+
+
+def declared(kind: type[Any]) -> list[tuple[str, Any]]:
+    """``(name, declaration)`` of every declaration of ``kind`` here, in declaration order.
+
+    The name is the attribute's with ``_`` as ``-``: the name ``pyproject.toml`` registers it
+    under (``tests/test_registry.py`` checks the two agree), read without ``importlib.metadata``.
+    """
+    return [(attr.replace("_", "-"), value) for attr, value in globals().items() if isinstance(value, kind)]
+
+
+def task_names() -> list[str]:
+    """The built-in tasks' names, in declaration order."""
+    return [name for name, _ in declared(TaskEntry)]
+
+
+def task_choices() -> str:
+    """The built-in tasks as help text: ``"extraction (read ...), write (write ...), ..."``."""
+    return ", ".join(f"{name} ({entry.about})" for name, entry in declared(TaskEntry))
+
+
+def agent_choices() -> str:
+    """The built-in agents as help text: ``"claude (Claude ...), baseline-write (write: ...), ..."``.
+
+    An agent serving only some tasks names them before its ``about``.
+    """
+    every = {name for name, _ in declared(TaskEntry)}
+    return ", ".join(
+        f"{name} ({entry.about})" if set(entry.tasks) == every else f"{name} ({', '.join(entry.tasks)}: {entry.about})"
+        for name, entry in declared(AgentEntry)
+    )
+
+
+def default_agents() -> str:
+    """Each built-in task's default agent as help text: ``"claude for extraction, ...; langgraph for write"``."""
+    by_agent: dict[str, list[str]] = {}
+    for name, entry in declared(TaskEntry):
+        by_agent.setdefault(str(entry.default_agent), []).append(name)
+    return "; ".join(f"{agent} for {', '.join(tasks)}" for agent, tasks in by_agent.items())

@@ -18,11 +18,11 @@ scripts/make_variants.py):
 4. ... whose ``subject`` resolves to the bundle's one Patient: the Patient entry's exact
    ``fullUrl`` or ``Patient/<id>``. Any other absolute URL, even one ending in ``/Patient/<id>``,
    resolves only to an entry with that fullUrl (https://hl7.org/fhir/R4/bundle.html#references),
-   so it names someone else (``fhir.patient_reference_matches``).
+   so it names someone else (``fhir.bundle.patient_reference_matches``).
 5. Its drug is ``medicationCodeableConcept``, or the ``Medication.code`` that
    ``medicationReference`` resolves to (bundle entry by fullUrl or ``Type/id``, or contained
-   ``#id``; ``fhir.BundleIndex``).
-6. RxNorm codings are picked by system (``fhir.RXNORM_SYSTEMS``), never by position. All RxNorm
+   ``#id``; ``fhir.bundle.BundleIndex``).
+6. RxNorm codings are picked by system (``terminology.systems.RXNORM_SYSTEMS``), never by position. All RxNorm
    codes of one concept (branded SBD and generic SCD) name the same medication.
 7. Requests whose RxCUIs overlap collapse into one medication (duplicate refills count once).
 8. The accepted displays of an RxCUI come only from the active requests that name it (or their
@@ -144,7 +144,7 @@ def exclusion(request: Mapping[str, Any], subjects: frozenset[str]) -> str | Non
 
     Args:
         request: A MedicationRequest dict.
-        subjects: The references that resolve to the patient (``fhir.patient_references``).
+        subjects: The references that resolve to the patient (``fhir.bundle.patient_references``).
 
     Returns:
         ``"<status>"`` for a non-active status, ``"doNotPerform"``, ``"intent <code>"`` or

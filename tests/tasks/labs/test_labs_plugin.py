@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from groundeval.tasks.labs.thresholds import default_thresholds
+from groundeval.clinical.lab_thresholds import default_thresholds
 from tests._paths import REPO
 from tests._xdist import assert_reports_cross_to_the_controller
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from groundeval.clinical.lab_thresholds import default_thresholds
 from groundeval.scoring import Parsed
 from groundeval.tasks.labs import LabsTask
 from groundeval.tasks.labs.prompt import answer_from_truth
 from groundeval.tasks.labs.scorer import aggregate_labs, macro_f1, score_labs
-from groundeval.tasks.labs.thresholds import default_thresholds
 from tests._paths import REPO
 
 CASES = REPO / "fixtures" / "labs"

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from groundeval.clinical.lab_thresholds import default_thresholds
+from groundeval.clinical.lab_truth import labs_truth
 from groundeval.errors import ConfigError, DatasetError
 from groundeval.tasks import make_task
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS
 from groundeval.tasks.labs import LabsTask
 from groundeval.tasks.labs.prompt import ANSWER_FORMAT, EXAMPLE_BUNDLE, answer_from_truth
-from groundeval.tasks.labs.thresholds import default_thresholds
-from groundeval.tasks.labs.truth import labs_truth
 from tests._paths import REPO
 
 ROOT = REPO

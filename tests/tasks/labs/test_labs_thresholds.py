@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from groundeval.clinical.lab_thresholds import THRESHOLDS_FILE, default_thresholds, load_thresholds
 from groundeval.errors import DatasetError
-from groundeval.tasks.labs.thresholds import THRESHOLDS_FILE, default_thresholds, load_thresholds
 from groundeval.terminology.ucum import convert
 from tests._paths import REPO
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from groundeval.clinical.lab_thresholds import default_thresholds
+from groundeval.clinical.lab_truth import direction, labs_truth
 from groundeval.errors import DatasetError
-from groundeval.tasks.labs.thresholds import default_thresholds
-from groundeval.tasks.labs.truth import direction, labs_truth
 
 TABLE = default_thresholds()
 LOINC, UCUM = "http://loinc.org", "http://unitsofmeasure.org"

@@ -27,7 +27,7 @@ compared as written (125 micrograms against 0.125 mg is reported as a dose misma
 tablets ("two tablets") is not read as a dose, and a combination product's dose is not compared.
 Two negative controls: ``naive-reconcile`` lists the same medications but calls every one
 ``matched``; ``hedge-reconcile`` gives the baseline's answer and then every other status for each
-of its medications (a hedged answer: the contradiction rule of ``scorers.reconcile`` must score it
+of its medications (a hedged answer: the contradiction rule of ``tasks.reconcile.scorer`` must score it
 below the baseline's own).
 """
 

@@ -13,7 +13,7 @@ Matching (see ``tasks/medlist.py`` for how the truth is built):
 * ``unresolved`` truth entries (a dangling medicationReference) are not scored.
 
 **The answer is a set of (drug, display) claims**, by the rule every task whose answer is a set of
-labelled items follows (``scorers.reconcile`` applies it to (drug, status)): an identical repeat
+labelled items follows (``tasks.reconcile.scorer`` applies it to (drug, status)): an identical repeat
 (the same drug again, with the same display after whitespace normalisation) counts once, whether
 the drug is right or wrong: it is neither a hit nor a false positive, and ``duplicates`` counts it.
 The same drug listed again with another display (or another of its codes) is also no second hit

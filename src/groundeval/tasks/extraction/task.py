@@ -2,7 +2,7 @@
 
 Each case is one Synthea (or user) Bundle with exactly one Patient. The agent sees the whole
 Bundle JSON and answers with a JSON array of ``{"rxnorm_code", "display"}`` objects; the truth is
-derived from the same Bundle by ``tasks.medlist``; ``scorers.extraction`` compares them.
+derived from the same Bundle by ``tasks.medlist``; ``tasks.extraction.scorer`` compares them.
 
 The Bundle is also in ``context(case)["bundle"]``, so a tool-using agent (``langgraph``,
 ``langgraph-fhir``) can read it through the read-only FHIR tools (``groundeval.fhir.read_tools``).

@@ -15,8 +15,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from groundeval.tasks.labs.thresholds import Band, TestRow, Thresholds
-from groundeval.tasks.labs.truth import NO_RESULT, NOT_APPLICABLE, labs_truth
+from groundeval.clinical.lab_thresholds import Band, TestRow, Thresholds
+from groundeval.clinical.lab_truth import NO_RESULT, NOT_APPLICABLE, labs_truth
 
 __all__ = ["ANSWER_FORMAT", "EXAMPLE_BUNDLE", "answer_from_truth", "system_prompt", "user_prompt"]
 

@@ -1,6 +1,6 @@
 """Score a labs answer: value, category and direction accuracy per case, the critical rule, macro F1.
 
-Truth entries come from ``tasks.labs.truth`` (one per test of the table); answer entries are
+Truth entries come from ``clinical.lab_truth`` (one per test of the table); answer entries are
 ``{"loinc", "value", "unit", "date", "category", "direction", "critical"}``. An answer entry is
 paired with the truth entry of its ``loinc``; an entry for a test the prompt did not name is
 ``extra``. A test without an entry is wrong on every count it takes part in. Several entries for
@@ -50,9 +50,9 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any, Literal
 
+from groundeval.clinical.lab_thresholds import Thresholds
+from groundeval.clinical.lab_truth import NO_RESULT
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.tasks.labs.thresholds import Thresholds
-from groundeval.tasks.labs.truth import NO_RESULT
 
 __all__ = [
     "METRIC_DIRECTIONS", "METRIC_NAMES", "VALUE_TOLERANCE", "LabsScorer", "aggregate_labs", "macro_f1", "score_labs",

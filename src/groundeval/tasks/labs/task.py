@@ -2,11 +2,11 @@
 
 Each case (``fixtures/labs/*.json``, made by ``scripts/make_labs.py``) is one patient's FHIR Bundle:
 the Patient and the Observations of the tests in the threshold table
-(``fixtures/terminology/lab_thresholds.json``, ``tasks.labs.thresholds``). The agent sees the
+(``fixtures/terminology/lab_thresholds.json``, ``clinical.lab_thresholds``). The agent sees the
 Bundle (``prompt``; ``context`` has it as ``"bundle"`` for tool-using agents, whose read tools
 include ``get_observations``) and answers a JSON list, one entry per test the prompt names
 (``tasks.labs.prompt.ANSWER_FORMAT``); the truth is derived at ``truth`` time from the same Bundle
-and the table (``tasks.labs.truth``); ``tasks.labs.scorer`` scores it.
+and the table (``clinical.lab_truth``); ``tasks.labs.scorer`` scores it.
 
 Option ``thresholds_in_prompt`` (default false): give the categories' bounds and the critical limits
 in the prompt (the task then measures whether a model applies a given table), or only the category
@@ -24,16 +24,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from groundeval.agent_io import Prompt
+from groundeval.clinical.lab_thresholds import Thresholds, default_thresholds
+from groundeval.clinical.lab_truth import labs_truth
 from groundeval.datasets import Case
 from groundeval.options import TaskOption, boolean
 from groundeval.parsing import extract_json
 from groundeval.scoring import Parsed
 from groundeval.tasks.base import BaseTask
-from groundeval.tasks.labs.cases import check_bundle, has_observations, read_case
+from groundeval.tasks.bundle_cases import check_bundle, has_observations, read_case
 from groundeval.tasks.labs.prompt import system_prompt, user_prompt
 from groundeval.tasks.labs.scorer import METRIC_NAMES, LabsScorer
-from groundeval.tasks.labs.thresholds import Thresholds, default_thresholds
-from groundeval.tasks.labs.truth import labs_truth
 
 __all__ = ["LABS_OPTIONS", "LAB_READ_TOOLS", "LabsTask"]
 
@@ -165,7 +165,7 @@ class LabsTask(BaseTask):
         return sorted(used)
 
     def truth(self, case: Case) -> dict[str, Any]:
-        """``{"tests": [entry...]}`` (``tasks.labs.truth.labs_truth``).
+        """``{"tests": [entry...]}`` (``clinical.lab_truth.labs_truth``).
 
         Raises:
             DatasetError: An Observation the truth reads is malformed (status, effective[x], unit).

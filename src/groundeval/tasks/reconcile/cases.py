@@ -28,16 +28,16 @@ instead carry the Bundle inline as ``"bundle": {...}`` (for hand-made or test ca
 ``report.items`` is the structured content of what the patient says (the agent sees only
 ``report.text``): ``rxnorm_code`` is the product the patient means (any RxCUI of it: the record's,
 a brand's, another strength's, or for a drug the record lacks the site catalog's; the truth pairs
-it with the record by clinical concept, ``tasks.reconcile_truth``), ``dose`` an amount per
+it with the record by clinical concept, ``tasks.reconcile.truth``), ``dose`` an amount per
 administration in UCUM, case-sensitive (``mg``, ``ug``, ``g``; a rate such as ``ug/h`` for a
 patch; a count such as ``{tablet}``; on a combination product an amount adds the ``ingredient``
 it is of), ``frequency`` the ``Timing.repeat`` triple (``period_unit`` a UnitsOfTime code,
 https://hl7.org/fhir/R4B/valueset-units-of-time.html), ``as_needed`` true/false; null where the
-patient does not say. The units are checked when the truth is derived (``tasks.reconcile_doses``:
+patient does not say. The units are checked when the truth is derived (``tasks.reconcile.doses``:
 ``mcg`` or ``MG``, a mass for a patch's rate, an amount on a combination without its ingredient
 are an ``invalid_case`` naming the file, the item, the unit and the fix). ``transformations`` is
 provenance only: the discrepancy truth is computed from the record and ``report.items``
-(``tasks.reconcile_truth``), never read from it.
+(``tasks.reconcile.truth``), never read from it.
 """
 
 from __future__ import annotations

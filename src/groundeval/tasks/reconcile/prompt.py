@@ -46,7 +46,7 @@ STATUS_RULES: tuple[tuple[str, str], ...] = (
                           "on-hold, in a request that passes the same intent, doNotPerform and subject rules as an "
                           "active one (otherwise it is not in the record at all); use the RxCUI of that request"),
 )
-"""Each status and what it means, as the agent is told (``tasks.reconcile_truth`` derives them)."""
+"""Each status and what it means, as the agent is told (``tasks.reconcile.truth`` derives them)."""
 
 RULES: tuple[str, ...] = (
     "Compare only what both sides state. A doseQuantity without a unit counts units (tablets, capsules, "

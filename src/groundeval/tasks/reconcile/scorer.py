@@ -1,6 +1,6 @@
 """Score a reconciliation answer: discrepancy precision/recall/F1, matched F1, the high-alert rule.
 
-Truth entries come from ``tasks.reconcile_truth`` (each with its accepted RxCUIs and status);
+Truth entries come from ``tasks.reconcile.truth`` (each with its accepted RxCUIs and status);
 answer items are ``{"rxnorm_code", "display", "status", ...}``. An answer item is paired with the
 truth entry that carries its RxCUI (any of the entry's codes: branded and generic RxCUIs of one
 record concept, and the RxCUI the report names, are the same drug); an item whose RxCUI is on
@@ -8,7 +8,7 @@ neither side pairs with nothing (an *extra*, keyed by its RxCUI, or by its displ
 none).
 
 **An answer is a set of (drug, status) claims** (the rule every task whose answer is a set of
-labelled items follows; ``scorers.extraction`` applies it to (drug, display)):
+labelled items follows; ``tasks.extraction.scorer`` applies it to (drug, display)):
 
 * an identical repeat (the same drug with the same status) counts once, right or wrong: it is
   neither a hit nor a false positive, and ``duplicates`` counts it;
@@ -28,7 +28,7 @@ guess alone, whether the guess was right or wrong.
   ``discrepancy_precision`` is n/a (None) when the answer names no discrepancy,
   ``discrepancy_recall`` when the truth has none; ``discrepancy_f1`` is always a number, by the
   extraction task's rule: 1.0 when both are empty and an answer was found, 0.0 when exactly one
-  is, 0.0 whenever no answer was found (see ``scorers.extraction``).
+  is, 0.0 whenever no answer was found (see ``tasks.extraction.scorer``).
 * ``recall_<status>``: the recall over the truth entries of one discrepancy status (n/a when there
   are none).
 * **Matched**: ``matched_f1`` over the drugs the answer calls ``matched`` against the truth's

@@ -1,13 +1,13 @@
 """Reconcile task: set a patient's admission report beside the FHIR record and name each discrepancy.
 
-Each case (``fixtures/reconcile/*.json``, schema in ``tasks.reconcile_cases``, written by
+Each case (``fixtures/reconcile/*.json``, schema in ``tasks.reconcile.cases``, written by
 ``scripts/make_reconcile.py``) is a patient's Bundle (a pinned reference to an extraction fixture)
 and what the patient says they take, as text and as structured content. The agent sees the
 Bundle and the text (``prompt``; ``context`` has the Bundle as ``"bundle"`` and the text as
 ``"report"`` for tool-using agents), answers a JSON list of ``{"rxnorm_code", "display",
-"status"}`` (``tasks.reconcile_prompt.ANSWER_FORMAT``); the truth is computed at ``truth`` time
-from the record and the structured report by ``tasks.reconcile_truth`` (never read from the
-file); ``scorers.reconcile`` scores it.
+"status"}`` (``tasks.reconcile.prompt.ANSWER_FORMAT``); the truth is computed at ``truth`` time
+from the record and the structured report by ``tasks.reconcile.truth`` (never read from the
+file); ``tasks.reconcile.scorer`` scores it.
 
 This task is built in but uses only what an outside task could: ``BaseTask``, a scorer with
 ``metric_names``/``score``/``aggregate``, ``Parsed``, ``Score``, ``Prompt``, ``extract_json``,
@@ -113,7 +113,7 @@ class ReconcileTask(BaseTask):
 
     @property
     def metric_names(self) -> tuple[str, ...]:
-        """Every per-case metric (``scorers.reconcile.METRIC_NAMES``)."""
+        """Every per-case metric (``tasks.reconcile.scorer.METRIC_NAMES``)."""
         return METRIC_NAMES
 
     @classmethod
@@ -228,7 +228,7 @@ class ReconcileTask(BaseTask):
         return [*patient_of_record(bundle), *resources_of(bundle, ("MedicationRequest",))]
 
     def truth(self, case: Case) -> dict[str, Any]:
-        """``{"entries": [TruthEntry...], "not_scored": [...]}`` (``tasks.reconcile_truth``)."""
+        """``{"entries": [TruthEntry...], "not_scored": [...]}`` (``tasks.reconcile.truth``)."""
         return reconcile_truth(case.data["bundle"], case.data["items"], _catalog_displays(), str(case.source))
 
     def counterfactual(self, case: Case, kind: str) -> Case | None:

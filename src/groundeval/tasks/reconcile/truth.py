@@ -3,13 +3,13 @@
 The record side is the extraction task's truth (``tasks.medlist.medication_truth``: the active
 MedicationRequests, RxNorm by system, branded and generic codes of one concept as one drug), so
 "active in the record" means exactly what it means there. The report side is the case file's
-structured ``report.items`` (``tasks.reconcile_cases.ReportItem``). Statuses:
+structured ``report.items`` (``tasks.reconcile.cases.ReportItem``). Statuses:
 
 * ``matched``: active in the record and reported, with no dose, frequency or as-needed difference
   that both sides state;
 * ``dose_mismatch``: active and reported, but the dose per administration, the number of
   administrations per day, or as-needed versus scheduled use differ, where both sides state it
-  (doses per ingredient, through UCUM: ``tasks.reconcile_doses``). What only one side states is
+  (doses per ingredient, through UCUM: ``tasks.reconcile.doses``). What only one side states is
   not a discrepancy;
 * ``omission``: active in the record, not reported;
 * ``stopped_but_taken``: reported, not active, but the record holds a ``stopped``, ``completed`` or

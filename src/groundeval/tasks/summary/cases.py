@@ -13,7 +13,7 @@ from typing import Any
 
 from groundeval.datasets import Case, load_json
 from groundeval.errors import DatasetError
-from groundeval.tasks.labs.cases import case_id_from_stem, check_bundle
+from groundeval.tasks.bundle_cases import case_id_from_stem, check_bundle
 from groundeval.tasks.summary.record import resources
 
 __all__ = ["check_bundle", "has_record", "read_case"]

@@ -195,7 +195,7 @@ def load_cases(case_ids: Sequence[str], data_dir: Path) -> dict[str, CaseTruth]:
     Raises:
         DatasetError: A case file is unreadable or malformed.
     """
-    from groundeval.tasks.labs.thresholds import default_thresholds
+    from groundeval.clinical.lab_thresholds import default_thresholds
     from groundeval.tasks.summary.cases import read_case
     from groundeval.tasks.summary.truth import summary_rubric
 

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from groundeval.agent_io import Prompt
+from groundeval.clinical.lab_thresholds import default_thresholds
 from groundeval.datasets import Case
 from groundeval.options import TaskOption
 from groundeval.records.scope import UNGATED_FACT
 from groundeval.registry.builtins import SUMMARY_OPTIONS
 from groundeval.scoring import Metric, Parsed
 from groundeval.tasks.base import BaseTask
-from groundeval.tasks.labs.thresholds import default_thresholds
 from groundeval.tasks.summary.card import find_card, reliability_metrics
 from groundeval.tasks.summary.cases import check_bundle, has_record, read_case
 from groundeval.tasks.summary.judge import Judge, make_judge

@@ -20,7 +20,7 @@ with their sources):
    With no active disorder (no current medication), the summary must say so: a ``no_condition``
    (``no_medication``) criterion, 1 point, so that a summary that says nothing earns nothing.
 4. **Results outside their guideline range**: the latest result of each test of the result-
-   interpretation table (``tasks.labs.thresholds``, the labs task's truth) whose category is not
+   interpretation table (``clinical.lab_thresholds``, the labs task's truth) whose category is not
    in ``IN_RANGE``: must mention with its value, 1 point.
 5. **Ended medications** (``stopped``/``completed``, RxCUI and ingredient names not among the active
    ones), one per RxCUI: must not state as current, -1 point; -2 and **safety-critical** for a
@@ -37,8 +37,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from groundeval.tasks.labs.thresholds import Thresholds
-from groundeval.tasks.labs.truth import labs_truth
+from groundeval.clinical.lab_thresholds import Thresholds
+from groundeval.clinical.lab_truth import labs_truth
 from groundeval.tasks.summary.record import active_allergies, conditions, medications, record_values
 
 __all__ = ["CRITERION_TYPES", "HIGH_ALERT", "IN_RANGE", "summary_rubric"]
@@ -103,7 +103,7 @@ def summary_rubric(bundle: Mapping[str, Any], table: Thresholds, source: str) ->
 
     Args:
         bundle: The case's FHIR Bundle (a dict).
-        table: The result-interpretation table (``tasks.labs.thresholds.default_thresholds()``).
+        table: The result-interpretation table (``clinical.lab_thresholds.default_thresholds()``).
         source: The case file, for error messages.
 
     Returns:

@@ -22,7 +22,7 @@
   hours equals the documented daily total and stays under the ingredient's
   ceiling (``terminology.load_max_daily_doses``, FDA labels; a drug with no row, or a row with
   ``mg_per_day: null``, has no ceiling check). A dose that cannot be verified, or a dose or
-  schedule the note never gave, fails. Rules in ``scorers.write_safety``.
+  schedule the note never gave, fails. Rules in ``tasks.write.safety``.
 
 A case passes only when all four pass; ``partial`` when some do; ``failed`` when none do.
 

@@ -1,9 +1,9 @@
 """Write-and-validate task: record one medication from a clinical note as an R4B MedicationStatement.
 
-Each case is a hand-authored JSON file (schema in ``tasks.write_cases``): a note excerpt, the
+Each case is a hand-authored JSON file (schema in ``tasks.write.cases``): a note excerpt, the
 reference of a Patient from an extraction fixture, and the expected drug, status and dosage.
 The agent (normally tool-using: catalog lookup, resource builder, validator) answers with the
-MedicationStatement JSON; ``scorers.write`` scores it on schema, coding, constraints and safety.
+MedicationStatement JSON; ``tasks.write.scorer`` scores it on schema, coding, constraints and safety.
 
 Everything the truth needs is checked when the case loads: the schema, the file name, that the
 patient reference resolves to the fixture's Patient, that the RxCUI and display are the site
@@ -386,7 +386,7 @@ class WriteTask(BaseTask):
         return extract_json(raw, "{", _is_resource, {})
 
     def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
-        """Score on the four dimensions (``scorers.write.score_write``)."""
+        """Score on the four dimensions (``tasks.write.scorer.score_write``)."""
         from groundeval.tasks.write.tools import medication_statement_report
 
         catalog = _catalog()
@@ -405,6 +405,6 @@ class WriteTask(BaseTask):
         return {"catalog": _catalog().facts, "max_daily_doses": _max_doses_facts()}
 
     def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
-        """Pass rate per dimension and overall (``scorers.write.aggregate_write``)."""
+        """Pass rate per dimension and overall (``tasks.write.scorer.aggregate_write``)."""
         return aggregate_write(metrics)
 

@@ -1,6 +1,6 @@
 """Reading a labs case's results: which Observations count, as what values, in which order.
 
-The first four truth rules (``tasks.labs.truth`` states them all, ``docs/tasks/labs.md`` with their
+The first four truth rules (``clinical.lab_truth`` states them all, ``docs/tasks/labs.md`` with their
 sources): the Observations of a test and their status, blood pressure in either shape (a panel,
 or separate component Observations paired by instant) with a reading missing a component counted
 only when the components it has decide the category and the critical flag, the order of results
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from groundeval.clinical.lab_thresholds import TestRow, Thresholds
 from groundeval.errors import DatasetError
-from groundeval.tasks.labs.thresholds import TestRow, Thresholds
 
 __all__ = ["LOINC_SYSTEM", "UCUM_SYSTEM", "Result", "in_table_unit", "instant", "quantity", "results_by_test"]
 

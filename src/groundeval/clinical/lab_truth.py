@@ -1,6 +1,6 @@
 """The labs task's ground truth: each test's latest counted result, its category, direction and criticality.
 
-Derived from the case's Bundle and the threshold table (``tasks.labs.thresholds``), by these rules
+Derived from the case's Bundle and the threshold table (``clinical.lab_thresholds``), by these rules
 (the docs page ``docs/tasks/labs.md`` states them with their sources):
 
 1. **Which Observations.** A test's results are the Observations whose ``code`` has a
@@ -13,7 +13,7 @@ Derived from the case's Bundle and the threshold table (``tasks.labs.thresholds`
    both shapes systems store it in: one 85354-9 Observation with 8480-6/8462-4 components, or
    separate 8480-6 and 8462-4 Observations, paired when taken at the same instant. A reading
    missing a component is a result only when the components it has decide both the category and
-   the critical flag whatever the missing one says (``tasks.labs.results``): for blood pressure, a systolic
+   the critical flag whatever the missing one says (``clinical.lab_results``): for blood pressure, a systolic
    above 180 or a diastolic above 120 alone (stage 2 and a hypertensive crisis, the guideline's
    "and/or"); any other one-component reading is not a result.
 3. **Latest.** Results are ordered by the instant they were taken (``effectiveDateTime``,
@@ -56,7 +56,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
-from groundeval.tasks.labs.results import (
+from groundeval.clinical.lab_results import (
     LOINC_SYSTEM,
     UCUM_SYSTEM,
     Result,
@@ -65,7 +65,7 @@ from groundeval.tasks.labs.results import (
     quantity,
     results_by_test,
 )
-from groundeval.tasks.labs.thresholds import TestRow, Thresholds
+from groundeval.clinical.lab_thresholds import TestRow, Thresholds
 
 __all__ = [
     "LOINC_SYSTEM",
