@@ -4,7 +4,8 @@ An executor decides *when* and *how* a case's agent call is made (``execution.pr
 rest of a case is the same for all of them and lives here: read the case file again (checked
 against its hash at collection), prepare the request and truth (``runner.prepare``), make the call
 counted (``CallTally``), and hand the finished call to the runner for parsing, scoring and the
-record (``runner.run_case``).
+record (``runner.run_case``), a model-graded scorer's judge calls made by the score stage
+(``execution.score_stage``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from groundeval.datasets import Case
 from groundeval.errors import DatasetError
 from groundeval.models import throttle
 from groundeval.runner import Attempt, CaseRun, RunInfo, attempt, prepare, run_case, setup_failed, unprepared
+from groundeval.scorers.model_graded import GradeStage
 from groundeval.tasks.base import Task
 
 __all__ = ["CallTally", "CaseFiles", "ExecutionContext", "Job"]
@@ -174,14 +176,18 @@ class ExecutionContext:
         info: Run-wide facts copied onto every record.
         files: Where case files are read again (``CaseFiles``).
         calls: This process's ``CallTally`` (the session reads its ``peak`` and ``interrupted``).
+        grades: The score stage that asks a model-graded scorer's questions (``execution.score_stage``,
+            under the run's concurrency), or None to ask them one after another.
     """
 
-    def __init__(self, task: Task, agent: Agent, info: RunInfo, files: CaseFiles, calls: CallTally) -> None:
+    def __init__(self, task: Task, agent: Agent, info: RunInfo, files: CaseFiles, calls: CallTally,
+                 grades: GradeStage | None = None) -> None:
         self.task = task
         self.agent = agent
         self.info = info
         self.files = files
         self.calls = calls
+        self.grades = grades
 
     def open(self, job: Job) -> Case | CaseRun:
         """``job``'s case, read from its file now, or the job's finished run when that is impossible.
@@ -229,5 +235,8 @@ class ExecutionContext:
         return self.finish(job, case, self.call(request, truth))
 
     def finish(self, job: Job, case: Case, attempted: Attempt) -> CaseRun:
-        """Parse and score the finished call ``attempted`` of ``job`` and build its record (``runner.run_case``)."""
-        return run_case(self.task, self.agent, case, self.info, job.nodeid, job.trial, attempted)
+        """Parse and score the finished call ``attempted`` of ``job`` and build its record (``runner.run_case``).
+
+        A model-graded scorer's judge calls are made here, by the score stage (``grades``).
+        """
+        return run_case(self.task, self.agent, case, self.info, job.nodeid, job.trial, attempted, grades=self.grades)
