@@ -24,10 +24,23 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
+from groundeval.errors import InfraError
 from groundeval.models import throttle
 from groundeval.scorers.model_graded import JudgeError, Question, Verdict
 
-__all__ = ["ScoreStage"]
+__all__ = ["AskedAhead", "ScoreStage"]
+
+
+def _stopped(out: dict[str, Verdict | JudgeError], questions: Sequence[Question]) -> dict[str, Verdict | JudgeError]:
+    """``out``, each question not asked because the run stopped marked as such (the case is excluded)."""
+    if any(isinstance(v, JudgeError) for v in out.values()):
+        return out  # the case is classed by its failure already
+    for q in questions:
+        if q.key not in out:
+            out[q.key] = JudgeError("the run stopped before the judge was asked", called=False,
+                                    error=InfraError("the run stopped before the judge was asked", attempts=0))
+            break
+    return out
 
 Task = tuple[Callable[[], Verdict], "Future[Verdict]"]
 
@@ -82,7 +95,8 @@ class ScoreStage:
     def run(self, questions: Sequence[Question]) -> dict[str, Verdict | JudgeError]:
         """Ask ``questions`` (see the module docstring); each key holds its verdict or its ``JudgeError``.
 
-        Questions not asked (after a failure, or once the run stopped) are absent.
+        Questions not asked after a failure are absent; once the run stopped, the first question
+        not asked holds a ``JudgeError`` that made no call (the case is excluded, ``infra_error``).
 
         Raises:
             KeyboardInterrupt: Ctrl-C while waiting (questions not started are cancelled).
@@ -95,18 +109,20 @@ class ScoreStage:
                 pending.append(q)
                 continue
             if throttle.calls_stopped() and not q.costs_nothing:
-                return out
+                return _stopped(out, questions)
             try:
                 out[q.key] = q.ask() if q.costs_nothing else self._counted(q.ask)
             except JudgeError as exc:
                 out[q.key] = exc
                 return out
-        if not pending or throttle.calls_stopped():
+        if not pending:
             return out
+        if throttle.calls_stopped():
+            return _stopped(out, questions)
         if self.workers == 1 or len(pending) == 1:
             for q in pending:
                 if throttle.calls_stopped():
-                    break
+                    return _stopped(out, questions)
                 try:
                     out[q.key] = self._counted(q.ask)
                 except JudgeError as exc:
@@ -138,10 +154,33 @@ class ScoreStage:
             for _, future in futures:
                 future.cancel()
             raise
-        return out
+        return out if len(out) == len(questions) else _stopped(out, questions)
 
     def close(self) -> None:
         """Stop the threads once their current call returns; safe to call again."""
         for _ in self._threads:
             self._queue.put(None)
         self._threads = []
+
+
+class AskedAhead:
+    """The verdicts of a case's questions asked ahead (in the thread that made its agent call).
+
+    ``run`` hands them back when they answer the same questions; any question they lack is asked
+    by ``stage``.
+
+    Args:
+        grades: The verdicts asked ahead, by question key.
+        stage: The stage that asks what is missing.
+    """
+
+    def __init__(self, grades: dict[str, Verdict | JudgeError], stage: ScoreStage) -> None:
+        self.grades = grades
+        self.stage = stage
+
+    def run(self, questions: Sequence[Question]) -> dict[str, Verdict | JudgeError]:
+        """See ``scorers.model_graded.GradeStage.run``."""
+        if any(isinstance(v, JudgeError) for v in self.grades.values()):
+            return dict(self.grades)
+        missing = [q for q in questions if q.key not in self.grades]
+        return {**self.grades, **(self.stage.run(missing) if missing else {})}

@@ -66,9 +66,10 @@ class JudgeError(ScorerModelError):
     """
 
     def __init__(self, message: str, cause_outcome: str | None = None, *, error: AgentError | None = None,
-                 metrics: dict[str, object] | None = None) -> None:
+                 metrics: dict[str, object] | None = None, called: bool = True) -> None:
         super().__init__(message, error, metrics)
         self.cause_outcome = cause_outcome or (error.outcome if error is not None else None)
+        self.called = called  # False: never asked (the run stopped first), so no call to count
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +262,8 @@ def role_usage(verdicts: Iterable[Verdict | JudgeError], *, role: str = "judge",
     """What a judge's calls of one case cost, under the role's prefix, for the case's ``usage``.
 
     Args:
-        verdicts: The case's verdicts and failures (a ``JudgeError`` counts as one call made).
+        verdicts: The case's verdicts and failures (a ``JudgeError`` counts as one call made,
+            unless it was never asked: ``called`` False).
         role: The model's role (``models.base.ROLES``), the keys' prefix.
         costs_nothing: True for a judge that calls no model: then there is no usage at all.
 
@@ -276,7 +278,7 @@ def role_usage(verdicts: Iterable[Verdict | JudgeError], *, role: str = "judge",
     costs: list[Any] = []
     for verdict in verdicts:
         if isinstance(verdict, JudgeError):
-            calls += 1
+            calls += verdict.called
             continue
         if verdict.cached:
             cached += 1
