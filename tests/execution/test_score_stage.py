@@ -139,3 +139,48 @@ def test_a_case_scored_through_the_stage_reads_as_one_scored_serially() -> None:
     assert staged.usage["judge_calls"] == serial.usage["judge_calls"] == staged.metrics["decided_by_judge"] > 1
     assert stage.made == staged.usage["judge_calls"]  # every judge call was the stage's
     assert (staged.outcome, staged.metrics, staged.details) == (serial.outcome, serial.metrics, serial.details)
+
+
+def test_the_threaded_executor_asks_each_cases_judge_ahead_and_records_read_as_serial() -> None:
+    import dataclasses
+
+    from groundeval.execution import CallTally, Job, ThreadedExecutor, make_executor
+    from groundeval.models import throttle
+
+    throttle.configure(None)
+    threads: set[str] = set()
+
+    def reply(request: Any) -> str:
+        threads.add(threading.current_thread().name)
+        return '{"met": false, "evidence": ""}'
+
+    def records(concurrency: int) -> list[Any]:
+        task = SummaryTask()
+        task.scorer.judge = ModelJudge(ScriptedModel(reply, role="judge", name="j"))
+        agent = FunctionAgent(lambda request: AgentResult(text="Patient reviewed. Plan discussed."), "fixed")
+        agent.network_calls = False  # type: ignore[attr-defined]
+        info = RunInfo(run_id="r", task="summary", agent="fixed", model=None)
+        executor = make_executor(task, agent, info, concurrency, CallTally())
+        paths = sorted((REPO / "fixtures" / "summary").glob("*.json"))[:3]
+        jobs = [Job(f"groundeval/summary::{c.case_id}", dataclasses.replace(c, data={}))
+                for c in (task.load_case(p) for p in paths)]
+        if isinstance(executor, ThreadedExecutor):
+            executor.submit(jobs)
+        runs = [executor.result(job) for job in jobs]
+        executor.close()
+        return [r.record for r in runs if r is not None]
+
+    try:
+        ahead = records(3)
+        ahead_threads = set(threads)
+        threads.clear()
+        serial = records(1)
+    finally:
+        throttle.configure(None)
+    # asked ahead: in the case's call thread (a first question goes alone) or the stage's, never the item's
+    assert ahead_threads and all(name.startswith(("groundeval-judge-", "groundeval-call-")) for name in ahead_threads)
+    assert any(name.startswith("groundeval-judge-") for name in ahead_threads)
+    assert threads == {threading.current_thread().name}  # serial: the item's own thread
+    assert [(r.case_id, r.outcome, r.metrics, r.details, r.usage) for r in ahead] == \
+        [(r.case_id, r.outcome, r.metrics, r.details, r.usage) for r in serial]
+    assert sum(int(r.usage["judge_calls"]) for r in ahead) > 3
