@@ -9,13 +9,13 @@ criterion, true means it makes the mistake), the quoted ``evidence``, and the us
   generic model-graded scorer (``scorers.model_graded.ModelGrader``: response cache, unreachable
   rule, usage) with the fixed ``SYSTEM_PROMPT`` and ``USER_TEMPLATE`` (their SHA-256 is
   ``PROMPT_SHA256``), one request per criterion (the executor asks a case's criteria concurrently:
-  ``question``, ``execution.score_stage``), and reads
-  ``{"met": true|false, "evidence": "<quote from the summary>"}``. A ``met`` verdict whose
-  evidence is not in the summary counts as not met and is flagged (``evidence_not_in_summary``).
-  A reply that is not such an object is the judge's own failure to answer, not groundeval's: the
-  criterion gets a ``Verdict`` flagged ``no_answer`` (an empty reply) or ``format_not_ok`` (text that holds no verdict object), with the call's usage, and the scorer
-  counts it and fails the case on it (``scorer``). A model failure raises ``JudgeError``: the case
-  is classed by the model's error (``infra_error`` excluded and counted; ``auth_error`` and
+  ``question``, ``execution.score_stage``), and reads ``{"met": true|false, "evidence": "<quote from
+  the summary>"}``. A ``met`` verdict whose evidence is not in the summary counts as not met and is
+  flagged (``evidence_not_in_summary``). A reply that is not such an object is the judge's own
+  failure to answer, not groundeval's: the criterion gets a ``Verdict`` flagged ``no_answer`` (an
+  empty reply) or ``format_not_ok`` (text that holds no verdict object), with the call's usage, and
+  the scorer counts it and fails the case on it (``scorer``). A model failure raises ``JudgeError``:
+  the case is classed by the model's error (``infra_error`` excluded and counted; ``auth_error`` and
   ``config_error`` stop the run), never a wrong summary.
 * ``BaselineJudge`` decides by rule: names with their synonyms, cited clinical abbreviations and
   brands (``synonyms``), each mention read in its section, list, sentence and ConText
