@@ -265,6 +265,8 @@ class ExecutionContext:
         questions = getattr(scorer, "questions", None)
         if not callable(questions) or self.grades is None or attempted.execution is None:
             return None
+        if getattr(scorer, "asks_model", True) is False:  # a rule-based judge: nothing to overlap
+            return None
         try:
             case = self.files.load(job.case)
             with self.score_lock:

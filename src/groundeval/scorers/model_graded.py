@@ -17,7 +17,8 @@ and the text the evidence must quote; ``ModelGrader`` owns the rest, once:
 
 Which calls run when is the executor's business (``execution.score_stage``): a task's scorer that
 has ``questions(case, truth, parsed)`` (the criteria its rules leave to the judge) and takes
-``score(..., grades=...)`` has them asked concurrently, under the run's ``--groundeval-concurrency``.
+``score(..., grades=...)`` has them asked concurrently, under the run's ``--groundeval-concurrency``
+(an optional ``asks_model`` False says its judge calls no model: nothing to ask ahead).
 ``grade_case`` is that seam.
 """
 
@@ -248,7 +249,7 @@ def grade_case(task: Any, case: Case, truth: Any, parsed: Parsed, stage: GradeSt
     """
     scorer = getattr(task, "scorer", None)
     questions = getattr(scorer, "questions", None)
-    if not callable(questions):
+    if not callable(questions) or getattr(scorer, "asks_model", True) is False:  # nothing a stage could overlap
         score: Score = task.score(case, truth, parsed)
         return score
     asked: Sequence[Question] = questions(case, truth, parsed)

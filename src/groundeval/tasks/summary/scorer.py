@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from groundeval.datasets import Case
-from groundeval.scorers.model_graded import Question, SerialGrades, role_usage
+from groundeval.scorers.model_graded import Question, role_usage
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError, Verdict, question
 from groundeval.tasks.summary.matching import item_mentions
@@ -156,6 +156,11 @@ class SummaryScorer:
         self.min_rubric_score = min_rubric_score
         self.reliability = reliability
 
+    @property
+    def asks_model(self) -> bool:
+        """True when the judge calls a model (its questions are then worth asking ahead: ``execution.base``)."""
+        return not self.judge.costs_nothing
+
     def _ruled(self, criterion: Mapping[str, Any], summary: str) -> JSON | None:
         """``criterion``'s entry when a hedge or the rules decide it, else None (the judge decides)."""
         entry: JSON = {"id": criterion["id"], "type": criterion["type"], "kind": criterion["kind"],
@@ -200,14 +205,13 @@ class SummaryScorer:
                 (``judge_calls`` counts the calls made, the failed ones included), which the
                 runner keeps in the case's ``usage``.
         """
-        if grades is None:
-            grades = SerialGrades().run(self.questions(case, truth, parsed))
-        usage = role_usage(grades.values(), costs_nothing=self.judge.costs_nothing)
-        failed = [g for g in grades.values() if isinstance(g, JudgeError)]
-        if failed:
-            first = next(g for c in truth["criteria"] if isinstance(g := grades.get(str(c["id"])), JudgeError))
-            first.metrics = dict(usage)
-            raise first
+        if grades is not None:
+            failed = [g for g in grades.values() if isinstance(g, JudgeError)]
+            if failed:
+                first = next(g for c in truth["criteria"] if isinstance(g := grades.get(str(c["id"])), JudgeError))
+                first.metrics = role_usage(grades.values(), costs_nothing=self.judge.costs_nothing)
+                raise first
+        asked: dict[str, Verdict | JudgeError] = dict(grades or {})
         summary = str(parsed.value or "")
         decided: list[JSON] = []
         for criterion in truth["criteria"]:
@@ -219,7 +223,14 @@ class SummaryScorer:
             if ruled is not None:
                 entry = ruled
             else:
-                verdict = grades[str(criterion["id"])]
+                key = str(criterion["id"])
+                if grades is None:  # asked here, one criterion after another (groundeval calibrate, a task in code)
+                    try:
+                        asked[key] = self.judge.decide(criterion, summary, label=f"{case.case_id}/judge/{key}")
+                    except JudgeError as exc:
+                        exc.metrics = role_usage([*asked.values(), exc], costs_nothing=self.judge.costs_nothing)
+                        raise
+                verdict = asked[key]
                 assert isinstance(verdict, Verdict)  # failures were raised above
                 entry = {"id": criterion["id"], "type": criterion["type"], "kind": criterion["kind"],
                          "points": criterion["points"], "safety": criterion["safety"],
@@ -234,6 +245,7 @@ class SummaryScorer:
         invented = check_values(summary, truth["record_values"])
         evidence = {d.get("evidence") for d in decided if d.get("flag") == "contradictory_labels"}
         loose = [s[:120] for s in sentences(summary) if contradictory(s) and s[:300] not in evidence]
+        usage = role_usage(asked.values(), costs_nothing=self.judge.costs_nothing)
         return self._verdict(decided, invented, loose, summary, usage)
 
     def _verdict(self, decided: list[JSON], invented: list[str], loose: list[str], summary: str,
