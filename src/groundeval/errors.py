@@ -238,8 +238,9 @@ class ScorerModelError(GroundevalError):
 
     Attributes:
         error: The model layer's ``AgentError``, or None.
-        metrics: The scorer's own usage up to the failure (``judge_calls`` counts attempts made),
-            recorded on the case.
+        metrics: The scorer's own model usage up to the failure, by role (``judge_calls`` counts
+            the calls made, the failed one included: ``scorers.model_graded.role_usage``), kept in
+            the case's ``usage``.
     """
 
     def __init__(self, message: str, error: AgentError | None = None,

@@ -55,6 +55,7 @@ from groundeval.records.outcomes import OUTCOMES
 from groundeval.records.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
 from groundeval.records.trial_ids import split_trial, split_twin
 from groundeval.redaction import clean, redact
+from groundeval.scorers.model_graded import GradeStage, grade_case
 from groundeval.scoring import Metric, Parsed, Score
 from groundeval.tasks.base import Task
 
@@ -330,6 +331,7 @@ def _result_fields(execution: Execution, info: RunInfo) -> dict[str, Any]:
 def run_case(
     task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, trial: int = 0,
     attempted: Attempt | None = None, call: Callable[[AgentRequest, Any], Attempt] | None = None,
+    grades: GradeStage | None = None,
 ) -> CaseRun:
     """Run ``agent`` on ``case`` and score the answer; never raises for a case-level problem.
 
@@ -344,6 +346,8 @@ def run_case(
             makes it ahead, in a thread); None to build the request and call the agent here.
         call: Makes that call here (``attempt`` bound to ``agent`` when None; the plugin passes
             one that counts the calls in flight).
+        grades: Asks a model-graded scorer's questions (``execution.score_stage``: the run's
+            concurrency); None asks them one after another here (``scorers.model_graded``).
 
     Returns:
         The ``CaseRun``: its record, and for excluded outcomes the exception to report.
@@ -380,10 +384,12 @@ def run_case(
     try:
         score_result = getattr(task, "score_result", None)
         if callable(score_result):  # a task that reads the whole result (the FHIR server's facts)
-            parsed, score = score_result(case, truth, execution.result)
+            parsed, score = score_result(case, truth, execution.result, stage=grades)
         else:
             parsed = task.parse(case, execution.result.text)
-            score = task.score(case, truth, parsed)
+            score = grade_case(task, case, truth, parsed, grades)
+        if score.usage:  # the scorer's own model (a judge): its usage beside the agent's, by role
+            fields["usage"] = {**execution.result.usage, **score.usage}
         plan = getattr(task, "lookups", None)
         if callable(plan) and (execution.result.trace or "tools" in agent_requires(agent)):
             from groundeval.scorers.grounding import with_grounding
@@ -407,7 +413,8 @@ def _scorer_model_failed(info: RunInfo, case: Case, nodeid: str, fields: dict[st
     """Record a scorer's model failure: an ``InfraError`` keeps its outcome and stop policy, else ``harness_error``."""
     cause = exc.error
     outcome = cause.outcome if isinstance(cause, InfraError) else "harness_error"
-    fields.update(error=_error(exc, with_traceback=False), message=f"{outcome}: {exc}", metrics=dict(exc.metrics))
+    fields.update(error=_error(exc, with_traceback=False), message=f"{outcome}: {exc}",
+                  usage={**(fields.get("usage") or {}), **exc.metrics})  # the scorer's model usage, by role
     return CaseRun(_record(info, case, nodeid, outcome, fields, trial=trial), exc)
 
 

@@ -47,9 +47,14 @@ class Score:
         metrics: Primitive per-case metrics (become junit properties).
         details: JSON-safe evidence for the run record (matches, misses, extras).
         message: Human-readable failure text; empty when passed.
+        usage: What the scorer's own model calls cost, by role (``judge_calls``,
+            ``judge_input_tokens``, ``judge_cost_usd``...: ``scorers.model_graded.role_usage``); the
+            runner adds it to the case's ``usage`` beside the agent's. Empty for a scorer that
+            calls no model.
     """
 
     outcome: Literal["passed", "partial", "failed"]
     metrics: dict[str, Metric]
     details: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+    usage: dict[str, Metric] = field(default_factory=dict)

@@ -4,7 +4,8 @@ An executor decides *when* and *how* a case's agent call is made (``execution.pr
 rest of a case is the same for all of them and lives here: read the case file again (checked
 against its hash at collection), prepare the request and truth (``runner.prepare``), make the call
 counted (``CallTally``), and hand the finished call to the runner for parsing, scoring and the
-record (``runner.run_case``).
+record (``runner.run_case``), a model-graded scorer's judge calls made by the score stage
+(``execution.score_stage``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
 from groundeval.errors import DatasetError
+from groundeval.execution.score_stage import AskedAhead, ScoreStage
 from groundeval.models import throttle
 from groundeval.runner import Attempt, CaseRun, RunInfo, attempt, prepare, run_case, setup_failed, unprepared
+from groundeval.scorers.model_graded import GradeStage, JudgeError, Verdict
 from groundeval.tasks.base import Task
 
 __all__ = ["CallTally", "CaseFiles", "ExecutionContext", "Job"]
@@ -174,14 +177,19 @@ class ExecutionContext:
         info: Run-wide facts copied onto every record.
         files: Where case files are read again (``CaseFiles``).
         calls: This process's ``CallTally`` (the session reads its ``peak`` and ``interrupted``).
+        grades: The score stage that asks a model-graded scorer's questions (``execution.score_stage``,
+            under the run's concurrency), or None to ask them one after another.
     """
 
-    def __init__(self, task: Task, agent: Agent, info: RunInfo, files: CaseFiles, calls: CallTally) -> None:
+    def __init__(self, task: Task, agent: Agent, info: RunInfo, files: CaseFiles, calls: CallTally,
+                 grades: GradeStage | None = None) -> None:
         self.task = task
         self.agent = agent
         self.info = info
         self.files = files
         self.calls = calls
+        self.grades = grades
+        self.score_lock = threading.Lock()  # a task's parse and rules run in one thread at a time
 
     def open(self, job: Job) -> Case | CaseRun:
         """``job``'s case, read from its file now, or the job's finished run when that is impossible.
@@ -228,6 +236,44 @@ class ExecutionContext:
             return unprepared(self.info, case, job.nodeid, exc, job.trial)
         return self.finish(job, case, self.call(request, truth))
 
-    def finish(self, job: Job, case: Case, attempted: Attempt) -> CaseRun:
-        """Parse and score the finished call ``attempted`` of ``job`` and build its record (``runner.run_case``)."""
-        return run_case(self.task, self.agent, case, self.info, job.nodeid, job.trial, attempted)
+    def finish(self, job: Job, case: Case, attempted: Attempt,
+               ahead: dict[str, Verdict | JudgeError] | None = None) -> CaseRun:
+        """Parse and score the finished call ``attempted`` of ``job`` and build its record (``runner.run_case``).
+
+        A model-graded scorer's judge calls are made here, by the score stage (``grades``), unless
+        they were asked ahead (``ahead``, from ``grade_ahead``).
+        """
+        grades: GradeStage | None = self.grades
+        if ahead is not None and isinstance(self.grades, ScoreStage):
+            grades = AskedAhead(ahead, self.grades)
+        with self.score_lock:
+            return run_case(self.task, self.agent, case, self.info, job.nodeid, job.trial, attempted, grades=grades)
+
+    def grade_ahead(self, job: Job, attempted: Attempt) -> dict[str, Verdict | JudgeError] | None:
+        """Ask a model-graded scorer's questions on ``attempted``'s answer now, in the calling thread.
+
+        The threaded executor calls this right after a case's agent call, so the judge calls of
+        several cases overlap (each case's at most ``grades.workers`` at once, through the stage's
+        threads). The task's ``parse`` and ``questions`` run under ``score_lock`` (never two at
+        once); ``finish`` asks them again on the main thread and takes these verdicts for them.
+
+        Returns:
+            The verdicts by question key, or None (no model-graded scorer, no answer, nothing for a
+            model to decide, or anything raised: ``finish`` then does it all and reports it).
+        """
+        scorer = getattr(self.task, "scorer", None)
+        questions = getattr(scorer, "questions", None)
+        if not callable(questions) or self.grades is None or attempted.execution is None:
+            return None
+        if getattr(scorer, "asks_model", True) is False:  # a rule-based judge: nothing to overlap
+            return None
+        try:
+            case = self.files.load(job.case)
+            with self.score_lock:
+                parsed = self.task.parse(case, attempted.execution.result.text)
+                asked = questions(case, attempted.truth, parsed)
+        except Exception:
+            return None
+        if all(q.costs_nothing for q in asked):
+            return None
+        return self.grades.run(asked)

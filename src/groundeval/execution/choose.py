@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from groundeval.agents.base import Agent
 from groundeval.execution.base import CallTally, CaseFiles, ExecutionContext
 from groundeval.execution.protocol import Executor
+from groundeval.execution.score_stage import ScoreStage
 from groundeval.execution.serial import SerialExecutor
 from groundeval.execution.threaded import LOOKAHEAD_PER_SLOT, ThreadedExecutor
 from groundeval.runner import RunInfo
@@ -48,17 +49,20 @@ def make_executor(
         task: The run's task.
         agent: The agent, built (``make_agent``) and prepared (cache, replay).
         info: Run-wide facts copied onto every record.
-        concurrency: Agent calls in flight at once (``effective_concurrency``).
+        concurrency: Agent calls in flight at once (``effective_concurrency``); a model-graded
+            scorer's judge calls of one case are bounded by it too (``execution.score_stage``).
         calls: The process's call tally, which the session reports from.
         batcher: The batcher of the agent's model (``--groundeval-batch``), or None.
     """
+    grades = ScoreStage(concurrency)  # a judge's calls: the same bound as the agent's
     if batcher is not None:  # the requests hold their prompts; re-reading a case file is cheap next to a batch
-        context = ExecutionContext(task, agent, info, CaseFiles(task, keep=LOOKAHEAD_PER_SLOT * 16 + 4), calls)
+        context = ExecutionContext(task, agent, info, CaseFiles(task, keep=LOOKAHEAD_PER_SLOT * 16 + 4), calls,
+                                   grades)
         from groundeval.execution.batch import BatchExecutor
 
         return BatchExecutor(context, batcher)
     files = CaseFiles(task, keep=concurrency * LOOKAHEAD_PER_SLOT + 4)  # the window ahead, and a case's trials
-    context = ExecutionContext(task, agent, info, files, calls)
+    context = ExecutionContext(task, agent, info, files, calls, grades)
     if concurrency > 1:
         return ThreadedExecutor(context, concurrency)
     return SerialExecutor(context)

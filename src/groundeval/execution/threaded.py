@@ -23,6 +23,10 @@ and ``close`` counts them, for the run record's ``dropped_calls``.
 
 What an agent prints during a call made ahead is captured per call and written, redacted, into the
 item's own output when the item takes its result (``execution.thread_output``).
+
+A model-graded scorer's judge questions are asked ahead too, in the thread that made the case's
+agent call, right after it (``ExecutionContext.grade_ahead``, through the score stage): the judge
+calls of several cases then overlap, and the item finds its verdicts ready.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from groundeval.execution.base import ExecutionContext, Job
 from groundeval.execution.thread_output import Printed, captured, replay
 from groundeval.models import throttle
 from groundeval.runner import Attempt, CaseRun
+from groundeval.scorers.model_graded import JudgeError, Verdict
 
 __all__ = ["LOOKAHEAD_PER_SLOT", "ThreadedExecutor"]
 
@@ -72,9 +77,10 @@ class ThreadedExecutor:
         self._closed = False
         self.lookahead = workers * LOOKAHEAD_PER_SLOT if self._fan_out else 0
         self._run: throttle.CallRun | None = None  # the run's stop switch, captured when threads start
-        self._queue: queue.SimpleQueue[tuple[AgentRequest, object, Future[Attempt]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Job, AgentRequest, object, Future[Attempt]] | None] = queue.SimpleQueue()
         self._futures: dict[str, Future[Attempt]] = {}
         self._printed: dict[Future[Attempt], Printed] = {}  # what each finished call printed
+        self._graded: dict[Future[Attempt], dict[str, Verdict | JudgeError]] = {}  # judge verdicts asked ahead
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
@@ -90,7 +96,7 @@ class ThreadedExecutor:
         run = self._run
         assert run is not None
         while (job := self._queue.get()) is not None:
-            request, truth, future = job
+            item, request, truth, future = job
             if future.cancelled():
                 continue  # cancelled while queued (close): never called, counted there
             if run.stopped() and future.cancel():  # the run stopped: never called
@@ -104,7 +110,10 @@ class ThreadedExecutor:
             try:
                 with captured() as printed:  # what the agent prints goes to its own case
                     result = self.context.call(request, truth)
+                    ahead = None if run.stopped() else self.context.grade_ahead(item, result)
                 self._printed[future] = printed
+                if ahead is not None:
+                    self._graded[future] = ahead
                 future.set_result(result)
             except BaseException as exc:  # the call keeps what the agent raises; this is a harness bug
                 future.set_exception(exc)
@@ -124,15 +133,17 @@ class ThreadedExecutor:
                 continue  # the item prepares the call itself and reports the task's error
             future: Future[Attempt] = Future()
             self._futures[job.nodeid] = future
-            self._queue.put((request, truth, future))
+            self._queue.put((job, request, truth, future))
 
     def result(self, job: Job) -> CaseRun | None:
         """Wait for ``job``'s call made ahead (or make it now) and run the case to its record."""
         case = self.context.open(job)
         if isinstance(case, CaseRun):
             return case
+        future = self._futures.get(job.nodeid)
         attempted = self._take(job)
-        run = self.context.run_now(job, case) if attempted is None else self.context.finish(job, case, attempted)
+        ahead = None if future is None else self._graded.pop(future, None)
+        run = self.context.run_now(job, case) if attempted is None else self.context.finish(job, case, attempted, ahead)
         if run is not None and run.record.started_at is not None:
             exc = run.exc
             if not (isinstance(exc, InfraError) and exc.connection):
@@ -184,6 +195,7 @@ class ThreadedExecutor:
                 unreported += 1
         self._futures.clear()
         self._printed.clear()
+        self._graded.clear()
         for _ in self._threads:
             self._queue.put(None)
         self._threads = []

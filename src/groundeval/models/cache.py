@@ -278,7 +278,10 @@ class _SchemaMismatch(Exception):
 
 
 def _check_entry(entry: Any) -> None:
-    """Raise ValueError unless ``entry`` is a stored result or a stored agent-behaviour failure."""
+    """Raise ValueError unless ``entry`` is a stored result, agent-behaviour failure or model response.
+
+    A ``response`` entry is a model's reply stored by ``models.response_cache`` (a judge's).
+    """
     if not isinstance(entry, dict):
         raise ValueError("not a JSON object")
     kind = entry.get("kind")
@@ -288,6 +291,9 @@ def _check_entry(entry: Any) -> None:
         for name, shape in (("usage", dict), ("trace", list), ("meta", dict)):
             if not isinstance(entry.get(name), shape):
                 raise ValueError(f"{name} is not a {shape.__name__}")
+    elif kind == "response":
+        if not isinstance(entry.get("text"), str) or not isinstance(entry.get("usage"), dict):
+            raise ValueError("a response without text or usage")
     elif kind == "error":
         if entry.get("type") not in {**CACHEABLE_ERRORS, **NEVER_REPLAYED} or not isinstance(entry.get("message"), str):
             raise ValueError(f"error entry of type {entry.get('type')!r}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
+from groundeval.models.base import ROLES
 from groundeval.models.pricing import total_cost
 from groundeval.records.fhir_figures import FHIR_STATEMENT, fhir_figures, fhir_text
 from groundeval.records.grounding import GROUNDING_STATEMENT, grounding_figures, grounding_text
@@ -40,6 +41,15 @@ def _spend(task: AggregatingTask, records: Sequence[CaseRecord]) -> dict[str, Me
     """The scorer's ``spend_metrics`` (e.g. a judge's calls) summed over every case, excluded ones too."""
     keys = getattr(getattr(task, "scorer", None), "spend_metrics", ())
     return {k: sum(int(v) for r in records if isinstance(v := r.metrics.get(k), int | float)) for k in keys}
+
+
+_ROLE_PREFIXES = tuple(f"{role}_" for role in ROLES if role != "agent")
+"""Prefixes of the usage keys of a scorer's own model calls (``judge_calls``, ``judge_cost_usd``)."""
+
+
+def _agent_usage(usage: Mapping[str, Metric]) -> bool:
+    """True when ``usage`` holds the agent's own usage (keys without a role's prefix)."""
+    return any(not key.startswith(_ROLE_PREFIXES) for key in usage)
 
 
 def summarize(
@@ -74,14 +84,20 @@ def summarize(
     usage: dict[str, Metric] = {}
     for rec in records:
         for key, value in rec.usage.items():
-            if key != "cost_usd" and isinstance(value, int | float) and not isinstance(value, bool):
+            if not key.endswith("cost_usd") and isinstance(value, int | float) and not isinstance(value, bool):
                 usage[key] = (usage.get(key) or 0) + value  # type: ignore[operator]
-    used = [r.usage for r in records if r.usage]
+    used = [r.usage for r in records if _agent_usage(r.usage)]
     if used:
         usage["cost_usd"] = total_cost(u.get("cost_usd") for u in used)  # missing = unknown
     if used and any(r.cached for r in records):  # what this run paid apart from what the cache served
-        usage["spent_usd"] = total_cost(r.usage.get("cost_usd") for r in records if r.usage and not r.cached)
-        usage["cached_cost_usd"] = total_cost(r.usage.get("cost_usd") for r in records if r.usage and r.cached)
+        usage["spent_usd"] = total_cost(
+            r.usage.get("cost_usd") for r in records if _agent_usage(r.usage) and not r.cached)
+        usage["cached_cost_usd"] = total_cost(
+            r.usage.get("cost_usd") for r in records if _agent_usage(r.usage) and r.cached)
+    for prefix in _ROLE_PREFIXES:  # a scorer's model (a judge): its own cost, over every case that used it
+        judged = [r.usage for r in records if f"{prefix}calls" in r.usage]
+        if judged:
+            usage[f"{prefix}cost_usd"] = total_cost(u.get(f"{prefix}cost_usd") for u in judged)
     n = len(counted)
     ran = ran_outcome_count(counts)  # invalid_case and not_run: the agent was never asked
     passed = sum(r.outcome == "passed" for r in records)

@@ -32,6 +32,7 @@ from groundeval.datasets import Case
 from groundeval.errors import ConfigError
 from groundeval.fhir.serving import RECORD_KEY, RECORD_SHA_KEY, record_sha256
 from groundeval.scorers.fhir_access import FHIR_DIRECTIONS, FHIR_METRICS, with_fhir_access, written_answer
+from groundeval.scorers.model_graded import GradeStage, grade_case
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.base import TEXT_PROMPT
 from groundeval.tasks.fhir_record import FHIR_READ_NOTE, FHIR_WRITE_NOTE
@@ -130,6 +131,7 @@ class FhirModeTask:
 
     def score_result(
         self, case: Case, truth: Any, result: AgentResult, *, answered: bool = True,
+        stage: GradeStage | None = None,
     ) -> tuple[Parsed, Score]:
         """Parse and score the whole result: the answer (or what the server holds), then retrieval and writes.
 
@@ -141,6 +143,8 @@ class FhirModeTask:
                 ``meta``): its answer is empty whatever the server holds, and its retrieval is
                 scored from the calls it made (none when the facts are missing), so that failing
                 never raises a retrieval mean.
+            stage: The executor's score stage, which asks a model-graded scorer's questions
+                (``scorers.model_graded.grade_case``); None asks them in turn.
 
         Raises:
             ValueError: The result carries no ``meta["fhir"]`` (a replayed answer made without
@@ -169,7 +173,7 @@ class FhirModeTask:
                 parsed = dataclasses.replace(parsed, value=self.inner.parse(case, "").value)
         else:
             parsed = self.inner.parse(case, result.text)
-        score = self.inner.score(case, truth, parsed)
+        score = grade_case(self.inner, case, truth, parsed, stage)
         used = list(self.inner.fhir_used(case, truth))
         return parsed, with_fhir_access(score, facts, used, writes=self.writes)
 

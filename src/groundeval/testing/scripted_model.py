@@ -66,9 +66,11 @@ class ScriptedModel:
         start = time.perf_counter()
         with self._lock:
             self.requests.append(request)
-            if callable(self._script):
-                reply: str | BaseException | ModelResponse = self._script(request)
-            else:
+        reply: str | BaseException | ModelResponse
+        if callable(self._script):  # outside the lock: concurrent calls (a judge's, an agent's) overlap
+            reply = self._script(request)
+        else:
+            with self._lock:
                 if self._next >= len(self._script):
                     raise AgentError(
                         f"{request.label}: the scripted model ran out of replies after {self._next}", attempts=1

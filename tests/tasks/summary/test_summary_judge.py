@@ -77,9 +77,9 @@ def test_a_prose_answering_judge_fails_the_case_on_the_unjudged_criteria_and_its
     record = _run(task, "Active problems: none. Current medications: an inhaler.")
     assert record.outcome == "failed" and record.counted and record.error is None  # never a harness_error
     unjudged = record.metrics["judge_no_verdict"]
-    assert unjudged >= 1 and unjudged == record.metrics["judge_calls"] == record.metrics["decided_by_judge"]
-    assert record.metrics["judge_input_tokens"] == 300 * unjudged and record.metrics["judge_output_tokens"] == 40 * unjudged
-    assert record.metrics["judge_cost_usd"] == pytest.approx(0.002 * unjudged)
+    assert unjudged >= 1 and unjudged == record.usage["judge_calls"] == record.metrics["decided_by_judge"]
+    assert record.usage["judge_input_tokens"] == 300 * unjudged and record.usage["judge_output_tokens"] == 40 * unjudged
+    assert record.usage["judge_cost_usd"] == pytest.approx(0.002 * unjudged)
     assert "gave no verdict on" in record.message and "format_not_ok" in record.message
     flagged = [c for c in record.details["criteria"] if c.get("flag") == "format_not_ok"]
     assert len(flagged) == unjudged and all(c["met"] is False for c in flagged)
@@ -109,10 +109,11 @@ def test_judge_tokens_and_cost_are_recorded_apart_from_the_agent() -> None:
     task.scorer.judge = ModelJudge(ScriptedModel(reply, role="judge"))
     record = _run(task, "Patient is well.")
     judged = record.metrics["decided_by_judge"]
-    assert judged >= 1 and record.metrics["judge_calls"] == judged
-    assert record.metrics["judge_input_tokens"] == 120 * judged
-    assert record.metrics["judge_cost_usd"] == pytest.approx(0.0015 * judged)
+    assert judged >= 1 and record.usage["judge_calls"] == judged
+    assert record.usage["judge_input_tokens"] == 120 * judged
+    assert record.usage["judge_cost_usd"] == pytest.approx(0.0015 * judged)
     assert record.usage.get("input_tokens", 0) == 0  # the agent's own usage is untouched
+    assert not any(key.startswith("judge_") for key in record.metrics if key != "judge_no_verdict")
     assert {c["decided_by"] for c in record.details["criteria"]} == {"judge"}  # nothing named: nothing for rules
 
 
@@ -165,10 +166,10 @@ def test_cached_judge_replies_are_counted_apart_from_calls(tmp_path: Path) -> No
     task = SummaryTask()
     task.scorer.judge = ModelJudge(ScriptedModel(lambda r: '{"met": false, "evidence": ""}', role="judge"),
                                    cache=ResultCache(tmp_path))
-    first = _run(task, "Patient is well.").metrics
-    second = _run(task, "Patient is well.").metrics
-    assert first["judge_calls"] == second["judge_cached"] > 0 and second["judge_calls"] == 0
-    assert second["rubric_score"] == first["rubric_score"]
+    first = _run(task, "Patient is well.")
+    second = _run(task, "Patient is well.")
+    assert first.usage["judge_calls"] == second.usage["judge_cached"] > 0 and second.usage["judge_calls"] == 0
+    assert second.metrics["rubric_score"] == first.metrics["rubric_score"]
 
 
 def test_a_criterion_type_below_the_threshold_is_named_and_ungates_the_verdicts(tmp_path: Path) -> None:

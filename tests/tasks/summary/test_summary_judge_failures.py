@@ -38,9 +38,9 @@ def test_an_infra_failure_of_the_judge_is_infra_error_with_its_message_and_its_c
     assert record.outcome == "infra_error" and not record.counted
     assert record.message.startswith("infra_error: the judge scripted/scripted-model failed (infra_error): 529")
     assert record.error is not None and record.error.traceback is None
-    assert record.metrics == {"judge_calls": 1}
+    assert record.usage["judge_calls"] == 1 and record.metrics == {}
     aggregate = summarize(task, [r.record for r in runs])
-    assert aggregate.counted == 0 and aggregate.metrics["judge_calls"] == 1  # the call was made, its case excluded
+    assert aggregate.counted == 0 and aggregate.usage["judge_calls"] == 1  # the call was made, its case excluded
 
 
 def test_a_rejected_judge_key_is_auth_error_and_stops_the_run() -> None:

@@ -65,7 +65,9 @@ def test_a_judge_that_never_answers_is_cut_at_the_runs_deadline(pytester: pytest
     assert case["outcome"] == "infra_error"
     # cut at the bound: by the SDK's own timeout (the attempt's HTTP timeout is what is left of the bound)
     # or, if that has not fired, by the retry layer a grace period later; either way the bound is named
-    assert "of its 0.5 s bound (--groundeval-timeout)" in case["message"]
+    # ("... of its 0.5 s bound" from the SDK's timeout, "... was stopped at its 0.5 s bound" from the retry
+    # layer, which of the two fires first depends on the machine's load: the test reads the bound, not the path)
+    assert "its 0.5 s bound (--groundeval-timeout)" in case["message"]
     assert len(silent.requests) == 1  # abandoned at the deadline: no retry after it
 
 

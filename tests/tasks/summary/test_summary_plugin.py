@@ -53,7 +53,7 @@ def test_an_uncalibrated_judge_is_marked_so_in_every_output(pytester: pytest.Pyt
     assert record["aggregate"]["metrics"]["judge_reliability"] == "judge not calibrated"
     assert record["task_facts"]["judge"]["model"] == "says-no" and record["task_facts"]["judge"]["temperature"] == 0.0
     assert record["task_facts"]["judge_card"]["source"].startswith("no judge card for scripted_judge:JUDGE")
-    assert record["aggregate"]["metrics"]["judge_calls"] == record["aggregate"]["metrics"]["decided_by_judge"] > 0
+    assert record["aggregate"]["usage"]["judge_calls"] == record["aggregate"]["metrics"]["decided_by_judge"] > 0
     assert '<property name="judge_reliability" value="judge not calibrated"' in (pytester.path / "out.xml").read_text()
     # the pass rate says, on its own line right under it, that it rests on verdicts no gate reads
     out = result.stdout.lines

@@ -27,7 +27,7 @@ one directly. The text is groundeval's own, in the phrasing its rules expect, so
 on it is circular: its card says ``calibration_set.kind: generated`` and a run shows the judge as
 ``judge calibrated on generated text only`` (not gated), never as calibrated.
 
-**Figures** (``agreement``): agreement, sensitivity and specificity (Wilson intervals) and Cohen's
+**Figures** (``scorers.agreement``): agreement, sensitivity and specificity (Wilson intervals) and Cohen's
 kappa (scikit-learn, percentile bootstrap interval), each with n, and the reason when there is no
 interval.
 
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from groundeval.tasks.summary.agreement import binary_figures
+from groundeval.scorers.agreement import binary_figures
 from groundeval.tasks.summary.card import headline, pins
 from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge
 from groundeval.tasks.summary.truth import CRITERION_TYPES

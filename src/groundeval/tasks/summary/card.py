@@ -21,8 +21,8 @@ from typing import Any
 
 from groundeval.datasets import default_data_dir
 from groundeval.errors import ConfigError
+from groundeval.scorers.agreement import interval_text
 from groundeval.scoring import Metric
-from groundeval.tasks.summary.agreement import interval_text
 from groundeval.tasks.summary.judge import Judge, judge_identity
 from groundeval.tasks.summary.label_calibration import CaseTruth, measure_labels
 from groundeval.tasks.summary.labels import LabelSet

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from groundeval.tasks.summary.agreement import figure_text, interval_text
+from groundeval.scorers.agreement import figure_text, interval_text
 
 __all__ = ["DOCS_BEGIN", "DOCS_END", "DOCS_TODO", "card_lines", "card_markdown"]
 

@@ -5,15 +5,17 @@ A judge decides one rubric criterion for one summary (``Judge.decide``) and answ
 criterion, true means it makes the mistake), the quoted ``evidence``, and the usage it cost.
 
 * ``ModelJudge`` asks a ``Model`` of role ``judge`` (``models.get_model(spec, role="judge")``: the
-  one retry, deadline, pricing, spending and redaction policy of every model call) with the fixed
-  ``SYSTEM_PROMPT`` and ``USER_TEMPLATE`` (their SHA-256 is ``PROMPT_SHA256``), one request per
-  criterion, and reads ``{"met": true|false, "evidence": "<quote from the summary>"}``. A ``met``
-  verdict whose evidence is not in the summary counts as not met and is flagged
-  (``evidence_not_in_summary``). A reply that is not such an object is the judge's own failure to
-  answer, not groundeval's: the criterion gets a ``Verdict`` flagged ``no_answer`` (an empty reply)
-  or ``format_not_ok`` (text that holds no verdict object), with the call's usage, and the scorer
-  counts it and fails the case on it (``scorer``). A model failure raises ``JudgeError``: the case
-  is classed by the model's error (``infra_error`` excluded and counted; ``auth_error`` and
+  one retry, deadline, pricing, spending and redaction policy of every model call) through the
+  generic model-graded scorer (``scorers.model_graded.ModelGrader``: response cache, unreachable
+  rule, usage) with the fixed ``SYSTEM_PROMPT`` and ``USER_TEMPLATE`` (their SHA-256 is
+  ``PROMPT_SHA256``), one request per criterion (the executor asks a case's criteria concurrently:
+  ``question``, ``execution.score_stage``), and reads ``{"met": true|false, "evidence": "<quote from
+  the summary>"}``. A ``met`` verdict whose evidence is not in the summary counts as not met and is
+  flagged (``evidence_not_in_summary``). A reply that is not such an object is the judge's own
+  failure to answer, not groundeval's: the criterion gets a ``Verdict`` flagged ``no_answer`` (an
+  empty reply) or ``format_not_ok`` (text that holds no verdict object), with the call's usage, and
+  the scorer counts it and fails the case on it (``scorer``). A model failure raises ``JudgeError``:
+  the case is classed by the model's error (``infra_error`` excluded and counted; ``auth_error`` and
   ``config_error`` stop the run), never a wrong summary.
 * ``BaselineJudge`` decides by rule: names with their synonyms, cited clinical abbreviations and
   brands (``synonyms``), each mention read in its section, list, sentence and ConText
@@ -36,13 +38,20 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from groundeval.errors import AgentError, InfraError, RunStopError, ScorerModelError
-from groundeval.models.base import Model, ModelRequest, ModelResponse
+from groundeval.models.base import Model
+from groundeval.models.reachability import UNREACHABLE_AFTER
 from groundeval.parsing import extract_json
+from groundeval.scorers.model_graded import (
+    NO_VERDICT_FLAGS,
+    GraderModel,
+    JudgeError,
+    ModelGrader,
+    Question,
+    Verdict,
+)
 from groundeval.tasks.summary.matching import item_mentions
 from groundeval.tasks.summary.reading import CONTEXT_RULES, SECTION_RULES, none_under
 from groundeval.tasks.summary.synonyms import ABBREVIATIONS, BRANDS, SALTS, SYNONYMS
@@ -52,12 +61,16 @@ from groundeval.tasks.summary.values import lab_verdict
 if TYPE_CHECKING:
     from groundeval.models.cache import ResultCache
 
+JudgeModel = GraderModel
+"""What ``ModelJudge`` needs of a ``Model`` (``scorers.model_graded.GraderModel``)."""
+
 __all__ = [
     "BASELINE_SHA256",
     "JUDGE_MAX_TOKENS",
     "NO_VERDICT_FLAGS",
     "PROMPT_SHA256",
     "SYSTEM_PROMPT",
+    "UNREACHABLE_AFTER",
     "USER_TEMPLATE",
     "BaselineJudge",
     "Judge",
@@ -68,6 +81,7 @@ __all__ = [
     "judge_identity",
     "make_judge",
     "parse_verdict",
+    "question",
     "rejects_temperature",
 ]
 
@@ -98,54 +112,6 @@ USER_TEMPLATE = "Criterion: {criterion}\n\nSummary:\n<<<\n{summary}\n>>>"
 
 PROMPT_SHA256 = hashlib.sha256((SYSTEM_PROMPT + "\n" + USER_TEMPLATE).encode("utf-8")).hexdigest()
 """SHA-256 of the judge prompt (system prompt and user template): a judge card holds for this hash only."""
-
-
-UNREACHABLE_AFTER = 3
-"""Connection-level failures of a judge with no verdict yet after which the judge stops the run
-(as ``plugin.stop_policy.UNREACHABLE_AFTER`` does for an agent)."""
-
-
-NO_VERDICT_FLAGS = ("no_answer", "format_not_ok")
-"""``Verdict.flag`` of a reply that holds no verdict: ``no_answer`` (empty) or ``format_not_ok``
-(text without a ``{"met": true|false}`` object). Named as the agent outcomes of the same kind."""
-
-
-class JudgeError(ScorerModelError):
-    """The judge's model failed (a reply that is not a verdict is a ``Verdict`` flagged ``no_answer``).
-
-    Raised from the scorer; the runner classes the case by ``error`` (the model's ``AgentError``)
-    as it classes an agent call's failure: ``infra_error`` excluded and counted, ``auth_error`` and
-    ``config_error`` stop the run. Never a wrong summary.
-    ``cause_outcome`` is the model failure's outcome when there was one.
-    """
-
-    def __init__(self, message: str, cause_outcome: str | None = None, *, error: AgentError | None = None,
-                 metrics: dict[str, object] | None = None) -> None:
-        super().__init__(message, error, metrics)
-        self.cause_outcome = cause_outcome or (error.outcome if error is not None else None)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A judge's decision on one criterion.
-
-    Attributes:
-        met: True when the summary does what the criterion describes.
-        evidence: The quote the judge gave ("" when none).
-        flag: ``evidence_not_in_summary`` when a ``met`` verdict's quote is not in the summary
-            (then ``met`` is False); ``no_answer`` or ``format_not_ok`` (``NO_VERDICT_FLAGS``) when
-            the reply held no verdict (then ``met`` is False and the evidence is the reply's first
-            200 characters); else None.
-        usage: ``input_tokens``, ``output_tokens`` (tokens) and ``cost_usd`` (USD, None when
-            unpriced) of the call; zeros for a judge that calls no model.
-        cached: True when the model's reply came from the judge cache (no call, no cost now).
-    """
-
-    met: bool
-    evidence: str = ""
-    flag: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
-    cached: bool = False
 
 
 @runtime_checkable
@@ -202,25 +168,12 @@ def parse_verdict(raw: str, summary: str, label: str) -> tuple[bool, str, str | 
     return met, evidence, None
 
 
-class JudgeModel(Protocol):
-    """What ``ModelJudge`` needs of a ``Model`` (read-only ``spec``: providers expose it as a property)."""
-
-    @property
-    def spec(self) -> str:
-        """The model's spec."""
-        ...
-
-    def generate(self, request: ModelRequest) -> ModelResponse:
-        """As ``Model.generate``."""
-        ...
-
-    def settings(self) -> dict[str, Any]:
-        """As ``Model.settings``."""
-        ...
-
-
 class ModelJudge:
     """A judge that asks a ``Model`` (role ``judge``) one question per criterion.
+
+    The summary task's prompt (``SYSTEM_PROMPT``, ``USER_TEMPLATE``) and verdict reading
+    (``parse_verdict``) over the generic model-graded scorer (``scorers.model_graded.ModelGrader``:
+    the call, the response cache, the unreachable rule, the usage).
 
     Args:
         model: The model (``models.get_model(spec, role="judge")`` or a ``ScriptedModel``).
@@ -229,18 +182,22 @@ class ModelJudge:
             SHA-256 of the judge's settings (spec, model id, temperature, max tokens, prompt SHA-256)
             and the full request (system prompt, user message with the criterion and the summary),
             so a changed judge, prompt or summary is asked again; the reply is stored redacted
-            (``models.cache.ResultCache``) and parsed again on a hit.
+            (``models.response_cache``) and parsed again on a hit.
     """
 
     costs_nothing = False
     prompt_sha256 = PROMPT_SHA256
 
     def __init__(self, model: JudgeModel, spec: str | None = None, cache: ResultCache | None = None) -> None:
+        from groundeval.models.response_cache import ResponseCache
+
         self.model = model
         self.spec = spec or model.spec
-        self.cache = cache
-        self.answered = 0  # verdicts this process got from the model
-        self.unreachable = 0  # connection-level failures before the first verdict
+        self.grader = ModelGrader(
+            model, spec=self.spec, system=SYSTEM_PROMPT, prompt_sha256=PROMPT_SHA256, max_tokens=JUDGE_MAX_TOKENS,
+            parse=lambda raw, summary: parse_verdict(raw, summary, ""),
+            cache=None if cache is None else ResponseCache(cache),
+        )
 
     def close(self) -> None:
         """Close the model (a ``local/<gguf>`` judge stops its llama.cpp server); safe to call again."""
@@ -250,42 +207,17 @@ class ModelJudge:
 
     def settings(self) -> dict[str, Any]:
         """The model's settings (``spec``, ``role``, ``model``, ``max_tokens``, ``temperature``) and prompt hash."""
-        return {**self.model.settings(), "spec": self.spec, "prompt_sha256": self.prompt_sha256}
+        return self.grader.settings()
 
     def decide(self, criterion: Mapping[str, Any], summary: str, *, label: str) -> Verdict:
-        """One model call; see ``parse_verdict`` (a reply with no verdict is flagged, with its usage).
+        """One model call (or a cached reply); see ``parse_verdict`` and ``ModelGrader.grade``.
 
         Raises:
-            JudgeError: The model raised an ``AgentError`` (kept as ``error``). After
-                ``UNREACHABLE_AFTER`` connection failures with no verdict yet, the error is a
-                ``RunStopError`` (``config_error``): the judge looks unreachable and the run stops,
-                as for an unreachable agent.
+            JudgeError: The model raised an ``AgentError`` (kept as ``error``); a ``RunStopError``
+                once the judge looks unreachable (``models.reachability``).
         """
         user = USER_TEMPLATE.format(criterion=criterion["statement"], summary=summary)
-        key = self.cache_key(user)
-        entry = self.cache.get(key) if self.cache is not None else None
-        if entry is not None:
-            met, evidence, flag = parse_verdict(str(entry["text"]), summary, label)
-            return Verdict(met, evidence, flag, {}, cached=True)
-        request = ModelRequest.single(user, system=SYSTEM_PROMPT, label=label, max_tokens=JUDGE_MAX_TOKENS)
-        try:
-            response = self.model.generate(request)
-        except AgentError as exc:
-            error: AgentError = exc
-            if isinstance(exc, InfraError) and exc.connection and self.answered == 0:
-                self.unreachable += 1
-                if self.unreachable >= UNREACHABLE_AFTER:
-                    error = RunStopError(
-                        f"its first {UNREACHABLE_AFTER} calls failed to connect and none answered: it looks "
-                        f"unreachable; check the endpoint, network and key (last: {exc})", attempts=exc.attempts)
-            raise JudgeError(f"the judge {self.spec} failed ({error.outcome}): {error}", error=error) from exc
-        self.answered += 1
-        met, evidence, flag = parse_verdict(response.text, summary, label)
-        usage = {k: response.usage.get(k) for k in ("input_tokens", "output_tokens", "cost_usd")}
-        if self.cache is not None and flag not in NO_VERDICT_FLAGS:  # a non-verdict is asked again next time
-            stored = {"kind": "result", "text": response.text, "usage": dict(response.usage), "trace": [], "meta": {}}
-            self.cache.put(key, stored, agent=f"judge:{self.spec}", model=response.model)
-        return Verdict(met, evidence, flag, usage)
+        return self.grader.grade(user, summary, label=label)
 
     @property
     def identity(self) -> str:
@@ -296,10 +228,12 @@ class ModelJudge:
         model = self.model.settings().get("model")
         return str(model) if model else self.spec
 
-    def cache_key(self, user: str) -> str:
-        """SHA-256 of the judge's settings and the full request (see the class docstring)."""
-        facts = {"judge": self.settings(), "system": SYSTEM_PROMPT, "user": user, "max_tokens": JUDGE_MAX_TOKENS}
-        return hashlib.sha256(json.dumps(facts, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+def question(judge: Judge, criterion: Mapping[str, Any], summary: str, *, label: str) -> Question:
+    """The ``Question`` that asks ``judge`` to decide ``criterion`` for ``summary`` (``execution.score_stage``)."""
+    reach = getattr(getattr(judge, "grader", None), "reachability", None)
+    return Question(key=str(criterion["id"]), ask=lambda: judge.decide(criterion, summary, label=label),
+                    costs_nothing=judge.costs_nothing, alone=reach is not None and reach.answered == 0)
 
 
 NONE_NOUNS: dict[str, tuple[str, ...]] = {

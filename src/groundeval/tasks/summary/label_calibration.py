@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from groundeval.errors import DatasetError
+from groundeval.scorers.agreement import binary_figures, kappa, proportion
 from groundeval.scoring import Metric, Parsed
-from groundeval.tasks.summary.agreement import binary_figures, kappa, proportion
 from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge
 from groundeval.tasks.summary.labels import Labelled, LabelSet, reference
 from groundeval.tasks.summary.truth import CRITERION_TYPES

@@ -18,7 +18,9 @@ Per criterion (``truth.summary_rubric``), in this order:
    must-not criterion is not made when its problem's name, or the first word of each of its drug's
    ingredients, does not appear at all (a contradiction in other words is missed: a documented
    limit). An empty summary meets nothing.
-2. **Judge** (``decided_by: "judge"``): everything else goes to the ``Judge`` (``judge.py``).
+2. **Judge** (``decided_by: "judge"``): everything else goes to the ``Judge`` (``judge.py``), as
+   ``questions`` the executor asks (``execution.score_stage``, concurrently), or one after another
+   when ``score`` is called without ``grades`` (``groundeval calibrate``).
 
 A must-mention drug or problem named only as ended or negated ("X was stopped", "no X": the
 record says it is current) is a false statement: flagged ``stated_as_ended`` and counted in
@@ -35,11 +37,12 @@ the record asks for no mention), ``must_mention_recall``, ``contradictions`` (mu
 made, must-mention items hedged, plus invented values), ``safety_failed``, ``words``, ``decided_by_rule``,
 ``decided_by_judge``, ``evidence_flagged``, ``judge_no_verdict`` (criteria whose judge reply held no
 verdict: ``no_answer`` or ``format_not_ok``, met False, and the case fails on them: a criterion
-nobody decided is not shown to be safe), and the judge's own ``judge_calls``, ``judge_cached``
-(replies read from ``--groundeval-judge-cache``),
-``judge_input_tokens``, ``judge_output_tokens`` (tokens) and ``judge_cost_usd`` (USD), apart from
-the agent's usage. A case passes when its rubric score reaches ``min_rubric_score``, it has no
-contradiction, no safety-critical criterion failed and it keeps to ``max_words``.
+nobody decided is not shown to be safe). A model judge's own usage is the case's ``usage`` under
+the ``judge_`` prefix, beside the agent's (``judge_calls``, ``judge_cached``: replies read from
+``--groundeval-judge-cache``, ``judge_input_tokens``, ``judge_output_tokens`` (tokens),
+``judge_cost_usd`` (USD); ``scorers.model_graded.role_usage``). A case passes when its rubric
+score reaches ``min_rubric_score``, it has no contradiction, no safety-critical criterion failed
+and it keeps to ``max_words``.
 
 The run's aggregate puts the judge's measured reliability (``calibration.Reliability``) beside the
 judged scores: ``judge``, ``judge_kappa``, ``judge_kappa_95ci``, ``judge_kappa_n`` and
@@ -53,8 +56,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from groundeval.datasets import Case
+from groundeval.scorers.model_graded import Question, role_usage
 from groundeval.scoring import Direction, Metric, Parsed, Score
-from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError
+from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError, Verdict, question
 from groundeval.tasks.summary.matching import item_mentions
 from groundeval.tasks.summary.reading import none_under, read
 from groundeval.tasks.summary.synonyms import drug_words, problem_names
@@ -66,15 +70,13 @@ __all__ = ["METRIC_NAMES", "SummaryScorer", "hedged_verdict", "rule_verdict", "s
 METRIC_NAMES = (
     "rubric_score", "must_mention_recall", "contradictions", "safety_failed", "words",
     "decided_by_rule", "decided_by_judge", "evidence_flagged", "judge_no_verdict",
-    "judge_calls", "judge_cached", "judge_input_tokens", "judge_output_tokens", "judge_cost_usd",
 )
 """Every per-case metric, in report order."""
 
 _DIRECTIONS: dict[str, Direction] = {
     "contradictions": "lower", "safety_failed": "lower", "evidence_flagged": "lower", "judge_no_verdict": "lower",
     "words": "none",
-    "decided_by_rule": "none", "decided_by_judge": "none", "judge_calls": "none", "judge_cached": "none",
-    "judge_input_tokens": "none", "judge_output_tokens": "none", "judge_cost_usd": "none",
+    "decided_by_rule": "none", "decided_by_judge": "none",
 }
 JSON = dict[str, Any]
 
@@ -163,9 +165,6 @@ class SummaryScorer:
 
     metric_names = METRIC_NAMES
     metric_directions = _DIRECTIONS
-    spend_metrics = ("judge_calls",)
-    """Summed over every case, excluded ones too (``records.aggregate``): calls whose case a judge
-    failure excluded were still made."""
 
     def __init__(self, judge: Judge, *, max_words: int, min_rubric_score: float,
                  reliability: Callable[[], dict[str, Metric]]) -> None:
@@ -174,53 +173,87 @@ class SummaryScorer:
         self.min_rubric_score = min_rubric_score
         self.reliability = reliability
 
-    def score(self, case: Case, truth: Any, parsed: Parsed) -> Score:
-        """Decide every criterion (rule, then judge), check stated values, and give the verdict.
+    @property
+    def asks_model(self) -> bool:
+        """True when the judge calls a model (its questions are then worth asking ahead: ``execution.base``)."""
+        return not self.judge.costs_nothing
 
-        Raises:
-            JudgeError: The judge's model failed: the runner classes the case by the model's error
-                (``infra_error`` excluded and counted; ``auth_error`` and ``config_error`` stop the
-                run; a reply with no verdict is not an error, see ``judge_no_verdict``). Its
-                ``metrics`` hold ``judge_calls`` up to and including the failed call.
+    def _ruled(self, criterion: Mapping[str, Any], summary: str) -> JSON | None:
+        """``criterion``'s entry when a hedge or the rules decide it, else None (the judge decides)."""
+        entry: JSON = {"id": criterion["id"], "type": criterion["type"], "kind": criterion["kind"],
+                       "points": criterion["points"], "safety": criterion["safety"]}
+        hedge = hedged_verdict(criterion, summary)
+        if hedge is not None:  # both labels: nothing earned, the forbidden thing stated
+            entry.update(met=criterion["kind"] == "must_not_state", decided_by="rule",
+                         evidence=hedge[:300], flag="contradictory_labels")
+            return entry
+        met = rule_verdict(criterion, summary) if summary.strip() else False  # nothing said: nothing met
+        if met is None:
+            return None
+        entry.update(met=met, decided_by="rule")
+        return entry
+
+    def questions(self, case: Case, truth: Any, parsed: Parsed) -> list[Question]:
+        """The criteria the rules leave open, as questions to the judge, in rubric order.
+
+        The executor asks them (``execution.score_stage``: concurrently, under the run's
+        ``--groundeval-concurrency``) and hands the verdicts to ``score``.
         """
         summary = str(parsed.value or "")
+        return [question(self.judge, c, summary, label=f"{case.case_id}/judge/{c['id']}")
+                for c in truth["criteria"] if self._ruled(c, summary) is None]
+
+    def score(self, case: Case, truth: Any, parsed: Parsed,
+              grades: Mapping[str, Verdict | JudgeError] | None = None) -> Score:
+        """Decide every criterion (rule, then judge), check stated values, and give the verdict.
+
+        Args:
+            case: The case.
+            truth: Its rubric (``truth.summary_rubric``).
+            parsed: The summary.
+            grades: The judge's verdicts (or failures) by criterion id, for the criteria of
+                ``questions``; None to ask the judge here, one criterion after another.
+
+        Raises:
+            JudgeError: The judge's model failed (the first failure in rubric order): the runner
+                classes the case by the model's error (``infra_error`` excluded and counted;
+                ``auth_error`` and ``config_error`` stop the run; a reply with no verdict is not
+                an error, see ``judge_no_verdict``). Its ``metrics`` hold the judge's usage
+                (``judge_calls`` counts the calls made, the failed ones included), which the
+                runner keeps in the case's ``usage``.
+        """
+        if grades is not None:
+            failed = [g for g in grades.values() if isinstance(g, JudgeError)]
+            if failed:
+                first = next(g for c in truth["criteria"] if isinstance(g := grades.get(str(c["id"])), JudgeError))
+                first.metrics = role_usage(grades.values(), costs_nothing=self.judge.costs_nothing)
+                raise first
+        asked: dict[str, Verdict | JudgeError] = dict(grades or {})
+        summary = str(parsed.value or "")
         decided: list[JSON] = []
-        usage = {"judge_calls": 0, "judge_cached": 0, "judge_input_tokens": 0, "judge_output_tokens": 0,
-                 "judge_cost_usd": 0.0}
-        cost_known = True
         for criterion in truth["criteria"]:
-            entry: JSON = {"id": criterion["id"], "type": criterion["type"], "kind": criterion["kind"],
-                           "points": criterion["points"], "safety": criterion["safety"]}
-            hedge = hedged_verdict(criterion, summary)
-            if hedge is not None:  # both labels: nothing earned, the forbidden thing stated
-                entry.update(met=criterion["kind"] == "must_not_state", decided_by="rule",
-                             evidence=hedge[:300], flag="contradictory_labels")
-                decided.append(entry)
+            ruled = self._ruled(criterion, summary)
+            if ruled is not None and ruled.get("flag") == "contradictory_labels":
+                decided.append(ruled)
                 continue
-            met = rule_verdict(criterion, summary) if summary.strip() else False  # nothing said: nothing met
-            if met is not None:
-                entry.update(met=met, decided_by="rule")
+            entry: JSON
+            if ruled is not None:
+                entry = ruled
             else:
-                try:
-                    verdict = self.judge.decide(criterion, summary, label=f"{case.case_id}/judge/{criterion['id']}")
-                except JudgeError as exc:
-                    failed = usage["judge_calls"] + (0 if self.judge.costs_nothing else 1)
-                    exc.metrics = {"judge_calls": failed}
-                    raise
-                entry.update(met=verdict.met, decided_by="judge", evidence=verdict.evidence[:300])
+                key = str(criterion["id"])
+                if grades is None:  # asked here, one criterion after another (groundeval calibrate, a task in code)
+                    try:
+                        asked[key] = self.judge.decide(criterion, summary, label=f"{case.case_id}/judge/{key}")
+                    except JudgeError as exc:
+                        exc.metrics = role_usage([*asked.values(), exc], costs_nothing=self.judge.costs_nothing)
+                        raise
+                verdict = asked[key]
+                assert isinstance(verdict, Verdict)  # failures were raised above
+                entry = {"id": criterion["id"], "type": criterion["type"], "kind": criterion["kind"],
+                         "points": criterion["points"], "safety": criterion["safety"],
+                         "met": verdict.met, "decided_by": "judge", "evidence": verdict.evidence[:300]}
                 if verdict.flag:
                     entry["flag"] = verdict.flag
-                if verdict.cached:
-                    usage["judge_cached"] += 1
-                elif not self.judge.costs_nothing:
-                    usage["judge_calls"] += 1
-                    usage["judge_input_tokens"] += int(verdict.usage.get("input_tokens") or 0)
-                    usage["judge_output_tokens"] += int(verdict.usage.get("output_tokens") or 0)
-                    cost = verdict.usage.get("cost_usd")
-                    if cost is None:
-                        cost_known = False
-                    else:
-                        usage["judge_cost_usd"] += float(cost)
             if not entry["met"] and "flag" not in entry:
                 ended = stated_ended(criterion, summary)
                 if ended is not None:  # a current item said to be stopped, resolved or absent: a false statement
@@ -236,8 +269,8 @@ class SummaryScorer:
         loose = [s[:120] for s in sentences(summary) if contradictory(s) and s[:300] not in evidence]
         loose += list(dict.fromkeys(m.sentence[:120] for m in read(summary, problem_names())
                                     if m.uncertain and m.sentence[:120] not in loose))
-        return self._verdict(decided, invented, loose, summary, {**usage, "judge_cost_usd": (
-            round(usage["judge_cost_usd"], 6) if cost_known else None)})
+        usage = role_usage(asked.values(), costs_nothing=self.judge.costs_nothing)
+        return self._verdict(decided, invented, loose, summary, usage)
 
     def _verdict(self, decided: list[JSON], invented: list[str], loose: list[str], summary: str,
                  usage: dict[str, Any]) -> Score:
@@ -259,7 +292,7 @@ class SummaryScorer:
             "decided_by_rule": sum(d["decided_by"] == "rule" for d in decided),
             "decided_by_judge": sum(d["decided_by"] == "judge" for d in decided),
             "evidence_flagged": sum(d.get("flag") == "evidence_not_in_summary" for d in decided),
-            "judge_no_verdict": len(unjudged), **usage,
+            "judge_no_verdict": len(unjudged),
         }
         reasons = []
         if score is not None and score < self.min_rubric_score:
@@ -281,10 +314,11 @@ class SummaryScorer:
         missed = [d["id"] for d in positive if not d["met"]]
         details = {"criteria": decided, "invented_values": invented, "hedged_statements": loose, "missed": missed,
                    "judge": self.judge.spec}
-        return Score("failed" if reasons else "passed", metrics, details=details, message="; ".join(reasons))
+        return Score("failed" if reasons else "passed", metrics, details=details, message="; ".join(reasons),
+                     usage=usage)
 
     def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
-        """Means of the scores, the judge's reliability beside them, counts and the judge's usage."""
+        """Means of the scores, the judge's reliability beside them, and counts (the judge's usage is in ``usage``)."""
 
         def mean(key: str) -> float | None:
             values = [float(v) for m in metrics if isinstance(v := m.get(key), int | float)]
@@ -293,7 +327,6 @@ class SummaryScorer:
         def total(key: str) -> int:
             return sum(int(v) for m in metrics if isinstance(v := m.get(key), int | float))
 
-        costs = [m.get("judge_cost_usd") for m in metrics]
         return {
             "rubric_score": mean("rubric_score"), "must_mention_recall": mean("must_mention_recall"),
             **self.reliability(),
@@ -301,9 +334,4 @@ class SummaryScorer:
             "words": mean("words"), "decided_by_rule": total("decided_by_rule"),
             "decided_by_judge": total("decided_by_judge"), "evidence_flagged": total("evidence_flagged"),
             "judge_no_verdict": total("judge_no_verdict"),
-            "judge_calls": total("judge_calls"), "judge_cached": total("judge_cached"),
-            "judge_input_tokens": total("judge_input_tokens"),
-            "judge_output_tokens": total("judge_output_tokens"),
-            "judge_cost_usd": None if any(c is None for c in costs) else round(
-                sum(float(c) for c in costs if isinstance(c, int | float)), 6),
         }
