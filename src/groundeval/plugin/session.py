@@ -475,14 +475,27 @@ class GroundevalSession:
             first = next((n for n, r in self.records.items() if r.outcome == "auth_error"), None)
             if first is not None:
                 report.longrepr = f"auth_error: the same rejected credentials as {first} (see above)"
-        self.records[report.nodeid] = record
-        if not self.output_failures:  # after a failed write the cases are kept here, for the final record
+        self.records[report.nodeid] = self._keep(record)
+        # pytest keeps every report to the end; the outcome is all its status hooks still read
+        report.groundeval = {"outcome": record.outcome}  # type: ignore[attr-defined]
+
+    def _keep(self, record: CaseRecord) -> CaseRecord:
+        """Append the whole record to the partial file; return what the session keeps of it.
+
+        A light copy (``records.light``) once the line is written: the run record is written
+        from the partial file at the end. The whole record after a failed write (nothing more is
+        appended then), for the final record.
+        """
+        if not self.output_failures:
             try:
                 self.writer.append(record)
             except OSError as exc:
                 self._output_failed(exc)
-        # pytest keeps every report to the end; the outcome is all its status hooks still read
-        report.groundeval = {"outcome": record.outcome}  # type: ignore[attr-defined]
+            else:
+                from groundeval.records.light import light_copy
+
+                return light_copy(record, keep_parsed=self.settings.counterfactual)
+        return record
 
     def _output_failed(self, exc: OSError) -> None:
         """The partial file could not be written: say which and why, and stop the run on every process."""
