@@ -36,7 +36,7 @@ from groundeval.plugin.agent_setup import preflight_replay, prepare_agent
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.stop_policy import StopPolicy
-from groundeval.plugin.worker_keys import RUN_ID_KEY
+from groundeval.plugin.worker_keys import RESUME_KEY, RUN_ID_KEY
 from groundeval.records.conversation import task_version
 from groundeval.records.run_record import CaseRecord, RunRecord, new_run_id
 from groundeval.records.run_writer import RunWriter
@@ -150,6 +150,12 @@ class GroundevalSession:
                 )
             self._baseline_gate = BaselineGate(self.baseline)
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
+        resume_from = None  # --groundeval-resume: the interrupted run this one continues, under its run id
+        if settings.resume is not None and not self.is_worker:
+            from groundeval.plugin.resuming import open_resume
+
+            resume_from = open_resume(settings)
+            run_id = resume_from.run_id
         worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
         if self._agent is not None:
             agent_name = self._agent.name
@@ -206,6 +212,13 @@ class GroundevalSession:
 
             directions = dict(getattr(self.task, "metric_directions", None) or {})
             self.stream = LangSmithStream.from_env(self.info, values=[k for k, d in directions.items() if d == "none"])
+        from groundeval.plugin.resuming import Resumed, resume_run, start_partial
+
+        self.resumed = Resumed(None, {})  # the cases kept from the run this one resumes (controller)
+        if resume_from is not None:
+            self.resumed = resume_run(self, resume_from)
+        elif not self.is_worker:
+            start_partial(self)
 
     @property
     def peak_in_flight(self) -> int:
@@ -453,13 +466,19 @@ class GroundevalSession:
             from groundeval.plugin.items import select_by_node_id
 
             select_by_node_id(config, items, wanted, self.settings.data_dir)
+        kept = self.resumed.kept if not self.is_worker else config.workerinput.get(RESUME_KEY)  # type: ignore[attr-defined]
+        if kept:
+            from groundeval.plugin.resuming import deselect_finished
+
+            deselect_finished(config, items, kept)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Remember the selected cases (serial runs; the xdist controller hears them from workers)."""
         from groundeval.plugin.items import EvalItem
 
-        if not self.is_worker:
-            self.selected = [item.nodeid for item in session.items if isinstance(item, EvalItem)]
+        if not self.is_worker:  # with the cases a resumed run keeps (their items were deselected)
+            ran = [item.nodeid for item in session.items if isinstance(item, EvalItem)]
+            self.selected = list(dict.fromkeys([*self.resumed.kept, *ran]))
         if self.runs_cases:
             self._order = [item for item in session.items if isinstance(item, EvalItem)]
             self._position = {item.nodeid: i for i, item in enumerate(self._order)}
@@ -468,7 +487,9 @@ class GroundevalSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather case records on the controller and append each to the partial run file."""
         data = getattr(report, "groundeval", None)
-        if self.is_worker or not isinstance(data, dict) or report.nodeid in self.records:
+        if self.is_worker or not isinstance(data, dict):
+            return
+        if report.nodeid in self.records and not self.resumed.replaces(report.nodeid):
             return
         record = CaseRecord.model_validate(data)
         if record.outcome == "auth_error":  # under xdist each worker may hit it once

@@ -16,6 +16,7 @@ for the whole cases (tests/records/test_run_writer.py compares them).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -71,6 +72,22 @@ class RunWriter:
         line = json.dumps(case.model_dump(mode="json"), ensure_ascii=False) + "\n"
         self.spans[case.nodeid] = self._append_line(line)
         self.appended += 1
+
+    def adopt(self, nodeid: str, span: tuple[int, int]) -> None:
+        """Take a case line already in the partial file (a resumed run continuing its own file) as appended."""
+        self.spans[nodeid] = span
+        self.appended += 1
+        self._header = None  # the file has its header
+
+    def cut_to(self, size: int) -> None:
+        """Cut the partial file back to ``size`` bytes (the end of its last whole line).
+
+        Raises:
+            OSError: The file could not be cut (``filename`` is the partial file).
+        """
+        with named(self.partial):
+            if self.partial.exists() and self.partial.stat().st_size > size:
+                os.truncate(self.partial, size)
 
     def case(self, light: CaseRecord) -> CaseRecord:
         """The whole case record of ``light`` (a ``records.case_store.light_copy``) read back from its line.
