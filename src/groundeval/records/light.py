@@ -19,6 +19,7 @@ from whole records and compares them.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from groundeval.records.run_record import CaseRecord
@@ -47,4 +48,14 @@ def light_copy(record: CaseRecord, keep_parsed: bool = False) -> CaseRecord:
         update["trace"] = [{"tool": step.get("tool")} for step in record.trace]
     if record.error is not None and record.error.traceback is not None:
         update["error"] = record.error.model_copy(update={"traceback": None})
-    return record.model_copy(update=update)
+    values = {**record.__dict__, **update}
+    for name in _SHARED_TEXT:  # the same few values in every case of a run: one string each
+        if isinstance(values[name], str):
+            values[name] = sys.intern(values[name])
+    # every field's name, one set for every light copy (a copy of a record's own set is 2 KB a case)
+    return CaseRecord.model_construct(_fields_set=_ALL_FIELDS, **values)
+
+
+_ALL_FIELDS: set[str] = set(CaseRecord.model_fields)
+"""``__pydantic_fields_set__`` of every light copy: the names of all fields (so an update adds none)."""
+_SHARED_TEXT = ("run_id", "task", "agent", "outcome", "model", "worker")
