@@ -10,6 +10,7 @@ worker and conversation timings).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -98,10 +99,8 @@ def _interrupt(base: Path, out: str, sig: int, hang_at: int, *args: str) -> None
 
 def proc_wait(proc: subprocess.Popen[bytes]) -> None:
     """Yield the CPU to the run (a bounded wait on the process itself, not a sleep the test relies on)."""
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=0.05)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _partial_cases(out: Path) -> int:
