@@ -69,6 +69,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from groundeval.plugin.report_trim import ReportTrim
 
         config.pluginmanager.register(ReportTrim(), "groundeval-report-trim")
+        if config.getoption("xmlpath", default=None):
+            from groundeval.plugin.junit_spool import JunitSpool
+
+            config.pluginmanager.register(JunitSpool(), "groundeval-junit-spool")
     if is_worker:
         config.pluginmanager.register(LiveOnReports(), "groundeval-live")
     elif settings.progress != "off" and not config.getoption("collectonly", default=False):
