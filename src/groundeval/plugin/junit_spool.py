@@ -63,9 +63,9 @@ class JunitSpool:
             self._spans.append((self._spool.tell(), len(data)))
             self._spool.write(data)
             index = str(len(self._spans) - 1)
-            reporter.to_xml = lambda: ET.Element(_TAG, i=index)
+            reporter.to_xml = lambda: ET.Element(_TAG, i=index)  # type: ignore[method-assign]
 
-        xml.finalize = finalize
+        xml.finalize = finalize  # type: ignore[method-assign]
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
