@@ -54,7 +54,14 @@ def replace_whole(path: Path, text: str) -> None:
         OSError: What ``write_text`` or the rename raised (``EFBIG``, ``ENOSPC``, ``EACCES``,
             ``EISDIR``, ...), with ``path`` (not the temporary file) as its ``filename``.
     """
-    replace_whole_from(path, (text,))
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def replace_whole_from(path: Path, chunks: Iterable[str]) -> None:
@@ -74,6 +81,10 @@ def replace_whole_from(path: Path, chunks: Iterable[str]) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+    except BaseException:  # a chunk that could not be made (a case line that no longer parses): no half file
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def append_whole(path: str | Path, data: bytes) -> int:
