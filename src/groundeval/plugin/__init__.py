@@ -68,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not is_worker:
         from groundeval.plugin.report_trim import ReportTrim
 
-        config.pluginmanager.register(ReportTrim(), "groundeval-report-trim")
+        config.pluginmanager.register(ReportTrim(config), "groundeval-report-trim")
         if config.getoption("xmlpath", default=None):
             from groundeval.plugin.junit_spool import JunitSpool
 

@@ -1,4 +1,4 @@
-"""Drop what pytest keeps of a finished case that no one reads again: its junit properties.
+"""Drop what pytest keeps of a finished case that no one reads again: its junit properties, its empty reports.
 
 pytest keeps every item and every report to the end of the session. A case's junit properties
 (``item.user_properties``, about 25 pairs, 1.3 KB a case) are read once, when junit's
@@ -7,7 +7,10 @@ weight, 65 MB at 50,000 cases. This plugin (registered on the controlling proces
 once junit has read them: after the item's whole protocol in a serial run (the item and its three
 reports share one list), and after the teardown report is logged on the pytest-xdist controller
 (each report there has its own copy; setup and call reports' properties are never read there).
-Groundeval's own items only; the junit file is the same (tests/plugin/test_scale_outputs.py).
+A passed setup or teardown report without captured output (two a case, about 1.5 KB each with
+their keywords) is dropped from the terminal reporter's list of such reports, which pytest reads
+only to show teardown output in a FAILURES block. Groundeval's own items only; the outputs are the
+same (tests/plugin/test_report_trim.py).
 """
 
 from __future__ import annotations
@@ -34,8 +37,24 @@ class ReportTrim:
             if item.nodeid.startswith(_OURS):
                 item.user_properties.clear()
 
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """The xdist controller: a report's own copy, once junit's ``LogXML`` (which runs before) has read it."""
-        if getattr(report, "node", None) is not None and report.nodeid.startswith(_OURS):
+        """Once junit and the terminal reporter (which run before) have the report: what they will not read again.
+
+        The xdist controller: the report's own copy of the properties. Any run: a passed setup or
+        teardown report with no captured output leaves the terminal reporter's ``stats[""]``
+        (pytest reads that list only for the teardown sections of a FAILURES block, and this
+        report has none).
+        """
+        if not report.nodeid.startswith(_OURS):
+            return
+        if getattr(report, "node", None) is not None:
             report.user_properties = []
+        if report.when in ("setup", "teardown") and report.passed and not report.sections:
+            terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+            bucket = getattr(terminal, "stats", {}).get("")
+            if bucket and bucket[-1] is report:
+                bucket.pop()
