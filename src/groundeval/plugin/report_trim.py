@@ -4,9 +4,9 @@ pytest keeps every item and every report to the end of the session. A case's jun
 (``item.user_properties``, about 25 pairs, 1.3 KB a case) are read once, when junit's
 ``LogXML`` finalizes the case's ``<testcase>`` on its teardown report; afterwards they are dead
 weight, 65 MB at 50,000 cases. This plugin (registered on the controlling process) empties them
-once junit has read them: after the item's whole protocol in a serial run (the item and its three
-reports share one list), and after the teardown report is logged on the pytest-xdist controller
-(each report there has its own copy; setup and call reports' properties are never read there).
+once junit has read them: the item's own list after the item's whole protocol, and each report's
+copy once the report is logged (junit reads only the teardown report's, before this plugin's
+hook; pytest copies the list into every report, and pytest-xdist's controller gets its own).
 A passed setup or teardown report without captured output (two a case, about 1.5 KB each with
 their keywords) is dropped from the terminal reporter's list of such reports, which pytest reads
 only to show teardown output in a FAILURES block. Groundeval's own items only; the outputs are the
@@ -44,15 +44,14 @@ class ReportTrim:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Once junit and the terminal reporter (which run before) have the report: what they will not read again.
 
-        The xdist controller: the report's own copy of the properties. Any run: a passed setup or
+        The report's own copy of the properties (junit read the teardown report's). A passed setup or
         teardown report with no captured output leaves the terminal reporter's ``stats[""]``
         (pytest reads that list only for the teardown sections of a FAILURES block, and this
         report has none).
         """
         if not report.nodeid.startswith(_OURS):
             return
-        if getattr(report, "node", None) is not None:
-            report.user_properties = []
+        report.user_properties = []  # each report holds its own copy (pytest copies the item's list)
         if report.when in ("setup", "teardown") and report.passed and not report.sections:
             terminal = self.config.pluginmanager.get_plugin("terminalreporter")
             bucket = getattr(terminal, "stats", {}).get("")
