@@ -111,6 +111,8 @@ def resume_run(gs: GroundevalSession, source: Interrupted) -> Resumed:
             "the same options it had (its settings are in the file), or start a new run without --groundeval-resume"
         )
     gs.started = datetime.fromisoformat(source.started_at)
+    for stale in (gs.stop_file, gs.cooldown_file):  # a killed run's: named by the run id this run takes over
+        stale.unlink(missing_ok=True)
     same_file = source.path.resolve() == gs.writer.partial.resolve()
     gs.writer.set_header(partial_header(gs))
     kept: dict[str, str] = {}
