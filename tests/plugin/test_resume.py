@@ -195,3 +195,16 @@ def test_a_file_that_is_not_an_interrupted_run_is_refused(resume_dir: Path) -> N
     assert whole.returncode == 1
     result = _run(resume_dir, f"--groundeval-resume={_only(resume_dir / 'whole')}")
     assert result.returncode == 4 and "that run is complete" in result.stderr
+
+
+def test_a_stop_file_left_by_the_killed_run_does_not_stop_its_resumed_workers(resume_dir: Path) -> None:
+    """Workers start no case once ``<run id>.stop`` exists; the resumed run takes the run id, so it clears it first."""
+    pytest.importorskip("xdist")
+    _interrupt(resume_dir, "killed", signal.SIGKILL, 2)
+    partial = _only(resume_dir / "killed", "*.partial.jsonl")
+    run_id = json.loads(partial.read_text().splitlines()[0])["run"]["run_id"]
+    (resume_dir / "killed" / f"{run_id}.stop").touch()  # as a signal the killed controller got would leave it
+    resumed = _run(resume_dir, "--groundeval-out-dir=killed", f"--groundeval-resume={partial}", "-n", "2")
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr
+    record = load_record(_only(resume_dir / "killed"))
+    assert record.complete and not any(c.outcome == "not_run" for c in record.cases)
