@@ -77,15 +77,17 @@ def test_the_partial_file_failing_stops_the_run_and_keeps_every_finished_case(
 def test_the_final_record_failing_keeps_the_partial_file_junit_and_the_summary(
     pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = Path.write_text
+    real = Path.open
 
-    def write_text(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
-        if self.name.endswith(".json.tmp"):
-            real(self, data[:100], *args, **kwargs)  # a half-written file, then the disk is full
+    def open_(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        f = real(self, mode, *args, **kwargs)
+        if self.name.endswith(".json.tmp") and "w" in mode:  # the record is streamed into its temporary file
+            f.write('{\n  "schema_version": 2,')  # a half-written file, then the disk is full
+            f.close()
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(self, data, *args, **kwargs)
+        return f
 
-    monkeypatch.setattr(Path, "write_text", write_text)
+    monkeypatch.setattr(Path, "open", open_)
     (pytester.path / "md").mkdir()  # the Markdown summary asked for at a directory: a second failure
     result = pytester.runpytest(*eval_args("--junitxml=out.xml", "--groundeval-summary-md=md"))
     out = result.stdout.str()
@@ -96,7 +98,8 @@ def test_the_final_record_failing_keeps_the_partial_file_junit_and_the_summary(
     assert f"{partial.name.removesuffix('.partial.jsonl')}.json: No space left on device (ENOSPC)" in out
     assert f"the finished cases are in {partial} (5 of 5) and the junit file out.xml" in out.replace("\n", "")
     assert "md: Is a directory (EISDIR)" in out
-    assert len(partial.read_text().splitlines()) == 5  # every finished case survives
+    header, *lines = partial.read_text().splitlines()
+    assert "groundeval_partial" in header and len(lines) == 5  # every finished case survives
     assert sorted(p.name for p in (pytester.path / "runs").iterdir()) == [partial.name]  # no .json.tmp left
     assert len(junit_cases(pytester.path / "out.xml")) == 5
 
@@ -118,7 +121,8 @@ def test_under_xdist_a_real_file_size_limit_is_named_and_the_whole_lines_survive
     assert ".partial.jsonl: File too large (EFBIG)" in out
     (partial,) = (pytester.path / "runs").glob("*.partial.jsonl")
     text = partial.read_text()
-    lines = text.splitlines()
+    header, *lines = text.splitlines()  # the run's header line, then one line a finished case
+    assert "groundeval_partial" in header
     assert text.endswith("\n") and 1 <= len(lines) < 5 and len(text.encode()) <= limit
     assert all(json.loads(line)["outcome"] == "passed" for line in lines)  # whole lines only, none cut mid-line
     assert not list((pytester.path / "runs").glob("*.tmp"))

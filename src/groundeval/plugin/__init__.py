@@ -65,6 +65,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(XdistHooks(gsession), "groundeval-xdist")
     from groundeval.plugin.progress import LiveOnReports, Progress
 
+    if not is_worker:
+        from groundeval.plugin.report_trim import ReportTrim
+
+        config.pluginmanager.register(ReportTrim(config), "groundeval-report-trim")
+        if config.getoption("xmlpath", default=None):
+            from groundeval.plugin.junit_spool import JunitSpool
+
+            config.pluginmanager.register(JunitSpool(), "groundeval-junit-spool")
     if is_worker:
         config.pluginmanager.register(LiveOnReports(), "groundeval-live")
     elif settings.progress != "off" and not config.getoption("collectonly", default=False):

@@ -119,6 +119,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "named in the summary and marked regression=true in junit.", "RUN.json", scope="run",
     ),
     Option(
+        "resume", _text, None,
+        "Resume an interrupted run: its run record (RUN.json, complete=false) or the partial file of a killed run "
+        "(<run id>.partial.jsonl). Only the cases without a final outcome (not run, or an error) run again, with the "
+        "same settings (a different setting is refused and named); one record is written, under the same run id, as "
+        "if the run had not stopped.", "RUN.json", scope="run",
+    ),
+    Option(
         "fail-on-regression", _bool, False,
         "With --groundeval-baseline: exit non-zero when the gate fails (a case regressed or was lost, a case file "
         "could not be read or failed its checks, the pass rate dropped beyond noise, or the run is incomplete), even "

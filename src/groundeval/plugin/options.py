@@ -77,6 +77,7 @@ class Settings:
         model: Model id, or None for the agent's default.
         task_name: The task's ``name`` (``"extraction"``; for ``module:Class`` specs, the class's).
         baseline: Run record to compare with (``--groundeval-baseline``), or None.
+        resume: ``--groundeval-resume``: the interrupted run's record or partial file, or None.
         fail_on_regression: Exit non-zero when a case regressed against the baseline.
         summary_md: Where to write the Markdown summary, or None.
         trials: Items per case (``--groundeval-trials``).
@@ -112,6 +113,7 @@ class Settings:
     agent_options: dict[str, Any] = field(default_factory=dict)
     task_name: str = ""
     baseline: Path | None = None
+    resume: Path | None = None
     fail_on_regression: bool = False
     summary_md: Path | None = None
     trials: int = 1
@@ -326,6 +328,12 @@ def read_settings(config: pytest.Config) -> Settings:
     baseline = path("baseline")
     if baseline is not None and not baseline.is_file():
         raise pytest.UsageError(f"{sources['baseline']}={str(baseline)!r}: no such run record file")
+    resume = path("resume")
+    if resume is not None and not resume.is_file():
+        raise pytest.UsageError(
+            f"{sources['resume']}={str(resume)!r}: no such file; give the interrupted run's record (<out-dir>/<run "
+            "id>.json) or its partial file (<out-dir>/<run id>.partial.jsonl)"
+        )
     if values["fail_on_regression"] and baseline is None:
         raise pytest.UsageError(f"{sources['fail_on_regression']} needs --groundeval-baseline=RUN.json to compare with")
     if values["counterfactual"]:
@@ -366,6 +374,7 @@ def read_settings(config: pytest.Config) -> Settings:
         agent_options={o.key: values[o.key] for o in RUN_OPTIONS if o.scope == "agent" and o.key != "model"},
         task_name=name,
         baseline=baseline,
+        resume=resume,
         fail_on_regression=bool(values["fail_on_regression"]),
         summary_md=path("summary_md"),
         trials=int(values["trials"]),

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from groundeval.runner import RunInfo
     from groundeval.tasks.base import Task
 
-__all__ = ["RunState", "build_record", "finish_run"]
+__all__ = ["RunState", "build_record", "finish_run", "run_settings"]
 
 
 class RunState(Protocol):
@@ -92,10 +92,6 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
     )
     complete = not missing and bool(gs.selected or not gs.collection_errors)
     model = gs.info.model or next((c.model for c in cases if c.model), None)
-    settings = gs.settings
-    options = dict(settings.agent_options)
-    if isinstance(options.get("base_url"), str):
-        options["base_url"] = strip_userinfo(options["base_url"])
     facts = getattr(gs.task, "run_facts", None)
     return RunRecord(
         run_id=gs.info.run_id, task=gs.info.task, agent=clean_text(gs.info.agent),
@@ -103,18 +99,9 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         started_at=gs.started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
         duration_s=round(time.perf_counter() - gs.t0, 3), complete=complete,
         stop_reason=None if complete else (gs.stop_reason or _why_incomplete(gs)), exit_status=exit_status,
-        settings=clean({
-            "task_spec": settings.task, "agent_spec": settings.agent, "limit": settings.limit,
-            "task_options": settings.task_options,
-            "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
-            "trials": settings.trials, "concurrency": gs.concurrency, "min_pass_rate": settings.min_pass_rate,
-            "counterfactual": settings.counterfactual, "shard": None if settings.shard is None else str(settings.shard),
-            "models": _models(settings), "conversation": settings.conversation,
-            **({"fhir": settings.fhir} if settings.fhir is not None else {}),
-            **({"twin_seed": gs.twin_seed} if settings.counterfactual else {}),
-        }),
+        settings=run_settings(gs),
         task_facts=dict(facts() if callable(facts) else facts or {}),
-        packages=package_versions(), data_dir=str(settings.data_dir),
+        packages=package_versions(), data_dir=str(gs.settings.data_dir),
         fixtures=fixtures_of(cases),
         collection_errors=list(gs.collection_errors.values()),
         dropped_calls=gs.discarded_calls,
@@ -123,8 +110,29 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         metric_directions=_directions(gs.task),
         cases=cases,
         aggregate=summarize(gs.task, cases, selected=len(gs.selected) or len(cases),
-                            min_pass_rate=settings.min_pass_rate),
+                            min_pass_rate=gs.settings.min_pass_rate),
     )
+
+
+def run_settings(gs: RunState) -> dict[str, Any]:
+    """``RunRecord.settings`` of the run (cleaned; a base URL without its user info).
+
+    Also the partial file's header (``records.run_writer``), which a resumed run is checked against.
+    """
+    settings = gs.settings
+    options = dict(settings.agent_options)
+    if isinstance(options.get("base_url"), str):
+        options["base_url"] = strip_userinfo(options["base_url"])
+    return dict(clean({
+        "task_spec": settings.task, "agent_spec": settings.agent, "limit": settings.limit,
+        "task_options": settings.task_options,
+        "agent_options": options, "workers": gs.config.getoption("numprocesses", default=None),
+        "trials": settings.trials, "concurrency": gs.concurrency, "min_pass_rate": settings.min_pass_rate,
+        "counterfactual": settings.counterfactual, "shard": None if settings.shard is None else str(settings.shard),
+        "models": _models(settings), "conversation": settings.conversation,
+        **({"fhir": settings.fhir} if settings.fhir is not None else {}),
+        **({"twin_seed": gs.twin_seed} if settings.counterfactual else {}),
+    }))
 
 
 def _directions(task: Task) -> dict[str, Any]:

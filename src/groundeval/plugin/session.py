@@ -37,7 +37,7 @@ from groundeval.plugin.agent_setup import is_replay as _is_replay, preflight_rep
 from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.stop_policy import StopPolicy
-from groundeval.plugin.worker_keys import RUN_ID_KEY
+from groundeval.plugin.worker_keys import RESUME_KEY, RUN_ID_KEY
 from groundeval.records.conversation import task_version
 from groundeval.records.run_record import CaseRecord, RunRecord, new_run_id
 from groundeval.records.run_writer import RunWriter
@@ -64,6 +64,7 @@ def twin_seed_of(run_id: str) -> int:
     return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") % 1_000_000_000
 
 MAX_FAILURE_BLOCKS = 25
+_OUTCOME_ONLY: dict[str, dict[str, str]] = {}
 """Failed cases shown as pytest's FAILURES blocks at most; above it, one line each (``--groundeval-failure-blocks``)."""
 
 
@@ -157,6 +158,12 @@ class GroundevalSession:
                 )
             self._baseline_gate = BaselineGate(self.baseline)
         run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
+        resume_from = None  # --groundeval-resume: the interrupted run this one continues, under its run id
+        if settings.resume is not None and not self.is_worker:
+            from groundeval.plugin.resuming import open_resume
+
+            resume_from = open_resume(settings)
+            run_id = resume_from.run_id
         worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
         if self._agent is not None:
             agent_name = self._agent.name
@@ -213,6 +220,13 @@ class GroundevalSession:
 
             directions = dict(getattr(self.task, "metric_directions", None) or {})
             self.stream = LangSmithStream.from_env(self.info, values=[k for k, d in directions.items() if d == "none"])
+        from groundeval.plugin.resuming import Resumed, resume_run, start_partial
+
+        self.resumed = Resumed(None, {})  # the cases kept from the run this one resumes (controller)
+        if resume_from is not None:
+            self.resumed = resume_run(self, resume_from)
+        elif not self.is_worker:
+            start_partial(self)
 
     @property
     def peak_in_flight(self) -> int:
@@ -465,13 +479,19 @@ class GroundevalSession:
 
             select_by_node_id(config, items, wanted, self.settings.data_dir)
         deselect_fhir_only(config, items, self.task)  # whole records run only with --groundeval-fhir
+        kept = self.resumed.kept if not self.is_worker else config.workerinput.get(RESUME_KEY)  # type: ignore[attr-defined]
+        if kept:
+            from groundeval.plugin.resuming import deselect_finished
+
+            deselect_finished(config, items, kept)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Remember the selected cases (serial runs; the xdist controller hears them from workers)."""
         from groundeval.plugin.items import EvalItem
 
-        if not self.is_worker:
-            self.selected = [item.nodeid for item in session.items if isinstance(item, EvalItem)]
+        if not self.is_worker:  # with the cases a resumed run keeps (their items were deselected)
+            ran = [item.nodeid for item in session.items if isinstance(item, EvalItem)]
+            self.selected = list(dict.fromkeys([*self.resumed.kept, *ran]))
         if self.runs_cases:
             self._order = [item for item in session.items if isinstance(item, EvalItem)]
             self._position = {item.nodeid: i for i, item in enumerate(self._order)}
@@ -480,21 +500,37 @@ class GroundevalSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather case records on the controller and append each to the partial run file."""
         data = getattr(report, "groundeval", None)
-        if self.is_worker or not isinstance(data, dict) or report.nodeid in self.records:
+        if self.is_worker or not isinstance(data, dict):
+            return
+        if report.nodeid in self.records and not self.resumed.replaces(report.nodeid):
             return
         record = CaseRecord.model_validate(data)
         if record.outcome == "auth_error":  # under xdist each worker may hit it once
             first = next((n for n, r in self.records.items() if r.outcome == "auth_error"), None)
             if first is not None:
                 report.longrepr = f"auth_error: the same rejected credentials as {first} (see above)"
-        self.records[report.nodeid] = record
-        if not self.output_failures:  # after a failed write the cases are kept here, for the final record
+        self.records[report.nodeid] = self._keep(record)
+        # pytest keeps every report to the end; the outcome is all its status hooks still read
+        # one read-only dict per outcome, shared by every report (50,000 reports, 50,000 dicts otherwise)
+        report.groundeval = _OUTCOME_ONLY.setdefault(record.outcome, {"outcome": record.outcome})  # type: ignore[attr-defined]
+
+    def _keep(self, record: CaseRecord) -> CaseRecord:
+        """Append the whole record to the partial file; return what the session keeps of it.
+
+        A light copy (``records.light``) once the line is written: the run record is written
+        from the partial file at the end. The whole record after a failed write (nothing more is
+        appended then), for the final record.
+        """
+        if not self.output_failures:
             try:
                 self.writer.append(record)
             except OSError as exc:
                 self._output_failed(exc)
-        # pytest keeps every report to the end; the outcome is all its status hooks still read
-        report.groundeval = {"outcome": record.outcome}  # type: ignore[attr-defined]
+            else:
+                from groundeval.records.light import light_copy
+
+                return light_copy(record, keep_parsed=self.settings.counterfactual)
+        return record
 
     def _output_failed(self, exc: OSError) -> None:
         """The partial file could not be written: say which and why, and stop the run on every process."""

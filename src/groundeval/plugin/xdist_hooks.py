@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, RUN_ID_KEY, SPEND_STOP_KEY
+from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, RESUME_KEY, RUN_ID_KEY, SPEND_STOP_KEY
 from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
@@ -40,8 +40,10 @@ class XdistHooks:
         return AheadLoadScheduling(config, log, ahead=wanted * LOOKAHEAD_PER_SLOT)
 
     def pytest_configure_node(self, node: Any) -> None:
-        """Give every worker the controller's run id."""
+        """Give every worker the controller's run id, and under ``--groundeval-resume`` the cases it keeps."""
         node.workerinput[RUN_ID_KEY] = self.gsession.info.run_id
+        if self.gsession.resumed.kept:
+            node.workerinput[RESUME_KEY] = self.gsession.resumed.kept
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """Add up the calls a worker made ahead and dropped when the run stopped."""

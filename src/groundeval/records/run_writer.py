@@ -1,20 +1,35 @@
 """Writing one run's record to disk: each finished case as it ends, the whole record at the end.
 
-Each case is appended to ``<run_id>.partial.jsonl`` as one line, written whole or not at all (a
-failed write cuts the file back), so a run killed at any point leaves every finished case readable;
-the complete record is then written atomically to ``<run_id>.json`` and the partial file removed.
-Errors name the file (``records.write_errors.named``).
+The partial file ``<run_id>.partial.jsonl`` starts with one header line (``{"groundeval_partial":
+1, "run": {...}}``: the run's id, task, start time and settings, ``records.resume``) and then holds
+one line per finished case, each written whole or not at all (a failed write cuts the file back),
+so a run killed at any point leaves every finished case readable. The complete record is then
+written atomically to ``<run_id>.json`` and the partial file removed (errors name the file,
+``records.write_errors.named``).
+
+The record is written as a stream: each case is read back from its line of the partial file as
+its turn comes (``RunWriter.case``), so a 50,000-case run never holds every whole case record, nor
+the record's text, in memory. The text is the one ``RunRecord.model_dump_json(indent=2)`` gives
+for the whole cases (tests/records/test_run_writer.py compares them).
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from groundeval.records.run_record import CaseRecord, RunRecord
-from groundeval.records.write_errors import append_whole, named, replace_whole
+from groundeval.records.write_errors import append_whole, named, replace_whole_from
 
-__all__ = ["RunWriter"]
+__all__ = ["PARTIAL_HEADER_KEY", "RunWriter", "stream_record"]
+
+PARTIAL_HEADER_KEY = "groundeval_partial"
+"""The key of the partial file's first line (its value is the header's version, 1)."""
+
+_CASES_EMPTY = '\n  "cases": [],\n'
 
 
 class RunWriter:
@@ -30,6 +45,19 @@ class RunWriter:
         self.path = out_dir / f"{run_id}.json"
         self.partial = out_dir / f"{run_id}.partial.jsonl"
         self.appended = 0  # cases written whole to the partial file
+        self.spans: dict[str, tuple[int, int]] = {}  # node id -> (byte offset, length) of its line
+        self._header: dict[str, Any] | None = None  # written before the first case
+        self._reader: BinaryIO | None = None  # the partial file, open while the record is written
+
+    def set_header(self, run: dict[str, Any]) -> None:
+        """The run's facts the partial file starts with (written with the first case)."""
+        self._header = {PARTIAL_HEADER_KEY: 1, "run": run}
+
+    def _append_line(self, line: str) -> tuple[int, int]:
+        data = line.encode("utf-8", "surrogatepass")
+        with named(self.partial):
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            return append_whole(self.partial, data), len(data)
 
     def append(self, case: CaseRecord) -> None:
         """Append one finished case to the partial file as one line, written whole or not at all.
@@ -38,23 +66,86 @@ class RunWriter:
             OSError: The line could not be written (``filename`` is the partial file); the file
                 is cut back to where it was, so every line it holds is a whole case.
         """
+        if self._header is not None and not self.appended:
+            self._append_line(json.dumps(self._header, ensure_ascii=False) + "\n")
+            self._header = None
         line = json.dumps(case.model_dump(mode="json"), ensure_ascii=False) + "\n"
-        with named(self.partial):
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            append_whole(self.partial, line.encode("utf-8", "surrogatepass"))
+        self.spans[case.nodeid] = self._append_line(line)
         self.appended += 1
 
-    def finish(self, record: RunRecord) -> Path:
+    def adopt(self, nodeid: str, span: tuple[int, int]) -> None:
+        """Take a case line already in the partial file (a resumed run continuing its own file) as appended."""
+        self.spans[nodeid] = span
+        self.appended += 1
+        self._header = None  # the file has its header
+
+    def cut_to(self, size: int) -> None:
+        """Cut the partial file back to ``size`` bytes (the end of its last whole line).
+
+        Raises:
+            OSError: The file could not be cut (``filename`` is the partial file).
+        """
+        with named(self.partial):
+            if self.partial.exists() and self.partial.stat().st_size > size:
+                os.truncate(self.partial, size)
+
+    def case(self, light: CaseRecord) -> CaseRecord:
+        """The whole case record of ``light`` (a ``records.case_store.light_copy``) read back from its line.
+
+        A case that has no line (a not-run case made at the end, or one kept whole after a failed
+        write) is returned as it is.
+
+        Raises:
+            OSError: The partial file could not be read.
+        """
+        span = self.spans.get(light.nodeid)
+        if span is None:
+            return light
+        if self._reader is None:
+            self._reader = self.partial.open("rb")
+        self._reader.seek(span[0])
+        return CaseRecord.model_validate_json(self._reader.read(span[1]))
+
+    def finish(self, record: RunRecord, whole: Callable[[CaseRecord], CaseRecord] | None = None) -> Path:
         """Write the complete record atomically, remove the partial file, return the path.
+
+        Args:
+            record: The run record; its cases may be light copies.
+            whole: Each case's whole record (default ``self.case``: read back from the partial file).
 
         Raises:
             OSError: The record could not be written (``filename`` is the record's path); the
                 half-written temporary file is removed and the partial file kept.
         """
-        text = record.model_dump_json(indent=2)
-        with named(self.path):
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            replace_whole(self.path, text + "\n")
+        try:
+            with named(self.path):
+                self.out_dir.mkdir(parents=True, exist_ok=True)
+                replace_whole_from(self.path, stream_record(record, whole or self.case))
+        finally:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
         self.partial.unlink(missing_ok=True)
         return self.path
 
+
+def stream_record(record: RunRecord, whole: Callable[[CaseRecord], CaseRecord]) -> Iterator[str]:
+    """The text of ``record.model_dump_json(indent=2)`` plus a newline, in pieces, each case as ``whole(case)``.
+
+    The record without its cases is dumped once and each case is dumped alone and indented to its
+    place in the ``cases`` list, which is the text pydantic writes for the whole record (JSON
+    strings hold no raw newline, so indenting by lines is exact).
+    """
+    head = record.model_copy(update={"cases": []}).model_dump_json(indent=2)
+    if not record.cases:
+        yield head + "\n"
+        return
+    before, found, after = head.partition(_CASES_EMPTY)
+    if not found:  # pragma: no cover - pydantic changed its layout: fall back to the whole text
+        yield record.model_copy(update={"cases": [whole(c) for c in record.cases]}).model_dump_json(indent=2) + "\n"
+        return
+    yield before + '\n  "cases": ['
+    for i, case in enumerate(record.cases):
+        text = whole(case).model_dump_json(indent=2)
+        yield ("," if i else "") + "\n    " + text.replace("\n", "\n    ")
+    yield "\n  ],\n" + after + "\n"

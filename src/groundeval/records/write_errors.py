@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["append_whole", "describe", "named", "replace_whole"]
+__all__ = ["append_whole", "describe", "named", "replace_whole", "replace_whole_from"]
 
 
 @contextmanager
@@ -64,8 +64,34 @@ def replace_whole(path: Path, text: str) -> None:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
-def append_whole(path: str | Path, data: bytes) -> None:
+def replace_whole_from(path: Path, chunks: Iterable[str]) -> None:
+    """``replace_whole`` of the text ``chunks`` make, written as they come (never held whole in memory).
+
+    Raises:
+        OSError: As ``replace_whole``; also what iterating ``chunks`` raised (reading a case back
+            from the partial file), with ``path`` as its ``filename``.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as out:
+            for chunk in chunks:
+                out.write(chunk)
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+    except BaseException:  # a chunk that could not be made (a case line that no longer parses): no half file
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def append_whole(path: str | Path, data: bytes) -> int:
     """Append ``data`` to ``path``; on a failed write, cut the file back to its length before.
+
+    Returns:
+        The byte offset in ``path`` where ``data`` starts (one writer per file).
 
     Raises:
         OSError: What ``open`` or ``write`` raised (``EFBIG``, ``ENOSPC``, ``EACCES``, ...).
@@ -83,3 +109,4 @@ def append_whole(path: str | Path, data: bytes) -> None:
             raise
     finally:
         os.close(fd)
+    return start

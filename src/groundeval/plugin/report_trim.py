@@ -1,0 +1,59 @@
+"""Drop what pytest keeps of a finished case that no one reads again: its junit properties, its empty reports.
+
+pytest keeps every item and every report to the end of the session. A case's junit properties
+(``item.user_properties``, about 25 pairs, 1.3 KB a case) are read once, when junit's
+``LogXML`` finalizes the case's ``<testcase>`` on its teardown report; afterwards they are dead
+weight, 65 MB at 50,000 cases. This plugin (registered on the controlling process) empties them
+once junit has read them: the item's own list after the item's whole protocol, and each report's
+copy once the report is logged (junit reads only the teardown report's, before this plugin's
+hook; pytest copies the list into every report, and pytest-xdist's controller gets its own).
+A passed setup or teardown report without captured output (two a case, about 1.5 KB each with
+their keywords) is dropped from the terminal reporter's list of such reports, which pytest reads
+only to show teardown output in a FAILURES block. Groundeval's own items only; the outputs are the
+same (tests/plugin/test_report_trim.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+__all__ = ["ReportTrim"]
+
+_OURS = "groundeval/"
+
+
+class ReportTrim:
+    """Registered as ``groundeval-report-trim`` on the controlling process of a groundeval run."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+        """A serial run: after the item's reports are logged (junit has its properties), empty the shared list."""
+        try:
+            return (yield)
+        finally:
+            if item.nodeid.startswith(_OURS):
+                item.user_properties.clear()
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Once junit and the terminal reporter (which run before) have the report: what they will not read again.
+
+        The report's own copy of the properties (junit read the teardown report's). A passed setup or
+        teardown report with no captured output leaves the terminal reporter's ``stats[""]``
+        (pytest reads that list only for the teardown sections of a FAILURES block, and this
+        report has none).
+        """
+        if not report.nodeid.startswith(_OURS):
+            return
+        report.user_properties = []  # each report holds its own copy (pytest copies the item's list)
+        if report.when in ("setup", "teardown") and report.passed and not report.sections:
+            terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+            bucket = getattr(terminal, "stats", {}).get("")
+            if bucket and bucket[-1] is report:
+                bucket.pop()

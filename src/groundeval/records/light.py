@@ -1,0 +1,61 @@
+"""Light copies of case records: what the end of a run reads, kept in memory while the whole records wait on disk.
+
+A run's controlling process gathers every case record, and the end of the run (the aggregate and
+its intervals, counterfactual sensitivity, grounding figures, the terminal and Markdown summaries,
+junit's suite properties, the regression gate) reads them all at once. Whole records are large (a
+case's conversation holds its prompt: about 40 KB for an extraction case), so a 50,000-case run
+cannot hold them; the whole record goes to the partial file as the case ends
+(``records.run_writer``) and is read back from there when the run record is written, while the
+session keeps the light copy made here.
+
+A light copy drops what none of those readers reads: the conversation, the raw answer, the truth,
+an error's traceback, a tool call's arguments and result (the tool's name stays:
+``records.grounding`` reads it), and every ``details`` key but ``GROUNDING_DETAIL_KEYS`` (read by
+``records.grounding`` and ``reporting.summary_md``). ``parsed`` stays only in a counterfactual run
+(``records.sensitivity`` reads each side's answer). A reader of the end of a run that needs another
+field must add it here; tests/records/test_light.py builds every end-of-run output from light and
+from whole records and compares them.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from groundeval.records.run_record import CaseRecord
+
+__all__ = ["GROUNDING_DETAIL_KEYS", "light_copy"]
+
+GROUNDING_DETAIL_KEYS = ("reasoned_not_looked_up", "missed_lookups")
+"""``CaseRecord.details`` keys read at the end of a run."""
+
+
+def light_copy(record: CaseRecord, keep_parsed: bool = False) -> CaseRecord:
+    """``record`` without the fields the end of a run never reads (see the module docstring).
+
+    Args:
+        record: A whole case record.
+        keep_parsed: Keep the parsed answer (a counterfactual run's sensitivity reads it).
+
+    Returns:
+        A new ``CaseRecord``; the fields kept are the same objects as ``record``'s.
+    """
+    update: dict[str, Any] = {"conversation": None, "raw_output": None, "truth": None,
+                              "details": {k: record.details[k] for k in GROUNDING_DETAIL_KEYS if k in record.details}}
+    if not keep_parsed:
+        update["parsed"] = None
+    if record.trace:
+        update["trace"] = [{"tool": step.get("tool")} for step in record.trace]
+    if record.error is not None and record.error.traceback is not None:
+        update["error"] = record.error.model_copy(update={"traceback": None})
+    values = {**record.__dict__, **update}
+    for name in _SHARED_TEXT:  # the same few values in every case of a run: one string each
+        if isinstance(values[name], str):
+            values[name] = sys.intern(values[name])
+    # every field's name, one set for every light copy (a copy of a record's own set is 2 KB a case)
+    return CaseRecord.model_construct(_fields_set=_ALL_FIELDS, **values)
+
+
+_ALL_FIELDS: set[str] = set(CaseRecord.model_fields)
+"""``__pydantic_fields_set__`` of every light copy: the names of all fields (so an update adds none)."""
+_SHARED_TEXT = ("run_id", "task", "agent", "outcome", "model", "worker")

@@ -1,0 +1,62 @@
+"""What ``plugin.report_trim`` drops is never shown: the terminal output and the junit file are the same without it.
+
+The same cases run twice, in-process, with and without the plugin (``-p no:groundeval-report-trim``
+blocks it), with ``-rA`` (every section pytest can show) and junit on; a conftest prints how many
+passed setup/teardown reports the terminal reporter still holds, and the item's junit properties
+after the run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from .conftest import eval_args
+
+COUNTING = '''
+import pytest
+
+HELD = []
+
+
+def pytest_collection_finish(session):
+    HELD.extend(session.items)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter):
+    held = sum(len(item.user_properties) for item in HELD)
+    terminalreporter.write_line(f"HELD {len(terminalreporter.stats.get('', []))} reports {held} properties")
+'''
+
+_RUN_SPECIFIC = [
+    (re.compile(r'\b(time|timestamp|hostname)="[^"]*"'), r'\1="X"'),
+    (re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}"), "RUNID"),
+    (re.compile(r'(name="(?:latency_s|started_at)" value=")[^"]*"'), r'\1X"'),
+    (re.compile(r"in \d+\.\d+s"), "in Ns"),
+    (re.compile(r"HELD \d+ reports \d+ properties"), "HELD"),
+    (re.compile(r"(run record: )\S+"), r"\1X"),
+    (re.compile(r"(trimmed|kept)\.xml"), "X.xml"),
+]
+
+
+def _normal(text: str) -> str:
+    for pattern, repl in _RUN_SPECIFIC:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def test_trimmed_reports_change_no_output(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    pytester.makeconftest(COUNTING)
+    args = eval_args("-rA", "-p", "no:randomly")
+    trimmed = pytester.runpytest(*args, "--junitxml=trimmed.xml", "--groundeval-out-dir=a")
+    kept = pytester.runpytest(*args, "--junitxml=kept.xml", "--groundeval-out-dir=b", "-p", "no:groundeval-report-trim")
+    assert trimmed.ret == kept.ret == 1
+    assert "HELD 0 reports 0 properties" in trimmed.stdout.str()  # the plugin did drop them
+    held = re.search(r"HELD (\d+) reports (\d+) properties", kept.stdout.str())
+    assert held is not None and int(held.group(1)) >= 5 and int(held.group(2)) > 0
+    assert _normal(trimmed.stdout.str()) == _normal(kept.stdout.str())
+    junit = [_normal((pytester.path / f"{name}.xml").read_text()) for name in ("trimmed", "kept")]
+    assert junit[0] == junit[1] and "<property " in junit[0]
