@@ -95,10 +95,15 @@ def message_usage(messages: Sequence[BaseMessage], model: str | None) -> dict[st
             continue
         usage = anthropic_usage(model, SimpleNamespace(**fields))
         costs.append(usage.pop("cost_usd"))
+        source = usage.pop("price_source", None)
+        if isinstance(source, str):
+            totals["price_source"] = source
         for key, value in usage.items():
             totals[key] = int(totals.get(key) or 0) + int(value or 0)
     if costs:
         totals["cost_usd"] = total_cost(costs)
+    if totals.get("cost_usd") is None:
+        totals.pop("price_source", None)
     return totals
 
 

@@ -28,7 +28,7 @@ from groundeval.errors import AgentError, ConfigError
 from groundeval.extras import require_extra
 from groundeval.models.base import ModelRequest, ModelResponse, ToolCall
 from groundeval.models.classify import BadResponse, classify_openai_error, strip_userinfo
-from groundeval.models.pricing import CHARS_PER_TOKEN, cost_usd, estimate_tokens
+from groundeval.models.pricing import CHARS_PER_TOKEN, cost_usd, estimate_tokens, priced
 from groundeval.models.provider import ProviderModel, Reply
 from groundeval.models.retry import Completed
 from groundeval.models.served import ServedFacts, output_budget, read_models, read_props
@@ -60,7 +60,8 @@ def openai_usage(model: str | None, usage: Any) -> dict[str, Metric]:
     Returns:
         ``input_tokens`` (uncached prompt tokens), ``output_tokens``,
         ``cache_creation_input_tokens`` (always 0), ``cache_read_input_tokens`` (tokens; None
-        each when the server reported no usage) and ``cost_usd`` (USD, None when unknown).
+        each when the server reported no usage), ``cost_usd`` (USD, None when unknown) and, when
+        priced, ``price_source`` (``pricing.priced``).
     """
     prompt = _tokens(getattr(usage, "prompt_tokens", None))
     output = _tokens(getattr(usage, "completion_tokens", None))
@@ -77,7 +78,7 @@ def openai_usage(model: str | None, usage: Any) -> dict[str, Metric]:
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": cached,
     }
-    return {**counts, "cost_usd": cost_usd(model, **counts)}
+    return priced(model, {**counts, "cost_usd": cost_usd(model, **counts)})
 
 
 def _tool_args(raw: Any) -> dict[str, Any]:
