@@ -60,8 +60,7 @@ def test_a_below_filter_that_is_not_a_number_is_named_on_the_page(
 def test_a_taken_port_is_one_line_with_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import socket
 
-    from groundeval.view.cli import HOST
-    from groundeval.view.cli import main as view_main
+    from groundeval.view.cli import HOST, main as view_main
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
         taken.bind((HOST, 0))

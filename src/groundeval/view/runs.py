@@ -57,9 +57,10 @@ def _why_skipped(path: Path, exc: Exception) -> str:
         if missing:
             return (f"not a groundeval run record (no {', '.join(missing[:4])}"
                     f"{', ...' if len(missing) > 4 else ''}); move other JSON files out of the runs directory")
-        first = errors[0] if errors else {}
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return f"not a valid run record: {where}: {first.get('msg', exc)} ({len(errors)} problem(s))"
+        if not errors:
+            return f"not a valid run record: {exc}"
+        where = ".".join(str(p) for p in errors[0]["loc"])
+        return f"not a valid run record: {where}: {errors[0]['msg']} ({len(errors)} problem(s))"
     return f"not valid JSON or text: {str(exc).splitlines()[0]}"
 
 
