@@ -355,12 +355,15 @@ def check_record_access(agent: object, spec: str, fhir: str | None) -> None:
         )
 
 
-def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
+def make_agent(spec: str, config: AgentConfig | None = None, tools: str | None = None) -> Agent:
     """Build an agent from a built-in name or a ``module:attribute`` spec.
 
     Args:
         spec: ``"claude"``, ``"baseline"``, ``"naive"``, ``"replay:RUN.json"``, or ``"pkg.module:attr"``.
         config: Model and options for the agent.
+        tools: The run's ``--groundeval-tools``: when given, ``check_tool_transport`` runs on the
+            agent's class before it is built, so a transport mismatch is named before what the
+            constructor checks (an API key).
 
     Returns:
         A ready agent.
@@ -376,6 +379,8 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
         built_from: Agent = with_argument[0].from_argument(with_argument[1], config)
         return built_from
     target = _load_target(AGENTS.get(spec, spec), spec)
+    if tools is not None:
+        check_tool_transport(target, spec, tools)
     if inspect.isclass(target):
         params = [
             p for p in inspect.signature(target).parameters.values()

@@ -77,7 +77,7 @@ DEFAULT_RECURSION_LIMIT = 25
 """Graph steps per case when ``recursion_limit`` is not given (LangGraph's own default)."""
 
 NO_KEY_HINT = (
-    f"ANTHROPIC_API_KEY is not set: the LangGraph agents (langgraph, langgraph-fhir) need it. Set the key, "
+    f"ANTHROPIC_API_KEY is not set: the LangGraph agents (langgraph, langgraph-fhir, langgraph-mcp) need it. Set the key, "
     f"or {offline_hint()}."
 )
 
