@@ -91,3 +91,15 @@ def test_the_run_aggregate_names_the_price_sources_of_its_cases() -> None:
     usage = summarize(ExtractionTask(), cases).usage
     assert usage["price_source"] == "; ".join(sorted({price_catalog.source() or "", cases[1].usage["price_source"]}))
     assert isinstance(usage["cost_usd"], float) and usage["cost_usd"] > 0
+
+
+def test_every_claude_list_price_the_catalogue_also_has_agrees_with_it() -> None:
+    from groundeval.models.pricing import PRICES
+
+    counts = {"input_tokens": 10_000, "output_tokens": 1_000, "cache_creation_input_tokens": 2_000,
+              "cache_read_input_tokens": 5_000}
+    both = {stem: price_catalog.cost(stem, **counts) for stem in PRICES}
+    compared = {stem: cost for stem, cost in both.items() if cost is not None}
+    assert len(compared) >= len(PRICES) - 2  # 0.2.5 lacks only the Mythos 5 / 5.1 ids
+    for stem, cost in compared.items():
+        assert cost == pytest.approx(cost_usd(stem, **counts), abs=1e-9), stem
