@@ -31,6 +31,7 @@ failures.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,11 +240,16 @@ def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:
 
 
 def _own_module(name: str) -> str | None:
-    """Where an importable top-level module ``name`` lives (a user's ``priors.py``), or None."""
+    """Where an importable top-level module ``name`` lives (a user's ``priors.py``), or None.
+
+    The working directory counts, as it does when a user's ``module:attribute`` is loaded
+    (``registry.load_target`` puts it on ``sys.path`` then).
+    """
+    import importlib.machinery
     import importlib.util
 
     try:
-        found = importlib.util.find_spec(name)
+        found = importlib.util.find_spec(name) or importlib.machinery.PathFinder.find_spec(name, [os.getcwd()])
     except (ImportError, ValueError):
         return None
     if found is None:
