@@ -236,7 +236,7 @@ def _run_view(record: RunRecord, index: int, label: str = "") -> dict[str, Any]:
         "score_columns": columns,
         "dimension_names": dimension_names,
         "show_latency": any(r["latency_s"] for r in rows),
-        "show_cost": any(r["cost_usd"] and float(r["cost_usd"]) for r in rows),  # not a column of zeros (no model calls)
+        "show_cost": any(r["cost_usd"] and float(r["cost_usd"]) for r in rows),  # no column of zeros
         "pass_interval": pass_iv.text() if pass_iv is not None else "",
         "charts": _charts(record, columns, figures, ivs),
     }
