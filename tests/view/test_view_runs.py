@@ -70,3 +70,20 @@ def test_a_taken_port_is_one_line_with_the_fix(tmp_path: Path, capsys: pytest.Ca
     err = capsys.readouterr().err
     assert f"cannot listen on {HOST}:{port}" in err and "--port 0 for any free one" in err
     assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_a_rule_based_run_is_listed_as_costing_nothing(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from starlette.testclient import TestClient
+
+    from groundeval.view.app import make_app
+
+    data = pytester.mkdir("data")
+    (src,) = FIXTURES.glob("Liz_Conn_*.json")
+    shutil.copy(src, data)
+    assert cli_main(["--agent", "baseline", "--data-dir", "data", "--out-dir", "runs", "--", "-q"]) == 0
+    capsys.readouterr()
+    with TestClient(make_app(pytester.path / "runs")) as client:
+        page = client.get("/").text
+    assert '0 <span class="muted">(no model calls)</span>' in page and ">unknown<" not in page
