@@ -103,3 +103,16 @@ def test_every_claude_list_price_the_catalogue_also_has_agrees_with_it() -> None
     assert len(compared) >= len(PRICES) - 2  # 0.2.5 lacks only the Mythos 5 / 5.1 ids
     for stem, cost in compared.items():
         assert cost == pytest.approx(cost_usd(stem, **counts), abs=1e-9), stem
+
+
+def test_a_langgraph_agents_summed_usage_keeps_the_price_source_only_when_priced() -> None:
+    from langchain_core.messages import AIMessage
+
+    from groundeval.agents._langgraph_trace import message_usage
+
+    replies = [AIMessage(content="x", usage_metadata={"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}),
+               AIMessage(content="y", usage_metadata={"input_tokens": 50, "output_tokens": 5, "total_tokens": 55})]
+    usage = message_usage(replies, "claude-opus-4-8")
+    assert usage["input_tokens"] == 150 and usage["cost_usd"] == pytest.approx((150 * 5 + 15 * 25) / 1e6)
+    assert usage["price_source"] == price_source("claude-opus-4-8")
+    assert "price_source" not in message_usage(replies, "my-own-finetune-7b")
