@@ -92,3 +92,22 @@ def test_a_file_that_is_not_a_record_is_named(tmp_path: Path, capsys: pytest.Cap
     with pytest.raises(SystemExit) as exc:
         cli_main(["export", str(bad)])
     assert exc.value.code == 2 and "bad.json: not a groundeval run record" in capsys.readouterr().err
+
+
+def test_the_format_follows_the_output_suffix_and_a_spreadsheet_suffix_is_refused_with_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pandas as pd
+
+    paths = _write(tmp_path, *_runs())
+    assert cli_main(["export", *paths, "-o", str(tmp_path / "t.pq")]) == 0
+    assert len(pd.read_parquet(tmp_path / "t.pq")) == 4  # Parquet, from the suffix alone
+    for name, message in [
+        ("t.xlsx", "writes CSV or Parquet, not .xlsx; name the file .csv (spreadsheets such as Excel open it)"),
+        ("t.csv", "--format parquet with -o"),
+    ]:
+        extra = ["--format", "parquet"] if name == "t.csv" else []
+        with pytest.raises(SystemExit) as exc:
+            cli_main(["export", *paths, *extra, "-o", str(tmp_path / name)])
+        assert exc.value.code == 2 and message in capsys.readouterr().err
+        assert not (tmp_path / name).exists()

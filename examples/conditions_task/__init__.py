@@ -148,7 +148,8 @@ class BaselineConditionsAgent:
             if self.every_condition or (clinical & ACTIVE and not verified & NOT_TRUE):
                 answer += [{"snomed_code": c.code, "display": c.display}
                            for c in res.code.coding or [] if c.system == SNOMED_SYSTEM]
-        return AgentResult(text=json.dumps(answer))
+        # rule-based: no model call, nothing spent (as the built-in baselines say it)
+        return AgentResult(text=json.dumps(answer), usage={"model_calls": 0, "cost_usd": 0.0})
 
 
 class NaiveConditionsAgent(BaselineConditionsAgent):

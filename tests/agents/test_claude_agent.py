@@ -51,6 +51,7 @@ def test_normal_answer_records_usage_cache_fields_cost_and_request_shape(api_key
     assert result.usage == {
         "input_tokens": 1000, "output_tokens": 200, "cache_creation_input_tokens": 2000,
         "cache_read_input_tokens": 0, "cost_usd": pytest.approx(0.005 + 0.005 + 0.0125),
+        "price_source": "groundeval Claude list prices (checked 2026-11-29)",
     }
     assert result.meta == {"stop_reason": "end_turn", "request_id": "req_011abc", "max_tokens": 4096,
                            "temperature": None, "retry_wait_s": 0.0}
@@ -71,10 +72,10 @@ def test_second_case_reads_the_cached_prefix_at_the_cache_read_price(api_key: st
 
 
 def test_unknown_model_costs_none_not_zero(api_key: str, sleeps: list[float]) -> None:
-    api = ScriptedAPI([message(model="claude-fable-5-2")])
-    result = ClaudeAgent(AgentConfig(model="claude-fable-5-2"), http_client=api.client(), sleep=sleeps.append).run(REQUEST)
+    api = ScriptedAPI([message(model="claude-unreleased-9")])
+    result = ClaudeAgent(AgentConfig(model="claude-unreleased-9"), http_client=api.client(), sleep=sleeps.append).run(REQUEST)
     assert result.usage["cost_usd"] is None and result.usage["input_tokens"] == 1200
-    assert api.body()["model"] == "claude-fable-5-2"
+    assert api.body()["model"] == "claude-unreleased-9"
 
 
 def test_fenced_json_is_kept_raw_and_scored_with_format_ok_false(api_key: str, sleeps: list[float]) -> None:

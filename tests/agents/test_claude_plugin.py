@@ -102,7 +102,7 @@ def test_summary_shows_tokens_cost_and_excluded_infra_errors(pytester: pytest.Py
         # 1000-token cache read = $0.02675; Garrett, truncated but paid for, $0.02625;
         # Clemente (529 throughout) used nothing.
         "usage: input_tokens: 15000  output_tokens: 150  cache_creation_input_tokens: 1000  "
-        "cache_read_input_tokens: 1000  cost_usd: 0.085500",
+        "cache_read_input_tokens: 1000  cost_usd: 0.085500  price_source: groundeval Claude list prices (checked *)",
     ])
     assert len(calls(run_dir)) == 1 + 2 + 3 + 1  # Liz, Max (429 + retry), Clemente (3 tries), Garrett
     record = record_of(run_dir)
@@ -112,7 +112,8 @@ def test_summary_shows_tokens_cost_and_excluded_infra_errors(pytester: pytest.Py
     assert liz["attempts"] == 1 and liz["agent_meta"]["stop_reason"] == "end_turn"
     assert liz["agent_meta"]["request_id"] == "req_200" and liz["latency_s"] >= 0
     assert liz["usage"] == {"input_tokens": 5000, "output_tokens": 50, "cache_creation_input_tokens": 1000,
-                            "cache_read_input_tokens": 0, "cost_usd": pytest.approx(0.0325)}
+                            "cache_read_input_tokens": 0, "cost_usd": pytest.approx(0.0325),
+                            "price_source": "groundeval Claude list prices (checked 2026-11-29)"}
     assert max_kris["attempts"] == 2 and max_kris["agent_meta"]["retry_wait_s"] == 2.0
     clemente = cases["Clemente_Kreiger"]
     assert clemente["outcome"] == "infra_error" and clemente["attempts"] == 3

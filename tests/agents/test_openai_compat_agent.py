@@ -161,7 +161,7 @@ def test_plugin_run_compares_an_open_weight_model_on_the_same_cases(server: Chat
     result.stdout.fnmatch_lines([
         "agent: openai-compatible  model: llama-3.3-70b-instruct  run: *",
         "usage: input_tokens: 1800  output_tokens: 60  cache_creation_input_tokens: 0  "
-        "cache_read_input_tokens: 0  cost_usd: unknown (no list price for the model)",
+        "cache_read_input_tokens: 0  cost_usd: unknown (no price for the model: price it with --groundeval-prices FILE)",
     ])
     (path,) = (pytester.path / "runs").glob("*.json")
     record = json.loads(path.read_text())

@@ -40,7 +40,7 @@ def test_model_ids_find_their_family(model: str, family: str) -> None:
     assert price is not None and price.family == family
 
 
-@pytest.mark.parametrize("model", [None, "", "claude-fable-5-2", "claude-opus-4-9", "llama-3.3-70b", "gpt-6"])
+@pytest.mark.parametrize("model", [None, "", "claude-opus-4-9", "llama-3.3-70b", "gpt-6", "my-own-finetune"])
 def test_unknown_models_price_as_none_never_zero(model: str | None) -> None:
     assert price_for(model) is None
     assert cost_usd(model, input_tokens=1000, output_tokens=10) is None

@@ -132,3 +132,27 @@ def test_a_wrong_price_file_is_a_usage_error(pytester: pytest.Pytester, server: 
     result = _run(pytester, server, "--groundeval-prices=bad.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR and not server.requests
     result.stderr.fnmatch_lines(["*--groundeval-prices: *bad.json: model 'x' is missing 'output'*"])
+
+
+def test_max_cost_holds_a_catalogue_priced_model_with_no_price_file(
+    server: ChatServer, pytester: pytest.Pytester
+) -> None:
+    pytest.importorskip("genai_prices", reason="the prices extra")
+    from groundeval.models.price_catalog import source
+
+    server.replies = [lambda body: completion("[]", prompt=900, out=30, cached=0, model="gpt-4o-mini")]
+    data = pytester.path / "data"
+    data.mkdir()
+    (src,) = FIXTURES.glob("Liz_Conn_*.json")
+    shutil.copy(src, data / src.name)
+    result = pytester.runpytest_subprocess(
+        "--groundeval-task=extraction", "--groundeval-agent=openai-compatible", f"--groundeval-base-url={server.url}",
+        "--groundeval-model=gpt-4o-mini", "--groundeval-data-dir=data", "--groundeval-max-cost=1",
+        "-p", "no:cacheprovider",
+    )
+    assert result.ret != pytest.ExitCode.USAGE_ERROR and len(server.requests) == 1
+    record = _record(pytester)
+    (case,) = record["cases"]
+    # gpt-4o-mini: $0.15 input, $0.60 output per million tokens (OpenAI, through genai-prices)
+    assert case["usage"]["cost_usd"] == pytest.approx((900 * 0.15 + 30 * 0.60) / 1e6)
+    assert case["usage"]["price_source"] == record["aggregate"]["usage"]["price_source"] == source()

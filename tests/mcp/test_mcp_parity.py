@@ -98,3 +98,22 @@ def test_trials_and_counterfactual_twins_read_the_mcp_trace_as_the_in_process_on
     for key in ("trials", "counterfactual"):
         assert local["aggregate"].get(key) is not None, key
         assert served["aggregate"][key] == local["aggregate"][key], key
+
+
+def test_the_transport_mismatch_is_named_before_a_missing_key(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from groundeval.cli import main as cli_main
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    _setup(pytester, "write")
+    base = ["--groundeval-task=write", "--groundeval-data-dir=data", "-p", "no:cacheprovider"]
+    plugin = pytester.runpytest(*base, "--groundeval-agent=langgraph-mcp")
+    assert plugin.ret == pytest.ExitCode.USAGE_ERROR
+    plugin.stderr.fnmatch_lines(["*'langgraph-mcp' reaches the case's tools over MCP; add --groundeval-tools=mcp*"])
+    plugin.stderr.no_fnmatch_line("*ANTHROPIC_API_KEY*")
+    assert cli_main(["--task", "write", "--agent", "langgraph-mcp", "--data-dir", "data"]) == 4
+    err = capsys.readouterr().err
+    assert "add --groundeval-tools=mcp" in err and "ANTHROPIC_API_KEY" not in err
+    assert cli_main(["--task", "write", "--agent", "langgraph-mcp", "--tools", "mcp", "--data-dir", "data"]) == 4
+    assert "ANTHROPIC_API_KEY is not set" in capsys.readouterr().err  # with the transport right, the key is next

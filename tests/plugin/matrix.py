@@ -82,10 +82,10 @@ def agent(request):
         answer = BASE.run(request)
         return AgentResult(text=answer.text, usage={"cost_usd": Decimal("0.25"),
                                                     "when": datetime.datetime(2026, 1, 1)})
-    if cid.startswith("Jayson808"):
-        return BASE.run(request)
+    if cid.startswith("Jayson808"):  # the answers' text only: a user's agent, not a rule-based one (no usage)
+        return BASE.run(request).text
     if cid.startswith("Garrett_Thompson"):
-        return NAIVE.run(request)
+        return NAIVE.run(request).text
     if cid.startswith(("Max_Kris", "Johnie961")):
         return "[]"
     if cid.startswith(("Stephen_McLaughlin", "Clemente_Kreiger")):

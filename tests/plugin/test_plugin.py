@@ -690,6 +690,20 @@ def test_a_user_module_named_like_a_builtin_agent_is_the_users(pytester: pytest.
     result.stderr.fnmatch_lines(["*'replay' names both groundeval's built-in agent and your module*replay.py*"])
 
 
+def test_a_users_priors_py_in_the_working_directory_is_found_without_pythonpath(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the console script runs: the working directory is not on sys.path until a user's target is loaded."""
+    import sys
+
+    from groundeval.agents.base import _builtin_with_argument
+
+    (tmp_path / "priors.py").write_text('def fn(request):\n    return "[]"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
+    assert _builtin_with_argument("priors:fn") is None  # not the built-in: loaded as module:attribute
+
+
 def test_an_agent_module_that_raises_on_import_names_its_file_and_line(pytester: pytest.Pytester, eval_dir: Path) -> None:
     pytester.makepyfile(raises_on_import="import os\n\nraise RuntimeError('no model file')\n",
                         bad_syntax_agent="def agent(request:\n")

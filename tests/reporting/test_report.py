@@ -180,7 +180,7 @@ def test_failures_come_first_and_each_case_explains_itself(pytester: pytest.Pyte
     assert "per-dimension rates" not in page and 'class="bars"' not in page  # the bar list is gone
     assert page.count('<svg class="chart"') >= 3  # score histograms, rates with intervals, latency
     assert 'aria-label="distribution of f1 over the cases"' in page
-    assert "cost (USD)" not in page  # a rule-based run has no cost: the empty column is dropped
+    assert "cost (USD)" not in page  # a rule-based run costs 0 on every case: the column of zeros is dropped
 
 
 def test_two_runs_chart_the_per_case_change(pytester: pytest.Pytester, tmp_path: Path) -> None:

@@ -76,6 +76,7 @@ def message_usage(messages: Sequence[BaseMessage], model: str | None) -> dict[st
 
     totals: dict[str, Metric] = {}
     costs: list[Metric] = []
+    source: str | None = None
     for message in messages:
         if not isinstance(message, AIMessage):
             continue
@@ -95,10 +96,14 @@ def message_usage(messages: Sequence[BaseMessage], model: str | None) -> dict[st
             continue
         usage = anthropic_usage(model, SimpleNamespace(**fields))
         costs.append(usage.pop("cost_usd"))
+        if isinstance(found := usage.pop("price_source", None), str):
+            source = found
         for key, value in usage.items():
             totals[key] = int(totals.get(key) or 0) + int(value or 0)
     if costs:
         totals["cost_usd"] = total_cost(costs)
+    if source is not None and totals.get("cost_usd") is not None:  # where the prices came from (pricing.priced)
+        totals["price_source"] = source
     return totals
 
 

@@ -31,6 +31,7 @@ failures.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,11 +240,16 @@ def _builtin_with_argument(spec: str) -> tuple[Any, str] | None:
 
 
 def _own_module(name: str) -> str | None:
-    """Where an importable top-level module ``name`` lives (a user's ``priors.py``), or None."""
+    """Where an importable top-level module ``name`` lives (a user's ``priors.py``), or None.
+
+    The working directory counts, as it does when a user's ``module:attribute`` is loaded
+    (``registry.load_target`` puts it on ``sys.path`` then).
+    """
+    import importlib.machinery
     import importlib.util
 
     try:
-        found = importlib.util.find_spec(name)
+        found = importlib.util.find_spec(name) or importlib.machinery.PathFinder.find_spec(name, [os.getcwd()])
     except (ImportError, ValueError):
         return None
     if found is None:
@@ -355,12 +361,15 @@ def check_record_access(agent: object, spec: str, fhir: str | None) -> None:
         )
 
 
-def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
+def make_agent(spec: str, config: AgentConfig | None = None, tools: str | None = None) -> Agent:
     """Build an agent from a built-in name or a ``module:attribute`` spec.
 
     Args:
         spec: ``"claude"``, ``"baseline"``, ``"naive"``, ``"replay:RUN.json"``, or ``"pkg.module:attr"``.
         config: Model and options for the agent.
+        tools: The run's ``--groundeval-tools``: when given, ``check_tool_transport`` runs on the
+            agent's class before it is built, so a transport mismatch is named before what the
+            constructor checks (an API key).
 
     Returns:
         A ready agent.
@@ -376,6 +385,8 @@ def make_agent(spec: str, config: AgentConfig | None = None) -> Agent:
         built_from: Agent = with_argument[0].from_argument(with_argument[1], config)
         return built_from
     target = _load_target(AGENTS.get(spec, spec), spec)
+    if tools is not None:
+        check_tool_transport(target, spec, tools)
     if inspect.isclass(target):
         params = [
             p for p in inspect.signature(target).parameters.values()

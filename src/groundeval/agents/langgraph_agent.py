@@ -77,8 +77,8 @@ DEFAULT_RECURSION_LIMIT = 25
 """Graph steps per case when ``recursion_limit`` is not given (LangGraph's own default)."""
 
 NO_KEY_HINT = (
-    f"ANTHROPIC_API_KEY is not set: the LangGraph agents (langgraph, langgraph-fhir) need it. Set the key, "
-    f"or {offline_hint()}."
+    "ANTHROPIC_API_KEY is not set: the LangGraph agents (langgraph, langgraph-fhir, langgraph-mcp) need it. "
+    f"Set the key, or {offline_hint()}."
 )
 
 

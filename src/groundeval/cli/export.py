@@ -19,6 +19,10 @@ from collections.abc import Sequence
 __all__ = ["export_main"]
 
 
+SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+"""File name suffix of ``-o`` -> the format it implies; any other suffix is refused with the fix."""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="groundeval export",
@@ -40,7 +44,16 @@ def export_main(argv: Sequence[str]) -> int:
 
     parser = _parser()
     args = parser.parse_args(list(argv))
-    fmt = args.format or ("parquet" if args.output and args.output.endswith(".parquet") else "csv")
+    suffix = os.path.splitext(args.output or "")[1].lower()
+    implied = SUFFIXES.get(suffix)
+    if args.output and suffix and implied is None:
+        parser.error(
+            f"-o {args.output}: groundeval export writes CSV or Parquet, not {suffix}; name the file .csv "
+            "(spreadsheets such as Excel open it) or .parquet"
+        )
+    if args.format and implied and args.format != implied:
+        parser.error(f"--format {args.format} with -o {args.output}: the suffix says {implied}; make them agree")
+    fmt = args.format or implied or "csv"
     if fmt == "parquet" and not args.output:
         parser.error("--format parquet needs -o FILE (Parquet is binary)")
     for module in ("pandas", *(("pyarrow",) if fmt == "parquet" else ())):

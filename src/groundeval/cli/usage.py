@@ -145,9 +145,17 @@ def _agent_problem(
     from groundeval.errors import ConfigError
 
     try:
-        check = getattr(_load_target(own.target), "check_config", None)
+        target = _load_target(own.target)
     except ConfigError as exc:  # an extra the agent needs is not installed
         return for_task(str(exc), task)
+    if "tools" in given or not _ini_may_set(cwd, extra, env):  # the transport first: before the key
+        from groundeval.agents.base import check_tool_transport
+
+        try:
+            check_tool_transport(target, name, given.get("tools") or "inprocess")
+        except ConfigError as exc:
+            return str(exc)
+    check = getattr(target, "check_config", None)
     if not callable(check):
         return None
     from groundeval.plugin.option_table import RUN_OPTIONS

@@ -26,7 +26,7 @@ from groundeval.errors import AgentError, ConfigError
 from groundeval.extras import require_extra
 from groundeval.models.base import ModelRequest, ToolCall
 from groundeval.models.classify import BadResponse, classify_anthropic_error, strip_userinfo
-from groundeval.models.pricing import batch_usage, cost_usd
+from groundeval.models.pricing import batch_usage, cost_usd, priced
 from groundeval.models.provider import ProviderModel, Reply
 from groundeval.models.retry import Completed
 from groundeval.scoring import Metric
@@ -66,7 +66,7 @@ def anthropic_usage(model: str | None, usage: Any) -> dict[str, Metric]:
         ``cache_read_input_tokens`` (tokens) and ``cost_usd`` (USD; None when the model's
         price is unknown or the request ran on a non-standard tier or speed). A request of a
         Message Batch (``service_tier`` ``batch``) is priced at the batch rate and also carries
-        ``standard_cost_usd`` (``pricing.batch_usage``).
+        ``standard_cost_usd`` (``pricing.batch_usage``); a priced call names its ``price_source``.
     """
     counts: dict[str, int] = {
         "input_tokens": _int(getattr(usage, "input_tokens", None)),
@@ -80,8 +80,8 @@ def anthropic_usage(model: str | None, usage: Any) -> dict[str, Metric]:
     cost = cost_usd(
         model, **counts, cache_write_1h_tokens=_int(getattr(breakdown, "ephemeral_1h_input_tokens", None))
     ) if standard else None
-    priced: dict[str, Metric] = {**counts, "cost_usd": cost}
-    return batch_usage(priced, model) if tier == "batch" else priced
+    usage_priced = priced(model, {**counts, "cost_usd": cost})
+    return batch_usage(usage_priced, model) if tier == "batch" else usage_priced
 
 
 class AnthropicModel(ProviderModel["anthropic.Anthropic"]):

@@ -24,14 +24,23 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from groundeval.errors import AgentError, ConfigError
+from groundeval.errors import AgentError, CaseTooLargeError, ConfigError
 from groundeval.extras import require_extra
 from groundeval.models.base import ModelRequest, ModelResponse, ToolCall
 from groundeval.models.classify import BadResponse, classify_openai_error, strip_userinfo
-from groundeval.models.pricing import CHARS_PER_TOKEN, cost_usd, estimate_tokens
+from groundeval.models.pricing import CHARS_PER_TOKEN, cost_usd, estimate_tokens, priced
 from groundeval.models.provider import ProviderModel, Reply
 from groundeval.models.retry import Completed
-from groundeval.models.served import ServedFacts, output_budget, read_models, read_props
+from groundeval.models.served import (
+    LLAMA_CPP_PYTHON,
+    ServedFacts,
+    context_from_error,
+    looks_like_llama_cpp_python,
+    output_budget,
+    read_models,
+    read_props,
+    read_tokenize_count,
+)
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
@@ -60,7 +69,8 @@ def openai_usage(model: str | None, usage: Any) -> dict[str, Metric]:
     Returns:
         ``input_tokens`` (uncached prompt tokens), ``output_tokens``,
         ``cache_creation_input_tokens`` (always 0), ``cache_read_input_tokens`` (tokens; None
-        each when the server reported no usage) and ``cost_usd`` (USD, None when unknown).
+        each when the server reported no usage), ``cost_usd`` (USD, None when unknown) and, when
+        priced, ``price_source`` (``pricing.priced``).
     """
     prompt = _tokens(getattr(usage, "prompt_tokens", None))
     output = _tokens(getattr(usage, "completion_tokens", None))
@@ -77,7 +87,7 @@ def openai_usage(model: str | None, usage: Any) -> dict[str, Metric]:
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": cached,
     }
-    return {**counts, "cost_usd": cost_usd(model, **counts)}
+    return priced(model, {**counts, "cost_usd": cost_usd(model, **counts)})
 
 
 def _tool_args(raw: Any) -> dict[str, Any]:
@@ -252,9 +262,22 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
 
     def _ask_server(self) -> ServedFacts:
         found = read_props(self._probe("GET", f"{self._root()}/props"))
-        for key, value in read_models(self._probe("GET", f"{self._url}/models"), self.name).items():
+        models = self._probe("GET", f"{self._url}/models")
+        for key, value in read_models(models, self.name).items():
             found.setdefault(key, value)
+        if "server" not in found and looks_like_llama_cpp_python(models):  # confirmed by its own tokenizer
+            found.update(read_tokenize_count(self._probe("POST", f"{self._root()}/extras/tokenize/count",
+                                                         {"input": "groundeval"})))
         return ServedFacts(**found)
+
+    def _learn_context(self, exc: CaseTooLargeError) -> None:
+        """Keep the context a "too large" 400 stated when the server had not said (llama-cpp-python's)."""
+        n_ctx = context_from_error(exc.details)
+        with self._served_lock:
+            if n_ctx is not None and self._served is not None and self._served.n_ctx is None:
+                self._served = dataclasses.replace(
+                    self._served, n_ctx=n_ctx, n_ctx_from="400 context_length_exceeded"
+                )
 
     def server_meta(self) -> dict[str, Any]:
         """Facts of the model and its server recorded with every call (``ServedFacts.meta``)."""
@@ -267,9 +290,14 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
     def count_tokens(self, text: str) -> int | None:
         """Tokens the server's tokenizer makes of ``text`` (raw, no chat template), or None without one.
 
-        llama.cpp: ``POST /tokenize {"content"}``; vLLM: ``POST /tokenize {"model", "prompt"}``.
+        llama.cpp: ``POST /tokenize {"content"}``; vLLM: ``POST /tokenize {"model", "prompt"}``;
+        llama-cpp-python: ``POST /extras/tokenize/count {"input"}``.
         """
         server = self.served().server
+        if server == LLAMA_CPP_PYTHON:
+            reply = self._probe("POST", f"{self._root()}/extras/tokenize/count", {"input": text})
+            count = reply.get("count") if isinstance(reply, dict) else None
+            return count if isinstance(count, int) and not isinstance(count, bool) else None
         if server == "llama.cpp":
             reply = self._probe("POST", f"{self._root()}/tokenize", {"content": text})
             tokens = reply.get("tokens") if isinstance(reply, dict) else None
@@ -343,6 +371,10 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
         """
         try:
             response = super().generate(self.fit(request))
+        except CaseTooLargeError as exc:  # the server's own 400: its context, when stated, fits later cases
+            self._learn_context(exc)
+            exc.details = {**self.server_meta(), **exc.details}
+            raise
         except AgentError as exc:
             exc.details = {**self.server_meta(), **exc.details}
             raise

@@ -95,6 +95,7 @@ def parse_prices(path: Path, data: object) -> dict[str, ModelPrice]:
             f"{model} (prices from {path.name})",
             Price(input=inp, output=out_price, cache_write_5m=inp, cache_write_1h=inp, cache_read=cached),
             batch_discount=batch,
+            source=f"prices from {path.name}",
         )
     return out
 

@@ -19,6 +19,11 @@ Where the sources disagreed or were incomplete:
 * Claude Fable 5.2 and Mythos 5.2 (known to the SDK) have no published price found: they, and
   any model id not matched below, are priced as ``None`` ("unknown"), never as 0.
 
+Models not listed here are priced from a maintained catalogue of every provider's published
+prices (``groundeval.models.price_catalog``: genai-prices, with its data's date) when the
+``prices`` extra is installed; a user's ``--groundeval-prices`` file wins over both. Each priced
+call records where its price came from (``usage.price_source``: ``price_source``).
+
 Batch processing is priced by ``batch_usage``: ``BATCH_DISCOUNT`` of the standard price. Fast
 mode, priority tier, US-only inference (``inference_geo``) and third-party clouds (Bedrock,
 Vertex, Foundry) are priced differently and are not modelled: ``cost_usd`` is the
@@ -45,6 +50,8 @@ __all__ = [
     "cost_usd",
     "estimate_tokens",
     "price_for",
+    "price_source",
+    "priced",
     "total_cost",
     "use_prices",
 ]
@@ -81,6 +88,7 @@ class ModelPrice:
         long_prompt_over: Prompt length (tokens) above which ``long_prompt`` applies.
         batch_discount: Batch price as a fraction of the standard one, or None for
             ``BATCH_DISCOUNT`` (a user price file may set it: ``groundeval.models.price_file``).
+        source: Where the prices come from, as a record names it (``usage.price_source``).
     """
 
     family: str
@@ -88,6 +96,7 @@ class ModelPrice:
     long_prompt: Price | None = None
     long_prompt_over: int | None = None
     batch_discount: float | None = None
+    source: str = "groundeval Claude list prices (checked 2026-11-29)"
 
 
 def _card(inp: float, out: float, w5: float, w1: float, read: float) -> Price:
@@ -197,9 +206,17 @@ def cost_usd(
         Cost in USD rounded to 1e-8, or None when the model's price is unknown or the token
         counts are missing (never 0 for "unknown").
     """
-    prices = price_for(model)
-    if prices is None or input_tokens is None or output_tokens is None:
+    if input_tokens is None or output_tokens is None:
         return None
+    prices = price_for(model)
+    if prices is None:
+        from groundeval.models import price_catalog
+
+        return price_catalog.cost(
+            model, input_tokens=input_tokens, output_tokens=output_tokens,
+            cache_creation_input_tokens=cache_creation_input_tokens or 0,
+            cache_read_input_tokens=cache_read_input_tokens or 0, cache_write_1h_tokens=cache_write_1h_tokens or 0,
+        )
     written = cache_creation_input_tokens or 0
     read = cache_read_input_tokens or 0
     written_1h = min(cache_write_1h_tokens or 0, written)
@@ -215,6 +232,41 @@ def cost_usd(
         + read * rate.cache_read
     )
     return round(total / 1_000_000, 8)
+
+
+def price_source(model: str | None) -> str | None:
+    """Where ``cost_usd`` takes the model's prices from, or None when it has none.
+
+    Returns:
+        The user price file (``"prices from FILE"``), groundeval's Claude list, or the catalogue
+        with its version and data date (``price_catalog.source``).
+    """
+    prices = price_for(model)
+    if prices is not None:
+        return prices.source
+    from groundeval.models import price_catalog
+
+    if model and price_catalog.cost(model, input_tokens=1, output_tokens=1) is not None:
+        return price_catalog.source()
+    return None
+
+
+def priced(model: str | None, usage: Mapping[str, Metric]) -> dict[str, Metric]:
+    """``usage`` with ``price_source`` added when its ``cost_usd`` is a price (not None).
+
+    Args:
+        model: The model id the cost was computed for.
+        usage: Token counts and ``cost_usd`` (USD or None).
+
+    Returns:
+        A copy; ``price_source`` names the price list, file or catalogue (``price_source``).
+    """
+    out = dict(usage)
+    if out.get("cost_usd") is not None:
+        source = price_source(model)
+        if source is not None:
+            out["price_source"] = source
+    return out
 
 
 def total_cost(costs: Iterable[Metric]) -> float | None:

@@ -13,8 +13,17 @@ case, what it serves:
   ``{"model", "prompt"}``, answering ``{"count": N}``.
   https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html
 
-llama-cpp-python's server (the ``local`` agent's) has neither ``/props`` nor a context field; the
-``local`` agent reads its facts from the server's log instead (``models.llama_server``).
+* llama-cpp-python's own server (``python -m llama_cpp.server``, the ``local`` agent's) has
+  neither ``/props`` nor a context field. Its ``GET /v1/models`` lists each model with
+  ``owned_by: "me"`` and ``permissions: []`` (``llama_cpp/server/app.py``); only then is its
+  tokenizer asked (so no other server gets a POST it did not expect), ``POST
+  /extras/tokenize/count`` with ``{"input": text}`` answering ``{"count": N}``, which confirms it. It serves one
+  request at a time (one model behind a lock: one slot). Its context is learnt from the first
+  request that does not fit: a 400 whose ``code`` is ``context_length_exceeded`` and whose message
+  says ``This model's maximum context length is N tokens`` (``llama_cpp/server/errors.py``,
+  ``ErrorResponseFormatters.context_length_exceeded``, 0.3.36); later cases are then fitted before
+  any call. The ``local`` agent, which starts that server, reads the facts from its log instead
+  (``models.llama_server``).
 
 ``output_budget`` is the rule both agents apply to a prompt whose size and context are known: the
 answer may use ``min(max_tokens, n_ctx - prompt tokens)`` tokens, and a case that leaves fewer than
@@ -23,13 +32,21 @@ answer may use ``min(max_tokens, n_ctx - prompt tokens)`` tokens, and a case tha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from groundeval.errors import CaseTooLargeError
 
-__all__ = ["MIN_OUTPUT_TOKENS", "ServedFacts", "output_budget", "read_models", "read_props"]
+__all__ = [
+    "LLAMA_CPP_PYTHON", "MIN_OUTPUT_TOKENS", "ServedFacts", "context_from_error", "looks_like_llama_cpp_python",
+    "output_budget", "read_models", "read_props", "read_tokenize_count",
+]
+
+LLAMA_CPP_PYTHON = "llama-cpp-python"
+"""``ServedFacts.server`` of llama-cpp-python's own server."""
+_MAX_CONTEXT = re.compile(r"maximum context length is (\d+) tokens")
 
 MIN_OUTPUT_TOKENS = 256
 """The fewest output tokens a case's answer may be left (or the request's own ``max_tokens`` when
@@ -50,7 +67,8 @@ class ServedFacts:
         n_ctx: The context one request gets, tokens (llama.cpp's slot ``n_ctx``, vLLM's ``max_model_len``).
         n_ctx_from: Where ``n_ctx`` came from (``GET /props``, ``GET /v1/models max_model_len``).
         total_slots: Requests the server serves at once (llama.cpp ``total_slots``).
-        server: ``llama.cpp`` (answered ``/props``), ``vllm`` (``max_model_len``), else None.
+        server: ``llama.cpp`` (answered ``/props``), ``vllm`` (``max_model_len``), ``llama-cpp-python``
+            (answered ``/extras/tokenize/count``), else None.
         model_path: The model file or repository the server loaded (``/props`` ``model_path``, vLLM ``root``).
         build: The server's build (llama.cpp ``build_info``).
     """
@@ -103,6 +121,35 @@ def read_models(body: Any, name: str | None) -> dict[str, Any]:
         if isinstance(chosen.get("root"), str) and chosen["root"]:
             found["model_path"] = chosen["root"]
     return found
+
+
+def looks_like_llama_cpp_python(body: Any) -> bool:
+    """True when a ``GET /v1/models`` body has llama-cpp-python's shape (``owned_by: "me"``, ``permissions: []``)."""
+    data = body.get("data") if isinstance(body, Mapping) else None
+    return isinstance(data, list) and bool(data) and all(
+        isinstance(m, Mapping) and m.get("owned_by") == "me" and m.get("permissions") == [] for m in data
+    )
+
+
+def read_tokenize_count(body: Any) -> dict[str, Any]:
+    """The facts a ``POST /extras/tokenize/count`` answer gives (llama-cpp-python's server), else empty.
+
+    Returns:
+        ``{"server": "llama-cpp-python", "total_slots": 1}`` when ``body`` is ``{"count": N}``.
+    """
+    if isinstance(body, Mapping) and set(body) == {"count"} and isinstance(body["count"], int):
+        return {"server": LLAMA_CPP_PYTHON, "total_slots": 1}
+    return {}
+
+
+def context_from_error(details: Mapping[str, Any]) -> int | None:
+    """The context a server's "too large" 400 states (``maximum context length is N tokens``), tokens, or None.
+
+    Args:
+        details: The classified error's details (``api_message`` as the server sent it).
+    """
+    match = _MAX_CONTEXT.search(str(details.get("api_message") or ""))
+    return _int(int(match.group(1))) if match else None
 
 
 def output_budget(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from groundeval.models.pricing import price_for
+from groundeval.models.pricing import price_source
 
 __all__ = ["RULE_BASED", "check_max_cost", "worker_share"]
 
@@ -56,10 +56,11 @@ def check_max_cost(limit_usd: float, spec: str, agent: Any, model: str | None) -
         model = getattr(agent, "model", None) if not isinstance(agent, type) else None
     if model is None:
         model = getattr(importlib.import_module(cls.__module__), "DEFAULT_MODEL", None)
-    if price_for(model) is None:
+    if price_source(model) is None:
         raise pytest.UsageError(
             f"--groundeval-max-cost={limit_usd:g}: the model {model!r} has no known price "
-            "(groundeval.models.pricing lists Claude models), so no call can be estimated before it is sent; "
+            "(neither groundeval's Claude list nor the genai-prices catalogue of the `prices` extra has it), "
+            "so no call can be estimated before it is sent; "
             "price it in a file given to --groundeval-prices (per model id: input and output, USD per million "
             "tokens), drop the option, or use --groundeval-limit to bound the run"
         )

@@ -38,7 +38,9 @@ def _fmt(value: Metric) -> str:
 def _fmt_usage(key: str, value: Metric) -> str:
     """Token counts as integers; cost in USD to 1e-6, or ``unknown`` when a model is unpriced."""
     if key == "cost_usd":
-        return "unknown (no list price for the model)" if value is None else f"{float(value):.6f}"
+        if value is None:
+            return "unknown (no price for the model: price it with --groundeval-prices FILE)"
+        return f"{float(value):.6f}"
     return _fmt(value)
 
 
@@ -91,7 +93,9 @@ def format_table(agg: Aggregate, header: str) -> list[str]:
         note, shown_ivs = interval_items([(k, ivs[k]) for k in others if k in ivs])
         lines.append(f"95% CI ({note}): {shown_ivs}")
     shown = {k: v for k, v in agg.usage.items() if k not in SPLIT_KEYS}
-    if shown:
+    if shown and shown.get("model_calls") == 0 and set(shown) <= {"model_calls", "cost_usd"}:
+        lines.append("usage: no model calls (cost 0 USD)")  # a rule-based agent (agents.baselines.no_model_calls)
+    elif shown:
         lines.append("usage: " + "  ".join(f"{k}: {_fmt_usage(k, v)}" for k, v in shown.items()))
     if "spent_usd" in agg.usage:
         spent, cached = agg.usage.get("spent_usd"), agg.usage.get("cached_cost_usd")

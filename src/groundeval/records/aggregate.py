@@ -67,7 +67,8 @@ def summarize(
     Returns:
         The ``Aggregate`` of the original cases, with ``counterfactual`` from the twins' records
         (``groundeval.records.sensitivity``), ``trials`` from ``groundeval.records.trial_stats.with_trial_stats``.
-        ``cost_usd`` is None when any record with usage has no known cost. When some answers
+        ``cost_usd`` is None when any record with usage has no known cost; when it is known,
+        ``price_source`` names where the prices came from (the cases' sources joined by "; "). When some answers
         came from the cache or a replay, ``usage`` also holds ``spent_usd`` (the calls this run
         made) and ``cached_cost_usd`` (the recorded cost of the cached answers, not spent now).
     """
@@ -89,6 +90,9 @@ def summarize(
     used = [r.usage for r in records if _agent_usage(r.usage)]
     if used:
         usage["cost_usd"] = total_cost(u.get("cost_usd") for u in used)  # missing = unknown
+        sources = sorted({src for u in used if isinstance(src := u.get("price_source"), str)})
+        if sources and usage["cost_usd"] is not None:  # where the prices came from (models.pricing.price_source)
+            usage["price_source"] = "; ".join(sources)
     if used and any(r.cached for r in records):  # what this run paid apart from what the cache served
         usage["spent_usd"] = total_cost(
             r.usage.get("cost_usd") for r in records if _agent_usage(r.usage) and not r.cached)

@@ -383,7 +383,8 @@ def _figures(
     names = [k for k in names if not isinstance(ga.metrics.get(k), str) and not isinstance(gb.metrics.get(k), str)
              and (ga.metrics.get(k) is not None or gb.metrics.get(k) is not None)]
     rows += [(k, _num(ga.metrics.get(k)), _num(gb.metrics.get(k))) for k in names]
-    usage = list(ga.usage) + [k for k in gb.usage if k not in ga.usage]
+    usage = [k for k in list(ga.usage) + [k for k in gb.usage if k not in ga.usage]
+             if not isinstance(ga.usage.get(k), str) and not isinstance(gb.usage.get(k), str)]  # price_source: a fact
     rows += [(k, _num(ga.usage.get(k)), _num(gb.usage.get(k))) for k in usage]
     figures = []
     originals = [c for c in cases if split_twin(c.case_id)[1] is None]  # twins give only record_sensitivity

@@ -183,7 +183,7 @@ def _charts(record: RunRecord, columns: Sequence[str], figures: Sequence[Mapping
     if len(latency) > 1:
         out.append(charts.per_case_bars("latency", "s", latency))
     cost = [(c.case_id, float(v)) for c in record.cases if isinstance(v := c.usage.get("cost_usd"), int | float)]
-    if len(cost) > 1:
+    if len(cost) > 1 and any(v for _, v in cost):  # a rule-based run costs 0 on every case: no chart
         out.append(charts.per_case_bars("cost", "USD", cost))
     return out
 
@@ -236,7 +236,7 @@ def _run_view(record: RunRecord, index: int, label: str = "") -> dict[str, Any]:
         "score_columns": columns,
         "dimension_names": dimension_names,
         "show_latency": any(r["latency_s"] for r in rows),
-        "show_cost": any(r["cost_usd"] for r in rows),
+        "show_cost": any(r["cost_usd"] and float(r["cost_usd"]) for r in rows),  # no column of zeros
         "pass_interval": pass_iv.text() if pass_iv is not None else "",
         "charts": _charts(record, columns, figures, ivs),
     }

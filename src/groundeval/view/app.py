@@ -78,10 +78,14 @@ def make_app(directory: Path) -> Starlette:
         run = run_of(request.path_params["run_id"])
         q = request.query_params
         below_raw = q.get("below", "").strip()
+        problem = ""
         try:
             below = float(below_raw) if below_raw else None
         except ValueError:
             below = None
+        if below_raw and (below is None or below != below):  # not a number (or NaN): say so, filter nothing by it
+            below = None
+            problem = f"below {below_raw!r} is not a number; give one such as 0.5 (cases whose metric is under it)"
         filters = {
             "outcome": q.get("outcome", ""),
             "metric": q.get("metric", ""),
@@ -98,6 +102,7 @@ def make_app(directory: Path) -> Starlette:
             run=run,
             cases=shown,
             filters=filters,
+            problem=problem,
             outcomes=sorted(OUTCOMES),
             metrics=_metric_names(run.cases),
         )

@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    """Run the viewer until Ctrl-C; returns 0, or 4 for a usage error (a missing directory or extra)."""
+    """Run the viewer until Ctrl-C; returns 0, or 4 for a usage error (a missing directory or extra, a taken port)."""
     args = build_parser().parse_args(list(argv))
     directory = Path(args.runs_dir).expanduser().resolve()
     if not directory.is_dir():
@@ -57,12 +57,27 @@ def main(argv: Sequence[str]) -> int:
     except ConfigError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 4
+    import socket
+
     import uvicorn
 
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does (a port in TIME_WAIT)
+    try:  # bound here, not by uvicorn, so a taken port is one clear line rather than uvicorn's log
+        sock.bind((HOST, args.port))
+    except OSError as exc:
+        sock.close()
+        print(
+            f"ERROR: groundeval view --port {args.port}: cannot listen on {HOST}:{args.port} "
+            f"({exc.strerror or exc}; another viewer or server may hold it); pass another port, or --port 0 "
+            "for any free one",
+            file=sys.stderr,
+        )
+        return 4
     config = uvicorn.Config(app, host=HOST, port=args.port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     _announce(server, args.no_browser)
-    server.run()  # uvicorn stops on Ctrl-C (SIGINT) and SIGTERM
+    server.run(sockets=[sock])  # uvicorn stops on Ctrl-C (SIGINT) and SIGTERM
     return 0
 
 

@@ -40,9 +40,28 @@ def load_runs(directory: Path) -> Runs:
         try:
             records.append(RunRecord.model_validate_json(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, ValidationError) as exc:
-            skipped.append((str(path.relative_to(directory)), str(exc).splitlines()[0]))
+            skipped.append((str(path.relative_to(directory)), _why_skipped(path, exc)))
     records.sort(key=lambda r: r.started_at, reverse=True)
     return Runs({r.run_id: r for r in records}, skipped)
+
+
+def _why_skipped(path: Path, exc: Exception) -> str:
+    """One line saying why ``path`` is not a run record, and what a run record is."""
+    if isinstance(exc, OSError):
+        return f"cannot be read ({exc.strerror or exc})"
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return "not valid JSON; a run record is the <run_id>.json a groundeval run writes"
+        missing = [str(e["loc"][0]) for e in errors if e.get("type") == "missing" and len(e["loc"]) == 1]
+        if missing:
+            return (f"not a groundeval run record (no {', '.join(missing[:4])}"
+                    f"{', ...' if len(missing) > 4 else ''}); move other JSON files out of the runs directory")
+        if not errors:
+            return f"not a valid run record: {exc}"
+        where = ".".join(str(p) for p in errors[0]["loc"])
+        return f"not a valid run record: {where}: {errors[0]['msg']} ({len(errors)} problem(s))"
+    return f"not valid JSON or text: {str(exc).splitlines()[0]}"
 
 
 def case_matches(case: CaseRecord, *, outcome: str, metric: str, below: float | None, text: str) -> bool:

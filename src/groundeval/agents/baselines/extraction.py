@@ -24,6 +24,7 @@ from typing import Any
 from groundeval import _healthchain
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
+from groundeval.agents.baselines import no_model_calls
 from groundeval.errors import AgentError
 from groundeval.extras import NeedsExtra
 
@@ -139,7 +140,7 @@ class BaselineExtractionAgent(NeedsExtra):
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the JSON answer; raises ``AgentError`` if the prompt holds no Bundle."""
-        return AgentResult(text=_medication_list(request, status="active"))
+        return AgentResult(usage=no_model_calls(), text=_medication_list(request, status="active"))
 
 
 class NaiveExtractionAgent(BaselineExtractionAgent):
@@ -149,4 +150,4 @@ class NaiveExtractionAgent(BaselineExtractionAgent):
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return every medication ever requested for the patient."""
-        return AgentResult(text=_medication_list(request, status=None))
+        return AgentResult(usage=no_model_calls(), text=_medication_list(request, status=None))

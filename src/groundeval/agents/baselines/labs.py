@@ -36,6 +36,7 @@ from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
+from groundeval.agents.baselines import no_model_calls
 from groundeval.datasets import default_data_dir
 from groundeval.errors import AgentError
 
@@ -333,7 +334,8 @@ class BaselineLabsAgent:
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the JSON answer; raises ``AgentError`` when the prompt holds no Bundle."""
-        return AgentResult(text=json.dumps(labs_answer(request, earliest=self.earliest), ensure_ascii=False))
+        answer = labs_answer(request, earliest=self.earliest)
+        return AgentResult(usage=no_model_calls(), text=json.dumps(answer, ensure_ascii=False))
 
 
 class NaiveLabsAgent(BaselineLabsAgent):

@@ -22,6 +22,7 @@ from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
+from groundeval.agents.baselines import no_model_calls
 
 __all__ = ["PriorsExtractionAgent", "remembered_lists"]
 
@@ -98,4 +99,4 @@ class PriorsExtractionAgent:
         by_patient, common = remembered_lists()
         pid = _patient_id(request)
         answer = by_patient.get(pid, common) if pid is not None else common
-        return AgentResult(text=json.dumps(answer, ensure_ascii=False))
+        return AgentResult(usage=no_model_calls(), text=json.dumps(answer, ensure_ascii=False))

@@ -41,6 +41,7 @@ from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
+from groundeval.agents.baselines import no_model_calls
 from groundeval.errors import AgentError
 
 __all__ = ["BaselineReconcileAgent", "HedgingReconcileAgent", "NaiveReconcileAgent", "reconcile_answer"]
@@ -304,7 +305,7 @@ class BaselineReconcileAgent:
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the JSON answer; raises ``AgentError`` when the prompt holds no Bundle and report."""
         answer = reconcile_answer(request, naive=self.naive, hedge=self.hedge)
-        return AgentResult(text=json.dumps(answer, ensure_ascii=False))
+        return AgentResult(usage=no_model_calls(), text=json.dumps(answer, ensure_ascii=False))
 
 
 class NaiveReconcileAgent(BaselineReconcileAgent):

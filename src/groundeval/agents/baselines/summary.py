@@ -33,6 +33,7 @@ from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
+from groundeval.agents.baselines import no_model_calls
 from groundeval.datasets import default_data_dir
 from groundeval.errors import AgentError
 
@@ -229,7 +230,7 @@ class BaselineSummaryAgent:
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Return the summary text; raises ``AgentError`` when the prompt holds no Bundle."""
-        return AgentResult(text=summary_text(_bundle(request), naive=self.naive))
+        return AgentResult(usage=no_model_calls(), text=summary_text(_bundle(request), naive=self.naive))
 
 
 class NaiveSummaryAgent(BaselineSummaryAgent):
@@ -248,6 +249,7 @@ class HedgingSummaryAgent(BaselineSummaryAgent):
         """A hedge that commits to no fact of the record."""
         _bundle(request)
         return AgentResult(
+            usage=no_model_calls(),
             text="The record is complex; please review the full chart before the handoff. "
             "No summary can be given with confidence."
         )
@@ -260,4 +262,4 @@ class HedgeAllSummaryAgent(BaselineSummaryAgent):
 
     def run(self, request: AgentRequest) -> AgentResult:
         """The hedged summary (``hedge_all_text``)."""
-        return AgentResult(text=hedge_all_text(_bundle(request)))
+        return AgentResult(usage=no_model_calls(), text=hedge_all_text(_bundle(request)))

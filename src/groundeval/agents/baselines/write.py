@@ -39,6 +39,7 @@ from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
+from groundeval.agents.baselines import no_model_calls
 from groundeval.errors import AgentError
 from groundeval.extras import NeedsExtra
 
@@ -252,6 +253,7 @@ class BaselineWriteAgent(NeedsExtra):
             {"resource": resource},
         )
         return AgentResult(
+            usage=no_model_calls(),
             text=json.dumps(resource, ensure_ascii=False),
             trace=calls.trace,
             meta={"tool_calls": len(calls.trace), "valid": bool(report.get("ok"))},
@@ -297,4 +299,4 @@ class NaiveWriteAgent:
                 }
             ],
         }
-        return AgentResult(text=json.dumps(statement))
+        return AgentResult(usage=no_model_calls(), text=json.dumps(statement))
