@@ -81,6 +81,7 @@ def test_each_rest_baseline_scores_as_its_file_baseline_on_every_packaged_case(
         assert rest.metrics["fhir_refused"] == 0
         assert rest.metrics["fhir_writes"] == (1 if task_name == "write" else 0)
         assert rest.metrics["fhir_other_writes"] == 0
+        assert rest.usage == {"model_calls": 0, "cost_usd": 0.0}  # rule-based: no model call, nothing spent
         if rest.metrics["fhir_recall"] is not None:
             assert rest.metrics["fhir_recall"] == 1.0, case.case_id  # the searches fetch all the truth used
 

@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import AgentConfig
+from groundeval.agents.baselines import no_model_calls
 from groundeval.agents.baselines.extraction_rest import rest_medication_list, search_all
 from groundeval.errors import AgentError
 from groundeval.extras import NeedsExtra
@@ -114,7 +115,7 @@ class BaselineRestAgent(NeedsExtra, _RestBaseline):
         """Return the active medication list; raises ``AgentError`` when the server refuses or fails."""
         server, patient = _server(request)
         try:
-            return AgentResult(text=rest_medication_list(server, patient))
+            return AgentResult(text=rest_medication_list(server, patient), usage=no_model_calls())
         except FhirServerError as exc:
             raise AgentError(str(exc)) from exc
 
@@ -132,7 +133,7 @@ class BaselineLabsRestAgent(_RestBaseline):
         server, patient = _server(request)
         bundle = fetched_bundle(server, patient, ("Observation?patient={patient}&_count=100",))
         as_file = dataclasses.replace(request, prompt=Prompt(request.prompt.system, json.dumps(bundle)))
-        return AgentResult(text=json.dumps(labs_answer(as_file), ensure_ascii=False))
+        return AgentResult(text=json.dumps(labs_answer(as_file), ensure_ascii=False), usage=no_model_calls())
 
 
 class BaselineReconcileRestAgent(_RestBaseline):
@@ -150,7 +151,8 @@ class BaselineReconcileRestAgent(_RestBaseline):
             server, patient, ("MedicationRequest?patient={patient}&_include=MedicationRequest:medication&_count=100",))
         user = f"{json.dumps(bundle)}\n\n{request.prompt.user}"  # the Bundle first, then the report as given
         as_file = dataclasses.replace(request, prompt=Prompt(request.prompt.system, user))
-        return AgentResult(text=json.dumps(reconcile_answer(as_file), ensure_ascii=False))
+        return AgentResult(text=json.dumps(reconcile_answer(as_file), ensure_ascii=False),
+                           usage=no_model_calls())
 
 
 class BaselineSummaryRestAgent(_RestBaseline):
@@ -170,7 +172,7 @@ class BaselineSummaryRestAgent(_RestBaseline):
             "AllergyIntolerance?patient={patient}&_count=100",
             "Observation?patient={patient}&_count=100",
         ))
-        return AgentResult(text=summary_text(bundle))
+        return AgentResult(text=summary_text(bundle), usage=no_model_calls())
 
 
 class BaselineWriteRestAgent(NeedsExtra, _RestBaseline):
@@ -208,4 +210,5 @@ class BaselineWriteRestAgent(NeedsExtra, _RestBaseline):
             raise AgentError(str(exc)) from exc
         if status not in (200, 201) or created is None:
             raise AgentError(f"FHIR create MedicationStatement answered {status}: {str(created)[:300]}")
-        return AgentResult(text=json.dumps(created, ensure_ascii=False), trace=built.trace, meta=built.meta)
+        return AgentResult(text=json.dumps(created, ensure_ascii=False), trace=built.trace, meta=built.meta,
+                           usage=no_model_calls())
