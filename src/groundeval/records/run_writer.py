@@ -90,7 +90,7 @@ class RunWriter:
                 os.truncate(self.partial, size)
 
     def case(self, light: CaseRecord) -> CaseRecord:
-        """The whole case record of ``light`` (a ``records.case_store.light_copy``) read back from its line.
+        """The whole case record of ``light`` (a ``records.light.light_copy``) read back from its line.
 
         A case that has no line (a not-run case made at the end, or one kept whole after a failed
         write) is returned as it is.
