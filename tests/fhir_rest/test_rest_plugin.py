@@ -67,6 +67,26 @@ def test_without_the_fhir_option_the_rest_agent_is_refused_before_any_case(pytes
     result.stderr.fnmatch_lines(["*--groundeval-fhir=sandbox*"])
 
 
+def test_the_built_in_rest_agent_without_the_option_is_told_so_before_a_missing_key(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from groundeval.cli import main as cli_main
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    _setup(pytester, "extraction")
+    plugin = pytester.runpytest("--groundeval-task=extraction", "--groundeval-agent=langgraph-rest",
+                                "--groundeval-data-dir=data", "-p", "no:cacheprovider")
+    assert plugin.ret == pytest.ExitCode.USAGE_ERROR
+    plugin.stderr.fnmatch_lines(["*'langgraph-rest' reads the record over FHIR*add --groundeval-fhir=sandbox*"])
+    plugin.stderr.no_fnmatch_line("*ANTHROPIC_API_KEY*")
+    assert cli_main(["--task", "extraction", "--agent", "langgraph-rest", "--data-dir", "data"]) == 4
+    err = capsys.readouterr().err
+    assert "reads the record over FHIR" in err and "ANTHROPIC_API_KEY" not in err
+    assert cli_main(["--task", "extraction", "--agent", "langgraph-rest", "--fhir", "sandbox",
+                     "--data-dir", "data"]) == 4
+    assert "ANTHROPIC_API_KEY is not set" in capsys.readouterr().err  # with the option given, the key is next
+
+
 def _full_records(pytester: pytest.Pytester) -> None:
     shutil.copy(HERE / "rest_scripts.py", pytester.path / "rest_scripts.py")
     shutil.copy(REPO / "tests" / "fhir" / "reader_agent.py", pytester.path / "reader_agent.py")

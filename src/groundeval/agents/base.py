@@ -361,7 +361,9 @@ def check_record_access(agent: object, spec: str, fhir: str | None) -> None:
         )
 
 
-def make_agent(spec: str, config: AgentConfig | None = None, tools: str | None = None) -> Agent:
+def make_agent(
+    spec: str, config: AgentConfig | None = None, tools: str | None = None, fhir: str | None = None,
+) -> Agent:
     """Build an agent from a built-in name or a ``module:attribute`` spec.
 
     Args:
@@ -370,6 +372,9 @@ def make_agent(spec: str, config: AgentConfig | None = None, tools: str | None =
         tools: The run's ``--groundeval-tools``: when given, ``check_tool_transport`` runs on the
             agent's class before it is built, so a transport mismatch is named before what the
             constructor checks (an API key).
+        fhir: The run's ``--groundeval-fhir`` (``sandbox`` or a URL; None: no FHIR serving), checked
+            with ``check_record_access`` on the agent's class when ``tools`` is given (a run's
+            settings), also before the constructor: a reading mismatch is named before a missing key.
 
     Returns:
         A ready agent.
@@ -387,6 +392,7 @@ def make_agent(spec: str, config: AgentConfig | None = None, tools: str | None =
     target = _load_target(AGENTS.get(spec, spec), spec)
     if tools is not None:
         check_tool_transport(target, spec, tools)
+        check_record_access(target, spec, fhir)
     if inspect.isclass(target):
         params = [
             p for p in inspect.signature(target).parameters.values()

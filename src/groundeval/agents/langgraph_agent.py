@@ -77,7 +77,8 @@ DEFAULT_RECURSION_LIMIT = 25
 """Graph steps per case when ``recursion_limit`` is not given (LangGraph's own default)."""
 
 NO_KEY_HINT = (
-    "ANTHROPIC_API_KEY is not set: the LangGraph agents (langgraph, langgraph-fhir, langgraph-mcp) need it. "
+    "ANTHROPIC_API_KEY is not set: the LangGraph agents (langgraph, langgraph-fhir, langgraph-mcp, langgraph-rest) "
+    "need it. "
     f"Set the key, or {offline_hint()}."
 )
 

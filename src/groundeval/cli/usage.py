@@ -155,6 +155,13 @@ def _agent_problem(
             check_tool_transport(target, name, given.get("tools") or "inprocess")
         except ConfigError as exc:
             return str(exc)
+    if "fhir" in given or not _ini_may_set(cwd, extra, env):  # how it reads the record: before the key too
+        from groundeval.agents.base import check_record_access
+
+        try:
+            check_record_access(target, name, given.get("fhir"))
+        except ConfigError as exc:
+            return str(exc)
     check = getattr(target, "check_config", None)
     if not callable(check):
         return None

@@ -278,7 +278,7 @@ class GroundevalSession:
         """
         try:
             config = AgentConfig(model=settings.model, options=dict(settings.agent_options), out_dir=settings.out_dir)
-            agent = make_agent(settings.agent, config, tools=settings.tools)
+            agent = make_agent(settings.agent, config, tools=settings.tools, fhir=settings.fhir)
         except ConfigError:
             raise
         except Exception as exc:
