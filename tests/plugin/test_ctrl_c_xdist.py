@@ -30,11 +30,20 @@ import os
 import urllib.request
 
 
-def agent(request):
-    body = json.dumps({"case": request.case_id}).encode()
-    post = urllib.request.Request(os.environ["GROUNDEVAL_TEST_HOLD_URL"], data=body, method="POST")
-    with urllib.request.urlopen(post, timeout=600) as reply:  # the server holds it: only a stop ends it
-        return reply.read().decode()
+class HoldingAgent:
+    name = "holding"
+    model = None
+    thread_safe = True  # with --groundeval-concurrency=2: two calls in flight on each worker, made ahead
+    network_calls = False  # ahead from the first call (the held server never answers one)
+
+    def run(self, request):
+        body = json.dumps({"case": request.case_id}).encode()
+        post = urllib.request.Request(os.environ["GROUNDEVAL_TEST_HOLD_URL"], data=body, method="POST")
+        with urllib.request.urlopen(post, timeout=600) as reply:  # the server holds it: only a stop ends it
+            return reply.read().decode()
+
+
+agent = HoldingAgent()
 '''
 
 
@@ -63,18 +72,21 @@ def _wait_for_requests(server: Loopback, proc: ForkedPytest, wanted: int) -> Non
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("to_group", [False, True], ids=["controller-alone", "process-group"])
+@pytest.mark.parametrize(("to_group", "concurrency"), [(False, 1), (True, 1), (False, 2), (True, 2)],
+                         ids=["controller-alone", "process-group", "controller-alone-ahead", "process-group-ahead"])
 def test_ctrl_c_under_xdist_cuts_calls_in_flight_and_reports_their_cases_not_run(
     pytester: pytest.Pytester, copy_fixtures: Callable[[Path, Iterable[str]], Path],
-    holding_server: Loopback, monkeypatch: pytest.MonkeyPatch, to_group: bool,
+    holding_server: Loopback, monkeypatch: pytest.MonkeyPatch, to_group: bool, concurrency: int,
 ) -> None:
     copy_fixtures(pytester.path / "data", NAMES)
     pytester.makepyfile(holding_agent=HOLDING_AGENT)
     monkeypatch.setenv("GROUNDEVAL_TEST_HOLD_URL", holding_server.root + "/hold")
     proc = ForkedPytest(pytester.path, ["--groundeval-task=extraction", "--groundeval-agent=holding_agent:agent",
                                         "--groundeval-data-dir=data", "-p", "no:cacheprovider", "-n", "2",
-                                        "--junitxml=junit.xml"], own_group=to_group)
-    _wait_for_requests(holding_server, proc, 2)  # one call in flight on each worker
+                                        "--junitxml=junit.xml", f"--groundeval-concurrency={concurrency}"],
+                        own_group=to_group)
+    in_flight = 2 * concurrency
+    _wait_for_requests(holding_server, proc, in_flight)  # as many calls in flight on each worker as it may make
     if to_group:
         proc.signal_group(signal.SIGINT)  # Ctrl-C in a terminal
     else:
@@ -87,7 +99,7 @@ def test_ctrl_c_under_xdist_cuts_calls_in_flight_and_reports_their_cases_not_run
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert "Traceback" not in out and "INTERNALERROR" not in out and "crashed" not in out, out
     sent = len(holding_server.requests)
-    assert sent == 2, f"calls started after Ctrl-C: {sent}"
+    assert sent == in_flight, f"calls started after Ctrl-C: {sent}"
     (record,) = run_records(pytester.path)
     assert record["complete"] is False and len(record["cases"]) == len(NAMES)
     assert [c["outcome"] for c in record["cases"]] == ["not_run"] * len(NAMES)
