@@ -11,6 +11,7 @@ the run sees what a foreground ``pytest`` started from a shell sees.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import resource
@@ -30,9 +31,12 @@ class ForkedPytest:
         cwd: The child's working directory.
         args: pytest's arguments.
         file_size_limit: If given, the child's ``RLIMIT_FSIZE`` (soft and hard), in bytes.
+        own_group: Start the child in a process group of its own (with its xdist workers), as a
+            shell starts a foreground job, so that ``signal_group`` reaches all of them as Ctrl-C does.
     """
 
-    def __init__(self, cwd: Path, args: list[str], file_size_limit: int | None = None) -> None:
+    def __init__(self, cwd: Path, args: list[str], file_size_limit: int | None = None,
+                 own_group: bool = False) -> None:
         read, write = os.pipe()
         # the objects there are now stay out of the collector's reach in the child (which never frees
         # them: it leaves by os._exit), so it does not touch, and copy, every page of this process
@@ -46,6 +50,8 @@ class ForkedPytest:
             code = 70
             try:
                 os.close(read)
+                if own_group:
+                    os.setpgid(0, 0)
                 os.dup2(write, 1)
                 os.dup2(write, 2)
                 os.close(write)
@@ -83,6 +89,10 @@ class ForkedPytest:
         gc.unfreeze()
         os.close(write)
         self.pid = pid
+        self.own_group = own_group
+        if own_group:
+            with contextlib.suppress(OSError):  # the child may have done it already (or exited)
+                os.setpgid(pid, pid)
         self.returncode: int | None = None
         self._chunks: list[bytes] = []
         self._reader = threading.Thread(target=self._read, args=(read,), daemon=True)
@@ -97,6 +107,11 @@ class ForkedPytest:
         """Send ``signum`` to the child (if it has not exited)."""
         if self.returncode is None:
             os.kill(self.pid, signum)
+
+    def signal_group(self, signum: int) -> None:
+        """Send ``signum`` to the child's process group (``own_group``), as the terminal sends Ctrl-C."""
+        if self.returncode is None:
+            os.killpg(self.pid, signum)
 
     def kill(self) -> None:
         """SIGKILL the child."""
@@ -120,6 +135,9 @@ class ForkedPytest:
         deadline = time.monotonic() + timeout
         while (code := self.poll()) is None:
             if time.monotonic() > deadline:
+                if self.own_group:  # its xdist workers too
+                    with contextlib.suppress(OSError):
+                        os.killpg(self.pid, signal.SIGKILL)
                 os.kill(self.pid, signal.SIGKILL)
                 os.waitpid(self.pid, 0)
                 self.returncode = -signal.SIGKILL

@@ -38,6 +38,7 @@ from groundeval.plugin.options import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.stop_policy import StopPolicy
 from groundeval.plugin.worker_keys import RESUME_KEY, RUN_ID_KEY
+from groundeval.plugin.worker_stop import CallCut, WorkerStop
 from groundeval.records.conversation import task_version
 from groundeval.records.run_record import CaseRecord, RunRecord, new_run_id
 from groundeval.records.run_writer import RunWriter
@@ -192,6 +193,7 @@ class GroundevalSession:
         self.stop_reason: str | None = None
         self.output_failures: list[str] = []  # files of this run that could not be written, and why
         self._signal_stop: SignalStop | None = None
+        self._worker_stop: WorkerStop | None = None  # an xdist worker's SIGINT handling (plugin.worker_stop)
         self.concurrency = effective_concurrency(settings.concurrency, self._agent)
         if settings.batch is not None:  # calls in flight: as many as the batch executor starts ahead
             from groundeval.execution.batch import BATCHES_AHEAD
@@ -333,7 +335,13 @@ class GroundevalSession:
             from groundeval.plugin.upcoming import upcoming
 
             executor.submit(upcoming(self._order, self._position, nodeid, session, window, worker=self.is_worker))
-        finished = executor.result(Job(nodeid, case, trial))
+        worker_stop = self._worker_stop
+        try:
+            with worker_stop.cuttable() if worker_stop is not None else contextlib.nullcontext():
+                finished = executor.result(Job(nodeid, case, trial))
+        except CallCut as cut:  # Ctrl-C on a worker: the call is dropped (counted), the case not run
+            self._stop(session, str(cut))
+            pytest.skip(f"not run: {cut} while its agent call was in flight")
         if finished is None:
             pytest.skip("not run: the run was stopped before this case's agent call started")
         run = finished
@@ -397,7 +405,9 @@ class GroundevalSession:
 
     def stop_requested(self) -> bool:
         """True on a worker once the controller was told to stop (no new case may start)."""
-        return self.is_worker and self.stop_file.exists()
+        if not self.is_worker:
+            return False
+        return (self._worker_stop is not None and self._worker_stop.reason is not None) or self.stop_file.exists()
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Handle SIGTERM and, under xdist, SIGINT so the run record is written (``plugin.signals``)."""
@@ -413,6 +423,8 @@ class GroundevalSession:
             self._signal_stop.install()
         elif self.runs_cases:
             throttle.watch_stop(self.stop_file.exists)  # the controller was signalled: no call starts
+            self._worker_stop = WorkerStop(self.stop_file)  # Ctrl-C cuts the call in flight: its case is not_run
+            self._worker_stop.install()
             throttle.share_cooldown(self.cooldown_file)  # a 429 one worker gets pauses every worker's calls
 
     def _signalled(self, reason: str) -> None:
@@ -447,6 +459,9 @@ class GroundevalSession:
         if self._signal_stop is not None:
             self._signal_stop.restore()
             self._signal_stop = None
+        if self._worker_stop is not None:
+            self._worker_stop.restore()
+            self._worker_stop = None
 
     # -- collection -------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)

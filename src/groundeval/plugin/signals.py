@@ -1,8 +1,10 @@
 """SIGTERM and SIGINT on the controlling process: stop the run so that its record is still written.
 
 The first SIGTERM/SIGINT (a CI timeout, ``kill``, Ctrl-C) stops the run: a serial run as Ctrl-C
-does; under pytest-xdist gracefully, so workers start no further case (they see the stop file,
-``GroundevalSession.stop_file``) and their finished results still arrive. A second signal is
+does; under pytest-xdist, workers start no further case (they see the stop file,
+``GroundevalSession.stop_file``) and their finished results still arrive. After a SIGTERM their
+calls in flight finish; after a SIGINT the stop file says ``INTERRUPT`` and each worker cuts its
+call in flight, whose case is then not run (``plugin.worker_stop``). A second signal is
 absorbed, so the record is still written (``uv run`` forwards a Ctrl-C the process group already
 got); a third aborts at once. Handlers are installed only where none was set (the defaults).
 """
@@ -17,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from groundeval.plugin.worker_stop import INTERRUPT
 
 __all__ = ["SignalStop"]
 
@@ -65,5 +69,6 @@ class SignalStop:
         if dsession is None:
             raise KeyboardInterrupt(reason)
         with contextlib.suppress(OSError):  # a read-only out-dir: workers then finish their cases
-            self.stop_file.touch()
+            # SIGINT (Ctrl-C): workers also cut their calls in flight (plugin.worker_stop); SIGTERM: they finish them
+            self.stop_file.write_text(INTERRUPT if signum == signal.SIGINT else "", encoding="utf-8")
         dsession.shouldstop = reason

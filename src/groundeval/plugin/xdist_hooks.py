@@ -74,6 +74,9 @@ class XdistHooks:
         if gs.stop_reason:  # the run was interrupted: the worker was stopped, it did not crash
             data = not_run_record(gs.info, crashitem, f"{gs.stop_reason} while it ran").model_dump(mode="json")
             report.groundeval = data  # type: ignore[attr-defined]
+            # reported as the record has it (not run: skipped), not as xdist's "worker crashed" failure
+            report.outcome = "skipped"
+            report.longrepr = (crashitem.split("::")[0], None, f"Skipped: {data['message']}")  # type: ignore[assignment]
             return
         record = not_run_record(gs.info, crashitem, "")
         data = record.model_dump(mode="json")
