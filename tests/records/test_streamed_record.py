@@ -20,7 +20,7 @@ import pytest
 from groundeval.plugin.junit import suite_properties
 from groundeval.plugin.summary import write_summary
 from groundeval.records.aggregate import summarize
-from groundeval.records.light import light_copy
+from groundeval.records.light import META_KEYS, light_copy
 from groundeval.records.run_record import RunRecord
 from groundeval.records.run_writer import PARTIAL_HEADER_KEY, RunWriter, stream_record
 from groundeval.reporting import regressions, summary_markdown
@@ -66,7 +66,11 @@ def test_every_end_of_run_output_is_the_same_from_light_copies(whole_run: RunRec
     assert {c.outcome for c in record.cases} >= {"passed", "partial", "failed", "agent_error"}
     assert record.aggregate.counterfactual is not None  # the twins' figures are exercised
     light = record.model_copy(update={"cases": [light_copy(c, keep_parsed=True) for c in record.cases]})
-    assert all(c.conversation is None and c.truth is None for c in light.cases)
+    assert all(c.conversation is None and c.truth is None and c.prompt_sha256 is None for c in light.cases)
+    # meta keeps only what sensitivity reads: something was dropped, and the twins' facts were kept
+    assert any(set(c.meta) - set(META_KEYS) for c in record.cases)
+    assert all(set(c.meta) <= set(META_KEYS) for c in light.cases)
+    assert any("counterfactual" in c.meta for c in light.cases)
     task = make_task("extraction")
     selected = record.aggregate.selected
     assert summarize(task, light.cases, selected=selected) == summarize(task, record.cases, selected=selected)

@@ -10,9 +10,13 @@ session keeps the light copy made here.
 
 A light copy drops what none of those readers reads: the conversation, the raw answer, the truth,
 an error's traceback, a tool call's arguments and result (the tool's name stays:
-``records.grounding`` reads it), and every ``details`` key but ``GROUNDING_DETAIL_KEYS`` (read by
-``records.grounding`` and ``reporting.summary_md``). ``parsed`` stays only in a counterfactual run
-(``records.sensitivity`` reads each side's answer). A reader of the end of a run that needs another
+``records.grounding`` reads it), every ``details`` key but ``GROUNDING_DETAIL_KEYS`` (read by
+``records.grounding`` and ``reporting.summary_md``), every ``meta`` key but ``META_KEYS`` (read by
+``records.sensitivity``), and the prompt's and the raw answer's SHA-256 (``message`` stays whole:
+the terminal summary prints a partial case's lines).
+``parsed`` stays only in a counterfactual run (``records.sensitivity`` reads each side's answer).
+An empty ``details`` or ``meta`` is one dict shared by every light copy (readers never change a
+record). A reader of the end of a run that needs another
 field must add it here; tests/records/test_light.py builds every end-of-run output from light and
 from whole records and compares them.
 """
@@ -24,10 +28,12 @@ from typing import Any
 
 from groundeval.records.run_record import CaseRecord
 
-__all__ = ["GROUNDING_DETAIL_KEYS", "light_copy"]
+__all__ = ["GROUNDING_DETAIL_KEYS", "META_KEYS", "light_copy"]
 
 GROUNDING_DETAIL_KEYS = ("reasoned_not_looked_up", "missed_lookups")
 """``CaseRecord.details`` keys read at the end of a run."""
+META_KEYS = ("counterfactual", "subject")
+"""``CaseRecord.meta`` keys read at the end of a run (``records.sensitivity``)."""
 
 
 def light_copy(record: CaseRecord, keep_parsed: bool = False) -> CaseRecord:
@@ -41,7 +47,9 @@ def light_copy(record: CaseRecord, keep_parsed: bool = False) -> CaseRecord:
         A new ``CaseRecord``; the fields kept are the same objects as ``record``'s.
     """
     update: dict[str, Any] = {"conversation": None, "raw_output": None, "truth": None,
-                              "details": {k: record.details[k] for k in GROUNDING_DETAIL_KEYS if k in record.details}}
+                              "prompt_sha256": None, "raw_output_sha256": None,
+                              "details": _kept(record.details, GROUNDING_DETAIL_KEYS),
+                              "meta": _kept(record.meta, META_KEYS)}
     if not keep_parsed:
         update["parsed"] = None
     if record.trace:
@@ -56,6 +64,14 @@ def light_copy(record: CaseRecord, keep_parsed: bool = False) -> CaseRecord:
     return CaseRecord.model_construct(_fields_set=_ALL_FIELDS, **values)
 
 
+def _kept(values: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The entries of ``values`` under ``keys``; the one shared empty dict when there are none."""
+    kept = {k: values[k] for k in keys if k in values}
+    return kept or _EMPTY
+
+
+_EMPTY: dict[str, Any] = {}
+"""The ``details`` and ``meta`` of every light copy that keeps none (never changed: readers only read)."""
 _ALL_FIELDS: set[str] = set(CaseRecord.model_fields)
 """``__pydantic_fields_set__`` of every light copy: the names of all fields (so an update adds none)."""
 _SHARED_TEXT = ("run_id", "task", "agent", "outcome", "model", "worker")
