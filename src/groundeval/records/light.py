@@ -15,8 +15,9 @@ an error's traceback, a tool call's arguments and result (the tool's name stays:
 ``records.sensitivity``), and the prompt's and the raw answer's SHA-256 (``message`` stays whole:
 the terminal summary prints a partial case's lines).
 ``parsed`` stays only in a counterfactual run (``records.sensitivity`` reads each side's answer).
-An empty ``details`` or ``meta`` is one dict shared by every light copy (readers never change a
-record). A reader of the end of a run that needs another
+Outside a counterfactual run ``started_at`` goes too (``records.sensitivity`` reads it for the
+twins). An empty ``details``, ``meta``, ``usage``, ``agent_meta`` or ``capped`` is one dict shared
+by every light copy (readers never change a record). A reader of the end of a run that needs another
 field must add it here; tests/records/test_light.py builds every end-of-run output from light and
 from whole records and compares them.
 """
@@ -50,8 +51,12 @@ def light_copy(record: CaseRecord, keep_parsed: bool = False) -> CaseRecord:
                               "prompt_sha256": None, "raw_output_sha256": None,
                               "details": _kept(record.details, GROUNDING_DETAIL_KEYS),
                               "meta": _kept(record.meta, META_KEYS)}
+    for name in ("usage", "agent_meta", "capped"):  # empty in most cases: the one shared empty dict
+        if not getattr(record, name):
+            update[name] = _EMPTY
     if not keep_parsed:
         update["parsed"] = None
+        update["started_at"] = None  # read only for a counterfactual twin's subject (records.sensitivity)
     if record.trace:
         update["trace"] = [{"tool": step.get("tool")} for step in record.trace]
     if record.error is not None and record.error.traceback is not None:
@@ -71,7 +76,7 @@ def _kept(values: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 _EMPTY: dict[str, Any] = {}
-"""The ``details`` and ``meta`` of every light copy that keeps none (never changed: readers only read)."""
+"""The empty dicts of every light copy (never changed: readers only read)."""
 _ALL_FIELDS: set[str] = set(CaseRecord.model_fields)
 """``__pydantic_fields_set__`` of every light copy: the names of all fields (so an update adds none)."""
 _SHARED_TEXT = ("run_id", "task", "agent", "outcome", "model", "worker")
