@@ -72,6 +72,10 @@ def test_every_end_of_run_output_is_the_same_from_light_copies(whole_run: RunRec
     assert any(set(c.meta) - set(META_KEYS) for c in record.cases)
     assert all(set(c.meta) <= set(META_KEYS) for c in light.cases)
     assert any("counterfactual" in c.meta for c in light.cases)
+    # a failed case's message keeps its first line; a partial case's stays whole (the terminal prints it)
+    assert any(c.outcome == "failed" and "\n" in c.message for c in record.cases)
+    assert all("\n" not in c.message for c in light.cases if c.outcome == "failed")
+    assert any(c.outcome == "partial" and "\n" in c.message for c in light.cases)
     task = make_task("extraction")
     selected = record.aggregate.selected
     assert summarize(task, light.cases, selected=selected) == summarize(task, record.cases, selected=selected)

@@ -12,8 +12,10 @@ A light copy drops what none of those readers reads: the conversation, the raw a
 an error's traceback, a tool call's arguments and result (the tool's name stays:
 ``records.grounding`` reads it), every ``details`` key but ``GROUNDING_DETAIL_KEYS`` (read by
 ``records.grounding`` and ``reporting.summary_md``), every ``meta`` key but ``META_KEYS`` (read by
-``records.sensitivity``), and the prompt's and the raw answer's SHA-256 (``message`` stays whole:
-the terminal summary prints a partial case's lines).
+``records.sensitivity``), the prompt's and the raw answer's SHA-256, and every line of ``message``
+but the first, except in a partial case (the terminal summary prints its lines) and a case that
+wrote to the FHIR sandbox (``records.fhir_figures`` looks for its line); ``reporting.summary_md``
+and ``reporting.gate`` read the first line.
 ``parsed`` stays only in a counterfactual run (``records.sensitivity`` reads each side's answer).
 Outside a counterfactual run ``started_at`` goes too (``records.sensitivity`` reads it for the
 twins). An empty ``details``, ``meta``, ``usage``, ``agent_meta`` or ``capped`` is one dict shared
@@ -51,6 +53,8 @@ def light_copy(record: CaseRecord, keep_parsed: bool = False) -> CaseRecord:
                               "prompt_sha256": None, "raw_output_sha256": None,
                               "details": _kept(record.details, GROUNDING_DETAIL_KEYS),
                               "meta": _kept(record.meta, META_KEYS)}
+    if "\n" in record.message and record.outcome != "partial" and not record.metrics.get("fhir_writes"):
+        update["message"] = record.message.partition("\n")[0]
     for name in ("usage", "agent_meta", "capped"):  # empty in most cases: the one shared empty dict
         if not getattr(record, name):
             update[name] = _EMPTY
