@@ -28,7 +28,8 @@ def pytest_collection_finish(session):
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter):
     held = sum(len(item.user_properties) for item in HELD)
-    terminalreporter.write_line(f"HELD {len(terminalreporter.stats.get('', []))} reports {held} properties")
+    words = sum(len(getattr(r, "keywords", {})) for kept in terminalreporter.stats.values() for r in kept)
+    terminalreporter.write_line(f"HELD {len(terminalreporter.stats.get('', []))} reports {held} properties {words} keywords")
 '''
 
 _RUN_SPECIFIC = [
@@ -36,7 +37,7 @@ _RUN_SPECIFIC = [
     (re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}"), "RUNID"),
     (re.compile(r'(name="(?:latency_s|started_at)" value=")[^"]*"'), r'\1X"'),
     (re.compile(r"in \d+\.\d+s"), "in Ns"),
-    (re.compile(r"HELD \d+ reports \d+ properties"), "HELD"),
+    (re.compile(r"HELD \d+ reports \d+ properties \d+ keywords"), "HELD"),
     (re.compile(r"(run record: )\S+"), r"\1X"),
     (re.compile(r"(trimmed|kept)\.xml"), "X.xml"),
 ]
@@ -54,9 +55,9 @@ def test_trimmed_reports_change_no_output(pytester: pytest.Pytester, eval_dir: P
     trimmed = pytester.runpytest(*args, "--junitxml=trimmed.xml", "--groundeval-out-dir=a")
     kept = pytester.runpytest(*args, "--junitxml=kept.xml", "--groundeval-out-dir=b", "-p", "no:groundeval-report-trim")
     assert trimmed.ret == kept.ret == 1
-    assert "HELD 0 reports 0 properties" in trimmed.stdout.str()  # the plugin did drop them
-    held = re.search(r"HELD (\d+) reports (\d+) properties", kept.stdout.str())
-    assert held is not None and int(held.group(1)) >= 5 and int(held.group(2)) > 0
+    assert "HELD 0 reports 0 properties 0 keywords" in trimmed.stdout.str()  # the plugin did drop them
+    held = re.search(r"HELD (\d+) reports (\d+) properties (\d+) keywords", kept.stdout.str())
+    assert held is not None and int(held.group(1)) >= 5 and int(held.group(2)) > 0 and int(held.group(3)) > 0
     assert _normal(trimmed.stdout.str()) == _normal(kept.stdout.str())
     junit = [_normal((pytester.path / f"{name}.xml").read_text()) for name in ("trimmed", "kept")]
     assert junit[0] == junit[1] and "<property " in junit[0]

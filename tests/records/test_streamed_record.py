@@ -20,9 +20,10 @@ import pytest
 from groundeval.plugin.junit import suite_properties
 from groundeval.plugin.summary import write_summary
 from groundeval.records.aggregate import summarize
-from groundeval.records.light import light_copy
+from groundeval.records.light import META_KEYS, light_copy
 from groundeval.records.run_record import RunRecord
 from groundeval.records.run_writer import PARTIAL_HEADER_KEY, RunWriter, stream_record
+from groundeval.records.sensitivity import is_twin
 from groundeval.reporting import regressions, summary_markdown
 from groundeval.reporting.cases import load_record
 from groundeval.tasks import make_task
@@ -66,7 +67,15 @@ def test_every_end_of_run_output_is_the_same_from_light_copies(whole_run: RunRec
     assert {c.outcome for c in record.cases} >= {"passed", "partial", "failed", "agent_error"}
     assert record.aggregate.counterfactual is not None  # the twins' figures are exercised
     light = record.model_copy(update={"cases": [light_copy(c, keep_parsed=True) for c in record.cases]})
-    assert all(c.conversation is None and c.truth is None for c in light.cases)
+    assert all(c.conversation is None and c.truth is None and c.prompt_sha256 is None for c in light.cases)
+    # meta keeps only what sensitivity reads: something was dropped, and the twins' facts were kept
+    assert any(set(c.meta) - set(META_KEYS) for c in record.cases)
+    assert all(set(c.meta) <= set(META_KEYS) for c in light.cases)
+    assert any("counterfactual" in c.meta for c in light.cases)
+    # a failed case's message keeps its first line; a partial case's stays whole (the terminal prints it)
+    assert any(c.outcome == "failed" and "\n" in c.message for c in record.cases)
+    assert all("\n" not in c.message for c in light.cases if c.outcome == "failed")
+    assert any(c.outcome == "partial" and "\n" in c.message for c in light.cases)
     task = make_task("extraction")
     selected = record.aggregate.selected
     assert summarize(task, light.cases, selected=selected) == summarize(task, record.cases, selected=selected)
@@ -82,6 +91,20 @@ def test_without_parsed_answers_a_counterfactual_figure_would_change(whole_run: 
     task = make_task("extraction")
     bare = [light_copy(c, keep_parsed=False) for c in whole_run.cases]
     assert summarize(task, bare, selected=whole_run.aggregate.selected) != whole_run.aggregate
+
+
+def test_outside_a_counterfactual_run_the_bare_light_copies_give_the_same_outputs(whole_run: RunRecord) -> None:
+    """Without twins, a light copy without ``parsed`` and ``started_at`` (what a plain run keeps) changes no output."""
+    originals = [c for c in whole_run.cases if not is_twin(c)]
+    whole = whole_run.model_copy(update={"cases": originals})
+    whole = whole.model_copy(update={"aggregate": summarize(make_task("extraction"), originals)})
+    bare = whole.model_copy(update={"cases": [light_copy(c, keep_parsed=False) for c in originals]})
+    assert all(c.started_at is None and c.parsed is None for c in bare.cases)
+    assert any(c.started_at for c in whole.cases)
+    assert summarize(make_task("extraction"), bare.cases) == whole.aggregate
+    assert summary_markdown(bare) == summary_markdown(whole)
+    assert suite_properties(bare) == suite_properties(whole)
+    assert _terminal(bare) == _terminal(whole)
 
 
 def test_the_record_written_from_the_partial_file_is_pydantics_text(whole_run: RunRecord, tmp_path: Path) -> None:

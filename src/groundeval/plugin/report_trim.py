@@ -9,7 +9,9 @@ copy once the report is logged (junit reads only the teardown report's, before t
 hook; pytest copies the list into every report, and pytest-xdist's controller gets its own).
 A passed setup or teardown report without captured output (two a case, about 1.5 KB each with
 their keywords) is dropped from the terminal reporter's list of such reports, which pytest reads
-only to show teardown output in a FAILURES block. Groundeval's own items only; the outputs are the
+only to show teardown output in a FAILURES block. Each report's ``keywords`` (a dict of the item's
+keywords, read by plugins as the report is logged, never by pytest's summaries or junit) becomes one
+shared empty dict. Groundeval's own items only; the outputs are the
 same (tests/plugin/test_report_trim.py).
 """
 
@@ -23,6 +25,8 @@ import pytest
 __all__ = ["ReportTrim"]
 
 _OURS = "groundeval/"
+_NO_KEYWORDS: dict[str, Any] = {}
+"""The ``keywords`` of every logged groundeval report (never changed)."""
 
 
 class ReportTrim:
@@ -52,6 +56,7 @@ class ReportTrim:
         if not report.nodeid.startswith(_OURS):
             return
         report.user_properties = []  # each report holds its own copy (pytest copies the item's list)
+        report.keywords = _NO_KEYWORDS  # a dict per report (about 0.2 KB); nothing reads it once logged
         if report.when in ("setup", "teardown") and report.passed and not report.sections:
             terminal = self.config.pluginmanager.get_plugin("terminalreporter")
             bucket = getattr(terminal, "stats", {}).get("")
