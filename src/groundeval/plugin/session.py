@@ -65,8 +65,10 @@ def twin_seed_of(run_id: str) -> int:
     return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") % 1_000_000_000
 
 MAX_FAILURE_BLOCKS = 25
-_OUTCOME_ONLY: dict[str, dict[str, str]] = {}
 """Failed cases shown as pytest's FAILURES blocks at most; above it, one line each (``--groundeval-failure-blocks``)."""
+
+_OUTCOME_ONLY: dict[str, dict[str, str]] = {}
+"""One read-only ``{"outcome": ...}`` per outcome, shared by every logged report (what pytest keeps of ours)."""
 
 
 class GroundevalSession:
