@@ -17,7 +17,7 @@ task puts in ``context(case)["bundle"]`` and the site RxNorm catalog, and a four
 
 They are HealthChain's implementations (``healthchain.tools.FHIRToolkit``, whose ``get_tools()``
 gives ``resolve_reference`` and ``lookup_code``, and ``healthchain.fhir.get_resources``), not
-groundeval's ground-truth code (``groundeval.fhir.bundle``, ``groundeval.tasks.medlist``): a scorer that
+groundeval's ground-truth code (``groundeval.fhir.bundle``, ``groundeval.clinical.medication_list``): a scorer that
 shared code with the agent's tools could not catch that code's bugs. Two things are added around
 them:
 

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from groundeval.clinical.medication_list import find_patient
 from groundeval.datasets import slug
 from groundeval.errors import DatasetError
-from groundeval.tasks.medlist import find_patient
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -53,7 +53,7 @@ REQUEST_INTENTS = frozenset(
     {"proposal", "plan", "order", "original-order", "reflex-order", "filler-order", "instance-order", "option"}
 )
 """MedicationRequest.intent, a required binding (https://hl7.org/fhir/R4/valueset-medicationrequest-intent.html),
-checked for the same reason: the truth keeps only the order intents (``medlist.ORDER_INTENTS``)."""
+checked for the same reason: the truth keeps only the order intents (``medication_list.ORDER_INTENTS``)."""
 
 
 def patient_case_id(patient: Mapping[str, Any], path: Path, digest: str, case_ids: str = "name") -> str:

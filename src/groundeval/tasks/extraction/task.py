@@ -2,7 +2,7 @@
 
 Each case is one Synthea (or user) Bundle with exactly one Patient. The agent sees the whole
 Bundle JSON and answers with a JSON array of ``{"rxnorm_code", "display"}`` objects; the truth is
-derived from the same Bundle by ``tasks.medlist``; ``tasks.extraction.scorer`` compares them.
+derived from the same Bundle by ``clinical.medication_list``; ``tasks.extraction.scorer`` compares them.
 
 The Bundle is also in ``context(case)["bundle"]``, so a tool-using agent (``langgraph``,
 ``langgraph-fhir``) can read it through the read-only FHIR tools (``groundeval.fhir.read_tools``).
@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from groundeval import check_cache
 from groundeval.agent_io import Prompt
+from groundeval.clinical.medication_list import find_patient, medication_truth
 from groundeval.datasets import Case, load_json, slug
 from groundeval.errors import ConfigError
 from groundeval.fhir.read_tools import READ_TOOLS
@@ -35,7 +36,6 @@ from groundeval.tasks.extraction.lookups import lookup_plan
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.extraction.scorer import aggregate_medications, score_medications
 from groundeval.tasks.fhir_only import record_access_of
-from groundeval.tasks.medlist import find_patient, medication_truth
 
 __all__ = ["ANSWER_FORMAT", "TOOLS_NOTE", "ExtractionTask", "case_id_from_stem", "is_manifest"]
 

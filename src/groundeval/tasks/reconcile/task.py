@@ -11,7 +11,7 @@ file); ``tasks.reconcile.scorer`` scores it.
 
 This task is built in but uses only what an outside task could: ``BaseTask``, a scorer with
 ``metric_names``/``score``/``aggregate``, ``Parsed``, ``Score``, ``Prompt``, ``extract_json``,
-``load_json``, the extraction truth (``tasks.medlist``) and the site catalog.
+``load_json``, the extraction truth (``clinical.medication_list``) and the site catalog.
 """
 
 from __future__ import annotations
