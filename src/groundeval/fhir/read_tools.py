@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from groundeval._healthchain import fhir, module
 from groundeval.extras import require_extra
+from groundeval.fhir.validation import OBSERVATION_STATUSES
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -111,13 +112,10 @@ def _is_absolute(reference: str) -> bool:
     return ":" in head
 
 
-OBSERVATION_STATUSES = frozenset(
-    {"registered", "preliminary", "final", "amended", "corrected", "cancelled", "entered-in-error", "unknown"}
-)
-"""Observation.status in FHIR R4/R4B (https://hl7.org/fhir/R4B/valueset-observation-status.html). fhir.resources
-8.1.0 lists only ``registered, preliminary, final, amended, +`` as the binding's values (the element's short
-description), so HealthChain's ``load_bundle`` refuses ``corrected``, ``cancelled``, ``entered-in-error`` and
-``unknown`` (FRICTION.md, "fhir.resources")."""
+# Observation.status (``fhir.validation.OBSERVATION_STATUSES``): fhir.resources 8.1.0 lists only
+# ``registered, preliminary, final, amended, +`` as the binding's values (the element's short
+# description), so HealthChain's ``load_bundle`` refuses ``corrected``, ``cancelled``,
+# ``entered-in-error`` and ``unknown`` (FRICTION.md, "fhir.resources").
 
 
 def _only_observation_status_misread(issues: list[Any], bundle: Mapping[str, Any]) -> bool:

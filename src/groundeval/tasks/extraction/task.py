@@ -22,15 +22,16 @@ from typing import Any, ClassVar
 from groundeval import check_cache
 from groundeval.agent_io import Prompt
 from groundeval.clinical.medication_list import find_patient, medication_truth
-from groundeval.datasets import Case, load_json, slug
+from groundeval.datasets import Case, case_id_from_stem, load_json, slug
 from groundeval.errors import ConfigError
 from groundeval.fhir.read_tools import READ_TOOLS
+from groundeval.fhir.validation import MEDICATION_REQUEST_CODES, check_bundle, check_name
 from groundeval.parsing import extract_json
 from groundeval.registry.builtins import EXTRACTION_OPTIONS
 from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
-from groundeval.tasks.common import BUNDLE_CHECK, case_id_from_stem, check_fhir_bundle, wrong_task_error
+from groundeval.tasks.common import wrong_task_error
 from groundeval.tasks.extraction import counterfactual as _counterfactual
 from groundeval.tasks.extraction.lookups import lookup_plan
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt
@@ -48,7 +49,7 @@ TOOLS_NOTE = (
 
 
 def _check_structure(bundle: dict[str, Any], path: Path) -> None:
-    """Check the Bundle as FHIR R4B with its request codes (``common.check_fhir_bundle``).
+    """Check the Bundle as FHIR R4B with its request codes (``fhir.validation.check_bundle``).
 
     Bad data must fail before the agent is called, naming the file and the field, not after an
     agent has been paid for an answer, and never by silently yielding an empty truth (an ``id``
@@ -59,7 +60,7 @@ def _check_structure(bundle: dict[str, Any], path: Path) -> None:
     Raises:
         DatasetError: The first few validation problems, with their locations.
     """
-    check_fhir_bundle(bundle, path)
+    check_bundle(bundle, path, MEDICATION_REQUEST_CODES)
 
 
 def _is_answer(value: object) -> bool:
@@ -137,16 +138,16 @@ class ExtractionTask(BaseTask):
         """Validate the Bundle as FHIR R4B and check its requests' status and intent codes.
 
         About 5 ms a trimmed fixture (plus about 0.3 s to import the R4B models, once per process); a file
-        whose bytes passed under the same code is not checked again (``check_cache``), by this task or by
-        the reconcile task for a case that pins the file.
+        whose bytes passed under the same code is not checked again (``check_cache.check_once``), by this
+        task or by the reconcile task for a case that pins the file.
 
         Raises:
             DatasetError: The first few validation problems, with their locations and the fix.
         """
-        if not check_cache.is_checked(BUNDLE_CHECK, case.sha256):
-            _check_structure(case.data, case.source)
-            if "counterfactual" not in case.meta:  # a twin's changed Bundle says nothing of the file's bytes
-                check_cache.mark_checked(BUNDLE_CHECK, case.sha256)
+        # a twin's changed Bundle says nothing of the file's bytes: its pass is not remembered
+        check_cache.check_once(check_name(MEDICATION_REQUEST_CODES), case.sha256,
+                               lambda: _check_structure(case.data, case.source),
+                               remember="counterfactual" not in case.meta)
 
     @classmethod
     def claims(cls, data: Mapping[str, Any]) -> bool:
