@@ -146,3 +146,21 @@ def test_every_list_of_tasks_and_agents_comes_from_the_declarations() -> None:
         assert f"{name} ({task.about})" in cli_help, name
         assert task.default_agent in helps["agent"].rpartition("Default:")[2]
     assert tables_markdown() in (REPO / "docs" / "reference" / "options.md").read_text(encoding="utf-8")
+
+
+def test_the_declared_facts_of_each_task_are_its_classs() -> None:
+    """A declaration's facts (read without importing the task) agree with the class they describe.
+
+    The agents serving every task, and those serving the tasks with a Bundle in their context, are
+    derived from these declarations (``builtins.ANY_TASK``, ``builtins.BUNDLE_TASKS``), not listed.
+    """
+    from groundeval.registry import builtins
+    from groundeval.tasks import task_class
+
+    registry.clear_cache()
+    for name, entry in registry.builtin_tasks().items():
+        cls = task_class(name)
+        assert entry.default_agent == cls.default_agent, name
+        assert entry.bundle_in_context == cls.bundle_in_context, name
+    assert tuple(registry.builtin_tasks()) == builtins.ANY_TASK
+    assert tuple(n for n, e in registry.builtin_tasks().items() if e.bundle_in_context) == builtins.BUNDLE_TASKS
