@@ -335,6 +335,12 @@ class WriteTask(BaseTask):
         """``{"patient_reference": <the reference given to the agent>}``."""
         return {"patient_reference": case.data["patient"]["reference"]}
 
+    def case_tools(self, case: Case) -> list[Any]:
+        """The three tools (``tasks.write.tools.make_tools``) over the site catalog, bound to the case's patient."""
+        from groundeval.tasks.write.tools import make_tools
+
+        return make_tools(_catalog(), case.data["patient"]["reference"])
+
     def truth(self, case: Case) -> dict[str, Any]:
         """The expected statement plus what scoring needs (JSON-safe).
 
