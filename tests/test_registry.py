@@ -151,15 +151,17 @@ def test_every_list_of_tasks_and_agents_comes_from_the_declarations() -> None:
 def test_the_declared_facts_of_each_task_are_its_classs() -> None:
     """A declaration's facts (read without importing the task) agree with the class they describe.
 
-    The agents serving every task, and those serving the tasks with a Bundle in their context, are
-    derived from these declarations (``builtins.ANY_TASK``, ``builtins.BUNDLE_TASKS``), not listed.
+    The agents serving every task, those serving the tasks with a Bundle in their context, and the
+    tasks the ``--groundeval-fhir`` messages name are derived from these declarations (``builtins.ANY_TASK``, ``builtins.BUNDLE_TASKS``), not listed.
     """
     from groundeval.registry import builtins
     from groundeval.tasks import task_class
+    from groundeval.tasks.fhir_mode import serves_over_fhir
 
     registry.clear_cache()
     for name, entry in registry.builtin_tasks().items():
         cls = task_class(name)
+        assert serves_over_fhir(cls), name  # the --groundeval-fhir messages name every built-in task
         assert entry.default_agent == cls.default_agent, name
         assert entry.bundle_in_context == cls.bundle_in_context, name
     assert tuple(registry.builtin_tasks()) == builtins.ANY_TASK
