@@ -1,7 +1,8 @@
 """Remember which case files passed their costly checks, so each file is checked once.
 
-A task's ``check_case`` (FHIR R4B validation of the whole Bundle and the request codes the truth
-reads) is a pure function of the file's bytes and of the code that checks them.
+A task's ``check_case`` (``fhir.validation.check_bundle``: FHIR R4B validation of the whole Bundle
+and the codes the truth reads) is a pure function of the file's bytes and of the code that checks
+them. Every built-in task's ``check_case`` goes through ``check_once``, the one memo of such verdicts.
 It costs about 5 ms per extraction case plus about 0.3 s to import the R4B models, paid by the
 process that runs the case, when the case is about to run (never at collection). In one process
 a file's bytes are checked once, whatever the run (every trial after the first, and every later
