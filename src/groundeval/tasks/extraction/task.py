@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from groundeval import check_cache
 from groundeval.agent_io import Prompt
 from groundeval.clinical.medication_list import find_patient, medication_truth
-from groundeval.datasets import Case, case_id_from_stem, load_json, slug
+from groundeval.datasets import Case, case_id_from_stem, load_json
 from groundeval.errors import ConfigError
 from groundeval.fhir.read_tools import READ_TOOLS
 from groundeval.fhir.validation import MEDICATION_REQUEST_CODES, check_bundle, check_name
@@ -31,7 +31,7 @@ from groundeval.registry.builtins import EXTRACTION_OPTIONS
 from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
-from groundeval.tasks.common import wrong_task_error
+from groundeval.tasks.common import patient_case_id, wrong_task_error
 from groundeval.tasks.extraction import counterfactual as _counterfactual
 from groundeval.tasks.extraction.lookups import lookup_plan
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt
@@ -126,7 +126,7 @@ class ExtractionTask(BaseTask):
             raise other
         patient, _ = find_patient(bundle, str(path))
         pid = str(patient.get("id") or digest)
-        case_id = slug(path.stem) if self.case_ids == "file" else case_id_from_stem(path.stem)
+        case_id = patient_case_id(patient, path, digest, self.case_ids)
         meta: dict[str, Any] = {
             "patient_id": pid, "deceased": "deceasedDateTime" in patient or bool(patient.get("deceasedBoolean")),
         }
