@@ -166,3 +166,23 @@ def test_the_declared_facts_of_each_task_are_its_classs() -> None:
         assert entry.bundle_in_context == cls.bundle_in_context, name
     assert tuple(registry.builtin_tasks()) == builtins.ANY_TASK
     assert tuple(n for n, e in registry.builtin_tasks().items() if e.bundle_in_context) == builtins.BUNDLE_TASKS
+
+
+def test_the_tasks_each_agent_is_declared_to_serve_are_the_tasks_its_class_accepts() -> None:
+    """"Agents that serve <task>" (read from the declarations, no import) is what ``check_task`` decides from the class."""
+    from groundeval.agents.base import _load_target, check_task
+    from groundeval.errors import ConfigError
+    from groundeval.tasks import task_class
+
+    registry.clear_cache()
+    tasks = {name: task_class(name) for name in registry.builtin_tasks()}
+    for name, entry in registry.builtin_agents().items():
+        cls = _load_target(entry.target, name)
+        accepted = []
+        for task_name, task in tasks.items():
+            try:
+                check_task(cls, name, task)
+            except ConfigError:
+                continue
+            accepted.append(task_name)
+        assert tuple(accepted) == entry.tasks, name
