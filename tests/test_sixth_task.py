@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,12 +58,15 @@ class AllergiesTask(BaseTask):
         return extract_json(raw, "[", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), [])
 
     def case_tools(self, case: Case) -> list[Any]:
+        from langchain_core.tools import StructuredTool
+
         allergies = list(case.data["allergies"])
 
         def list_allergies() -> list[dict[str, Any]]:
+            """Every allergy of the patient, each with its substance and status."""
             return allergies
 
-        return [list_allergies]
+        return [StructuredTool.from_function(list_allergies, name="list_allergies")]
 
 
 class BaselineAllergiesAgent:
@@ -72,7 +76,7 @@ class BaselineAllergiesAgent:
     def run(self, request: AgentRequest) -> str:
         if request.tools is not None:  # the task's own tool, as a tool-using agent gets it
             (tool,) = request.tools()
-            allergies = tool()
+            allergies = tool.invoke({})
         else:
             allergies = json.loads(request.prompt.user)
         return json.dumps(sorted({a["substance"] for a in allergies if a["status"] == "active"}))
@@ -159,3 +163,23 @@ def test_the_sixth_task_needs_no_name_in_groundevals_source() -> None:
     named = [str(p.relative_to(REPO)) for p in sorted((REPO / "src" / "groundeval").rglob("*.py"))
              if any(n in p.read_text(encoding="utf-8") for n in names)]
     assert named == []
+
+
+def test_the_langgraph_agent_gets_the_sixth_tasks_own_tools(allergies_installed: Path) -> None:
+    """No agent knows the toy task's tool: it reaches ``langgraph`` through ``AgentRequest.tools``."""
+    from groundeval.agents.langgraph_agent import LangGraphAgent
+    from groundeval.runner import call_agent, request_for
+    from groundeval.tasks import make_task
+    from groundeval.testing.scripted_chat import ScriptedChatModel, call, last_tool_result
+
+    def answer(messages: list[Any]) -> str:
+        return json.dumps(sorted({a["substance"] for a in last_tool_result(messages, "list_allergies")
+                                  if a["status"] == "active"}))
+
+    task = make_task("allergies")
+    case = task.load_case(allergies_installed / "bob.json")
+    model = ScriptedChatModel(steps=[call("list_allergies"), answer])
+    result = call_agent(LangGraphAgent(chat_model=model), request_for(task, case)).result
+    assert model.bound_tools == ["list_allergies"]
+    assert [t["tool"] for t in result.trace] == ["list_allergies"]
+    assert task.score(case, task.truth(case), task.parse(case, result.text)).outcome == "passed"
