@@ -1,4 +1,4 @@
-"""Read-only FHIR tools over one case's Bundle, for the tool-using agent on extraction, reconcile and labs.
+"""Read-only FHIR tools over one case's Bundle, for the tool-using agents on every task with a Bundle in its context.
 
 Three LangChain tools (``READ_TOOLS``), built per case by :func:`make_read_tools` from the Bundle a
 task puts in ``context(case)["bundle"]`` and the site RxNorm catalog, and a fourth
