@@ -6,7 +6,7 @@ Usage::
 
 Measures, per raw Synthea bundle in ``--source`` (default ``../shared/data/synthea``), the CPU time
 (``time.process_time``) and wall time of ``json.loads`` and of the extraction truth
-(``medlist.medication_truth``: the active list and the excluded RxCUIs, what
+(``medication_list.medication_truth``: the active list and the excluded RxCUIs, what
 ``ExtractionTask.truth`` computes) on the parsed
 dict. Runs are interleaved (parse, truth, parse, truth, ... per file and repeat) so machine load
 hits both alike; the best of ``--repeats`` per file is kept. Prints MB/s of each and the
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from groundeval.tasks.medlist import medication_truth
+from groundeval.clinical.medication_list import medication_truth
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "synthea"

@@ -37,8 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from groundeval.clinical.medication_list import active_medications
 from groundeval.datasets import read_bundles
-from groundeval.tasks.medlist import active_medications
 
 KEEP = ("Patient", "MedicationRequest", "Medication")
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ Copies a few whole Synthea records (``RECORDS``) from ``--source`` (default
 ``../shared/data/synthea``) to ``--out`` (default ``fixtures/full-records``), untrimmed: every entry
 and every resource as the source holds it (Encounters, Claims, ExplanationOfBenefits, Observations,
 Procedures and the rest), written as compact JSON (no indentation, UTF-8, a final newline) to keep
-the repository small. They are extraction cases: the task's truth (``tasks.medlist.active_medications``)
+the repository small. They are extraction cases: the task's truth (``clinical.medication_list.active_medications``)
 is derived from the same resources the FHIR server serves, so a whole record is scored exactly as
 a trimmed one is.
 
@@ -37,8 +37,8 @@ from typing import Any
 
 import fixture_files
 
+from groundeval.clinical.medication_list import active_medications
 from groundeval.datasets import read_bundles
-from groundeval.tasks.medlist import active_medications
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "synthea"

@@ -86,7 +86,7 @@ def trim(bundle: JSON) -> JSON:
 
 def case_id(stem: str) -> str:
     """The file stem with a trailing UUID cut to 8 characters (as the task names its cases)."""
-    from groundeval.tasks.bundle_cases import case_id_from_stem
+    from groundeval.datasets import case_id_from_stem
 
     return case_id_from_stem(stem)
 

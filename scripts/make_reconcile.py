@@ -14,7 +14,7 @@ one source of truth; the task refuses a case whose fixture bytes changed. ``--re
 words its refusal must contain; the build checks that the truth code raises exactly that.
 
 How a report is made: the *faithful* report lists every active coded medication of the record (the
-extraction truth, ``tasks.medlist``) with the record's dosage (``tasks.reconcile_truth.record_dosage``:
+extraction truth, ``clinical.medication_list``) with the record's dosage (``tasks.reconcile_truth.record_dosage``:
 count x RxNorm display strength, ``timing.repeat``, ``asNeededBoolean``), stating a frequency only
 when the record has one, and "when I need it" when the record says as needed. Then each named
 transformation of the case changes it:
@@ -70,9 +70,9 @@ from typing import Any
 
 from reconcile_text import drug_name, freq_text, report_text
 
+from groundeval.clinical.medication_list import medication_truth
 from groundeval.errors import DatasetError
 from groundeval.tasks.extraction.task import case_id_from_stem
-from groundeval.tasks.medlist import medication_truth
 from groundeval.tasks.reconcile.truth import reconcile_truth, record_dosage, request_displays
 from groundeval.terminology import Catalog, format_strength, parse_display
 

@@ -8,7 +8,7 @@ The 25 real patients only exercise the status filter: every active request uses 
 ``medicationCodeableConcept`` with one RxNorm coding and a ``urn:uuid:`` subject. Each variant here
 takes one real patient (``--source``, default ``../shared/data/synthea``), trims it exactly as
 ``scripts/make_fixtures.py`` does, and applies one named transformation to its *active* requests,
-so every truth rule of ``groundeval.tasks.medlist`` decides at least one packaged case. Files are
+so every truth rule of ``groundeval.clinical.medication_list`` decides at least one packaged case. Files are
 written to ``--out`` (default ``fixtures/extraction``) as ``variant-<transformation>--<source case
 id>.json``, plus ``MANIFEST.variants.json`` (per variant: transformation, rule, source and its
 SHA-256, changed request ids, fixture SHA-256 and size, and the truth before and after).
@@ -40,9 +40,9 @@ from typing import Any
 import fixture_files
 from make_fixtures import DEFAULT_SOURCE, render, sha256, trim
 
+from groundeval.clinical.medication_list import active_medications
 from groundeval.datasets import read_bundles
 from groundeval.tasks.extraction.task import case_id_from_stem
-from groundeval.tasks.medlist import active_medications
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "fixtures" / "extraction"
@@ -232,7 +232,7 @@ class Variant:
     source: str  # file-name prefix of the raw Synthea bundle
     apply: Callable[[JSON, str], list[str]]
     effect: str  # expected change of the truth (see the module docstring)
-    rule: str  # the documented (docs/tasks/extraction.md) medlist rule it exercises
+    rule: str  # the documented (docs/tasks/extraction.md) medication-list rule it exercises
 
 
 VARIANTS: tuple[Variant, ...] = (

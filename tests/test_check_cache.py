@@ -21,17 +21,17 @@ PINS_IT = ("as-needed-flip--Ellena683_Allene83_Reilly981_3f7e3cbc.json", "brand-
 
 @pytest.fixture
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The files ``check_fhir_bundle`` validated, as the extraction and reconcile tasks call it; no verdict kept yet."""
+    """The files ``check_bundle`` validated, as the extraction and reconcile tasks call it; no verdict kept yet."""
     seen: list[str] = []
     for name in ("groundeval.tasks.extraction.task", "groundeval.tasks.reconcile.task"):
         module = importlib.import_module(name)
-        real = module.check_fhir_bundle
+        real = module.check_bundle
 
-        def counting(bundle: Mapping[str, Any], path: Path, real: Callable[..., None] = real) -> None:
+        def counting(bundle: Mapping[str, Any], path: Path, *bindings: Any, real: Callable[..., None] = real) -> None:
             seen.append(path.name)
-            real(bundle, path)
+            real(bundle, path, *bindings)
 
-        monkeypatch.setattr(module, "check_fhir_bundle", counting)
+        monkeypatch.setattr(module, "check_bundle", counting)
     monkeypatch.setattr(check_cache, "_PASSED", set())
     monkeypatch.setattr(check_cache, "_DIRECTORY", [])  # no markers on disk: this process's verdicts only
     return seen

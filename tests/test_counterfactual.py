@@ -12,6 +12,7 @@ import pytest
 
 from groundeval.agent_io import AgentRequest
 from groundeval.agents.baselines.priors import PriorsExtractionAgent
+from groundeval.clinical.medication_list import active_medications
 from groundeval.records.outcomes import Outcome
 from groundeval.records.run_record import CaseRecord, Counterfactual, FigureInterval, TwinPair
 from groundeval.records.sensitivity import judge_pairs, pair_values
@@ -21,7 +22,6 @@ from groundeval.reporting.stats import Interval
 from groundeval.tasks.counterfactual import CounterfactualError, perturbations, twins
 from groundeval.tasks.extraction import counterfactual as cf
 from groundeval.tasks.extraction.task import ExtractionTask
-from groundeval.tasks.medlist import active_medications
 from groundeval.testing.junit import junit_cases
 
 TASK = ExtractionTask()

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from groundeval.clinical.medication_list import active_medications, find_patient
 from groundeval.errors import DatasetError
 from groundeval.fhir.bundle import BundleIndex, patient_reference_matches, rxnorm_codings
 from groundeval.tasks.extraction.scorer import score_medications
-from groundeval.tasks.medlist import active_medications, find_patient
 
 RX = "http://www.nlm.nih.gov/research/umls/rxnorm"
 PID = "00000000-0000-4000-8000-000000000001"
@@ -272,7 +272,7 @@ def test_absolute_subject_url_not_matching_the_fullurl_names_someone_else() -> N
 
 
 def test_excluded_active_requests_explain_extras() -> None:
-    from groundeval.tasks.medlist import inactive_codes
+    from groundeval.clinical.medication_list import inactive_codes
 
     assert inactive_codes(_with_request(intent="plan")) == {"310965": ["intent plan"]}
     assert inactive_codes(_with_request(doNotPerform=True)) == {"310965": ["doNotPerform"]}

@@ -146,3 +146,43 @@ def test_every_list_of_tasks_and_agents_comes_from_the_declarations() -> None:
         assert f"{name} ({task.about})" in cli_help, name
         assert task.default_agent in helps["agent"].rpartition("Default:")[2]
     assert tables_markdown() in (REPO / "docs" / "reference" / "options.md").read_text(encoding="utf-8")
+
+
+def test_the_declared_facts_of_each_task_are_its_classs() -> None:
+    """A declaration's facts (read without importing the task) agree with the class they describe.
+
+    The agents serving every task, those serving the tasks with a Bundle in their context, and the
+    tasks the ``--groundeval-fhir`` messages name are derived from these declarations (``builtins.ANY_TASK``, ``builtins.BUNDLE_TASKS``), not listed.
+    """
+    from groundeval.registry import builtins
+    from groundeval.tasks import task_class
+    from groundeval.tasks.fhir_mode import serves_over_fhir
+
+    registry.clear_cache()
+    for name, entry in registry.builtin_tasks().items():
+        cls = task_class(name)
+        assert serves_over_fhir(cls), name  # the --groundeval-fhir messages name every built-in task
+        assert entry.default_agent == cls.default_agent, name
+        assert entry.bundle_in_context == cls.bundle_in_context, name
+    assert tuple(registry.builtin_tasks()) == builtins.ANY_TASK
+    assert tuple(n for n, e in registry.builtin_tasks().items() if e.bundle_in_context) == builtins.BUNDLE_TASKS
+
+
+def test_the_tasks_each_agent_is_declared_to_serve_are_the_tasks_its_class_accepts() -> None:
+    """"Agents that serve <task>" (read from the declarations, no import) is what ``check_task`` decides from the class."""
+    from groundeval.agents.base import _load_target, check_task
+    from groundeval.errors import ConfigError
+    from groundeval.tasks import task_class
+
+    registry.clear_cache()
+    tasks = {name: task_class(name) for name in registry.builtin_tasks()}
+    for name, entry in registry.builtin_agents().items():
+        cls = _load_target(entry.target, name)
+        accepted = []
+        for task_name, task in tasks.items():
+            try:
+                check_task(cls, name, task)
+            except ConfigError:
+                continue
+            accepted.append(task_name)
+        assert tuple(accepted) == entry.tasks, name

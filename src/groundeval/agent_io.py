@@ -6,6 +6,7 @@ properties and cross pytest-xdist's execnet channel unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,10 @@ class AgentRequest:
         fhir: With ``--groundeval-fhir``, the FHIR server holding the case's record (base URL,
             patient reference, bearer token); None otherwise. Not part of a cache key (the port
             and token change from run to run).
+        tools: Builds the case's tools as the task declares them (``Task.case_tools(case)``: a list
+            of LangChain tools), called only by an agent or tool server that uses tools; None when
+            the task offers none, or the request was built without a task. Not part of a cache key
+            (the task's tool names and facts are).
     """
 
     case_id: str
@@ -94,6 +99,7 @@ class AgentRequest:
     trial: int = 0
     tool_server: ToolServer | None = None
     fhir: FhirEndpoint | None = None
+    tools: Callable[[], list[Any]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

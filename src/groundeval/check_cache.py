@@ -1,7 +1,8 @@
 """Remember which case files passed their costly checks, so each file is checked once.
 
-A task's ``check_case`` (FHIR R4B validation of the whole Bundle and the request codes the truth
-reads) is a pure function of the file's bytes and of the code that checks them.
+A task's ``check_case`` (``fhir.validation.check_bundle``: FHIR R4B validation of the whole Bundle
+and the codes the truth reads) is a pure function of the file's bytes and of the code that checks
+them. Every built-in task's ``check_case`` goes through ``check_once``, the one memo of such verdicts.
 It costs about 5 ms per extraction case plus about 0.3 s to import the R4B models, paid by the
 process that runs the case, when the case is about to run (never at collection). In one process
 a file's bytes are checked once, whatever the run (every trial after the first, and every later
@@ -19,11 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["is_checked", "mark_checked", "use_directory"]
+__all__ = ["check_once", "is_checked", "mark_checked", "use_directory"]
 
 _DIRECTORY: list[Path] = []
 _PASSED: set[tuple[str, str]] = set()  # (check, sha256) that passed in this process
@@ -75,3 +77,26 @@ def mark_checked(check: str, sha256: str) -> None:
         with contextlib.suppress(OSError):
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.touch()
+
+
+def check_once(check: str, sha256: str, run: Callable[[], None], *, remember: bool = True) -> None:
+    """Run ``run`` (a case file's costly check) unless a file with these bytes already passed ``check``.
+
+    Every task's ``check_case`` goes through here, so each file is checked once whatever task reads it.
+
+    Args:
+        check: The check's name (``fhir.validation.check_name``: one name per check, shared by the
+            tasks that run the same check on the same bytes).
+        sha256: The checked file's SHA-256.
+        run: The check; raises on a failure (nothing is then remembered).
+        remember: False for data that is not the file's bytes (a counterfactual twin's changed
+            Bundle): its pass says nothing of the file, so it is not recorded.
+
+    Raises:
+        Exception: Whatever ``run`` raised (a ``DatasetError`` for a bad file).
+    """
+    if is_checked(check, sha256):
+        return
+    run()
+    if remember:
+        mark_checked(check, sha256)

@@ -30,7 +30,16 @@ from typing import Any
 
 from groundeval.errors import DatasetError
 
-__all__ = ["Case", "default_data_dir", "load_json", "read_bundles", "read_case_bytes", "sha256_file", "slug"]
+__all__ = [
+    "Case",
+    "case_id_from_stem",
+    "default_data_dir",
+    "load_json",
+    "read_bundles",
+    "read_case_bytes",
+    "sha256_file",
+    "slug",
+]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -182,6 +191,21 @@ _SLUG_RE = re.compile(r"[^A-Za-z0-9]+")
 def slug(text: str) -> str:
     """Turn free text into an identifier fragment: ASCII letters and digits joined by ``_``."""
     return _SLUG_RE.sub("_", text).strip("_") or "case"
+
+
+_UUID_TAIL = re.compile(r"^(?P<head>.*?)(?P<uuid>[0-9a-fA-F]{8})(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+
+
+def case_id_from_stem(stem: str) -> str:
+    """The built-in tasks' case id: the file stem, with a trailing UUID cut to its first 8 characters.
+
+    ``Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2`` -> ``Liz_Conn_27c911c6``: the id is a prefix
+    of the file name, so ``-k`` on any part of it selects the case. Characters outside
+    ``[A-Za-z0-9_.-]`` become ``_``; an empty result is ``"case"``.
+    """
+    match = _UUID_TAIL.match(stem)
+    short = f"{match['head']}{match['uuid']}" if match else stem
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", short).strip("_") or "case"
 
 
 def default_data_dir(task: str) -> Path:

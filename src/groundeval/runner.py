@@ -57,7 +57,7 @@ from groundeval.records.trial_ids import split_trial, split_twin
 from groundeval.redaction import clean, redact
 from groundeval.scorers.model_graded import GradeStage, grade_case
 from groundeval.scoring import Metric, Parsed, Score
-from groundeval.tasks.base import Task
+from groundeval.tasks.base import Task, tools_of
 
 __all__ = [
     "Attempt",
@@ -140,11 +140,12 @@ def request_for(task: Task, case: Case, trial: int = 0) -> AgentRequest:
 
     A counterfactual twin (``<case_id>[cf-<perturbation>]``) is asked under its original's case id:
     nothing an agent receives tells a twin from its original but the changed record itself (the
-    item's node id and the case record keep the twin's identity).
+    item's node id and the case record keep the twin's identity). ``tools`` builds the case's tools
+    as the task declares them (``tasks.base.tools_of``), for the agents that use tools.
     """
     return AgentRequest(
         case_id=split_twin(case.case_id)[0], task=task.name, prompt=task.prompt(case), context=task.context(case),
-        trial=trial,
+        trial=trial, tools=tools_of(task, case),
     )
 
 

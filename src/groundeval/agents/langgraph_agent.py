@@ -1,14 +1,13 @@
 """LangGraph agent: ``langchain.agents.create_agent`` with the HealthChain FHIR tools.
 
-Per case the agent gets the task's system prompt, the task's user turn, and the tools the case's
-context calls for:
+Per case the agent gets the task's system prompt, the task's user turn, and the tools the task
+declares for the case (``AgentRequest.tools``, from ``Task.case_tools``), for the built-in tasks:
 
-* ``context["bundle"]`` (a FHIR Bundle: extraction, reconcile, labs): the read-only tools of
-  ``fhir_read_tools.make_read_tools`` (``get_resources``, ``resolve_reference``, ``lookup_code``)
-  over that Bundle;
-* else ``context["patient_reference"]`` (the write task): three tools bound to the patient
-  (``hc_tools.make_tools``: ``lookup_rxnorm``, ``build_medication_statement``,
-  ``validate_medication_statement``).
+* a Bundle task (extraction, reconcile, labs, summary): the read-only tools of
+  ``fhir.read_tools.make_read_tools`` (``get_resources``, ``resolve_reference``, ``lookup_code``,
+  and ``get_observations`` over a Bundle with Observations) over the case's Bundle;
+* the write task: three tools bound to the patient (``tasks.write.tools.make_tools``:
+  ``lookup_rxnorm``, ``build_medication_statement``, ``validate_medication_statement``).
 
 Its final message is the answer (the medication list, the MedicationStatement JSON). The agent adds
 nothing to the prompt: whether the Bundle is also pasted there is the task's choice (extraction's
@@ -46,7 +45,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
-from groundeval.agents._case_tools import ReadToolsFactory, ToolsFactory, bundle_tools, case_tools
+from groundeval.agents._case_tools import RequestToolsFactory, bundle_tools, request_tools
 from groundeval.agents._langgraph_graph import build_write_graph, model_call_guard
 from groundeval.agents._langgraph_trace import conversation, message_usage, tool_trace
 from groundeval.agents.base import AgentConfig, offline_hint
@@ -93,8 +92,8 @@ def _require_write(name: str) -> None:
 class LangGraphAgent:
     """Tool-using agent on LangGraph (``create_agent``) with Claude via ``ChatAnthropic``.
 
-    Runs any task that provides ``tools``: the read tools when the request context holds a
-    ``bundle``, else the write tools when it holds a ``patient_reference``.
+    Runs any task that provides ``tools``, with the tools the task declares for the case
+    (``AgentRequest.tools``: the read tools over a Bundle task's record, the write task's three).
 
     Args:
         config: ``model`` (default ``agents.claude.DEFAULT_MODEL``); options ``max_tokens``
@@ -105,10 +104,8 @@ class LangGraphAgent:
             ``DEFAULT_RECURSION_LIMIT``).
         chat_model: A chat model to use instead of ChatAnthropic, or a function building one per
             request (tests pass ``ScriptedChatModel``); no API key is needed then.
-        tools: ``patient_reference -> tools``; default ``hc_tools.make_tools`` over the site
-            catalog.
-        read_tools: ``bundle -> tools``; default ``fhir_read_tools.make_read_tools`` over the
-            site catalog.
+        tools: ``request -> tools`` instead of the case's own (``request.tools()``; tests wrap
+            or replace them).
         sleep: Replacement for ``time.sleep`` between retries (tests).
 
     Raises:
@@ -143,8 +140,7 @@ class LangGraphAgent:
         config: AgentConfig | None = None,
         *,
         chat_model: Any = None,
-        tools: ToolsFactory | None = None,
-        read_tools: ReadToolsFactory | None = None,
+        tools: RequestToolsFactory | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         config = config or AgentConfig()
@@ -162,7 +158,6 @@ class LangGraphAgent:
             raise ConfigError(f"agent option recursion_limit must be an integer >= 2, got {raw_limit!r}")
         self._chat_model = chat_model
         self._tools = tools
-        self._read_tools = read_tools
         default = None if chat_model is not None else DEFAULT_MODEL
         self.model: str | None = config.model or getattr(chat_model, "model_name", None) or default
         self._catalog: Any = None
@@ -183,18 +178,14 @@ class LangGraphAgent:
             self._catalog = Catalog.load()
         return self._catalog
 
-    def _bundle_tools(self, request: AgentRequest) -> list[BaseTool]:
-        return bundle_tools(request.case_id, request.context, self._site_catalog, f"the {self.name!r} agent",
-                            self._read_tools)
-
     def _tools_for(self, request: AgentRequest) -> list[BaseTool]:
-        """The case's tools: read tools over ``context["bundle"]``, else write tools for the patient.
+        """The case's tools as its task declares them (``agents._case_tools.request_tools``).
 
         Raises:
-            AgentError: The context holds neither, or the Bundle is not valid FHIR R4B.
+            AgentError: The task's tools cannot be built for the case (a Bundle that is not valid
+                FHIR R4B), or a request built without a task has neither a Bundle nor a patient.
         """
-        return case_tools(request.case_id, request.context, self._site_catalog, f"the {self.name!r} agent",
-                          self._read_tools, self._tools)
+        return request_tools(request, self._site_catalog, f"the {self.name!r} agent", self._tools)
 
     def _stream_config(self) -> dict[str, Any]:
         """The graph's run config: ``recursion_limit``."""
@@ -229,7 +220,7 @@ class LangGraphAgent:
             from groundeval.models.chat import import_provider
 
             import_provider("anthropic")
-        if self._tools is None or self._read_tools is None:
+        if self._tools is None:
             self._site_catalog()
 
     def run(self, request: AgentRequest) -> AgentResult:
@@ -328,9 +319,11 @@ class LangGraphFHIRAgent(LangGraphAgent):
     requires: frozenset[str] = frozenset({"tools", "fhir_bundle"})
 
     def _tools_for(self, request: AgentRequest) -> list[BaseTool]:
-        """Always the read tools over ``context["bundle"]``.
+        """The case's read tools: the task's (it provides ``fhir_bundle``), or over a hand-built request's Bundle.
 
         Raises:
-            AgentError: The context holds no Bundle, or it is not valid FHIR R4B.
+            AgentError: No Bundle, or it is not valid FHIR R4B.
         """
-        return self._bundle_tools(request)
+        if self._tools is not None or request.tools is not None:
+            return super()._tools_for(request)
+        return bundle_tools(request.case_id, request.context, self._site_catalog, f"the {self.name!r} agent")

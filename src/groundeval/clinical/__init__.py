@@ -1,5 +1,6 @@
-"""Clinical rules and tables that more than one task reads (lab thresholds, result reading, the labs truth).
+"""Clinical rules and tables more than one task reads: the medication list, lab thresholds and results, the labs truth.
 
-No task imports another task: what two tasks share lives here (or in ``groundeval.tasks.common``,
-``groundeval.tasks.medlist``, ``groundeval.tasks.bundle_cases``), and each task's folder imports it.
+No task imports another task: what two tasks share lives here (or, for what every task needs to read
+and check its case files, in ``groundeval.tasks.common``, ``groundeval.datasets`` and
+``groundeval.fhir.validation``), and each task's folder imports it.
 """

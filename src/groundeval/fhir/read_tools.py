@@ -1,4 +1,4 @@
-"""Read-only FHIR tools over one case's Bundle, for the tool-using agent on extraction, reconcile and labs.
+"""Read-only FHIR tools over one case's Bundle, for the tool-using agents on every task with a Bundle in its context.
 
 Three LangChain tools (``READ_TOOLS``), built per case by :func:`make_read_tools` from the Bundle a
 task puts in ``context(case)["bundle"]`` and the site RxNorm catalog, and a fourth
@@ -17,7 +17,7 @@ task puts in ``context(case)["bundle"]`` and the site RxNorm catalog, and a four
 
 They are HealthChain's implementations (``healthchain.tools.FHIRToolkit``, whose ``get_tools()``
 gives ``resolve_reference`` and ``lookup_code``, and ``healthchain.fhir.get_resources``), not
-groundeval's ground-truth code (``groundeval.fhir.bundle``, ``groundeval.tasks.medlist``): a scorer that
+groundeval's ground-truth code (``groundeval.fhir.bundle``, ``groundeval.clinical.medication_list``): a scorer that
 shared code with the agent's tools could not catch that code's bugs. Two things are added around
 them:
 
@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from groundeval._healthchain import fhir, module
 from groundeval.extras import require_extra
+from groundeval.fhir.validation import OBSERVATION_STATUSES
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -111,13 +112,10 @@ def _is_absolute(reference: str) -> bool:
     return ":" in head
 
 
-OBSERVATION_STATUSES = frozenset(
-    {"registered", "preliminary", "final", "amended", "corrected", "cancelled", "entered-in-error", "unknown"}
-)
-"""Observation.status in FHIR R4/R4B (https://hl7.org/fhir/R4B/valueset-observation-status.html). fhir.resources
-8.1.0 lists only ``registered, preliminary, final, amended, +`` as the binding's values (the element's short
-description), so HealthChain's ``load_bundle`` refuses ``corrected``, ``cancelled``, ``entered-in-error`` and
-``unknown`` (FRICTION.md, "fhir.resources")."""
+# Observation.status (``fhir.validation.OBSERVATION_STATUSES``): fhir.resources 8.1.0 lists only
+# ``registered, preliminary, final, amended, +`` as the binding's values (the element's short
+# description), so HealthChain's ``load_bundle`` refuses ``corrected``, ``cancelled``,
+# ``entered-in-error`` and ``unknown`` (FRICTION.md, "fhir.resources").
 
 
 def _only_observation_status_misread(issues: list[Any], bundle: Mapping[str, Any]) -> bool:

@@ -170,9 +170,11 @@ class FhirServingAgent:
         context = dict(request.context)
         record = context.pop(RECORD_KEY, None)
         if not isinstance(record, Mapping):
+            from groundeval.registry.builtins import ANY_TASK  # every built-in task serves (tests/test_registry.py)
+
             raise RunStopError(
                 f"{request.case_id}: --groundeval-fhir: the task gave no record to serve (context[{RECORD_KEY!r}]); "
-                "run a task that serves its record over FHIR (extraction, labs, reconcile, summary, write)"
+                f"run a task that serves its record over FHIR ({', '.join(sorted(ANY_TASK))})"
             )
         sha = str(context.get(RECORD_SHA_KEY) or record_sha256(record))
         try:

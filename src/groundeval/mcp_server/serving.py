@@ -3,9 +3,10 @@
 ``--groundeval-tools=mcp`` wraps the run's agent in this (``plugin.agent_setup.prepare_agent``,
 inside the response cache, so a cached answer keeps the trace it was made with). For every case:
 
-1. the case's tools are built from its request context exactly as for the in-process agents
-   (``agents._case_tools.case_tools``: the read tools over the case's Bundle, or the write tools
-   bound to its patient), so the server holds that case's data and nothing else;
+1. the case's tools are the ones its task declares, exactly as for the in-process agents
+   (``agents._case_tools.request_tools``: ``request.tools()``, e.g. the read tools over the case's
+   Bundle or the write tools bound to its patient), so the server holds that case's data and
+   nothing else;
 2. a ``CaseToolServer`` over them is started on loopback (``HttpHost``) and the agent is called
    with ``request.tool_server`` set (``ToolServer``: the URL, the stdio relay command, the names);
 3. when the agent returns or raises, the server is stopped, and the calls it answered become the
@@ -28,7 +29,7 @@ import threading
 from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult, ToolServer
-from groundeval.agents._case_tools import case_tools
+from groundeval.agents._case_tools import request_tools
 from groundeval.errors import AgentError, RunStopError
 
 __all__ = ["MCPToolsAgent", "stdio_command"]
@@ -113,7 +114,7 @@ class MCPToolsAgent:
         from groundeval.mcp_server.http_host import HttpHost, ServerStartError
         from groundeval.mcp_server.tools import CaseToolServer
 
-        tools = case_tools(request.case_id, request.context, self._site_catalog, "the case's MCP server")
+        tools = request_tools(request, self._site_catalog, "the case's MCP server")
         server = CaseToolServer(tools, name=f"groundeval-{request.task}")
         host = HttpHost(server.server, self.host)
         try:

@@ -83,6 +83,9 @@ class TaskEntry:
             tasks only; the task class declares them in its ``options`` too). Every declared
             option can be given as ``--groundeval-option=KEY=VALUE``.
         about: What the task asks, in a few words, for the help and the docs' lists.
+        bundle_in_context: The task's context holds the case's FHIR Bundle (the class's
+            ``bundle_in_context``), so the agents that need one (``langgraph-fhir``) are listed as
+            serving it without importing the task.
     """
 
     target: str
@@ -90,6 +93,7 @@ class TaskEntry:
     offline_agent: str | None = None
     options: tuple[Option, ...] = ()
     about: str = ""
+    bundle_in_context: bool = False
 
 
 @dataclass(frozen=True, slots=True)

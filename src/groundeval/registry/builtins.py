@@ -56,24 +56,26 @@ SUMMARY_OPTIONS: tuple[Option, ...] = (
 # Tasks, in the order messages list them.
 extraction = TaskEntry(
     "groundeval.tasks.extraction.task:ExtractionTask", default_agent="claude", offline_agent="baseline",
-    options=EXTRACTION_OPTIONS, about="read the active medications from a FHIR Bundle",
+    options=EXTRACTION_OPTIONS, bundle_in_context=True, about="read the active medications from a FHIR Bundle",
 )
 write = TaskEntry("groundeval.tasks.write.task:WriteTask", default_agent="langgraph", offline_agent="baseline-write",
                   about="write an R4B MedicationStatement from a note")
 reconcile = TaskEntry(
     "groundeval.tasks.reconcile.task:ReconcileTask", default_agent="claude", offline_agent="baseline-reconcile",
-    about="check a patient's admission medication report against the record",
+    bundle_in_context=True, about="check a patient's admission medication report against the record",
 )
 labs = TaskEntry("groundeval.tasks.labs:LabsTask", default_agent="claude", offline_agent="baseline-labs",
-                 about="interpret lab and vital-sign results against a cited threshold table")
+                 bundle_in_context=True, about="interpret lab and vital-sign results against a cited threshold table")
 summary = TaskEntry("groundeval.tasks.summary:SummaryTask", default_agent="claude", offline_agent="baseline-summary",
-                    options=SUMMARY_OPTIONS,
+                    options=SUMMARY_OPTIONS, bundle_in_context=True,
                     about="a handoff summary, scored criterion by criterion with a measured judge")
 
 # Agents, in the order messages list them ("agents that serve write: claude, openai-compatible, ...").
-ANY_TASK = ("extraction", "write", "reconcile", "labs", "summary")
-BUNDLE_TASKS = ("extraction", "reconcile", "labs", "summary")
-"""The tasks whose context holds the case's FHIR Bundle (``fhir_bundle``)."""
+_TASKS = {attr.replace("_", "-"): value for attr, value in dict(globals()).items() if isinstance(value, TaskEntry)}
+ANY_TASK = tuple(_TASKS)
+"""Every task declared above, in order: what an agent that answers any prompt serves."""
+BUNDLE_TASKS = tuple(name for name, entry in _TASKS.items() if entry.bundle_in_context)
+"""The tasks declared above whose context holds the case's FHIR Bundle (``fhir_bundle``)."""
 
 claude = AgentEntry(
     "groundeval.agents.claude:ClaudeAgent", ANY_TASK,

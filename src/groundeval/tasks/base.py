@@ -15,7 +15,9 @@ Capabilities (what a task offers an agent; ``Agent.requires`` names what an agen
 
 * ``"text_prompt"`` (``TEXT_PROMPT``): the prompt is text an agent can answer from alone. Every
   task that renders a ``Prompt`` provides it.
-* ``"tools"`` (``TOOLS``): the task offers tools to call (their names in ``Task.tools``).
+* ``"tools"`` (``TOOLS``): the task offers tools to call (their names in ``Task.tools``; the
+  tools themselves from ``case_tools(case)``, which the runner hands an agent as
+  ``AgentRequest.tools``).
 * ``"fhir_bundle"`` (``FHIR_BUNDLE``): ``context(case)["bundle"]`` is the case's FHIR Bundle (a
   dict), so a tool-using agent can serve it through read-only tools
   (``groundeval.fhir.read_tools``). A ``BaseTask`` declares it with ``bundle_in_context = True``
@@ -24,14 +26,15 @@ Capabilities (what a task offers an agent; ``Agent.requires`` names what an agen
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case
-from groundeval.errors import ConfigError
+from groundeval.errors import AgentError, ConfigError
 from groundeval.options import TaskOption, choice, unit_interval
 from groundeval.scoring import Direction, Metric, Parsed, Score
 
@@ -46,6 +49,8 @@ __all__ = [
     "TaskOption",
     "case_files",
     "choice",
+    "site_catalog",
+    "tools_of",
     "unit_interval",
 ]
 
@@ -168,6 +173,36 @@ class Task(Protocol):
     def aggregate(self, metrics: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
         """Combine the metrics of the scored cases into run-level numbers."""
         ...
+
+
+@cache
+def site_catalog() -> Any:
+    """The packaged site catalog (``groundeval.terminology.Catalog.load()``), read once per process.
+
+    Raises:
+        DatasetError: The catalog file is missing or malformed.
+    """
+    from groundeval.terminology import Catalog
+
+    return Catalog.load()
+
+
+def tools_of(task: Any, case: Case) -> Callable[[], list[Any]] | None:
+    """What builds ``case``'s tools (``task.case_tools(case)``, called later and only if needed), or None.
+
+    None when the task does not provide ``TOOLS`` or has no ``case_tools`` (a task written to the
+    ``Task`` protocol without tools). The runner puts it in ``AgentRequest.tools``, so an agent
+    or tool server gets the tools the task declares without reading the request context.
+    """
+    build = getattr(task, "case_tools", None)
+    if TOOLS not in getattr(task, "provides", frozenset()) or not callable(build):
+        return None
+
+    def tools() -> list[Any]:
+        built: list[Any] = build(case)
+        return built
+
+    return tools
 
 
 def case_files(data_dir: Path, pattern: str = "*.json") -> list[Path]:
@@ -310,6 +345,28 @@ class BaseTask:
     def prompt(self, case: Case) -> Prompt:
         """Render the prompt (subclasses implement it)."""
         raise NotImplementedError
+
+    def case_tools(self, case: Case) -> list[Any]:
+        """The LangChain tools this case offers a tool-using agent (in-process or over MCP).
+
+        By default, with ``bundle_in_context``: the read-only FHIR tools over the case's Bundle
+        (``groundeval.fhir.read_tools.make_read_tools`` over ``context(case)["bundle"]`` and the
+        site catalog); otherwise none. A task that offers other tools overrides it (the write
+        task: its catalog lookup, builder and validator).
+
+        Raises:
+            AgentError: The Bundle cannot back the read tools (not valid FHIR R4B for HealthChain;
+                ``details["issues"]``).
+        """
+        if not self.bundle_in_context:
+            return []
+        from groundeval.fhir.read_tools import BundleToolsError, make_read_tools
+
+        try:
+            return make_read_tools(self.context(case)["bundle"], site_catalog())
+        except BundleToolsError as exc:
+            raise AgentError(f"{case.case_id}: the read tools cannot serve this case: {exc}",
+                             details={"issues": exc.issues}) from exc
 
     def context(self, case: Case) -> dict[str, Any]:
         """No facts beyond the prompt (override to add some, JSON-safe)."""

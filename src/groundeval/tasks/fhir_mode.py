@@ -63,10 +63,12 @@ class FhirModeTask:
 
     def __init__(self, task: Any, mode: str) -> None:
         if not serves_over_fhir(task):
+            from groundeval.registry.builtins import ANY_TASK  # every built-in task serves (tests/test_registry.py)
+
             raise ConfigError(
                 f"--groundeval-fhir: the {getattr(task, 'name', task)} task does not serve its record over FHIR "
-                f"(it needs {', '.join(_SERVING)}); drop the option or give a task that does (extraction, labs, "
-                "reconcile, summary, write)"
+                f"(it needs {', '.join(_SERVING)}); drop the option or give a task that does "
+                f"({', '.join(sorted(ANY_TASK))})"
             )
         self.inner = task
         self.mode = mode

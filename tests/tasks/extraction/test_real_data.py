@@ -15,10 +15,10 @@ import pytest
 from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import Agent
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
+from groundeval.clinical.medication_list import TruthMedication, active_medications
 from groundeval.runner import call_agent
 from groundeval.scoring import Parsed
 from groundeval.tasks.extraction.task import ExtractionTask
-from groundeval.tasks.medlist import TruthMedication, active_medications
 from tests._paths import REPO
 
 ROOT = REPO

@@ -14,8 +14,8 @@ import pytest
 
 from groundeval.agent_io import AgentRequest
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
+from groundeval.clinical.medication_list import active_medications
 from groundeval.tasks.extraction.task import ExtractionTask
-from groundeval.tasks.medlist import active_medications
 from tests._paths import REPO
 
 ROOT = REPO
@@ -91,7 +91,7 @@ def _requests(bundle: JSON) -> Iterator[JSON]:
 def _rule_hits(bundle: JSON) -> set[str]:
     """Rules (by README keyword) that decide something about this bundle's truth.
 
-    Written against the raw JSON, independently of tasks.medlist: an exclusion rule counts when
+    Written against the raw JSON, independently of clinical.medication_list: an exclusion rule counts when
     the excluded request's RxCUI is absent from the truth, an inclusion rule when it is present.
     """
     patient_entry = next(e for e in bundle["entry"] if e["resource"]["resourceType"] == "Patient")

@@ -25,8 +25,6 @@ from groundeval.errors import (
 )
 from groundeval.runner import call_agent, request_for
 from groundeval.tasks.write.task import WriteTask
-from groundeval.tasks.write.tools import make_tools
-from groundeval.terminology import Catalog
 from groundeval.testing.scripted_chat import (
     ScriptedChatModel,
     ScriptExhaustedError,
@@ -123,7 +121,6 @@ def test_validate_then_fix_loop() -> None:
 
 
 def test_a_tool_that_raises_becomes_an_error_value_and_the_agent_carries_on() -> None:
-    catalog = Catalog.load()
 
     def offline(query: str) -> str:
         """Search a remote terminology server.
@@ -133,9 +130,9 @@ def test_a_tool_that_raises_becomes_an_error_value_and_the_agent_carries_on() ->
         """
         raise RuntimeError("terminology server unreachable")
 
-    def tools(reference: str) -> list[Any]:
-        return [StructuredTool.from_function(offline, name="remote_lookup", parse_docstring=True),
-                *make_tools(catalog, reference)]
+    def tools(request: AgentRequest) -> list[Any]:
+        assert request.tools is not None  # the task's own tools, wrapped
+        return [StructuredTool.from_function(offline, name="remote_lookup", parse_docstring=True), *request.tools()]
 
     seen: list[ToolMessage] = []
 

@@ -36,9 +36,9 @@ def remembered_lists() -> tuple[dict[str, list[dict[str, str]]], list[dict[str, 
         per patient the medications active in more than half of its fixture files (first RxCUI,
         its first display), and the one medication active for the most patients.
     """
+    from groundeval.clinical.medication_list import find_patient, medication_truth
     from groundeval.datasets import default_data_dir, load_json
     from groundeval.tasks.base import case_files
-    from groundeval.tasks.medlist import find_patient, medication_truth
 
     files: Counter[str] = Counter()
     seen: dict[str, Counter[str]] = defaultdict(Counter)

@@ -15,7 +15,7 @@ change (seeded from the file's SHA-256, so every process picks the same one):
 * ``medication-reference`` (same): an active prescription's drug moves into a bundled
   ``Medication`` named by a ``urn:uuid:`` ``medicationReference``; the list must not change.
 
-The twin's truth is the task's truth (``medlist.medication_truth``) over the changed Bundle, and
+The twin's truth is the task's truth (``medication_list.medication_truth``) over the changed Bundle, and
 ``counterfactual`` checks that it moved exactly as declared: the probed medications flip (or stay), and
 every other medication is untouched. A prescription is a candidate only when changing it alone
 moves the truth that way, so the check fails only on a bug (``CounterfactualError``).
@@ -29,10 +29,10 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from groundeval.clinical.medication_list import exclusion, find_patient, medication_truth
 from groundeval.datasets import Case
 from groundeval.fhir.bundle import RXNORM_SYSTEM, BundleIndex, patient_references, request_rxcuis, rxnorm_codings
 from groundeval.tasks.counterfactual import CounterfactualError, Effect, make_twin, seeded
-from groundeval.tasks.medlist import exclusion, find_patient, medication_truth
 
 __all__ = ["PERTURBATIONS", "counterfactual", "observe"]
 

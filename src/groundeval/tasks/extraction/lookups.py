@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundeval.clinical.medication_list import exclusion, find_patient
 from groundeval.datasets import Case
 from groundeval.fhir.bundle import BundleIndex, entry_resources, patient_references, rxnorm_codings
 from groundeval.scorers.grounding import Lookup, LookupPlan
-from groundeval.tasks.medlist import exclusion, find_patient
 
 __all__ = ["lookup_plan"]
 

@@ -5,7 +5,7 @@ instructions state: an NDC coding listed before the RxNorm one, a drug named thr
 ``medicationReference`` to a bundle entry and to a contained Medication, a drug with no RxNorm
 code, a stopped request for the same RxCUI as an active one, a completed request, an active
 request with ``doNotPerform: true`` and an active request whose intent is ``plan``. Its answer
-is derived by the same ground-truth code that scores the cases (``tasks.medlist``), so the example
+is derived by the same ground-truth code that scores the cases (``clinical.medication_list``), so the example
 can never contradict the scorer.
 
 The prompt is the same for every case, so it is the cacheable prefix of each request: with the
@@ -19,8 +19,8 @@ import json
 from functools import cache
 from typing import Any
 
+from groundeval.clinical.medication_list import active_medications
 from groundeval.fhir.bundle import RXNORM_SYSTEM
-from groundeval.tasks.medlist import active_medications
 
 __all__ = ["ANSWER_FORMAT", "EXAMPLE_BUNDLE", "example_answer", "system_prompt"]
 

@@ -1,6 +1,6 @@
 """Score a predicted medication list against the truth: RxNorm precision/recall/F1 and displays.
 
-Matching (see ``tasks/medlist.py`` for how the truth is built):
+Matching (see ``clinical/medication_list.py`` for how the truth is built):
 
 * A predicted RxCUI matches the truth medication that carries it (branded and generic codes of
   one concept are the same drug).
@@ -93,7 +93,7 @@ def score_medications(
         predicted: Answer items, each ``{"rxnorm_code": str | None, "display": str}``.
         min_f1: F1 needed to pass, in [0, 1].
         min_display_accuracy: Display accuracy needed to pass, in [0, 1].
-        inactive: RxCUI -> reasons its requests were excluded (``medlist.inactive_codes``), used
+        inactive: RxCUI -> reasons its requests were excluded (``medication_list.inactive_codes``), used
             only to explain extras.
         found: False when no answer was found (``Parsed.found``); F1 is then 0.0 and the case
             fails whatever the truth.

@@ -2,7 +2,7 @@
 
 Each case is one Synthea (or user) Bundle with exactly one Patient. The agent sees the whole
 Bundle JSON and answers with a JSON array of ``{"rxnorm_code", "display"}`` objects; the truth is
-derived from the same Bundle by ``tasks.medlist``; ``tasks.extraction.scorer`` compares them.
+derived from the same Bundle by ``clinical.medication_list``; ``tasks.extraction.scorer`` compares them.
 
 The Bundle is also in ``context(case)["bundle"]``, so a tool-using agent (``langgraph``,
 ``langgraph-fhir``) can read it through the read-only FHIR tools (``groundeval.fhir.read_tools``).
@@ -21,21 +21,22 @@ from typing import Any, ClassVar
 
 from groundeval import check_cache
 from groundeval.agent_io import Prompt
-from groundeval.datasets import Case, load_json, slug
+from groundeval.clinical.medication_list import find_patient, medication_truth
+from groundeval.datasets import Case, case_id_from_stem, load_json
 from groundeval.errors import ConfigError
 from groundeval.fhir.read_tools import READ_TOOLS
+from groundeval.fhir.validation import MEDICATION_REQUEST_CODES, check_bundle, check_name
 from groundeval.parsing import extract_json
 from groundeval.registry.builtins import EXTRACTION_OPTIONS
 from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.base import FHIR_BUNDLE, TEXT_PROMPT, TOOLS, BaseTask, TaskOption, is_manifest
-from groundeval.tasks.common import BUNDLE_CHECK, case_id_from_stem, check_fhir_bundle, wrong_task_error
+from groundeval.tasks.common import patient_case_id, wrong_task_error
 from groundeval.tasks.extraction import counterfactual as _counterfactual
 from groundeval.tasks.extraction.lookups import lookup_plan
 from groundeval.tasks.extraction.prompt import ANSWER_FORMAT, system_prompt
 from groundeval.tasks.extraction.scorer import aggregate_medications, score_medications
 from groundeval.tasks.fhir_only import record_access_of
-from groundeval.tasks.medlist import find_patient, medication_truth
 
 __all__ = ["ANSWER_FORMAT", "TOOLS_NOTE", "ExtractionTask", "case_id_from_stem", "is_manifest"]
 
@@ -48,7 +49,7 @@ TOOLS_NOTE = (
 
 
 def _check_structure(bundle: dict[str, Any], path: Path) -> None:
-    """Check the Bundle as FHIR R4B with its request codes (``common.check_fhir_bundle``).
+    """Check the Bundle as FHIR R4B with its request codes (``fhir.validation.check_bundle``).
 
     Bad data must fail before the agent is called, naming the file and the field, not after an
     agent has been paid for an answer, and never by silently yielding an empty truth (an ``id``
@@ -59,7 +60,7 @@ def _check_structure(bundle: dict[str, Any], path: Path) -> None:
     Raises:
         DatasetError: The first few validation problems, with their locations.
     """
-    check_fhir_bundle(bundle, path)
+    check_bundle(bundle, path, MEDICATION_REQUEST_CODES)
 
 
 def _is_answer(value: object) -> bool:
@@ -125,7 +126,7 @@ class ExtractionTask(BaseTask):
             raise other
         patient, _ = find_patient(bundle, str(path))
         pid = str(patient.get("id") or digest)
-        case_id = slug(path.stem) if self.case_ids == "file" else case_id_from_stem(path.stem)
+        case_id = patient_case_id(patient, path, digest, self.case_ids)
         meta: dict[str, Any] = {
             "patient_id": pid, "deceased": "deceasedDateTime" in patient or bool(patient.get("deceasedBoolean")),
         }
@@ -137,16 +138,16 @@ class ExtractionTask(BaseTask):
         """Validate the Bundle as FHIR R4B and check its requests' status and intent codes.
 
         About 5 ms a trimmed fixture (plus about 0.3 s to import the R4B models, once per process); a file
-        whose bytes passed under the same code is not checked again (``check_cache``), by this task or by
-        the reconcile task for a case that pins the file.
+        whose bytes passed under the same code is not checked again (``check_cache.check_once``), by this
+        task or by the reconcile task for a case that pins the file.
 
         Raises:
             DatasetError: The first few validation problems, with their locations and the fix.
         """
-        if not check_cache.is_checked(BUNDLE_CHECK, case.sha256):
-            _check_structure(case.data, case.source)
-            if "counterfactual" not in case.meta:  # a twin's changed Bundle says nothing of the file's bytes
-                check_cache.mark_checked(BUNDLE_CHECK, case.sha256)
+        # a twin's changed Bundle says nothing of the file's bytes: its pass is not remembered
+        check_cache.check_once(check_name(MEDICATION_REQUEST_CODES), case.sha256,
+                               lambda: _check_structure(case.data, case.source),
+                               remember="counterfactual" not in case.meta)
 
     @classmethod
     def claims(cls, data: Mapping[str, Any]) -> bool:

@@ -23,15 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from groundeval import check_cache
 from groundeval.agent_io import Prompt
 from groundeval.clinical.lab_thresholds import Thresholds, default_thresholds
 from groundeval.clinical.lab_truth import labs_truth
 from groundeval.datasets import Case
+from groundeval.fhir.validation import OBSERVATION_CODES, check_bundle, check_name
 from groundeval.options import TaskOption, boolean
 from groundeval.parsing import extract_json
 from groundeval.scoring import Parsed
 from groundeval.tasks.base import BaseTask
-from groundeval.tasks.bundle_cases import check_bundle, has_observations, read_case
+from groundeval.tasks.labs.cases import has_observations, read_case
 from groundeval.tasks.labs.prompt import system_prompt, user_prompt
 from groundeval.tasks.labs.scorer import METRIC_NAMES, LabsScorer
 
@@ -48,8 +50,6 @@ LABS_OPTIONS: tuple[TaskOption, ...] = (
 LAB_READ_TOOLS: tuple[str, ...] = ("get_resources", "resolve_reference", "lookup_code", "get_observations")
 """The read-only FHIR tools a tool-using agent gets over a Bundle holding Observations
 (``groundeval.fhir.read_tools``: the three of extraction and reconcile, and ``get_observations``)."""
-
-_CHECKED: set[str] = set()  # SHA-256 of case files whose Bundle passed check_bundle in this process
 
 
 @functools.cache
@@ -112,16 +112,16 @@ class LabsTask(BaseTask):
         return read_case(path)
 
     def check_case(self, case: Case) -> None:
-        """The whole Bundle as FHIR R4B and every Observation status in its value set (``cases.check_bundle``).
+        """The whole Bundle as FHIR R4B and every Observation status in its value set (``fhir.validation``).
 
-        Checked once per file's bytes in a process.
+        Checked once per file's bytes (``check_cache.check_once``; shared with the summary task's check).
 
         Raises:
             DatasetError: The first problems, located, with the fix.
         """
-        if case.sha256 not in _CHECKED:
-            check_bundle(case.data, case.source)
-            _CHECKED.add(case.sha256)
+        check_cache.check_once(check_name(OBSERVATION_CODES), case.sha256,
+                               lambda: check_bundle(case.data, case.source, OBSERVATION_CODES),
+                               remember="counterfactual" not in case.meta)
 
     def prompt(self, case: Case) -> Prompt:
         """System: rules, tests (with thresholds if asked), format, worked example; user: the Bundle."""

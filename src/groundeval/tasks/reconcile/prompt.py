@@ -33,7 +33,7 @@ RECORD_RULE = (
     "patient. The drug is medicationCodeableConcept, or the Medication that medicationReference points to; use "
     "the RxNorm coding (system http://www.nlm.nih.gov/research/umls/rxnorm), never an NDC."
 )
-"""Which record medications count (the extraction task's rule, ``tasks.medlist``)."""
+"""Which record medications count (the extraction task's rule, ``clinical.medication_list``)."""
 
 STATUS_RULES: tuple[tuple[str, str], ...] = (
     ("matched", "active in the record and reported, and nothing both sides state differs"),

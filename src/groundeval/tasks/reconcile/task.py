@@ -11,7 +11,7 @@ file); ``tasks.reconcile.scorer`` scores it.
 
 This task is built in but uses only what an outside task could: ``BaseTask``, a scorer with
 ``metric_names``/``score``/``aggregate``, ``Parsed``, ``Score``, ``Prompt``, ``extract_json``,
-``load_json``, the extraction truth (``tasks.medlist``) and the site catalog.
+``load_json``, the extraction truth (``clinical.medication_list``) and the site catalog.
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ from groundeval.agent_io import Prompt
 from groundeval.datasets import Case, load_json
 from groundeval.errors import ConfigError, DatasetError
 from groundeval.fhir.read_tools import READ_TOOLS
+from groundeval.fhir.validation import MEDICATION_REQUEST_CODES, check_bundle, check_name
 from groundeval.parsing import extract_json
 from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Parsed
 from groundeval.tasks.base import BaseTask, TaskOption, unit_interval
 from groundeval.tasks.common import (
-    BUNDLE_CHECK,
-    check_fhir_bundle,
     describe_validation_error,
     find_bundle_file,
     find_patient,
@@ -165,10 +164,10 @@ class ReconcileTask(BaseTask):
         """Check the case's Bundle (inline or pinned fixture) as the extraction task does.
 
         The whole Bundle must be valid FHIR R4B and its MedicationRequests' status and intent codes
-        of their value sets (``common.check_fhir_bundle``); a pinned fixture's SHA-256 was checked
+        of their value sets (``fhir.validation.check_bundle``); a pinned fixture's SHA-256 was checked
         at load, which says it is the file the case was made from, not that the file is valid.
         Runs when the case is about to run, before its truth and agent call (``BaseTask.check_case``;
-        the truth is derived once, by ``runner.prepare``). A pass is remembered (``check_cache``) by
+        the truth is derived once, by ``runner.prepare``). A pass is remembered (``check_cache.check_once``) by
         the pinned fixture's SHA-256, so the cases that pin one Bundle, and the extraction task's
         check of that file, share one verdict; an inline Bundle's by the case file's SHA-256. A
         counterfactual twin reuses its file's verdict and never records one of its own.
@@ -180,17 +179,19 @@ class ReconcileTask(BaseTask):
         pinned = case.data.get("bundle_file")
         # a pinned fixture: the verdict on its bytes (shared by every case that pins it, and by the
         # extraction task's check of the same file); an inline Bundle: the verdict on the case file
-        check, digest = (BUNDLE_CHECK, case.meta["bundle_sha256"]) if pinned else ("reconcile", case.sha256)
-        if check_cache.is_checked(check, digest):
-            return
-        try:
-            check_fhir_bundle(case.data["bundle"], Path(pinned) if pinned else path)
-        except DatasetError as exc:
-            if pinned:  # the bad data is in the pinned file: name it, and the case that pins it
-                raise DatasetError(exc.path, f"{exc.problem} (the Bundle that {path.name} pins)") from None
-            raise
-        if "counterfactual" not in case.meta:  # a twin's changed Bundle says nothing of the file's bytes
-            check_cache.mark_checked(check, digest)
+        check, digest = (check_name(MEDICATION_REQUEST_CODES), case.meta["bundle_sha256"]) if pinned \
+            else ("reconcile", case.sha256)
+
+        def run() -> None:
+            try:
+                check_bundle(case.data["bundle"], Path(pinned) if pinned else path, MEDICATION_REQUEST_CODES)
+            except DatasetError as exc:
+                if pinned:  # the bad data is in the pinned file: name it, and the case that pins it
+                    raise DatasetError(exc.path, f"{exc.problem} (the Bundle that {path.name} pins)") from None
+                raise
+
+        # a twin's changed Bundle says nothing of the file's bytes: its pass is not remembered
+        check_cache.check_once(check, digest, run, remember="counterfactual" not in case.meta)
 
     def prompt(self, case: Case) -> Prompt:
         """System: rules, format and formulary; user: the Bundle and the report text only."""

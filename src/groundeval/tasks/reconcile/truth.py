@@ -1,6 +1,6 @@
 """Ground truth of the reconcile task: each medication's status, from the record and the report.
 
-The record side is the extraction task's truth (``tasks.medlist.medication_truth``: the active
+The record side is the extraction task's truth (``clinical.medication_list.medication_truth``: the active
 MedicationRequests, RxNorm by system, branded and generic codes of one concept as one drug), so
 "active in the record" means exactly what it means there. The report side is the case file's
 structured ``report.items`` (``tasks.reconcile.cases.ReportItem``). Statuses:
@@ -14,7 +14,7 @@ structured ``report.items`` (``tasks.reconcile.cases.ReportItem``). Statuses:
 * ``omission``: active in the record, not reported;
 * ``stopped_but_taken``: reported, not active, but the record holds a ``stopped``, ``completed`` or
   ``on-hold`` request for it that passes the filters an active request passes (an order intent, no
-  ``doNotPerform``, the patient as subject: ``tasks.medlist.medications_with_status``), its RxNorm
+  ``doNotPerform``, the patient as subject: ``clinical.medication_list.medications_with_status``), its RxNorm
   codes one drug as an active request's are (a generic and a brand RxCUI on one request);
 * ``commission``: reported, and nowhere in the record (a drug held only by a cancelled, draft,
   entered-in-error or non-order request, a prohibition or another patient's request, of any
@@ -58,9 +58,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from groundeval.clinical.medication_list import medication_truth, medications_with_status
 from groundeval.errors import DatasetError
 from groundeval.fhir.bundle import BundleIndex, entry_resources, rxnorm_codings
-from groundeval.tasks.medlist import medication_truth, medications_with_status
 from groundeval.tasks.reconcile.doses import (
     Dosage,
     Product,

@@ -1,8 +1,8 @@
 """Reading the summary task's case files: one patient's trimmed FHIR Bundle each.
 
 ``read_case`` is what collection needs (JSON, a Bundle, exactly one Patient: cheap); the costly
-R4B check is the labs task's ``check_bundle`` (the whole Bundle with ``fhir.resources``, and
-Observation statuses against their value set), run just before a case.
+R4B check is ``fhir.validation.check_bundle`` with ``OBSERVATION_CODES`` (the whole Bundle with
+``fhir.resources``, and Observation statuses against their value set), run just before a case.
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from groundeval.datasets import Case, load_json
+from groundeval.datasets import Case, case_id_from_stem, load_json
 from groundeval.errors import DatasetError
-from groundeval.tasks.bundle_cases import case_id_from_stem, check_bundle
 from groundeval.tasks.summary.record import resources
 
-__all__ = ["check_bundle", "has_record", "read_case"]
+__all__ = ["has_record", "read_case"]
 
 
 def has_record(data: Mapping[str, Any]) -> bool:

@@ -22,16 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from groundeval import check_cache
 from groundeval.agent_io import Prompt
 from groundeval.clinical.lab_thresholds import default_thresholds
 from groundeval.datasets import Case
+from groundeval.fhir.validation import OBSERVATION_CODES, check_bundle, check_name
 from groundeval.options import TaskOption
 from groundeval.records.scope import UNGATED_FACT
 from groundeval.registry.builtins import SUMMARY_OPTIONS
 from groundeval.scoring import Metric, Parsed
 from groundeval.tasks.base import BaseTask
 from groundeval.tasks.summary.card import find_card, reliability_metrics
-from groundeval.tasks.summary.cases import check_bundle, has_record, read_case
+from groundeval.tasks.summary.cases import has_record, read_case
 from groundeval.tasks.summary.judge import Judge, make_judge
 from groundeval.tasks.summary.prompt import system_prompt, user_prompt
 from groundeval.tasks.summary.scorer import METRIC_NAMES, SummaryScorer
@@ -42,7 +44,6 @@ __all__ = ["SUMMARY_READ_TOOLS", "SummaryTask"]
 SUMMARY_READ_TOOLS: tuple[str, ...] = ("get_resources", "resolve_reference", "lookup_code", "get_observations")
 """The read-only FHIR tools a tool-using agent gets over the case's Bundle (``groundeval.fhir.read_tools``)."""
 
-_CHECKED: set[str] = set()  # SHA-256 of case files whose Bundle passed check_bundle in this process
 
 
 @functools.cache
@@ -130,14 +131,16 @@ class SummaryTask(BaseTask):
         return read_case(path)
 
     def check_case(self, case: Case) -> None:
-        """The whole Bundle as FHIR R4B (once per file's bytes in a process).
+        """The whole Bundle as FHIR R4B and every Observation status in its value set, once per file's bytes.
+
+        ``fhir.validation.check_bundle`` with ``OBSERVATION_CODES``, remembered by ``check_cache.check_once``.
 
         Raises:
             DatasetError: The first problems, located, with the fix.
         """
-        if case.sha256 not in _CHECKED:
-            check_bundle(case.data, case.source)
-            _CHECKED.add(case.sha256)
+        check_cache.check_once(check_name(OBSERVATION_CODES), case.sha256,
+                               lambda: check_bundle(case.data, case.source, OBSERVATION_CODES),
+                               remember="counterfactual" not in case.meta)
 
     def prompt(self, case: Case) -> Prompt:
         """System: what a summary covers and its word limit; user: the Bundle JSON."""

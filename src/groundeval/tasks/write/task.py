@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from groundeval.agent_io import Prompt
+from groundeval.clinical.medication_list import find_patient
 from groundeval.datasets import Case, default_data_dir, load_json
 from groundeval.errors import DatasetError
 from groundeval.extras import require_extra
@@ -32,7 +33,6 @@ from groundeval.scorers.grounding import LookupPlan
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.base import BaseTask, TaskOption
 from groundeval.tasks.common import find_bundle_file, wrong_task_error
-from groundeval.tasks.medlist import find_patient
 from groundeval.tasks.write import counterfactual as _counterfactual
 from groundeval.tasks.write.cases import WriteCase, describe_validation_error
 from groundeval.tasks.write.lookups import lookup_plan
@@ -334,6 +334,12 @@ class WriteTask(BaseTask):
     def context(self, case: Case) -> dict[str, Any]:
         """``{"patient_reference": <the reference given to the agent>}``."""
         return {"patient_reference": case.data["patient"]["reference"]}
+
+    def case_tools(self, case: Case) -> list[Any]:
+        """The three tools (``tasks.write.tools.make_tools``) over the site catalog, bound to the case's patient."""
+        from groundeval.tasks.write.tools import make_tools
+
+        return make_tools(_catalog(), case.data["patient"]["reference"])
 
     def truth(self, case: Case) -> dict[str, Any]:
         """The expected statement plus what scoring needs (JSON-safe).

@@ -1,4 +1,4 @@
-"""Ground truth for the extraction task: a patient's active medications, from the Bundle itself.
+"""A patient's active medications, from the Bundle itself: the extraction task's truth, read by reconcile and write too.
 
 Rule (each step has a unit test in tests/test_fhir_cases.py and a packaged variant case made by
 scripts/make_variants.py):
