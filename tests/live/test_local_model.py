@@ -182,7 +182,7 @@ def test_the_packaged_model_judges_a_whole_summary_case(pytester: pytest.Pyteste
         assert case["metrics"]["judge_no_verdict"] == sum(e.get("flag") in NO_VERDICT_FLAGS for e in by_judge.values())
     facts = record["task_facts"]["judge"]
     assert facts["spec"] == "local/smollm2" and facts["prompt_sha256"] == PROMPT_SHA256
-    assert record["aggregate"]["judge_reliability"] == "judge not calibrated"  # no card for this model
+    assert record["aggregate"]["metrics"]["judge_reliability"] == "judge not calibrated"  # no card for this model
     (log,) = (pytester.path / "runs").glob("llama-server-judge-*.log")  # the judge's server logged in the out-dir
     assert "llama_context" in log.read_text()
     assert _servers() <= before  # the session closed the judge, which stopped its server
