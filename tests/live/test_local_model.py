@@ -2,7 +2,7 @@
 
 Runs only when selected (``-m local_model``) and the ``local`` extra is installed (CI sets
 ``GROUNDEVAL_REQUIRE_LOCAL_MODEL=1``: a missing extra then fails instead of skipping); it takes
-about a minute and a half of CPU (see docs/agents/open-weight.md, "The smoke test"). Four tests:
+under a minute of CPU (see docs/agents/open-weight.md, "The smoke test"). Four tests:
 
 * the two smallest packaged cases by prompt size (not by ``--limit``), answered: every case ends
   in an outcome of the policy with no configuration or infrastructure error, usage tokens come
