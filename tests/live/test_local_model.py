@@ -2,17 +2,21 @@
 
 Runs only when selected (``-m local_model``) and the ``local`` extra is installed (CI sets
 ``GROUNDEVAL_REQUIRE_LOCAL_MODEL=1``: a missing extra then fails instead of skipping); it takes
-about a minute of CPU (see docs/agents/open-weight.md, "The smoke test"). Three runs:
+under a minute of CPU (see docs/agents/open-weight.md, "The smoke test"). Four tests:
 
 * the two smallest packaged cases by prompt size (not by ``--limit``), answered: every case ends
   in an outcome of the policy with no configuration or infrastructure error, usage tokens come
   from the server, and the server's log is in the out-dir;
 * the smallest case against a context it cannot fit: ``case_too_large`` by the server's
   tokenizer, with no call;
-* the packaged model as the summary judge (``local/smollm2``), asked about one criterion: its
-  reply is a verdict or classed as the judge's own miss (``no_answer``/``format_not_ok``, or cut
-  off), never a crash; its server logged in the directory the session would set (the out-dir),
-  and ``close()``, which the session calls at its end, stopped it.
+* the packaged model as the summary judge (``local/smollm2``) over a whole summary case: the
+  packaged case whose ``baseline-summary`` answer leaves the judge the fewest criteria (two, the
+  rules decide the rest), scored through the plugin as a user's run is: every criterion the rules
+  leave open is asked of the model, each reply is a verdict or the judge's own miss
+  (``no_answer``/``format_not_ok``, counted), never a traceback; the judge's usage comes from the
+  server, its server logs in the out-dir, and the session's close stopped it;
+* a local judge's identity, which its card is keyed by with the prompt hash, is the GGUF's SHA-256
+  for the packaged file and for a renamed copy of it (no server started).
 
 No server process is left after any of them. The model's verdicts are the eval's output, not the test's.
 """
@@ -128,30 +132,84 @@ def test_a_case_that_leaves_too_little_of_the_context_is_case_too_large_with_no_
     assert _servers() <= before
 
 
-def test_the_packaged_model_as_the_summary_judge(tmp_path: Path) -> None:
-    from groundeval.errors import TruncatedError
-    from groundeval.models import server_logs
-    from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, JudgeError, make_judge
+def smallest_judged_summary_case(at_least: int = 2) -> tuple[str, list[str], int]:
+    """The packaged summary case whose ``baseline-summary`` answer leaves the judge the fewest criteria.
 
+    At least ``at_least`` of them (the rules decide the rest), ties broken by the shortest summary:
+    ``(case_id, criteria the judge decides, summary characters)``. A judge prompt is its system
+    prompt, one criterion and the summary (``tasks.summary.judge.USER_TEMPLATE``), so a short
+    summary keeps every call well inside the packaged model's context and the test to a minute.
+    """
+    from groundeval.agents.baselines.summary import BaselineSummaryAgent
+
+    task = make_task("summary", {})
+    found = []
+    for path in task.case_files(ROOT / "fixtures" / "summary"):
+        case = task.load_case(path)
+        summary = BaselineSummaryAgent().run(request_for(task, case)).text
+        keys = [q.key for q in task.scorer.questions(case, task.truth(case), task.parse(case, summary))]
+        if len(keys) >= at_least:
+            found.append((len(keys), len(summary), case.case_id, keys))
+    _, chars, case_id, keys = min(found)
+    return case_id, keys, chars
+
+
+def test_the_packaged_model_judges_a_whole_summary_case(pytester: pytest.Pytester) -> None:
+    from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, PROMPT_SHA256
+
+    case_id, judged, _ = smallest_judged_summary_case()
     before = _servers()
-    server_logs.use_directory(tmp_path)  # as the session sets it to the run's out-dir
-    judge = make_judge("local/smollm2")
-    criterion = {"statement": "The summary names the active medication metformin."}
-    verdict, failure = None, None
+    result = pytester.runpytest(
+        "--groundeval-task=summary", "--groundeval-agent=baseline-summary", "--groundeval-judge=local/smollm2",
+        "-k", case_id, "-p", "no:cacheprovider",
+    )
+    output = result.stdout.str()
+    record = _record(pytester)
+    (case,) = record["cases"]
+    assert "Traceback" not in output and "a bug in groundeval" not in output, output
+    # The judge's reply is its verdict or its own miss; a cut-off reply classes the case as the model's failure.
+    assert case["outcome"] in ("passed", "partial", "failed", "truncated"), case["message"]
+    usage = case["usage"] or case["error"]["details"].get("usage", {})
+    assert usage["judge_calls"] >= 1 and usage["judge_cached"] == 0
+    assert usage["judge_input_tokens"] > 0 and usage["judge_output_tokens"] > 0  # the server's own counts
+    if case["outcome"] != "truncated":
+        by_judge = {c["id"]: c for c in case["details"]["criteria"] if c["decided_by"] == "judge"}
+        assert sorted(by_judge) == sorted(judged)  # every criterion the rules leave open, asked of the model
+        assert usage["judge_calls"] == len(judged)
+        for entry in by_judge.values():
+            assert isinstance(entry["met"], bool)
+            assert entry.get("flag") in (None, "evidence_not_in_summary", "stated_as_ended", *NO_VERDICT_FLAGS)
+        assert case["metrics"]["judge_no_verdict"] == sum(e.get("flag") in NO_VERDICT_FLAGS for e in by_judge.values())
+    facts = record["task_facts"]["judge"]
+    assert facts["spec"] == "local/smollm2" and facts["prompt_sha256"] == PROMPT_SHA256
+    assert record["aggregate"]["metrics"]["judge_reliability"] == "judge not calibrated"  # no card for this model
+    (log,) = (pytester.path / "runs").glob("llama-server-judge-*.log")  # the judge's server logged in the out-dir
+    assert "llama_context" in log.read_text()
+    assert _servers() <= before  # the session closed the judge, which stopped its server
+
+
+def test_a_local_judge_is_keyed_by_its_gguf_sha256_wherever_the_file_is(tmp_path: Path) -> None:
+    import shutil
+
+    from groundeval.models.local import PACKAGED_MODELS
+    from groundeval.tasks.summary.card import matches
+    from groundeval.tasks.summary.judge import PROMPT_SHA256, ModelJudge, judge_identity, make_judge
+
+    packaged = PACKAGED_MODELS["smollm2"]
+    original = packaged.path()
+    assert original is not None
+    moved = tmp_path / "renamed-copy.gguf"
+    shutil.copyfile(original, moved)
+    before = _servers()
+    judges = [make_judge("local/smollm2"), make_judge(f"local/{moved}")]
     try:
-        verdict = judge.decide(criterion, "Active medications: metformin 500 mg twice daily.", label="smoke/judge")
-    except JudgeError as exc:  # a reply cut off at the judge's limit: the model's miss, classed, not a crash
-        failure = exc.error
+        identities = [judge_identity(judge) for judge in judges]
+        assert identities == [f"sha256:{packaged.sha256}"] * 2  # the file's hash, not its path or name
+        card = {"judge": "local/smollm2", "judge_identity": identities[0], "prompt_sha256": PROMPT_SHA256}
+        assert matches(card, judges[1])  # a card made for the packaged file serves the moved copy
+        assert not matches({**card, "prompt_sha256": "0" * 64}, judges[1])  # and only for its prompt
     finally:
-        close = getattr(judge, "close", None)
-        assert callable(close)
-        close()
-        server_logs.use_directory(None)
-    if verdict is None:
-        assert isinstance(failure, TruncatedError), failure
-    else:
-        assert verdict.flag in (None, "evidence_not_in_summary", *NO_VERDICT_FLAGS)
-        assert verdict.cached or verdict.usage["input_tokens"] > 0  # the server's own count
-    (log,) = tmp_path.glob("llama-server-judge-*.log")
-    assert "llama_context" in log.read_text()  # the judge's server logged where it was told
-    assert _servers() <= before  # close() stopped the judge's server
+        for judge in judges:
+            assert isinstance(judge, ModelJudge)
+            judge.close()
+    assert _servers() <= before  # asking a judge's identity starts no server
