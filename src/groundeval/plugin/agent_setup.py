@@ -10,7 +10,7 @@ from typing import Any
 
 from groundeval.agents.base import Agent, AgentConfig, make_agent
 from groundeval.errors import ConfigError
-from groundeval.plugin.options import Settings
+from groundeval.run.settings import Settings
 
 __all__ = ["preflight_replay", "prepare_agent"]
 

@@ -22,7 +22,7 @@ import pytest
 from groundeval.records.resume import ResumeError, differences, finished, read_interrupted
 
 if TYPE_CHECKING:
-    from groundeval.plugin.options import Settings
+    from groundeval.run.settings import Settings
     from groundeval.plugin.session import GroundevalSession
     from groundeval.records.resume import Interrupted
 

@@ -25,7 +25,7 @@ from groundeval.redaction import clean, clean_text, strip_userinfo
 from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
-    from groundeval.plugin.options import Settings
+    from groundeval.run.settings import Settings
     from groundeval.records.run_record import CaseRecord
     from groundeval.records.run_writer import RunWriter
     from groundeval.reporting import GateResult

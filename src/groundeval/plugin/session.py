@@ -34,7 +34,7 @@ from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, 
 from groundeval.models import server_logs, throttle
 from groundeval.models.retry import call_policy_options
 from groundeval.plugin.agent_setup import is_replay as _is_replay, preflight_replay, prepare_agent
-from groundeval.plugin.options import Settings
+from groundeval.run.settings import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.stop_policy import StopPolicy
 from groundeval.plugin.worker_keys import RESUME_KEY, RUN_ID_KEY
