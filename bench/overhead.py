@@ -24,7 +24,7 @@ over ``--repeat`` calls of each stage the harness runs for a case, through the p
 
 and, beside them, the agent: ``make_agent("baseline").run(request)`` (it validates the whole
 Bundle with fhir.resources, as a model-based reader would). ``runner`` is the real thing end to
-end: ``load_case`` plus ``runner.run_case`` with an agent that returns the baseline's answer at
+end: ``load_case`` plus ``execution.outcome_policy.classify`` with an agent that returns the baseline's answer at
 once (the request, the truth, the call, parsing, scoring and the record), so it shows what the
 stages leave out. The reference is ``json.loads`` of the file's bytes.
 

@@ -378,7 +378,7 @@ def returns_int(request):
     assert result.parseoutcomes() == {"errors": 1, "deselected": 4}
     result.stdout.fnmatch_lines(["*returned int; return a str or a groundeval.AgentResult*"])
     # one line for the case, not a traceback through groundeval's own check of the value
-    assert "runner.py" not in result.stdout.str() and "raise AgentReturnedWrongType" not in result.stdout.str()
+    assert "execution/call.py" not in result.stdout.str() and "raise AgentReturnedWrongType" not in result.stdout.str()
 
 
 def test_collect_only_needs_no_agent_and_no_key(pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

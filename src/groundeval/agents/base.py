@@ -180,7 +180,7 @@ class FunctionAgent:
     def run(self, request: AgentRequest) -> str | AgentResult:
         """Call the function and hand back what it returned.
 
-        The runner (``runner.call_agent``) turns a str into ``AgentResult(text=...)``, None into
+        The runner (``execution.call.call_agent``) turns a str into ``AgentResult(text=...)``, None into
         no answer, and anything else into ``AgentReturnedWrongType``, for every agent alike.
         """
         return self._fn(request)

@@ -22,9 +22,9 @@ import pytest
 from groundeval.records.resume import ResumeError, differences, finished, read_interrupted
 
 if TYPE_CHECKING:
-    from groundeval.run.settings import Settings
     from groundeval.plugin.session import GroundevalSession
     from groundeval.records.resume import Interrupted
+    from groundeval.run.settings import Settings
 
 __all__ = ["Resumed", "deselect_finished", "open_resume", "partial_header", "resume_run", "start_partial"]
 

@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from groundeval.execution.outcome_policy import not_run_record
 from groundeval.records.aggregate import summarize
 from groundeval.records.run_record import RunRecord, fixtures_of, package_versions
 from groundeval.records.trial_stats import verdict_exit_status
 from groundeval.records.write_errors import describe
 from groundeval.redaction import clean, clean_text, strip_userinfo
-from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
-    from groundeval.run.settings import Settings
+    from groundeval.execution.outcome_policy import RunInfo
     from groundeval.records.run_record import CaseRecord
     from groundeval.records.run_writer import RunWriter
     from groundeval.reporting import GateResult
-    from groundeval.runner import RunInfo
+    from groundeval.run.settings import Settings
     from groundeval.tasks.base import Task
 
 __all__ = ["RunState", "build_record", "finish_run", "run_settings"]

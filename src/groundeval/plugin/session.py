@@ -31,10 +31,10 @@ from groundeval.agents.base import (
 from groundeval.datasets import Case
 from groundeval.errors import ConfigError, RunStopError, SpendLimitReached
 from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
+from groundeval.execution.outcome_policy import CaseRun, RunInfo, setup_failed
 from groundeval.models import server_logs, throttle
 from groundeval.models.retry import call_policy_options
 from groundeval.plugin.agent_setup import is_replay as _is_replay, preflight_replay, prepare_agent
-from groundeval.run.settings import Settings
 from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
 from groundeval.plugin.stop_policy import StopPolicy
 from groundeval.plugin.worker_keys import RESUME_KEY, RUN_ID_KEY
@@ -44,7 +44,7 @@ from groundeval.records.run_record import CaseRecord, RunRecord, new_run_id
 from groundeval.records.run_writer import RunWriter
 from groundeval.records.trial_stats import warm_up
 from groundeval.redaction import clean_text
-from groundeval.runner import CaseRun, RunInfo, setup_failed
+from groundeval.run.settings import Settings
 from groundeval.tasks import make_task
 
 if TYPE_CHECKING:

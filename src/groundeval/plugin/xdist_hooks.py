@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from groundeval.execution.outcome_policy import not_run_record
 from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, RESUME_KEY, RUN_ID_KEY, SPEND_STOP_KEY
-from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
     from groundeval.plugin.session import GroundevalSession

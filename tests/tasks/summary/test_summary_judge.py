@@ -11,8 +11,8 @@ import pytest
 from groundeval.agent_io import AgentResult
 from groundeval.agents.base import FunctionAgent
 from groundeval.errors import ConfigError, InfraError
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.models.base import ModelRequest, ModelResponse
-from groundeval.runner import RunInfo, run_case
 from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.judge import (
     PROMPT_SHA256,
@@ -23,6 +23,7 @@ from groundeval.tasks.summary.judge import (
     rejects_temperature,
 )
 from groundeval.testing import ScriptedModel
+from groundeval.testing.one_case import run_case
 from tests._paths import REPO
 
 CASES = REPO / "fixtures" / "summary"
