@@ -334,7 +334,7 @@ class CachingAgent:
         self.task_facts = dict(task_facts or {})
         self.name: str = agent.name
         self.model: str | None = getattr(agent, "model", None)
-        for attr in ("requires", "tasks", "max_concurrency", "thread_safe", "network_calls"):
+        for attr in ("requires", "tasks", "max_concurrency", "thread_safe", "network_calls", "provider_model"):
             if getattr(agent, attr, None) is not None:
                 setattr(self, attr, getattr(agent, attr))
 

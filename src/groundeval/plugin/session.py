@@ -10,50 +10,33 @@ prints the summary. Workers only run cases and ship their records on the reports
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.agents.base import (
-    Agent,
-    AgentConfig,
-    check_record_access,
-    check_task,
-    check_tool_transport,
-    for_task,
-    make_agent,
-    preflight_agent,
-)
 from groundeval.datasets import Case
-from groundeval.errors import ConfigError, RunStopError, SpendLimitReached
-from groundeval.execution import DEFAULT_CONCURRENCY, CallTally, Executor, Job, effective_concurrency, make_executor
-from groundeval.execution.outcome_policy import CaseRun, RunInfo, setup_failed
+from groundeval.errors import ConfigError
+from groundeval.execution import DEFAULT_CONCURRENCY, Job
+from groundeval.execution.outcome_policy import CaseRun
 from groundeval.models import server_logs, throttle
-from groundeval.models.retry import call_policy_options
-from groundeval.plugin.agent_setup import is_replay as _is_replay, preflight_replay, prepare_agent
-from groundeval.plugin.preflight import check_cache_dir, check_data_dir_task, check_out_dir
-from groundeval.plugin.stop_policy import StopPolicy
 from groundeval.plugin.worker_keys import RESUME_KEY, RUN_ID_KEY
 from groundeval.plugin.worker_stop import CallCut, WorkerStop
-from groundeval.records.conversation import task_version
 from groundeval.records.run_record import CaseRecord, RunRecord, new_run_id
 from groundeval.records.run_writer import RunWriter
 from groundeval.records.trial_stats import warm_up
 from groundeval.redaction import clean_text
+from groundeval.run.assembly import Role, assemble
+from groundeval.run.process import ProcessRun, run_info
 from groundeval.run.settings import Settings
-from groundeval.tasks import make_task
 
 if TYPE_CHECKING:
     from groundeval.models.batch import Batcher
     from groundeval.plugin.signals import SignalStop
-    from groundeval.reporting import BaselineGate, GateResult
-    from groundeval.reporting.langsmith import LangSmithStream
+    from groundeval.reporting import GateResult
     from groundeval.shards import Shard
-    from groundeval.tasks.base import Task
 
 __all__ = ["DEFAULT_CONCURRENCY", "MAX_FAILURE_BLOCKS", "GroundevalSession", "twin_seed_of"]
 
@@ -88,105 +71,36 @@ class GroundevalSession:
         distributed = (not self.is_worker and config.getoption("dist", default="no") not in ("no", None)
                        and bool(config.getoption("tx", default=None)))
         self.runs_cases = not distributed and not config.getoption("collectonly", default=False)
-        self._agent: Agent | None = None
-        self._agent_problem: ConfigError | None = None  # a worker whose agent could not be built
-        agent_config = AgentConfig(model=settings.model, options=dict(settings.agent_options))
-        if settings.task is None:  # pragma: no cover - the plugin builds a session only with a task
-            raise pytest.UsageError("no --groundeval-task")
-        self.batcher: Batcher | None = None  # --groundeval-batch: the agent's model sends batches
-        from groundeval.models.pricing import use_prices
-
-        use_prices({})  # every process sets its own, before any call is priced or the limit checked
-        if settings.prices is not None:
-            from groundeval.models.price_file import PriceFileError, load_price_file
-
-            try:
-                use_prices(load_price_file(settings.prices))
-            except PriceFileError as exc:
-                raise pytest.UsageError(f"--groundeval-prices: {exc}") from None
-        if settings.batch is not None and distributed:
-            from groundeval.plugin.batch_mode import NO_XDIST
-
-            raise pytest.UsageError(NO_XDIST)
-        server_logs.use_directory(settings.out_dir)  # a judge's or agent's model server logs in the out-dir
+        workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+        count = workerinput.get("workercount")
+        role = Role(distributed=distributed, runs_cases=self.runs_cases, worker=self.is_worker,
+                    workers=count if isinstance(count, int) else None)
         try:
-            # a task that calls a model itself (the summary judge) keeps the run's deadline and retries
-            self.task = make_task(settings.task, settings.task_options,
-                                  call_options=call_policy_options(settings.agent_options))
-            if settings.fhir is not None:  # the record reaches the agent over FHIR REST (tasks.fhir_mode)
-                from groundeval.tasks.fhir_mode import FhirModeTask
-
-                self.task = cast("Task", FhirModeTask(self.task, settings.fhir))
-            if distributed:
-                agent_name = preflight_agent(settings.agent, agent_config, self.task, settings.tools,
-                                             settings.fhir)
-                preflight_replay(settings, self.task)  # a bad replay record: a usage error before workers start
-            elif self.runs_cases:
-                try:
-                    self._agent = self._build_agent(settings, self.task)
-                except ConfigError as exc:
-                    if not self.is_worker:
-                        raise
-                    self._agent_problem = exc  # reported as config_error on this worker's first case
-                if settings.batch is not None and self._agent is not None:
-                    from groundeval.plugin.batch_mode import start_batches
-
-                    self.batcher = start_batches(self._agent, settings.agent, settings.batch, config)
+            self.parts = assemble(settings, role, show=self._show)  # run.assembly: task, agent, batch, checks
         except ConfigError as exc:
-            raise pytest.UsageError(for_task(str(exc), settings.task)) from None
-        if settings.max_cost is not None:
-            self._check_max_cost(settings)
-        if not self.is_worker:
-            check_out_dir(settings.out_dir)
-            check_cache_dir(settings.cache_dir)
-            check_data_dir_task(self.task, settings.data_dir)
+            raise pytest.UsageError(str(exc)) from None
+        self.task = self.parts.task
         cache = getattr(config, "cache", None)  # pytest's cacheprovider; absent with -p no:cacheprovider
         from groundeval import check_cache
 
         check_cache.use_directory(Path(cache.mkdir("groundeval-checked")) if cache is not None else None)
-        self.baseline: RunRecord | None = None
+        self.baseline: RunRecord | None = self.parts.baseline
         self.gate: GateResult | None = None
-        self._baseline_gate: BaselineGate | None = None
-        if settings.baseline is not None:
-            from groundeval.reporting import BaselineGate, load_record
-
-            try:
-                self.baseline = load_record(settings.baseline)
-            except (OSError, ValueError) as exc:
-                raise pytest.UsageError(f"--groundeval-baseline: {exc}") from None
-            if self.baseline.task != self.task.name:
-                raise pytest.UsageError(
-                    f"--groundeval-baseline={settings.baseline}: a run record of the {self.baseline.task} task; this "
-                    f"run is {self.task.name}: give a baseline run of the same task"
-                )
-            self._baseline_gate = BaselineGate(self.baseline)
-        run_id = config.workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()  # type: ignore[attr-defined]
+        run_id = workerinput[RUN_ID_KEY] if self.is_worker else new_run_id()
         resume_from = None  # --groundeval-resume: the interrupted run this one continues, under its run id
         if settings.resume is not None and not self.is_worker:
             from groundeval.plugin.resuming import open_resume
 
             resume_from = open_resume(settings)
             run_id = resume_from.run_id
-        worker = config.workerinput.get("workerid") if self.is_worker else None  # type: ignore[attr-defined]
-        if self._agent is not None:
-            agent_name = self._agent.name
-        elif not distributed:
-            agent_name = settings.agent
-        model = self._agent.model if self._agent is not None else settings.model
         # the order of a case's items and its twins' (``tasks.counterfactual.interleave``): the
         # option, else drawn from the run id, which every pytest-xdist worker shares
         self.twin_seed = settings.twin_seed if settings.twin_seed is not None else twin_seed_of(run_id)
-        self.info = RunInfo(run_id=run_id, task=self.task.name, agent=agent_name, model=model, worker=worker,
-                            conversation=settings.conversation,
-                            task_version=task_version(type(getattr(self.task, "inner", self.task)).__module__)
-                            if settings.conversation == "reference" else "")
+        self.info = run_info(self.parts, settings, run_id, workerinput.get("workerid") if self.is_worker else None)
         self.records: dict[str, CaseRecord] = {}
         self.selected: list[str] = []
         self.collection_errors: dict[str, dict[str, str]] = {}
-        self.stop_policy = StopPolicy()  # answers and connection failures in this process
-        self.calls = CallTally()  # this process's agent calls: in flight, peak, cut off by Ctrl-C
         self.workers_peak = 0  # xdist controller: the most calls in flight at once on any worker
-        self.warmed = False
         self.started = datetime.now(UTC)
         self.t0 = time.perf_counter()
         self.writer = RunWriter(settings.out_dir, run_id)
@@ -196,34 +110,17 @@ class GroundevalSession:
         self.output_failures: list[str] = []  # files of this run that could not be written, and why
         self._signal_stop: SignalStop | None = None
         self._worker_stop: WorkerStop | None = None  # an xdist worker's SIGINT handling (plugin.worker_stop)
-        self.concurrency = effective_concurrency(settings.concurrency, self._agent)
-        if settings.batch is not None:  # calls in flight: as many as the batch executor starts ahead
-            from groundeval.execution.batch import BATCHES_AHEAD
-
-            self.concurrency = BATCHES_AHEAD * settings.batch.size
-        self.executor: Executor | None = None  # how this process's agent calls are made (execution/)
-        if self._agent is not None:
-            self.executor = make_executor(self.task, self._agent, self.info, self.concurrency, self.calls,
-                                          batcher=self.batcher)
+        # this process's part of the run (run.process): the executor, the call tally, the stop policy
+        self.process = ProcessRun(self.parts, self.info, settings, phase=self._set_phase, cuttable=self._cuttable)
         self._order: list[Any] = []  # this process's EvalItems in collection order
         self._position: dict[str, int] = {}
         self._session: pytest.Session | None = None
-        self.discarded_calls = 0  # agent calls made ahead whose items never ran (the run stopped)
         self.worker_concurrency_heard = False  # xdist controller: a worker reported its effective N
         self.spend_stop: str | None = None  # the stop reason when --groundeval-max-cost stopped this process
         if self.runs_cases:
-            throttle.configure(self.concurrency)
-            if settings.max_cost is not None:
-                from groundeval.models import spend
-                from groundeval.plugin.spend_check import worker_share
+            from groundeval.run.spend_check import worker_share
 
-                spend.configure(worker_share(settings.max_cost, config))
-        self.stream: LangSmithStream | None = None  # imported only when a LangSmith key is set
-        if os.environ.get("LANGSMITH_API_KEY") and self.runs_cases:
-            from groundeval.reporting.langsmith import LangSmithStream
-
-            directions = dict(getattr(self.task, "metric_directions", None) or {})
-            self.stream = LangSmithStream.from_env(self.info, values=[k for k, d in directions.items() if d == "none"])
+            self.process.start(None if settings.max_cost is None else worker_share(settings.max_cost, role.workers))
         from groundeval.plugin.resuming import Resumed, resume_run, start_partial
 
         self.resumed = Resumed(None, {})  # the cases kept from the run this one resumes (controller)
@@ -232,10 +129,47 @@ class GroundevalSession:
         elif not self.is_worker:
             start_partial(self)
 
+    def _show(self, line: str) -> None:
+        """A batch's progress on the status line while it is out."""
+        self._set_phase(line)
+
+    def _set_phase(self, phase: str | None) -> None:
+        progress = self.config.pluginmanager.get_plugin("groundeval-progress")
+        if progress is not None:
+            progress.set_phase(phase)
+
+    def _cuttable(self) -> contextlib.AbstractContextManager[object]:
+        """On a worker, Ctrl-C cuts the call awaited (``plugin.worker_stop``); elsewhere nothing."""
+        worker_stop = self._worker_stop
+        return worker_stop.cuttable() if worker_stop is not None else contextlib.nullcontext()
+
+    @property
+    def batcher(self) -> Batcher | None:
+        """The batcher of the agent's model (``--groundeval-batch``), or None."""
+        return self.parts.batcher
+
+    @property
+    def concurrency(self) -> int:
+        """Agent calls in flight at once in a process (on the xdist controller, as its workers report)."""
+        return self.process.concurrency
+
+    @concurrency.setter
+    def concurrency(self, value: int) -> None:
+        self.process.concurrency = value
+
+    @property
+    def discarded_calls(self) -> int:
+        """Agent calls made ahead whose items never ran (on the controller, every worker's)."""
+        return self.process.discarded_calls
+
+    @discarded_calls.setter
+    def discarded_calls(self, value: int) -> None:
+        self.process.discarded_calls = value
+
     @property
     def peak_in_flight(self) -> int:
         """The most agent calls that were in flight at once in one process (max over xdist workers)."""
-        return max(self.calls.peak, self.workers_peak)
+        return max(self.process.calls.peak, self.workers_peak)
 
     @property
     def limit(self) -> int | None:
@@ -261,105 +195,40 @@ class GroundevalSession:
         """``--groundeval-counterfactual``: also run each case's counterfactual twins."""
         return self.settings.counterfactual
 
-    def _check_max_cost(self, settings: Settings) -> None:
-        """Refuse ``--groundeval-max-cost`` for calls that cannot be priced beforehand (``plugin.spend_check``)."""
-        from groundeval.agents.base import AGENTS, _load_target
-        from groundeval.plugin.spend_check import check_max_cost
-
-        assert settings.max_cost is not None
-        agent: Any = self._agent
-        if agent is None and not settings.agent.startswith("replay:"):
-            agent = _load_target(AGENTS.get(settings.agent, settings.agent), settings.agent)
-        check_max_cost(settings.max_cost, settings.agent, agent, settings.model)
-
-    @staticmethod
-    def _build_agent(settings: Settings, task: Any) -> Agent:
-        """Build the agent on a process that runs cases (never on the xdist controller).
-
-        Raises:
-            ConfigError: Bad spec, an agent that refuses its config or this task, or a
-                constructor that raised (its message is kept).
-        """
-        try:
-            config = AgentConfig(model=settings.model, options=dict(settings.agent_options), out_dir=settings.out_dir)
-            agent = make_agent(settings.agent, config, tools=settings.tools, fhir=settings.fhir)
-        except ConfigError:
-            raise
-        except Exception as exc:
-            raise ConfigError(f"agent {settings.agent!r} could not be built: {type(exc).__name__}: {exc}") from exc
-        check_task(agent, settings.agent, task)
-        check_tool_transport(agent, settings.agent, settings.tools)
-        if not _is_replay(settings.agent):  # a replayed answer keeps the facts it was made with
-            check_record_access(agent, settings.agent, settings.fhir)
-        return prepare_agent(agent, settings, task)  # the MCP tool servers; replay checks; the cache
-
     # -- running a case ----------------------------------------------------------------------
     def run_case(self, case: Case, nodeid: str, session: pytest.Session, trial: int = 0) -> CaseRun:
-        """Run one case through this process's executor (after the agent's warm-up) and apply the stop policy.
+        """Run one case through this process's ``run.process.ProcessRun`` and turn its step into pytest's terms.
 
         The executor (``groundeval.execution``) makes the agent call: when the item runs, or ahead
         in threads with ``--groundeval-concurrency`` above 1 (the jobs of the next items are handed
-        to it first, ``plugin.upcoming``); this case's result is then scored and recorded here, in
-        collection order.
+        to it first, ``plugin.upcoming``); this case's result is then scored and recorded, in
+        collection order. A stop sets ``session.shouldstop``; a case that did not run is a skip.
 
         Raises:
             pytest.skip.Exception: The run was stopped before this case's call could start.
         """
-        executor = self.executor
-        if executor is None:
-            problem = self._agent_problem or ConfigError("the agent was not built on this process")
-            run = setup_failed(self.info, case, nodeid, RunStopError(str(problem)), "config_error")
-            self._stop(session, f"groundeval: stopped after config_error on {case.case_id} (see the error above)")
-            return run
-        if not self.warmed:
-            self.warmed = True
-            warmup = getattr(self._agent, "warmup", None)
-            if callable(warmup):
-                progress = self.config.pluginmanager.get_plugin("groundeval-progress")
-                try:
-                    if progress is not None:
-                        progress.set_phase("warming up the agent (imports, clients)")
-                    warmup()  # imports and clients, before the first case is timed
-                except Exception as warm_exc:  # a ConfigError (a server that cannot start) is config_error
-                    outcome = "config_error" if isinstance(warm_exc, ConfigError) else "agent_error"
-                    run = setup_failed(self.info, case, nodeid, warm_exc, outcome)
-                    name = type(warm_exc).__name__
-                    reason = f"the agent's warmup() raised {name}: {warm_exc}"
-                    if outcome == "config_error":
-                        reason = f"stopped after config_error on {case.case_id} (see the error above)"
-                    self._stop(session, f"groundeval: {reason}")
-                    return run
-                finally:
-                    if progress is not None:
-                        progress.set_phase(None)
-        window = executor.lookahead
-        if window and not self.stop_requested():
+
+        def ahead(window: int) -> list[Job]:
+            if self.stop_requested():
+                return []
             from groundeval.plugin.upcoming import upcoming
 
-            executor.submit(upcoming(self._order, self._position, nodeid, session, window, worker=self.is_worker))
-        worker_stop = self._worker_stop
+            return upcoming(self._order, self._position, nodeid, session, window, worker=self.is_worker)
+
         try:
-            with worker_stop.cuttable() if worker_stop is not None else contextlib.nullcontext():
-                finished = executor.result(Job(nodeid, case, trial))
+            step = self.process.run(Job(nodeid, case, trial), ahead)
         except CallCut as cut:  # Ctrl-C on a worker: the call is dropped (counted), the case not run
             self._stop(session, str(cut))
             pytest.skip(f"not run: {cut} while its agent call was in flight")
-        if finished is None:
-            pytest.skip("not run: the run was stopped before this case's agent call started")
-        run = finished
-        exc: BaseException | None = run.exc
-        if isinstance(exc, SpendLimitReached):  # no call was made: this case and the rest are not_run
-            self._stop(session, f"groundeval: {exc}")
-            self.spend_stop = self.stop_reason
-            return CaseRun(run.record, pytest.skip.Exception(f"not_run: {exc}"))
-        if run.record.outcome == "not_run" and exc is not None:  # a batched request the provider never ran
-            return CaseRun(run.record, pytest.skip.Exception(run.record.message))
-        stop = self.stop_policy.after(run, case.case_id)  # plugin.stop_policy
-        if stop is not None:
-            self._stop(session, stop)
-        if self.stream is not None:  # LangSmith; never raises
-            self.stream.record_case(run.record.model_dump(mode="json"))
-        return run
+        if step.stop is not None:
+            self._stop(session, step.stop)
+            if step.spend_limit:
+                self.spend_stop = self.stop_reason
+        if step.run is None:
+            pytest.skip(step.not_run or "not run")
+        if step.not_run is not None:
+            return CaseRun(step.run.record, pytest.skip.Exception(step.not_run))
+        return step.run
 
     def baseline_properties(self, record: CaseRecord) -> list[tuple[str, str]]:
         """The junit ``regression`` and ``lost`` of a case against ``--groundeval-baseline`` (none without a baseline).
@@ -367,7 +236,7 @@ class GroundevalSession:
         ``regression``: passed in the baseline, fails now; ``lost``: a verdict in the baseline, none
         now (excluded, ``invalid_case``, not run), whether or not its case file changed.
         """
-        gate = self._baseline_gate
+        gate = self.parts.baseline_gate
         if gate is None:
             return []
         flag = {True: "true", False: "false"}
@@ -381,8 +250,7 @@ class GroundevalSession:
 
     def _cancel_ahead(self) -> None:
         """Let the executor start no further call; count the calls made whose items will not run."""
-        if self.executor is not None:
-            self.discarded_calls += self.executor.close()
+        self.process.cancel_ahead()
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         """After -x/--maxfail or a stop, start no further call made ahead."""
@@ -435,21 +303,8 @@ class GroundevalSession:
         throttle.stop_calls()
 
     def close_agent(self) -> None:
-        """Call the agent's and the task's optional ``close()``; warn if one raises.
-
-        The ``local`` agent stops its server; the summary task stops its judge's (a ``local/<gguf>``
-        judge), so no model server outlives the run.
-        """
-        for owner, what in ((self._agent, "the agent"), (getattr(self, "task", None), "the task")):
-            close = getattr(owner, "close", None)
-            if not callable(close):
-                continue
-            try:
-                close()
-            except Exception as exc:  # the run's results matter more than a failed cleanup
-                import warnings
-
-                warnings.warn(f"groundeval: {what}'s close() raised {type(exc).__name__}: {exc}", stacklevel=2)
+        """Call the agent's and the task's optional ``close()`` (``Assembly.close``); warn if one raises."""
+        _warn(self.parts.close())
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Close the agent if the session did not end normally; put the signal handlers back; forget the check cache."""
@@ -579,24 +434,14 @@ class GroundevalSession:
         """
         if session.shouldfail or session.shouldstop or self.stop_reason or exitstatus == pytest.ExitCode.INTERRUPTED:
             throttle.stop_calls()  # a retry of a call still in flight must not go out now
-        self._cancel_ahead()
-        self.close_agent()
-        self.discarded_calls += self.calls.interrupted  # cut off by Ctrl-C in the main thread: paid, never scored
-        self.calls.interrupted = 0
-        throttle.configure(None)  # ends this run's calls: none of them starts another attempt
-        if self.settings.max_cost is not None:
-            from groundeval.models import spend
-
-            spend.configure(None)
+        _warn(self.process.end())  # cancel calls ahead, close agent and task, end the limits, flush LangSmith
         if self.is_worker:
             from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, SPEND_STOP_KEY
 
             self.config.workeroutput[DROPPED_KEY] = self.discarded_calls  # type: ignore[attr-defined]
             self.config.workeroutput[CONCURRENCY_KEY] = self.concurrency  # type: ignore[attr-defined]
-            self.config.workeroutput[PEAK_KEY] = self.calls.peak  # type: ignore[attr-defined]
+            self.config.workeroutput[PEAK_KEY] = self.process.calls.peak  # type: ignore[attr-defined]
             self.config.workeroutput[SPEND_STOP_KEY] = self.spend_stop  # type: ignore[attr-defined]
-        if self.stream is not None:
-            self.stream.close()  # bounded wait; warns once on failure, never raises
         if self.is_worker or self.config.getoption("collectonly", default=False):
             return
         if exitstatus == pytest.ExitCode.USAGE_ERROR:  # e.g. a mistyped node id: nothing ran, nothing to record
@@ -638,7 +483,7 @@ class GroundevalSession:
             write_failed(terminalreporter, held)
             write_summary(terminalreporter, self.run_record, self.record_path)
             if self.settings.batch is not None:
-                from groundeval.plugin.batch_mode import batch_lines
+                from groundeval.run.batch_mode import batch_lines
 
                 interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or self.stop_reason is not None
                 for line in batch_lines(self.run_record.cases, self.batcher, interrupted=interrupted):
@@ -648,3 +493,11 @@ class GroundevalSession:
             for line in self.gate.summary_lines() if self.gate is not None else ():
                 terminalreporter.write_line(line, red=line.startswith(("REGRESSED", "LOST", "regression gate FAILED")))
         return result
+
+
+def _warn(problems: list[str]) -> None:
+    """Warn with each cleanup problem (a ``close()`` that raised): the run's results matter more."""
+    import warnings
+
+    for problem in problems:
+        warnings.warn(problem, stacklevel=3)
