@@ -36,7 +36,7 @@ __all__ = ["RunState", "build_record", "finish_run", "run_settings"]
 
 
 class RunState(Protocol):
-    """What the end of a run reads of the run (``GroundevalSession`` provides it), and what it sets."""
+    """What the end of a run reads of the run (``plugin.controller.RunController`` provides it), and what it sets."""
 
     config: pytest.Config
     settings: Settings
