@@ -11,7 +11,6 @@ checks), collects the cases and, on a process that runs cases, runs each through
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +90,7 @@ class GroundevalSession:
         self.stop_reason: str | None = None
         self.spend_stop: str | None = None  # the stop reason when --groundeval-max-cost stopped this process
         # this process's part of the run (run.process): the executor, the call tally, the stop policy
-        self.process = ProcessRun(self.parts, self.info, settings, phase=self._set_phase, cuttable=self._cuttable)
+        self.process = ProcessRun(self.parts, self.info, settings, phase=self._set_phase)
         self._worker_stop: WorkerStop | None = None  # an xdist worker's SIGINT handling (plugin.worker_stop)
         self._order: list[Any] = []  # this process's EvalItems in collection order
         self._position: dict[str, int] = {}
@@ -107,11 +106,6 @@ class GroundevalSession:
         progress = self.config.pluginmanager.get_plugin("groundeval-progress")
         if progress is not None:
             progress.set_phase(phase)
-
-    def _cuttable(self) -> contextlib.AbstractContextManager[object]:
-        """On a worker, Ctrl-C cuts the call awaited (``plugin.worker_stop``); elsewhere nothing."""
-        worker_stop = self._worker_stop
-        return worker_stop.cuttable() if worker_stop is not None else contextlib.nullcontext()
 
     @property
     def batcher(self) -> Batcher | None:
@@ -244,6 +238,7 @@ class GroundevalSession:
             throttle.watch_stop(self.stop_file.exists)  # the controller was signalled: no call starts
             self._worker_stop = WorkerStop(self.stop_file)  # Ctrl-C cuts the call in flight: its case is not_run
             self._worker_stop.install()
+            self.process.cuttable = self._worker_stop.cuttable  # the case's wait for its call
             throttle.share_cooldown(self.cooldown_file)  # a 429 one worker gets pauses every worker's calls
 
     def close_agent(self) -> None:

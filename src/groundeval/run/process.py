@@ -83,7 +83,8 @@ class ProcessRun:
         phase: Called with what the process is doing while it is not running a case (the agent's
             warm-up), then with None; or None.
         cuttable: A context manager factory the case's wait for its result runs under (a
-            pytest-xdist worker's Ctrl-C cuts the call in flight there), or None.
+            pytest-xdist worker's Ctrl-C cuts the call in flight there), or None; an attribute
+            too, set once the front end installed its handler.
 
     Attributes:
         calls: This process's agent calls: in flight, peak, cut off by Ctrl-C.
@@ -117,7 +118,7 @@ class ProcessRun:
         self.stream: LangSmithStream | None = None
         self._warmed = False
         self._phase = phase
-        self._cuttable = cuttable
+        self.cuttable = cuttable
 
     def start(self, max_cost_share: float | None = None) -> None:
         """Open this process's calls: the throttle's limit, the spend limit's share, the LangSmith stream.
@@ -164,7 +165,7 @@ class ProcessRun:
             jobs = ahead(window)
             if jobs:
                 executor.submit(jobs)
-        with self._cuttable() if self._cuttable is not None else contextlib.nullcontext():
+        with self.cuttable() if self.cuttable is not None else contextlib.nullcontext():
             run = executor.result(job)
         if run is None:
             return Step(None, not_run="not run: the run was stopped before this case's agent call started")
