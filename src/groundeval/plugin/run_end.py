@@ -149,20 +149,20 @@ def _models(settings: Any) -> list[dict[str, Any]]:
     Empty for an agent that calls no model through groundeval's layer (rule-based, replayed, a
     tool-using agent's chat model, your own). A judge's settings are the task's (``task_facts``).
     """
-    from groundeval.agents._single_call import SingleCallAgent
-    from groundeval.agents.base import AGENTS, AgentConfig, _load_target
+    from groundeval.agents.base import AgentConfig, agent_target
 
     spec = str(settings.agent)
     if spec.startswith("replay:"):
         return []
     try:
-        cls = _load_target(AGENTS.get(spec, spec), spec)
+        cls = agent_target(spec)
     except Exception:  # an agent that cannot be loaded here has already been reported
         return []
-    if not (isinstance(cls, type) and issubclass(cls, SingleCallAgent)):
+    model_spec = getattr(cls, "model_spec", None) if isinstance(cls, type) else None
+    if not callable(model_spec):  # the class declares no provider model (``agents.base.Agent``)
         return []
     config = AgentConfig(model=settings.model, options=dict(settings.agent_options))
-    return [{"role": "agent", "spec": cls.model_spec(config)}]
+    return [{"role": "agent", "spec": str(model_spec(config))}]
 
 
 def _why_incomplete(gs: RunState) -> str:
