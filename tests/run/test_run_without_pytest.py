@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from groundeval.errors import ConfigError
 from groundeval.execution import Job
 from groundeval.records.run_record import CaseRecord
 from groundeval.run.assembly import Role, assemble
-from groundeval.run.process import ProcessRun, run_info
+from groundeval.run.process import ProcessRun, Step, run_info
 from groundeval.run.settings import Settings
 
 
@@ -67,3 +68,52 @@ def test_the_run_package_imports_no_pytest() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+class _WarmupFails:
+    name = "cold"
+    model = None
+
+    def warmup(self) -> None:
+        raise ValueError("no weights")
+
+    def run(self, request: object) -> str:
+        return "[]"
+
+
+class _Rejected:
+    name = "rejected"
+    model = "m"
+
+    def run(self, request: object) -> str:
+        from groundeval.errors import AuthError
+
+        raise AuthError("401: invalid x-api-key")
+
+
+def _one_step(tmp_path: Path, agent: Any) -> tuple[Step, Step]:
+    from groundeval.run.assembly import Assembly
+    from groundeval.tasks.labs.task import LabsTask
+
+    settings = _settings(tmp_path, concurrency=1)
+    task = LabsTask()
+    parts = Assembly(task=task, agent=agent, agent_name=str(agent.name))
+    process = ProcessRun(parts, run_info(parts, settings, "run-2"), settings)
+    case = task.load_case(task.case_files(settings.data_dir)[0])
+    first = process.run(Job(f"groundeval/labs::{case.case_id}", case), ahead=lambda window: [])
+    second = process.run(Job(f"groundeval/labs::{case.case_id}[again]", case), ahead=lambda window: [])
+    process.end()
+    return first, second
+
+
+def test_a_warmup_that_raises_is_the_first_cases_agent_error_and_stops_the_run(tmp_path: Path) -> None:
+    first, second = _one_step(tmp_path, _WarmupFails())
+    assert first.run is not None and first.run.record.outcome == "agent_error"
+    assert first.stop == "groundeval: the agent's warmup() raised ValueError: no weights"
+    assert second.run is not None and second.run.record.outcome != "agent_error"  # warm-up is tried once per process
+
+
+def test_an_outcome_that_stops_the_run_is_a_step_with_its_reason(tmp_path: Path) -> None:
+    first, _ = _one_step(tmp_path, _Rejected())
+    assert first.run is not None and first.run.record.outcome == "auth_error"
+    assert first.stop is not None and "stopped after auth_error" in first.stop

@@ -1,8 +1,8 @@
 """The run's settings: every option validated, as one frozen value that needs no pytest.
 
 The plugin reads them from pytest's command line and ini file (``plugin.options.read_settings``);
-another front end (the CLI's own runner, a test, a notebook) may build them by hand and drive a
-run with ``groundeval.run`` (``run.assembly``, ``run.process``). The batch knobs are the model
+another front end (a test, a script, a notebook) may build them by hand and drive a run with
+``groundeval.run`` (``run.assembly``, ``run.process``). The batch knobs are the model
 layer's (``models.batch.BatchSettings``): the batcher reads them, so they stay beside it.
 """
 
