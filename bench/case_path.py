@@ -12,11 +12,11 @@ item (after the first call returned, so calls made ahead are on when ``--concurr
 * the sequence of groundeval modules entered (in ``plugin.items``, ``EvalItem.setup`` only),
   consecutive repeats collapsed: modules, hops (module changes) and returns to a module already
   left;
-* the same for the modules that run a case (``plugin.*``, ``execution.*``, ``runner``);
+* the same for the modules that run a case (``plugin.*``, ``run.*``, ``execution.*``);
 * re-entries: such a module called again while it is still on the stack below another (A calls
   B, which calls back into A);
-* upward calls: a call from a lower floor to a higher one (``runner`` -> ``execution`` ->
-  ``plugin``), against the dependency direction.
+* upward calls: a call from a lower floor to a higher one (``execution.outcome_policy`` ->
+  ``execution`` executors -> ``run`` -> ``plugin``), against the dependency direction.
 """
 
 from __future__ import annotations
@@ -34,12 +34,19 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ORCHESTRATION = ("plugin.", "execution", "runner")
+ORCHESTRATION = ("plugin.", "run.", "execution")
+CASE_LEVEL = ("execution.call", "execution.outcome_policy")
 
 
 def floor(module: str) -> int:
-    """3 for the plugin, 2 for the executors, 1 for the runner, 0 for anything else."""
-    return 3 if module.startswith("plugin.") else 2 if module.startswith("execution") else int(module == "runner")
+    """4 for the plugin, 3 for the run, 2 for the executors, 1 for one call and its outcome, 0 for anything else."""
+    if module.startswith("plugin."):
+        return 4
+    if module.startswith("run."):
+        return 3
+    if module in CASE_LEVEL:
+        return 1
+    return 2 if module.startswith("execution") else 0
 
 
 class Trace:

@@ -24,7 +24,7 @@ over ``--repeat`` calls of each stage the harness runs for a case, through the p
 
 and, beside them, the agent: ``make_agent("baseline").run(request)`` (it validates the whole
 Bundle with fhir.resources, as a model-based reader would). ``runner`` is the real thing end to
-end: ``load_case`` plus ``runner.run_case`` with an agent that returns the baseline's answer at
+end: ``load_case`` plus ``execution.outcome_policy.classify`` with an agent that returns the baseline's answer at
 once (the request, the truth, the call, parsing, scoring and the record), so it shows what the
 stages leave out. The reference is ``json.loads`` of the file's bytes.
 
@@ -48,11 +48,12 @@ from _timing import ROOT, machine, median_ms
 from groundeval import check_cache
 from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import make_agent
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.jsonable import jsonable
 from groundeval.records.run_record import CaseRecord
 from groundeval.redaction import clean
-from groundeval.runner import RunInfo, run_case
 from groundeval.tasks import make_task
+from groundeval.testing.one_case import run_case
 
 FIXTURES = ROOT / "fixtures" / "extraction"
 STAGES = ("load", "truth", "prompt", "parse", "score", "record")
@@ -141,7 +142,7 @@ def main() -> None:
     first = statistics.median(r["harness + check"] / r["json.loads"] for r in rows)
     print(f"  with the check a file's bytes get on their first run (R4B validation): median {first:.1f}x")
     runner = statistics.median(r["runner"] / r["json.loads"] for r in rows)
-    print(f"  load_case + runner.run_case end to end (fixed answer) / json.loads: median {runner:.1f}x")
+    print(f"  load_case + testing.one_case.run_case end to end (fixed answer) / json.loads: median {runner:.1f}x")
     rest = statistics.median(r["harness without load"] / r["json.loads"] for r in rows)
     print(f"  the stages after collection (truth, prompt, parse, score, record) / json.loads: median {rest:.1f}x")
 

@@ -15,6 +15,7 @@ runs drop every module first imported inside them."""
 
 PRELOAD_FOR_SPEED = (
     "groundeval.agents.baselines.extraction", "groundeval.plugin.reporting", "groundeval.plugin.session",
+    "groundeval.plugin.controller", "groundeval.run.assembly", "groundeval.run.process",
     "groundeval.plugin.xdist_hooks", "groundeval.tasks.extraction.task", "groundeval.tasks.write.task",
     "groundeval.tasks.reconcile.task", "groundeval.tasks.labs.task", "groundeval.tasks.summary.task",
     "groundeval.plugin.progress", "groundeval.plugin.run_end", "groundeval.plugin.signals", "groundeval.plugin.upcoming",

@@ -301,8 +301,8 @@ def test_the_write_twin_changes_the_notes_frequency_and_the_statement_with_it() 
 
 
 def test_an_agent_cannot_tell_a_twin_from_its_original_by_its_request() -> None:
+    from groundeval.execution.call import request_for
     from groundeval.models.cache import cache_key
-    from groundeval.runner import request_for
 
     case = _case("Liz_Conn")
     made = twins(TASK, case)
@@ -454,7 +454,7 @@ def test_replay_tells_a_twin_from_its_original_by_context_when_the_prompts_are_t
     import shutil
 
     from groundeval.agents.replay import ReplayAgent
-    from groundeval.runner import prompt_hash, request_for
+    from groundeval.execution.call import prompt_hash, request_for
     from tests._records import case as record, run
 
     task = ExtractionTask(bundle_in_prompt=False)  # tool mode: the record is not in the prompt

@@ -198,8 +198,9 @@ def test_an_array_nested_in_an_object_or_quoted_in_prose_is_no_answer_in_every_t
 
 
 def test_the_real_replies_fail_the_reconcile_case_they_once_passed_as_no_answer() -> None:
-    from groundeval.runner import RunInfo, run_case
+    from groundeval.execution.outcome_policy import RunInfo
     from groundeval.tasks.reconcile.task import ReconcileTask
+    from groundeval.testing.one_case import run_case
 
     task = ReconcileTask()
     case = task.load_case(next((REPO / "fixtures" / "reconcile").glob("no-medication--*.json")))

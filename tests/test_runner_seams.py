@@ -1,4 +1,4 @@
-"""``runner.run_case`` on its own: what an agent returns and when the truth is derived."""
+"""``execution.outcome_policy.classify`` on its own: what an agent returns and when the truth is derived."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import FunctionAgent
 from groundeval.datasets import Case
 from groundeval.errors import DatasetError
-from groundeval.runner import RunInfo, run_case
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.tasks.extraction.task import ExtractionTask
+from groundeval.testing.one_case import run_case
 from tests._paths import REPO
 
 FIXTURES = REPO / "fixtures" / "extraction"

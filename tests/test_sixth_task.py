@@ -168,7 +168,7 @@ def test_the_sixth_task_needs_no_name_in_groundevals_source() -> None:
 def test_the_langgraph_agent_gets_the_sixth_tasks_own_tools(allergies_installed: Path) -> None:
     """No agent knows the toy task's tool: it reaches ``langgraph`` through ``AgentRequest.tools``."""
     from groundeval.agents.langgraph_agent import LangGraphAgent
-    from groundeval.runner import call_agent, request_for
+    from groundeval.execution.call import call_agent, request_for
     from groundeval.tasks import make_task
     from groundeval.testing.scripted_chat import ScriptedChatModel, call, last_tool_result
 

@@ -11,7 +11,7 @@ it; anything written outside the record (failure text, captured output) passes t
   ``Basic``/``Bearer`` token a server echoes (``Basic [redacted]``: 8 or more characters with a
   digit, a symbol or mixed case, so that "Basic metabolic panel" stays), and any secret passed in
   (``url_secrets`` lists the forms a URL's credentials can take). Agent answers are scored after
-  ``redact`` (``runner.call_agent``), which is why it must leave ordinary words alone.
+  ``redact`` (``execution.call.call_agent``), which is why it must leave ordinary words alone.
 * Text (``clean_text``): a lone UTF-16 surrogate (half of an emoji, from a JSON escape such as
   ``\ud83c``) becomes U+FFFD, so the text can be encoded as UTF-8; so do C0 control characters
   other than tab, newline and carriage return, DEL and the C1 controls (U+0080 to U+009F, among

@@ -228,7 +228,7 @@ def test_a_journalled_request_its_batch_did_not_run_is_sent_anew(api_key: str, t
 
 
 def test_a_run_that_stops_with_a_batch_out_says_how_to_resume_or_cancel(api_key: str) -> None:
-    from groundeval.plugin.batch_mode import batch_lines
+    from groundeval.run.batch_mode import batch_lines
 
     fake = FakeAnthropicBatches(never_end=True)
     model, batcher = _batched(fake, BatchSettings(send_delay_s=0.01, poll_s=0.01))

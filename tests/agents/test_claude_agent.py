@@ -24,10 +24,11 @@ from groundeval.errors import (
     RunStopError,
     TruncatedError,
 )
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.plugin.junit import junit_properties
 from groundeval.records.aggregate import summarize
-from groundeval.runner import RunInfo, run_case
 from groundeval.tasks import make_task
+from groundeval.testing.one_case import run_case
 from tests._fakes.fake_anthropic import FAKE_KEY, ScriptedAPI, api_error, message
 from tests._paths import REPO
 

@@ -15,7 +15,7 @@ def test_warming_and_running_the_baseline_agent_leaves_the_streams_alone() -> No
         "import sys; out, err = sys.stdout, sys.stderr\n"
         "from groundeval.agents.baselines.extraction import BaselineExtractionAgent\n"
         "from groundeval.datasets import default_data_dir\n"
-        "from groundeval.runner import call_agent, request_for\n"
+        "from groundeval.execution.call import call_agent, request_for\n"
         "from groundeval.tasks import make_task\n"
         "agent = BaselineExtractionAgent(); agent.warmup()\n"
         "warm = sys.stdout is out and sys.stderr is err\n"

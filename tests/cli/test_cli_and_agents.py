@@ -14,7 +14,7 @@ from groundeval.agent_io import AgentRequest, AgentResult, Prompt
 from groundeval.agents.base import AgentConfig, FunctionAgent, make_agent
 from groundeval.cli import main as cli_main, pytest_args
 from groundeval.errors import AgentError, ConfigError
-from groundeval.runner import call_agent
+from groundeval.execution.call import call_agent
 from groundeval.testing.scripted_agent import ScriptedAgent
 from tests._paths import REPO
 

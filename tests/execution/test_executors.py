@@ -28,9 +28,9 @@ from groundeval.execution import (
     effective_concurrency,
     make_executor,
 )
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.execution.thread_output import Router
 from groundeval.models import throttle
-from groundeval.runner import RunInfo
 from groundeval.tasks.extraction.task import ExtractionTask
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"

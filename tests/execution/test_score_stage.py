@@ -10,12 +10,13 @@ import pytest
 from groundeval.agent_io import AgentResult
 from groundeval.agents.base import FunctionAgent
 from groundeval.errors import InfraError
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.execution.score_stage import ScoreStage
-from groundeval.runner import RunInfo, run_case
 from groundeval.scorers.model_graded import JudgeError, Question, Verdict
 from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.judge import ModelJudge
 from groundeval.testing import ScriptedModel
+from groundeval.testing.one_case import run_case
 from tests._paths import REPO
 
 LIZ = REPO / "fixtures" / "summary" / "Liz_Conn_27c911c6-f045-4ffa-af5d-6eba57ac94b2.json"

@@ -10,12 +10,14 @@ import pytest
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent
 from groundeval.agents.langgraph_agent import LangGraphFHIRAgent, LangGraphWriteAgent
 from groundeval.datasets import Case
+from groundeval.execution.call import request_for
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.records.aggregate import summarize
 from groundeval.records.run_record import CaseRecord
-from groundeval.runner import RunInfo, request_for, run_case
 from groundeval.scorers.grounding import Lookup, LookupPlan, score_trace
 from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.write.task import WriteTask
+from groundeval.testing.one_case import run_case
 from groundeval.testing.scripted_chat import ScriptedChatModel, answer_with_last_result, call
 from tests._paths import REPO
 

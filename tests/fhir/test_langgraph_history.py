@@ -21,9 +21,10 @@ from groundeval.agents import langgraph_agent
 from groundeval.agents._langgraph_history import history_fault
 from groundeval.agents.langgraph_agent import LangGraphFHIRAgent
 from groundeval.errors import HarnessError
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.records.outcomes import POLICY
-from groundeval.runner import RunInfo, run_case
 from groundeval.tasks.extraction.task import ExtractionTask
+from groundeval.testing.one_case import run_case
 from groundeval.testing.scripted_chat import ScriptedChatModel
 from tests._paths import REPO
 

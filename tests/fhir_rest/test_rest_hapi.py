@@ -35,10 +35,11 @@ def _run(task_name: str, mode: str, limit: int, data_dir: Any = None) -> list[An
     import rest_scripts
 
     from groundeval.datasets import default_data_dir
+    from groundeval.execution.outcome_policy import RunInfo
     from groundeval.fhir.serving import FhirServingAgent
-    from groundeval.runner import RunInfo, run_case
     from groundeval.tasks import make_task
     from groundeval.tasks.fhir_mode import FhirModeTask
+    from groundeval.testing.one_case import run_case
 
     task = make_task(task_name)
     served: Any = FhirModeTask(task, mode)

@@ -11,11 +11,12 @@ import pytest
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.datasets import default_data_dir
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.fhir.remote_server import FhirServer
 from groundeval.fhir.serving import FhirServingAgent
-from groundeval.runner import RunInfo, run_case
 from groundeval.tasks import make_task
 from groundeval.tasks.fhir_mode import FhirModeTask
+from groundeval.testing.one_case import run_case
 
 
 @pytest.fixture(scope="module")

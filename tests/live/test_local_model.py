@@ -30,9 +30,9 @@ from typing import Any
 
 import pytest
 
+from groundeval.execution.call import request_for
 from groundeval.extras import has_module
 from groundeval.records.outcomes import OUTCOMES
-from groundeval.runner import request_for
 from groundeval.tasks import make_task
 from tests._paths import REPO
 

@@ -21,10 +21,10 @@ from mcp.client.streamable_http import streamable_http_client
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt, ToolServer
 from groundeval.agents._case_tools import case_tools
 from groundeval.errors import AgentError, InfraError, RunStopError
+from groundeval.execution.call import request_for
 from groundeval.mcp_server.http_host import HttpHost
 from groundeval.mcp_server.serving import MCPToolsAgent
 from groundeval.mcp_server.tools import CaseToolServer, tool_spec
-from groundeval.runner import request_for
 from groundeval.tasks import make_task
 from groundeval.terminology import Catalog
 from tests._paths import REPO

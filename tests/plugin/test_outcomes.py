@@ -70,7 +70,7 @@ def _assert_matrix(result: pytest.RunResult, record: dict[str, Any], junit_by_na
     assert f"scored {counted} of {len(MATRIX)} cases" in out
     # agent and harness errors keep their tracebacks; the agent's is its own frame, the harness's is full
     harness = cases["Jayson808"]["error"]
-    assert harness["type"] == "KeyError" and "runner.py" in harness["traceback"]
+    assert harness["type"] == "KeyError" and "call.py" in harness["traceback"]
     # the truth is derived before the agent runs (runner.prepare): a truth bug never calls the agent
     assert cases["Jayson808"]["raw_output"] is None and cases["Jayson808"]["latency_s"] is None
     assert "raise RuntimeError(" in out

@@ -259,7 +259,7 @@ def test_without_a_task_the_plugin_does_nothing_and_imports_nothing_heavy(pytest
             loaded = {m for m in sys.modules if m.startswith(("groundeval.", "healthchain", "anthropic", "fhir"))}
             assert loaded <= {"groundeval.plugin", "groundeval.plugin.options", "groundeval.plugin.option_table",
                               "groundeval.options", "groundeval.registry", "groundeval.registry.builtins",
-                              "groundeval.errors", "groundeval.shards"}, sorted(loaded)
+                              "groundeval.errors", "groundeval.shards", "groundeval.run", "groundeval.run.settings"}, sorted(loaded)
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
@@ -378,7 +378,7 @@ def returns_int(request):
     assert result.parseoutcomes() == {"errors": 1, "deselected": 4}
     result.stdout.fnmatch_lines(["*returned int; return a str or a groundeval.AgentResult*"])
     # one line for the case, not a traceback through groundeval's own check of the value
-    assert "runner.py" not in result.stdout.str() and "raise AgentReturnedWrongType" not in result.stdout.str()
+    assert "execution/call.py" not in result.stdout.str() and "raise AgentReturnedWrongType" not in result.stdout.str()
 
 
 def test_collect_only_needs_no_agent_and_no_key(pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

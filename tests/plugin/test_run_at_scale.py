@@ -123,9 +123,9 @@ def test_a_worker_stop_file_stops_the_calls(tmp_path: Path) -> None:
 def test_many_failed_cases_are_one_line_each_unless_blocks_are_asked_for(
     pytester: pytest.Pytester, eval_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from groundeval.plugin import session
+    from groundeval.plugin import controller
 
-    monkeypatch.setattr(session, "MAX_FAILURE_BLOCKS", 2)  # Max_Kris fails 3 trials: above it
+    monkeypatch.setattr(controller, "MAX_FAILURE_BLOCKS", 2)  # Max_Kris fails 3 trials: above it
     lines = pytester.runpytest(*eval_args("--groundeval-trials=3", "-k", "Max_Kris or Liz"))
     lines.assert_outcomes(failed=3, passed=3)  # pytest still counts every failure
     lines.stdout.fnmatch_lines([

@@ -11,12 +11,14 @@ import pytest
 from groundeval.agent_io import AgentResult
 from groundeval.agents.langgraph_agent import LangGraphWriteAgent
 from groundeval.datasets import default_data_dir
+from groundeval.execution.call import request_for
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.records.conversation import MAX_MESSAGE_CHARS
 from groundeval.records.run_record import RunRecord
-from groundeval.runner import RunInfo, request_for, run_case
 from groundeval.tasks import make_task
 from groundeval.tasks.prompt_reference import PromptReferenceError, render_prompt
 from groundeval.tasks.write.task import WriteTask
+from groundeval.testing.one_case import run_case
 from groundeval.testing.scripted_chat import ScriptedChatModel, answer_with_last_result, call
 
 INFO = RunInfo(run_id="r1", task="write", agent="langgraph", model="scripted")

@@ -2,7 +2,7 @@
 
 An agent that answers nothing, ``[]``, everything, every status for every drug, its best guess plus
 hedges, or the right answer twice must not score above the answer it actually gives. Each agent runs
-in process through the runner (``runner.run_case`` on a truth derived once per case) and the run's
+in process through the outcome policy (``execution.outcome_policy.classify`` on a truth derived once per case) and the run's
 aggregate (``aggregate.summarize``): the figures checked are the ones every output prints.
 """
 
@@ -17,9 +17,10 @@ import pytest
 
 from groundeval.agent_io import AgentRequest
 from groundeval.datasets import Case, default_data_dir
+from groundeval.execution.call import attempt, prepare
+from groundeval.execution.outcome_policy import RunInfo, classify
 from groundeval.records.aggregate import summarize
 from groundeval.records.run_record import Aggregate
-from groundeval.runner import RunInfo, attempt, prepare, run_case
 from groundeval.tasks import make_task
 from groundeval.testing import ScriptedAgent
 from tests._write_answers import statement_from_truth
@@ -59,7 +60,7 @@ def _run(task_name: str, prepared: list[tuple[Case, AgentRequest, Any]], answer:
         text = "" if answer is None else answer(case, request, truth)
         agent = ScriptedAgent({case.case_id: text})
         done = attempt(agent, request, truth)
-        records.append(run_case(task, agent, case, info, f"{task_name}::{case.case_id}", attempted=done).record)
+        records.append(classify(task, agent, case, info, f"{task_name}::{case.case_id}", done).record)
     return summarize(task, records)
 
 

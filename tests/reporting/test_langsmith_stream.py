@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.reporting.langsmith import (
     LangSmithStream,
     LangSmithStreamWarning,
@@ -34,7 +35,6 @@ from groundeval.reporting.langsmith import (
     feedback_scores,
     feedback_values,
 )
-from groundeval.runner import RunInfo
 from groundeval.scorers.grounding import GROUNDING_METRICS
 from groundeval.tasks.extraction.task import ExtractionTask
 from tests._paths import REPO

@@ -10,9 +10,9 @@ from groundeval.models.base import ModelRequest, ModelResponse
 from groundeval.models.cache import ResultCache
 from groundeval.models.reachability import UNREACHABLE_AFTER, Reachability
 from groundeval.models.response_cache import ResponseCache, response_key
-from groundeval.plugin.stop_policy import StopPolicy
 from groundeval.records.aggregate import summarize
 from groundeval.records.run_record import CaseRecord
+from groundeval.run.stop_policy import StopPolicy
 from groundeval.scorers.model_graded import JudgeError, ModelGrader, Verdict, role_usage
 from groundeval.testing import ScriptedModel
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from groundeval.agent_io import Prompt
 from groundeval.datasets import Case
+from groundeval.execution.call import request_for
 from groundeval.fhir.read_tools import OBSERVATION_TOOL, READ_TOOLS
-from groundeval.runner import request_for
 from groundeval.tasks.base import BaseTask
 from groundeval.tasks.extraction.task import ExtractionTask
 from groundeval.tasks.fhir_mode import FhirModeTask

@@ -38,6 +38,8 @@ class SingleCallAgent:
 
     Attributes:
         backend: The ``Model`` this agent calls.
+        provider_model: The same model, declared for the run (``agents.base.Agent``: the spend limit
+            and batch mode read it).
         model: Its model id (recorded as the run's model).
 
     Raises:
@@ -65,6 +67,7 @@ class SingleCallAgent:
         self.check_agent_config(config)
         self.backend: ProviderModel[Any] = self._build_model(config, http_client=http_client, sleep=sleep)
         self.model: str | None = self.backend.name
+        self.provider_model: ProviderModel[Any] | None = self.backend  # declared (``agents.base.Agent``)
 
     def _build_model(
         self, config: AgentConfig, *, http_client: httpx2.Client | None, sleep: Callable[[float], None] | None

@@ -42,9 +42,9 @@ from groundeval.errors import ConfigError
 from groundeval.registry import AGENT_GROUP, Targets, builtin_agents, builtin_tasks, load_target
 
 __all__ = [
-    "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires",
-    "check_record_access", "check_task", "check_tool_transport", "for_task", "make_agent", "offline_hint",
-    "preflight_agent", "serving_agents",
+    "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires", "agent_target", "calls_no_model",
+    "check_record_access", "check_task", "check_tool_transport", "declared_provider_model", "for_task", "make_agent",
+    "offline_hint", "preflight_agent", "serving_agents",
 ]
 
 DEFAULT_REQUIRES: frozenset[str] = frozenset({"text_prompt"})
@@ -91,9 +91,18 @@ class Agent(Protocol):
         """
         ...
 
-    # Optional: ``network_calls = False`` declares that ``run`` never makes a network call (a
-    # rule-based agent, replay, a scripted agent): the first call of a process then does not go
-    # alone (``execution.threaded``), since no key, model or API can be wrong. Absent means True.
+    # Optional: ``network_calls = False`` (a class attribute) declares that ``run`` never calls a
+    # model or any other network API but the case's own FHIR server (a rule-based agent, replay, a
+    # scripted agent): the first call of a process then does not go alone (``execution.threaded``),
+    # since no key, model or API can be wrong, and ``--groundeval-max-cost`` has nothing to spend
+    # (``calls_no_model``). Absent means True.
+    # Optional: ``provider_model``: the ``models.provider.ProviderModel`` the agent calls through
+    # groundeval's single-call layer, one call per case (``claude``, ``openai-compatible``), or None
+    # (a rule-based agent, replay, an agent that calls its model through another library). The
+    # spend limit prices its calls and ``--groundeval-batch`` sends them in batches
+    # (``declared_provider_model``); a wrapper (the result cache, the FHIR or MCP serving) forwards
+    # the wrapped agent's. Its class declares it without being built with a classmethod
+    # ``model_spec(config) -> "provider/model"``.
     # Optional: ``warmup(self) -> None`` is called once per process before the first case is
     # timed (import SDKs, load catalogs), so ``latency_s`` measures the agent, not its imports.
     # A ``ConfigError`` from it (a server that cannot start) is a ``config_error`` that stops the run.
@@ -180,7 +189,7 @@ class FunctionAgent:
     def run(self, request: AgentRequest) -> str | AgentResult:
         """Call the function and hand back what it returned.
 
-        The runner (``runner.call_agent``) turns a str into ``AgentResult(text=...)``, None into
+        The runner (``execution.call.call_agent``) turns a str into ``AgentResult(text=...)``, None into
         no answer, and anything else into ``AgentReturnedWrongType``, for every agent alike.
         """
         return self._fn(request)
@@ -255,6 +264,36 @@ def _own_module(name: str) -> str | None:
     if found is None:
         return None
     return str(found.origin or name)
+
+
+def calls_no_model(agent: object) -> bool:
+    """True when ``agent`` (an agent or its class) declares that it calls no model (``network_calls = False``)."""
+    return getattr(agent, "network_calls", True) is False
+
+
+def declared_provider_model(agent: object) -> Any:
+    """The ``ProviderModel`` a built agent declares as ``provider_model``, or None (see ``Agent``)."""
+    model = getattr(agent, "provider_model", None)
+    if model is None:
+        return None
+    from groundeval.models.provider import ProviderModel
+
+    return model if isinstance(model, ProviderModel) else None
+
+
+def agent_target(spec: str) -> Any:
+    """What ``spec`` names, imported but not built: a class, an instance or a function.
+
+    For a built-in that takes an argument (``replay:RUN.json``), its class. The pytest-xdist
+    controller, which builds no agent, reads an agent's class-level declarations from it.
+
+    Raises:
+        ConfigError: Unknown name, unimportable module or missing attribute.
+    """
+    with_argument = _builtin_with_argument(spec)
+    if with_argument is not None:
+        return with_argument[0]
+    return _load_target(AGENTS.get(spec, spec), spec)
 
 
 def agent_requires(agent: object) -> frozenset[str]:

@@ -116,6 +116,9 @@ class ReplayAgent:
     network_calls = False
     """Never makes a network call: the first call of a process need not go alone."""
 
+    provider_model = None
+    """A replay calls no model (``agents.base.Agent``)."""
+
     def __init__(self, config: AgentConfig | None = None, *, record: str | Path | None = None) -> None:
         if record is None or not str(record).strip():
             raise ConfigError("the replay agent needs a run record: --groundeval-agent=replay:runs/<run_id>.json")

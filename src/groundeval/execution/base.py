@@ -2,9 +2,9 @@
 
 An executor decides *when* and *how* a case's agent call is made (``execution.protocol``); the
 rest of a case is the same for all of them and lives here: read the case file again (checked
-against its hash at collection), prepare the request and truth (``runner.prepare``), make the call
-counted (``CallTally``), and hand the finished call to the runner for parsing, scoring and the
-record (``runner.run_case``), a model-graded scorer's judge calls made by the score stage
+against its hash at collection), prepare the request and truth (``execution.call.prepare``), make the call
+counted (``CallTally``), and hand the finished call to the outcome policy for parsing, scoring and the
+record (``execution.outcome_policy.classify``), a model-graded scorer's judge calls made by the score stage
 (``execution.score_stage``).
 """
 
@@ -21,9 +21,10 @@ from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import Agent
 from groundeval.datasets import Case
 from groundeval.errors import DatasetError
+from groundeval.execution.call import Attempt, attempt, prepare
+from groundeval.execution.outcome_policy import CaseRun, RunInfo, classify, setup_failed, unprepared
 from groundeval.execution.score_stage import AskedAhead, ScoreStage
 from groundeval.models import throttle
-from groundeval.runner import Attempt, CaseRun, RunInfo, attempt, prepare, run_case, setup_failed, unprepared
 from groundeval.scorers.model_graded import GradeStage, JudgeError, Verdict
 from groundeval.tasks.base import Task
 
@@ -73,7 +74,7 @@ class CallTally:
             self.peak = max(self.peak, self.now)
         try:
             return call(request, truth)
-        except BaseException:  # only KeyboardInterrupt gets out of runner.attempt
+        except BaseException:  # only KeyboardInterrupt gets out of execution.call.attempt
             with self._lock:
                 self.interrupted += 1
             raise
@@ -168,7 +169,7 @@ class ExecutionContext:
     """What an executor runs jobs with: the task, the agent, the run's facts, the case files, the tally.
 
     Its methods are the steps of one job, in order: ``open`` (read the case file again),
-    ``prepare`` (request and truth), ``call`` (the agent call, counted), then ``runner.run_case``
+    ``prepare`` (request and truth), ``call`` (the agent call, counted), then ``execution.outcome_policy.classify``
     with the finished call (parse, score, record); ``run_now`` does the last three in one go.
 
     Args:
@@ -202,7 +203,7 @@ class ExecutionContext:
             return setup_failed(self.info, job.case, job.nodeid, gone, "invalid_case", job.trial)
 
     def prepare(self, job: Job) -> tuple[AgentRequest, Any]:
-        """Read ``job``'s case file and build its request and ground truth (``runner.prepare``).
+        """Read ``job``'s case file and build its request and ground truth (``execution.call.prepare``).
 
         Raises:
             DatasetError: The case file is unusable (the job's own ``result`` reports it).
@@ -211,7 +212,7 @@ class ExecutionContext:
         return prepare(self.task, self.files.load(job.case), job.trial)
 
     def call(self, request: AgentRequest, truth: Any) -> Attempt:
-        """Make one agent call, counted; what the agent returned or raised is kept (``runner.attempt``).
+        """Make one agent call, counted; what the agent returned or raised is kept (``execution.call.attempt``).
 
         Safe to run in any thread. Raises only ``KeyboardInterrupt``.
         """
@@ -238,7 +239,7 @@ class ExecutionContext:
 
     def finish(self, job: Job, case: Case, attempted: Attempt,
                ahead: dict[str, Verdict | JudgeError] | None = None) -> CaseRun:
-        """Parse and score the finished call ``attempted`` of ``job`` and build its record (``runner.run_case``).
+        """Parse, score and class the finished call ``attempted`` of ``job`` (``execution.outcome_policy.classify``).
 
         A model-graded scorer's judge calls are made here, by the score stage (``grades``), unless
         they were asked ahead (``ahead``, from ``grade_ahead``).
@@ -247,7 +248,7 @@ class ExecutionContext:
         if ahead is not None and isinstance(self.grades, ScoreStage):
             grades = AskedAhead(ahead, self.grades)
         with self.score_lock:
-            return run_case(self.task, self.agent, case, self.info, job.nodeid, job.trial, attempted, grades=grades)
+            return classify(self.task, self.agent, case, self.info, job.nodeid, attempted, grades=grades)
 
     def grade_ahead(self, job: Job, attempted: Attempt) -> dict[str, Verdict | JudgeError] | None:
         """Ask a model-graded scorer's questions on ``attempted``'s answer now, in the calling thread.

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from groundeval.execution.base import ExecutionContext, Job
+from groundeval.execution.outcome_policy import CaseRun
 from groundeval.execution.threaded import ThreadedExecutor
 from groundeval.models.batch import Batcher
-from groundeval.runner import CaseRun
 
 __all__ = ["BATCHES_AHEAD", "BatchExecutor"]
 

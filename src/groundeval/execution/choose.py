@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from groundeval.agents.base import Agent
 from groundeval.execution.base import CallTally, CaseFiles, ExecutionContext
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.execution.protocol import Executor
 from groundeval.execution.score_stage import ScoreStage
 from groundeval.execution.serial import SerialExecutor
 from groundeval.execution.threaded import LOOKAHEAD_PER_SLOT, ThreadedExecutor
-from groundeval.runner import RunInfo
 from groundeval.tasks.base import Task
 
 if TYPE_CHECKING:

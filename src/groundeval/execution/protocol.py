@@ -15,7 +15,7 @@ executor decides when and how the agent call behind that result is made:
 Everything else is the same whatever the executor: parsing, scoring, the record, the stop policy,
 junit and the run record happen per item, in collection order, on the main thread, so a run reads
 exactly as a serial run. The session owns the stop policy and pytest; executors never import
-pytest (``plugin``/``cli`` -> ``execution`` -> ``runner`` -> tasks, agents, scorers).
+pytest (``plugin``/``cli`` -> ``run`` -> ``execution`` -> tasks, agents, scorers).
 
 Writing an executor (for a batch executor, read every point):
 
@@ -28,14 +28,14 @@ Writing an executor (for a batch executor, read every point):
   it so far), so a worker sees its jobs a few at a time, never the whole run; a stolen item
   (``--dist worksteal``) may be submitted here and never asked for.
 * **What to submit.** Build a job's request and truth with ``ExecutionContext.prepare`` (it reads
-  the case file, checked against its hash, and calls ``runner.prepare``). If that raises, drop the
+  the case file, checked against its hash, and calls ``execution.call.prepare``). If that raises, drop the
   job silently: ``result`` reports the task's error for it (``invalid_case``, ``harness_error``)
   without a call. Make each call through ``ExecutionContext.call`` (it keeps whatever the agent
-  returned or raised in a ``runner.Attempt`` and counts calls in flight), or, for a batch, build
+  returned or raised in a ``execution.call.Attempt`` and counts calls in flight), or, for a batch, build
   one ``Attempt`` per job from its share of the batch's answer.
 * **Results.** ``result(job)`` reads the case again (``ExecutionContext.open``: a file that went
   or changed since collection is the job's ``invalid_case`` run), blocks until that job's call is
-  done and returns ``ExecutionContext.finish(job, case, attempt)`` (the runner parses, scores and
+  done and returns ``ExecutionContext.finish(job, case, attempt)`` (the outcome policy parses, scores and
   builds the record). A job with no call made for it (never submitted, its preparation failed, or
   it was cancelled) is run there and then in the main thread with ``ExecutionContext.run_now``,
   which returns None once the run was stopped. Results of a batch may arrive in any order; each
@@ -45,7 +45,7 @@ Writing an executor (for a batch executor, read every point):
   the provider did: a per-request failure becomes the exception the agent itself would have raised
   (the ``errors.AgentError`` tree: ``InfraError`` for retries exhausted on 429/529/5xx, with
   ``connection=True`` when no response came back, ``CaseTooLargeError``, ``TruncatedError``,
-  ``RunStopError`` for a bad model id, ``AuthError``) stored in the job's ``Attempt``; the runner
+  ``RunStopError`` for a bad model id, ``AuthError``) stored in the job's ``Attempt``; the outcome policy
   turns it into the outcome and the session's stop policy reacts to it (``RunStopError`` stops
   the run; three connection failures before any answer do too). A batch rejected whole is
   that error in the ``Attempt`` of each of its jobs; a batch that expired or was cancelled, an
@@ -68,7 +68,7 @@ Writing an executor (for a batch executor, read every point):
   bypasses ``agent.run`` owns them for its requests: the spend check before sending (priced at
   the batch rate; ``errors.SpendLimitReached`` in the ``Attempt`` of each job it refuses), a
   deadline that is the batch's own (providers allow 24 hours), and the answer text redacted as
-  ``runner.call_agent`` does. An ``Attempt``'s ``started_at`` and ``latency_s`` are the job's own:
+  ``execution.call.call_agent`` does. An ``Attempt``'s ``started_at`` and ``latency_s`` are the job's own:
   for a batch, when the batch was sent and how long its answer took to read back.
 * **Output.** What an agent prints in another thread must not reach the terminal: capture it per
   call (``execution.thread_output.captured``) and write it, redacted, in ``result``
@@ -90,7 +90,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from groundeval.execution.base import Job
-from groundeval.runner import CaseRun
+from groundeval.execution.outcome_policy import CaseRun
 
 __all__ = ["Executor"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from groundeval.execution.base import ExecutionContext, Job
-from groundeval.runner import CaseRun
+from groundeval.execution.outcome_policy import CaseRun
 
 __all__ = ["SerialExecutor"]
 

@@ -39,9 +39,10 @@ from concurrent.futures import CancelledError, Future
 from groundeval.agent_io import AgentRequest
 from groundeval.errors import InfraError
 from groundeval.execution.base import ExecutionContext, Job
+from groundeval.execution.call import Attempt
+from groundeval.execution.outcome_policy import CaseRun
 from groundeval.execution.thread_output import Printed, captured, replay
 from groundeval.models import throttle
-from groundeval.runner import Attempt, CaseRun
 from groundeval.scorers.model_graded import JudgeError, Verdict
 
 __all__ = ["LOOKAHEAD_PER_SLOT", "ThreadedExecutor"]

@@ -1,6 +1,6 @@
 """``FhirServingAgent``: each case's record served over FHIR REST, the agent given the endpoint.
 
-``--groundeval-fhir`` wraps the run's agent in this (``plugin.agent_setup.prepare_agent``, inside
+``--groundeval-fhir`` wraps the run's agent in this (``run.agent_setup.prepare_agent``, inside
 the response cache, so a cached answer keeps the server facts it was made with). For every case:
 
 1. the record the task serves (``request.context["fhir_record"]``, put there by
@@ -130,7 +130,9 @@ class FhirServingAgent:
         self.run_id = run_id or secrets.token_hex(4)  # with a counter: ids no other case or run holds
         self.name: str = agent.name
         self.model: str | None = getattr(agent, "model", None)
-        for attr in ("requires", "tasks", "max_concurrency", "thread_safe", "record_access", "network_calls"):
+        for attr in (
+            "requires", "tasks", "max_concurrency", "thread_safe", "record_access", "network_calls", "provider_model",
+        ):
             if getattr(agent, attr, None) is not None:
                 setattr(self, attr, getattr(agent, attr))
         self._seq = 0

@@ -1,6 +1,6 @@
 """``MCPToolsAgent``: each case gets its own MCP server of its tools; the record's trace is the server's.
 
-``--groundeval-tools=mcp`` wraps the run's agent in this (``plugin.agent_setup.prepare_agent``,
+``--groundeval-tools=mcp`` wraps the run's agent in this (``run.agent_setup.prepare_agent``,
 inside the response cache, so a cached answer keeps the trace it was made with). For every case:
 
 1. the case's tools are the ones its task declares, exactly as for the in-process agents
@@ -51,7 +51,8 @@ def _counts(trace: list[dict[str, Any]]) -> dict[str, int]:
 class MCPToolsAgent:
     """Wraps an agent so that each case's tools reach it over MCP (see the module docstring).
 
-    Has the wrapped agent's ``name``, ``model``, ``tasks``, ``max_concurrency`` and ``thread_safe``;
+    Has the wrapped agent's ``name``, ``model``, ``tasks``, ``max_concurrency``, ``thread_safe`` and
+    ``provider_model``;
     ``requires`` adds ``tools`` (the run offers tools, so grounding is scored even when the agent
     calls none). Thread-safe when the wrapped agent is: each call has its own server.
 
@@ -66,7 +67,7 @@ class MCPToolsAgent:
         self.name: str = agent.name
         self.model: str | None = getattr(agent, "model", None)
         self.requires = frozenset({*(getattr(agent, "requires", None) or {"text_prompt"}), "tools"})
-        for attr in ("tasks", "max_concurrency", "thread_safe"):
+        for attr in ("tasks", "max_concurrency", "thread_safe", "provider_model"):
             if getattr(agent, attr, None) is not None:
                 setattr(self, attr, getattr(agent, attr))
         self._catalog: Any = None

@@ -21,7 +21,7 @@ Secrets never reach the file: an entry passes through the same redaction as ever
 (``groundeval.redaction``) before it is stored: the answer text through ``redact`` (secret
 environment values, URL credentials, echoed ``Basic``/``Bearer`` tokens), everything else
 (message, usage, trace, meta, details) through ``clean``. The runner scores the answer after the
-same ``redact`` (``runner.call_agent``), and ``redact`` of a redacted text changes nothing, so an
+same ``redact`` (``execution.call.call_agent``), and ``redact`` of a redacted text changes nothing, so an
 answer read back from the cache is scored exactly as it was when it was first made.
 
 The store is one SQLite file (standard library ``sqlite3``) in WAL mode, so several pytest-xdist
@@ -334,7 +334,7 @@ class CachingAgent:
         self.task_facts = dict(task_facts or {})
         self.name: str = agent.name
         self.model: str | None = getattr(agent, "model", None)
-        for attr in ("requires", "tasks", "max_concurrency", "thread_safe", "network_calls"):
+        for attr in ("requires", "tasks", "max_concurrency", "thread_safe", "network_calls", "provider_model"):
             if getattr(agent, attr, None) is not None:
                 setattr(self, attr, getattr(agent, attr))
 

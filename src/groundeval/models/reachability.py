@@ -6,7 +6,7 @@ connection or a failed name lookup, ``errors.connection_failure``), with no answ
 endpoint, network or key is wrong: after ``UNREACHABLE_AFTER`` of them the run stops. A burst of
 429/529 is rate limiting, not an unreachable API: it stops nothing, and one answer ends the watch.
 
-``Reachability`` counts both; the run's stop policy (``plugin.stop_policy.StopPolicy``) extends it
+``Reachability`` counts both; the run's stop policy (``run.stop_policy.StopPolicy``) extends it
 for an agent's cases, and the model-graded scorer (``scorers.model_graded``) keeps one per judge.
 Thread-safe: a judge's calls of one case run concurrently (``execution.score_stage``).
 """

@@ -61,13 +61,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config._inicache["junit_suite_name"] = f"groundeval-{settings.task}"
     config.pluginmanager.register(gsession, "groundeval-session")
     config.pluginmanager.register(ReportHooks(), "groundeval-reporting")
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(gsession), "groundeval-xdist")
     from groundeval.plugin.progress import LiveOnReports, Progress
 
-    if not is_worker:
+    if not is_worker:  # the controlling process: records, the run record, signals, the summary
+        from groundeval.plugin.controller import RunController
         from groundeval.plugin.report_trim import ReportTrim
 
+        controller = RunController(gsession)
+        config.pluginmanager.register(controller, "groundeval-controller")
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(XdistHooks(controller), "groundeval-xdist")
         config.pluginmanager.register(ReportTrim(config), "groundeval-report-trim")
         if config.getoption("xmlpath", default=None):
             from groundeval.plugin.junit_spool import JunitSpool
@@ -76,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if is_worker:
         config.pluginmanager.register(LiveOnReports(), "groundeval-live")
     elif settings.progress != "off" and not config.getoption("collectonly", default=False):
-        config.pluginmanager.register(Progress(gsession, settings.progress, settings.progress_every),
+        config.pluginmanager.register(Progress(controller, settings.progress, settings.progress_every),
                                       "groundeval-progress")
 
 

@@ -19,10 +19,10 @@ import pytest
 import groundeval
 from groundeval.datasets import Case
 from groundeval.errors import DatasetError, GroundevalError, ScorerModelError
+from groundeval.execution.outcome_policy import CaseRun
 from groundeval.plugin.junit import junit_properties
 from groundeval.records.run_record import CaseRecord
 from groundeval.records.trial_ids import split_trial, split_twin, trial_name
-from groundeval.runner import CaseRun
 from groundeval.shards import Shard
 from groundeval.tasks.base import Task
 from groundeval.tasks.counterfactual import interleave, twins, with_subject

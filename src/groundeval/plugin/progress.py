@@ -35,7 +35,7 @@ from groundeval.models import throttle
 from groundeval.plugin.progress_line import Tally, duration, status_text
 
 if TYPE_CHECKING:
-    from groundeval.plugin.session import GroundevalSession
+    from groundeval.plugin.controller import RunController
 
 __all__ = ["LIVE_KEY", "LiveOnReports", "Progress"]
 
@@ -89,7 +89,7 @@ class Progress:
         ticker: Start the redraw thread (tests drive ``tick`` themselves).
     """
 
-    def __init__(self, gsession: GroundevalSession, mode: str = "auto", every_s: float = 30.0,
+    def __init__(self, gsession: RunController, mode: str = "auto", every_s: float = 30.0,
                  clock: Callable[[], float] = time.monotonic, ticker: bool = True) -> None:
         self.gsession = gsession
         self.mode = mode

@@ -22,9 +22,9 @@ import pytest
 from groundeval.records.resume import ResumeError, differences, finished, read_interrupted
 
 if TYPE_CHECKING:
-    from groundeval.plugin.options import Settings
-    from groundeval.plugin.session import GroundevalSession
+    from groundeval.plugin.controller import RunController
     from groundeval.records.resume import Interrupted
+    from groundeval.run.settings import Settings
 
 __all__ = ["Resumed", "deselect_finished", "open_resume", "partial_header", "resume_run", "start_partial"]
 
@@ -63,7 +63,7 @@ def open_resume(settings: Settings) -> Interrupted:
         raise pytest.UsageError(f"--groundeval-resume={settings.resume}: {exc}") from None
 
 
-def partial_header(gs: GroundevalSession) -> dict[str, Any]:
+def partial_header(gs: RunController) -> dict[str, Any]:
     """The run facts the partial file starts with: what a resumed run is checked against and takes over."""
     import json
 
@@ -74,12 +74,12 @@ def partial_header(gs: GroundevalSession) -> dict[str, Any]:
     return dict(json.loads(json.dumps(run, default=str)))
 
 
-def start_partial(gs: GroundevalSession) -> None:
+def start_partial(gs: RunController) -> None:
     """Give the run's partial file its header (written with the first case)."""
     gs.writer.set_header(partial_header(gs))
 
 
-def resume_run(gs: GroundevalSession, source: Interrupted) -> Resumed:
+def resume_run(gs: RunController, source: Interrupted) -> Resumed:
     """On the controller: check the interrupted run against this one and take over its finished cases.
 
     ``gs.info.run_id`` is already the interrupted run's (``open_resume``); this sets ``gs.started``

@@ -17,26 +17,26 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from groundeval.execution.outcome_policy import not_run_record
 from groundeval.records.aggregate import summarize
 from groundeval.records.run_record import RunRecord, fixtures_of, package_versions
 from groundeval.records.trial_stats import verdict_exit_status
 from groundeval.records.write_errors import describe
 from groundeval.redaction import clean, clean_text, strip_userinfo
-from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
-    from groundeval.plugin.options import Settings
+    from groundeval.execution.outcome_policy import RunInfo
     from groundeval.records.run_record import CaseRecord
     from groundeval.records.run_writer import RunWriter
     from groundeval.reporting import GateResult
-    from groundeval.runner import RunInfo
+    from groundeval.run.settings import Settings
     from groundeval.tasks.base import Task
 
 __all__ = ["RunState", "build_record", "finish_run", "run_settings"]
 
 
 class RunState(Protocol):
-    """What the end of a run reads of the run (``GroundevalSession`` provides it), and what it sets."""
+    """What the end of a run reads of the run (``plugin.controller.RunController`` provides it), and what it sets."""
 
     config: pytest.Config
     settings: Settings
@@ -149,20 +149,20 @@ def _models(settings: Any) -> list[dict[str, Any]]:
     Empty for an agent that calls no model through groundeval's layer (rule-based, replayed, a
     tool-using agent's chat model, your own). A judge's settings are the task's (``task_facts``).
     """
-    from groundeval.agents._single_call import SingleCallAgent
-    from groundeval.agents.base import AGENTS, AgentConfig, _load_target
+    from groundeval.agents.base import AgentConfig, agent_target
 
     spec = str(settings.agent)
     if spec.startswith("replay:"):
         return []
     try:
-        cls = _load_target(AGENTS.get(spec, spec), spec)
+        cls = agent_target(spec)
     except Exception:  # an agent that cannot be loaded here has already been reported
         return []
-    if not (isinstance(cls, type) and issubclass(cls, SingleCallAgent)):
+    model_spec = getattr(cls, "model_spec", None) if isinstance(cls, type) else None
+    if not callable(model_spec):  # the class declares no provider model (``agents.base.Agent``)
         return []
     config = AgentConfig(model=settings.model, options=dict(settings.agent_options))
-    return [{"role": "agent", "spec": cls.model_spec(config)}]
+    return [{"role": "agent", "spec": str(model_spec(config))}]
 
 
 def _why_incomplete(gs: RunState) -> str:

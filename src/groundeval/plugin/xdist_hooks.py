@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from groundeval.execution.outcome_policy import not_run_record
 from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, RESUME_KEY, RUN_ID_KEY, SPEND_STOP_KEY
-from groundeval.runner import not_run_record
 
 if TYPE_CHECKING:
-    from groundeval.plugin.session import GroundevalSession
+    from groundeval.plugin.controller import RunController
 
 __all__ = ["XdistHooks"]
 
@@ -19,7 +19,7 @@ __all__ = ["XdistHooks"]
 class XdistHooks:
     """Hooks that exist only when pytest-xdist is installed (registered conditionally)."""
 
-    def __init__(self, gsession: GroundevalSession) -> None:
+    def __init__(self, gsession: RunController) -> None:
         self.gsession = gsession
 
     @pytest.hookimpl(tryfirst=True)

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from langsmith import Client
     from langsmith.run_trees import RunTree
 
-    from groundeval.runner import RunInfo
+    from groundeval.execution.outcome_policy import RunInfo
 
 __all__ = [
     "DEFAULT_PROJECT",

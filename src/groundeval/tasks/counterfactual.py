@@ -21,7 +21,7 @@ A task supports twins by declaring (all three, or none):
   extraction, ``{rxcui: listed?}``), comparable with the twin's declared expectations.
 
 Nothing an agent can observe tells a twin from its original but the changed record: the request
-carries the original's case id (``runner.request_for``), the items of a case and its twins run in
+carries the original's case id (``execution.call.request_for``), the items of a case and its twins run in
 an order shuffled by the run's twin seed (``interleave``), every twin of a case file is derived
 when the file is read, whichever of its items runs first (``execution.base.CaseFiles``), and while
 an item of a twin runs, ``PYTEST_CURRENT_TEST`` names its original (``plugin.items``). Because an

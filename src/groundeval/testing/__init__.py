@@ -8,6 +8,8 @@
   messages and tool calls, so a tool-using agent's real LangGraph loop runs offline; with the
   helpers ``call``, ``answer_with_last_result`` and ``reply``.
 * ``junit_cases``: a run's junit XML read back as ``{testcase: {property: value}}``.
+* ``groundeval.testing.one_case.run_case``: one case run in the calling thread (prepare, the
+  agent call, the outcome policy) to its ``CaseRun``, for tests of a task or an agent.
 
 Imported lazily: ``import groundeval.testing`` loads neither LangChain nor a model SDK.
 """

@@ -16,11 +16,13 @@ import pytest
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig, make_agent
 from groundeval.datasets import Case, default_data_dir
+from groundeval.execution.call import prepare
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.fhir.serving import RECORD_KEY, RECORD_SHA_KEY, FhirServingAgent
-from groundeval.runner import RunInfo, prepare, run_case
 from groundeval.scorers.grounding import GROUNDING_METRICS
 from groundeval.tasks import make_task
 from groundeval.tasks.fhir_mode import FhirModeTask
+from groundeval.testing.one_case import run_case
 
 PAIRS = [
     ("extraction", "baseline", "baseline-rest"),

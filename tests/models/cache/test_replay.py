@@ -134,7 +134,7 @@ def test_check_cases_refuses_another_task_and_changed_files(tmp_path: Path, extr
 def test_replaying_fewer_trials_than_recorded_warns() -> None:
     from types import SimpleNamespace
 
-    from groundeval.plugin.agent_setup import _warn_unreplayed_trials
+    from groundeval.run.agent_setup import _warn_unreplayed_trials
 
     record = SimpleNamespace(cases=[SimpleNamespace(trial=t) for t in (0, 1, 2)])
     agent: Any = SimpleNamespace(record=record)

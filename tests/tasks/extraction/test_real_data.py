@@ -16,7 +16,7 @@ from groundeval.agent_io import AgentRequest
 from groundeval.agents.base import Agent
 from groundeval.agents.baselines.extraction import BaselineExtractionAgent, NaiveExtractionAgent
 from groundeval.clinical.medication_list import TruthMedication, active_medications
-from groundeval.runner import call_agent
+from groundeval.execution.call import call_agent
 from groundeval.scoring import Parsed
 from groundeval.tasks.extraction.task import ExtractionTask
 from tests._paths import REPO

@@ -107,12 +107,13 @@ def test_check_case_refuses_invalid_fhir_and_bad_status_codes(
 
 
 def test_the_task_claims_bundles_with_observations_and_refuses_a_directory_of_extraction_cases() -> None:
-    from groundeval.plugin.preflight import check_data_dir_task
+    from groundeval.errors import ConfigError
+    from groundeval.run.preflight import check_data_dir_task
 
     task = LabsTask()
     assert task.claims(json.loads(DELORES.read_text()))
     extraction = ROOT / "fixtures" / "extraction"
     assert not task.claims(json.loads(next(extraction.glob("Delores12*.json")).read_text()))
-    with pytest.raises(pytest.UsageError, match="this is a case of the extraction task"):
+    with pytest.raises(ConfigError, match="this is a case of the extraction task"):
         check_data_dir_task(task, extraction)
     check_data_dir_task(task, CASES)  # its own cases: no error

@@ -186,8 +186,9 @@ def _refused() -> list[tuple[Path, str]]:
 
 @pytest.mark.parametrize(("path", "words"), _refused(), ids=lambda v: v.name.split("--")[0] if isinstance(v, Path) else "")
 def test_each_refused_case_is_an_invalid_case_naming_the_file_the_item_the_unit_and_the_fix(path: Path, words: str) -> None:
-    from groundeval.runner import RunInfo, run_case
+    from groundeval.execution.outcome_policy import RunInfo
     from groundeval.testing import ScriptedAgent
+    from groundeval.testing.one_case import run_case
 
     case = TASK.load_case(path)  # the schema accepts it: the rule is the truth's, checked before any agent call
     calls: list[str] = []

@@ -10,10 +10,11 @@ import pytest
 from groundeval.agent_io import AgentResult
 from groundeval.agents.base import Agent, FunctionAgent
 from groundeval.agents.baselines.summary import BaselineSummaryAgent, HedgeAllSummaryAgent, NaiveSummaryAgent
-from groundeval.runner import RunInfo, run_case
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.judge import BaselineJudge
 from groundeval.tasks.summary.text import contradictory
+from groundeval.testing.one_case import run_case
 from tests._paths import REPO
 
 CASES = REPO / "fixtures" / "summary"

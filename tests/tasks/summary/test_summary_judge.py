@@ -11,8 +11,8 @@ import pytest
 from groundeval.agent_io import AgentResult
 from groundeval.agents.base import FunctionAgent
 from groundeval.errors import ConfigError, InfraError
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.models.base import ModelRequest, ModelResponse
-from groundeval.runner import RunInfo, run_case
 from groundeval.tasks.summary import SummaryTask
 from groundeval.tasks.summary.judge import (
     PROMPT_SHA256,
@@ -23,6 +23,7 @@ from groundeval.tasks.summary.judge import (
     rejects_temperature,
 )
 from groundeval.testing import ScriptedModel
+from groundeval.testing.one_case import run_case
 from tests._paths import REPO
 
 CASES = REPO / "fixtures" / "summary"
@@ -227,7 +228,7 @@ def test_a_local_judges_card_is_keyed_by_its_gguf_sha256_so_moving_the_file_keep
 def test_closing_the_task_closes_its_judges_model_and_the_session_closes_the_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from groundeval.plugin.session import GroundevalSession
+    from groundeval.run.assembly import Assembly
     from groundeval.tasks.summary.task import SummaryTask
 
     closed: list[str] = []
@@ -240,7 +241,5 @@ def test_closing_the_task_closes_its_judges_model_and_the_session_closes_the_tas
     object.__setattr__(task.scorer, "judge", ModelJudge(Closing(["{}"], role="judge", name="m"), "local/m"))
     task.close()
     assert closed == ["model"]  # a local/<gguf> judge's close stops its llama.cpp server
-    holder = GroundevalSession.__new__(GroundevalSession)
-    holder._agent, holder.task = None, task
-    holder.close_agent()
+    assert Assembly(task=task).close() == []  # what the session closes at the end of a run
     assert closed == ["model", "model"]

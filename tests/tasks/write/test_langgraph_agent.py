@@ -23,7 +23,7 @@ from groundeval.errors import (
     RefusalError,
     TruncatedError,
 )
-from groundeval.runner import call_agent, request_for
+from groundeval.execution.call import call_agent, request_for
 from groundeval.tasks.write.task import WriteTask
 from groundeval.testing.scripted_chat import (
     ScriptedChatModel,

@@ -13,10 +13,11 @@ import pytest
 from groundeval.agents.base import make_agent
 from groundeval.datasets import Case, default_data_dir
 from groundeval.errors import DatasetError
-from groundeval.runner import RunInfo, run_case as run_one
+from groundeval.execution.outcome_policy import RunInfo
 from groundeval.tasks import make_task, task_class
 from groundeval.tasks.write.task import WriteTask
 from groundeval.tasks.write.tools import build_medication_statement
+from groundeval.testing.one_case import run_case as run_one
 from groundeval.testing.scripted_agent import ScriptedAgent
 
 TASK = WriteTask()

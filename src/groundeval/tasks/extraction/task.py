@@ -55,7 +55,7 @@ def _check_structure(bundle: dict[str, Any], path: Path) -> None:
     agent has been paid for an answer, and never by silently yielding an empty truth (an ``id``
     given as a number, a ``subject`` given as a string, ``coding`` given as an object, a
     misspelled ``resourceType``). The truth itself is derived once, right after, by
-    ``runner.prepare``; a ``DatasetError`` it raises is an ``invalid_case`` too.
+    ``execution.call.prepare``; a ``DatasetError`` it raises is an ``invalid_case`` too.
 
     Raises:
         DatasetError: The first few validation problems, with their locations.
@@ -175,7 +175,7 @@ class ExtractionTask(BaseTask):
 
         Not copied because a deep copy of a raw Synthea Bundle costs about 0.25 s (4 MB) on every
         case of every agent. An agent that edits it cannot change its own score: the runner
-        derives the truth before the agent runs (``runner.prepare``), and the run record's
+        derives the truth before the agent runs (``execution.call.prepare``), and the run record's
         ``fixture_sha256`` is of the file's bytes. A later trial of the same case would see the
         edits, so agents must still treat the context as read-only (the read tools do).
         """

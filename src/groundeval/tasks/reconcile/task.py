@@ -167,7 +167,7 @@ class ReconcileTask(BaseTask):
         of their value sets (``fhir.validation.check_bundle``); a pinned fixture's SHA-256 was checked
         at load, which says it is the file the case was made from, not that the file is valid.
         Runs when the case is about to run, before its truth and agent call (``BaseTask.check_case``;
-        the truth is derived once, by ``runner.prepare``). A pass is remembered (``check_cache.check_once``) by
+        the truth is derived once, by ``execution.call.prepare``). A pass is remembered (``check_cache.check_once``) by
         the pinned fixture's SHA-256, so the cases that pin one Bundle, and the extraction task's
         check of that file, share one verdict; an inline Bundle's by the case file's SHA-256. A
         counterfactual twin reuses its file's verdict and never records one of its own.

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from groundeval.errors import InfraError, connection_failure
+from groundeval.execution.outcome_policy import CaseRun
 from groundeval.models.reachability import UNREACHABLE_AFTER, Reachability
 from groundeval.records.outcomes import OUTCOMES
-from groundeval.runner import CaseRun
 
 __all__ = ["UNREACHABLE_AFTER", "StopPolicy"]
 

@@ -1,11 +1,11 @@
-"""Runs one case: prompt, agent, truth, parsing, scoring; returns its ``CaseRecord``; never looks at values.
+"""What a finished agent call means for its case: the outcome policy, and the case's record.
 
-``run_case`` applies the outcome policy (``groundeval.records.outcomes``) by where an exception came from,
-never by what a value holds:
+``classify`` applies the outcome policy (``groundeval.records.outcomes``) by where an exception
+came from, never by what a value holds:
 
-* the task's ``check_case``, ``prompt``, ``context`` or ``truth`` raised a ``DatasetError``: the
-  case file is bad (``invalid_case``); anything else they raised: ``harness_error``; either way the
-  agent is not called (the truth is derived before the agent runs, so the agent cannot change it);
+* the task's ``check_case``, ``prompt``, ``context`` or ``truth`` raised (``execution.call.prepare``):
+  a ``DatasetError`` means the case file is bad (``invalid_case``); anything else is
+  ``harness_error``; either way the agent was never called (``unprepared``);
 * the agent raised an ``AgentError``: its ``outcome`` (agent behaviour: scored as an empty answer;
   an ``InfraError``: excluded);
 * a ``HarnessError`` came out of the agent call (groundeval's own code inside it, such as the
@@ -21,75 +21,35 @@ never by what a value holds:
   for a tool-using agent (a trace, or an agent that requires ``tools``) of a task that declares
   ``lookups``, with the grounding metrics beside it (``groundeval.scorers.grounding``).
 
-``call_agent`` is where a case meets its agent: caching and replay wrap the agent it calls, and
-the executors (``groundeval.execution``: serial, threaded) decide when ``attempt`` makes the call,
-then hand the finished call back to ``run_case``, without touching tasks or scorers.
+The call itself is ``execution.call``'s; a case that could not start (the agent's warm-up raised,
+no agent on this process, a case file gone) is ``setup_failed``; one that never ran, ``not_run_record``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from groundeval.agent_io import AgentRequest, AgentResult, Prompt
+from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import Agent, agent_requires
 from groundeval.datasets import Case
-from groundeval.errors import (
-    AgentError,
-    AgentReturnedWrongType,
-    DatasetError,
-    HarnessError,
-    InfraError,
-    ScorerModelError,
-)
+from groundeval.errors import AgentError, DatasetError, HarnessError, InfraError, ScorerModelError
+from groundeval.execution.call import Attempt, Execution, prompt_hash
 from groundeval.jsonable import jsonable
 from groundeval.records.caps import cap_lines, cap_lists
 from groundeval.records.conversation import cap_conversation, make_conversation
 from groundeval.records.outcomes import OUTCOMES
 from groundeval.records.run_record import MAX_RAW_OUTPUT_CHARS, CaseRecord
-from groundeval.records.trial_ids import split_trial, split_twin
-from groundeval.redaction import clean, redact
+from groundeval.records.trial_ids import split_trial
+from groundeval.redaction import clean
 from groundeval.scorers.model_graded import GradeStage, grade_case
 from groundeval.scoring import Metric, Parsed, Score
-from groundeval.tasks.base import Task, tools_of
+from groundeval.tasks.base import Task
 
-__all__ = [
-    "Attempt",
-    "CaseRun",
-    "Execution",
-    "RunInfo",
-    "attempt",
-    "call_agent",
-    "jsonable",
-    "not_run_record",
-    "prepare",
-    "prompt_hash",
-    "request_for",
-    "run_case",
-    "setup_failed",
-    "unprepared",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class Execution:
-    """An agent's answer to one case.
-
-    Attributes:
-        prompt_sha256: Hex SHA-256 of the system and user parts joined by a blank line.
-        result: The agent's result.
-        latency_s: Wall time of the agent call, seconds.
-    """
-
-    prompt_sha256: str
-    result: AgentResult
-    latency_s: float
+__all__ = ["CaseRun", "RunInfo", "classify", "not_run_record", "setup_failed", "unprepared"]
 
 
 @dataclass(slots=True)
@@ -128,121 +88,6 @@ class CaseRun:
 
     record: CaseRecord
     exc: BaseException | None = None
-
-
-def prompt_hash(prompt: Prompt) -> str:
-    """Hex SHA-256 of the prompt text (system and user parts)."""
-    return hashlib.sha256(prompt.text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def request_for(task: Task, case: Case, trial: int = 0) -> AgentRequest:
-    """The request an agent gets for ``case`` (trial ``trial``): the task's prompt and context.
-
-    A counterfactual twin (``<case_id>[cf-<perturbation>]``) is asked under its original's case id:
-    nothing an agent receives tells a twin from its original but the changed record itself (the
-    item's node id and the case record keep the twin's identity). ``tools`` builds the case's tools
-    as the task declares them (``tasks.base.tools_of``), for the agents that use tools.
-    """
-    return AgentRequest(
-        case_id=split_twin(case.case_id)[0], task=task.name, prompt=task.prompt(case), context=task.context(case),
-        trial=trial, tools=tools_of(task, case),
-    )
-
-
-def call_agent(agent: Agent, request: AgentRequest) -> Execution:
-    """Run the agent once on ``request``; a ``str`` answer becomes ``AgentResult(text=...)``.
-
-    The answer's secrets are redacted here, before it is parsed (``redaction.redact``: secret
-    environment values, URL credentials, echoed ``Basic``/``Bearer`` tokens), so the text that is
-    scored is the text the run record and ``--groundeval-cache`` keep, and a cached or replayed
-    answer re-scores exactly as it scored when it was first made (``redact`` is idempotent).
-
-    Raises:
-        AgentError: Whatever the agent raised (its class carries the outcome), or the agent
-            returned None (no answer: ``no_answer``, counted).
-        AgentReturnedWrongType: The agent returned neither a str nor an AgentResult.
-        BaseException: Anything else the agent raised propagates unchanged.
-    """
-    start = time.perf_counter()
-    out: Any = agent.run(request)
-    latency = time.perf_counter() - start
-    if out is None or (isinstance(out, AgentResult) and out.text is None):
-        # Python's "no answer": a failed case scored as empty, never excluded (else an agent could
-        # raise its means by returning None on the cases it would fail)
-        raise AgentError(f"{request.case_id}: agent {agent.name!r} returned None: no answer")
-    if isinstance(out, str):
-        out = AgentResult(text=out)
-    if not isinstance(out, AgentResult):
-        raise AgentReturnedWrongType(
-            f"{request.case_id}: agent {agent.name!r} returned {type(out).__name__}; "
-            "return a str or a groundeval.AgentResult"
-        )
-    if not isinstance(out.text, str):
-        raise AgentReturnedWrongType(
-            f"{request.case_id}: agent {agent.name!r} returned an AgentResult whose text is "
-            f"{type(out.text).__name__}; AgentResult.text must be the answer as a str"
-        )
-    text = redact(out.text)  # the text scored is the text every output and the cache keep
-    if text != out.text:
-        out = dataclasses.replace(out, text=text)
-    return Execution(prompt_sha256=prompt_hash(request.prompt), result=out, latency_s=round(latency, 6))
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One agent call on a request, finished: its ``Execution`` or what it raised.
-
-    Attributes:
-        request: The request the agent got.
-        truth: The task's ground truth for the case, derived before the call, so nothing the
-            agent does to its request (a tool that edits the Bundle it was handed) can change it.
-        execution: The answer, or None when the call raised.
-        error: What the agent raised (``AgentError`` or anything else), or None.
-        latency_s: Wall time of the call, seconds.
-        started_at: When the call started, ISO-8601 UTC.
-    """
-
-    request: AgentRequest
-    truth: Any
-    execution: Execution | None
-    error: BaseException | None
-    latency_s: float
-    started_at: str
-
-
-def prepare(task: Task, case: Case, trial: int = 0) -> tuple[AgentRequest, Any]:
-    """Check ``case`` (the task's optional ``check_case``), then build its request and ground truth.
-
-    All three happen before the agent runs, so a bad case file never costs an agent call.
-
-    Raises:
-        DatasetError: The case file failed the task's checks (``invalid_case``).
-        Exception: Whatever else the task's ``check_case``, ``prompt``, ``context`` or ``truth``
-            raised (a harness error).
-    """
-    check = getattr(task, "check_case", None)
-    if callable(check):
-        check(case)
-    return request_for(task, case, trial), task.truth(case)
-
-
-def attempt(agent: Agent, request: AgentRequest, truth: Any = None) -> Attempt:
-    """Call the agent once and keep whatever it returned or raised (safe to run in a thread).
-
-    ``truth`` (from ``prepare``) is carried along untouched, for scoring.
-
-    Raises:
-        KeyboardInterrupt: Ctrl-C during the call; everything else is kept in the ``Attempt``.
-    """
-    started_at = datetime.now(UTC).isoformat()
-    start = time.perf_counter()
-    try:
-        execution = call_agent(agent, request)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # SystemExit included: the agent's own code, never the run's end
-        return Attempt(request, truth, None, exc, round(time.perf_counter() - start, 6), started_at)
-    return Attempt(request, truth, execution, None, execution.latency_s, started_at)
 
 
 def _raw_fields(text: str) -> dict[str, Any]:
@@ -329,39 +174,26 @@ def _result_fields(execution: Execution, info: RunInfo) -> dict[str, Any]:
     }
 
 
-def run_case(
-    task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, trial: int = 0,
-    attempted: Attempt | None = None, call: Callable[[AgentRequest, Any], Attempt] | None = None,
+def classify(
+    task: Task, agent: Agent, case: Case, info: RunInfo, nodeid: str, attempted: Attempt,
     grades: GradeStage | None = None,
 ) -> CaseRun:
-    """Run ``agent`` on ``case`` and score the answer; never raises for a case-level problem.
+    """The finished call ``attempted`` on ``case`` parsed, scored and classed; never raises for a case-level problem.
 
     Args:
-        task: The task (prompt, truth, parsing, scoring).
-        agent: The agent under evaluation.
+        task: The task (parsing, scoring).
+        agent: The agent under evaluation (whether it requires tools decides the grounding metrics).
         case: The loaded case.
         info: Run-wide facts copied onto the record.
-        nodeid: The pytest node id of the case's item.
-        trial: 0-based trial index (``--groundeval-trials``); passed on in the request.
-        attempted: The agent call already made for this case (``--groundeval-concurrency``
-            makes it ahead, in a thread); None to build the request and call the agent here.
-        call: Makes that call here (``attempt`` bound to ``agent`` when None; the plugin passes
-            one that counts the calls in flight).
+        nodeid: The node id of the case's item (its trial is the request's).
+        attempted: The agent call made for this case (``execution.call.attempt``), with the
+            request it was sent and the truth derived before it.
         grades: Asks a model-graded scorer's questions (``execution.score_stage``: the run's
             concurrency); None asks them one after another here (``scorers.model_graded``).
 
     Returns:
         The ``CaseRun``: its record, and for excluded outcomes the exception to report.
-
-    Raises:
-        KeyboardInterrupt: Ctrl-C during the case (the run's end writes the record).
     """
-    if attempted is None:
-        try:
-            request, truth = prepare(task, case, trial)
-        except Exception as exc:  # the task's check, prompt, context or truth: the agent is never called
-            return unprepared(info, case, nodeid, exc, trial)
-        attempted = attempt(agent, request, truth) if call is None else call(request, truth)
     request = attempted.request
     failure = attempted.error
     if isinstance(failure, AgentError):

@@ -1,7 +1,7 @@
-"""What the session does to a built agent before the first case: replay checks and the response cache.
+"""What a run does to a built agent before the first case: replay checks, the serving wrappers, the cache.
 
-Kept apart from ``session.py`` so the session only calls ``prepare_agent`` (every process that
-runs cases) and ``preflight_replay`` (the pytest-xdist controller, which builds no agent).
+``run.assembly`` calls ``prepare_agent`` on every process that runs cases and ``preflight_replay``
+on the pytest-xdist controller, which builds no agent.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from groundeval.agents.base import Agent, AgentConfig, make_agent
 from groundeval.errors import ConfigError
-from groundeval.plugin.options import Settings
+from groundeval.run.settings import Settings
 
 __all__ = ["preflight_replay", "prepare_agent"]
 

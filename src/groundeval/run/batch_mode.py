@@ -1,8 +1,8 @@
 """``--groundeval-batch``: the run's model requests go to the provider's batch API.
 
-The plugin's part is small: refuse what batch mode cannot serve (several processes, an agent
-without a single provider model), hand the agent's model a ``models.batch.Batcher``, show a
-batch's progress while it is out, and summarise the batches at the end. The batching itself is
+The run's part is small: refuse what batch mode cannot serve (several processes, an agent
+that declares no provider model), hand the agent's model a ``models.batch.Batcher``, pass a
+batch's progress on while it is out, and summarise the batches at the end. The batching itself is
 the model layer's (``models.batch``) and the calls are made by the batch executor
 (``execution.batch``), so that a batch fills with the requests of the cases this process runs
 next while each item still reports on its own, in collection order.
@@ -14,14 +14,13 @@ would only split the requests into smaller batches, each worker with its own jou
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from groundeval.agents.base import declared_provider_model
 from groundeval.errors import ConfigError
 
 if TYPE_CHECKING:
-    import pytest
-
     from groundeval.models.batch import Batcher, BatchSettings
     from groundeval.models.provider import ProviderModel
     from groundeval.records.run_record import CaseRecord
@@ -36,28 +35,31 @@ NO_XDIST = (
 
 
 def provider_model(agent: Any, spec: str) -> ProviderModel[Any]:
-    """The one provider model behind ``agent`` (through a ``--groundeval-cache`` wrapper).
+    """The provider model ``agent`` declares (``provider_model``: ``agents.base.Agent``; wrappers forward it).
 
     Raises:
-        ConfigError: The agent makes several model calls per case or has no provider model.
+        ConfigError: The agent declares none: it makes several model calls per case, or none.
     """
-    from groundeval.models.provider import ProviderModel
-
-    inner = agent
-    while getattr(inner, "wrapped", None) is not None:
-        inner = inner.wrapped
-    backend = getattr(inner, "backend", None)
-    if not isinstance(backend, ProviderModel):
+    model: ProviderModel[Any] | None = declared_provider_model(agent)
+    if model is None:
         raise ConfigError(
             f"--groundeval-batch: the agent {spec!r} does not make one provider model call per case (a tool-using "
             "agent would wait for a whole batch at every turn, hours per case; a baseline or replay calls no "
             "model). Batch mode serves the single-call agents: claude, openai-compatible. Drop --groundeval-batch"
         )
-    return backend
+    return model
 
 
-def start_batches(agent: Any, spec: str, settings: BatchSettings, config: pytest.Config) -> Batcher:
-    """Put the agent's model in batch mode; its batches' progress goes to the status line.
+def start_batches(
+    agent: Any, spec: str, settings: BatchSettings, show: Callable[[str], None] | None = None,
+) -> Batcher:
+    """Put the agent's model in batch mode.
+
+    Args:
+        agent: The agent, built and wrapped.
+        spec: The agent spec as given (for the message).
+        settings: The batch knobs (``--groundeval-batch-*``).
+        show: Called with a line while a batch is out (``waiting for ...``: the status line), or None.
 
     Raises:
         ConfigError: See ``provider_model``; or the provider has no batch API.
@@ -67,12 +69,11 @@ def start_batches(agent: Any, spec: str, settings: BatchSettings, config: pytest
 
     model = provider_model(agent, spec)
 
-    def show(progress: Any) -> None:
-        line = config.pluginmanager.get_plugin("groundeval-progress")
-        if line is not None:
-            line.set_phase(f"waiting for {progress.line()}")
+    def progress(state: Any) -> None:
+        if show is not None:
+            show(f"waiting for {state.line()}")
 
-    batcher = Batcher(model.batch_api(), settings, progress=show, stopped=throttle.calls_stopped)
+    batcher = Batcher(model.batch_api(), settings, progress=progress, stopped=throttle.calls_stopped)
     model.use_batches(batcher)
     return batcher
 

@@ -1,4 +1,4 @@
-"""Checks made once, on the controlling process, before any case runs."""
+"""Checks made once, on the controlling process, before any case runs; each refusal is a ``ConfigError``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
+from groundeval.errors import ConfigError
 
 __all__ = ["check_cache_dir", "check_data_dir_task", "check_out_dir", "check_writable_dir"]
 
@@ -22,7 +22,7 @@ def check_writable_dir(directory: Path, option: str, what: str) -> None:
         what: What goes there, for the fix (``run records``).
 
     Raises:
-        pytest.UsageError: Naming the option, the directory, the reason and the fix.
+        ConfigError: Naming the option, the directory, the reason and the fix.
     """
     problem = None
     if directory.exists() and not directory.is_dir():
@@ -35,14 +35,14 @@ def check_writable_dir(directory: Path, option: str, what: str) -> None:
         except OSError as exc:
             problem = f"cannot be written ({exc.strerror or exc})"
     if problem is not None:
-        raise pytest.UsageError(f"{option}={str(directory)!r} {problem}; give a writable directory for {what}")
+        raise ConfigError(f"{option}={str(directory)!r} {problem}; give a writable directory for {what}")
 
 
 def check_out_dir(out_dir: Path) -> None:
     """Refuse an out-dir that is a file or cannot be written, before any case runs.
 
     Raises:
-        pytest.UsageError: Naming the directory and the fix.
+        ConfigError: Naming the directory and the fix.
     """
     check_writable_dir(out_dir, "--groundeval-out-dir", "run records")
 
@@ -51,7 +51,7 @@ def check_cache_dir(cache_dir: Path | None) -> None:
     """Refuse a ``--groundeval-cache`` that is a file or cannot be written, before any agent call.
 
     Raises:
-        pytest.UsageError: Naming the directory and the fix.
+        ConfigError: Naming the directory and the fix.
     """
     if cache_dir is not None:
         check_writable_dir(cache_dir, "--groundeval-cache", "the response cache")
@@ -64,7 +64,7 @@ def check_data_dir_task(task: Any, data_dir: Path) -> None:
     costs one JSON parse.
 
     Raises:
-        pytest.UsageError: No file is this task's and the first is another task's; the message
+        ConfigError: No file is this task's and the first is another task's; the message
             names the directory, the other task and the fix.
     """
     from groundeval.datasets import load_json
@@ -87,7 +87,7 @@ def check_data_dir_task(task: Any, data_dir: Path) -> None:
         if first_other is None:
             first_other = wrong_task_error(data, path, task.name)
     if first_other is not None:
-        raise pytest.UsageError(
+        raise ConfigError(
             f"the data directory {str(data_dir)!r}: none of its {len(files)} case files is a case of the "
             f"{task.name} task; "
             f"{first_other.problem}"
