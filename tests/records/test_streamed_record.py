@@ -121,3 +121,14 @@ def test_the_record_written_from_the_partial_file_is_pydantics_text(whole_run: R
     assert not writer.partial.exists()
     empty = whole_run.model_copy(update={"cases": []})
     assert "".join(stream_record(empty, lambda c: c)) == empty.model_dump_json(indent=2) + "\n"
+
+
+def test_the_long_lists_are_streamed_entry_by_entry(whole_run: RunRecord) -> None:
+    """No piece of the streamed text holds a whole per-case list: cases, fixtures and ``trials.per_case`` come an entry at a time."""
+    assert whole_run.aggregate.trials is not None and len(whole_run.aggregate.trials.per_case) > 2
+    assert len(whole_run.fixtures) > 2
+    pieces = list(stream_record(whole_run, lambda c: c))
+    assert "".join(pieces) == whole_run.model_dump_json(indent=2) + "\n"
+    longest = max(pieces, key=len)
+    assert '"per_case": [\n' not in longest and '"fixtures": [\n' not in longest and '"cases": [\n' not in longest
+    assert len(longest) < len(whole_run.model_dump_json(indent=2)) // 4
