@@ -32,6 +32,10 @@ __all__ = ["ReportTrim", "forget_finished"]
 _OURS = "groundeval/"
 _NO_KEYWORDS: dict[str, Any] = {}
 """The ``keywords`` of every logged groundeval report (never changed)."""
+_NO_PROPERTIES: list[tuple[str, object]] = []
+"""The ``user_properties`` of every logged groundeval report (never changed: read by junit before this plugin)."""
+_NO_SECTIONS: list[tuple[str, str]] = []
+"""The ``sections`` of every logged groundeval report that captured nothing (never changed)."""
 _NO_MATCHES: set[str] = set()
 """The ``extra_keyword_matches`` of every finished groundeval item that had none (never changed)."""
 _NO_META: dict[str, Any] = {}
@@ -91,7 +95,9 @@ class ReportTrim:
         """
         if not report.nodeid.startswith(_OURS):
             return
-        report.user_properties = []  # each report holds its own copy (pytest copies the item's list)
+        report.user_properties = _NO_PROPERTIES  # each report holds its own copy (pytest copies the item's list)
+        if not report.sections:
+            report.sections = _NO_SECTIONS  # a list per report, empty for most
         report.keywords = _NO_KEYWORDS  # a dict per report (about 0.2 KB); nothing reads it once logged
         if report.when in ("setup", "teardown") and report.passed and not report.sections:
             terminal = self.config.pluginmanager.get_plugin("terminalreporter")

@@ -305,7 +305,8 @@ def _groups(records: Iterable[CaseRecord]) -> dict[str, list[CaseRecord]]:
     groups: dict[str, list[CaseRecord]] = defaultdict(list)
     for rec in records:
         groups[rec.case_id].append(rec)
-    return {k: sorted(v, key=lambda r: r.trial) for k, v in groups.items()}
+    # one trial: the list as it is (a sorted copy per case is a list more per case at the run's end)
+    return {k: v if len(v) == 1 else sorted(v, key=lambda r: r.trial) for k, v in groups.items()}
 
 
 def _verdict(passes: int, counted: int, min_pass_rate: float | None) -> bool | None:
