@@ -30,6 +30,11 @@ def pytest_terminal_summary(terminalreporter):
     held = sum(len(item.user_properties) for item in HELD)
     words = sum(len(getattr(r, "keywords", {})) for kept in terminalreporter.stats.values() for r in kept)
     terminalreporter.write_line(f"HELD {len(terminalreporter.stats.get('', []))} reports {held} properties {words} keywords")
+    ours = [item for item in HELD if item.nodeid.startswith("groundeval/")]
+    stash = sum(len(item.stash._storage) for item in ours)
+    meta = sum(len(item.case.meta) for item in ours)
+    paths = sum(str(p).endswith(".json") for p in ours[0].session._bestrelpathcache) if ours else -1
+    terminalreporter.write_line(f"ITEMS {len(ours)} stash {stash} meta {meta} paths {paths}")
 '''
 
 _RUN_SPECIFIC = [
@@ -38,6 +43,7 @@ _RUN_SPECIFIC = [
     (re.compile(r'(name="(?:latency_s|started_at)" value=")[^"]*"'), r'\1X"'),
     (re.compile(r"in \d+\.\d+s"), "in Ns"),
     (re.compile(r"HELD \d+ reports \d+ properties \d+ keywords"), "HELD"),
+    (re.compile(r"ITEMS \d+ stash \d+ meta \d+ paths -?\d+"), "ITEMS"),
     (re.compile(r"(run record: )\S+"), r"\1X"),
     (re.compile(r"(trimmed|kept)\.xml"), "X.xml"),
 ]
@@ -58,6 +64,11 @@ def test_trimmed_reports_change_no_output(pytester: pytest.Pytester, eval_dir: P
     assert "HELD 0 reports 0 properties 0 keywords" in trimmed.stdout.str()  # the plugin did drop them
     held = re.search(r"HELD (\d+) reports (\d+) properties (\d+) keywords", kept.stdout.str())
     assert held is not None and int(held.group(1)) >= 5 and int(held.group(2)) > 0 and int(held.group(3)) > 0
+    # a finished item keeps no stash entry, case meta or relative-path cache entry for its case file
+    items = re.search(r"ITEMS (\d+) stash (\d+) meta (\d+) paths (\d+)", trimmed.stdout.str())
+    assert items is not None and int(items.group(1)) >= 5 and items.groups()[1:] == ("0", "0", "0")
+    before = re.search(r"ITEMS (\d+) stash (\d+) meta (\d+) paths (\d+)", kept.stdout.str())
+    assert before is not None and all(int(n) > 0 for n in before.groups())
     assert _normal(trimmed.stdout.str()) == _normal(kept.stdout.str())
     junit = [_normal((pytester.path / f"{name}.xml").read_text()) for name in ("trimmed", "kept")]
     assert junit[0] == junit[1] and "<property " in junit[0]

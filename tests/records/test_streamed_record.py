@@ -121,3 +121,58 @@ def test_the_record_written_from_the_partial_file_is_pydantics_text(whole_run: R
     assert not writer.partial.exists()
     empty = whole_run.model_copy(update={"cases": []})
     assert "".join(stream_record(empty, lambda c: c)) == empty.model_dump_json(indent=2) + "\n"
+
+
+def test_the_long_lists_are_streamed_entry_by_entry(whole_run: RunRecord) -> None:
+    """No piece of the streamed text holds a whole per-case list: cases, fixtures and ``trials.per_case`` come an entry at a time."""
+    assert whole_run.aggregate.trials is not None and len(whole_run.aggregate.trials.per_case) > 2
+    assert len(whole_run.fixtures) > 2
+    pieces = list(stream_record(whole_run, lambda c: c))
+    assert "".join(pieces) == whole_run.model_dump_json(indent=2) + "\n"
+    longest = max(pieces, key=len)
+    assert '"per_case": [\n' not in longest and '"fixtures": [\n' not in longest and '"cases": [\n' not in longest
+    assert len(longest) < len(whole_run.model_dump_json(indent=2)) // 4
+
+
+def _intervals_from_value_lists(records: list[Any], figures: list[str]) -> dict[str, Any]:
+    """The intervals as they were computed before the compact columns: every case's values per dimension, in lists."""
+    from collections import defaultdict
+
+    from groundeval.records.dimensions import dimension_values, figure_dimension
+    from groundeval.records.trial_stats import _groups, cluster_interval, proportion_interval
+
+    per_case: list[dict[str, list[float]]] = []
+    for trials in _groups(records).values():
+        dims: dict[str, list[float]] = defaultdict(list)
+        for rec in trials:
+            for name, value in dimension_values(rec).items():
+                dims[name].append(value)
+        per_case.append(dims)
+    out: dict[str, Any] = {}
+    for figure in figures:
+        dim = figure_dimension(figure)
+        values = [d[dim] for d in per_case if dim is not None and d.get(dim)]
+        if not values:
+            continue
+        pooled = sum(map(sum, values)) / sum(map(len, values))
+        if all(v in (0.0, 1.0) for vs in values for v in vs):
+            interval = proportion_interval(pooled, len(values))
+        else:
+            interval = cluster_interval([sum(vs) for vs in values], [len(vs) for vs in values])
+            if interval is not None and interval.method == "exact":
+                bounded = all(0.0 <= v <= 1.0 for vs in values for v in vs)
+                interval = proportion_interval(pooled, len(values)) if bounded else None
+        if interval is not None:
+            out[figure] = interval
+    return out
+
+
+def test_the_intervals_from_compact_columns_equal_those_from_every_value(whole_run: RunRecord) -> None:
+    """``trial_stats`` keeps a sum and a count per case and dimension, not the values: the intervals are the same."""
+    from groundeval.records.trial_stats import _groups, _intervals
+
+    originals = [light_copy(c) for c in whole_run.cases if not is_twin(c)]
+    figures = ["pass_rate", "answer_rate", *(k for k, v in whole_run.aggregate.metrics.items() if isinstance(v, float))]
+    compact = _intervals(_groups(originals), figures)
+    assert {iv.method for iv in compact.values()} >= {"wilson", "bootstrap-bca"}  # both rules are exercised
+    assert compact == _intervals_from_value_lists(originals, figures)

@@ -11,22 +11,61 @@ A passed setup or teardown report without captured output (two a case, about 1.5
 their keywords) is dropped from the terminal reporter's list of such reports, which pytest reads
 only to show teardown output in a FAILURES block. Each report's ``keywords`` (a dict of the item's
 keywords, read by plugins as the report is logged, never by pytest's summaries or junit) becomes one
-shared empty dict. Groundeval's own items only; the outputs are the
-same (tests/plugin/test_report_trim.py).
+shared empty dict. Once an item's protocol is over, ``forget_finished`` drops what the item itself
+holds that nothing reads again (its stash entries, its case's ``meta``, pytest's cached relative
+path of its case file). Groundeval's own items only; the outputs are the same
+(tests/plugin/test_report_trim.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["ReportTrim"]
+__all__ = ["ReportTrim", "forget_finished"]
 
 _OURS = "groundeval/"
 _NO_KEYWORDS: dict[str, Any] = {}
 """The ``keywords`` of every logged groundeval report (never changed)."""
+_NO_PROPERTIES: list[tuple[str, object]] = []
+"""The ``user_properties`` of every logged groundeval report (never changed: read by junit before this plugin)."""
+_NO_SECTIONS: list[tuple[str, str]] = []
+"""The ``sections`` of every logged groundeval report that captured nothing (never changed)."""
+_NO_MATCHES: set[str] = set()
+"""The ``extra_keyword_matches`` of every finished groundeval item that had none (never changed)."""
+_NO_META: dict[str, Any] = {}
+"""The case ``meta`` of every finished groundeval item (never changed)."""
+
+
+def forget_finished(item: pytest.Item) -> None:
+    """Drop what a groundeval item holds once its reports are logged, and that nothing reads again.
+
+    pytest keeps every item to the end of the session (about 2.9 KB each at collection). Once the
+    item's protocol is over: its stash's entries (pytest's skipping plugin leaves its marks' results
+    there; nothing reads them after the teardown), an empty ``extra_keyword_matches`` becomes one
+    shared empty set (read only by ``-k`` at collection), the case's ``meta`` (read when the case
+    runs and when it is collected) one shared empty dict, and the session's cache of the case
+    file's path relative to the root dir (each case file is its own entry, read once to make the
+    item's ``location``, which the item keeps).
+    """
+    storage = getattr(item.stash, "_storage", None)  # pytest's Stash has no public clear()
+    if isinstance(storage, dict):
+        storage.clear()
+    if not item.extra_keyword_matches:
+        item.extra_keyword_matches = _NO_MATCHES
+    case = getattr(item, "case", None)
+    source = getattr(case, "source", None)
+    if isinstance(source, Path):
+        cache = getattr(item.session, "_bestrelpathcache", None)  # pytest's; no public accessor
+        if isinstance(cache, dict):
+            cache.pop(Path(os.path.abspath(source)), None)
+    if case is not None and getattr(case, "meta", None):
+        item.case = dataclasses.replace(case, meta=_NO_META)  # type: ignore[attr-defined]
 
 
 class ReportTrim:
@@ -40,6 +79,7 @@ class ReportTrim:
         finally:
             if item.nodeid.startswith(_OURS):
                 item.user_properties.clear()
+                forget_finished(item)
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -55,7 +95,9 @@ class ReportTrim:
         """
         if not report.nodeid.startswith(_OURS):
             return
-        report.user_properties = []  # each report holds its own copy (pytest copies the item's list)
+        report.user_properties = _NO_PROPERTIES  # each report holds its own copy (pytest copies the item's list)
+        if not report.sections:
+            report.sections = _NO_SECTIONS  # a list per report, empty for most
         report.keywords = _NO_KEYWORDS  # a dict per report (about 0.2 KB); nothing reads it once logged
         if report.when in ("setup", "teardown") and report.passed and not report.sections:
             terminal = self.config.pluginmanager.get_plugin("terminalreporter")

@@ -93,7 +93,7 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
     complete = not missing and bool(gs.selected or not gs.collection_errors)
     model = gs.info.model or next((c.model for c in cases if c.model), None)
     facts = getattr(gs.task, "run_facts", None)
-    return RunRecord(
+    record = RunRecord(
         run_id=gs.info.run_id, task=gs.info.task, agent=clean_text(gs.info.agent),
         model=clean_text(model) if model else None,
         started_at=gs.started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
@@ -102,7 +102,6 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         settings=run_settings(gs),
         task_facts=dict(facts() if callable(facts) else facts or {}),
         packages=package_versions(), data_dir=str(gs.settings.data_dir),
-        fixtures=fixtures_of(cases),
         collection_errors=list(gs.collection_errors.values()),
         dropped_calls=gs.discarded_calls,
         peak_in_flight=gs.peak_in_flight,
@@ -112,6 +111,8 @@ def build_record(gs: RunState, exit_status: int | None = None) -> RunRecord:
         aggregate=summarize(gs.task, cases, selected=len(gs.selected) or len(cases),
                             min_pass_rate=gs.settings.min_pass_rate),
     )
+    # set after validation: validating a list of str dicts copies every dict (one a case)
+    return record.model_copy(update={"fixtures": fixtures_of(cases)})
 
 
 def run_settings(gs: RunState) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from itertools import islice
 
 from groundeval.records.run_record import CaseRecord
 from groundeval.scoring import Metric
@@ -61,18 +62,19 @@ def grounding_text(counted: Sequence[CaseRecord]) -> str:
 
     Empty when no counted case carries grounding details.
     """
-    reasoned = [(r, r.details.get("reasoned_not_looked_up") or []) for r in counted]
-    missed = [(r, r.details.get("missed_lookups") or []) for r in counted]
     if not any("tool_errors" in r.metrics for r in counted):
         return ""
+    # only the cases that have labels: a list entry per counted case was a transient of 0.3 KB a case
+    reasoned = [(r, labels) for r in counted if (labels := r.details.get("reasoned_not_looked_up"))]
+    missed = [(r, labels) for r in counted if (labels := r.details.get("missed_lookups"))]
 
     def named(pairs: list[tuple[CaseRecord, list[str]]]) -> str:
-        shown = [f"{r.case_id}: {'; '.join(map(str, labels))}" for r, labels in pairs if labels][:MAX_NAMED]
-        more = sum(bool(labels) for _, labels in pairs) - len(shown)
+        shown = [f"{r.case_id}: {'; '.join(map(str, labels))}" for r, labels in islice(pairs, MAX_NAMED)]
+        more = len(pairs) - len(shown)
         return " | ".join(shown) + (f" | and {more} more case(s)" if more else "")
 
-    items, cases = sum(len(x) for _, x in reasoned), sum(bool(x) for _, x in reasoned)
-    lookups, lcases = sum(len(x) for _, x in missed), sum(bool(x) for _, x in missed)
+    items, cases = sum(len(x) for _, x in reasoned), len(reasoned)
+    lookups, lcases = sum(len(x) for _, x in missed), len(missed)
     parts = [f"{items} answer item(s) in {cases} case(s) reasoned, not looked up"
              + (f" ({named(reasoned)})" if items else ""),
              f"{lookups} required lookup(s) missed in {lcases} case(s)" + (f" ({named(missed)})" if lookups else "")]

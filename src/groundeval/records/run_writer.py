@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from pydantic import TypeAdapter
 
 from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.records.write_errors import append_whole, named, replace_whole_from
@@ -28,8 +31,6 @@ __all__ = ["PARTIAL_HEADER_KEY", "RunWriter", "stream_record"]
 
 PARTIAL_HEADER_KEY = "groundeval_partial"
 """The key of the partial file's first line (its value is the header's version, 1)."""
-
-_CASES_EMPTY = '\n  "cases": [],\n'
 
 
 class RunWriter:
@@ -132,27 +133,61 @@ class RunWriter:
 def stream_record(record: RunRecord, whole: Callable[[CaseRecord], CaseRecord]) -> Iterator[str]:
     """The text of ``record.model_dump_json(indent=2)`` plus a newline, in pieces, each case as ``whole(case)``.
 
-    The record without its cases is dumped once and each case is dumped alone and indented to its
-    place in the ``cases`` list, which is the text pydantic writes for the whole record (JSON
-    strings hold no raw newline, so indenting by lines is exact).
+    The record without its long lists (``cases``, ``fixtures`` and the aggregate's
+    ``trials.per_case``: each has an entry per case) is dumped once, and each entry is dumped alone
+    and indented to its place in its list, which is the text pydantic writes for the whole record
+    (JSON strings hold no raw newline, so indenting by lines is exact). So the text in memory at
+    once is the record's short part and one entry, whatever the number of cases.
     """
-    head = record.model_copy(update={"cases": []}).model_dump_json(indent=2)
-    if not record.cases:
-        yield head + "\n"
+    trials = record.aggregate.trials
+    lists: list[tuple[str, int, Iterable[str]]] = [
+        ("fixtures", 2, (_dump_fixture(f) for f in record.fixtures)),
+        ("cases", 2, (whole(c).model_dump_json(indent=2) for c in record.cases)),
+    ]
+    short = record.model_copy(update={"cases": [], "fixtures": []})
+    if trials is not None:
+        lists.append(("per_case", 6, (c.model_dump_json(indent=2) for c in trials.per_case)))
+        short = short.model_copy(update={"aggregate": record.aggregate.model_copy(
+            update={"trials": trials.model_copy(update={"per_case": []})})})
+    head = short.model_dump_json(indent=2)
+    del short
+    places = [(head.find(_empty_list(name, pad)), name, pad, entries) for name, pad, entries in lists]
+    if any(at < 0 or head.count(_empty_list(name, pad)) != 1 for at, name, pad, _ in places):  # pragma: no cover
+        # pydantic changed its layout: the whole text at once
+        whole_cases = record.model_copy(update={"cases": [whole(c) for c in record.cases]})
+        yield whole_cases.model_dump_json(indent=2) + "\n"
         return
-    # the text without cases holds the aggregate's per-case trials and the fixtures (about 20 MB at
-    # 50,000 cases): kept once, as its two halves, and yielded without joining them to more text
-    before, found, after = head.partition(_CASES_EMPTY)
-    del head
-    if not found:  # pragma: no cover - pydantic changed its layout: fall back to the whole text
-        yield record.model_copy(update={"cases": [whole(c) for c in record.cases]}).model_dump_json(indent=2) + "\n"
-        return
-    yield before
-    del before
-    yield '\n  "cases": ['
-    for i, case in enumerate(record.cases):
-        text = whole(case).model_dump_json(indent=2)
-        yield ("," if i else "") + "\n    " + text.replace("\n", "\n    ")
-    yield "\n  ],\n"
-    yield after
+    done = 0
+    for at, name, pad, entries in sorted(places, key=lambda place: place[0]):
+        yield head[done:at]
+        yield from _list_text(name, pad, entries)
+        done = at + len(_empty_list(name, pad))
+    yield head[done:]
     yield "\n"
+
+
+def _empty_list(name: str, pad: int) -> str:
+    """The text pydantic's ``indent=2`` gives an empty list field ``name`` at ``pad`` spaces."""
+    return f'\n{" " * pad}"{name}": []'
+
+
+def _list_text(name: str, pad: int, entries: Iterable[str]) -> Iterator[str]:
+    """The list field ``name`` at ``pad`` spaces, each entry (its own ``indent=2`` text) indented to its place."""
+    inner = "\n" + " " * (pad + 2)
+    some = False
+    for i, text in enumerate(entries):
+        if not i:
+            yield f'\n{" " * pad}"{name}": ['
+        some = True
+        yield ("," if i else "") + inner + text.replace("\n", inner)
+    yield f'\n{" " * pad}]' if some else _empty_list(name, pad)
+
+
+@cache
+def _fixture_adapter() -> TypeAdapter[dict[str, str]]:
+    return TypeAdapter(dict[str, str])
+
+
+def _dump_fixture(fixture: dict[str, str]) -> str:
+    """One ``RunRecord.fixtures`` entry as pydantic writes it inside the record (``indent=2``)."""
+    return _fixture_adapter().dump_json(fixture, indent=2).decode()
