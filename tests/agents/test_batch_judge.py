@@ -52,7 +52,7 @@ def test_a_judge_on_the_agents_batch_api_asks_in_the_agents_batches(api_key: str
         batcher.close()
     assert all(isinstance(v, Verdict) and v.met and v.evidence == "asthma" for v in out.values()) and len(out) == 4
     assert len(fake.created) == 1  # one batch: the four judge calls, sent together
-    batch_id, requests = fake.created[0]
+    _, requests = fake.created[0]
     assert len(requests) == 4 and all(r["max_tokens"] == JUDGE_MAX_TOKENS for r in requests.values())
     assert all(v.usage.get("input_tokens") is not None for v in out.values() if isinstance(v, Verdict))
 
