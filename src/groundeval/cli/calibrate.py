@@ -7,12 +7,14 @@ Examples::
     uv run groundeval calibrate --task summary --judge anthropic/claude-sonnet-5-5 --labels ours.jsonl -o sonnet.json
     uv run groundeval calibrate --task summary --judge baseline      # smoke test on the code-made control set
 
-With ``--labels`` (the documented JSONL, ``groundeval.tasks.summary.labels``) the whole scorer,
+With ``--labels`` (the documented JSONL, ``groundeval.scorers.labels``) the whole scorer,
 rules and judge, is measured against the reference labeller; that card is the only kind a run
 gates on. Without it the judge alone is measured on a control set made by code from the task's
 cases (``groundeval.tasks.summary.calibration``): a smoke test whose card says so, and which a run
 never presents as calibration. Every verdict of a model judge is one model call (``--limit``
-bounds the control set's cases).
+bounds the control set's cases); up to ``--concurrency`` calls are in flight at once (the
+executor's score stage, ``groundeval.execution.score_stage``; default as a run's,
+``execution.DEFAULT_CONCURRENCY``), and the card is the same as asked one after another.
 """
 
 from __future__ import annotations
@@ -39,6 +41,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _calls(text: str) -> int:
+    """``--concurrency``: a whole number of judge calls in flight at once, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of calls") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} calls in flight ask nothing; give 1 or more (1: one at a time)")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groundeval calibrate", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--task", default="summary", choices=["summary"], help="the judged task (summary)")
@@ -52,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-words", type=_positive, default=None, help="the scorer's word limit (a run's default)")
     parser.add_argument("--min-rubric-score", type=float, default=None,
                         help="the rubric score a passing case reaches (a run's default)")
+    parser.add_argument("--concurrency", type=_calls, default=None,
+                        help="judge calls in flight at once (default: 4, as a run's --groundeval-concurrency)")
     parser.add_argument("-o", "--output", type=Path, default=None, help="write the judge card here (JSON)")
     return parser
 
@@ -71,9 +86,12 @@ def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     from groundeval.clinical.lab_thresholds import default_thresholds
     from groundeval.datasets import default_data_dir
+    from groundeval.execution import DEFAULT_CONCURRENCY
+    from groundeval.execution.score_stage import ScoreStage
+    from groundeval.scorers.judge_card import write_card
+    from groundeval.scorers.judge_card_text import card_lines
     from groundeval.tasks.summary.calibration import calibrate
-    from groundeval.tasks.summary.card import calibrate_labels, write_card
-    from groundeval.tasks.summary.card_text import card_lines
+    from groundeval.tasks.summary.card import calibrate_labels
     from groundeval.tasks.summary.cases import read_case
     from groundeval.tasks.summary.judge import make_judge
     from groundeval.tasks.summary.label_calibration import load_cases
@@ -89,6 +107,7 @@ def main(argv: Sequence[str]) -> int:
 
     server_logs.use_directory(args.output.resolve().parent if args.output is not None else None)
     judge = None
+    stage = ScoreStage(args.concurrency or DEFAULT_CONCURRENCY)
     try:
         judge = make_judge(args.judge)
         if args.labels is not None:
@@ -98,20 +117,21 @@ def main(argv: Sequence[str]) -> int:
                 judge, labels, load_cases(labels.case_ids, data_dir),
                 max_words=args.max_words or words,
                 min_rubric_score=score if args.min_rubric_score is None else args.min_rubric_score,
-                reference_labeller=args.reference_labeller)
+                reference_labeller=args.reference_labeller, stage=stage)
         else:
             files = [p for p in sorted(data_dir.glob("*.json")) if not p.name.startswith("MANIFEST")][: args.limit]
             cases = []
             for path in files:
                 case = read_case(path)
                 cases.append((case.case_id, summary_rubric(case.data, default_thresholds(), str(path))["criteria"]))
-            card = calibrate(judge, cases)
+            card = calibrate(judge, cases, stage=stage)
     except GroundevalError as exc:
         hint = "" if args.judge.strip() == "baseline" else (
             "\n(to calibrate offline, with no key: groundeval calibrate --task summary --judge baseline)")
         print(f"ERROR: {exc}{hint}", file=sys.stderr)
         return 2
     finally:
+        stage.close()
         close = getattr(judge, "close", None)
         if callable(close):  # a local/<gguf> judge stops its llama.cpp server
             close()

@@ -147,7 +147,7 @@ def assemble(settings: Settings, role: Role, show: Callable[[str], None] | None 
             if settings.batch is not None and parts.agent is not None:
                 from groundeval.run.batch_mode import start_batches
 
-                parts.batcher = start_batches(parts.agent, settings.agent, settings.batch, show)
+                parts.batcher = start_batches(parts.agent, settings.agent, settings.batch, show, task)
     except ConfigError as exc:
         raise ConfigError(for_task(str(exc), settings.task)) from None
     if parts.agent is not None:

@@ -2,7 +2,10 @@
 
 The run's part is small: refuse what batch mode cannot serve (several processes, an agent
 that declares no provider model), hand the agent's model a ``models.batch.Batcher``, pass a
-batch's progress on while it is out, and summarise the batches at the end. The batching itself is
+batch's progress on while it is out, and summarise the batches at the end. A model-graded task's
+judge model (``scorers.model_graded.ModelGrader``) on the agent's batch API shares that batcher
+(``batch_judge``): the executor's score stage asks a case's judge questions from its own threads,
+so they fill batches beside the agent's requests. The batching itself is
 the model layer's (``models.batch``) and the calls are made by the batch executor
 (``execution.batch``), so that a batch fills with the requests of the cases this process runs
 next while each item still reports on its own, in collection order.
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
     from groundeval.models.provider import ProviderModel
     from groundeval.records.run_record import CaseRecord
 
-__all__ = ["NO_XDIST", "batch_lines", "provider_model", "start_batches"]
+__all__ = ["NO_XDIST", "batch_judge", "batch_lines", "judge_model", "provider_model", "start_batches"]
 
 NO_XDIST = (
     "--groundeval-batch runs in one process: the provider runs each batch in parallel already, and workers "
@@ -50,16 +53,59 @@ def provider_model(agent: Any, spec: str) -> ProviderModel[Any]:
     return model
 
 
+def judge_model(task: Any) -> Any | None:
+    """The model a task's judge asks: its scorer's ``ModelGrader`` (or its judge's), through a task wrapper.
+
+    None for a task with no model judge (a rule-based judge, a task that grades by rule).
+    """
+    from groundeval.scorers.model_graded import ModelGrader
+
+    scorer = getattr(getattr(task, "inner", task), "scorer", None)
+    for holder in (scorer, getattr(scorer, "judge", None)):
+        grader = getattr(holder, "grader", None)
+        if isinstance(grader, ModelGrader):
+            return grader.model
+    return None
+
+
+def batch_judge(task: Any, batcher: Batcher) -> bool:
+    """Send the task's judge calls through ``batcher`` too when its judge's model is on the same batch API.
+
+    The same API is the same provider class at the same endpoint (``base_url`` of an
+    OpenAI-compatible server): the batcher's requests go out over the agent's client. A judge
+    on another provider or endpoint, or whose model has no batch API (``local/<gguf>``), is
+    called directly, as without ``--groundeval-batch``.
+
+    Returns:
+        True when the judge's calls now go in batches.
+    """
+    from groundeval.models.provider import ProviderModel
+
+    model = judge_model(task)
+    agent_model = getattr(batcher.api, "model", None)
+    if not isinstance(model, ProviderModel):
+        return False
+    judge: ProviderModel[Any] = model
+    if judge.batcher is not None or judge.batch_api_class is None:
+        return False
+    if type(model) is not type(agent_model) or getattr(judge, "base_url", None) != getattr(
+            agent_model, "base_url", None):
+        return False
+    judge.use_batches(batcher)
+    return True
+
+
 def start_batches(
-    agent: Any, spec: str, settings: BatchSettings, show: Callable[[str], None] | None = None,
+    agent: Any, spec: str, settings: BatchSettings, show: Callable[[str], None] | None = None, task: Any = None,
 ) -> Batcher:
-    """Put the agent's model in batch mode.
+    """Put the agent's model in batch mode, and ``task``'s judge model when it can share it (``batch_judge``).
 
     Args:
         agent: The agent, built and wrapped.
         spec: The agent spec as given (for the message).
         settings: The batch knobs (``--groundeval-batch-*``).
         show: Called with a line while a batch is out (``waiting for ...``: the status line), or None.
+        task: The run's task, whose model judge joins the batches (``batch_judge``), or None.
 
     Raises:
         ConfigError: See ``provider_model``; or the provider has no batch API.
@@ -75,6 +121,8 @@ def start_batches(
 
     batcher = Batcher(model.batch_api(), settings, progress=progress, stopped=throttle.calls_stopped)
     model.use_batches(batcher)
+    if task is not None:
+        batch_judge(task, batcher)
     return batcher
 
 

@@ -27,23 +27,24 @@ one directly. The text is groundeval's own, in the phrasing its rules expect, so
 on it is circular: its card says ``calibration_set.kind: generated`` and a run shows the judge as
 ``judge calibrated on generated text only`` (not gated), never as calibrated.
 
-**Figures** (``scorers.agreement``): agreement, sensitivity and specificity (Wilson intervals) and Cohen's
-kappa (scikit-learn, percentile bootstrap interval), each with n, and the reason when there is no
-interval.
+**Figures** (``scorers.calibration.measure_judge``, ``scorers.agreement``): agreement, sensitivity and
+specificity (Wilson intervals) and Cohen's kappa (scikit-learn, percentile bootstrap interval),
+each with n, and the reason when there is no interval.
 
-**Judge card**: ``card`` (what a card holds, how a run reads it).
+**Judge card**: ``scorers.judge_card`` (what a card holds, how a run reads it).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from groundeval.scorers.agreement import binary_figures
-from groundeval.tasks.summary.card import headline, pins
-from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge
+from groundeval.scorers.calibration import Known, measure_judge
+from groundeval.scorers.judge_card import headline, pins
+from groundeval.scorers.model_graded import GradeStage
+from groundeval.tasks.summary.judge import Judge, question
 from groundeval.tasks.summary.truth import CRITERION_TYPES
 
 __all__ = [
@@ -231,8 +232,13 @@ def control_set(cases: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> lis
     return items
 
 
-def measure(items: Sequence[ControlItem], judge: Judge) -> JSON:
-    """Ask ``judge`` every control item and compare with the right answers.
+def measure(items: Sequence[ControlItem], judge: Judge, *, stage: GradeStage | None = None) -> JSON:
+    """Ask ``judge`` every control item and compare with the right answers (``scorers.calibration.measure_judge``).
+
+    Args:
+        items: The control items (``control_set``).
+        judge: The judge to measure.
+        stage: Asks the judge's questions (default: one after another; the figures are the same).
 
     Returns:
         ``{"overall": figures, "by_type": {type: figures}, "by_variant": {variant: figures},
@@ -242,23 +248,14 @@ def measure(items: Sequence[ControlItem], judge: Judge) -> JSON:
     Raises:
         JudgeError: The judge's model failed (calibration stops: a card needs every call).
     """
-    pairs: list[tuple[ControlItem, bool]] = []
-    no_verdict = 0
+    known = []
     for i, item in enumerate(items):
         label = f"calibration/{item.case_id}/{item.variant}/{item.criterion['id']}#{i}"
-        verdict = judge.decide(item.criterion, item.summary, label=label)
-        unjudged = verdict.flag in NO_VERDICT_FLAGS
-        no_verdict += unjudged
-        pairs.append((item, (not item.expected) if unjudged else verdict.met))
-    by_type = {t: binary_figures([(it.expected, met) for it, met in pairs if it.criterion["type"] == t])
-               for t in CRITERION_TYPES if any(it.criterion["type"] == t for it, _ in pairs)}
-    by_variant = {v: binary_figures([(it.expected, met) for it, met in pairs if it.variant == v])
-                  for v in ("faithful", *CORRUPTIONS) if any(it.variant == v for it, _ in pairs)}
-    wrong = [{"case_id": it.case_id, "variant": it.variant, "criterion": it.criterion["id"], "expected": it.expected}
-             for it, met in pairs if met != it.expected]
-    return {"overall": binary_figures([(it.expected, met) for it, met in pairs]), "by_type": by_type,
-            "by_variant": by_variant, "judge_no_verdict": no_verdict, "wrong": len(wrong),
-            "disagreements": wrong[:20]}
+        asked = question(judge, item.criterion, item.summary, label=label)
+        known.append(Known(replace(asked, key=label), item.expected,
+                           {"by_type": item.criterion["type"], "by_variant": item.variant},
+                           {"case_id": item.case_id, "variant": item.variant, "criterion": item.criterion["id"]}))
+    return measure_judge(known, {"by_type": CRITERION_TYPES, "by_variant": ("faithful", *CORRUPTIONS)}, stage=stage)
 
 
 GENERATED_NOTE = ("code-made control set: summaries rendered by groundeval's own code from the rubric; a smoke "
@@ -266,7 +263,7 @@ GENERATED_NOTE = ("code-made control set: summaries rendered by groundeval's own
 
 
 def calibrate(judge: Judge, cases: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], *,
-              date: str | None = None) -> JSON:
+              date: str | None = None, stage: GradeStage | None = None) -> JSON:
     """A smoke-test card: ``measure`` over the code-made ``control_set(cases)``.
 
     The card's ``calibration_set`` is ``{"kind": "generated", ...}``: a run never gates on it and
@@ -276,9 +273,10 @@ def calibrate(judge: Judge, cases: Sequence[tuple[str, Sequence[Mapping[str, Any
         judge: The judge to measure.
         cases: ``(case_id, criteria)`` pairs.
         date: ISO date to record (default: today, UTC).
+        stage: Asks the judge's questions (default: one after another; the card is the same).
     """
     items = control_set(cases)
-    figures = measure(items, judge)
+    figures = measure(items, judge, stage=stage)
     return {
         **pins(judge, date),
         "calibration_set": {"kind": "generated", "note": GENERATED_NOTE, "cases": len(cases),

@@ -1,31 +1,36 @@
-"""The judge card: what a calibration measured, which set it was computed on, and how a run reads it.
+"""The summary judge's card: calibrated against people's labels, found among the packaged cards.
 
-A card is JSON (``write_card``/``read_card``) with the judge's spec, its model identity
-(``judge.judge_identity``: a GGUF's SHA-256, a provider's model id), settings and prompt SHA-256,
-the date, the set it was computed on (``calibration_set``: for human labels the file name,
-SHA-256, summaries, records and labellers; ``kind: generated`` for the code-made control set of
-``calibration``) and the figures, the overall kappa under ``kappa``. A run reads the card of its
-judge (same identity and prompt hash: ``matches``; ``find_card``) and shows the judged scores
-beside that kappa and set (``reliability_metrics``), or marks them ``judge not calibrated``,
-``judge calibrated on generated text only`` or ``judge unreliable``; only a card computed on
-people's labels whose kappas reach ``KAPPA_THRESHOLD`` leaves the verdicts gated.
+The card itself (format, matching, reliability wording) is generic: ``scorers.judge_card``. This
+module adds what is the summary task's: the card from human labels (``calibrate_labels``, the
+whole summary scorer measured by ``label_calibration``), where its packaged cards are
+(``default_card_dir``: ``fixtures/summary-judge-cards``) and its criterion types
+(``truth.CRITERION_TYPES``), by which reliability is judged per type.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from groundeval.datasets import default_data_dir
-from groundeval.errors import ConfigError
-from groundeval.scorers.agreement import interval_text
+from groundeval.scorers import judge_card
+from groundeval.scorers.judge_card import (
+    CARD_SCHEMA_VERSION,
+    KAPPA_THRESHOLD,
+    from_people,
+    headline,
+    matches,
+    pins,
+    read_card,
+    set_text,
+    write_card,
+)
+from groundeval.scorers.labels import LabelSet
+from groundeval.scorers.model_graded import GradeStage
 from groundeval.scoring import Metric
-from groundeval.tasks.summary.judge import Judge, judge_identity
+from groundeval.tasks.summary.judge import Judge
 from groundeval.tasks.summary.label_calibration import CaseTruth, measure_labels
-from groundeval.tasks.summary.labels import LabelSet
 from groundeval.tasks.summary.truth import CRITERION_TYPES
 
 __all__ = [
@@ -33,33 +38,12 @@ __all__ = [
     "headline", "matches", "pins", "read_card", "reliability_metrics", "set_text", "weak_types", "write_card",
 ]
 
-KAPPA_THRESHOLD = 0.6
-"""Below this Cohen's kappa a judge is ``judge unreliable``: "any kappa below 0.60 indicates
-inadequate agreement among the raters and little confidence should be placed in the study results"
-(McHugh ML, Interrater reliability: the kappa statistic, Biochem Med 2012;22(3):276-282,
-https://pmc.ncbi.nlm.nih.gov/articles/PMC3900052/)."""
-
-CARD_SCHEMA_VERSION = 2
-
 JSON = dict[str, Any]
-
-
-def pins(judge: Judge, date: str | None) -> JSON:
-    """What pins a card to its judge: schema, spec, model identity, prompt hash, settings, date."""
-    return {"schema_version": CARD_SCHEMA_VERSION, "judge": judge.spec, "judge_identity": judge_identity(judge),
-            "prompt_sha256": judge.prompt_sha256, "settings": judge.settings(),
-            "date": date or datetime.now(UTC).date().isoformat()}
-
-
-def headline(overall: Mapping[str, Any]) -> JSON:
-    """The card's headline: the overall kappa, its interval, n and the threshold."""
-    k = overall["kappa"]
-    return {"kappa": k["value"], "kappa_95ci": k["ci"], "n": overall["n"], "threshold": KAPPA_THRESHOLD}
 
 
 def calibrate_labels(judge: Judge, labels: LabelSet, cases: Mapping[str, CaseTruth], *, max_words: int,
                      min_rubric_score: float, reference_labeller: str | None = None,
-                     date: str | None = None) -> JSON:
+                     date: str | None = None, stage: GradeStage | None = None) -> JSON:
     """The judge card from human labels: the whole scorer measured (``label_calibration.measure_labels``).
 
     The headline ``kappa`` is the whole scorer's per-criterion kappa (rules and judge, as a run
@@ -71,15 +55,16 @@ def calibrate_labels(judge: Judge, labels: LabelSet, cases: Mapping[str, CaseTru
         cases: case id -> its case and rubric (``label_calibration.load_cases``).
         max_words: The scorer's word limit.
         min_rubric_score: The rubric score a passing case reaches.
-        reference_labeller: The reference labeller, or None for the default rule (``labels.reference``).
+        reference_labeller: The reference labeller, or None for the default rule (``scorers.labels.reference``).
         date: ISO date to record (default: today, UTC).
+        stage: Asks the judge's questions (default: one after another; the card is the same).
 
     Raises:
         DatasetError: See ``measure_labels``.
         JudgeError: The judge's model failed.
     """
     figures = measure_labels(labels, judge, cases, max_words=max_words, min_rubric_score=min_rubric_score,
-                             reference_labeller=reference_labeller)
+                             reference_labeller=reference_labeller, stage=stage)
     rule = f"labeller {reference_labeller}" if reference_labeller else "first labeller who is not the writer"
     return {
         **pins(judge, date),
@@ -89,160 +74,32 @@ def calibrate_labels(judge: Judge, labels: LabelSet, cases: Mapping[str, CaseTru
     }
 
 
-def set_text(card: Mapping[str, Any]) -> str:
-    """Which set a card was computed on, in one line (printed beside its kappa by every run).
-
-    ``labels.jsonl (SHA-256 1a2b3c4d5e6f; 100 summaries, 20 records; labellers a, b)`` for human
-    labels; ``generated control set (168 summaries by groundeval's code; not people's labels)`` else.
-    """
-    facts = card.get("calibration_set")
-    if isinstance(facts, Mapping) and facts.get("kind") == "human_labels":
-        return (f"{facts.get('file')} (SHA-256 {str(facts.get('sha256'))[:12]}; {facts.get('summaries')} summaries, "
-                f"{facts.get('records')} records; labellers {', '.join(map(str, facts.get('labellers') or []))})")
-    old = card.get("control_set") if not isinstance(facts, Mapping) else facts
-    count = old.get("summaries") if isinstance(old, Mapping) else None
-    return f"generated control set ({count or '?'} summaries by groundeval's code; not people's labels)"
-
-
-def from_people(card: Mapping[str, Any]) -> bool:
-    """True when the card was computed on human labels (``calibration_set.kind == "human_labels"``)."""
-    facts = card.get("calibration_set")
-    return isinstance(facts, Mapping) and facts.get("kind") == "human_labels"
-
-
 def default_card_dir() -> Path:
     """The packaged judge cards: ``fixtures/summary-judge-cards``."""
     return default_data_dir("summary-judge-cards")
 
 
-def write_card(card: Mapping[str, Any], path: Path) -> None:
-    """Write a card as JSON (one-space indent, UTF-8, final newline)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def read_card(path: Path) -> JSON:
-    """Read a card.
-
-    Raises:
-        ConfigError: Not readable, not JSON, or without ``judge``, ``prompt_sha256`` and ``kappa``.
-    """
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"judge card {path}: cannot be read as JSON ({exc}); write one with groundeval calibrate"
-        ) from exc
-    if not isinstance(card, dict) or not {"judge", "prompt_sha256", "kappa"} <= set(card):
-        raise ConfigError(f"judge card {path}: not a judge card (needs judge, prompt_sha256, kappa); "
-                          "write one with groundeval calibrate")
-    return card
-
-
-def matches(card: Mapping[str, Any], judge: Judge) -> bool:
-    """True when ``card`` is the judge's: same model identity (``judge.judge_identity``) and prompt SHA-256.
-
-    A card written before identities were recorded (schema 1) matches by the judge's spec.
-    """
-    if card.get("prompt_sha256") != judge.prompt_sha256:
-        return False
-    if "judge_identity" in card:
-        return bool(card["judge_identity"] == judge_identity(judge))
-    return bool(card.get("judge") == judge.spec)
-
-
 def find_card(judge: Judge, given: Path | None) -> tuple[JSON | None, str]:
-    """The card for ``judge`` (``matches``: same model identity and prompt hash), and where it came from or why none.
+    """The card for ``judge``: ``given`` (``--groundeval-judge-card``), else a packaged one.
 
-    ``given`` (``--groundeval-judge-card``) is read if set; else the packaged cards are searched.
+    See ``scorers.judge_card.find_card``.
+
     A local judge's identity is its GGUF's SHA-256, so moving or renaming the file keeps its card.
 
     Raises:
         ConfigError: ``given`` is unreadable, or is a card of another judge or prompt.
     """
-    if given is not None:
-        card = read_card(given)
-        if not matches(card, judge):
-            raise ConfigError(
-                f"judge card {given}: made for judge {card['judge']!r} (identity "
-                f"{str(card.get('judge_identity', card['judge']))[:40]}) with prompt "
-                f"{str(card['prompt_sha256'])[:12]}, not for {judge.spec!r} (identity {judge_identity(judge)[:40]}) "
-                f"with prompt {judge.prompt_sha256[:12]}; run groundeval calibrate --task summary --judge "
-                f"{judge.spec} --labels LABELS.jsonl -o {given}"
-            )
-        return card, str(given)
-    folder = default_card_dir()
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            card = read_card(path)
-        except ConfigError:
-            continue
-        if matches(card, judge):
-            return card, f"packaged card {path.name}"
-    return None, f"no judge card for {judge.spec} with prompt {judge.prompt_sha256[:12]}"
-
-
-def _kappa_of(figures: Any) -> float | None:
-    """A figure set's kappa: ``{"kappa": {"value": k}}`` (schema 2) or ``{"kappa": k}`` (schema 1)."""
-    k = figures.get("kappa") if isinstance(figures, Mapping) else None
-    if isinstance(k, Mapping):
-        k = k.get("value")
-    return float(k) if isinstance(k, int | float) else None
+    return judge_card.find_card(judge, given, default_card_dir(), task="summary")
 
 
 def weak_types(card: Mapping[str, Any]) -> list[str]:
-    """The criterion types a card does not vouch for: kappa below ``KAPPA_THRESHOLD``, or not calibrated.
-
-    Returns:
-        ``"<type> (kappa 0.00)"`` or ``"<type> (not calibrated)"`` for each of ``CRITERION_TYPES``
-        whose card figures are missing or whose kappa is None (the control set had one label
-        only) or below the threshold, in ``CRITERION_TYPES`` order. The overall kappa can be high
-        while one type is near chance (most control verdicts are easy), so reliability is judged
-        per type.
-    """
-    by_type = card.get("by_type") or {}
-    out = []
-    for ctype in CRITERION_TYPES:
-        kappa = _kappa_of(by_type.get(ctype))
-        if kappa is None:
-            out.append(f"{ctype} (not calibrated)")
-        elif kappa < KAPPA_THRESHOLD:
-            out.append(f"{ctype} (kappa {kappa:.2f})")
-    layer = _kappa_of((card.get("by_layer") or {}).get("judge"))
-    if layer is not None and layer < KAPPA_THRESHOLD:
-        out.append(f"judge-decided criteria (kappa {layer:.2f})")
-    return out
+    """The summary criterion types a card does not vouch for (``scorers.judge_card.weak_types``)."""
+    return judge_card.weak_types(card, CRITERION_TYPES)
 
 
 def reliability_metrics(judge: Judge, card: Mapping[str, Any] | None) -> dict[str, Metric]:
-    """The aggregate metrics that put the judge's reliability beside the judged scores.
+    """The judge's reliability beside the judged scores (``scorers.judge_card.reliability_metrics``).
 
-    ``judge_reliability`` is ``calibrated (...)`` only for a card computed on human labels
-    (``from_people``) whose overall kappa and every criterion type's kappa (and the judge-decided
-    criteria's, when measured) reach ``KAPPA_THRESHOLD`` (``weak_types``); else ``judge unreliable
-    (...)``, ``judge unreliable for <types> (...)``, ``judge calibrated on generated text only
-    (...)`` (a card from the code-made control set: its kappa is not shown as the judge's) or
-    ``judge not calibrated``. ``judge_calibration_set`` names the set the card was computed on
-    (``set_text``). Anything but ``calibrated`` leaves the verdicts ungated (``SummaryTask.run_facts``).
+    Anything but ``calibrated`` leaves the verdicts ungated (``SummaryTask.run_facts``).
     """
-    if card is None or card.get("kappa") is None:
-        return {"judge": judge.spec, "judge_kappa": None, "judge_kappa_95ci": None, "judge_kappa_n": None,
-                "judge_calibration_set": None, "judge_reliability": "judge not calibrated"}
-    kappa = float(card["kappa"])
-    where = set_text(card)
-    if not from_people(card):
-        return {"judge": judge.spec, "judge_kappa": None, "judge_kappa_95ci": None, "judge_kappa_n": None,
-                "judge_calibration_set": where,
-                "judge_reliability": f"judge calibrated on generated text only (kappa {kappa:.2f} on {where}, "
-                                     f"card {card.get('date')}): not calibrated against people, verdicts not gated"}
-    overall = card.get("overall")
-    figure = overall.get("kappa") if isinstance(overall, Mapping) else None
-    ci = interval_text(figure if isinstance(figure, Mapping) else {"ci": card.get("kappa_95ci")})
-    weak = weak_types(card)
-    status = "calibrated" if kappa >= KAPPA_THRESHOLD and not weak else "judge unreliable"
-    if weak and kappa >= KAPPA_THRESHOLD:
-        status = f"judge unreliable for {', '.join(weak)}"
-    return {"judge": judge.spec, "judge_kappa": round(kappa, 4), "judge_kappa_95ci": ci,
-            "judge_kappa_n": int(card.get("n") or 0), "judge_calibration_set": where,
-            "judge_reliability": f"{status} ({'overall ' if weak else ''}kappa {kappa:.2f} {ci}, threshold "
-                                 f"{KAPPA_THRESHOLD:g}, on {where}, card {card.get('date')})"}
+    return judge_card.reliability_metrics(judge, card, CRITERION_TYPES)
