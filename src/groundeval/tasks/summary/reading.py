@@ -48,13 +48,14 @@ from typing import Any
 from groundeval.tasks.summary.text import (
     collective,
     contradictory,
+    current_label,
     ended_clause,
     markup_free,
     normalise,
     resolved,
 )
 
-__all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES", "Mention", "none_under", "read"]
+__all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES", "Mention", "heading", "none_under", "read"]
 
 SECTION_RULES: tuple[tuple[str, str], ...] = (
     ("past", "past"), ("resolved", "past"), ("resolved problems", "past"), ("past problems", "past"),
@@ -98,6 +99,18 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("were used", "HISTORICAL", "BACKWARD"), ("treated", "HISTORICAL", "BACKWARD"),
     ("ceased", "HISTORICAL", "BACKWARD"), ("in the past", "HISTORICAL", "BACKWARD"),
     ("has had", "HISTORICAL", "PSEUDO"), ("have had", "HISTORICAL", "PSEUDO"),
+    # A finite course or a single dose, and a status written after its item ("penicillin V course
+    # complete", "- done", "not current", "one-off", "self-limiting", "recovered", "was prescribed").
+    ("course complete", "HISTORICAL", "BACKWARD"), ("course done", "HISTORICAL", "BACKWARD"),
+    ("course over", "HISTORICAL", "BACKWARD"), ("- done", "HISTORICAL", "BACKWARD"), ("short course", "HISTORICAL", "BIDIRECTIONAL"),
+    ("not current", "HISTORICAL", "BIDIRECTIONAL"), ("not active", "HISTORICAL", "BIDIRECTIONAL"),
+    ("no longer current", "HISTORICAL", "BIDIRECTIONAL"), ("no longer active", "HISTORICAL", "BIDIRECTIONAL"),
+    ("not ongoing", "HISTORICAL", "BIDIRECTIONAL"), ("recovered", "HISTORICAL", "BACKWARD"),
+    ("self-limiting", "HISTORICAL", "BACKWARD"), ("self-limited", "HISTORICAL", "BACKWARD"),
+    ("one-off", "HISTORICAL", "BACKWARD"), ("one dose", "HISTORICAL", "BACKWARD"),
+    ("single dose", "HISTORICAL", "BIDIRECTIONAL"), ("one-time dose", "HISTORICAL", "BIDIRECTIONAL"),
+    ("administered", "HISTORICAL", "BACKWARD"), ("was prescribed", "HISTORICAL", "FORWARD"),
+    ("were prescribed", "HISTORICAL", "FORWARD"), ("currently off", "HISTORICAL", "FORWARD"),
 )
 """ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
 most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin
@@ -203,7 +216,7 @@ _CAPS = re.compile(r"^\s*[A-Z][A-Z/&' ]{2,40}\s*$")
 _KNOWN_HEADINGS = frozenset(normalise(h) for h, _ in SECTION_RULES) | {"past medical history", "allergies", "results"}
 _SENTENCE_ENDED = re.compile(
     r"^(?:past|prior|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh|h/o|hx"
-    r"|remote|old|former|earlier|historical|inactive|background)(?![a-z])")
+    r"|remote|old|former|earlier|historical|historic|inactive|background)(?![a-z])")
 _DISTRIBUTIVE = re.compile(
     r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|over|in the past)"
@@ -215,7 +228,7 @@ _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
 _LISTED_CURRENT = re.compile(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])")
 _LEAD_ENDED = re.compile(
-    r"(?<![a-z])(?:old|historical|history|hx|inactive|not active|no longer|background|earlier|former|remote"
+    r"(?<![a-z])(?:old|historical|historic|history|hx|inactive|not active|not current|no longer|background|earlier|former|remote"
     r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
 
 
@@ -228,6 +241,15 @@ def _strong(line: str) -> bool:
     if _STRONG.match(line) or _CAPS.match(line):
         return True
     return normalise(markup_free(line)) in _KNOWN_HEADINGS
+
+
+def heading(line: str) -> bool:
+    """True for a line that only heads what follows (``## Medications (current and past)``, ``Past:``).
+
+    A heading states nothing about an item by itself: its labels are read as its items' (``read``),
+    never as a hedged statement of its own.
+    """
+    return bool(_HEADING.match(line) or _strong(line))
 
 
 def _lead_in(text: str, at: int) -> tuple[str, int]:
@@ -355,13 +377,17 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         line0 = plain.rfind("\n", 0, start) + 1
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
             section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
-        hedge_collective = any(collective(t) for t in (sentence, lead, own))
         clause = _clause_at(plain[s0:start] + " " * (end - start) + plain[end:s1], start - s0)
         allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
                    or sentence.lstrip(" -*•").lower().startswith("allerg"))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
                         or _bullet_status(summary[line0:s1], start - line0, end - line0))
+        # A collective qualifier gives no item a status, but an item that states its own in its own
+        # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
+        own_status = clause_ended or historical or negated or current_label(clause)
+        hedge_collective = collective(clause) or (
+            any(collective(t) for t in (sentence, lead, own)) and not own_status)
         governing = own or lead  # a line's own lead-in ("**Old problems**: a; b") speaks over a heading above
         lead_ended = (ended_clause(governing, len(governing))[0]
                       or bool(_LEAD_ENDED.search(governing.lower()))) if governing else False

@@ -21,6 +21,7 @@ __all__ = [
     "contains",
     "contradictory",
     "contradictory_mention",
+    "current_label",
     "ended_clause",
     "markup_free",
     "normalise",
@@ -69,8 +70,11 @@ CURRENT_WORDS = ("current", "currently", "active", "ongoing")
 "neither active") is not a current label."""
 
 _CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!no longer )(?<!previously )"
-                      r"(?<!formerly )(?<!was )(?<!were )"
-                      r"(?:currently|current|active|ongoing)(?![a-z])")
+                      r"(?<!formerly )(?<!was )(?<!were )(?<!no )"
+                      r"(?:currently|current|active|ongoing)(?![a-z])"
+                      r"(?!\s+(?:off|not|no longer|stopped|discontinued|ended)(?![a-z]))")
+_DOSE_HISTORY = re.compile(r"(?<![a-z])(?:previously|formerly|prior|earlier|was|were|from)\s+(?:dose\s+|on\s+)?"
+                           r"\d+(?:\.\d+)?\s*(?:mg|mcg|g|ml|units?|%)(?![a-z])")
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
 _DENOMINATOR = (r"/\s*(?:\d|(?:m?g|mcg|ug|µg|kg|[mdµ]?l|min|h|hr|d|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*"
@@ -140,6 +144,11 @@ def collective(text: str) -> bool:
     return bool(_COLLECTIVE.search(" ".join(text.lower().split())))
 
 
+def current_label(text: str) -> bool:
+    """True when ``text`` holds a current label (``CURRENT_WORDS``, not negated: "no current", "currently off")."""
+    return bool(_CURRENT.search(" ".join(text.lower().split())))
+
+
 def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
     """``(ended, current)`` for the item at ``offset`` of ``sentence``.
 
@@ -185,7 +194,7 @@ def contradictory(sentence: str) -> bool:
     lower-cased. The rule is the project's rule for hedged answers: labels that cannot both be true
     state neither, and count as a contradiction (``docs/tasks/summary.md``).
     """
-    for clause in _clauses(" ".join(sentence.lower().split())):
+    for clause in _clauses(_DOSE_HISTORY.sub(" ", " ".join(sentence.lower().split()))):
         if _CURRENT.search(clause) and _ENDED.search(clause):
             return True
     return False
