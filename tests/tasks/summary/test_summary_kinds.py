@@ -199,3 +199,65 @@ def test_a_drug_stated_with_a_value_not_its_own_is_not_met() -> None:
     wrong = scorer.score(case, truth, Parsed("Hydrocodone 10 mg/APAP 300 mg PRN.", True))
     assert right.details["criteria"][0]["met"] is True
     assert wrong.details["criteria"][0]["met"] is False and wrong.details["criteria"][0]["flag"] == "wrong_value"
+
+
+# Rules version 7: kinds found by writing faithful handoffs over the held-out records (one test each).
+
+@pytest.mark.parametrize("summary", [
+    "Penicillin V course complete for strep throat.",
+    "Penicillin V (strep throat) - done.",
+    "Penicillin V - course over.",
+    "Penicillin V and alteplase: not current.",
+    "Penicillin V not current, alteplase one-off.",
+    "Alteplase (stroke) administered once; penicillin V one dose.",
+    "Was prescribed penicillin V for strep throat.",
+    "Currently off penicillin V.",
+    "Historic meds: penicillin V, alteplase.",
+])
+def test_a_finished_course_or_a_status_written_after_the_drug_ends_it(summary: str) -> None:
+    assert _decided(STOPPED, summary) is False
+
+
+@pytest.mark.parametrize("summary", [
+    "Strep throat - self-limiting.",
+    "Strep throat (2015) - recovered.",
+    "Streptococcal sore throat: not current.",
+])
+def test_a_problem_said_over_after_its_name_is_not_stated_active(summary: str) -> None:
+    assert _decided(RESOLVED, summary) is False
+
+
+@pytest.mark.parametrize("summary", [
+    "Penicillin V completed - no current antibiotics.",
+    "No active antibiotic (penicillin V course completed).",
+    "Currently off penicillin V.",
+])
+def test_no_current_and_currently_off_are_not_current_labels(summary: str) -> None:
+    assert hedged_verdict(STOPPED, summary) is None
+    assert _decided(STOPPED, summary) is False
+
+
+def test_an_item_that_states_its_own_status_keeps_it_under_a_collective_heading() -> None:
+    summary = ("Medications (current and past):\n- Warfarin sodium 5 mg (active)\n"
+               "- Penicillin V potassium (stopped)")
+    assert _status(summary, "warfarin sodium") == ["current"]
+    assert _status(summary, "penicillin v potassium") == ["ended"]
+    gamed = "Medications (current and past):\n- Warfarin sodium 5 mg\n- Penicillin V potassium"
+    assert _status(gamed, "penicillin v potassium") == ["hedged"]  # no status of its own: still a hedge
+
+
+def test_a_heading_is_not_a_hedged_statement() -> None:
+    case = SimpleNamespace(case_id="c")
+    truth = {"criteria": [_criterion("medication", ["Warfarin Sodium"])], "record_values": []}
+    summary = "Medications (current and past):\n- Warfarin sodium (active)\n- Penicillin V (stopped)"
+    score = SummaryScorer(JUDGE, max_words=250, min_rubric_score=0.8, reliability=dict).score(
+        case, truth, Parsed(value=summary, format_ok=True))  # type: ignore[arg-type]
+    assert score.details["hedged_statements"] == []
+    assert score.outcome == "passed", score.message
+
+
+def test_a_past_dose_beside_a_current_drug_is_not_a_hedge() -> None:
+    warfarin = _criterion("medication", ["Warfarin Sodium"])
+    summary = "Warfarin sodium ongoing (previously 5 mg), INR checked monthly."
+    assert hedged_verdict(warfarin, summary) is None
+    assert _decided(warfarin, summary) is True

@@ -161,7 +161,7 @@ def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
             clause = part
             break
         pos += len(part) + 1
-    low = " ".join(clause.lower().split())
+    low = _DOSE_HISTORY.sub(" ", " ".join(clause.lower().split()))  # "(previously 5 mg)" dates a dose, not the drug
     return bool(_ENDED.search(low)), bool(_CURRENT.search(" ".join(sentence.lower().split())))
 
 
