@@ -219,8 +219,8 @@ def test_a_finished_course_or_a_status_written_after_the_drug_ends_it(summary: s
 
 
 @pytest.mark.parametrize("summary", [
-    "Strep throat - self-limiting.",
-    "Strep throat (2015) - recovered.",
+    "Streptococcal sore throat - self-limiting.",
+    "Streptococcal sore throat - recovered.",
     "Streptococcal sore throat: not current.",
 ])
 def test_a_problem_said_over_after_its_name_is_not_stated_active(summary: str) -> None:
