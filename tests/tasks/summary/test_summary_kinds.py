@@ -213,6 +213,10 @@ def test_a_drug_stated_with_a_value_not_its_own_is_not_met() -> None:
     "Was prescribed penicillin V for strep throat.",
     "Currently off penicillin V.",
     "Historic meds: penicillin V, alteplase.",
+    "Penicillin V - prescription lapsed.",
+    "Penicillin V (old Rx).",
+    "Penicillin V was a limited course.",
+    "Penicillin V no longer needed.",
 ])
 def test_a_finished_course_or_a_status_written_after_the_drug_ends_it(summary: str) -> None:
     assert _decided(STOPPED, summary) is False

@@ -111,6 +111,9 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("single dose", "HISTORICAL", "BIDIRECTIONAL"), ("one-time dose", "HISTORICAL", "BIDIRECTIONAL"),
     ("administered", "HISTORICAL", "BACKWARD"), ("was prescribed", "HISTORICAL", "FORWARD"),
     ("were prescribed", "HISTORICAL", "FORWARD"), ("currently off", "HISTORICAL", "FORWARD"),
+    ("limited course", "HISTORICAL", "BIDIRECTIONAL"), ("lapsed", "HISTORICAL", "BACKWARD"),
+    ("old rx", "HISTORICAL", "BACKWARD"),
+    ("no longer needed", "HISTORICAL", "BACKWARD"),
 )
 """ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
 most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin
