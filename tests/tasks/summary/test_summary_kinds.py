@@ -265,3 +265,18 @@ def test_a_past_dose_beside_a_current_drug_is_not_a_hedge() -> None:
     summary = "Warfarin sodium ongoing (previously 5 mg), INR checked monthly."
     assert hedged_verdict(warfarin, summary) is None
     assert _decided(warfarin, summary) is True
+
+
+@pytest.mark.parametrize("rows", ["| Penicillin V | no |", "| Penicillin V | inactive |"])
+def test_a_tables_status_column_gives_its_row_a_status(rows: str) -> None:
+    summary = f"| Medication | Current? |\n|---|---|\n| Warfarin | yes |\n{rows}"
+    assert _decided(STOPPED | {"names": ["Penicillin V"]}, summary) is False
+    assert _status(summary, "warfarin") == ["current"]
+
+
+@pytest.mark.parametrize("summary", [
+    "No long-term conditions.", "No chronic or active problems.", "Nothing active on the problem list.",
+    "Active problem list is empty.",
+])
+def test_more_ways_of_saying_no_active_diagnosis(summary: str) -> None:
+    assert _decided(_criterion("no_condition", []), summary) is True

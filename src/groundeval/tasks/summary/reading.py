@@ -112,7 +112,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("administered", "HISTORICAL", "BACKWARD"), ("was prescribed", "HISTORICAL", "FORWARD"),
     ("were prescribed", "HISTORICAL", "FORWARD"), ("currently off", "HISTORICAL", "FORWARD"),
     ("limited course", "HISTORICAL", "BIDIRECTIONAL"), ("lapsed", "HISTORICAL", "BACKWARD"),
-    ("old rx", "HISTORICAL", "BACKWARD"),
+    ("inactive", "HISTORICAL", "BACKWARD"), ("old rx", "HISTORICAL", "BACKWARD"),
     ("no longer needed", "HISTORICAL", "BACKWARD"),
 )
 """ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
@@ -331,6 +331,42 @@ def _bullet_status(line: str, offset: int, end: int) -> bool:
                                                               rest)
 
 
+_YES = frozenset({"yes", "y", "active", "current", "\u2713", "\u2714"})
+_NO = frozenset({"no", "n", "stopped", "inactive", "ended", "\u2717", "\u2718", "-"})
+
+
+def _table_status(text: str, at: int) -> str | None:
+    """``current`` or ``ended`` from a table's status column (``| Drug | Current? |`` over ``| X | No |``), or None.
+
+    A row is read against the first row of its table: a column headed ``current``, ``active``,
+    ``current?``, ``active?`` or ``on it?`` holding ``yes``/``no`` (or a tick) gives the row's item
+    that status.
+    """
+    line0 = text.rfind("\n", 0, at) + 1
+    line1 = text.find("\n", at)
+    row = text[line0:line1 if line1 != -1 else len(text)]
+    if row.count("|") < 2:
+        return None
+    start = line0
+    while start > 0:
+        prev0 = text.rfind("\n", 0, start - 1) + 1
+        if text[prev0:start - 1].count("|") < 2:
+            break
+        start = prev0
+    header_end = text.find("\n", start)
+    header = [c.strip().lower().rstrip("?").strip() for c in text[start:header_end].strip().strip("|").split("|")]
+    if start == line0:
+        return None
+    cells = [c.strip().lower() for c in row.strip().strip("|").split("|")]
+    for name, cell in zip(header, cells, strict=False):
+        if name in ("current", "active", "on it", "currently taking", "status"):
+            if cell in _NO:
+                return "ended"
+            if cell in _YES:
+                return "current"
+    return None
+
+
 def _own_lead_in(sentence: str, offset: int) -> str:
     """The part of the sentence before a colon or a spaced dash preceding ``offset``.
 
@@ -401,7 +437,10 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
             governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
         dated = (bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
                  and not listed_current)  # a dated line under "Current medications" is listed as current
-        if hedge_collective or contradictory(sentence) or (uncertain and not negated):
+        tabled = _table_status(summary, start)
+        if tabled is not None and not hedge_collective:
+            status = tabled  # the row's own status column speaks for its item
+        elif hedge_collective or contradictory(sentence) or (uncertain and not negated):
             status = "hedged"  # "possible hypertension", "? CKD", "rule out sepsis": no status committed
         elif negated:
             status = "negated"
