@@ -280,3 +280,15 @@ def test_a_tables_status_column_gives_its_row_a_status(rows: str) -> None:
 ])
 def test_more_ways_of_saying_no_active_diagnosis(summary: str) -> None:
     assert _decided(_criterion("no_condition", []), summary) is True
+
+
+@pytest.mark.parametrize("summary", [
+    "Active: IHD (prior MI), anaemia, opioid abuse.",
+    "Current problems: IHD since 2010 (previously angina), anaemia, opioid abuse.",
+    "IHD, anaemia, opioid abuse (currently in remission on MAT, previously heroin).",
+])
+def test_history_of_another_thing_in_brackets_is_not_a_hedge(summary: str) -> None:
+    anaemia = _criterion("condition", ["Anemia"])
+    assert hedged_verdict(anaemia, summary) is None
+    assert _decided(anaemia, summary) is True
+    assert hedged_verdict(anaemia, "Anaemia (active, resolved).") is not None  # a status both ways still is

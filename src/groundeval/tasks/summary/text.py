@@ -76,6 +76,12 @@ _CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!n
 _DOSE_HISTORY = re.compile(r"(?<![a-z])(?:previously|formerly|prior|earlier|was|were|from)\s+(?:dose\s+|on\s+)?"
                            r"\d+(?:\.\d+)?\s*(?:mg|mcg|g|ml|units?|%)(?![a-z])")
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
+_OTHER_HISTORY = re.compile(
+    r"(?<![a-z])(?:" + "|".join(re.escape(w.strip()) for w in ENDED_WORDS) + r")\s+(?:on\s+)?"
+    r"(?=[a-z])(?!(?:in|at|by|to|due|for|and|or|since|after|with|because|as|of|the|a|an|on|now|per|until|when|while"
+    r"|current|currently|active|ongoing)(?![a-z]))")
+"""An ended word followed by what it ended ("prior MI", "previously angina", "history of heroin use",
+"previously on losartan"): history of that other thing, not a status of the item the clause names."""
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
 _DENOMINATOR = (r"/\s*(?:\d|(?:m?g|mcg|ug|µg|kg|[mdµ]?l|min|h|hr|d|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*"
                 r"|m2|m²|mmol|units?|unt|vial|patch|inh\w*)(?![a-z]))")
@@ -194,7 +200,7 @@ def contradictory(sentence: str) -> bool:
     lower-cased. The rule is the project's rule for hedged answers: labels that cannot both be true
     state neither, and count as a contradiction (``docs/tasks/summary.md``).
     """
-    for clause in _clauses(_DOSE_HISTORY.sub(" ", " ".join(sentence.lower().split()))):
+    for clause in _clauses(_OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(" ", " ".join(sentence.lower().split())))):
         if _CURRENT.search(clause) and _ENDED.search(clause):
             return True
     return False
