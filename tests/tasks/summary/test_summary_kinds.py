@@ -217,6 +217,14 @@ def test_a_drug_stated_with_a_value_not_its_own_is_not_met() -> None:
     "Penicillin V (old Rx).",
     "Penicillin V was a limited course.",
     "Penicillin V no longer needed.",
+    "Penicillin V replaced by amoxicillin.",
+    "Penicillin V changed to amoxicillin.",
+    "Penicillin V and alteplase were one-time treatments.",
+    "Penicillin V was temporary.",
+    "Acute meds (not ongoing): alteplase, penicillin V.",
+    "Penicillin V used briefly for strep throat.",
+    "Penicillin V - not currently prescribed.",
+    "Penicillin V 500 mg (strep throat, 2015)",
 ])
 def test_a_finished_course_or_a_status_written_after_the_drug_ends_it(summary: str) -> None:
     assert _decided(STOPPED, summary) is False

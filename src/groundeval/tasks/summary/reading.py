@@ -113,7 +113,12 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("were prescribed", "HISTORICAL", "FORWARD"), ("currently off", "HISTORICAL", "FORWARD"),
     ("limited course", "HISTORICAL", "BIDIRECTIONAL"), ("lapsed", "HISTORICAL", "BACKWARD"),
     ("inactive", "HISTORICAL", "BACKWARD"), ("old rx", "HISTORICAL", "BACKWARD"),
-    ("no longer needed", "HISTORICAL", "BACKWARD"),
+    ("no longer needed", "HISTORICAL", "BACKWARD"), ("one-time", "HISTORICAL", "BACKWARD"),
+    ("temporary", "HISTORICAL", "BACKWARD"), ("not part of", "HISTORICAL", "BACKWARD"),
+    # A switch ends the drug switched from ("X replaced by Y", "X changed to Y", "X switched to Y").
+    ("replaced by", "HISTORICAL", "BACKWARD"), ("changed to", "HISTORICAL", "BACKWARD"),
+    ("switched to", "HISTORICAL", "BACKWARD"), ("briefly", "HISTORICAL", "BIDIRECTIONAL"),
+    ("not currently prescribed", "HISTORICAL", "BACKWARD"), ("not currently taking", "HISTORICAL", "BACKWARD"),
 )
 """ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
 most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin
@@ -231,7 +236,8 @@ _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
 _LISTED_CURRENT = re.compile(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])")
 _LEAD_ENDED = re.compile(
-    r"(?<![a-z])(?:old|historical|historic|history|hx|inactive|not active|not current|no longer|background|earlier|former|remote"
+    r"(?<![a-z])(?:old|historical|historic|history|hx|inactive|not active|not current|not ongoing|one-off|one-time"
+    r"|no longer|background|earlier|former|remote"
     r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
 
 
@@ -286,6 +292,7 @@ def _clause_at(sentence: str, offset: int) -> str:
 
 
 _LAST_STOP = re.compile(r"[.!?](?=\s)")
+_BRACKET_AFTER = re.compile(r"[^,;()\n]{0,30}?\(([^()\n]{0,60})\)")
 _LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
 
 
@@ -435,6 +442,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         low_clause = " ".join(clause.lower().split())
         listed_current = section in ("medications", "current", "problem_list") or bool(
             governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
+        bracket = _BRACKET_AFTER.match(plain, end)  # "acetaminophen 325 mg (sprain, 2019)": its own bracket
+        low_clause = low_clause + (" " + " ".join(bracket[1].lower().split()) if bracket else "")
         dated = (bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
                  and not listed_current)  # a dated line under "Current medications" is listed as current
         tabled = _table_status(summary, start)
