@@ -79,9 +79,10 @@ _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w
 _OTHER_HISTORY = re.compile(
     r"(?<![a-z])(?:" + "|".join(re.escape(w.strip()) for w in ENDED_WORDS) + r")\s+(?:on\s+)?"
     r"(?=[a-z])(?!(?:in|at|by|to|due|for|and|or|since|after|with|because|as|of|the|a|an|on|now|per|until|when|while"
-    r"|current|currently|active|ongoing)(?![a-z]))")
+    r"|current|currently|active|ongoing)(?![a-z]))(?![a-z]+ed(?![a-z]))")
 """An ended word followed by what it ended ("prior MI", "previously angina", "history of heroin use",
-"previously on losartan"): history of that other thing, not a status of the item the clause names."""
+"previously on losartan"): history of that other thing, not a status of the item the clause names.
+Not before a participle ("previously treated": a status of the clause's item)."""
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
 _DENOMINATOR = (r"/\s*(?:\d|(?:m?g|mcg|ug|µg|kg|[mdµ]?l|min|h|hr|d|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*"
                 r"|m2|m²|mmol|units?|unt|vial|patch|inh\w*)(?![a-z]))")
