@@ -199,3 +199,104 @@ def test_a_drug_stated_with_a_value_not_its_own_is_not_met() -> None:
     wrong = scorer.score(case, truth, Parsed("Hydrocodone 10 mg/APAP 300 mg PRN.", True))
     assert right.details["criteria"][0]["met"] is True
     assert wrong.details["criteria"][0]["met"] is False and wrong.details["criteria"][0]["flag"] == "wrong_value"
+
+
+# Rules version 7: kinds found by writing faithful handoffs over the held-out records (one test each).
+
+@pytest.mark.parametrize("summary", [
+    "Penicillin V course complete for strep throat.",
+    "Penicillin V (strep throat) - done.",
+    "Penicillin V - course over.",
+    "Penicillin V and alteplase: not current.",
+    "Penicillin V not current, alteplase one-off.",
+    "Alteplase (stroke) administered once; penicillin V one dose.",
+    "Was prescribed penicillin V for strep throat.",
+    "Currently off penicillin V.",
+    "Historic meds: penicillin V, alteplase.",
+    "Penicillin V - prescription lapsed.",
+    "Penicillin V (old Rx).",
+    "Penicillin V was a limited course.",
+    "Penicillin V no longer needed.",
+    "Penicillin V replaced by amoxicillin.",
+    "Penicillin V changed to amoxicillin.",
+    "Penicillin V and alteplase were one-time treatments.",
+    "Penicillin V was temporary.",
+    "Acute meds (not ongoing): alteplase, penicillin V.",
+    "Penicillin V used briefly for strep throat.",
+    "Penicillin V - not currently prescribed.",
+    "Penicillin V 500 mg (strep throat, 2015)",
+])
+def test_a_finished_course_or_a_status_written_after_the_drug_ends_it(summary: str) -> None:
+    assert _decided(STOPPED, summary) is False
+
+
+@pytest.mark.parametrize("summary", [
+    "Streptococcal sore throat - self-limiting.",
+    "Streptococcal sore throat - recovered.",
+    "Streptococcal sore throat: not current.",
+])
+def test_a_problem_said_over_after_its_name_is_not_stated_active(summary: str) -> None:
+    assert _decided(RESOLVED, summary) is False
+
+
+@pytest.mark.parametrize("summary", [
+    "Penicillin V completed - no current antibiotics.",
+    "No active antibiotic (penicillin V course completed).",
+    "Currently off penicillin V.",
+])
+def test_no_current_and_currently_off_are_not_current_labels(summary: str) -> None:
+    assert hedged_verdict(STOPPED, summary) is None
+    assert _decided(STOPPED, summary) is False
+
+
+def test_an_item_that_states_its_own_status_keeps_it_under_a_collective_heading() -> None:
+    summary = ("Medications (current and past):\n- Warfarin sodium 5 mg (active)\n"
+               "- Penicillin V potassium (stopped)")
+    assert _status(summary, "warfarin sodium") == ["current"]
+    assert _status(summary, "penicillin v potassium") == ["ended"]
+    gamed = "Medications (current and past):\n- Warfarin sodium 5 mg\n- Penicillin V potassium"
+    assert _status(gamed, "penicillin v potassium") == ["hedged"]  # no status of its own: still a hedge
+
+
+def test_a_heading_is_not_a_hedged_statement() -> None:
+    case = SimpleNamespace(case_id="c")
+    truth = {"criteria": [_criterion("medication", ["Warfarin Sodium"])], "record_values": []}
+    summary = "Medications (current and past):\n- Warfarin sodium (active)\n- Penicillin V (stopped)"
+    score = SummaryScorer(JUDGE, max_words=250, min_rubric_score=0.8, reliability=dict).score(
+        case, truth, Parsed(value=summary, format_ok=True))  # type: ignore[arg-type]
+    assert score.details["hedged_statements"] == []
+    assert score.outcome == "passed", score.message
+
+
+def test_a_past_dose_beside_a_current_drug_is_not_a_hedge() -> None:
+    warfarin = _criterion("medication", ["Warfarin Sodium"])
+    summary = "Warfarin sodium ongoing (previously 5 mg), INR checked monthly."
+    assert hedged_verdict(warfarin, summary) is None
+    assert _decided(warfarin, summary) is True
+
+
+@pytest.mark.parametrize("rows", ["| Penicillin V | no |", "| Penicillin V | inactive |"])
+def test_a_tables_status_column_gives_its_row_a_status(rows: str) -> None:
+    summary = f"| Medication | Current? |\n|---|---|\n| Warfarin | yes |\n{rows}"
+    assert _decided(STOPPED | {"names": ["Penicillin V"]}, summary) is False
+    assert _status(summary, "warfarin") == ["current"]
+
+
+@pytest.mark.parametrize("summary", [
+    "No long-term conditions.", "No chronic or active problems.", "Nothing active on the problem list.",
+    "Active problem list is empty.",
+])
+def test_more_ways_of_saying_no_active_diagnosis(summary: str) -> None:
+    assert _decided(_criterion("no_condition", []), summary) is True
+
+
+@pytest.mark.parametrize("summary", [
+    "Active: IHD (prior MI), anaemia, opioid abuse.",
+    "Current problems: IHD since 2010 (previously angina), anaemia, opioid abuse.",
+    "IHD, anaemia, opioid abuse (currently in remission on MAT, previously heroin).",
+])
+def test_history_of_another_thing_in_brackets_is_not_a_hedge(summary: str) -> None:
+    anaemia = _criterion("condition", ["Anemia"])
+    assert hedged_verdict(anaemia, summary) is None
+    assert _decided(anaemia, summary) is True
+    assert hedged_verdict(anaemia, "Anaemia (active, resolved).") is not None  # a status both ways still is

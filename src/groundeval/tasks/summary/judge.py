@@ -249,7 +249,7 @@ the noun must come within three words of the negation, with only qualifiers betw
 (``none_stated``); for medications a negation and a noun anywhere in one sentence still count."""
 
 _QUALIFIERS = (r"(?:(?:active|current|chronic|significant|known|other|ongoing|recorded|documented|relevant|major"
-               r"|medical|past|regular|any|further)\s+){0,3}")
+               r"|medical|past|regular|any|further|long term|longstanding)\s+(?:(?:or|and)\s+)?){0,3}")
 
 
 def none_stated(sentence: str, nouns: tuple[str, ...]) -> bool:
@@ -257,13 +257,14 @@ def none_stated(sentence: str, nouns: tuple[str, ...]) -> bool:
     low = normalise(sentence)
     noun = "(?:" + "|".join(re.escape(n) for n in nouns) + ")"
     return bool(re.search(rf"(?<![a-z])(?:no|nil|not any|not on any|without|none of the)\s+{_QUALIFIERS}{noun}", low)
-                or re.search(rf"(?<![a-z]){noun}\w*(?:\s+list)?\s+(?:none|nil|unremarkable|empty|negative)(?![a-z])",
-                             low))
+                or re.search(rf"(?<![a-z]){noun}\w*(?:\s+list)?\s+(?:is\s+|are\s+)?"
+                             rf"(?:none|nil|unremarkable|empty|negative)(?![a-z])", low)
+                or re.search(rf"(?<![a-z])nothing\s+(?:active|current|ongoing)\s+(?:on|in)\s+(?:the\s+)?{noun}", low))
 
 BASELINE_SHA256 = hashlib.sha256(
     json.dumps({"abbreviations": ABBREVIATIONS, "synonyms": SYNONYMS, "brands": BRANDS, "salts": SALTS,
                 "ended": ENDED_WORDS, "none": NONE_NOUNS, "sections": SECTION_RULES, "context": CONTEXT_RULES,
-                "resolved": RESOLVED_WORDS, "qualifiers": _QUALIFIERS, "version": 6},
+                "resolved": RESOLVED_WORDS, "qualifiers": _QUALIFIERS, "version": 7},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
 """SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""

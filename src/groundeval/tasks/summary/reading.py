@@ -45,66 +45,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from groundeval.tasks.summary.reading_rules import CONTEXT_RULES, ENDED_SECTIONS, SECTION_RULES
 from groundeval.tasks.summary.text import (
     collective,
     contradictory,
+    current_label,
     ended_clause,
     markup_free,
     normalise,
     resolved,
 )
 
-__all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES", "Mention", "none_under", "read"]
-
-SECTION_RULES: tuple[tuple[str, str], ...] = (
-    ("past", "past"), ("resolved", "past"), ("resolved problems", "past"), ("past problems", "past"),
-    ("inactive problems", "past"), ("previous problems", "past"), ("past history", "past"),
-    ("completed medications", "past_medications"), ("stopped medications", "past_medications"),
-    ("completed/stopped medications", "past_medications"), ("discontinued medications", "past_medications"),
-    ("past medications", "past_medications"), ("previous medications", "past_medications"),
-    ("prior medications", "past_medications"), ("medication history", "past_medications"),
-    ("stopped", "past_medications"), ("discontinued", "past_medications"), ("completed", "past_medications"),
-    ("current medications", "medications"), ("medications", "medications"), ("active medications", "medications"),
-    ("meds", "medications"), ("current", "current"), ("active", "current"), ("ongoing", "current"),
-    ("active problems", "problem_list"), ("problems", "problem_list"),
-    ("current problems", "problem_list"), ("allergies", "allergies"), ("drug allergies", "allergies"),
-)
-"""Headings the sectionizer knows besides its defaults: (heading, category). Only a heading at the
-start of a line counts (``require_start_line``)."""
-
-ENDED_SECTIONS = frozenset({"past", "past_medications", "past_medical_history"})
-"""Section categories whose items are ended (medSpaCy's ``past_medical_history`` and ours)."""
-
-CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
-    ("stopped", "HISTORICAL", "BACKWARD"), ("discontinued", "HISTORICAL", "BACKWARD"),
-    ("completed", "HISTORICAL", "BIDIRECTIONAL"), ("resolved", "HISTORICAL", "BACKWARD"),
-    ("stopped", "HISTORICAL", "FORWARD"), ("discontinued", "HISTORICAL", "FORWARD"),
-    ("previously on", "HISTORICAL", "FORWARD"), ("formerly on", "HISTORICAL", "FORWARD"),
-    ("no longer on", "HISTORICAL", "FORWARD"), ("no longer taking", "HISTORICAL", "FORWARD"),
-    ("off", "HISTORICAL", "FORWARD"), ("not on", "NEGATED_EXISTENCE", "FORWARD"),
-    ("not taking", "NEGATED_EXISTENCE", "FORWARD"),
-    # Past events in the patient's own words of a handoff (ConText's temporality "historical":
-    # Harkema et al. 2009, section 2.2: a condition that occurred in the past; the clinical
-    # shorthand "s/p" and "status post" is ConText's own trigger in its 2009 lexicon).
-    ("s/p", "HISTORICAL", "FORWARD"), ("status post", "HISTORICAL", "FORWARD"),
-    ("treated for", "HISTORICAL", "FORWARD"), ("recovered from", "HISTORICAL", "FORWARD"),
-    ("remote", "HISTORICAL", "FORWARD"), ("had", "HISTORICAL", "FORWARD"), ("took", "HISTORICAL", "FORWARD"),
-    ("received", "HISTORICAL", "FORWARD"), ("was on", "HISTORICAL", "FORWARD"), ("were on", "HISTORICAL", "FORWARD"),
-    ("used to take", "HISTORICAL", "FORWARD"), ("episode of", "HISTORICAL", "FORWARD"),
-    ("episodes of", "HISTORICAL", "FORWARD"), ("background of", "HISTORICAL", "FORWARD"),
-    ("finished", "HISTORICAL", "BIDIRECTIONAL"), ("cleared", "HISTORICAL", "BACKWARD"),
-    ("healed", "HISTORICAL", "BACKWARD"), ("expired", "HISTORICAL", "BACKWARD"),
-    ("given", "HISTORICAL", "BACKWARD"), ("was used", "HISTORICAL", "BACKWARD"),
-    ("were used", "HISTORICAL", "BACKWARD"), ("treated", "HISTORICAL", "BACKWARD"),
-    ("ceased", "HISTORICAL", "BACKWARD"), ("in the past", "HISTORICAL", "BACKWARD"),
-    ("has had", "HISTORICAL", "PSEUDO"), ("have had", "HISTORICAL", "PSEUDO"),
-)
-"""ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
-most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin
-stopped`` ends metformin only; negation keeps ConText's own scope (``Not on A, B or C``). Past
-tense of an event (``treated for``, ``had``, ``took``, ``received``, ``was on``, ``... given``,
-``... cleared``) marks its item historical; ``has had``/``have had`` (a state still holding) is a
-pseudo-trigger that marks nothing."""
+__all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES", "Mention", "heading", "none_under", "read"]
 
 _LOCK = threading.Lock()
 _BOUNDARY = re.compile(r"\n|[.!?;](?=\s|$)")
@@ -203,7 +155,7 @@ _CAPS = re.compile(r"^\s*[A-Z][A-Z/&' ]{2,40}\s*$")
 _KNOWN_HEADINGS = frozenset(normalise(h) for h, _ in SECTION_RULES) | {"past medical history", "allergies", "results"}
 _SENTENCE_ENDED = re.compile(
     r"^(?:past|prior|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh|h/o|hx"
-    r"|remote|old|former|earlier|historical|inactive|background)(?![a-z])")
+    r"|remote|old|former|earlier|historical|historic|inactive|background)(?![a-z])")
 _DISTRIBUTIVE = re.compile(
     r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|over|in the past)"
@@ -215,7 +167,8 @@ _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
 _LISTED_CURRENT = re.compile(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])")
 _LEAD_ENDED = re.compile(
-    r"(?<![a-z])(?:old|historical|history|hx|inactive|not active|no longer|background|earlier|former|remote"
+    r"(?<![a-z])(?:old|historical|historic|history|hx|inactive|not active|not current|not ongoing|one-off|one-time"
+    r"|no longer|background|earlier|former|remote"
     r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
 
 
@@ -228,6 +181,15 @@ def _strong(line: str) -> bool:
     if _STRONG.match(line) or _CAPS.match(line):
         return True
     return normalise(markup_free(line)) in _KNOWN_HEADINGS
+
+
+def heading(line: str) -> bool:
+    """True for a line that only heads what follows (``## Medications (current and past)``, ``Past:``).
+
+    A heading states nothing about an item by itself: its labels are read as its items' (``read``),
+    never as a hedged statement of its own.
+    """
+    return bool(_HEADING.match(line) or _strong(line))
 
 
 def _lead_in(text: str, at: int) -> tuple[str, int]:
@@ -261,6 +223,7 @@ def _clause_at(sentence: str, offset: int) -> str:
 
 
 _LAST_STOP = re.compile(r"[.!?](?=\s)")
+_BRACKET_AFTER = re.compile(r"[^,;()\n]{0,30}?\(([^()\n]{0,60})\)")
 _LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
 
 
@@ -304,6 +267,42 @@ def _bullet_status(line: str, offset: int, end: int) -> bool:
     rest = line[end:].lower()
     return bool(_STATUS_WORD.search(rest)) and not re.search(r"(?<![a-z])(?:current|currently|active|ongoing)(?![a-z])",
                                                               rest)
+
+
+_YES = frozenset({"yes", "y", "active", "current", "\u2713", "\u2714"})
+_NO = frozenset({"no", "n", "stopped", "inactive", "ended", "\u2717", "\u2718", "-"})
+
+
+def _table_status(text: str, at: int) -> str | None:
+    """``current`` or ``ended`` from a table's status column (``| Drug | Current? |`` over ``| X | No |``), or None.
+
+    A row is read against the first row of its table: a column headed ``current``, ``active``,
+    ``current?``, ``active?`` or ``on it?`` holding ``yes``/``no`` (or a tick) gives the row's item
+    that status.
+    """
+    line0 = text.rfind("\n", 0, at) + 1
+    line1 = text.find("\n", at)
+    row = text[line0:line1 if line1 != -1 else len(text)]
+    if row.count("|") < 2:
+        return None
+    start = line0
+    while start > 0:
+        prev0 = text.rfind("\n", 0, start - 1) + 1
+        if text[prev0:start - 1].count("|") < 2:
+            break
+        start = prev0
+    header_end = text.find("\n", start)
+    header = [c.strip().lower().rstrip("?").strip() for c in text[start:header_end].strip().strip("|").split("|")]
+    if start == line0:
+        return None
+    cells = [c.strip().lower() for c in row.strip().strip("|").split("|")]
+    for name, cell in zip(header, cells, strict=False):
+        if name in ("current", "active", "on it", "currently taking", "status"):
+            if cell in _NO:
+                return "ended"
+            if cell in _YES:
+                return "current"
+    return None
 
 
 def _own_lead_in(sentence: str, offset: int) -> str:
@@ -355,13 +354,17 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         line0 = plain.rfind("\n", 0, start) + 1
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
             section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
-        hedge_collective = any(collective(t) for t in (sentence, lead, own))
         clause = _clause_at(plain[s0:start] + " " * (end - start) + plain[end:s1], start - s0)
         allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
                    or sentence.lstrip(" -*•").lower().startswith("allerg"))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
                         or _bullet_status(summary[line0:s1], start - line0, end - line0))
+        # A collective qualifier gives no item a status, but an item that states its own in its own
+        # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
+        own_status = clause_ended or historical or negated or current_label(clause)
+        hedge_collective = collective(clause) or (
+            any(collective(t) for t in (sentence, lead, own)) and not own_status)
         governing = own or lead  # a line's own lead-in ("**Old problems**: a; b") speaks over a heading above
         lead_ended = (ended_clause(governing, len(governing))[0]
                       or bool(_LEAD_ENDED.search(governing.lower()))) if governing else False
@@ -370,9 +373,14 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         low_clause = " ".join(clause.lower().split())
         listed_current = section in ("medications", "current", "problem_list") or bool(
             governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
+        bracket = _BRACKET_AFTER.match(plain, end)  # "acetaminophen 325 mg (sprain, 2019)": its own bracket
+        low_clause = low_clause + (" " + " ".join(bracket[1].lower().split()) if bracket else "")
         dated = (bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
                  and not listed_current)  # a dated line under "Current medications" is listed as current
-        if hedge_collective or contradictory(sentence) or (uncertain and not negated):
+        tabled = _table_status(summary, start)
+        if tabled is not None and not hedge_collective:
+            status = tabled  # the row's own status column speaks for its item
+        elif hedge_collective or contradictory(sentence) or (uncertain and not negated):
             status = "hedged"  # "possible hypertension", "? CKD", "rule out sepsis": no status committed
         elif negated:
             status = "negated"

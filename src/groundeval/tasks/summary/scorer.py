@@ -60,7 +60,7 @@ from groundeval.scorers.model_graded import Question, role_usage
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError, Verdict, question
 from groundeval.tasks.summary.matching import item_mentions
-from groundeval.tasks.summary.reading import none_under, read
+from groundeval.tasks.summary.reading import heading, none_under, read
 from groundeval.tasks.summary.synonyms import drug_words, problem_names
 from groundeval.tasks.summary.text import contradictory, normalise, sentences, word_count
 from groundeval.tasks.summary.values import lab_verdict, wrong_values
@@ -266,7 +266,8 @@ class SummaryScorer:
             if owned is not None:  # "hydrocodone 10 mg" for a 5 mg product: not the drug the record holds
                 entry.update(met=False, decided_by="rule", evidence=owned, flag="wrong_value")
         evidence = {d.get("evidence") for d in decided if d.get("flag") == "contradictory_labels"}
-        loose = [s[:120] for s in sentences(summary) if contradictory(s) and s[:300] not in evidence]
+        loose = [s[:120] for s in sentences(summary)
+                 if contradictory(s) and s[:300] not in evidence and not heading(s)]
         loose += list(dict.fromkeys(m.sentence[:120] for m in read(summary, problem_names())
                                     if m.uncertain and m.sentence[:120] not in loose))
         usage = role_usage(asked.values(), costs_nothing=self.judge.costs_nothing)

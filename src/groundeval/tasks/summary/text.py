@@ -21,6 +21,7 @@ __all__ = [
     "contains",
     "contradictory",
     "contradictory_mention",
+    "current_label",
     "ended_clause",
     "markup_free",
     "normalise",
@@ -69,9 +70,19 @@ CURRENT_WORDS = ("current", "currently", "active", "ongoing")
 "neither active") is not a current label."""
 
 _CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!no longer )(?<!previously )"
-                      r"(?<!formerly )(?<!was )(?<!were )"
-                      r"(?:currently|current|active|ongoing)(?![a-z])")
+                      r"(?<!formerly )(?<!was )(?<!were )(?<!no )"
+                      r"(?:currently|current|active|ongoing)(?![a-z])"
+                      r"(?!\s+(?:off|not|no longer|stopped|discontinued|ended)(?![a-z]))")
+_DOSE_HISTORY = re.compile(r"(?<![a-z])(?:previously|formerly|prior|earlier|was|were|from)\s+(?:dose\s+|on\s+)?"
+                           r"\d+(?:\.\d+)?\s*(?:mg|mcg|g|ml|units?|%)(?![a-z])")
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
+_OTHER_HISTORY = re.compile(
+    r"(?<![a-z])(?:" + "|".join(re.escape(w.strip()) for w in ENDED_WORDS) + r")\s+(?:on\s+)?"
+    r"(?=[a-z])(?!(?:in|at|by|to|due|for|and|or|since|after|with|because|as|of|the|a|an|on|now|per|until|when|while"
+    r"|current|currently|active|ongoing)(?![a-z]))(?![a-z]+ed(?![a-z]))")
+"""An ended word followed by what it ended ("prior MI", "previously angina", "history of heroin use",
+"previously on losartan"): history of that other thing, not a status of the item the clause names.
+Not before a participle ("previously treated": a status of the clause's item)."""
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
 _DENOMINATOR = (r"/\s*(?:\d|(?:m?g|mcg|ug|µg|kg|[mdµ]?l|min|h|hr|d|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*"
                 r"|m2|m²|mmol|units?|unt|vial|patch|inh\w*)(?![a-z]))")
@@ -140,6 +151,11 @@ def collective(text: str) -> bool:
     return bool(_COLLECTIVE.search(" ".join(text.lower().split())))
 
 
+def current_label(text: str) -> bool:
+    """True when ``text`` holds a current label (``CURRENT_WORDS``, not negated: "no current", "currently off")."""
+    return bool(_CURRENT.search(" ".join(text.lower().split())))
+
+
 def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
     """``(ended, current)`` for the item at ``offset`` of ``sentence``.
 
@@ -152,7 +168,7 @@ def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
             clause = part
             break
         pos += len(part) + 1
-    low = " ".join(clause.lower().split())
+    low = _DOSE_HISTORY.sub(" ", " ".join(clause.lower().split()))  # "(previously 5 mg)" dates a dose, not the drug
     return bool(_ENDED.search(low)), bool(_CURRENT.search(" ".join(sentence.lower().split())))
 
 
@@ -185,7 +201,7 @@ def contradictory(sentence: str) -> bool:
     lower-cased. The rule is the project's rule for hedged answers: labels that cannot both be true
     state neither, and count as a contradiction (``docs/tasks/summary.md``).
     """
-    for clause in _clauses(" ".join(sentence.lower().split())):
+    for clause in _clauses(_OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(" ", " ".join(sentence.lower().split())))):
         if _CURRENT.search(clause) and _ENDED.search(clause):
             return True
     return False

@@ -1,0 +1,83 @@
+"""The rule tables the summary reader applies: medSpaCy sectionizer headings and ConText rules.
+
+``reading.read`` loads them into medSpaCy's sectionizer and ConText (Harkema H, Dowling JN,
+Thornblade T, Chapman WW. *ConText: an algorithm for determining negation, experiencer, and
+temporal status from clinical reports.* J Biomed Inform 2009;42(5):839-851), beside its defaults.
+The baseline judge's rules hash (``judge.BASELINE_SHA256``) holds them, so a card made before a
+change no longer matches.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES"]
+
+SECTION_RULES: tuple[tuple[str, str], ...] = (
+    ("past", "past"), ("resolved", "past"), ("resolved problems", "past"), ("past problems", "past"),
+    ("inactive problems", "past"), ("previous problems", "past"), ("past history", "past"),
+    ("completed medications", "past_medications"), ("stopped medications", "past_medications"),
+    ("completed/stopped medications", "past_medications"), ("discontinued medications", "past_medications"),
+    ("past medications", "past_medications"), ("previous medications", "past_medications"),
+    ("prior medications", "past_medications"), ("medication history", "past_medications"),
+    ("stopped", "past_medications"), ("discontinued", "past_medications"), ("completed", "past_medications"),
+    ("current medications", "medications"), ("medications", "medications"), ("active medications", "medications"),
+    ("meds", "medications"), ("current", "current"), ("active", "current"), ("ongoing", "current"),
+    ("active problems", "problem_list"), ("problems", "problem_list"),
+    ("current problems", "problem_list"), ("allergies", "allergies"), ("drug allergies", "allergies"),
+)
+"""Headings the sectionizer knows besides its defaults: (heading, category). Only a heading at the
+start of a line counts (``require_start_line``)."""
+
+ENDED_SECTIONS = frozenset({"past", "past_medications", "past_medical_history"})
+"""Section categories whose items are ended (medSpaCy's ``past_medical_history`` and ours)."""
+
+CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
+    ("stopped", "HISTORICAL", "BACKWARD"), ("discontinued", "HISTORICAL", "BACKWARD"),
+    ("completed", "HISTORICAL", "BIDIRECTIONAL"), ("resolved", "HISTORICAL", "BACKWARD"),
+    ("stopped", "HISTORICAL", "FORWARD"), ("discontinued", "HISTORICAL", "FORWARD"),
+    ("previously on", "HISTORICAL", "FORWARD"), ("formerly on", "HISTORICAL", "FORWARD"),
+    ("no longer on", "HISTORICAL", "FORWARD"), ("no longer taking", "HISTORICAL", "FORWARD"),
+    ("off", "HISTORICAL", "FORWARD"), ("not on", "NEGATED_EXISTENCE", "FORWARD"),
+    ("not taking", "NEGATED_EXISTENCE", "FORWARD"),
+    # Past events in the patient's own words of a handoff (ConText's temporality "historical":
+    # Harkema et al. 2009, section 2.2: a condition that occurred in the past; the clinical
+    # shorthand "s/p" and "status post" is ConText's own trigger in its 2009 lexicon).
+    ("s/p", "HISTORICAL", "FORWARD"), ("status post", "HISTORICAL", "FORWARD"),
+    ("treated for", "HISTORICAL", "FORWARD"), ("recovered from", "HISTORICAL", "FORWARD"),
+    ("remote", "HISTORICAL", "FORWARD"), ("had", "HISTORICAL", "FORWARD"), ("took", "HISTORICAL", "FORWARD"),
+    ("received", "HISTORICAL", "FORWARD"), ("was on", "HISTORICAL", "FORWARD"), ("were on", "HISTORICAL", "FORWARD"),
+    ("used to take", "HISTORICAL", "FORWARD"), ("episode of", "HISTORICAL", "FORWARD"),
+    ("episodes of", "HISTORICAL", "FORWARD"), ("background of", "HISTORICAL", "FORWARD"),
+    ("finished", "HISTORICAL", "BIDIRECTIONAL"), ("cleared", "HISTORICAL", "BACKWARD"),
+    ("healed", "HISTORICAL", "BACKWARD"), ("expired", "HISTORICAL", "BACKWARD"),
+    ("given", "HISTORICAL", "BACKWARD"), ("was used", "HISTORICAL", "BACKWARD"),
+    ("were used", "HISTORICAL", "BACKWARD"), ("treated", "HISTORICAL", "BACKWARD"),
+    ("ceased", "HISTORICAL", "BACKWARD"), ("in the past", "HISTORICAL", "BACKWARD"),
+    ("has had", "HISTORICAL", "PSEUDO"), ("have had", "HISTORICAL", "PSEUDO"),
+    # A finite course or a single dose, and a status written after its item ("penicillin V course
+    # complete", "- done", "not current", "one-off", "self-limiting", "recovered", "was prescribed").
+    ("course complete", "HISTORICAL", "BACKWARD"), ("course done", "HISTORICAL", "BACKWARD"),
+    ("course over", "HISTORICAL", "BACKWARD"), ("- done", "HISTORICAL", "BACKWARD"),
+    ("short course", "HISTORICAL", "BIDIRECTIONAL"),
+    ("not current", "HISTORICAL", "BIDIRECTIONAL"), ("not active", "HISTORICAL", "BIDIRECTIONAL"),
+    ("no longer current", "HISTORICAL", "BIDIRECTIONAL"), ("no longer active", "HISTORICAL", "BIDIRECTIONAL"),
+    ("not ongoing", "HISTORICAL", "BIDIRECTIONAL"), ("recovered", "HISTORICAL", "BACKWARD"),
+    ("self-limiting", "HISTORICAL", "BACKWARD"), ("self-limited", "HISTORICAL", "BACKWARD"),
+    ("one-off", "HISTORICAL", "BACKWARD"), ("one dose", "HISTORICAL", "BACKWARD"),
+    ("single dose", "HISTORICAL", "BIDIRECTIONAL"), ("one-time dose", "HISTORICAL", "BIDIRECTIONAL"),
+    ("administered", "HISTORICAL", "BACKWARD"), ("was prescribed", "HISTORICAL", "FORWARD"),
+    ("were prescribed", "HISTORICAL", "FORWARD"), ("currently off", "HISTORICAL", "FORWARD"),
+    ("limited course", "HISTORICAL", "BIDIRECTIONAL"), ("lapsed", "HISTORICAL", "BACKWARD"),
+    ("inactive", "HISTORICAL", "BACKWARD"), ("old rx", "HISTORICAL", "BACKWARD"),
+    ("no longer needed", "HISTORICAL", "BACKWARD"), ("one-time", "HISTORICAL", "BACKWARD"),
+    ("temporary", "HISTORICAL", "BACKWARD"), ("not part of", "HISTORICAL", "BACKWARD"),
+    # A switch ends the drug switched from ("X replaced by Y", "X changed to Y", "X switched to Y").
+    ("replaced by", "HISTORICAL", "BACKWARD"), ("changed to", "HISTORICAL", "BACKWARD"),
+    ("switched to", "HISTORICAL", "BACKWARD"), ("briefly", "HISTORICAL", "BIDIRECTIONAL"),
+    ("not currently prescribed", "HISTORICAL", "BACKWARD"), ("not currently taking", "HISTORICAL", "BACKWARD"),
+)
+"""ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
+most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin
+stopped`` ends metformin only; negation keeps ConText's own scope (``Not on A, B or C``). Past
+tense of an event (``treated for``, ``had``, ``took``, ``received``, ``was on``, ``... given``,
+``... cleared``) marks its item historical; ``has had``/``have had`` (a state still holding) is a
+pseudo-trigger that marks nothing."""
