@@ -52,9 +52,9 @@ from groundeval.agents.base import AgentConfig, offline_hint
 from groundeval.agents.claude import DEFAULT_MODEL, REJECTED_KEY_HINT
 from groundeval.errors import AgentError, AgentLoopError, ConfigError
 from groundeval.extras import EXTRAS, require_extra
-from groundeval.models.anthropic import AnthropicModel
 from groundeval.models.classify import classify_anthropic_error
-from groundeval.models.provider import check_temperature
+from groundeval.models.providers.anthropic import AnthropicProvider
+from groundeval.models.providers.base import check_temperature
 from groundeval.models.retry import CallSettings, GaveUp
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class LangGraphAgent:
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         temperature = CallSettings.from_config(config, None).temperature
-        check_temperature(temperature, AnthropicModel.temperature_range, f"the agent {cls.name!r}")
+        check_temperature(temperature, AnthropicProvider.temperature_range, f"the agent {cls.name!r}")
 
     def __init__(
         self,
@@ -148,7 +148,7 @@ class LangGraphAgent:
         if chat_model is None and not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.settings = CallSettings.from_config(config, sleep)
-        check_temperature(self.settings.temperature, AnthropicModel.temperature_range, f"the agent {self.name!r}")
+        check_temperature(self.settings.temperature, AnthropicProvider.temperature_range, f"the agent {self.name!r}")
         raw_limit = config.options.get("recursion_limit")
         try:
             self.recursion_limit = DEFAULT_RECURSION_LIMIT if raw_limit is None else int(raw_limit)
