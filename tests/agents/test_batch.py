@@ -22,8 +22,8 @@ from groundeval.errors import (
 from groundeval.models import get_model
 from groundeval.models.base import ModelRequest, ModelResponse
 from groundeval.models.batch import Batcher, BatchJournal, BatchProgress, BatchSettings, custom_id
-from groundeval.models.pricing import BATCH_DISCOUNT, batch_usage, cost_usd
 from groundeval.models.policy import PolicyModel
+from groundeval.models.pricing import BATCH_DISCOUNT, batch_usage, cost_usd
 from groundeval.models.provider import ProviderModel
 from tests._fakes.fake_batches import FakeAnthropicBatches, FakeBatches, FakeOpenAIBatches
 

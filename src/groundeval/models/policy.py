@@ -44,6 +44,7 @@ from groundeval.models.providers.base import Provider, check_temperature
 from groundeval.models.retry import CallSettings, Completed, GaveUp, call_with_retries
 from groundeval.models.served import output_budget
 from groundeval.models.transcript import failed_reply
+from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
     from groundeval.models.batch import BatchAPI, Batcher, BatchResult
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["COUNTS_KEPT", "PolicyModel"]
 
 ClientT = TypeVar("ClientT")
+T = TypeVar("T")
 
 COUNTS_KEPT = 64
 """Prompt token counts remembered per model (a case is counted by its pre-flight and again by its call)."""
@@ -349,26 +351,40 @@ class PolicyModel(Generic[ClientT]):
         errors = (*self.api.api_errors(), BadResponse)
         params = self.params(request)
         self.preflight(request)
+        return self.limited(request, lambda: self._generate(request, params, errors), lambda r: r.usage.get("cost_usd"))
+
+    def limited(self, request: ModelRequest, call: Callable[[], T], cost: Callable[[T], Metric | None]) -> T:
+        """``call()`` under the run's spending limit (``models.spend``), when there is one.
+
+        The request's highest cost at list price is reserved before the call and settled with
+        what it cost after: ``cost(value)`` (USD; None keeps the estimate spent); a failure that
+        was paid for (an ``AgentError`` whose ``details["usage"]`` has a ``cost_usd``) is settled
+        at that cost, any other failure at 0. Also the guard of a model turn made by another
+        client (the LangGraph agent's chat model).
+
+        Raises:
+            groundeval.errors.SpendLimitReached: The reservation would pass the limit; no call is made.
+        """
         from groundeval.models import spend
 
         limit = spend.current()
         if limit is None:
-            return self._generate(request, params, errors)
+            return call()
         estimate = spend.highest_call_cost(self.name, request.chars, self.max_tokens_for(request))
         reserved = limit.reserve(estimate if estimate is not None else 0.0, request.label)  # at list price
         try:
-            response = self._generate(request, params, errors)
+            value = call()
         except AgentError as exc:  # a reply that was paid for (cut off, refused) carries its usage
             usage = exc.details.get("usage")
-            cost = usage.get("cost_usd") if isinstance(usage, dict) else None
-            limit.settle(reserved, float(cost) if isinstance(cost, int | float) else 0.0)
+            paid = usage.get("cost_usd") if isinstance(usage, dict) else None
+            limit.settle(reserved, float(paid) if isinstance(paid, int | float) else 0.0)
             raise
         except BaseException:
             limit.settle(reserved, 0.0)
             raise
-        cost = response.usage.get("cost_usd")
-        limit.settle(reserved, float(cost) if isinstance(cost, int | float) else None)
-        return response
+        spent = cost(value)
+        limit.settle(reserved, float(spent) if isinstance(spent, int | float) else None)
+        return value
 
     def _generate(
         self, request: ModelRequest, params: dict[str, Any], errors: tuple[type[BaseException], ...]
