@@ -17,10 +17,8 @@ Nothing here imports an SDK.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib
 import json
-import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -28,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from groundeval.errors import (
     AgentError,
-    BatchNotRunError,
     CaseTooLargeError,
     ConfigError,
     InfraError,
@@ -37,26 +34,25 @@ from groundeval.errors import (
     TruncatedError,
 )
 from groundeval.models.base import ModelRequest, ModelResponse, ModelRole
+from groundeval.models.batch_routing import batch_failure
 from groundeval.models.classify import BadResponse, advise
 from groundeval.models.client_pool import ClientPool
-from groundeval.models.pricing import CHARS_PER_TOKEN, batch_usage, context_window, estimate_tokens
+from groundeval.models.preflight import ContextCheck
+from groundeval.models.pricing import batch_usage
 from groundeval.models.providers.base import Provider, check_temperature
 from groundeval.models.retry import CallSettings, Completed, GaveUp, call_with_retries
-from groundeval.models.served import output_budget
 from groundeval.models.transcript import failed_reply
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
-    from groundeval.models.batch import BatchAPI, Batcher, BatchResult
+    from groundeval.models.batch import BatchAPI, Batcher
     from groundeval.models.response_cache import ResponseCache
 
-__all__ = ["COUNTS_KEPT", "PolicyModel"]
+__all__ = ["PolicyModel"]
 
 ClientT = TypeVar("ClientT")
 T = TypeVar("T")
 
-COUNTS_KEPT = 64
-"""Prompt token counts remembered per model (a case is counted by its pre-flight and again by its call)."""
 _REFUSAL_SHOWN = 200
 """Characters of a refusal text quoted in the failure message (the whole text is the raw output)."""
 
@@ -99,8 +95,7 @@ class PolicyModel(Generic[ClientT]):
         self._answered = False  # any real answer yet? (the HTML run stop only looks at the first call)
         self.batcher: Batcher | None = None  # batch mode (use_batches): requests go to the batch API
         self._cache: tuple[ResponseCache, dict[str, Any]] | None = None
-        self._counts: dict[str, tuple[int | None, str]] = {}
-        self._counts_lock = threading.Lock()
+        self._context = ContextCheck(api)
 
     @staticmethod
     def check(
@@ -215,73 +210,21 @@ class PolicyModel(Generic[ClientT]):
         return value
 
     # -- the pre-flight ----------------------------------------------------------------------------
-    def _counted(self, text: str) -> tuple[int | None, str]:
-        """The provider's token count of ``text``, remembered (a case is counted by its pre-flight and its call)."""
-        key = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        with self._counts_lock:
-            if key in self._counts:
-                return self._counts[key]
-        found = (self.api.count_tokens(text), "the server's tokenizer")
-        with self._counts_lock:
-            if len(self._counts) >= COUNTS_KEPT:
-                self._counts.pop(next(iter(self._counts)))
-            self._counts[key] = found
-        return found
-
     def fit(self, request: ModelRequest) -> ModelRequest:
-        """``request`` with the output limit its prompt leaves in the server's context.
-
-        When the provider knows its context (``Provider.context_tokens``), the prompt is counted by
-        the server's tokenizer (else estimated as characters / ``CHARS_PER_TOKEN``) plus the
-        provider's ``template_tokens``, and the answer gets ``min(max_tokens, context - prompt)``
-        tokens (``models.served.output_budget``). Otherwise ``request`` is returned as it is.
+        """``request`` with the output limit its prompt leaves in the server's context (``ContextCheck.fit``).
 
         Raises:
             CaseTooLargeError: Fewer than ``min(max_tokens, MIN_OUTPUT_TOKENS)`` tokens are left.
         """
-        n_ctx = self.api.context_tokens()
-        if n_ctx is None:
-            return request
-        parts = [request.system, *(str(m.get("content", "")) for m in request.messages)]
-        counted, how = self._counted("\n\n".join(part for part in parts if part))
-        if counted is None:
-            counted, how = estimate_tokens(*parts), f"characters / {CHARS_PER_TOKEN}"
-        wanted = self.max_tokens_for(request)
-        budget = output_budget(
-            label=request.label, model=str(self.name), prompt_tokens=counted + self.api.template_tokens,
-            max_tokens=wanted, n_ctx=n_ctx, counted_by=how, details=self.api.server_meta(),
-            fix=self.api.too_large_fix(),
-        )
-        return request if budget == request.max_tokens else dataclasses.replace(request, max_tokens=budget)
+        return self._context.fit(request, self.max_tokens_for(request))
 
     def preflight(self, request: ModelRequest) -> None:
-        """Refuse a request that clearly cannot fit the model's context window, before paying.
-
-        With the server's context known, the request must fit it (``fit``). Otherwise the
-        estimate is the request's characters / ``CHARS_PER_TOKEN`` (which undercounts JSON) plus
-        its ``max_tokens``, against ``pricing.context_window(model)``; models of unknown context
-        are not checked.
+        """Refuse a request that clearly cannot fit the model's context, before paying (``ContextCheck.check``).
 
         Raises:
             CaseTooLargeError: The request does not fit; ``details`` hold the numbers.
         """
-        if self.api.context_tokens() is not None:
-            self.fit(request)
-            return
-        window = context_window(self.name)
-        if window is None:
-            return
-        estimate = -(-request.chars // CHARS_PER_TOKEN)  # as pricing.estimate_tokens: rounded up
-        max_tokens = self.max_tokens_for(request)
-        if estimate + max_tokens > window:
-            raise CaseTooLargeError(
-                f"{request.label}: the case is too large for the model {self.name}: about {estimate:,} "
-                f"prompt tokens (characters / {CHARS_PER_TOKEN}) plus max_tokens={max_tokens} exceed its "
-                f"{window:,}-token context window; no call was made. Use a smaller case or a model with a "
-                "larger window",
-                attempts=0,
-                details={"estimated_tokens": estimate, "context_tokens": window, "max_tokens": max_tokens},
-            )
+        self._context.check(request, self.max_tokens_for(request))
 
     # -- a generation --------------------------------------------------------------------------
     def generate(self, request: ModelRequest) -> ModelResponse:
@@ -423,7 +366,7 @@ class PolicyModel(Generic[ClientT]):
         Raises:
             BatchNotRunError: The batch was cancelled or the run stopped before it was sent.
             InfraError: The request expired, or was still processing after the longest wait.
-            AgentError: As a direct call's error (``_classify``), or a refusal / truncation.
+            AgentError: As a direct call's error (``Provider.classify``), or a refusal / truncation.
         """
         result = batcher.result(request.label, params)
         marks: dict[str, Any] = {"batch": True, "batch_id": result.batch_id, "custom_id": result.custom_id,
@@ -436,42 +379,7 @@ class PolicyModel(Generic[ClientT]):
                                  attempts=1, details=marks) from None
             self._answered = True
             return self._response(request, Completed(result.value, 1, 0.0), batch=marks)
-        raise self._batch_failure(request, result, batcher, marks)
-
-    def _batch_failure(
-        self, request: ModelRequest, result: BatchResult, batcher: Batcher, marks: dict[str, Any]
-    ) -> AgentError:
-        """The error of a batched request that has no answer (see ``_batched``)."""
-        label, batch = request.label, result.batch_id
-        api = batcher.api.name
-        if result.kind == "errored" and result.error is not None:
-            error = self.api.classify(result.error, label, attempts=1, note="")  # as a direct call's
-            error.details.update(marks)
-            return error
-        if result.kind == "cancelled":
-            return BatchNotRunError(f"{label}: batch {batch} was cancelled before the provider ran this request",
-                                    attempts=0, details=marks)
-        if result.kind == "abandoned":
-            return BatchNotRunError(
-                f"{label}: the run stopped while batch {batch} was out; run the same command again to collect its "
-                f"results without paying again, or cancel batch {batch} at {api}", attempts=0, details=marks,
-            )
-        if result.kind == "not_sent":
-            return BatchNotRunError(f"{label}: the run stopped before this request was sent in a batch",
-                                    attempts=0, details=marks)
-        if result.kind == "timed_out":
-            waited = batcher.settings.max_wait_s
-            return InfraError(
-                f"{label}: batch {batch} was still processing after the longest wait ({waited:g} s, "
-                "--groundeval-batch-max-wait); its results stay at the provider: run the same command again to "
-                f"collect them without paying again, or cancel batch {batch} at {api}",
-                attempts=1, details=marks,
-            )
-        return InfraError(
-            f"{label}: the request {result.kind} in batch {batch} before {api} ran it (the provider's "
-            "24-hour window ended); run again to send it in a new batch",
-            attempts=1, details=marks,
-        )
+        raise batch_failure(self.api, request, result, batcher, marks)
 
     def _response(
         self, request: ModelRequest, done: Completed[Any], *, batch: Mapping[str, Any] | None = None
