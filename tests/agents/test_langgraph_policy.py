@@ -13,7 +13,7 @@ import pytest
 
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.langgraph_agent import LangGraphWriteAgent
-from groundeval.errors import CaseTooLargeError, SpendLimitReached
+from groundeval.errors import CaseTooLargeError, ConfigError, SpendLimitReached
 from groundeval.models import spend
 from groundeval.models.policy import PolicyModel
 from tests._fakes.fake_anthropic import message_body
@@ -56,6 +56,8 @@ def test_the_agent_exposes_its_policy_model(monkeypatch: pytest.MonkeyPatch) -> 
     agent = _agent(monkeypatch, [])
     assert isinstance(agent.provider_model, PolicyModel)
     assert agent.provider_model.spec == "anthropic/claude-opus-4-8" and agent.provider_model.role == "agent"
+    with pytest.raises(ConfigError, match="does not make one provider model call per case"):
+        agent.provider_model.batch_api()  # several turns per case: never sent in batches
 
 
 def test_each_turn_is_reserved_and_settled_at_its_reply_price(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -181,6 +181,7 @@ class LangGraphAgent:
                 f"anthropic/{self.model}", "agent", options=config.options, owner=f"the agent {self.name!r}",
                 hints={"no_key": NO_KEY_HINT, "rejected_key": REJECTED_KEY_HINT}, sleep=sleep,
             )
+            self.provider_model.single_call = False  # several turns per case: batch mode refuses it
 
     def _model_for(self, request: AgentRequest) -> BaseChatModel:
         if self._chat_model is None:

@@ -78,6 +78,8 @@ class PolicyModel(Generic[ClientT]):
         temperature: Sampling temperature sent, or None (the provider's default).
         retry: The retry policy (retries, the call's time budget).
         batcher: The batcher of batch mode (``use_batches``), else None.
+        single_call: False when the model's owner makes several calls per case (a tool-using
+            agent's turns): batch mode refuses it.
 
     Raises:
         ConfigError: An option is out of range (``CallSettings``, the provider's temperatures).
@@ -94,6 +96,7 @@ class PolicyModel(Generic[ClientT]):
         check_temperature(self.temperature, api.temperature_range, self.owner)
         self._answered = False  # any real answer yet? (the HTML run stop only looks at the first call)
         self.batcher: Batcher | None = None  # batch mode (use_batches): requests go to the batch API
+        self.single_call = True  # False for a tool-using agent's model: its turns cannot wait on a batch
         self._cache: tuple[ResponseCache, dict[str, Any]] | None = None
         self._context = ContextCheck(api)
 
@@ -162,8 +165,15 @@ class PolicyModel(Generic[ClientT]):
         """The provider's batch adapter, over its SDK client.
 
         Raises:
-            ConfigError: The provider has no batch API.
+            ConfigError: The provider has no batch API, or the model's owner makes several calls per
+                case (``single_call`` False).
         """
+        if not self.single_call:
+            raise ConfigError(
+                f"--groundeval-batch: {self.owner} does not make one provider model call per case (a tool-using "
+                "agent would wait for a whole batch at every turn, hours per case). Batch mode serves the "
+                "single-call agents: claude, openai-compatible. Drop --groundeval-batch"
+            )
         if self.api.batch_api_class is None:
             raise ConfigError(
                 f"--groundeval-batch: {self.owner} ({self.spec}) has no provider batch API; batch mode serves "
