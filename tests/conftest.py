@@ -23,7 +23,7 @@ PRELOAD_FOR_SPEED = (
     "groundeval.records.sensitivity", "jinja2",
     # the provider SDKs: a pytester run of a Claude or OpenAI-compatible agent over a mocked transport
     # would import each again (several thousand pydantic models) every time
-    "anthropic", "openai", "groundeval.models.anthropic", "groundeval.models.openai_compat", "groundeval.agents.claude",
+    "anthropic", "openai", "groundeval.models.providers.anthropic", "groundeval.models.providers.openai_compat", "groundeval.agents.claude",
     *(f"fhir.resources.R4B.{model}" for model in
       ("bundle", "patient", "medicationrequest", "medication", "medicationstatement")),
     # what a LangGraph agent's run imports (about 700 modules: LangChain, LangGraph, LangSmith's

@@ -22,6 +22,7 @@ from groundeval.errors import (
 from groundeval.models import get_model
 from groundeval.models.base import ModelRequest, ModelResponse
 from groundeval.models.batch import Batcher, BatchJournal, BatchProgress, BatchSettings, custom_id
+from groundeval.models.policy import PolicyModel
 from groundeval.models.pricing import BATCH_DISCOUNT, batch_usage, cost_usd
 from groundeval.models.provider import ProviderModel
 from tests._fakes.fake_batches import FakeAnthropicBatches, FakeBatches, FakeOpenAIBatches
@@ -170,11 +171,13 @@ def test_whatever_is_left_at_the_longest_wait_is_infra_error_naming_the_batch(ap
 
 
 def test_a_model_without_a_batch_api_is_refused(api_key: str) -> None:
-    class NoBatches(type(get_model("anthropic/claude-opus-4-8"))):  # type: ignore[misc]
+    model = get_model("anthropic/claude-opus-4-8")
+
+    class NoBatches(type(model.api)):  # type: ignore[misc]
         batch_api_class = None
 
     with pytest.raises(ConfigError, match="has no provider batch API"):
-        NoBatches("claude-opus-4-8").batch_api()
+        PolicyModel(NoBatches("claude-opus-4-8")).batch_api()
 
 
 def test_custom_ids_are_safe_stable_and_tell_repeated_requests_apart() -> None:

@@ -318,7 +318,7 @@ def test_an_abandoned_attempt_closes_the_shared_client_only_when_no_other_call_u
         built.append(Client())
         return built[-1]
 
-    model._new_client = new_client  # type: ignore[method-assign]  # the pool builds through it
+    model.api.new_client = new_client  # type: ignore[method-assign]  # the pool builds through its provider
     first = model._pool.checkout()  # the call that will be abandoned
     beside = model._pool.checkout()  # another case's call on the same client (--groundeval-concurrency)
     assert first is beside and len(built) == 1

@@ -23,7 +23,7 @@ from groundeval.agents.base import AgentConfig
 from groundeval.agents.openai_compat import OpenAICompatibleAgent
 from groundeval.errors import CaseTooLargeError
 from groundeval.execution import effective_concurrency
-from groundeval.models.openai_compat import TEMPLATE_TOKENS
+from groundeval.models.providers.openai_compat import TEMPLATE_TOKENS
 from tests._fakes.fake_openai import completion_body
 
 N_CTX = 2048

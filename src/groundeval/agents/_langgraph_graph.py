@@ -14,14 +14,17 @@ from typing import TYPE_CHECKING, Any
 from groundeval.agents._langgraph_history import history_check
 from groundeval.agents.claude import TRUNCATED
 from groundeval.errors import InfraError, RefusalError, TruncatedError
+from groundeval.models.base import ModelRequest
 from groundeval.models.classify import BadResponse, advise
-from groundeval.models.retry import GaveUp, RetryPolicy, call_with_retries
+from groundeval.models.retry import Completed, GaveUp, RetryPolicy, call_with_retries
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.tools import BaseTool
 
-__all__ = ["build_write_graph", "model_call_guard", "tool_error"]
+    from groundeval.models.policy import PolicyModel
+
+__all__ = ["build_write_graph", "model_call_guard", "tool_error", "turn_request"]
 
 
 def tool_error(exc: Exception, request: Any) -> str | None:
@@ -36,9 +39,40 @@ def tool_error(exc: Exception, request: Any) -> str | None:
     return json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
 
 
-def model_call_guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException], ...]) -> Any:
-    """Middleware around every model call: retries on API errors, stops at ``max_tokens``.
+def turn_request(request: Any, case_id: str) -> ModelRequest:
+    """What one model turn sends, as a ``ModelRequest`` (its text, for the pre-flight and the spending limit).
 
+    Args:
+        request: LangChain's ``ModelRequest`` of the turn (``system_message``, ``messages``).
+        case_id: The case, the request's label.
+    """
+    system = getattr(request, "system_message", None)
+    messages = tuple(
+        {"role": str(getattr(m, "type", "user")), "content": str(getattr(m, "content", ""))}
+        for m in (getattr(request, "messages", None) or ())
+    )
+    return ModelRequest(messages=messages, system=str(getattr(system, "content", "") or ""), label=case_id)
+
+
+def _turn_cost(done: Completed[Any], model: str | None) -> Any:
+    """The list price of a turn's reply, USD (None when unknown)."""
+    from langchain_core.messages import AIMessage
+
+    from groundeval.agents._langgraph_trace import message_usage
+
+    result = getattr(done.value, "result", [done.value])
+    replies = [m for m in result if isinstance(m, AIMessage)]
+    return message_usage(replies, model).get("cost_usd") if replies else None
+
+
+def model_call_guard(
+    case_id: str, policy: RetryPolicy, errors: tuple[type[BaseException], ...], model: PolicyModel[Any] | None = None,
+) -> Any:
+    """Middleware around every model call: pre-flight, spending limit, retries on API errors, stops at ``max_tokens``.
+
+    With ``model`` (the agent's ``provider_model``, ``models.policy.PolicyModel``), each turn is
+    checked against the model's context before it is sent (``PolicyModel.preflight``) and made
+    under the run's spending limit (``PolicyModel.limited``), as a single-call agent's call is.
     Its ``calls`` list each model call's ``started_at`` (ISO-8601 UTC), ``latency_s`` (seconds,
     retries included) and ``attempts``, in order: one per model reply, for the conversation.
     """
@@ -76,11 +110,19 @@ def model_call_guard(case_id: str, policy: RetryPolicy, errors: tuple[type[BaseE
                         "an HTML page or JSON that is not a Messages API answer",
                     ) from exc
 
+            def turn() -> Completed[Any]:  # bounded by what is left of the case's budget (call_with_retries)
+                return call_with_retries(attempt, policy, errors=(*errors, BadResponse), advise=advise,
+                                         started=self.started)
+
             started_at = datetime.now(UTC).isoformat()
             began = policy.clock()
-            try:  # each turn is bounded by what is left of the case's budget (call_with_retries)
-                done = call_with_retries(attempt, policy, errors=(*errors, BadResponse), advise=advise,
-                                         started=self.started)
+            try:
+                if model is None:  # a scripted chat model: no provider behind it
+                    done = turn()
+                else:
+                    sent = turn_request(request, case_id)
+                    model.preflight(sent)
+                    done = model.limited(sent, turn, lambda d: _turn_cost(d, model.name))
             except GaveUp as gave_up:
                 self.attempts += gave_up.attempts
                 raise

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from groundeval.models.anthropic import anthropic_usage
 from groundeval.models.pricing import total_cost
+from groundeval.models.providers.anthropic import anthropic_usage
 from groundeval.models.transcript import call_facts, tool_calls
 from groundeval.scoring import Metric
 

@@ -17,7 +17,8 @@ from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
 from groundeval.models import check_model, get_model
 from groundeval.models.base import ModelRequest
-from groundeval.models.provider import ProviderModel, check_temperature
+from groundeval.models.policy import PolicyModel
+from groundeval.models.providers.base import check_temperature
 from groundeval.models.retry import RetryPolicy
 from groundeval.models.transcript import reply_message
 
@@ -37,9 +38,9 @@ class SingleCallAgent:
         sleep: Replacement for ``time.sleep`` between retries (tests).
 
     Attributes:
-        backend: The ``Model`` this agent calls.
-        provider_model: The same model, declared for the run (``agents.base.Agent``: the spend limit
-            and batch mode read it).
+        provider_model: The ``Model`` this agent calls (``models.policy.PolicyModel``: the one
+            policy over the provider), declared for the run (``agents.base.Agent``: the spend
+            limit and batch mode read it).
         model: Its model id (recorded as the run's model).
 
     Raises:
@@ -65,13 +66,12 @@ class SingleCallAgent:
     ) -> None:
         config = config or AgentConfig()
         self.check_agent_config(config)
-        self.backend: ProviderModel[Any] = self._build_model(config, http_client=http_client, sleep=sleep)
-        self.model: str | None = self.backend.name
-        self.provider_model: ProviderModel[Any] | None = self.backend  # declared (``agents.base.Agent``)
+        self.provider_model: PolicyModel[Any] = self._build_model(config, http_client=http_client, sleep=sleep)
+        self.model: str | None = self.provider_model.name
 
     def _build_model(
         self, config: AgentConfig, *, http_client: httpx2.Client | None, sleep: Callable[[float], None] | None
-    ) -> ProviderModel[Any]:
+    ) -> PolicyModel[Any]:
         """The agent's model: ``models.get_model`` with the agent's provider, model and options."""
         return get_model(
             f"{self.provider}/{config.model or ''}", "agent", options=config.options, owner=f"the agent {self.name!r}",
@@ -80,7 +80,7 @@ class SingleCallAgent:
 
     @classmethod
     def hints(cls) -> dict[str, str]:
-        """Advice the agent's messages give (see ``ProviderModel``); none by default."""
+        """Advice the agent's messages give (see ``models.providers.base.Provider``); none by default."""
         return {}
 
     @classmethod
@@ -119,6 +119,11 @@ class SingleCallAgent:
             return f"{cls.provider}/{name}@{strip_userinfo(url.rstrip('/'))}"
         return f"{cls.provider}/{name}"
 
+    @property
+    def backend(self) -> PolicyModel[Any]:
+        """The ``Model`` this agent calls (``provider_model``, by its former name)."""
+        return self.provider_model
+
     # -- what the run record and the session read ------------------------------------------
     @property
     def max_tokens(self) -> int:
@@ -155,7 +160,7 @@ class SingleCallAgent:
         """Refuse a case that clearly cannot fit the model's context, before paying.
 
         Raises:
-            CaseTooLargeError: See ``ProviderModel.preflight``.
+            CaseTooLargeError: See ``PolicyModel.preflight``.
         """
         self.backend.preflight(self.model_request(request))
 
@@ -170,7 +175,7 @@ class SingleCallAgent:
             ``details["messages"]``).
 
         Raises:
-            AgentError: As ``ProviderModel.generate``: ``AuthError``, ``RunStopError``,
+            AgentError: As ``PolicyModel.generate``: ``AuthError``, ``RunStopError``,
                 ``CaseTooLargeError``, ``InfraError``, ``RefusalError``, ``TruncatedError``.
         """
         response = self.backend.generate(self.model_request(request))

@@ -1,26 +1,25 @@
-"""Claude agent: one Anthropic Messages API call per case, through ``models.anthropic``.
+"""Claude agent: one Anthropic Messages API call per case, the model agent under the alias ``claude``.
 
 The task's fixed instructions go in the system prompt, marked for prompt caching, and the case
-content (the Bundle) is the user turn. The call, its retries, failure classes, usage and prices
-are the model layer's (``groundeval.models.anthropic.AnthropicModel``); this agent only names
-the model (``--groundeval-model``, default ``DEFAULT_MODEL``) and the advice its messages give.
+content (the Bundle) is the user turn. The agent is ``agents.model_agent.ModelAgent``; the call,
+its retries, failure classes, usage and prices are the model layer's (``models.policy`` over
+``groundeval.models.providers.anthropic.AnthropicProvider``); this alias only names the provider,
+the model (``--groundeval-model``, default ``DEFAULT_MODEL``), the key it needs and the advice its
+messages give.
 
 The ``anthropic`` SDK (the ``claude`` extra) is imported on first use, never at collection time.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from groundeval.agents._single_call import SingleCallAgent
-from groundeval.agents.base import AgentConfig, offline_hint
-from groundeval.errors import ConfigError
-from groundeval.extras import require_extra
-from groundeval.models.anthropic import DEFAULT_MODEL, KEY_ENV, TRUNCATED, anthropic_usage
+from groundeval.agents.base import offline_hint
+from groundeval.agents.model_agent import ModelAgent, ModelAlias
+from groundeval.models.providers.anthropic import DEFAULT_MODEL, KEY_ENV, TRUNCATED, anthropic_usage
 from groundeval.scoring import Metric
 
-__all__ = ["DEFAULT_MODEL", "NO_KEY_HINT", "REJECTED_KEY_HINT", "TRUNCATED", "ClaudeAgent"]
+__all__ = ["CLAUDE", "DEFAULT_MODEL", "NO_KEY_HINT", "REJECTED_KEY_HINT", "TRUNCATED", "ClaudeAgent"]
 
 NO_KEY_HINT = f"ANTHROPIC_API_KEY is not set: the agent 'claude' needs it. Set the key, or {offline_hint()}."
 """The one-line error without a key: names every built-in task's offline agent (``registry``)."""
@@ -28,16 +27,29 @@ REJECTED_KEY_HINT = f"set a valid ANTHROPIC_API_KEY, or {offline_hint()}"
 """The advice of a rejected key (401), for every agent that calls Claude."""
 
 
-class ClaudeAgent(SingleCallAgent):
+CLAUDE = ModelAlias(
+    "claude",
+    provider="anthropic",
+    extra="claude",
+    module="anthropic",
+    hints={"no_key": NO_KEY_HINT, "rejected_key": REJECTED_KEY_HINT},
+    key_env=KEY_ENV,
+    no_key=NO_KEY_HINT,
+)
+"""The model agent's ``claude`` alias: Anthropic's provider, its key required before any case."""
+
+
+class ClaudeAgent(ModelAgent):
     """Asks Claude for the answer with the task's system prompt and the case as the user turn.
 
     ``run`` sends one Messages API request (retried on infrastructure errors) and returns the
     text blocks joined, with ``meta["stop_reason"]`` the Messages API ``stop_reason``. It raises
-    what ``AnthropicModel.generate`` raises: ``AuthError`` for a rejected key (401) or a refused
-    account or model (402/403), ``InfraError`` for 429, 5xx, 529, timeout or connection error
-    after the allowed retries, ``TruncatedError`` at ``max_tokens`` or the context window,
-    ``RefusalError`` for ``stop_reason`` ``refusal``, ``CaseTooLargeError`` for a case too large
-    for the model, and ``RunStopError`` for an unknown model (404) or any other invalid request.
+    what ``PolicyModel.generate`` raises over ``AnthropicProvider``: ``AuthError`` for a rejected
+    key (401) or a refused account or model (402/403), ``InfraError`` for 429, 5xx, 529, timeout
+    or connection error after the allowed retries, ``TruncatedError`` at ``max_tokens`` or the
+    context window, ``RefusalError`` for ``stop_reason`` ``refusal``, ``CaseTooLargeError`` for a
+    case too large for the model, and ``RunStopError`` for an unknown model (404) or any other
+    invalid request.
 
     Args:
         config: ``model`` (default ``DEFAULT_MODEL``, any Claude model id); options
@@ -52,26 +64,9 @@ class ClaudeAgent(SingleCallAgent):
             ``ANTHROPIC_API_KEY`` is not set, or an option is out of range.
     """
 
-    name = "claude"
-    provider = "anthropic"
-
-    @classmethod
-    def hints(cls) -> dict[str, str]:
-        """The missing and rejected key's advice: set the key, or use a built-in offline agent."""
-        return {"no_key": NO_KEY_HINT, "rejected_key": REJECTED_KEY_HINT}
-
-    @classmethod
-    def check_agent_config(cls, config: AgentConfig) -> None:
-        """Refuse a run without the SDK or the key, before any case.
-
-        Raises:
-            ConfigError: The ``claude`` extra is missing or ``ANTHROPIC_API_KEY`` is not set.
-        """
-        require_extra("claude", "anthropic", f"the agent {cls.name!r}")
-        if not os.environ.get(KEY_ENV):
-            raise ConfigError(NO_KEY_HINT)
+    alias = CLAUDE
 
     @staticmethod
     def usage(model: str | None, usage: Any) -> dict[str, Metric]:
-        """Token counts and list price of an Anthropic ``Usage`` (``models.anthropic.anthropic_usage``)."""
+        """Token counts and list price of an Anthropic ``Usage`` (``models.providers.anthropic.anthropic_usage``)."""
         return anthropic_usage(model, usage)

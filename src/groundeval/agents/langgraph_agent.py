@@ -34,6 +34,16 @@ How failures are reported:
 * Anthropic API failures: retried by ``models.retry`` (the chat model itself is built with
   ``max_retries=0``), then classified by ``models.classify.classify_anthropic_error``
   (``InfraError``/``AuthError``/``AgentError``).
+* The model policy: the agent's ``provider_model`` is the ``anthropic`` model of the same spec
+  and options (``models.policy.PolicyModel``), and every turn goes through its pre-flight (a turn
+  too large for the model's context is ``CaseTooLargeError`` before it is sent) and the run's
+  spending limit (``--groundeval-max-cost``: each turn reserved at list price and settled at its
+  reply's price). The turn itself is made by ``ChatAnthropic`` (LangChain binds the tools and
+  reads the tool calls in its own terms), so the policy wraps that call rather than making it:
+  the retries, deadline, classification, refusal and truncation rules are the same functions a
+  single-call agent's call goes through, applied here by ``_langgraph_graph.model_call_guard``.
+  With a chat model passed in (tests' ``ScriptedChatModel``) there is no provider and
+  ``provider_model`` is None.
 
 ``langchain``, ``langgraph`` and ``langchain_anthropic`` are imported on first use only.
 """
@@ -52,15 +62,18 @@ from groundeval.agents.base import AgentConfig, offline_hint
 from groundeval.agents.claude import DEFAULT_MODEL, REJECTED_KEY_HINT
 from groundeval.errors import AgentError, AgentLoopError, ConfigError
 from groundeval.extras import EXTRAS, require_extra
-from groundeval.models.anthropic import AnthropicModel
+from groundeval.models import get_model
 from groundeval.models.classify import classify_anthropic_error
-from groundeval.models.provider import check_temperature
+from groundeval.models.providers.anthropic import AnthropicProvider
+from groundeval.models.providers.base import check_temperature
 from groundeval.models.retry import CallSettings, GaveUp
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
     from langchain_core.tools import BaseTool
+
+    from groundeval.models.policy import PolicyModel
 
 __all__ = [
     "DEFAULT_RECURSION_LIMIT",
@@ -133,7 +146,7 @@ class LangGraphAgent:
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         temperature = CallSettings.from_config(config, None).temperature
-        check_temperature(temperature, AnthropicModel.temperature_range, f"the agent {cls.name!r}")
+        check_temperature(temperature, AnthropicProvider.temperature_range, f"the agent {cls.name!r}")
 
     def __init__(
         self,
@@ -148,7 +161,7 @@ class LangGraphAgent:
         if chat_model is None and not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError(NO_KEY_HINT)
         self.settings = CallSettings.from_config(config, sleep)
-        check_temperature(self.settings.temperature, AnthropicModel.temperature_range, f"the agent {self.name!r}")
+        check_temperature(self.settings.temperature, AnthropicProvider.temperature_range, f"the agent {self.name!r}")
         raw_limit = config.options.get("recursion_limit")
         try:
             self.recursion_limit = DEFAULT_RECURSION_LIMIT if raw_limit is None else int(raw_limit)
@@ -161,6 +174,14 @@ class LangGraphAgent:
         default = None if chat_model is not None else DEFAULT_MODEL
         self.model: str | None = config.model or getattr(chat_model, "model_name", None) or default
         self._catalog: Any = None
+        # the model whose policy every turn goes through (pre-flight, spending limit); None with a chat model passed in
+        self.provider_model: PolicyModel[Any] | None = None
+        if chat_model is None:
+            self.provider_model = get_model(
+                f"anthropic/{self.model}", "agent", options=config.options, owner=f"the agent {self.name!r}",
+                hints={"no_key": NO_KEY_HINT, "rejected_key": REJECTED_KEY_HINT}, sleep=sleep,
+            )
+            self.provider_model.single_call = False  # several turns per case: batch mode refuses it
 
     def _model_for(self, request: AgentRequest) -> BaseChatModel:
         if self._chat_model is None:
@@ -248,7 +269,7 @@ class LangGraphAgent:
         case = request.case_id
         tools = self._tools_for(request)
         model = self._model_for(request)
-        guard = model_call_guard(case, self.settings.retry, self._api_errors(model))
+        guard = model_call_guard(case, self.settings.retry, self._api_errors(model), self.provider_model)
         graph = build_write_graph(model, tools, request.prompt.system, [guard], case_id=case)
         state: dict[str, Any] = {"messages": []}
         try:

@@ -6,8 +6,8 @@ r"""Local agent: an open-weight GGUF model on a llama.cpp server that groundeval
     uv run groundeval --agent local --task reconcile -k no-medication
     uv run groundeval --agent local --model ~/models/qwen2.5-7b-instruct-q4_k_m.gguf --n-ctx 16384
 
-The agent is a single-call agent over ``groundeval.models.local.LocalModel``: the
-``openai-compatible`` model (the same request, retry layer, failure classes and usage fields) over
+The agent is a single-call agent over ``groundeval.models.providers.local.LocalProvider``: the
+``openai-compatible`` provider (the same request, retry layer, failure classes and usage fields) over
 a server it manages (``groundeval.models.llama_server``): llama-cpp-python's
 ``python -m llama_cpp.server`` on a free port of 127.0.0.1, with an explicit context size, its log
 in the run's out-dir, started in ``warmup()`` (before the first case is timed) and stopped when
@@ -44,18 +44,18 @@ from groundeval.agents.base import AgentConfig
 from groundeval.errors import ConfigError
 from groundeval.extras import require_extra
 from groundeval.models.llama_server import START_TIMEOUT_S, LlamaServer
-from groundeval.models.local import (
+from groundeval.models.policy import PolicyModel
+from groundeval.models.providers.local import (
     DEFAULT_MODEL,
     DEFAULT_N_CTX,
     PACKAGED_MODELS,
     TEMPLATE_TOKENS,
-    LocalModel,
+    LocalProvider,
     PackagedModel,
     file_sha256,
     resolve_model,
     server_threads,
 )
-from groundeval.models.provider import ProviderModel
 
 if TYPE_CHECKING:
     import httpx2
@@ -123,19 +123,20 @@ class LocalAgent(SingleCallAgent):
 
     def _build_model(
         self, config: AgentConfig, *, http_client: httpx2.Client | None, sleep: Callable[[float], None] | None
-    ) -> ProviderModel[Any]:
+    ) -> PolicyModel[Any]:
         options = {
             **config.options, "out_dir": config.out_dir, "server_command": self.server_command,
             "server_distribution": self.server_distribution, "start_timeout_s": self.start_timeout_s,
         }
-        return LocalModel(config.model, role="agent", options=options, owner=f"the agent {self.name!r}",
-                          hints=self.hints(), http_client=http_client, sleep=sleep)
+        api = LocalProvider(config.model, role="agent", options=options, owner=f"the agent {self.name!r}",
+                            hints=self.hints(), http_client=http_client)
+        return PolicyModel(api, sleep=sleep)
 
     @property
-    def local(self) -> LocalModel:
-        """The agent's model and its server."""
-        assert isinstance(self.backend, LocalModel)
-        return self.backend
+    def local(self) -> LocalProvider:
+        """The agent's provider and its server."""
+        assert isinstance(self.provider_model.api, LocalProvider)
+        return self.provider_model.api
 
     @property
     def log_path(self) -> Path:
@@ -159,4 +160,4 @@ class LocalAgent(SingleCallAgent):
 
     def close(self) -> None:
         """Stop the server (the session calls this at its end); safe to call more than once."""
-        self.local.close()
+        self.provider_model.close()

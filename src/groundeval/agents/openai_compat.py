@@ -7,10 +7,11 @@ e.g. ``vllm serve <model>`` (base URL ``http://127.0.0.1:8000/v1``) or Ollama
     uv run groundeval --agent openai-compatible --base-url http://127.0.0.1:8000/v1 \
         --model <served model name>
 
+It is the model agent (``agents.model_agent.ModelAgent``) under the alias ``openai-compatible``.
 The call, its retries, failure classes, usage mapping and key handling are the model layer's
-(``groundeval.models.openai_compat.OpenAICompatibleModel``; the key is
-``GROUNDEVAL_OPENAI_API_KEY``, never ``OPENAI_API_KEY``); this agent names the server and model
-from ``--groundeval-base-url`` and ``--groundeval-model``.
+(``models.policy`` over ``groundeval.models.providers.openai_compat.OpenAICompatibleProvider``; the
+key is ``GROUNDEVAL_OPENAI_API_KEY``, never ``OPENAI_API_KEY``); this alias names the server and
+model from ``--groundeval-base-url`` and ``--groundeval-model``.
 
 What the server says about itself is asked once, before the first case (``models.served``:
 llama.cpp's ``GET /props``, vLLM's ``max_model_len`` in ``GET /v1/models``): with its context
@@ -22,23 +23,13 @@ context and the server's slots, and the calls in flight are capped to its slots.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from groundeval.agents._single_call import SingleCallAgent
-from groundeval.agents.base import AgentConfig
-from groundeval.errors import ConfigError
-from groundeval.extras import require_extra
-from groundeval.models import get_model
-from groundeval.models.openai_compat import KEY_ENV, OpenAICompatibleModel, openai_usage
-from groundeval.models.provider import ProviderModel
-from groundeval.models.served import ServedFacts
+from groundeval.agents.model_agent import ModelAgent, ModelAlias
+from groundeval.models.providers.openai_compat import KEY_ENV, openai_usage
 from groundeval.scoring import Metric
 
-if TYPE_CHECKING:
-    import httpx2
-
-__all__ = ["KEY_ENV", "NEEDS_MODEL", "NEEDS_URL", "OpenAICompatibleAgent"]
+__all__ = ["KEY_ENV", "NEEDS_MODEL", "NEEDS_URL", "OPENAI_COMPATIBLE", "OpenAICompatibleAgent"]
 
 NEEDS_URL = (
     "--groundeval-agent=openai-compatible needs --groundeval-base-url: the server's OpenAI API "
@@ -49,16 +40,29 @@ NEEDS_MODEL = (
     "serves (see GET <base-url>/models)"
 )
 
+OPENAI_COMPATIBLE = ModelAlias(
+    "openai-compatible",
+    provider="openai-compatible",
+    extra="openai",
+    module="openai",
+    hints={"no_url": NEEDS_URL, "no_model": NEEDS_MODEL},
+    needs_url=NEEDS_URL,
+    needs_model=NEEDS_MODEL,
+    server_facts=True,
+)
+"""The model agent's ``openai-compatible`` alias: a base URL and a model name required, the server asked."""
 
-class OpenAICompatibleAgent(SingleCallAgent):
+
+class OpenAICompatibleAgent(ModelAgent):
     """Asks a model behind an OpenAI-compatible chat-completions endpoint.
 
     ``run`` sends one chat-completions request (retried on infrastructure errors) and returns
     the first choice's text, with ``meta["stop_reason"]`` its ``finish_reason``; it raises what
-    ``OpenAICompatibleModel.generate`` raises (``AuthError``, ``InfraError``, ``TruncatedError``
-    for ``finish_reason == "length"``, ``RefusalError``, ``CaseTooLargeError``, ``RunStopError``,
-    ``AgentError`` for a reply with no choices). Credentials in the base URL are sent as HTTP
-    Basic auth and never shown: ``base_url`` is the URL without them.
+    ``PolicyModel.generate`` raises over ``OpenAICompatibleProvider`` (``AuthError``,
+    ``InfraError``, ``TruncatedError`` for ``finish_reason == "length"``, ``RefusalError``,
+    ``CaseTooLargeError``, ``RunStopError``, ``AgentError`` for a reply with no choices).
+    Credentials in the base URL are sent as HTTP Basic auth and never shown: ``base_url`` is the
+    URL without them.
 
     Args:
         config: ``model`` (required: the served model name); options ``base_url`` (required),
@@ -72,52 +76,7 @@ class OpenAICompatibleAgent(SingleCallAgent):
             or an option out of range.
     """
 
-    name = "openai-compatible"
-    provider = "openai-compatible"
-
-    def _build_model(
-        self, config: AgentConfig, *, http_client: httpx2.Client | None, sleep: Callable[[float], None] | None
-    ) -> ProviderModel[Any]:
-        """The model, told to ask the server about itself (``OpenAICompatibleModel.served``)."""
-        return get_model(
-            f"{self.provider}/{config.model or ''}", "agent", options={**config.options, "server_facts": True},
-            owner=f"the agent {self.name!r}", hints=self.hints(), http_client=http_client, sleep=sleep,
-        )
-
-    @property
-    def served(self) -> ServedFacts:
-        """What the server said about itself (asked once)."""
-        assert isinstance(self.backend, OpenAICompatibleModel)
-        return self.backend.served()
-
-    @property
-    def max_concurrency(self) -> int | None:
-        """The server's slots when it says (llama.cpp ``total_slots``): more calls in flight would only queue."""
-        return self.served.total_slots
-
-    @classmethod
-    def hints(cls) -> dict[str, str]:
-        """The messages of a missing base URL or model name, in the agent's options' terms."""
-        return {"no_url": NEEDS_URL, "no_model": NEEDS_MODEL}
-
-    @classmethod
-    def check_agent_config(cls, config: AgentConfig) -> None:
-        """Refuse a run without the SDK, the base URL or the model name, before any case.
-
-        Raises:
-            ConfigError: The ``openai`` extra is missing, or no base URL or model name.
-        """
-        require_extra("openai", "openai", f"the agent {cls.name!r}")
-        if not config.options.get("base_url"):
-            raise ConfigError(NEEDS_URL)
-        if not config.model:
-            raise ConfigError(NEEDS_MODEL)
-
-    @property
-    def base_url(self) -> str:
-        """The server's URL without credentials: what messages and metadata show."""
-        url: str = getattr(self.backend, "base_url", "")
-        return url
+    alias = OPENAI_COMPATIBLE
 
     @staticmethod
     def usage(model: str | None, usage: Any) -> dict[str, Metric]:

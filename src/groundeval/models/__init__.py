@@ -1,13 +1,15 @@
 """The model layer: every model call groundeval makes, an agent's or a judge's, goes through here.
 
 * ``base``: the ``Model`` protocol, ``ModelRequest``, ``ModelResponse``, ``ModelRole``.
-* ``provider``: the frame the providers share (client, retries, pre-flight, spending limit,
-  refusal and truncation); ``anthropic``, ``openai_compat`` and ``local`` are the providers.
+* ``policy``: ``PolicyModel``, the one policy of a call (pre-flight, spending limit, retries,
+  classification, refusal and truncation, batch routing, the response cache), composed over a
+  provider; ``providers`` holds the small provider API and the providers (``anthropic``,
+  ``openai_compat``, ``local``, with their batch adapters).
 * ``retry``, ``classify``, ``throttle``, ``pricing``, ``spend``, ``cache``: the one policy of
   retries and deadlines, failure classes, rate limits, prices, spending and cached responses.
 * ``chat``: the LangChain chat model a tool-using agent drives, made from the same spec.
-* ``batch`` (with ``batch_api``, ``batch_journal``, ``anthropic_batch``, ``openai_batch``): batch
-  mode, a model's requests sent through the provider's batch API (``--groundeval-batch``).
+* ``batch`` (with ``batch_api``, ``batch_journal`` and the providers' adapters): batch mode, a
+  model's requests sent through the provider's batch API (``--groundeval-batch``).
 
 ``get_model(spec, role=...)`` makes a ``Model`` from a spec string. Importing this package
 imports no provider SDK.
@@ -15,7 +17,6 @@ imports no provider SDK.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,17 +28,13 @@ if TYPE_CHECKING:
     import httpx2
 
     from groundeval.models.base import ModelRole
-    from groundeval.models.provider import ProviderModel
+    from groundeval.models.policy import PolicyModel
+    from groundeval.models.providers.base import Provider
 
 __all__ = ["PROVIDERS", "ModelSpec", "check_model", "check_role", "get_model", "model_class", "parse_spec",
            "rejects_temperature"]
 
-PROVIDERS: dict[str, str] = {
-    "anthropic": "groundeval.models.anthropic:AnthropicModel",
-    "openai-compatible": "groundeval.models.openai_compat:OpenAICompatibleModel",
-    "local": "groundeval.models.local:LocalModel",
-}
-"""Provider prefix of a spec -> the ``module:class`` of its ``Model`` (imported on use)."""
+from groundeval.models.providers import PROVIDERS
 
 _URL = re.compile(r"^(?P<name>.*?)@(?P<url>https?://.+)$")
 
@@ -96,7 +93,7 @@ def get_model(
     hints: Mapping[str, str] | None = None,
     http_client: httpx2.Client | None = None,
     sleep: Callable[[float], None] | None = None,
-) -> ProviderModel[Any]:
+) -> PolicyModel[Any]:
     """Make the ``Model`` a spec names, with the one retry, deadline, pricing and spending policy.
 
     Args:
@@ -105,7 +102,7 @@ def get_model(
         options: ``max_tokens`` (tokens), ``temperature``, ``max_retries``, ``timeout`` (seconds)
             and the provider's own (``base_url``; the spec's URL wins).
         owner: Who uses it, as messages name it (default ``the <role> model``).
-        hints: Advice for messages (see ``ProviderModel``).
+        hints: Advice for messages (see ``models.providers.base.Provider``).
         http_client: An ``httpx2.Client`` for the SDK (tests).
         sleep: Replacement for ``time.sleep`` between retries (tests).
 
@@ -113,11 +110,13 @@ def get_model(
         ConfigError: Unknown provider, a missing SDK, key or setting, an option out of range, or a
             role that is not one of ``models.base.ROLES``.
     """
+    from groundeval.models.policy import PolicyModel
+
     check_role(role)
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
-    cls = model_class(parsed.provider)
-    return cls(parsed.name, role=role, options=_options(parsed, options), owner=owner, hints=hints,
-               http_client=http_client, sleep=sleep)
+    api = model_class(parsed.provider)(parsed.name, role=role, options=_options(parsed, options), owner=owner,
+                                       hints=hints, http_client=http_client)
+    return PolicyModel(api, sleep=sleep)
 
 
 def check_role(role: object) -> None:
@@ -137,7 +136,7 @@ def check_role(role: object) -> None:
 def rejects_temperature(spec: str) -> bool:
     """True when the model a spec names answers an explicit temperature with a 400 (send none).
 
-    The provider's ``Model`` class decides (``ProviderModel.takes_temperature``): Claude Opus 4.7
+    The provider decides (``Provider.takes_temperature``): Claude Opus 4.7
     and later, and ``anthropic`` alone (its default model is one). False for an unknown provider.
     """
     try:
@@ -148,11 +147,11 @@ def rejects_temperature(spec: str) -> bool:
     return not cls.takes_temperature(parsed.name or cls.default_model)
 
 
-def model_class(provider: str) -> type[ProviderModel[Any]]:
-    """The ``Model`` class of a provider prefix (imports its module, not its SDK)."""
-    module, _, attr = PROVIDERS[provider].partition(":")
-    cls: type[ProviderModel[Any]] = getattr(importlib.import_module(module), attr)
-    return cls
+def model_class(provider: str) -> type[Provider[Any]]:
+    """The ``Provider`` class of a provider prefix (imports its module, not its SDK)."""
+    from groundeval.models.providers import provider_class
+
+    return provider_class(provider)
 
 
 def check_model(
@@ -164,8 +163,12 @@ def check_model(
     Raises:
         ConfigError: As ``get_model``.
     """
+    from groundeval.models.policy import PolicyModel
+
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
-    model_class(parsed.provider).check(parsed.name, options=_options(parsed, options), owner=owner, hints=hints)
+    PolicyModel.check(
+        model_class(parsed.provider), parsed.name, options=_options(parsed, options), owner=owner, hints=hints
+    )
 
 
 def _options(parsed: ModelSpec, options: Mapping[str, Any] | None) -> dict[str, Any]:

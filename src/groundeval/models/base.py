@@ -7,9 +7,8 @@ Every model call groundeval makes, an agent's or a judge's, goes through a ``Mod
 layer (``models.retry``), one failure classification (``models.classify``), one price table
 (``models.pricing``), one spending limit (``models.spend``) and one redaction of what is written
 (``groundeval.redaction``). A ``Model`` is made from a spec string by ``models.get_model``
-(``anthropic/claude-opus-4-8``, ``openai-compatible/<name>@<base-url>``); the providers behind it
-live in ``models.anthropic`` and ``models.openai_compat``, and the scripted model for tests in
-``groundeval.testing``.
+(``anthropic/claude-opus-4-8``, ``openai-compatible/<name>@<base-url>``): a ``models.policy.PolicyModel``
+over one of ``models.providers``; the scripted model for tests is in ``groundeval.testing``.
 
 Nothing here imports a provider SDK.
 """
@@ -118,7 +117,7 @@ class ModelResponse:
 class Model(Protocol):
     """A model groundeval can call: one provider, one model id, one role, fixed settings.
 
-    Implementations: ``models.anthropic.AnthropicModel``, ``models.openai_compat.OpenAICompatibleModel``,
+    Implementations: ``models.policy.PolicyModel`` (over a provider of ``models.providers``),
     ``groundeval.testing.ScriptedModel``. Make one with ``models.get_model(spec, role=...)``.
 
     Attributes:

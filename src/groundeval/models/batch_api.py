@@ -2,7 +2,7 @@
 
 The ``BatchAPI`` protocol, the values it answers with (``BatchResult``, ``BatchStatus``) and the
 progress shown while a batch is out (``BatchProgress``). The providers' adapters are
-``models.anthropic_batch`` and ``models.openai_batch``.
+``models.providers.anthropic_batch`` and ``models.providers.openai_batch``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class BatchProgress:
 
 
 class BatchAPI(Protocol):
-    """A provider's batch endpoint (``models.anthropic_batch``, ``models.openai_batch``).
+    """A provider's batch endpoint (``models.providers.anthropic_batch``, ``models.providers.openai_batch``).
 
     Attributes:
         name: The API's name, for messages (``Anthropic Message Batches``).

@@ -46,7 +46,7 @@ def chat_model(spec: str, settings: CallSettings) -> BaseChatModel:
         )
     from langchain_anthropic import ChatAnthropic
 
-    from groundeval.models.anthropic import DEFAULT_MODEL
+    from groundeval.models.providers.anthropic import DEFAULT_MODEL
 
     kwargs: dict[str, Any] = {
         "model": parsed.name or DEFAULT_MODEL, "max_tokens": settings.max_tokens, "max_retries": 0,

@@ -81,7 +81,7 @@ def failed_reply(
 
     Args:
         details: The error's details (``partial_text``, ``usage``, ``stop_reason``, ``model``,
-            ``request_id``), as ``ProviderModel`` raises them.
+            ``request_id``), as ``models.policy.PolicyModel`` raises them.
         started_at: When the call started, ISO-8601 UTC.
         latency_s: Seconds it took, retries included.
         attempts: Calls made, retries included.

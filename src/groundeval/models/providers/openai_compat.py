@@ -1,4 +1,4 @@
-r"""Any server speaking OpenAI's chat-completions API, as a ``Model``.
+r"""Any server speaking OpenAI's chat-completions API, as a provider.
 
 The spec is ``openai-compatible/<served model name>@<base URL>``.
 
@@ -17,26 +17,23 @@ model) is ``None``, not 0.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groundeval.errors import AgentError, CaseTooLargeError, ConfigError
 from groundeval.extras import require_extra
-from groundeval.models.base import ModelRequest, ModelResponse, ToolCall
+from groundeval.models.base import ModelRequest, ToolCall
 from groundeval.models.classify import BadResponse, classify_openai_error, strip_userinfo
-from groundeval.models.pricing import CHARS_PER_TOKEN, cost_usd, estimate_tokens, priced
-from groundeval.models.provider import ProviderModel, Reply
+from groundeval.models.pricing import cost_usd, priced
+from groundeval.models.providers.base import Provider, Reply
 from groundeval.models.retry import Completed
 from groundeval.models.served import (
     LLAMA_CPP_PYTHON,
     ServedFacts,
     context_from_error,
     looks_like_llama_cpp_python,
-    output_budget,
     read_models,
     read_props,
     read_tokenize_count,
@@ -46,7 +43,7 @@ from groundeval.scoring import Metric
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["KEY_ENV", "PROBE_TIMEOUT_S", "TEMPLATE_TOKENS", "OpenAICompatibleModel", "openai_usage"]
+__all__ = ["KEY_ENV", "PROBE_TIMEOUT_S", "TEMPLATE_TOKENS", "OpenAICompatibleProvider", "openai_usage"]
 
 KEY_ENV = "GROUNDEVAL_OPENAI_API_KEY"
 """Environment variable holding the key for the OpenAI-compatible server (optional)."""
@@ -55,8 +52,6 @@ PROBE_TIMEOUT_S = 10.0
 TEMPLATE_TOKENS = 32
 """Tokens allowed for the chat template around the system and user messages (ChatML adds 5 per
 message and 3 for the assistant's turn); a tokenizer endpoint counts raw text only."""
-COUNTS_KEPT = 64
-"""Prompt token counts remembered per model (a case is counted by its pre-flight and again by its call)."""
 
 
 def _tokens(value: Any) -> int | None:
@@ -98,10 +93,10 @@ def _tool_args(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
-    """A model behind an OpenAI-compatible chat-completions endpoint.
+class OpenAICompatibleProvider(Provider["openai.OpenAI"]):
+    """A model behind an OpenAI-compatible chat-completions endpoint (under ``models.policy.PolicyModel``).
 
-    ``generate`` sends one chat-completions request (retried on infrastructure errors) and
+    The model's ``generate`` sends one chat-completions request (retried on infrastructure errors) and
     returns the first choice's text and tool calls, with its ``finish_reason`` as the stop
     reason. It raises ``AuthError`` when the server rejected the key (401/402/403),
     ``InfraError`` for 429, 5xx, timeout or connection error after the allowed retries,
@@ -119,31 +114,34 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
     itself, ``served``).
 
     **Context.** When the server's context is known (``context_tokens``: what the server said,
-    ``models.served``), a request is fitted to it before the call: its prompt is counted by the
-    server's tokenizer (else estimated as characters / ``CHARS_PER_TOKEN``) plus
-    ``TEMPLATE_TOKENS``, the answer gets ``min(max_tokens, context - prompt)`` tokens, and a
-    request that leaves fewer than ``min(max_tokens, MIN_OUTPUT_TOKENS)`` is ``CaseTooLargeError``
-    with no call made (``models.served.output_budget``). Otherwise the server decides (its 400).
+    ``models.served``), the policy fits a request to it before the call (``PolicyModel.fit``):
+    its prompt is counted by the server's tokenizer (``count_tokens``, else estimated as
+    characters / ``pricing.CHARS_PER_TOKEN``) plus ``TEMPLATE_TOKENS``, the answer gets
+    ``min(max_tokens, context - prompt)`` tokens, and a request that leaves fewer than
+    ``min(max_tokens, MIN_OUTPUT_TOKENS)`` is ``CaseTooLargeError`` with no call made
+    (``models.served.output_budget``). Otherwise the server decides (its 400).
 
     Raises:
         ConfigError: The openai SDK is not installed (the ``openai`` extra), no base URL or
             model name, or an option out of range.
     """
 
-    provider = "openai-compatible"
+    name = "openai-compatible"
     stop_field = "finish_reason"
     refusal_reasons = frozenset({"content_filter"})
     temperature_range = (0.0, 2.0)  # https://platform.openai.com/docs/api-reference/chat/create ("temperature")
-    batch_api_class = "groundeval.models.openai_batch:OpenAIBatches"
+    batch_api_class = "groundeval.models.providers.openai_batch:OpenAIBatches"
+    template_tokens = TEMPLATE_TOKENS
     base_url: str
     """The server's URL without credentials: what messages and metadata show."""
 
     @property
     def spec(self) -> str:
         """``openai-compatible/<model>@<base URL without credentials>``."""
-        return f"{self.provider}/{self.name}@{self.base_url}"
+        return f"{self.name}/{self.model}@{self.base_url}"
 
-    def _configure(self, name: str | None) -> str | None:
+    def configure(self, name: str | None) -> str | None:
+        """Check the SDK and settings this provider needs and return the model id (see the class)."""
         require_extra("openai", "openai", self.owner)
         base_url = self.options.get("base_url")
         if not base_url:
@@ -158,56 +156,63 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
         self._ask_served = ask
         self._served: ServedFacts | None = None
         self._served_lock = threading.Lock()
-        self._counts: dict[str, tuple[int | None, str]] = {}
-        self._counts_lock = threading.Lock()
 
     def set_url(self, url: str) -> None:
         """Point the model at ``url`` (credentials in it reach the SDK only, as HTTP Basic auth)."""
         self._url = url.rstrip("/")
         self.base_url = strip_userinfo(self._url)
 
-    def _new_client(self, options: dict[str, Any]) -> openai.OpenAI:
+    def new_client(self, options: dict[str, Any]) -> openai.OpenAI:
+        """The SDK client over ``options`` (``max_retries=0``: the policy retries)."""
         import openai
 
         key = os.environ.get(KEY_ENV) or "EMPTY"
         return openai.OpenAI(base_url=self._url, api_key=key, **options)
 
-    def params(self, request: ModelRequest) -> dict[str, Any]:
+    def params(self, request: ModelRequest, max_tokens: int, temperature: float | None) -> dict[str, Any]:
         """The ``chat.completions.create`` arguments for a request (no timeout)."""
         messages = [dict(m) for m in request.messages]
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
-        params: dict[str, Any] = {"model": self.name, "messages": messages, "max_tokens": self.max_tokens_for(request)}
+        params: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_tokens}
         if request.tools:
             params["tools"] = [
                 {"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
                                                   "parameters": t.get("input_schema", {"type": "object"})}}
                 for t in request.tools
             ]
-        if self.temperature is not None:
-            params["temperature"] = self.temperature
+        if temperature is not None:
+            params["temperature"] = temperature
         return params
 
-    def _api_errors(self) -> tuple[type[BaseException], ...]:
+    def api_errors(self) -> tuple[type[BaseException], ...]:
+        """The SDK's ``APIError``: every failure of a call."""
         import openai
 
         return (openai.APIError,)
 
-    def _call(self, params: dict[str, Any], timeout_s: float) -> Any:
-        return self._sdk().chat.completions.create(**params, timeout=timeout_s)
+    def call(self, params: dict[str, Any], timeout_s: float) -> Any:
+        """One chat-completions call on this attempt's client."""
+        return self.client().chat.completions.create(**params, timeout=timeout_s)
 
-    def _classify(self, exc: BaseException, label: str, *, attempts: int, note: str) -> AgentError:
-        return classify_openai_error(exc, label, base_url=self._url, attempts=attempts, note=note, model=self.name)
+    def classify(self, exc: BaseException, label: str, *, attempts: int, note: str) -> AgentError:
+        """The groundeval error of a failed call (``models.classify``)."""
+        return classify_openai_error(
+            exc, label, base_url=self._url, attempts=attempts, note=note, model=self.model,
+        )
 
-    def _check(self, value: Any) -> None:
+    def check_value(self, value: Any) -> None:
+        """Refuse a 2xx value of the wrong shape (``BadResponse``)."""
         choices = getattr(value, "choices", None)
         if not isinstance(choices, list) or any(getattr(c, "message", None) is None for c in choices):
             raise BadResponse("shape", "JSON that is not a chat-completions answer (no choices with a message)")
 
-    def _endpoint(self) -> str:
+    def endpoint(self) -> str:
+        """The API root, without credentials."""
         return self.base_url
 
-    def _reply(self, request: ModelRequest, done: Completed[Any]) -> Reply:
+    def reply(self, request: ModelRequest, done: Completed[Any]) -> Reply:
+        """Read the answer, stop reason, usage and tool calls of a response."""
         completion = done.value
         if not completion.choices:
             raise AgentError(
@@ -230,7 +235,8 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
             tool_calls=calls,
         )
 
-    def _truncation_fix(self, stop_reason: str | None) -> str | None:
+    def truncation_fix(self, stop_reason: str | None) -> str | None:
+        """The advice of a reply cut off at the output limit, or None."""
         return "Raise --groundeval-max-tokens" if stop_reason == "length" else None
 
     # -- what the server says about itself -----------------------------------------------------
@@ -255,24 +261,24 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
         options: Any = {"timeout": PROBE_TIMEOUT_S}
         try:
             if method == "GET":
-                return self._sdk().get(url, cast_to=object, options=options)
-            return self._sdk().post(url, cast_to=object, body=body, options=options)
+                return self.client().get(url, cast_to=object, options=options)
+            return self.client().post(url, cast_to=object, body=body, options=options)
         except (openai.APIError, ValueError, TypeError):
             return None
 
     def _ask_server(self) -> ServedFacts:
         found = read_props(self._probe("GET", f"{self._root()}/props"))
         models = self._probe("GET", f"{self._url}/models")
-        for key, value in read_models(models, self.name).items():
+        for key, value in read_models(models, self.model).items():
             found.setdefault(key, value)
         if "server" not in found and looks_like_llama_cpp_python(models):  # confirmed by its own tokenizer
             found.update(read_tokenize_count(self._probe("POST", f"{self._root()}/extras/tokenize/count",
                                                          {"input": "groundeval"})))
         return ServedFacts(**found)
 
-    def _learn_context(self, exc: CaseTooLargeError) -> None:
+    def learn(self, error: CaseTooLargeError) -> None:
         """Keep the context a "too large" 400 stated when the server had not said (llama-cpp-python's)."""
-        n_ctx = context_from_error(exc.details)
+        n_ctx = context_from_error(error.details)
         with self._served_lock:
             if n_ctx is not None and self._served is not None and self._served.n_ctx is None:
                 self._served = dataclasses.replace(
@@ -303,80 +309,12 @@ class OpenAICompatibleModel(ProviderModel["openai.OpenAI"]):
             tokens = reply.get("tokens") if isinstance(reply, dict) else None
             return len(tokens) if isinstance(tokens, list) else None
         if server == "vllm":
-            reply = self._probe("POST", f"{self._root()}/tokenize", {"model": self.name, "prompt": text})
+            reply = self._probe("POST", f"{self._root()}/tokenize", {"model": self.model, "prompt": text})
             count = reply.get("count") if isinstance(reply, dict) else None
             return count if isinstance(count, int) and not isinstance(count, bool) else None
         return None
-
-    def _counted(self, text: str, count: Callable[[str], int | None]) -> tuple[int | None, str]:
-        """``count(text)``, remembered (a case is counted by its pre-flight and again by its call)."""
-        key = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        with self._counts_lock:
-            if key in self._counts:
-                return self._counts[key]
-        found = (count(text), "the server's tokenizer")
-        with self._counts_lock:
-            if len(self._counts) >= COUNTS_KEPT:
-                self._counts.pop(next(iter(self._counts)))
-            self._counts[key] = found
-        return found
-
-    def _too_large_fix(self) -> str:
-        return "Raise the server's context, lower --groundeval-max-tokens, or use a smaller case"
-
-    def fit(self, request: ModelRequest) -> ModelRequest:
-        """``request`` with the output limit its prompt leaves in the server's context (see the class).
-
-        Raises:
-            CaseTooLargeError: Fewer than ``min(max_tokens, MIN_OUTPUT_TOKENS)`` tokens are left.
-        """
-        n_ctx = self.context_tokens()
-        if n_ctx is None:
-            return request
-        parts = [request.system, *(str(m.get("content", "")) for m in request.messages)]
-        counted, how = self._counted("\n\n".join(part for part in parts if part), self.count_tokens)
-        if counted is None:
-            counted, how = estimate_tokens(*parts), f"characters / {CHARS_PER_TOKEN}"
-        wanted = self.max_tokens_for(request)
-        budget = output_budget(
-            label=request.label, model=str(self.name), prompt_tokens=counted + TEMPLATE_TOKENS, max_tokens=wanted,
-            n_ctx=n_ctx, counted_by=how, details=self.server_meta(), fix=self._too_large_fix(),
-        )
-        return request if budget == request.max_tokens else dataclasses.replace(request, max_tokens=budget)
-
-    def preflight(self, request: ModelRequest) -> None:
-        """Refuse a request that does not fit the server's context (``fit``), or else the base rule.
-
-        Raises:
-            CaseTooLargeError: It does not fit; ``details`` hold the counts.
-        """
-        if self.context_tokens() is None:
-            super().preflight(request)
-            return
-        self.fit(request)
 
     def warmup(self) -> None:
         """Build the client and ask the server about itself before the first call is timed."""
         super().warmup()
         self.served()
-
-    def generate(self, request: ModelRequest) -> ModelResponse:
-        """As ``ProviderModel.generate``, with the request fitted to the server's context (``fit``).
-
-        The response's ``meta`` (and an error's ``details``) also hold ``server_meta``.
-
-        Raises:
-            CaseTooLargeError: The request does not fit (no call), or the server said so.
-            AgentError: As ``ProviderModel.generate``.
-        """
-        try:
-            response = super().generate(self.fit(request))
-        except CaseTooLargeError as exc:  # the server's own 400: its context, when stated, fits later cases
-            self._learn_context(exc)
-            exc.details = {**self.server_meta(), **exc.details}
-            raise
-        except AgentError as exc:
-            exc.details = {**self.server_meta(), **exc.details}
-            raise
-        facts = self.server_meta()
-        return dataclasses.replace(response, meta={**response.meta, **facts}) if facts else response

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from groundeval.models.batch import BatchResult, BatchStatus
 
 if TYPE_CHECKING:
-    from groundeval.models.openai_compat import OpenAICompatibleModel
+    from groundeval.models.providers.openai_compat import OpenAICompatibleProvider
 
 __all__ = ["ENDPOINT", "OpenAIBatches"]
 
@@ -38,10 +38,10 @@ _NOT_RUN = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
 
 
 class OpenAIBatches:
-    """The Batch API of an ``OpenAICompatibleModel``'s server.
+    """The Batch API of an ``OpenAICompatibleProvider``'s server.
 
     Args:
-        model: The model whose SDK client (``_sdk()``) uploads and sends the batches.
+        api: The provider whose SDK client (``client()``) uploads and sends the batches.
     """
 
     name = "the OpenAI Batch API"
@@ -49,8 +49,8 @@ class OpenAIBatches:
     max_requests = 50_000
     max_bytes = 200 * 1024 * 1024
 
-    def __init__(self, model: OpenAICompatibleModel) -> None:
-        self.model = model
+    def __init__(self, api: OpenAICompatibleProvider) -> None:
+        self.api = api
 
     def entry(self, custom_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """One line of the input file: the chat-completions body under ``body``."""
@@ -58,7 +58,7 @@ class OpenAIBatches:
 
     def create(self, entries: list[dict[str, Any]]) -> str:
         """Upload the input file and start the batch; return its id."""
-        client = self.model._sdk()
+        client = self.api.client()
         data = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode("utf-8")
         uploaded = client.files.create(file=("groundeval-batch.jsonl", data, "application/jsonl"), purpose="batch",
                                        timeout=HTTP_TIMEOUT_S)
@@ -68,7 +68,7 @@ class OpenAIBatches:
 
     def status(self, batch_id: str) -> BatchStatus:
         """``ended`` once completed, expired or cancelled; a ``failed`` batch carries its reasons as a 400."""
-        batch = self.model._sdk().batches.retrieve(batch_id, timeout=HTTP_TIMEOUT_S)
+        batch = self.api.client().batches.retrieve(batch_id, timeout=HTTP_TIMEOUT_S)
         c = batch.request_counts
         done, failed, total = (c.completed, c.failed, c.total) if c is not None else (0, 0, 0)
         counts = {"succeeded": done, "errored": failed, "processing": max(total - done - failed, 0)}
@@ -83,7 +83,7 @@ class OpenAIBatches:
         """The lines of the output and error files, as results."""
         from openai.types.chat import ChatCompletion
 
-        client = self.model._sdk()
+        client = self.api.client()
         batch = client.batches.retrieve(batch_id, timeout=HTTP_TIMEOUT_S)
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
@@ -107,13 +107,13 @@ class OpenAIBatches:
 
     def cancel(self, batch_id: str) -> None:
         """Ask the server to cancel the batch."""
-        self.model._sdk().batches.cancel(batch_id, timeout=HTTP_TIMEOUT_S)
+        self.api.client().batches.cancel(batch_id, timeout=HTTP_TIMEOUT_S)
 
     def _error(self, status: int, body: Any) -> BaseException:
         """The SDK exception a direct call answered with ``status`` and ``body`` raises."""
         import httpx2
 
-        client = self.model._sdk()
+        client = self.api.client()
         url = f"{str(client.base_url).rstrip('/')}/chat/completions"
         response = httpx2.Response(status, json=body, request=httpx2.Request("POST", url))
         return client._make_status_error_from_response(response)

@@ -1,4 +1,4 @@
-"""Anthropic's Messages API as a ``Model`` (spec ``anthropic/<model id>``).
+"""Anthropic's Messages API as a provider (spec ``anthropic/<model id>``).
 
 The request's fixed instructions go in the system prompt, marked for prompt caching
 (``cache_control: ephemeral``, 5-minute TTL), so the calls of one run share that prefix; the
@@ -27,14 +27,14 @@ from groundeval.extras import require_extra
 from groundeval.models.base import ModelRequest, ToolCall
 from groundeval.models.classify import BadResponse, classify_anthropic_error, strip_userinfo
 from groundeval.models.pricing import batch_usage, cost_usd, priced
-from groundeval.models.provider import ProviderModel, Reply
+from groundeval.models.providers.base import Provider, Reply
 from groundeval.models.retry import Completed
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["DEFAULT_MODEL", "KEY_ENV", "TRUNCATED", "AnthropicModel", "anthropic_usage"]
+__all__ = ["DEFAULT_MODEL", "KEY_ENV", "TRUNCATED", "AnthropicProvider", "anthropic_usage"]
 
 DEFAULT_MODEL = "claude-opus-4-8"
 """Model used when a spec or ``--groundeval-model`` names none."""
@@ -84,10 +84,10 @@ def anthropic_usage(model: str | None, usage: Any) -> dict[str, Metric]:
     return batch_usage(usage_priced, model) if tier == "batch" else usage_priced
 
 
-class AnthropicModel(ProviderModel["anthropic.Anthropic"]):
-    """A Claude model through the Messages API.
+class AnthropicProvider(Provider["anthropic.Anthropic"]):
+    """A Claude model through the Messages API (under ``models.policy.PolicyModel``).
 
-    ``generate`` sends one ``messages.create`` request (retried on infrastructure errors) and
+    The model's ``generate`` sends one ``messages.create`` request (retried on infrastructure errors) and
     returns the text blocks joined, the ``tool_use`` blocks as tool calls and the Messages API
     ``stop_reason``. It raises ``AuthError`` when the key was rejected (401) or the account or
     model refused (402/403), ``InfraError`` for 429, 5xx, 529, timeout or connection error after
@@ -108,12 +108,12 @@ class AnthropicModel(ProviderModel["anthropic.Anthropic"]):
             ``ANTHROPIC_API_KEY`` is not set, or an option is out of range.
     """
 
-    provider = "anthropic"
+    name = "anthropic"
     default_model = DEFAULT_MODEL
     refusal_reasons = frozenset({"refusal"})
     base_url_hint = "ANTHROPIC_BASE_URL (unset it to call the Anthropic API)"
     temperature_range = (0.0, 1.0)  # https://platform.claude.com/docs/en/api/messages ("temperature")
-    batch_api_class = "groundeval.models.anthropic_batch:AnthropicBatches"
+    batch_api_class = "groundeval.models.providers.anthropic_batch:AnthropicBatches"
     _deprecation_shown = False
 
     @classmethod
@@ -122,38 +122,41 @@ class AnthropicModel(ProviderModel["anthropic.Anthropic"]):
         found = re.search(r"claude-opus-(\d+)-(\d+)", name or "")
         return found is None or (int(found[1]), int(found[2])) < (4, 7)
 
-    def _configure(self, name: str | None) -> str | None:
+    def configure(self, name: str | None) -> str | None:
+        """Check the SDK and settings this provider needs and return the model id (see the class)."""
         require_extra("claude", "anthropic", self.owner)
         if not os.environ.get(KEY_ENV):
             raise ConfigError(self.hints.get("no_key") or f"{KEY_ENV} is not set: {self.owner} needs it")
         return name
 
-    def _new_client(self, options: dict[str, Any]) -> anthropic.Anthropic:
+    def new_client(self, options: dict[str, Any]) -> anthropic.Anthropic:
+        """The SDK client over ``options`` (``max_retries=0``: the policy retries)."""
         import anthropic
 
         return anthropic.Anthropic(**options)
 
-    def params(self, request: ModelRequest) -> dict[str, Any]:
+    def params(self, request: ModelRequest, max_tokens: int, temperature: float | None) -> dict[str, Any]:
         """The ``messages.create`` arguments for a request (no timeout)."""
         params: dict[str, Any] = {
-            "model": self.name,
-            "max_tokens": self.max_tokens_for(request),
+            "model": self.model,
+            "max_tokens": max_tokens,
             "messages": [dict(m) for m in request.messages],
         }
         if request.system:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]
         if request.tools:
             params["tools"] = [dict(t) for t in request.tools]
-        if self.temperature is not None:  # the SDK (2.14) dropped the argument; the API still reads it
-            params["extra_body"] = {"temperature": self.temperature}
+        if temperature is not None:  # the SDK (2.14) dropped the argument; the API still reads it
+            params["extra_body"] = {"temperature": temperature}
         return params
 
-    def _api_errors(self) -> tuple[type[BaseException], ...]:
+    def api_errors(self) -> tuple[type[BaseException], ...]:
+        """The SDK's ``APIError``: every failure of a call."""
         import anthropic
 
         return (anthropic.APIError,)
 
-    def _call(self, params: dict[str, Any], timeout_s: float) -> Any:
+    def call(self, params: dict[str, Any], timeout_s: float) -> Any:
         """One API call. The SDK's deprecation warning for an old model id is let through once.
 
         ``warnings.catch_warnings`` changes process-wide state and is not thread-safe, so it is
@@ -162,29 +165,33 @@ class AnthropicModel(ProviderModel["anthropic.Anthropic"]):
         (``--groundeval-concurrency``) never touch the warning filters.
         """
         if not _maybe_deprecated(str(params.get("model"))):
-            return self._sdk().messages.create(**params, timeout=timeout_s)
+            return self.client().messages.create(**params, timeout=timeout_s)
         with warnings.catch_warnings():
             if self._deprecation_shown:
                 warnings.filterwarnings("ignore", message=_DEPRECATED, category=DeprecationWarning)
             try:
-                return self._sdk().messages.create(**params, timeout=timeout_s)
+                return self.client().messages.create(**params, timeout=timeout_s)
             finally:
                 self._deprecation_shown = True
 
-    def _classify(self, exc: BaseException, label: str, *, attempts: int, note: str) -> AgentError:
+    def classify(self, exc: BaseException, label: str, *, attempts: int, note: str) -> AgentError:
+        """The groundeval error of a failed call (``models.classify``)."""
         return classify_anthropic_error(
-            exc, label, attempts=attempts, note=note, model=self.name,
+            exc, label, attempts=attempts, note=note, model=self.model,
             key_hint=self.hints.get("rejected_key", f"set a valid {KEY_ENV}"),
         )
 
-    def _check(self, value: Any) -> None:
+    def check_value(self, value: Any) -> None:
+        """Refuse a 2xx value of the wrong shape (``BadResponse``)."""
         if not isinstance(getattr(value, "content", None), list):
             raise BadResponse("shape", "JSON that is not a Messages API answer (no content list)")
 
-    def _endpoint(self) -> str:
-        return strip_userinfo(str(self._sdk().base_url))
+    def endpoint(self) -> str:
+        """The API root, without credentials."""
+        return strip_userinfo(str(self.client().base_url))
 
-    def _reply(self, request: ModelRequest, done: Completed[Any]) -> Reply:
+    def reply(self, request: ModelRequest, done: Completed[Any]) -> Reply:
+        """Read the answer, stop reason, usage and tool calls of a response."""
         message = done.value
         blocks = message.content
         calls = tuple(
@@ -200,7 +207,8 @@ class AnthropicModel(ProviderModel["anthropic.Anthropic"]):
             tool_calls=calls,
         )
 
-    def _truncation_fix(self, stop_reason: str | None) -> str | None:
+    def truncation_fix(self, stop_reason: str | None) -> str | None:
+        """The advice of a reply cut off at the output limit, or None."""
         if stop_reason not in TRUNCATED:
             return None
         if stop_reason == "max_tokens":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from groundeval.models.batch import BatchResult, BatchStatus
 
 if TYPE_CHECKING:
-    from groundeval.models.anthropic import AnthropicModel
+    from groundeval.models.providers.anthropic import AnthropicProvider
 
 __all__ = ["ERROR_STATUS", "AnthropicBatches"]
 
@@ -37,10 +37,10 @@ HTTP_TIMEOUT_S = 120.0
 
 
 class AnthropicBatches:
-    """The Message Batches endpoint of an ``AnthropicModel``'s client.
+    """The Message Batches endpoint of an ``AnthropicProvider``'s client.
 
     Args:
-        model: The model whose SDK client (``_sdk()``) sends the batches.
+        api: The provider whose SDK client (``client()``) sends the batches.
     """
 
     name = "Anthropic Message Batches"
@@ -48,8 +48,8 @@ class AnthropicBatches:
     max_requests = 100_000
     max_bytes = 256 * 1024 * 1024
 
-    def __init__(self, model: AnthropicModel) -> None:
-        self.model = model
+    def __init__(self, api: AnthropicProvider) -> None:
+        self.api = api
 
     def entry(self, custom_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """``{"custom_id", "params"}``: the Messages API body (``extra_body`` merged in)."""
@@ -59,12 +59,12 @@ class AnthropicBatches:
 
     def create(self, entries: list[dict[str, Any]]) -> str:
         """Send the batch; return its id."""
-        batch = self.model._sdk().messages.batches.create(requests=entries, timeout=HTTP_TIMEOUT_S)  # type: ignore[arg-type]
+        batch = self.api.client().messages.batches.create(requests=entries, timeout=HTTP_TIMEOUT_S)  # type: ignore[arg-type]
         return str(batch.id)
 
     def status(self, batch_id: str) -> BatchStatus:
         """``ended`` once ``processing_status`` is ``ended``; the request counts as reported."""
-        batch = self.model._sdk().messages.batches.retrieve(batch_id, timeout=HTTP_TIMEOUT_S)
+        batch = self.api.client().messages.batches.retrieve(batch_id, timeout=HTTP_TIMEOUT_S)
         c = batch.request_counts
         counts = {"succeeded": c.succeeded, "errored": c.errored, "processing": c.processing,
                   "expired": c.expired, "cancelled": c.canceled}
@@ -72,7 +72,7 @@ class AnthropicBatches:
 
     def results(self, batch_id: str) -> Iterator[BatchResult]:
         """Each request's result; ``errored`` ones carry the SDK exception of a direct call."""
-        for item in self.model._sdk().messages.batches.results(batch_id, timeout=HTTP_TIMEOUT_S):
+        for item in self.api.client().messages.batches.results(batch_id, timeout=HTTP_TIMEOUT_S):
             result = item.result
             cid = str(item.custom_id)
             if result.type == "succeeded":
@@ -86,7 +86,7 @@ class AnthropicBatches:
 
     def cancel(self, batch_id: str) -> None:
         """Ask Anthropic to cancel the batch."""
-        self.model._sdk().messages.batches.cancel(batch_id, timeout=HTTP_TIMEOUT_S)
+        self.api.client().messages.batches.cancel(batch_id, timeout=HTTP_TIMEOUT_S)
 
     def _error(self, body: dict[str, Any]) -> BaseException:
         """The SDK exception a direct call answered with ``body`` (``{"type": "error", "error": {...}}``) raises."""
@@ -94,7 +94,7 @@ class AnthropicBatches:
 
         error = body.get("error") if isinstance(body.get("error"), dict) else {}
         status = ERROR_STATUS.get(str((error or {}).get("type")), 500)
-        client = self.model._sdk()
+        client = self.api.client()
         url = f"{str(client.base_url).rstrip('/')}/v1/messages"
         response = httpx2.Response(status, json=body, request=httpx2.Request("POST", url))
         return client._make_status_error_from_response(response)
