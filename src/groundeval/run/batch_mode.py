@@ -79,17 +79,17 @@ def batch_judge(task: Any, batcher: Batcher) -> bool:
     Returns:
         True when the judge's calls now go in batches.
     """
-    from groundeval.models.provider import ProviderModel
+    from groundeval.models.policy import PolicyModel
 
     model = judge_model(task)
-    agent_model = getattr(batcher.api, "model", None)
-    if not isinstance(model, ProviderModel):
+    agent_api = getattr(batcher.api, "api", None)  # the provider whose client sends the batches
+    if not isinstance(model, PolicyModel):
         return False
-    judge: ProviderModel[Any] = model
-    if judge.batcher is not None or judge.batch_api_class is None:
+    judge: PolicyModel[Any] = model
+    if judge.batcher is not None or judge.api.batch_api_class is None:
         return False
-    if type(model) is not type(agent_model) or getattr(judge, "base_url", None) != getattr(
-            agent_model, "base_url", None):
+    if type(judge.api) is not type(agent_api) or getattr(judge.api, "base_url", None) != getattr(
+            agent_api, "base_url", None):
         return False
     judge.use_batches(batcher)
     return True
