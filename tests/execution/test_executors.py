@@ -144,7 +144,8 @@ def test_an_agent_without_network_calls_goes_ahead_from_the_first_call() -> None
 @pytest.mark.parametrize("spec", ["baseline", "naive"])
 def test_the_rule_based_agents_and_their_cached_wrapper_declare_no_network_calls(spec: str, tmp_path: Path) -> None:
     from groundeval.agents.base import make_agent
-    from groundeval.models.cache import CachingAgent, ResultCache
+    from groundeval.agents.result_cache import CachingAgent
+    from groundeval.models.cache_store import ResultCache
 
     agent = make_agent(spec)
     assert getattr(agent, "network_calls", True) is False

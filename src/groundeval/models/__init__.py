@@ -3,8 +3,9 @@
 * ``base``: the ``Model`` protocol, ``ModelRequest``, ``ModelResponse``, ``ModelRole``.
 * ``provider``: the frame the providers share (client, retries, pre-flight, spending limit,
   refusal and truncation); ``anthropic``, ``openai_compat`` and ``local`` are the providers.
-* ``retry``, ``classify``, ``throttle``, ``pricing``, ``spend``, ``cache``: the one policy of
-  retries and deadlines, failure classes, rate limits, prices, spending and cached responses.
+* ``retry``, ``classify``, ``throttle``, ``pricing``, ``spend``, ``response_cache``: the one policy
+  of retries and deadlines, failure classes, rate limits, prices, spending and cached responses
+  (kept in ``cache_store``, the SQLite store an agent's cached results share).
 * ``chat``: the LangChain chat model a tool-using agent drives, made from the same spec.
 * ``batch`` (with ``batch_api``, ``batch_journal``, ``anthropic_batch``, ``openai_batch``): batch
   mode, a model's requests sent through the provider's batch API (``--groundeval-batch``).

@@ -59,7 +59,7 @@ from groundeval.tasks.summary.text import ENDED_WORDS, RESOLVED_WORDS, normalise
 from groundeval.tasks.summary.values import lab_verdict
 
 if TYPE_CHECKING:
-    from groundeval.models.cache import ResultCache
+    from groundeval.models.cache_store import ResultCache
 
 JudgeModel = GraderModel
 """What ``ModelJudge`` needs of a ``Model`` (``scorers.model_graded.GraderModel``)."""
