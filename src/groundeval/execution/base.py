@@ -24,7 +24,7 @@ from groundeval.errors import DatasetError
 from groundeval.execution.call import Attempt, attempt, prepare
 from groundeval.execution.outcome_policy import CaseRun, RunInfo, classify, setup_failed, unprepared
 from groundeval.execution.score_stage import AskedAhead, ScoreStage
-from groundeval.models import throttle
+from groundeval.models import stop_switch
 from groundeval.scorers.model_graded import GradeStage, JudgeError, Verdict
 from groundeval.tasks.base import Task
 
@@ -224,12 +224,12 @@ class ExecutionContext:
     def run_now(self, job: Job, case: Case) -> CaseRun | None:
         """Prepare ``job``'s call, make it in this thread and run the case to its record.
 
-        Returns None, with no call, once the run was stopped (``throttle.calls_stopped``).
+        Returns None, with no call, once the run was stopped (``stop_switch.calls_stopped``).
 
         Raises:
             KeyboardInterrupt: Ctrl-C during the call.
         """
-        if throttle.calls_stopped():
+        if stop_switch.calls_stopped():
             return None
         try:
             request, truth = prepare(self.task, case, job.trial)

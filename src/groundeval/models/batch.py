@@ -135,7 +135,7 @@ class Batcher:
         api: The provider's batch endpoint.
         settings: The knobs.
         progress: Called from the batcher's thread after each poll of a batch still out.
-        stopped: True once the run has stopped (``throttle.calls_stopped``): requests not yet
+        stopped: True once the run has stopped (``stop_switch.calls_stopped``): requests not yet
             sent are then answered ``not_sent``.
         clock: Monotonic seconds (tests).
 

@@ -64,7 +64,7 @@ def start_batches(
     Raises:
         ConfigError: See ``provider_model``; or the provider has no batch API.
     """
-    from groundeval.models import throttle
+    from groundeval.models import stop_switch
     from groundeval.models.batch import Batcher
 
     model = provider_model(agent, spec)
@@ -73,7 +73,7 @@ def start_batches(
         if show is not None:
             show(f"waiting for {state.line()}")
 
-    batcher = Batcher(model.batch_api(), settings, progress=progress, stopped=throttle.calls_stopped)
+    batcher = Batcher(model.batch_api(), settings, progress=progress, stopped=stop_switch.calls_stopped)
     model.use_batches(batcher)
     return batcher
 
