@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,31 @@ def test_batch_usage_halves_the_cost_and_keeps_unknown_as_unknown() -> None:
     assert batch_usage({"cost_usd": None}) == {"cost_usd": None, "standard_cost_usd": None}
     done = {"cost_usd": 0.15, "standard_cost_usd": 0.3}
     assert batch_usage(done) == done  # never discounted twice
+
+
+def test_the_batcher_hands_out_futures_and_no_thread_waits_for_them(fake: FakeBatches) -> None:
+    """Six requests submitted from one thread: six futures, one batch, one batcher thread."""
+    model, batcher = _batched(fake, full(6))
+    before = threading.active_count()
+    requests = [ModelRequest.single(f"answer for f{i}", system="Sys.", label=f"f{i}") for i in range(6)]
+    futures = [batcher.submit(r.label, model.params(r)) for r in requests]
+    assert all(isinstance(f, Future) for f in futures)
+    assert threading.active_count() <= before + 1  # the batcher's own thread, nothing per request
+    results = [f.result(timeout=30) for f in futures]
+    assert [r.kind for r in results] == ["succeeded"] * 6 and len({r.custom_id for r in results}) == 6
+    assert len(fake.created) == 1 and batcher.sent == 6
+    batcher.close()
+
+
+def test_a_request_cancelled_before_its_batch_is_sent_is_never_sent(fake: FakeBatches) -> None:
+    model, batcher = _batched(fake, full(2))
+    first, second, third = (ModelRequest.single(f"q{i}", label=f"c{i}") for i in range(3))
+    dropped = batcher.submit(first.label, model.params(first))
+    assert dropped.cancel()  # given up while the batch is still filling
+    kept = [batcher.submit(r.label, model.params(r)) for r in (second, third)]
+    assert [f.result(timeout=30).kind for f in kept] == ["succeeded", "succeeded"]
+    assert [sorted(reqs) for _, reqs in fake.created] == [sorted(f.result().custom_id for f in kept)]
+    batcher.close()
 
 
 def test_the_batch_size_cuts_requests_into_several_batches(fake: FakeBatches) -> None:
