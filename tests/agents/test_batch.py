@@ -290,3 +290,71 @@ def test_a_rerun_sends_again_what_failed_for_a_retryable_reason_and_keeps_an_inv
     assert type(got["bad"]) is RunStopError  # the same request would fail again: collected, not re-sent
     assert [len(reqs) for _, reqs in fake.created] == [2, 1] and again.sent == 1
     again.close()
+
+
+def test_the_batch_executor_waits_on_futures_not_threads(api_key: str, tmp_path: Path) -> None:
+    """A window of cases through the real ClaudeAgent (cached) in batch mode: one batch, no call thread."""
+    from groundeval.agents.claude import ClaudeAgent
+    from groundeval.agents.result_cache import CachingAgent
+    from groundeval.execution import CallTally, Job, make_executor
+    from groundeval.execution.outcome_policy import RunInfo
+    from groundeval.models import throttle
+    from groundeval.models.cache_store import ResultCache
+    from groundeval.tasks.extraction.task import ExtractionTask
+
+    throttle.configure(None)
+    fake = FakeAnthropicBatches()
+    task = ExtractionTask()
+    files = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "extraction").glob("*.json"))
+    cases = [task.load_case(p) for p in files if not p.name.startswith("MANIFEST")][:4]
+    jobs = [Job(f"groundeval/extraction::{c.case_id}", c) for c in cases]
+
+    def run(agent: Any) -> tuple[list[Any], int, Any]:
+        batcher = Batcher(agent.wrapped.backend.batch_api(), full(len(jobs)))
+        agent.wrapped.backend.use_batches(batcher)
+        calls = CallTally()
+        executor = make_executor(task, agent, RunInfo(run_id="r", task="extraction", agent="claude", model=None), 1,
+                                 calls, batcher)
+        before = threading.active_count()
+        executor.submit(jobs)
+        assert threading.active_count() <= before + 1  # the batcher's thread; no thread per call
+        runs = [executor.result(job) for job in jobs]
+        assert executor.close() == 0
+        return runs, calls.peak, executor
+
+    claude = ClaudeAgent(http_client=fake.client())
+    runs, peak, executor = run(CachingAgent(claude, ResultCache(tmp_path), spec="claude", options={}))
+    assert getattr(executor, "_threads") == []  # noqa: B009  # the call threads were never started
+    assert len(fake.created) == 1 and len(fake.requests(fake.created[0][0])) == len(jobs) and peak == len(jobs)
+    records = [r.record for r in runs if r is not None]
+    assert [r.case_id for r in records] == [c.case_id for c in cases]
+    assert all(r.outcome != "not_run" and r.batch and not r.cached and r.started_at for r in records)
+    # the same cases again: every answer comes from the cache, as finished futures; nothing is sent
+    again, _, _ = run(CachingAgent(ClaudeAgent(http_client=fake.client()), ResultCache(tmp_path), spec="claude",
+                                   options={}))
+    assert len(fake.created) == 1 and all(r is not None and r.record.cached for r in again)
+
+
+def test_an_agent_that_cannot_submit_has_its_batched_calls_made_ahead_in_threads(api_key: str) -> None:
+    from groundeval.agents.base import FunctionAgent
+    from groundeval.execution import CallTally, Job, make_executor
+    from groundeval.execution.outcome_policy import RunInfo
+    from groundeval.models import throttle
+    from groundeval.tasks.extraction.task import ExtractionTask
+
+    throttle.configure(None)
+    fake = FakeAnthropicBatches()
+    model, batcher = _batched(fake, full(3))
+    task = ExtractionTask()
+    files = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "extraction").glob("*.json"))
+    jobs = [Job(f"groundeval/extraction::{c.case_id}", c)
+            for c in [task.load_case(p) for p in files if not p.name.startswith("MANIFEST")][:3]]
+    agent = FunctionAgent(lambda r: model.generate(ModelRequest.single(r.prompt.user, label=r.case_id)).text, "fn")
+    executor = make_executor(task, agent, RunInfo(run_id="r", task="extraction", agent="fn", model=None), 1,
+                             CallTally(), batcher)
+    executor.submit(jobs)
+    runs = [executor.result(job) for job in jobs]
+    assert len(getattr(executor, "_threads")) == 3  # noqa: B009  # one blocked call thread per request
+    assert len(fake.created) == 1 and len(fake.requests(fake.created[0][0])) == 3
+    assert all(r is not None and r.record.error is None for r in runs)
+    executor.close()

@@ -27,7 +27,8 @@ crash).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
@@ -149,6 +150,76 @@ class CachingAgent:
             request=request, task_facts=self.task_facts,
         )
 
+    @property
+    def submit(self) -> Callable[[AgentRequest], Future[AgentResult]] | None:
+        """``submit_cached`` when the wrapped agent can submit a request without waiting (batch mode), else None."""
+        return self.submit_cached if callable(getattr(self.wrapped, "submit", None)) else None
+
+    def submit_cached(self, request: AgentRequest) -> Future[AgentResult]:
+        """As ``run``, without waiting: a hit is a finished future; a miss is the wrapped agent's ``submit``.
+
+        Its answer (or cacheable failure) is stored when it comes in.
+        """
+        key = self.key(request)
+        out: Future[AgentResult] = Future()
+        try:
+            hit = self._hit(key)
+        except AgentError as exc:
+            out.set_exception(exc)
+            return out
+        if hit is not None:
+            out.set_result(hit)
+            return out
+
+        def finish(done: Future[Any]) -> None:
+            try:
+                out.set_result(self._store(key, done.result()))
+            except BaseException as exc:
+                self._store_failure(key, exc)
+                out.set_exception(exc)
+
+        self.wrapped.submit(request).add_done_callback(finish)
+        return out
+
+    def _hit(self, key: str) -> AgentResult | None:
+        """The cached answer under ``key`` (``cached=True``), or None.
+
+        Raises:
+            AgentError: A cached agent-behaviour failure, re-raised as its own class.
+        """
+        entry = self.cache.get(key)
+        if entry is not None and entry["kind"] == "error" and entry["type"] in NEVER_REPLAYED:
+            entry = None  # a cut reply stored by an earlier version: asked again
+        if entry is None:
+            return None
+        if entry["kind"] == "error":
+            raise rebuild_error(entry["type"], entry["message"], entry.get("attempts"), entry["details"])
+        return AgentResult(
+            text=entry["text"], model=entry.get("model"), usage=entry["usage"], attempts=entry.get("attempts") or 0,
+            trace=entry["trace"], meta=entry["meta"], cached=True,
+            messages=[m for m in entry.get("messages") or [] if isinstance(m, dict)],
+        )
+
+    def _store_failure(self, key: str, exc: BaseException) -> None:
+        """Store an agent-behaviour failure that is the model's answer (``CACHEABLE_ERRORS``, exact classes)."""
+        if isinstance(exc, AgentError) and type(exc) is CACHEABLE_ERRORS.get(type(exc).__name__):
+            self.cache.put(key, {
+                "kind": "error", "type": type(exc).__name__, "message": str(exc), "attempts": exc.attempts,
+                "details": exc.details,
+            }, agent=self.name, model=self.model)
+
+    def _store(self, key: str, out: Any) -> Any:
+        """Store an answer (a ``str`` becomes an ``AgentResult``); anything else is returned unstored."""
+        if isinstance(out, str):
+            out = AgentResult(text=out)
+        if not isinstance(out, AgentResult):
+            return out  # not an answer: the runner reports the wrong type; nothing is stored
+        self.cache.put(key, {
+            "kind": "result", "text": out.text, "model": out.model, "usage": out.usage, "attempts": out.attempts,
+            "trace": out.trace, "meta": out.meta, "messages": out.messages,
+        }, agent=self.name, model=self.model)
+        return out
+
     def run(self, request: AgentRequest) -> AgentResult:
         """Answer from the cache (``cached=True``), or call the wrapped agent and store its answer.
 
@@ -161,33 +232,13 @@ class CachingAgent:
                 wrapped agent raised.
         """
         key = self.key(request)
-        entry = self.cache.get(key)
-        if entry is not None and entry["kind"] == "error" and entry["type"] in NEVER_REPLAYED:
-            entry = None  # a cut reply stored by an earlier version: asked again
-        if entry is not None:
-            if entry["kind"] == "error":
-                raise rebuild_error(entry["type"], entry["message"], entry.get("attempts"), entry["details"])
-            return AgentResult(
-                text=entry["text"], model=entry.get("model"), usage=entry["usage"], attempts=entry.get("attempts") or 0,
-                trace=entry["trace"], meta=entry["meta"], cached=True,
-                messages=[m for m in entry.get("messages") or [] if isinstance(m, dict)],
-            )
+        hit = self._hit(key)
+        if hit is not None:
+            return hit
         try:
             out: Any = self.wrapped.run(request)
         except AgentError as exc:
-            if type(exc).__name__ in CACHEABLE_ERRORS and type(exc) is CACHEABLE_ERRORS[type(exc).__name__]:
-                self.cache.put(key, {
-                    "kind": "error", "type": type(exc).__name__, "message": str(exc), "attempts": exc.attempts,
-                    "details": exc.details,
-                }, agent=self.name, model=self.model)
+            self._store_failure(key, exc)
             raise
-        if isinstance(out, str):
-            out = AgentResult(text=out)
-        if not isinstance(out, AgentResult):
-            wrong: AgentResult = out  # not an answer: the runner reports the wrong type; nothing is stored
-            return wrong
-        self.cache.put(key, {
-            "kind": "result", "text": out.text, "model": out.model, "usage": out.usage, "attempts": out.attempts,
-            "trace": out.trace, "meta": out.meta, "messages": out.messages,
-        }, agent=self.name, model=self.model)
-        return out
+        stored: AgentResult = self._store(key, out)  # or not an answer: the runner reports the wrong type
+        return stored

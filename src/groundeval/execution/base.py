@@ -68,10 +68,7 @@ class CallTally:
 
     def run(self, call: Callable[[AgentRequest, Any], Attempt], request: AgentRequest, truth: Any) -> Attempt:
         """Make ``call(request, truth)``, counted."""
-        with self._lock:
-            self.now += 1
-            self.made += 1
-            self.peak = max(self.peak, self.now)
+        self.begin()
         try:
             return call(request, truth)
         except BaseException:  # only KeyboardInterrupt gets out of execution.call.attempt
@@ -79,8 +76,19 @@ class CallTally:
                 self.interrupted += 1
             raise
         finally:
-            with self._lock:
-                self.now -= 1
+            self.end()
+
+    def begin(self) -> None:
+        """A call started (one that is waited on elsewhere, as a batched request's future)."""
+        with self._lock:
+            self.now += 1
+            self.made += 1
+            self.peak = max(self.peak, self.now)
+
+    def end(self) -> None:
+        """A call ``begin`` counted has finished."""
+        with self._lock:
+            self.now -= 1
 
 
 class CaseFiles:

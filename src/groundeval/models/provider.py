@@ -21,6 +21,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from groundeval.models.batch import BatchAPI, Batcher, BatchResult
+    from groundeval.models.spend import SpendLimit
 
 __all__ = ["ProviderModel", "Reply", "check_temperature"]
 
@@ -357,40 +359,102 @@ class ProviderModel(ABC, Generic[ClientT]):
         start = time.perf_counter()
         try:
             response = self._spent(request)
-        except AgentError as exc:  # a reply that came back but is no answer: kept in the conversation
-            replied = isinstance(exc.details.get("partial_text"), str)
-            if self.role == "agent" and replied and "messages" not in exc.details:
-                reply = failed_reply(exc.details, started_at=started_at, latency_s=time.perf_counter() - start,
-                                     attempts=exc.attempts)
-                exc.details["messages"] = [reply]
+        except AgentError as exc:
+            self._keep_reply(exc, started_at, start)
             raise
         return dataclasses.replace(response, started_at=started_at, latency_s=round(time.perf_counter() - start, 6))
+
+    def submit(self, request: ModelRequest) -> Future[ModelResponse]:
+        """Batch mode: hand ``request`` to the batcher and return at once, without waiting for its batch.
+
+        The pre-flight and the spending limit apply as in ``generate`` (the reservation is held
+        until the result is in); the future completes, from the batcher's thread, with what
+        ``generate`` would have returned or raised.
+
+        Raises:
+            ConfigError: The model is not in batch mode (``use_batches``).
+        """
+        batcher = self.batcher
+        if batcher is None:
+            raise ConfigError(f"{self.owner} ({self.spec}) submits requests only in batch mode (--groundeval-batch)")
+        out: Future[ModelResponse] = Future()
+        started_at = datetime.now(UTC).isoformat()
+        start = time.perf_counter()
+        try:
+            params = self.params(request)
+            self.preflight(request)
+            held = self._reserve(request)
+        except Exception as exc:  # what generate would raise before sending: too large, the spending limit
+            if isinstance(exc, AgentError):
+                self._keep_reply(exc, started_at, start)
+            out.set_exception(exc)
+            return out
+
+        def finish(done: Future[BatchResult]) -> None:
+            try:
+                response = self._batch_reply(request, done.result(), batcher)
+            except BaseException as exc:
+                self._settle(held, exc)
+                if isinstance(exc, AgentError):
+                    self._keep_reply(exc, started_at, start)
+                out.set_exception(exc)
+                return
+            self._settle(held, response)
+            out.set_result(dataclasses.replace(response, started_at=started_at,
+                                               latency_s=round(time.perf_counter() - start, 6)))
+
+        batcher.submit(request.label, params).add_done_callback(finish)
+        return out
+
+    def _keep_reply(self, exc: AgentError, started_at: str, start: float) -> None:
+        """A reply that came back but is no answer: kept in the conversation (``details["messages"]``)."""
+        replied = isinstance(exc.details.get("partial_text"), str)
+        if self.role == "agent" and replied and "messages" not in exc.details:
+            reply = failed_reply(exc.details, started_at=started_at, latency_s=time.perf_counter() - start,
+                                 attempts=exc.attempts)
+            exc.details["messages"] = [reply]
 
     def _spent(self, request: ModelRequest) -> ModelResponse:
         """``generate`` without the call's timing: the pre-flight, the spending limit and the call."""
         errors = (*self._api_errors(), BadResponse)
         params = self.params(request)
         self.preflight(request)
+        held = self._reserve(request)
+        try:
+            response = self._generate(request, params, errors)
+        except BaseException as exc:
+            self._settle(held, exc)
+            raise
+        self._settle(held, response)
+        return response
+
+    def _reserve(self, request: ModelRequest) -> tuple[SpendLimit, float] | None:
+        """Set the call's highest likely cost aside under the spending limit, if any (``models.spend``).
+
+        Raises:
+            SpendLimitReached: The call could pass the limit; it is not made.
+        """
         from groundeval.models import spend
 
         limit = spend.current()
         if limit is None:
-            return self._generate(request, params, errors)
+            return None
         estimate = spend.highest_call_cost(self.name, request.chars, self.max_tokens_for(request))
-        reserved = limit.reserve(estimate if estimate is not None else 0.0, request.label)  # at list price
-        try:
-            response = self._generate(request, params, errors)
-        except AgentError as exc:  # a reply that was paid for (cut off, refused) carries its usage
-            usage = exc.details.get("usage")
-            cost = usage.get("cost_usd") if isinstance(usage, dict) else None
-            limit.settle(reserved, float(cost) if isinstance(cost, int | float) else 0.0)
-            raise
-        except BaseException:
-            limit.settle(reserved, 0.0)
-            raise
-        cost = response.usage.get("cost_usd")
-        limit.settle(reserved, float(cost) if isinstance(cost, int | float) else None)
-        return response
+        return limit, limit.reserve(estimate if estimate is not None else 0.0, request.label)  # at list price
+
+    @staticmethod
+    def _settle(held: tuple[SpendLimit, float] | None, outcome: ModelResponse | BaseException) -> None:
+        """Replace the reservation by the call's real cost (a reply paid for but no answer carries its usage)."""
+        if held is None:
+            return
+        limit, reserved = held
+        if isinstance(outcome, ModelResponse):
+            cost = outcome.usage.get("cost_usd")
+            limit.settle(reserved, float(cost) if isinstance(cost, int | float) else None)
+            return
+        usage = outcome.details.get("usage") if isinstance(outcome, AgentError) else None
+        cost = usage.get("cost_usd") if isinstance(usage, dict) else None
+        limit.settle(reserved, float(cost) if isinstance(cost, int | float) else 0.0)
 
     def _generate(
         self, request: ModelRequest, params: dict[str, Any], errors: tuple[type[BaseException], ...]
@@ -431,7 +495,10 @@ class ProviderModel(ABC, Generic[ClientT]):
             InfraError: The request expired, or was still processing after the longest wait.
             AgentError: As a direct call's error (``_classify``), or a refusal / truncation.
         """
-        result = batcher.result(request.label, params)
+        return self._batch_reply(request, batcher.result(request.label, params), batcher)
+
+    def _batch_reply(self, request: ModelRequest, result: BatchResult, batcher: Batcher) -> ModelResponse:
+        """A batched request's result read as a direct call's reply would be (see ``_batched``)."""
         marks: dict[str, Any] = {"batch": True, "batch_id": result.batch_id, "custom_id": result.custom_id,
                                  "batch_resumed": result.resumed, "batch_wait_s": result.waited_s}
         if result.kind == "succeeded":

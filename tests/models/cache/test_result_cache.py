@@ -243,3 +243,32 @@ def test_schema_of_another_version_is_not_read(tmp_path: Path, ddl: str) -> None
     counting, cached, caught = _run_twice(tmp_path)
     assert counting.calls == 2 and cached == [False, False] and len(caught) == 1
     assert "delete" in str(caught[0].message)
+
+
+def test_the_wrapper_submits_only_when_the_wrapped_agent_can(tmp_path: Path) -> None:
+    from concurrent.futures import Future
+
+    counting = Counting()
+    assert caching(tmp_path, counting.agent).submit is None  # no submit: the executor calls run in a thread
+
+    class Submitting:
+        name, model = "submitting", "m-3"
+
+        def __init__(self) -> None:
+            self.submitted = 0
+
+        def run(self, req: AgentRequest) -> AgentResult:
+            raise AssertionError("run is not called when submit is")
+
+        def submit(self, req: AgentRequest) -> Future[AgentResult]:
+            self.submitted += 1
+            done: Future[AgentResult] = Future()
+            done.set_result(AgentResult(text=f"[] {req.trial}"))
+            return done
+
+    inner = Submitting()
+    agent = caching(tmp_path, inner)
+    assert agent.submit is not None
+    first = agent.submit(request()).result()
+    hit = agent.submit(request()).result()
+    assert inner.submitted == 1 and not first.cached and hit.cached and hit.text == first.text == "[] 0"
