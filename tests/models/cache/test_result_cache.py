@@ -87,7 +87,7 @@ def test_hit_makes_no_call_and_is_marked_cached(tmp_path: Path) -> None:
 
 
 def test_a_cache_directory_written_before_the_cache_moved_to_the_agents_layer_is_still_hit(tmp_path: Path) -> None:
-    """The key and the file are what ``models.cache`` (groundeval before issue 32) wrote: an old directory hits."""
+    """The key and the file are what the cache wrote before it moved to the agents layer: an old directory hits."""
     old_key = "9c24cbc065f5b9b764653f5f756cf149d7eca4b56b6730cc0287d3feb245abfd"  # computed by the old module
     old = AgentRequest(case_id="Liz_Conn", task="extraction", prompt=Prompt("sys", "bundle"), context={"tools": ["a"]},
                        trial=1)
