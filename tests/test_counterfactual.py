@@ -301,8 +301,8 @@ def test_the_write_twin_changes_the_notes_frequency_and_the_statement_with_it() 
 
 
 def test_an_agent_cannot_tell_a_twin_from_its_original_by_its_request() -> None:
+    from groundeval.agents.result_cache import cache_key
     from groundeval.execution.call import request_for
-    from groundeval.models.cache import cache_key
 
     case = _case("Liz_Conn")
     made = twins(TASK, case)

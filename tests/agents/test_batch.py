@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from groundeval.models.base import ModelRequest, ModelResponse
 from groundeval.models.batch import Batcher, BatchJournal, BatchProgress, BatchSettings, custom_id
 from groundeval.models.policy import PolicyModel
 from groundeval.models.pricing import BATCH_DISCOUNT, batch_usage, cost_usd
-from groundeval.models.provider import ProviderModel
 from tests._fakes.fake_batches import FakeAnthropicBatches, FakeBatches, FakeOpenAIBatches
 
 FAST = BatchSettings(size=100, send_delay_s=0.05, poll_s=0.01, max_wait_s=30.0)
@@ -35,20 +34,20 @@ def full(size: int, **kw: Any) -> BatchSettings:
     return BatchSettings(size=size, send_delay_s=300.0, poll_s=0.01, **kw)
 
 
-def _model(fake: FakeBatches) -> ProviderModel[Any]:
+def _model(fake: FakeBatches) -> PolicyModel[Any]:
     if isinstance(fake, FakeOpenAIBatches):
         return get_model("openai-compatible/qwen@http://127.0.0.1:9/v1", http_client=fake.client())
     return get_model("anthropic/claude-opus-4-8", http_client=fake.client())
 
 
-def _batched(fake: FakeBatches, settings: BatchSettings = FAST, **kw: Any) -> tuple[ProviderModel[Any], Batcher]:
+def _batched(fake: FakeBatches, settings: BatchSettings = FAST, **kw: Any) -> tuple[PolicyModel[Any], Batcher]:
     model = _model(fake)
     batcher = Batcher(model.batch_api(), settings, **kw)
     model.use_batches(batcher)
     return model, batcher
 
 
-def _ask(model: ProviderModel[Any], labels: list[str]) -> dict[str, ModelResponse | BaseException]:
+def _ask(model: PolicyModel[Any], labels: list[str]) -> dict[str, ModelResponse | BaseException]:
     """Each label's request made at once from its own thread (as calls made ahead are)."""
     def one(label: str) -> ModelResponse | BaseException:
         try:
@@ -98,6 +97,31 @@ def test_batch_usage_halves_the_cost_and_keeps_unknown_as_unknown() -> None:
     assert batch_usage({"cost_usd": None}) == {"cost_usd": None, "standard_cost_usd": None}
     done = {"cost_usd": 0.15, "standard_cost_usd": 0.3}
     assert batch_usage(done) == done  # never discounted twice
+
+
+def test_the_batcher_hands_out_futures_and_no_thread_waits_for_them(fake: FakeBatches) -> None:
+    """Six requests submitted from one thread: six futures, one batch, one batcher thread."""
+    model, batcher = _batched(fake, full(6))
+    before = threading.active_count()
+    requests = [ModelRequest.single(f"answer for f{i}", system="Sys.", label=f"f{i}") for i in range(6)]
+    futures = [batcher.submit(r.label, model.params(r)) for r in requests]
+    assert all(isinstance(f, Future) for f in futures)
+    assert threading.active_count() <= before + 1  # the batcher's own thread, nothing per request
+    results = [f.result(timeout=30) for f in futures]
+    assert [r.kind for r in results] == ["succeeded"] * 6 and len({r.custom_id for r in results}) == 6
+    assert len(fake.created) == 1 and batcher.sent == 6
+    batcher.close()
+
+
+def test_a_request_cancelled_before_its_batch_is_sent_is_never_sent(fake: FakeBatches) -> None:
+    model, batcher = _batched(fake, full(2))
+    first, second, third = (ModelRequest.single(f"q{i}", label=f"c{i}") for i in range(3))
+    dropped = batcher.submit(first.label, model.params(first))
+    assert dropped.cancel()  # given up while the batch is still filling
+    kept = [batcher.submit(r.label, model.params(r)) for r in (second, third)]
+    assert [f.result(timeout=30).kind for f in kept] == ["succeeded", "succeeded"]
+    assert [sorted(reqs) for _, reqs in fake.created] == [sorted(f.result().custom_id for f in kept)]
+    batcher.close()
 
 
 def test_the_batch_size_cuts_requests_into_several_batches(fake: FakeBatches) -> None:
@@ -268,3 +292,71 @@ def test_a_rerun_sends_again_what_failed_for_a_retryable_reason_and_keeps_an_inv
     assert type(got["bad"]) is RunStopError  # the same request would fail again: collected, not re-sent
     assert [len(reqs) for _, reqs in fake.created] == [2, 1] and again.sent == 1
     again.close()
+
+
+def test_the_batch_executor_waits_on_futures_not_threads(api_key: str, tmp_path: Path) -> None:
+    """A window of cases through the real ClaudeAgent (cached) in batch mode: one batch, no call thread."""
+    from groundeval.agents.claude import ClaudeAgent
+    from groundeval.agents.result_cache import CachingAgent
+    from groundeval.execution import CallTally, Job, make_executor
+    from groundeval.execution.outcome_policy import RunInfo
+    from groundeval.models import throttle
+    from groundeval.models.cache_store import ResultCache
+    from groundeval.tasks.extraction.task import ExtractionTask
+
+    throttle.configure(None)
+    fake = FakeAnthropicBatches()
+    task = ExtractionTask()
+    files = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "extraction").glob("*.json"))
+    cases = [task.load_case(p) for p in files if not p.name.startswith("MANIFEST")][:4]
+    jobs = [Job(f"groundeval/extraction::{c.case_id}", c) for c in cases]
+
+    def run(agent: Any) -> tuple[list[Any], int, Any]:
+        batcher = Batcher(agent.wrapped.backend.batch_api(), full(len(jobs)))
+        agent.wrapped.backend.use_batches(batcher)
+        calls = CallTally()
+        executor = make_executor(task, agent, RunInfo(run_id="r", task="extraction", agent="claude", model=None), 1,
+                                 calls, batcher)
+        before = threading.active_count()
+        executor.submit(jobs)
+        assert threading.active_count() <= before + 1  # the batcher's thread; no thread per call
+        runs = [executor.result(job) for job in jobs]
+        assert executor.close() == 0
+        return runs, calls.peak, executor
+
+    claude = ClaudeAgent(http_client=fake.client())
+    runs, peak, executor = run(CachingAgent(claude, ResultCache(tmp_path), spec="claude", options={}))
+    assert getattr(executor, "_threads") == []  # noqa: B009  # the call threads were never started
+    assert len(fake.created) == 1 and len(fake.requests(fake.created[0][0])) == len(jobs) and peak == len(jobs)
+    records = [r.record for r in runs if r is not None]
+    assert [r.case_id for r in records] == [c.case_id for c in cases]
+    assert all(r.outcome != "not_run" and r.batch and not r.cached and r.started_at for r in records)
+    # the same cases again: every answer comes from the cache, as finished futures; nothing is sent
+    again, _, _ = run(CachingAgent(ClaudeAgent(http_client=fake.client()), ResultCache(tmp_path), spec="claude",
+                                   options={}))
+    assert len(fake.created) == 1 and all(r is not None and r.record.cached for r in again)
+
+
+def test_an_agent_that_cannot_submit_has_its_batched_calls_made_ahead_in_threads(api_key: str) -> None:
+    from groundeval.agents.base import FunctionAgent
+    from groundeval.execution import CallTally, Job, make_executor
+    from groundeval.execution.outcome_policy import RunInfo
+    from groundeval.models import throttle
+    from groundeval.tasks.extraction.task import ExtractionTask
+
+    throttle.configure(None)
+    fake = FakeAnthropicBatches()
+    model, batcher = _batched(fake, full(3))
+    task = ExtractionTask()
+    files = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "extraction").glob("*.json"))
+    jobs = [Job(f"groundeval/extraction::{c.case_id}", c)
+            for c in [task.load_case(p) for p in files if not p.name.startswith("MANIFEST")][:3]]
+    agent = FunctionAgent(lambda r: model.generate(ModelRequest.single(r.prompt.user, label=r.case_id)).text, "fn")
+    executor = make_executor(task, agent, RunInfo(run_id="r", task="extraction", agent="fn", model=None), 1,
+                             CallTally(), batcher)
+    executor.submit(jobs)
+    runs = [executor.result(job) for job in jobs]
+    assert len(getattr(executor, "_threads")) == 3  # noqa: B009  # one blocked call thread per request
+    assert len(fake.created) == 1 and len(fake.requests(fake.created[0][0])) == 3
+    assert all(r is not None and r.record.error is None for r in runs)
+    executor.close()

@@ -18,7 +18,7 @@ from groundeval.agent_io import AgentRequest, Prompt
 from groundeval.agents.base import AgentConfig
 from groundeval.agents.claude import ClaudeAgent
 from groundeval.errors import CaseTooLargeError, InfraError
-from groundeval.models import throttle
+from groundeval.models import stop_switch, throttle
 from groundeval.models.retry import GaveUp, RetryPolicy, call_with_retries
 from tests._fakes.fake_anthropic import ScriptedAPI, api_error
 
@@ -143,14 +143,14 @@ def test_a_stop_wakes_the_waiters_and_no_call_starts_after_it(gate: throttle.Ada
     thread, box = in_thread(lambda: call_with_retries(calls.append, policy, errors=(Status,),
                                                      advise=lambda e: (True, None)))
     waiting(gate)
-    throttle.stop_calls()
+    stop_switch.stop_calls()
     thread.join()
     gave_up = box["error"]
-    assert isinstance(gave_up, GaveUp) and isinstance(gave_up.error, throttle.CallsStopped)
+    assert isinstance(gave_up, GaveUp) and isinstance(gave_up.error, stop_switch.CallsStopped)
     gate.release(ok=True)
     with pytest.raises(GaveUp):  # and a case that starts after the stop sends nothing
         call_with_retries(calls.append, policy, errors=(Status,), advise=lambda e: (True, None))
-    assert calls == [] and throttle.calls_stopped()
+    assert calls == [] and stop_switch.calls_stopped()
 
 
 def test_a_stop_between_retries_sends_no_retry() -> None:
@@ -162,14 +162,14 @@ def test_a_stop_between_retries_sends_no_retry() -> None:
         raise Status(503)
 
     try:
-        policy = RetryPolicy(timeout_s=60.0, sleep=lambda s: throttle.stop_calls())  # the signal comes mid-backoff
+        policy = RetryPolicy(timeout_s=60.0, sleep=lambda s: stop_switch.stop_calls())  # the signal comes mid-backoff
         with pytest.raises(GaveUp) as info:
             call_with_retries(call, policy, errors=(Status,), advise=lambda e: (True, None))
         assert len(calls) == 1 and info.value.attempts == 1 and isinstance(info.value.error, Status)
         assert "the run was stopped" in info.value.note
     finally:
         throttle.configure(None)
-    assert not throttle.calls_stopped()  # configure clears the switch for the next run
+    assert not stop_switch.calls_stopped()  # configure clears the switch for the next run
 
 
 def _claude(api: ScriptedAPI, clock: Callable[[], float]) -> ClaudeAgent:

@@ -30,7 +30,7 @@ from groundeval.execution import (
 )
 from groundeval.execution.outcome_policy import RunInfo
 from groundeval.execution.thread_output import Router
-from groundeval.models import throttle
+from groundeval.models import stop_switch, throttle
 from groundeval.tasks.extraction.task import ExtractionTask
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
@@ -144,7 +144,8 @@ def test_an_agent_without_network_calls_goes_ahead_from_the_first_call() -> None
 @pytest.mark.parametrize("spec", ["baseline", "naive"])
 def test_the_rule_based_agents_and_their_cached_wrapper_declare_no_network_calls(spec: str, tmp_path: Path) -> None:
     from groundeval.agents.base import make_agent
-    from groundeval.models.cache import CachingAgent, ResultCache
+    from groundeval.agents.result_cache import CachingAgent
+    from groundeval.models.cache_store import ResultCache
 
     agent = make_agent(spec)
     assert getattr(agent, "network_calls", True) is False
@@ -182,7 +183,7 @@ def test_closing_cancels_the_queued_calls_and_counts_those_in_flight() -> None:
     more = [dataclasses.replace(job, nodeid=job.nodeid + "[again]") for job in later]
     executor.submit([*later, *more])  # four calls: two start, two wait in the queue
     two_in_flight.wait(WAIT_S)
-    throttle.stop_calls()  # what the session does first on a stop
+    stop_switch.stop_calls()  # what the session does first on a stop
     assert executor.close() == 2  # in flight: paid for, never handed back (dropped_calls)
     release.set()
     assert executor.cancelled == 2 and executor.lookahead == 0
@@ -239,7 +240,7 @@ def test_a_stopped_run_makes_no_call() -> None:
     called: list[str] = []
     for concurrency in (1, 4):
         executor = _executor(_counting(called), concurrency)
-        throttle.stop_calls()
+        stop_switch.stop_calls()
         assert executor.result(_jobs(ExtractionTask())[0]) is None
         throttle.configure(None)
     assert called == []

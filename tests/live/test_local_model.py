@@ -191,7 +191,7 @@ def test_the_packaged_model_judges_a_whole_summary_case(pytester: pytest.Pyteste
 def test_a_local_judge_is_keyed_by_its_gguf_sha256_wherever_the_file_is(tmp_path: Path) -> None:
     import shutil
 
-    from groundeval.models.local import PACKAGED_MODELS
+    from groundeval.models.providers.local import PACKAGED_MODELS
     from groundeval.tasks.summary.card import matches
     from groundeval.tasks.summary.judge import PROMPT_SHA256, ModelJudge, judge_identity, make_judge
 

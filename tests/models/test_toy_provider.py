@@ -154,7 +154,7 @@ def test_the_spending_limit_counts_the_toys_calls(toy: None) -> None:
 
 
 def test_the_toy_as_a_judge_caches_its_replies_and_has_no_batch_api(toy: None, tmp_path: Path) -> None:
-    from groundeval.models.cache import ResultCache
+    from groundeval.models.cache_store import ResultCache
     from groundeval.models.response_cache import ResponseCache
 
     seen: list[dict[str, Any]] = []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from groundeval.models import throttle
+from groundeval.models import stop_switch, throttle
 
 from .conftest import eval_args, run_records
 
@@ -46,7 +46,7 @@ def test_calls_go_ahead_after_a_first_call_that_was_not_answered(pytester: pytes
 # starts after the stop is counted in AFTER_STOP.
 SIGNAL_AGENT = '''
 import os, signal, threading
-from groundeval.models import throttle
+from groundeval.models import stop_switch
 
 LOCK = threading.Lock()
 STATE = {"calls": 0, "after_stop": 0, "stop_seen": False}
@@ -63,12 +63,12 @@ def agent(request):
         try:  # serially the handler raises KeyboardInterrupt right here, in this call
             os.kill(os.getpid(), signal.SIGTERM)
             for _ in range(2000):  # in a thread: the handler runs in the main thread, at once
-                if throttle.calls_stopped():
+                if stop_switch.calls_stopped():
                     break
                 threading.Event().wait(0.01)
         finally:
             with LOCK:
-                STATE["stop_seen"] = throttle.calls_stopped()
+                STATE["stop_seen"] = stop_switch.calls_stopped()
         RELEASE.wait(20)
     return "[]"
 '''
@@ -109,15 +109,15 @@ def test_a_worker_stop_file_stops_the_calls(tmp_path: Path) -> None:
     throttle.configure(2)
     try:
         stop = tmp_path / "run.stop"
-        throttle.watch_stop(stop.exists)
-        assert not throttle.calls_stopped()
+        stop_switch.watch_stop(stop.exists)
+        assert not stop_switch.calls_stopped()
         stop.touch()  # the controller was signalled
-        assert throttle.calls_stopped()
+        assert stop_switch.calls_stopped()
         stop.unlink()
-        assert throttle.calls_stopped()  # once stopped, it stays stopped
+        assert stop_switch.calls_stopped()  # once stopped, it stays stopped
     finally:
         throttle.configure(None)
-    assert not throttle.calls_stopped()
+    assert not stop_switch.calls_stopped()
 
 
 def test_many_failed_cases_are_one_line_each_unless_blocks_are_asked_for(

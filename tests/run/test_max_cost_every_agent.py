@@ -53,9 +53,10 @@ def test_model_agents_are_priced_and_the_others_refused() -> None:
 
 
 def test_a_built_agent_and_its_wrappers_declare_the_model_they_call(tmp_path: Path) -> None:
+    from groundeval.agents.result_cache import CachingAgent
     from groundeval.fhir.serving import FhirServingAgent
     from groundeval.mcp_server.serving import MCPToolsAgent
-    from groundeval.models.cache import CachingAgent, ResultCache
+    from groundeval.models.cache_store import ResultCache
 
     class Declares:
         name = "declares"

@@ -7,7 +7,7 @@ from typing import Any
 
 from groundeval.errors import InfraError
 from groundeval.models.base import ModelRequest, ModelResponse
-from groundeval.models.cache import ResultCache
+from groundeval.models.cache_store import ResultCache
 from groundeval.models.reachability import UNREACHABLE_AFTER, Reachability
 from groundeval.models.response_cache import ResponseCache, response_key
 from groundeval.records.aggregate import summarize

@@ -11,12 +11,13 @@ means and how its messages name it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.agents.base import AgentConfig
 from groundeval.models import check_model, get_model
-from groundeval.models.base import ModelRequest
+from groundeval.models.base import ModelRequest, ModelResponse
 from groundeval.models.policy import PolicyModel
 from groundeval.models.providers.base import check_temperature
 from groundeval.models.retry import RetryPolicy
@@ -178,7 +179,27 @@ class SingleCallAgent:
             AgentError: As ``PolicyModel.generate``: ``AuthError``, ``RunStopError``,
                 ``CaseTooLargeError``, ``InfraError``, ``RefusalError``, ``TruncatedError``.
         """
-        response = self.backend.generate(self.model_request(request))
+        return self._result(self.backend.generate(self.model_request(request)))
+
+    def submit(self, request: AgentRequest) -> Future[AgentResult]:
+        """Batch mode: send the case in the model's next batch and return at once (``PolicyModel.submit``).
+
+        Returns:
+            A future that completes with what ``run`` would have returned or raised.
+        """
+        out: Future[AgentResult] = Future()
+
+        def finish(done: Future[ModelResponse]) -> None:
+            try:
+                out.set_result(self._result(done.result()))
+            except BaseException as exc:
+                out.set_exception(exc)
+
+        self.backend.submit(self.model_request(request)).add_done_callback(finish)
+        return out
+
+    @staticmethod
+    def _result(response: ModelResponse) -> AgentResult:
         return AgentResult(
             text=response.text, model=response.model, usage=response.usage, attempts=response.attempts,
             meta=dict(response.meta), messages=[reply_message(response)],

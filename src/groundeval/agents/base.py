@@ -96,7 +96,7 @@ class Agent(Protocol):
     # scripted agent): the first call of a process then does not go alone (``execution.threaded``),
     # since no key, model or API can be wrong, and ``--groundeval-max-cost`` has nothing to spend
     # (``calls_no_model``). Absent means True.
-    # Optional: ``provider_model``: the ``models.provider.ProviderModel`` the agent calls through
+    # Optional: ``provider_model``: the ``models.policy.PolicyModel`` the agent calls through
     # groundeval's single-call layer, one call per case (``claude``, ``openai-compatible``), or None
     # (a rule-based agent, replay, an agent that calls its model through another library). The
     # spend limit prices its calls and ``--groundeval-batch`` sends them in batches
@@ -272,13 +272,13 @@ def calls_no_model(agent: object) -> bool:
 
 
 def declared_provider_model(agent: object) -> Any:
-    """The ``ProviderModel`` a built agent declares as ``provider_model``, or None (see ``Agent``)."""
+    """The ``PolicyModel`` a built agent declares as ``provider_model``, or None (see ``Agent``)."""
     model = getattr(agent, "provider_model", None)
     if model is None:
         return None
-    from groundeval.models.provider import ProviderModel
+    from groundeval.models.policy import PolicyModel
 
-    return model if isinstance(model, ProviderModel) else None
+    return model if isinstance(model, PolicyModel) else None
 
 
 def agent_target(spec: str) -> Any:

@@ -231,7 +231,7 @@ class ReplayAgent:
         flags = self._flags(rec, request)
         error = rec.error
         if rec.outcome in BEHAVIOUR_OUTCOMES and error is not None:
-            from groundeval.models.cache import rebuild_error
+            from groundeval.agents.result_cache import rebuild_error
 
             details: dict[str, Any] = {**error.details, **flags}
             if rec.raw_output is not None:

@@ -24,7 +24,7 @@ from groundeval.errors import DatasetError
 from groundeval.execution.call import Attempt, attempt, prepare
 from groundeval.execution.outcome_policy import CaseRun, RunInfo, classify, setup_failed, unprepared
 from groundeval.execution.score_stage import AskedAhead, ScoreStage
-from groundeval.models import throttle
+from groundeval.models import stop_switch
 from groundeval.scorers.model_graded import GradeStage, JudgeError, Verdict
 from groundeval.tasks.base import Task
 
@@ -68,10 +68,7 @@ class CallTally:
 
     def run(self, call: Callable[[AgentRequest, Any], Attempt], request: AgentRequest, truth: Any) -> Attempt:
         """Make ``call(request, truth)``, counted."""
-        with self._lock:
-            self.now += 1
-            self.made += 1
-            self.peak = max(self.peak, self.now)
+        self.begin()
         try:
             return call(request, truth)
         except BaseException:  # only KeyboardInterrupt gets out of execution.call.attempt
@@ -79,8 +76,19 @@ class CallTally:
                 self.interrupted += 1
             raise
         finally:
-            with self._lock:
-                self.now -= 1
+            self.end()
+
+    def begin(self) -> None:
+        """A call started (one that is waited on elsewhere, as a batched request's future)."""
+        with self._lock:
+            self.now += 1
+            self.made += 1
+            self.peak = max(self.peak, self.now)
+
+    def end(self) -> None:
+        """A call ``begin`` counted has finished."""
+        with self._lock:
+            self.now -= 1
 
 
 class CaseFiles:
@@ -224,12 +232,12 @@ class ExecutionContext:
     def run_now(self, job: Job, case: Case) -> CaseRun | None:
         """Prepare ``job``'s call, make it in this thread and run the case to its record.
 
-        Returns None, with no call, once the run was stopped (``throttle.calls_stopped``).
+        Returns None, with no call, once the run was stopped (``stop_switch.calls_stopped``).
 
         Raises:
             KeyboardInterrupt: Ctrl-C during the call.
         """
-        if throttle.calls_stopped():
+        if stop_switch.calls_stopped():
             return None
         try:
             request, truth = prepare(self.task, case, job.trial)

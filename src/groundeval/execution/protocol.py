@@ -51,8 +51,8 @@ Writing an executor (for a batch executor, read every point):
   that error in the ``Attempt`` of each of its jobs; a batch that expired or was cancelled, an
   ``InfraError`` (excluded from the means, counted). Only ``KeyboardInterrupt`` may escape.
 * **Stopping.** A stop (``-x``, ``--maxfail``, a stop policy, ``--groundeval-max-cost``, SIGINT,
-  SIGTERM, the xdist controller's stop file) throws ``models.throttle``'s stop switch first:
-  from then on no call may start (check ``throttle.calls_stopped()`` before sending; a retry checks
+  SIGTERM, the xdist controller's stop file) throws the run's stop switch (``models.stop_switch``) first:
+  from then on no call may start (check ``stop_switch.calls_stopped()`` before sending; a retry checks
   it too). The session then calls ``close``: cancel what was not sent (a submitted provider batch
   is cancelled when none of its jobs will be asked for) and return how many calls were sent, or
   already answered, whose results will never be handed back: they were paid for and are counted

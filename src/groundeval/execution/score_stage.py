@@ -11,7 +11,7 @@ stage only decides when.
   rejected key, an unknown model or an unreachable endpoint stops the run after one call.
 * After a failure (``JudgeError``) no further question of the case starts: the case is classed by
   that failure, and questions not started are not paid for.
-* Once the run stops (``throttle.calls_stopped``) no question starts.
+* Once the run stops (``stop_switch.calls_stopped``) no question starts.
 
 The threads are daemons fed from a queue (as the threaded executor's, ``execution.threaded``): a
 call still in flight at a stop or Ctrl-C never holds the interpreter's exit.
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from groundeval.errors import InfraError
-from groundeval.models import throttle
+from groundeval.models import stop_switch
 from groundeval.scorers.model_graded import JudgeError, Question, Verdict
 
 __all__ = ["AskedAhead", "ScoreStage"]
@@ -108,7 +108,7 @@ class ScoreStage:
             if not (q.costs_nothing or (q.alone and not out and not pending)):
                 pending.append(q)
                 continue
-            if throttle.calls_stopped() and not q.costs_nothing:
+            if stop_switch.calls_stopped() and not q.costs_nothing:
                 return _stopped(out, questions)
             try:
                 out[q.key] = q.ask() if q.costs_nothing else self._counted(q.ask)
@@ -117,11 +117,11 @@ class ScoreStage:
                 return out
         if not pending:
             return out
-        if throttle.calls_stopped():
+        if stop_switch.calls_stopped():
             return _stopped(out, questions)
         if self.workers == 1 or len(pending) == 1:
             for q in pending:
-                if throttle.calls_stopped():
+                if stop_switch.calls_stopped():
                     return _stopped(out, questions)
                 try:
                     out[q.key] = self._counted(q.ask)
@@ -139,7 +139,7 @@ class ScoreStage:
         try:
             failed = False
             for key, future in futures:
-                if (failed or throttle.calls_stopped()) and future.cancel():
+                if (failed or stop_switch.calls_stopped()) and future.cancel():
                     continue  # not started: never asked
                 try:
                     out[key] = future.result()

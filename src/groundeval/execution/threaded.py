@@ -16,7 +16,7 @@ API to be wrong, so its calls go ahead from the first one.
 
 The threads are daemons fed from a queue rather than a ``concurrent.futures.ThreadPoolExecutor``:
 the executor's threads are joined at interpreter exit, so after ``-x`` or Ctrl-C the process
-would wait for every model call still in flight. Once the run stops (``throttle.stop_calls``: a
+would wait for every model call still in flight. Once the run stops (``stop_switch.stop_calls``: a
 signal, the stop policy, -x) no queued call starts: they are cancelled (never paid for); calls in
 flight finish unobserved (with ``--groundeval-cache`` their answers are stored for the next run)
 and ``close`` counts them, for the run record's ``dropped_calls``.
@@ -42,7 +42,7 @@ from groundeval.execution.base import ExecutionContext, Job
 from groundeval.execution.call import Attempt
 from groundeval.execution.outcome_policy import CaseRun
 from groundeval.execution.thread_output import Printed, captured, replay
-from groundeval.models import throttle
+from groundeval.models import stop_switch
 from groundeval.scorers.model_graded import JudgeError, Verdict
 
 __all__ = ["LOOKAHEAD_PER_SLOT", "ThreadedExecutor"]
@@ -77,7 +77,7 @@ class ThreadedExecutor:
         self._fan_out = getattr(context.agent, "network_calls", True) is False
         self._closed = False
         self.lookahead = workers * LOOKAHEAD_PER_SLOT if self._fan_out else 0
-        self._run: throttle.CallRun | None = None  # the run's stop switch, captured when threads start
+        self._run: stop_switch.StopSwitch | None = None  # the run's stop switch, captured when threads start
         self._queue: queue.SimpleQueue[tuple[Job, AgentRequest, object, Future[Attempt]] | None] = queue.SimpleQueue()
         self._futures: dict[str, Future[Attempt]] = {}
         self._printed: dict[Future[Attempt], Printed] = {}  # what each finished call printed
@@ -86,7 +86,7 @@ class ThreadedExecutor:
         self._threads: list[threading.Thread] = []
 
     def _start(self) -> None:
-        self._run = throttle.active()  # once thrown, no queued call starts
+        self._run = stop_switch.current()  # once thrown, no queued call starts
         self._threads = [
             threading.Thread(target=self._work, name=f"groundeval-call-{i}", daemon=True) for i in range(self.workers)
         ]

@@ -5,8 +5,9 @@
   classification, refusal and truncation, batch routing, the response cache), composed over a
   provider; ``providers`` holds the small provider API and the providers (``anthropic``,
   ``openai_compat``, ``local``, with their batch adapters).
-* ``retry``, ``classify``, ``throttle``, ``pricing``, ``spend``, ``cache``: the one policy of
-  retries and deadlines, failure classes, rate limits, prices, spending and cached responses.
+* ``retry``, ``classify``, ``throttle``, ``pricing``, ``spend``, ``response_cache``: the one policy
+  of retries and deadlines, failure classes, rate limits, prices, spending and cached responses
+  (kept in ``cache_store``, the SQLite store an agent's cached results share).
 * ``chat``: the LangChain chat model a tool-using agent drives, made from the same spec.
 * ``batch`` (with ``batch_api``, ``batch_journal`` and the providers' adapters): batch mode, a
   model's requests sent through the provider's batch API (``--groundeval-batch``).

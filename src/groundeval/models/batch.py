@@ -1,12 +1,14 @@
-"""Batch mode: a model's requests go to the provider's batch API, each call waiting for its own result.
+"""Batch mode: a model's requests go to the provider's batch API, each request's result in its own future.
 
-With ``--groundeval-batch`` a ``ProviderModel`` hands each request to a ``Batcher`` instead of
-calling the API. Every request gets a ``custom_id`` and waits on its own channel; one background
-thread fills batches, sends them (``BatchAPI.create``), polls them (``BatchAPI.status``), reads
-their results as soon as a batch has ended (``BatchAPI.results``, in any order) and hands each
-result to the call that waits for it. The calls themselves are made ahead in threads
-(``--groundeval-concurrency``), so a batch fills with the requests of the cases this process will
-run next; each item still reports on its own, in collection order, as its result arrives.
+With ``--groundeval-batch`` a ``PolicyModel`` hands each request to a ``Batcher`` instead of
+calling the API. Every request gets a ``custom_id`` and a ``concurrent.futures.Future``
+(``Batcher.submit``); one background thread fills batches, sends them (``BatchAPI.create``), polls
+them (``BatchAPI.status``), reads their results as soon as a batch has ended (``BatchAPI.results``,
+in any order) and completes each request's future (done callbacks run in that thread). Nothing
+waits in the batcher: a caller holds its future and waits on it when it wants the result, so the
+requests out in a batch are futures, not waiting threads. The requests of the cases this process
+runs next are submitted ahead (``execution.batch``), so a batch fills with them; each item still
+reports on its own, in collection order, as its result arrives.
 
 When a batch is sent:
 
@@ -43,6 +45,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,9 +105,9 @@ class BatchSettings:
 
 
 class _Job:
-    """One waiting call: its request entry and its channel."""
+    """One request: its entry and the future its result completes."""
 
-    __slots__ = ("added", "batch_id", "custom_id", "entry", "ready", "result", "resumed", "size")
+    __slots__ = ("added", "batch_id", "custom_id", "entry", "future", "resumed", "size")
 
     def __init__(self, cid: str, entry: dict[str, Any], added: float) -> None:
         self.custom_id = cid
@@ -113,8 +116,7 @@ class _Job:
         self.added = added
         self.batch_id: str | None = None
         self.resumed = False
-        self.ready = threading.Event()
-        self.result: BatchResult | None = None
+        self.future: Future[BatchResult] = Future()
 
 
 class _Open:
@@ -129,13 +131,13 @@ class _Open:
 
 
 class Batcher:
-    """Fills, sends and polls batches for one model; each call waits for its own result.
+    """Fills, sends and polls batches for one model; each request's result completes its own future.
 
     Args:
         api: The provider's batch endpoint.
         settings: The knobs.
         progress: Called from the batcher's thread after each poll of a batch still out.
-        stopped: True once the run has stopped (``throttle.calls_stopped``): requests not yet
+        stopped: True once the run has stopped (``stop_switch.calls_stopped``): requests not yet
             sent are then answered ``not_sent``.
         clock: Monotonic seconds (tests).
 
@@ -175,11 +177,16 @@ class Batcher:
         self.sent = 0
 
     # -- the calls' side -----------------------------------------------------------------------
-    def result(self, label: str, params: Mapping[str, Any]) -> BatchResult:
-        """Queue one request (a direct call's SDK arguments) and wait for its result.
+    def submit(self, label: str, params: Mapping[str, Any]) -> Future[BatchResult]:
+        """Queue one request (a direct call's SDK arguments); its future completes with its result.
 
-        Raises:
-            KeyboardInterrupt: Ctrl-C while waiting (in the main thread).
+        The future always completes (``close`` answers what is left: ``not_sent`` or ``abandoned``)
+        and never raises: every outcome is a ``BatchResult`` (``waited_s``: seconds from this call
+        to the result). Cancelling it before its batch is sent leaves the request out of every
+        batch (never paid for).
+
+        Returns:
+            The request's future (``concurrent.futures.Future``): wait on it, or add a done callback.
         """
         start = self._clock()
         with self._cond:
@@ -198,12 +205,15 @@ class Batcher:
                 self._last_added = start
             self._start()
             self._cond.notify_all()
-        while not job.ready.wait(1.0):
-            pass
-        assert job.result is not None
-        r = job.result
-        return BatchResult(r.kind, r.custom_id, r.batch_id, r.value, r.error, r.resumed,
-                           round(self._clock() - start, 3))
+        return job.future
+
+    def result(self, label: str, params: Mapping[str, Any]) -> BatchResult:
+        """``submit`` and wait for the result (a caller that has nothing else to do meanwhile).
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C while waiting (in the main thread).
+        """
+        return self.submit(label, params).result()
 
     def close(self) -> None:
         """Stop the batcher's thread; answer every waiting call.
@@ -261,6 +271,7 @@ class Batcher:
         Every full batch (by count or bytes) goes at once; what is left of a partly filled batch
         goes only once no request came for ``send_delay_s`` (or the run stopped).
         """
+        self._pending = [j for j in self._pending if not j.future.cancelled()]  # given up before it was sent
         if not self._pending:
             return []
         if now - self._last_added >= self.settings.send_delay_s or self._stopped():
@@ -397,11 +408,11 @@ class Batcher:
         for job in jobs:
             self._deliver(job, BatchResult(kind, job.custom_id))
 
-    @staticmethod
-    def _deliver(job: _Job, result: BatchResult) -> None:
-        job.result = BatchResult(result.kind, job.custom_id, result.batch_id or job.batch_id, result.value,
-                                 result.error, job.resumed)
-        job.ready.set()
+    def _deliver(self, job: _Job, result: BatchResult) -> None:
+        done = BatchResult(result.kind, job.custom_id, result.batch_id or job.batch_id, result.value,
+                           result.error, job.resumed, round(self._clock() - job.added, 3))
+        with contextlib.suppress(InvalidStateError):  # its caller cancelled it: nobody takes the result
+            job.future.set_result(done)
 
 
 def _retryable(result: BatchResult) -> bool:

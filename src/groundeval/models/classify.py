@@ -43,7 +43,8 @@ from typing import Any
 
 from groundeval.errors import AgentError, AuthError, CaseTooLargeError, InfraError, RunStopError
 from groundeval.models.retry import DeadlineExceeded
-from groundeval.models.throttle import CallsStopped, SlotTimeout
+from groundeval.models.stop_switch import CallsStopped
+from groundeval.models.throttle import SlotTimeout
 from groundeval.redaction import redact, strip_userinfo, url_secrets
 
 __all__ = [

@@ -21,6 +21,7 @@ import importlib
 import json
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -45,8 +46,9 @@ from groundeval.models.transcript import failed_reply
 from groundeval.scoring import Metric
 
 if TYPE_CHECKING:
-    from groundeval.models.batch import BatchAPI, Batcher
+    from groundeval.models.batch import BatchAPI, Batcher, BatchResult
     from groundeval.models.response_cache import ResponseCache
+    from groundeval.models.spend import SpendLimit
 
 __all__ = ["PolicyModel"]
 
@@ -267,15 +269,78 @@ class PolicyModel(Generic[ClientT]):
         self.api.before_call(request)
         try:
             response = self._timed(self.fit(request))
-        except CaseTooLargeError as exc:  # the server's own 400: its context, when stated, fits later cases
+        except AgentError as exc:
+            self._failed(exc)
+            raise
+        return self._finished(request, response)
+
+    def submit(self, request: ModelRequest) -> Future[ModelResponse]:
+        """Batch mode: hand ``request`` to the batcher and return at once, without waiting for its batch.
+
+        The cache, the fit to the context, the pre-flight and the spending limit apply as in
+        ``generate`` (the reservation is held until the result is in); the future completes, from
+        the batcher's thread, with what ``generate`` would have returned or raised. A request
+        waits on its future, not on a thread of its own.
+
+        Raises:
+            ConfigError: The model is not in batch mode (``use_batches``).
+        """
+        batcher = self.batcher
+        if batcher is None:
+            raise ConfigError(f"{self.owner} ({self.spec}) submits requests only in batch mode (--groundeval-batch)")
+        out: Future[ModelResponse] = Future()
+        if self._cache is not None:
+            cache, pins = self._cache
+            hit = cache.get({**self.settings(), **pins}, request)
+            if hit is not None:
+                out.set_result(hit)
+                return out
+        started_at = datetime.now(UTC).isoformat()
+        start = time.perf_counter()
+        try:
+            self.api.before_call(request)
+            request = self.fit(request)
+            params = self.params(request)
+            self.preflight(request)
+            held = self._reserve(request)
+        except Exception as exc:  # what generate raises before sending: too large, the spending limit
+            if isinstance(exc, AgentError):
+                self._keep_reply(exc, started_at, start)
+                self._failed(exc)
+            out.set_exception(exc)
+            return out
+        sent = request
+
+        def finish(done: Future[BatchResult]) -> None:
+            try:
+                response = self._batch_reply(sent, done.result(), batcher)
+            except BaseException as exc:
+                self._settle(held, exc, None)
+                if isinstance(exc, AgentError):
+                    self._keep_reply(exc, started_at, start)
+                    self._failed(exc)
+                out.set_exception(exc)
+                return
+            self._settle(held, None, response.usage.get("cost_usd"))
+            timed = dataclasses.replace(response, started_at=started_at,
+                                        latency_s=round(time.perf_counter() - start, 6))
+            out.set_result(self._finished(sent, timed))
+
+        batcher.submit(sent.label, params).add_done_callback(finish)
+        return out
+
+    def _failed(self, exc: AgentError) -> None:
+        """The provider's facts added to a failed call's details; a context it states kept for later cases."""
+        if isinstance(exc, CaseTooLargeError):  # the server's own 400: its context, when stated, fits later cases
             self.api.learn(exc)
             exc.details = {**self.api.server_meta(), **exc.details}
-            raise
-        except AgentError as exc:
-            facts = self.api.server_meta()
-            if facts:
-                exc.details = {**facts, **exc.details}
-            raise
+            return
+        facts = self.api.server_meta()
+        if facts:
+            exc.details = {**facts, **exc.details}
+
+    def _finished(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """A response with the provider's facts in its ``meta``, kept in the response cache (``use_cache``)."""
         facts = self.api.server_meta()
         if facts:
             response = dataclasses.replace(response, meta={**response.meta, **facts})
@@ -290,14 +355,18 @@ class PolicyModel(Generic[ClientT]):
         start = time.perf_counter()
         try:
             response = self._spent(request)
-        except AgentError as exc:  # a reply that came back but is no answer: kept in the conversation
-            replied = isinstance(exc.details.get("partial_text"), str)
-            if self.role == "agent" and replied and "messages" not in exc.details:
-                reply = failed_reply(exc.details, started_at=started_at, latency_s=time.perf_counter() - start,
-                                     attempts=exc.attempts)
-                exc.details["messages"] = [reply]
+        except AgentError as exc:
+            self._keep_reply(exc, started_at, start)
             raise
         return dataclasses.replace(response, started_at=started_at, latency_s=round(time.perf_counter() - start, 6))
+
+    def _keep_reply(self, exc: AgentError, started_at: str, start: float) -> None:
+        """A reply that came back but is no answer: kept in the conversation (``details["messages"]``)."""
+        replied = isinstance(exc.details.get("partial_text"), str)
+        if self.role == "agent" and replied and "messages" not in exc.details:
+            reply = failed_reply(exc.details, started_at=started_at, latency_s=time.perf_counter() - start,
+                                 attempts=exc.attempts)
+            exc.details["messages"] = [reply]
 
     def _spent(self, request: ModelRequest) -> ModelResponse:
         """``generate`` without the call's timing: the pre-flight, the spending limit and the call."""
@@ -318,26 +387,45 @@ class PolicyModel(Generic[ClientT]):
         Raises:
             groundeval.errors.SpendLimitReached: The reservation would pass the limit; no call is made.
         """
+        held = self._reserve(request)
+        try:
+            value = call()
+        except BaseException as exc:
+            self._settle(held, exc, None)
+            raise
+        self._settle(held, None, cost(value))
+        return value
+
+    def _reserve(self, request: ModelRequest) -> tuple[SpendLimit, float] | None:
+        """Set the request's highest likely cost (USD, at list price) aside under the run's spending limit, if any.
+
+        Raises:
+            groundeval.errors.SpendLimitReached: The reservation would pass the limit.
+        """
         from groundeval.models import spend
 
         limit = spend.current()
         if limit is None:
-            return call()
+            return None
         estimate = spend.highest_call_cost(self.name, request.chars, self.max_tokens_for(request))
-        reserved = limit.reserve(estimate if estimate is not None else 0.0, request.label)  # at list price
-        try:
-            value = call()
-        except AgentError as exc:  # a reply that was paid for (cut off, refused) carries its usage
-            usage = exc.details.get("usage")
-            paid = usage.get("cost_usd") if isinstance(usage, dict) else None
-            limit.settle(reserved, float(paid) if isinstance(paid, int | float) else 0.0)
-            raise
-        except BaseException:
-            limit.settle(reserved, 0.0)
-            raise
-        spent = cost(value)
-        limit.settle(reserved, float(spent) if isinstance(spent, int | float) else None)
-        return value
+        return limit, limit.reserve(estimate if estimate is not None else 0.0, request.label)
+
+    @staticmethod
+    def _settle(held: tuple[SpendLimit, float] | None, failure: BaseException | None, spent: Metric | None) -> None:
+        """Replace a reservation by what the call cost.
+
+        ``spent`` (USD; None keeps the estimate spent) after an answer; after a failure, its
+        ``details["usage"]["cost_usd"]`` when it was paid for (cut off, refused), else 0.
+        """
+        if held is None:
+            return
+        limit, reserved = held
+        if failure is None:
+            limit.settle(reserved, float(spent) if isinstance(spent, int | float) else None)
+            return
+        usage = failure.details.get("usage") if isinstance(failure, AgentError) else None
+        paid = usage.get("cost_usd") if isinstance(usage, dict) else None
+        limit.settle(reserved, float(paid) if isinstance(paid, int | float) else 0.0)
 
     def _generate(
         self, request: ModelRequest, params: dict[str, Any], errors: tuple[type[BaseException], ...]
@@ -378,7 +466,10 @@ class PolicyModel(Generic[ClientT]):
             InfraError: The request expired, or was still processing after the longest wait.
             AgentError: As a direct call's error (``Provider.classify``), or a refusal / truncation.
         """
-        result = batcher.result(request.label, params)
+        return self._batch_reply(request, batcher.result(request.label, params), batcher)
+
+    def _batch_reply(self, request: ModelRequest, result: BatchResult, batcher: Batcher) -> ModelResponse:
+        """A batched request's result read as a direct call's reply would be (see ``_batched``)."""
         marks: dict[str, Any] = {"batch": True, "batch_id": result.batch_id, "custom_id": result.custom_id,
                                  "batch_resumed": result.resumed, "batch_wait_s": result.waited_s}
         if result.kind == "succeeded":

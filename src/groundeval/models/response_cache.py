@@ -1,8 +1,8 @@
 """A cache of model responses, keyed by request, model settings and role (a judge's replies).
 
-``--groundeval-cache`` keeps an agent's *results* (``models.cache.CachingAgent``); a scorer that
+``--groundeval-cache`` keeps an agent's *results* (``agents.result_cache.CachingAgent``); a scorer that
 asks a model (``scorers.model_graded``) keeps that model's *responses* here, in the same SQLite
-store (``models.cache.ResultCache``: WAL, safe across threads and processes, redacted), as entries
+store (``models.cache_store.ResultCache``: WAL, safe across threads and processes, redacted), as entries
 of kind ``response``. The key is the SHA-256 of the model's settings (spec, role, model id,
 temperature, max tokens: ``Model.settings``), whatever else pins the answer (a prompt hash) and
 the full request (system prompt, every message, tools, output limit): a changed model, prompt or
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from groundeval.models.base import ModelRequest, ModelResponse
-from groundeval.models.cache import ResultCache
+from groundeval.models.cache_store import ResultCache
 
 __all__ = ["ResponseCache", "response_key"]
 

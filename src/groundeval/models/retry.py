@@ -32,7 +32,7 @@ budget starts only when it is sent, so a case is never starved by other cases' c
 and classed by what the server says, as at concurrency 1. A retry's wait for a slot spends the
 budget like any wait. An attempt that never got a slot sends nothing: it is not counted, and the
 case keeps the last status the server gave (or, if nothing was ever sent, says it waited N s for
-a concurrency slot). Once the run is stopped (``throttle.stop_calls``) no attempt starts.
+a concurrency slot). Once the run is stopped (``stop_switch.stop_calls``) no attempt starts.
 
 Attempts are counted here (only requests actually sent) and recorded with the case.
 """
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from groundeval.errors import ConfigError
-from groundeval.models import throttle
+from groundeval.models import stop_switch, throttle
 
 __all__ = [
     "CALL_POLICY_OPTIONS",
@@ -310,7 +310,7 @@ def call_with_retries(
             pass the time budget, an attempt outlived the budget (``error`` is then a
             ``DeadlineExceeded`` with the time the case ran and its bound), or an attempt never
             got a slot or the run was stopped first (``error`` is the last real failure, or a
-            ``throttle.SlotTimeout``/``throttle.CallsStopped`` when nothing was sent).
+            ``throttle.SlotTimeout``/``stop_switch.CallsStopped`` when nothing was sent).
     """
     start = started  # the budget starts at the first send (or when the caller's case started)
     attempts = 0
@@ -325,20 +325,20 @@ def call_with_retries(
         slot_s = policy.timeout_s if start is None else max(start + policy.timeout_s - policy.clock(), 0.001)
         try:
             if run.stopped():
-                raise throttle.CallsStopped("the run was stopped; no request was sent")
+                raise stop_switch.CallsStopped("the run was stopped; no request was sent")
             paused = run.wait_cooldown(slot_s, policy.sleep, honoured)
             if start is not None:
                 waited += paused
                 slot_s = max(start + policy.timeout_s - policy.clock(), 0.001)
             with gate.slot(slot_s) if gate is not None else contextlib.nullcontext(1) as in_flight:
                 if run.stopped():  # stopped while this attempt waited for its slot
-                    raise throttle.CallsStopped("the run was stopped; no request was sent")
+                    raise stop_switch.CallsStopped("the run was stopped; no request was sent")
                 if start is None:
                     start = policy.clock()
                 attempts += 1
                 left = max(start + policy.timeout_s - policy.clock(), 0.001)
                 value = within(functools.partial(call, left), left + DEADLINE_GRACE_S)
-        except (throttle.SlotTimeout, throttle.CallsStopped, throttle.CoolingDown) as exc:
+        except (throttle.SlotTimeout, stop_switch.CallsStopped, throttle.CoolingDown) as exc:
             unsent = f"attempt {attempts + 1}: {exc}"
             if last is None:  # nothing was ever sent: that is the case's error
                 raise GaveUp(exc, attempts, unsent, waited) from None

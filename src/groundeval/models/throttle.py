@@ -24,9 +24,8 @@ sent and is bounded like the wait for a slot: a case's first request waits at mo
 ``--groundeval-timeout`` for it, a retry at most what is left of its case's bound (``CoolingDown``
 otherwise: no request was sent).
 
-The module also holds the process's stop switch (``stop_calls``/``calls_stopped``): once the run
-is stopped (a signal, a stop policy, the xdist stop file) no model call starts, whether it was
-waiting for a slot, between retries, or queued ahead.
+A run's gate and pause obey its stop switch (``models.stop_switch``): once the run is stopped, a
+call waiting for a slot or in the pause gives up (``CallsStopped``) and no request is sent.
 """
 
 from __future__ import annotations
@@ -39,21 +38,20 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from groundeval.models import stop_switch
+from groundeval.models.stop_switch import CallsStopped, StopSwitch
+
 __all__ = [
     "MIN_COOLDOWN_S",
     "AdaptiveLimit",
     "CallRun",
-    "CallsStopped",
     "CoolingDown",
     "SlotTimeout",
     "active",
-    "calls_stopped",
     "configure",
     "current",
     "is_rate_limit",
     "share_cooldown",
-    "stop_calls",
-    "watch_stop",
 ]
 
 MIN_COOLDOWN_S = 5.0
@@ -82,10 +80,6 @@ class SlotTimeout(Exception):
         self.in_flight = in_flight
         self.limit = limit
         self.cuts = cuts
-
-
-class CallsStopped(Exception):
-    """The run was stopped before this call was sent (``stop_calls``): no request was sent."""
 
 
 class CoolingDown(Exception):
@@ -121,6 +115,7 @@ class AdaptiveLimit:
     Args:
         ceiling: The most calls in flight (``--groundeval-concurrency``), at least 1.
         clock: Monotonic clock, seconds (a test seam).
+        switch: The run's stop switch (waiters give up once it is thrown); a new one when None.
 
     Attributes:
         ceiling: The configured maximum.
@@ -130,7 +125,9 @@ class AdaptiveLimit:
         peak: The most calls that were ever in flight at once.
     """
 
-    def __init__(self, ceiling: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, ceiling: int, clock: Callable[[], float] = time.monotonic, *, switch: StopSwitch | None = None
+    ) -> None:
         if ceiling < 1:
             raise ValueError(f"ceiling must be at least 1, got {ceiling}")
         self.ceiling = ceiling
@@ -142,7 +139,8 @@ class AdaptiveLimit:
         self._hold_until = 0.0
         self._cond = threading.Condition()
         self._queue: collections.deque[object] = collections.deque()  # waiters, first come first served
-        self._stop = threading.Event()  # set by the run's stop switch (``CallRun.stop``)
+        self.switch = switch if switch is not None else StopSwitch()
+        self.switch.on_stop(self.wake)
 
     def acquire(self, timeout_s: float) -> int:
         """Take a slot, waiting at most ``timeout_s`` seconds for one; first come, first served.
@@ -152,7 +150,7 @@ class AdaptiveLimit:
 
         Raises:
             SlotTimeout: No slot came free in time (it says how long it waited).
-            CallsStopped: The run was stopped (``stop_calls``) before a slot came free.
+            CallsStopped: The run was stopped (``stop_switch.stop_calls``) before a slot came free.
         """
         ticket = object()
         start = self._clock()
@@ -161,13 +159,13 @@ class AdaptiveLimit:
             self._cond.notify_all()  # anyone watching the queue (tests) sees the new waiter
             try:
                 ready = self._cond.wait_for(
-                    lambda: self._stop.is_set() or (self._queue[0] is ticket and self.in_flight < self.limit),
+                    lambda: self.switch.thrown() or (self._queue[0] is ticket and self.in_flight < self.limit),
                     timeout=max(timeout_s, 0.0),
                 )
             finally:
                 self._queue.remove(ticket)
                 self._cond.notify_all()  # the next in line may go
-            if self._stop.is_set():
+            if self.switch.thrown():
                 raise CallsStopped("the run was stopped before a concurrency slot came free; no request was sent")
             if not ready:
                 waited = max(self._clock() - start, timeout_s)
@@ -218,20 +216,24 @@ class AdaptiveLimit:
 
 
 class CallRun:
-    """One run's call gate and stop switch (``configure`` starts a new one).
+    """One run's call gate and pause, under its stop switch (``configure`` starts a new one).
 
     Calls capture the ``CallRun`` they start under (``active``), so a call still in flight from
     an earlier run (a daemon thread after an interrupted run) obeys that run's stop, never the
     next run's.
 
-    Attributes:
+    Args:
         gate: The run's ``AdaptiveLimit``, or None when calls are not concurrent.
+        switch: The run's stop switch; the gate's, else a new one, when None.
+
+    Attributes:
+        gate: As given.
+        switch: The run's ``StopSwitch``.
     """
 
-    def __init__(self, gate: AdaptiveLimit | None) -> None:
+    def __init__(self, gate: AdaptiveLimit | None, switch: StopSwitch | None = None) -> None:
         self.gate = gate
-        self._stop = gate._stop if gate is not None else threading.Event()
-        self._checks: list[Callable[[], bool]] = []
+        self.switch = switch if switch is not None else gate.switch if gate is not None else StopSwitch()
         self._cool_lock = threading.Lock()
         self._cool_until = 0.0  # wall-clock instant (time.time) before which no request of the run is sent
         self._cool_file: Path | None = None  # shared with the run's other processes (share_cooldown)
@@ -298,7 +300,7 @@ class CallRun:
             if waited + left > bound_s:
                 raise CoolingDown(left, max(bound_s - waited, 0.0))
             if sleep is _REAL_SLEEP:
-                self._stop.wait(left)
+                self.switch.wait(left)
             else:
                 sleep(left)
             waited += left
@@ -307,23 +309,12 @@ class CallRun:
                 raise CallsStopped("the run was stopped while it paused after a rate-limit answer; no request was sent")
 
     def stop(self) -> None:
-        """No call of this run starts from now on; waiters for a slot wake and give up."""
-        self._stop.set()
-        if self.gate is not None:
-            self.gate.wake()
-
-    def watch(self, check: Callable[[], bool]) -> None:
-        """Also count the run as stopped once ``check()`` is true (an xdist worker's stop file)."""
-        self._checks.append(check)
+        """Throw the run's stop switch: no call of this run starts; waiters for a slot wake and give up."""
+        self.switch.stop()
 
     def stopped(self) -> bool:
-        """True once ``stop`` was called or a ``watch`` check says so (then it stays true)."""
-        if self._stop.is_set():
-            return True
-        if any(check() for check in self._checks):
-            self.stop()
-            return True
-        return False
+        """True once the run's stop switch is thrown (``StopSwitch.stopped``)."""
+        return self.switch.stopped()
 
 
 def _read_instant(path: Path) -> float:
@@ -334,22 +325,23 @@ def _read_instant(path: Path) -> float:
         return 0.0
 
 
-_run = CallRun(None)
+_run = CallRun(None, stop_switch.current())
 
 
 def configure(ceiling: int | None) -> AdaptiveLimit | None:
     """Start this process's calls of a new run: a limit (None or 1: none) and a clear stop switch.
 
-    The previous run's switch is thrown: its calls still in flight start no further attempt.
+    The previous run's switch is thrown (``stop_switch.renew``): its calls still in flight start
+    no further attempt.
     """
     global _run
-    _run.stop()
-    _run = CallRun(AdaptiveLimit(ceiling) if ceiling is not None and ceiling > 1 else None)
+    switch = stop_switch.renew()
+    _run = CallRun(AdaptiveLimit(ceiling, switch=switch) if ceiling is not None and ceiling > 1 else None, switch)
     return _run.gate
 
 
 def active() -> CallRun:
-    """The current run's gate and stop switch (a call captures it when it starts)."""
+    """The current run's gate, pause and stop switch (a call captures it when it starts)."""
     return _run
 
 
@@ -358,21 +350,6 @@ def current() -> AdaptiveLimit | None:
     return _run.gate
 
 
-def stop_calls() -> None:
-    """Stop the current run's model calls: none starts from now on (safe in a signal handler)."""
-    _run.stop()
-
-
 def share_cooldown(path: Path) -> None:
     """Share the current run's pause after a rate-limit answer through ``path`` (one file per run id)."""
     _run.share_cooldown(path)
-
-
-def watch_stop(check: Callable[[], bool]) -> None:
-    """Also treat the current run's calls as stopped once ``check()`` is true."""
-    _run.watch(check)
-
-
-def calls_stopped() -> bool:
-    """True once the current run's calls were stopped (``stop_calls``, a ``watch_stop`` check)."""
-    return _run.stopped()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from groundeval.models import throttle
+from groundeval.models import stop_switch
 from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.records.run_writer import RunWriter
 from groundeval.records.trial_stats import warm_up
@@ -144,7 +144,7 @@ class RunController:
     def _signalled(self, reason: str) -> None:
         """The first SIGINT/SIGTERM: keep the reason and let no agent call start from now on."""
         self.stop_reason = reason
-        throttle.stop_calls()
+        stop_switch.stop_calls()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Put the signal handlers back."""

@@ -20,7 +20,7 @@ from groundeval.datasets import Case
 from groundeval.errors import ConfigError
 from groundeval.execution import DEFAULT_CONCURRENCY, Job
 from groundeval.execution.outcome_policy import CaseRun
-from groundeval.models import server_logs, throttle
+from groundeval.models import server_logs, stop_switch, throttle
 from groundeval.plugin.worker_keys import RESUME_KEY, RUN_ID_KEY
 from groundeval.plugin.worker_stop import CallCut, WorkerStop
 from groundeval.records.run_record import CaseRecord, RunRecord, new_run_id
@@ -201,14 +201,14 @@ class GroundevalSession:
         """Stop the run: keep the reason (its first line), let pytest stop, start no further call."""
         self.stop_reason = clean_text(reason.splitlines()[0] if reason else reason)
         session.shouldstop = self.stop_reason
-        throttle.stop_calls()
+        stop_switch.stop_calls()
         self.process.cancel_ahead()
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         """After -x/--maxfail or a stop, start no further call made ahead."""
         session = self._session
         if session is not None and (session.shouldfail or session.shouldstop):
-            throttle.stop_calls()  # no call starts after -x, --maxfail or a stop
+            stop_switch.stop_calls()  # no call starts after -x, --maxfail or a stop
             self.process.cancel_ahead()
 
     # -- signals -------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ class GroundevalSession:
         """On a worker, watch the controller's stop file and cut a call in flight on Ctrl-C (``plugin.worker_stop``)."""
         self._session = session
         if self.is_worker and self.runs_cases:
-            throttle.watch_stop(self.stop_file.exists)  # the controller was signalled: no call starts
+            stop_switch.watch_stop(self.stop_file.exists)  # the controller was signalled: no call starts
             self._worker_stop = WorkerStop(self.stop_file)  # Ctrl-C cuts the call in flight: its case is not_run
             self._worker_stop.install()
             self.process.cuttable = self._worker_stop.cuttable  # the case's wait for its call
@@ -310,7 +310,7 @@ class GroundevalSession:
             return
         self._ended = True
         if session.shouldfail or session.shouldstop or self.stop_reason or exitstatus == pytest.ExitCode.INTERRUPTED:
-            throttle.stop_calls()  # a retry of a call still in flight must not go out now
+            stop_switch.stop_calls()  # a retry of a call still in flight must not go out now
         _warn(self.process.end())  # cancel calls ahead, close agent and task, end the limits, flush LangSmith
         if self.is_worker:
             from groundeval.plugin.worker_keys import CONCURRENCY_KEY, DROPPED_KEY, PEAK_KEY, SPEND_STOP_KEY

@@ -8,7 +8,7 @@ flight (a model call can hold for minutes) must end now, and the case it belonge
 out of its session is reported by pytest-xdist as "crashed" (a failed test in junit and on the
 terminal) for a case the run record calls not run.
 
-So on a worker (``WorkerStop``): the first SIGINT stops the run's calls (``throttle.stop_calls``)
+So on a worker (``WorkerStop``): the first SIGINT stops the run's calls (``stop_switch.stop_calls``)
 and, only while the main thread waits for an agent call (``cuttable``), raises ``CallCut`` there;
 anywhere else (between cases, in pytest's reporting) it raises nothing and the worker simply
 starts no further case. A second SIGINT is absorbed; a third aborts. A daemon thread watches the
@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from groundeval.models import throttle
+from groundeval.models import stop_switch
 
 __all__ = ["INTERRUPT", "CallCut", "WorkerStop"]
 
@@ -112,6 +112,6 @@ class WorkerStop:
         if self.signals == 2:
             return
         self.reason = "interrupted by signal SIGINT"
-        throttle.stop_calls()
+        stop_switch.stop_calls()
         if self._cuttable:
             raise CallCut(self.reason)

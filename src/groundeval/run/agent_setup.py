@@ -74,7 +74,8 @@ def prepare_agent(agent: Agent, settings: Settings, task: Any) -> Agent:
         agent = FhirServingAgent(agent, settings.fhir)
     if settings.cache_dir is None:
         return agent
-    from groundeval.models.cache import CachingAgent, ResultCache
+    from groundeval.agents.result_cache import CachingAgent
+    from groundeval.models.cache_store import ResultCache
 
     tools = tuple(getattr(task, "tools", ()) or ())
     facts: dict[str, Any] = {"tools": list(tools)}

@@ -25,7 +25,7 @@ from groundeval.errors import ConfigError
 
 if TYPE_CHECKING:
     from groundeval.models.batch import Batcher, BatchSettings
-    from groundeval.models.provider import ProviderModel
+    from groundeval.models.policy import PolicyModel
     from groundeval.records.run_record import CaseRecord
 
 __all__ = ["NO_XDIST", "batch_judge", "batch_lines", "judge_model", "provider_model", "start_batches"]
@@ -37,13 +37,13 @@ NO_XDIST = (
 """The usage error of ``--groundeval-batch`` with pytest-xdist workers."""
 
 
-def provider_model(agent: Any, spec: str) -> ProviderModel[Any]:
+def provider_model(agent: Any, spec: str) -> PolicyModel[Any]:
     """The provider model ``agent`` declares (``provider_model``: ``agents.base.Agent``; wrappers forward it).
 
     Raises:
         ConfigError: The agent declares none: it makes several model calls per case, or none.
     """
-    model: ProviderModel[Any] | None = declared_provider_model(agent)
+    model: PolicyModel[Any] | None = declared_provider_model(agent)
     if model is None:
         raise ConfigError(
             f"--groundeval-batch: the agent {spec!r} does not make one provider model call per case (a tool-using "
@@ -110,7 +110,7 @@ def start_batches(
     Raises:
         ConfigError: See ``provider_model``; or the provider has no batch API.
     """
-    from groundeval.models import throttle
+    from groundeval.models import stop_switch
     from groundeval.models.batch import Batcher
 
     model = provider_model(agent, spec)
@@ -119,7 +119,7 @@ def start_batches(
         if show is not None:
             show(f"waiting for {state.line()}")
 
-    batcher = Batcher(model.batch_api(), settings, progress=progress, stopped=throttle.calls_stopped)
+    batcher = Batcher(model.batch_api(), settings, progress=progress, stopped=stop_switch.calls_stopped)
     model.use_batches(batcher)
     if task is not None:
         batch_judge(task, batcher)

@@ -184,7 +184,8 @@ def test_sixteen_cases_in_flight_never_see_each_others_writes() -> None:
 
 
 def test_the_cache_key_holds_the_served_record_and_a_cached_answer_scores_as_it_did(tmp_path: Path) -> None:
-    from groundeval.models.cache import CachingAgent, ResultCache
+    from groundeval.agents.result_cache import CachingAgent
+    from groundeval.models.cache_store import ResultCache
 
     task = _fhir(make_task("extraction"), "sandbox")
     case = _cases(task.inner)[0]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from groundeval.models.cache import CACHE_FILE
+from groundeval.models.cache_store import CACHE_FILE
 
 from .conftest import args, calls, records
 

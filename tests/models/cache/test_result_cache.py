@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
+from groundeval.agents.result_cache import CachingAgent, cache_key
 from groundeval.errors import AgentError, InfraError, TruncatedError
-from groundeval.models.cache import CACHE_FILE, CacheWarning, CachingAgent, ResultCache, cache_key
+from groundeval.models.cache_store import CACHE_FILE, CacheWarning, ResultCache
 from groundeval.testing import ScriptedAgent
 
 OPTIONS: dict[str, Any] = {"temperature": None, "max_tokens": 4096, "timeout": 600.0, "max_retries": 2}
@@ -83,6 +84,46 @@ def test_hit_makes_no_call_and_is_marked_cached(tmp_path: Path) -> None:
     # a second process (a new cache object on the same directory) hits too
     other = caching(tmp_path, Counting().agent)
     assert other.run(request()).cached
+
+
+def test_a_cache_directory_written_before_the_cache_moved_to_the_agents_layer_is_still_hit(tmp_path: Path) -> None:
+    """The key and the file are what the cache wrote before it moved to the agents layer: an old directory hits."""
+    old_key = "9c24cbc065f5b9b764653f5f756cf149d7eca4b56b6730cc0287d3feb245abfd"  # computed by the old module
+    old = AgentRequest(case_id="Liz_Conn", task="extraction", prompt=Prompt("sys", "bundle"), context={"tools": ["a"]},
+                       trial=1)
+    options = {"temperature": 0.0, "max_tokens": 4096, "timeout": 600.0, "max_retries": 2}
+    assert cache_key(agent_spec="claude", agent_name="claude", model="claude-opus-4-8", options=options, request=old,
+                     task_facts={"tools": ["lookup_rxnorm"]}) == old_key
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    con = sqlite3.connect(directory / "groundeval-results-v1.sqlite3", isolation_level=None)  # as the old store made it
+    try:
+        con.execute("PRAGMA journal_mode = WAL")
+        con.execute("CREATE TABLE results (key TEXT PRIMARY KEY, agent TEXT, model TEXT, created_at TEXT, "
+                    "value TEXT NOT NULL)")
+        con.execute("PRAGMA user_version = 1")
+        value = ('{"attempts":1,"kind":"result","messages":[],"meta":{"stop_reason":"end_turn"},'
+                 '"model":"claude-opus-4-8","text":"[] from the old cache","trace":[],"usage":{"input_tokens":7}}')
+        con.execute("INSERT INTO results VALUES (?, ?, ?, ?, ?)",
+                    (old_key, "claude", "claude-opus-4-8", "2026-12-01T00:00:00+00:00", value))
+    finally:
+        con.close()
+    counting = Counting()
+    counting.agent.name, counting.agent.model = "claude", "claude-opus-4-8"
+    agent = CachingAgent(counting.agent, ResultCache(directory), spec="claude", options=options,
+                         task_facts={"tools": ["lookup_rxnorm"]})
+    hit = agent.run(old)
+    assert counting.calls == 0 and hit.cached
+    assert (hit.text, hit.usage, hit.meta, hit.attempts) == ("[] from the old cache", {"input_tokens": 7},
+                                                             {"stop_reason": "end_turn"}, 1)
+
+
+def test_the_wrapper_forwards_the_agents_declared_model(tmp_path: Path) -> None:
+    counting = Counting()
+    assert getattr(caching(tmp_path, counting.agent), "provider_model", None) is None  # an agent that declares none
+    declared = object()
+    counting.agent.provider_model = declared  # type: ignore[attr-defined]
+    assert caching(tmp_path, counting.agent).provider_model is declared
 
 
 def test_agent_result_fields_survive_the_cache(tmp_path: Path) -> None:
@@ -202,3 +243,32 @@ def test_schema_of_another_version_is_not_read(tmp_path: Path, ddl: str) -> None
     counting, cached, caught = _run_twice(tmp_path)
     assert counting.calls == 2 and cached == [False, False] and len(caught) == 1
     assert "delete" in str(caught[0].message)
+
+
+def test_the_wrapper_submits_only_when_the_wrapped_agent_can(tmp_path: Path) -> None:
+    from concurrent.futures import Future
+
+    counting = Counting()
+    assert caching(tmp_path, counting.agent).submit is None  # no submit: the executor calls run in a thread
+
+    class Submitting:
+        name, model = "submitting", "m-3"
+
+        def __init__(self) -> None:
+            self.submitted = 0
+
+        def run(self, req: AgentRequest) -> AgentResult:
+            raise AssertionError("run is not called when submit is")
+
+        def submit(self, req: AgentRequest) -> Future[AgentResult]:
+            self.submitted += 1
+            done: Future[AgentResult] = Future()
+            done.set_result(AgentResult(text=f"[] {req.trial}"))
+            return done
+
+    inner = Submitting()
+    agent = caching(tmp_path, inner)
+    assert agent.submit is not None
+    first = agent.submit(request()).result()
+    hit = agent.submit(request()).result()
+    assert inner.submitted == 1 and not first.cached and hit.cached and hit.text == first.text == "[] 0"

@@ -144,7 +144,7 @@ def test_a_card_of_another_judge_is_refused_and_a_low_kappa_marks_the_judge_unre
 
 
 def test_the_judge_cache_answers_a_rerun_and_a_changed_summary_or_judge_asks_again(tmp_path: Path) -> None:
-    from groundeval.models.cache import ResultCache
+    from groundeval.models.cache_store import ResultCache
 
     def judge(name: str) -> tuple[ModelJudge, ScriptedModel]:
         model = ScriptedModel(lambda r: '{"met": true, "evidence": "high blood pressure"}', role="judge", name=name)
@@ -162,7 +162,7 @@ def test_the_judge_cache_answers_a_rerun_and_a_changed_summary_or_judge_asks_aga
 
 
 def test_cached_judge_replies_are_counted_apart_from_calls(tmp_path: Path) -> None:
-    from groundeval.models.cache import ResultCache
+    from groundeval.models.cache_store import ResultCache
 
     task = SummaryTask()
     task.scorer.judge = ModelJudge(ScriptedModel(lambda r: '{"met": false, "evidence": ""}', role="judge"),

@@ -59,7 +59,7 @@ from groundeval.tasks.summary.text import ENDED_WORDS, RESOLVED_WORDS, normalise
 from groundeval.tasks.summary.values import lab_verdict
 
 if TYPE_CHECKING:
-    from groundeval.models.cache import ResultCache
+    from groundeval.models.cache_store import ResultCache
 
 JudgeModel = GraderModel
 """What ``ModelJudge`` needs of a ``Model`` (``scorers.model_graded.GraderModel``)."""
@@ -343,7 +343,7 @@ class BaselineJudge:
 @functools.cache
 def _file_sha256_at(path: Path, size: int, mtime_ns: int) -> str:
     del size, mtime_ns  # part of the cache key: a file replaced in place is hashed again
-    from groundeval.models.local import file_sha256
+    from groundeval.models.providers.local import file_sha256
 
     return file_sha256(path)
 
@@ -357,7 +357,7 @@ def judge_identity(judge: Judge) -> str:
     """The model's identity a judge card is keyed by (with ``prompt_sha256``).
 
     Returns:
-        ``sha256:<hex>`` of the GGUF file for a local model (``models.local``; moving or renaming
+        ``sha256:<hex>`` of the GGUF file for a local model (``models.providers.local``; moving or renaming
         the file keeps the card; the hash is computed once per file, size and modification time in
         a process), the provider's model id for another model (``claude-sonnet-5-5``, the name a
         ``ScriptedModel`` reports), ``baseline`` for the rule-based judge (its rules are its

@@ -83,7 +83,7 @@ class SummaryTask(BaseTask):
     def __post_init__(self) -> None:
         cache = None
         if self.judge_cache:
-            from groundeval.models.cache import ResultCache
+            from groundeval.models.cache_store import ResultCache
 
             cache = ResultCache(Path(self.judge_cache))
         judge = make_judge(self.judge, options=self.call_options, cache=cache)

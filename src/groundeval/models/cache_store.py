@@ -1,21 +1,10 @@
-"""A response cache for agent results (``--groundeval-cache DIR``), and the agent wrapper that uses it.
+"""The SQLite store under a cache directory (``--groundeval-cache DIR``): entries by key, redacted.
 
-Each result is stored under a key of (agent spec, agent name, model, the SHA-256 of the full
-request: system and user prompt, request context, the task's tools and facts, every agent option
-that changes the answer, and the trial index). A rerun with the same key makes no model call; its
-``AgentResult`` has ``cached=True``.
-
-What is cached:
-
-* answers (an ``AgentResult`` or a ``str``), whatever they score;
-* agent-behaviour failures of the model itself, ``RefusalError`` and ``AgentLoopError``: they
-  are the model's answer to this request, and replaying them keeps the outcome;
-
-never: a ``TruncatedError`` (a reply cut at ``max_tokens`` or the context window holds no whole
-answer; sampled again, or with a higher limit, it may fit, so the next run asks again, and an
-entry of one stored by an earlier version is read as a miss), an ``InfraError`` (rate limits,
-timeouts, a rejected key: nothing about the answer), a plain ``AgentError`` (an agent's own
-"could not answer" may be transient) or any other exception.
+Two caches keep their entries here, each under its own keys: the agent-result cache
+(``groundeval.agents.result_cache``: an agent's answers and its agent-behaviour failures, entries
+of kind ``result`` and ``error``) and the model-response cache (``groundeval.models.response_cache``:
+a model's replies, entries of kind ``response``). The store knows the shape of each kind, not
+what goes into a key.
 
 Secrets never reach the file: an entry passes through the same redaction as every other output
 (``groundeval.redaction``) before it is stored: the answer text through ``redact`` (secret
@@ -37,7 +26,6 @@ Source for WAL: https://www.sqlite.org/wal.html (readers and one writer run conc
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -47,20 +35,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from groundeval.agent_io import AgentRequest, AgentResult
 from groundeval.errors import AgentError, AgentLoopError, RefusalError, TruncatedError
-from groundeval.models.retry import CALL_POLICY_OPTIONS
 from groundeval.redaction import clean, redact
 
 __all__ = [
     "CACHEABLE_ERRORS",
     "CACHE_FILE",
-    "NON_ANSWER_OPTIONS",
+    "NEVER_REPLAYED",
+    "SCHEMA_VERSION",
     "CacheWarning",
-    "CachingAgent",
     "ResultCache",
-    "cache_key",
-    "rebuild_error",
+    "canonical",
 ]
 
 SCHEMA_VERSION = 1
@@ -69,75 +54,21 @@ CACHE_FILE = f"groundeval-results-v{SCHEMA_VERSION}.sqlite3"
 """The database file inside the cache directory."""
 BUSY_TIMEOUT_S = 30.0
 """How long an operation waits for another process's write lock, seconds."""
-NON_ANSWER_OPTIONS = frozenset(CALL_POLICY_OPTIONS)
-"""Agent options left out of the key: they bound the call, they do not change the answer."""
 CACHEABLE_ERRORS: dict[str, type[AgentError]] = {"RefusalError": RefusalError, "AgentLoopError": AgentLoopError}
-"""Agent-behaviour failures that are the model's answer, by class name (exact classes only)."""
+"""Agent-behaviour failures that are the model's answer, by class name (exact classes only): an
+entry of kind ``error`` holds one of these (``agents.result_cache`` stores and replays them)."""
 NEVER_REPLAYED: dict[str, type[AgentError]] = {"TruncatedError": TruncatedError}
 """Failures an earlier version stored that are read as a miss: a cut reply is asked again."""
-_BEHAVIOUR_ERRORS: dict[str, type[AgentError]] = {**CACHEABLE_ERRORS, **NEVER_REPLAYED, "AgentError": AgentError}
 _COLUMNS = ("key", "agent", "model", "created_at", "value")
 
 
 class CacheWarning(UserWarning):
-    """The response cache could not be read or written; the run goes on without it."""
+    """The cache could not be read or written; the run goes on without it."""
 
 
-def _canonical(value: Any) -> str:
+def canonical(value: Any) -> str:
+    """``value`` as canonical JSON (sorted keys, no spaces, ``str`` for anything else): what keys hash."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def cache_key(
-    *,
-    agent_spec: str,
-    agent_name: str,
-    model: str | None,
-    options: Mapping[str, Any],
-    request: AgentRequest,
-    task_facts: Mapping[str, Any] | None = None,
-) -> str:
-    """The cache key of one request: hex SHA-256 of its canonical JSON.
-
-    Args:
-        agent_spec: The agent spec as given (``claude``, ``pkg.module:attr``).
-        agent_name: The agent's ``name``.
-        model: The model id the agent will call (its resolved default included), or None.
-        options: Agent options (``temperature``, ``max_tokens`` (tokens), ``base_url``, ...);
-            those in ``NON_ANSWER_OPTIONS`` are left out.
-        request: The request: its system and user prompt, context, task and trial index go in (a
-            record served over FHIR by its SHA-256, ``context["fhir_record_sha256"]``, not whole).
-        task_facts: What else shapes the answer: the task's tool names and facts (catalog hash).
-
-    Returns:
-        64 hex characters.
-    """
-    context = request.context
-    if "fhir_record_sha256" in context:  # --groundeval-fhir: the served record counts by its SHA-256 (fhir.serving)
-        context = {k: v for k, v in context.items() if k != "fhir_record"}
-    payload = {
-        "v": SCHEMA_VERSION, "agent_spec": agent_spec, "agent": agent_name, "model": model,
-        "options": {k: v for k, v in sorted(options.items()) if k not in NON_ANSWER_OPTIONS},
-        "task": request.task, "system": request.prompt.system, "user": request.prompt.user,
-        "context": context, "trial": request.trial, "task_facts": dict(task_facts or {}),
-    }
-    return hashlib.sha256(_canonical(payload).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def rebuild_error(type_name: str, message: str, attempts: int | None, details: Mapping[str, Any]) -> AgentError:
-    """Rebuild a stored agent-behaviour failure as its own class, marked ``cached``.
-
-    Args:
-        type_name: The class name (``TruncatedError``, ``RefusalError``, ``AgentLoopError``, ``AgentError``).
-        message: The original message.
-        attempts: Model calls the original made.
-        details: The original ``details`` (``partial_text``, ``usage``, ``trace``, ...).
-
-    Raises:
-        KeyError: ``type_name`` is not an agent-behaviour failure.
-    """
-    exc = _BEHAVIOUR_ERRORS[type_name](message, attempts=attempts, details=dict(details))
-    exc.cached = True  # type: ignore[attr-defined]  # read by the runner into CaseRecord.cached
-    return exc
 
 
 class ResultCache:
@@ -249,7 +180,7 @@ class ResultCache:
         if not self._open():
             return
         try:
-            value = _canonical(_redacted(entry))
+            value = canonical(_redacted(entry))
             con = self._connect()
             try:
                 con.execute(
@@ -301,101 +232,3 @@ def _check_entry(entry: Any) -> None:
             raise ValueError("error details are not an object")
     else:
         raise ValueError(f"unknown kind {kind!r}")
-
-
-class CachingAgent:
-    """Wraps an agent: answers from the cache when it can, else calls the agent and stores its answer.
-
-    Has the wrapped agent's ``name``, ``model``, ``requires``, ``tasks`` and ``max_concurrency``,
-    and delegates ``warmup()`` and ``close()``, so tasks, scorers and the runner see the same agent. Thread-safe
-    (``--groundeval-concurrency`` calls it from several threads).
-
-    Args:
-        agent: The agent to wrap.
-        cache: The store.
-        spec: The agent spec as given (part of the key).
-        options: The agent options (part of the key, less ``NON_ANSWER_OPTIONS``).
-        task_facts: The task's tool names and facts (part of the key).
-    """
-
-    def __init__(
-        self,
-        agent: Any,
-        cache: ResultCache,
-        *,
-        spec: str,
-        options: Mapping[str, Any],
-        task_facts: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.wrapped = agent
-        self.cache = cache
-        self.spec = spec
-        self.options = dict(options)
-        self.task_facts = dict(task_facts or {})
-        self.name: str = agent.name
-        self.model: str | None = getattr(agent, "model", None)
-        for attr in ("requires", "tasks", "max_concurrency", "thread_safe", "network_calls", "provider_model"):
-            if getattr(agent, attr, None) is not None:
-                setattr(self, attr, getattr(agent, attr))
-
-    def warmup(self) -> None:
-        """The wrapped agent's ``warmup()``, if it has one."""
-        warmup = getattr(self.wrapped, "warmup", None)
-        if callable(warmup):
-            warmup()
-
-    def close(self) -> None:
-        """The wrapped agent's ``close()``, if it has one."""
-        close = getattr(self.wrapped, "close", None)
-        if callable(close):
-            close()
-
-    def key(self, request: AgentRequest) -> str:
-        """The cache key of ``request`` for this agent (see ``cache_key``)."""
-        return cache_key(
-            agent_spec=self.spec, agent_name=self.name, model=self.model, options=self.options,
-            request=request, task_facts=self.task_facts,
-        )
-
-    def run(self, request: AgentRequest) -> AgentResult:
-        """Answer from the cache (``cached=True``), or call the wrapped agent and store its answer.
-
-        Returns:
-            An ``AgentResult``, or whatever the wrapped agent returned when that is not a
-            ``str``/``AgentResult`` (the runner reports it; nothing is stored).
-
-        Raises:
-            AgentError: A cached agent-behaviour failure, re-raised as its own class, or what the
-                wrapped agent raised.
-        """
-        key = self.key(request)
-        entry = self.cache.get(key)
-        if entry is not None and entry["kind"] == "error" and entry["type"] in NEVER_REPLAYED:
-            entry = None  # a cut reply stored by an earlier version: asked again
-        if entry is not None:
-            if entry["kind"] == "error":
-                raise rebuild_error(entry["type"], entry["message"], entry.get("attempts"), entry["details"])
-            return AgentResult(
-                text=entry["text"], model=entry.get("model"), usage=entry["usage"], attempts=entry.get("attempts") or 0,
-                trace=entry["trace"], meta=entry["meta"], cached=True,
-                messages=[m for m in entry.get("messages") or [] if isinstance(m, dict)],
-            )
-        try:
-            out: Any = self.wrapped.run(request)
-        except AgentError as exc:
-            if type(exc).__name__ in CACHEABLE_ERRORS and type(exc) is CACHEABLE_ERRORS[type(exc).__name__]:
-                self.cache.put(key, {
-                    "kind": "error", "type": type(exc).__name__, "message": str(exc), "attempts": exc.attempts,
-                    "details": exc.details,
-                }, agent=self.name, model=self.model)
-            raise
-        if isinstance(out, str):
-            out = AgentResult(text=out)
-        if not isinstance(out, AgentResult):
-            wrong: AgentResult = out  # not an answer: the runner reports the wrong type; nothing is stored
-            return wrong
-        self.cache.put(key, {
-            "kind": "result", "text": out.text, "model": out.model, "usage": out.usage, "attempts": out.attempts,
-            "trace": out.trace, "meta": out.meta, "messages": out.messages,
-        }, agent=self.name, model=self.model)
-        return out
