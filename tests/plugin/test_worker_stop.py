@@ -58,7 +58,8 @@ def test_the_stop_switch_is_a_leaf_and_the_stop_path_imports_no_more_of_groundev
             "print(sorted(m for m in sys.modules if m.startswith('groundeval')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == str(sorted([
-        "groundeval", "groundeval.errors", "groundeval.models", "groundeval.models.stop_switch", "groundeval.plugin",
+        "groundeval", "groundeval.errors", "groundeval.models", "groundeval.models.providers",
+        "groundeval.models.stop_switch", "groundeval.plugin",
         "groundeval.plugin.worker_stop",
     ]))
 
