@@ -3,7 +3,10 @@
 Each interruption is real: a run whose agent hangs on its Nth call (it writes a flag file first) is
 killed with SIGKILL (it leaves only its partial file) or stopped with SIGINT (it writes its record,
 ``complete: false``); the tests wait on the flag file and the partial file's lines, never on a
-clock. The resumed run's cases and figures are compared with an uninterrupted run of the same
+clock. Each run is a new interpreter that takes the default SIGINT handler first (a suite started
+with SIGINT ignored, as a background job of a script is, would hand that on, and the run would
+rightly ignore the signal), in a process group of its own, and is killed, failing the test, if it
+has not ended after ``RUN_TIMEOUT_S``. The resumed run's cases and figures are compared with an uninterrupted run of the same
 cases, field by field, but for what differs between any two runs (when a case ran, its run id,
 worker and conversation timings).
 """
@@ -16,6 +19,8 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,15 @@ from groundeval.records.run_record import RunRecord
 from groundeval.reporting.cases import load_record
 
 RUN_FIELDS = {"run_id", "latency_s", "started_at", "worker", "conversation"}
+
+RUN_TIMEOUT_S = 240
+"""The longest a run may take before it is killed and the test fails (a safety net, not a timing assertion)."""
+
+PYTEST_DEFAULT_SIGINT = (
+    "import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.exit(pytest.console_main())"
+)
+"""``python -m pytest`` with the default SIGINT handler, whatever the suite's own disposition was."""
 
 HANGING_AGENT = '''
 import os
@@ -69,38 +83,90 @@ def _args(*extra: str) -> list[str]:
 def _env(base: Path, hang_at: int | None) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(base), os.environ.get("PYTHONPATH", "")])}
     env.pop("PYTEST_ADDOPTS", None)
+    for name in [n for n in env if n.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST"))]:
+        del env[name]  # this suite's own worker and test, not the run's
     if hang_at is not None:
         env.update(GE_HANG_AT=str(hang_at), GE_HANG_FLAG=str(base / "hanging.flag"))
     return env
 
 
+class _Run:
+    """``pytest ARGS`` in a new interpreter with the default SIGINT handler, in a process group of its own.
+
+    Its output goes to files (a pipe nobody reads while the test waits could fill up and stall it).
+    """
+
+    def __init__(self, base: Path, args: list[str], hang_at: int | None) -> None:
+        self.out = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115
+        self.deadline = time.monotonic() + RUN_TIMEOUT_S  # a safety net for a broken run, not a timing assertion
+        self.proc = subprocess.Popen([sys.executable, "-c", PYTEST_DEFAULT_SIGINT, *_args(*args)], cwd=base,
+                                     env=_env(base, hang_at), stdout=self.out, stderr=self.err,
+                                     start_new_session=True)
+
+    def kill(self) -> None:
+        """SIGKILL the run and its xdist workers (its process group), and reap it."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.kill()
+        self.proc.wait()
+
+    def output(self) -> tuple[str, str]:
+        """What the run wrote so far to stdout and stderr."""
+        texts = []
+        for stream in (self.out, self.err):
+            stream.seek(0)
+            texts.append(stream.read().decode(errors="replace"))
+        return texts[0], texts[1]
+
+    def hung(self, what: str) -> None:
+        """Kill the run and fail the test: ``what`` did not happen before the deadline."""
+        self.kill()
+        out, err = self.output()
+        pytest.fail(f"{what} within {RUN_TIMEOUT_S} s: the run was killed\n{out}\n{err}")
+
+    def tick(self) -> None:
+        """Yield the CPU to the run (a bounded wait on the process itself); past the deadline, ``hung``."""
+        if time.monotonic() > self.deadline:
+            self.hung("the run never reached the state the test waits for")
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=0.05)
+
+    def finish(self, what: str) -> subprocess.CompletedProcess[str]:
+        """Wait for the run to end (until the deadline; past it, ``hung``); its exit status and output."""
+        try:
+            self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.hung(f"{what} did not end")
+        finally:
+            if self.proc.poll() is None:
+                self.kill()
+        out, err = self.output()
+        self.out.close()
+        self.err.close()
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err)
+
+
 def _run(base: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", *_args(*args)], cwd=base, env=_env(base, None),
-                          capture_output=True, text=True, check=False)
+    return _Run(base, list(args), None).finish(f"the run {' '.join(args)}")
 
 
 def _interrupt(base: Path, out: str, sig: int, hang_at: int, *args: str) -> None:
     """Start a run that hangs on call ``hang_at``; once it hangs with the cases before it recorded, send ``sig``."""
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *_args(f"--groundeval-out-dir={out}", *args)], cwd=base,
-                            env=_env(base, hang_at), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = _Run(base, [f"--groundeval-out-dir={out}", *args], hang_at)
+    flag = base / "hanging.flag"
     try:
-        flag = base / "hanging.flag"
-        while proc.poll() is None and not (flag.exists() and _partial_cases(base / out) >= hang_at - 1):
-            proc_wait(proc)
-        assert proc.poll() is None, "the run ended before its agent hung"
-        proc.send_signal(sig)
-        proc.wait()
+        while run.proc.poll() is None and not (flag.exists() and _partial_cases(base / out) >= hang_at - 1):
+            run.tick()
+        if run.proc.poll() is not None:
+            stdout, stderr = run.output()
+            pytest.fail(f"the run ended before its agent hung\n{stdout}\n{stderr}")
+        run.proc.send_signal(sig)
+        run.finish(f"the run sent {signal.Signals(sig).name} while its agent hung")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if run.proc.poll() is None:
+            run.kill()
     flag.unlink()
-
-
-def proc_wait(proc: subprocess.Popen[bytes]) -> None:
-    """Yield the CPU to the run (a bounded wait on the process itself, not a sleep the test relies on)."""
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=0.05)
 
 
 def _partial_cases(out: Path) -> int:

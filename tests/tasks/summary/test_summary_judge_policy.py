@@ -8,6 +8,7 @@ the test; the agent writes a summary whose medication the rules cannot decide, s
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,20 @@ def test_a_judge_that_never_answers_is_cut_at_the_runs_deadline(pytester: pytest
     # ("... of its 0.5 s bound" from the SDK's timeout, "... was stopped at its 0.5 s bound" from the retry
     # layer, which of the two fires first depends on the machine's load: the test reads the bound, not the path)
     assert "its 0.5 s bound (--groundeval-timeout)" in case["message"]
+    _received(silent, 1)  # the server may read the request after the client gave up on it (a busy machine)
     assert len(silent.requests) == 1  # abandoned at the deadline: no retry after it
+
+
+def _received(server: Loopback, wanted: int) -> None:
+    """Wait until ``server`` has read ``wanted`` requests: one the client sent and abandoned may still be queued.
+
+    The server's threads accept and read a request when the machine lets them, which on a loaded
+    machine can be after the client's deadline cut it and the run ended; counting then would see none.
+    """
+    deadline = time.monotonic() + 60  # a safety net for a broken run, not a timing assertion
+    while len(server.requests) < wanted:
+        assert time.monotonic() < deadline, f"the server read {len(server.requests)} of {wanted} requests"
+        time.sleep(0.02)
 
 
 def test_a_judge_gets_the_runs_retries_and_classification(pytester: pytest.Pytester, overloaded: Loopback) -> None:
