@@ -222,7 +222,8 @@ class ModelJudge:
     @property
     def identity(self) -> str:
         """What the judge's card is keyed by (with the prompt hash): see ``judge_identity``."""
-        path = getattr(self.model, "model_path", None)
+        provider = getattr(self.model, "api", None)  # a PolicyModel's provider (models.providers)
+        path = getattr(provider, "model_path", None)
         if isinstance(path, Path):
             return f"sha256:{_file_sha256(path)}"
         model = self.model.settings().get("model")
