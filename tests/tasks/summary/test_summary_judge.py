@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -204,21 +205,21 @@ def test_a_local_judges_card_is_keyed_by_its_gguf_sha256_so_moving_the_file_keep
     from groundeval.tasks.summary.card import matches
     from groundeval.tasks.summary.judge import judge_identity
 
-    class LocalLike(ScriptedModel):  # a local model as the judge sees it: a model_path to its GGUF file
-        model_path: Path
+    class LocalLike(ScriptedModel):  # a local model as the judge sees it: a provider with a model_path to its GGUF file
+        api: Any
 
     gguf = tmp_path / "a" / "small.gguf"
     gguf.parent.mkdir()
     gguf.write_bytes(b"GGUF fake weights")
     model = LocalLike(['{"met": false, "evidence": ""}'], role="judge", name="small")
-    model.model_path = gguf
+    model.api = SimpleNamespace(model_path=gguf)  # PolicyModel.api: the LocalProvider
     judge = ModelJudge(model, "local/small")
     assert judge_identity(judge) == "sha256:" + hashlib.sha256(b"GGUF fake weights").hexdigest()
     card = {"judge": "local/small", "judge_identity": judge_identity(judge), "prompt_sha256": judge.prompt_sha256}
     moved = tmp_path / "b" / "renamed.gguf"
     moved.parent.mkdir()
     gguf.rename(moved)
-    model.model_path = moved
+    model.api = SimpleNamespace(model_path=moved)
     assert matches(card, ModelJudge(model, "local/renamed"))  # another path and spec, the same file
     moved.write_bytes(b"GGUF other weights")
     assert not matches(card, ModelJudge(model, "local/renamed"))  # other weights: another judge

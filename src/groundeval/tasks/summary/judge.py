@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from groundeval.models.base import Model
 from groundeval.models.reachability import UNREACHABLE_AFTER
 from groundeval.parsing import extract_json
+from groundeval.scorers.judge_card import judge_identity
 from groundeval.scorers.model_graded import (
     NO_VERDICT_FLAGS,
     GraderModel,
@@ -352,20 +353,6 @@ def _file_sha256_at(path: Path, size: int, mtime_ns: int) -> str:
 def _file_sha256(path: Path) -> str:
     stat = path.stat()
     return _file_sha256_at(path.resolve(), stat.st_size, stat.st_mtime_ns)
-
-
-def judge_identity(judge: Judge) -> str:
-    """The model's identity a judge card is keyed by (with ``prompt_sha256``).
-
-    Returns:
-        ``sha256:<hex>`` of the GGUF file for a local model (``models.providers.local``; moving or renaming
-        the file keeps the card; the hash is computed once per file, size and modification time in
-        a process), the provider's model id for another model (``claude-sonnet-5-5``, the name a
-        ``ScriptedModel`` reports), ``baseline`` for the rule-based judge (its rules are its
-        ``prompt_sha256``), and for a ``Judge`` object its ``identity`` attribute or else its spec.
-    """
-    found = getattr(judge, "identity", None)
-    return str(found) if isinstance(found, str) and found else judge.spec
 
 
 def rejects_temperature(spec: str) -> bool:
