@@ -32,6 +32,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult
+from groundeval.agent_wrapper import AgentWrapper
 from groundeval.errors import AgentError
 from groundeval.models.cache_store import CACHEABLE_ERRORS, NEVER_REPLAYED, SCHEMA_VERSION, ResultCache, canonical
 from groundeval.models.retry import CALL_POLICY_OPTIONS
@@ -96,7 +97,7 @@ def rebuild_error(type_name: str, message: str, attempts: int | None, details: M
     return exc
 
 
-class CachingAgent:
+class CachingAgent(AgentWrapper):
     """Wraps an agent: answers from the cache when it can, else calls the agent and stores its answer.
 
     Has the wrapped agent's ``name``, ``model``, ``provider_model``, ``requires``, ``tasks`` and
@@ -120,28 +121,12 @@ class CachingAgent:
         options: Mapping[str, Any],
         task_facts: Mapping[str, Any] | None = None,
     ) -> None:
-        self.wrapped = agent
+        super().__init__(
+            agent, ("requires", "tasks", "max_concurrency", "thread_safe", "network_calls", "provider_model"))
         self.cache = cache
         self.spec = spec
         self.options = dict(options)
         self.task_facts = dict(task_facts or {})
-        self.name: str = agent.name
-        self.model: str | None = getattr(agent, "model", None)
-        for attr in ("requires", "tasks", "max_concurrency", "thread_safe", "network_calls", "provider_model"):
-            if getattr(agent, attr, None) is not None:
-                setattr(self, attr, getattr(agent, attr))
-
-    def warmup(self) -> None:
-        """The wrapped agent's ``warmup()``, if it has one."""
-        warmup = getattr(self.wrapped, "warmup", None)
-        if callable(warmup):
-            warmup()
-
-    def close(self) -> None:
-        """The wrapped agent's ``close()``, if it has one."""
-        close = getattr(self.wrapped, "close", None)
-        if callable(close):
-            close()
 
     def key(self, request: AgentRequest) -> str:
         """The cache key of ``request`` for this agent (see ``cache_key``)."""

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult, FhirEndpoint, Prompt
+from groundeval.agent_wrapper import AgentWrapper
 from groundeval.errors import AgentError, RunStopError
 
 __all__ = [
@@ -110,7 +111,7 @@ class Served:
                 "writes": self.writes, "written": self.written, "cleanup": self.cleanup}
 
 
-class FhirServingAgent:
+class FhirServingAgent(AgentWrapper):
     """Wraps an agent so that each case's record reaches it over FHIR REST (see the module docstring).
 
     Has the wrapped agent's ``name``, ``model``, ``requires``, ``tasks``, ``max_concurrency``,
@@ -125,16 +126,11 @@ class FhirServingAgent:
     """
 
     def __init__(self, agent: Any, mode: str, run_id: str | None = None) -> None:
-        self.wrapped = agent
+        super().__init__(agent, (
+            "requires", "tasks", "max_concurrency", "thread_safe", "record_access", "network_calls", "provider_model",
+        ))
         self.mode = mode
         self.run_id = run_id or secrets.token_hex(4)  # with a counter: ids no other case or run holds
-        self.name: str = agent.name
-        self.model: str | None = getattr(agent, "model", None)
-        for attr in (
-            "requires", "tasks", "max_concurrency", "thread_safe", "record_access", "network_calls", "provider_model",
-        ):
-            if getattr(agent, attr, None) is not None:
-                setattr(self, attr, getattr(agent, attr))
         self._seq = 0
         self._lock = threading.Lock()
 
@@ -143,15 +139,7 @@ class FhirServingAgent:
         from fhir.resources.R4B import get_fhir_model_class
 
         get_fhir_model_class("MedicationStatement")
-        warmup = getattr(self.wrapped, "warmup", None)
-        if callable(warmup):
-            warmup()
-
-    def close(self) -> None:
-        """The wrapped agent's ``close()``, if it has one."""
-        close = getattr(self.wrapped, "close", None)
-        if callable(close):
-            close()
+        super().warmup()
 
     def _next(self) -> int:
         with self._lock:

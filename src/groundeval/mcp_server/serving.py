@@ -29,6 +29,7 @@ import threading
 from typing import Any
 
 from groundeval.agent_io import AgentRequest, AgentResult, ToolServer
+from groundeval.agent_wrapper import AgentWrapper
 from groundeval.agents._case_tools import request_tools
 from groundeval.errors import AgentError, RunStopError
 
@@ -48,7 +49,7 @@ def _counts(trace: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-class MCPToolsAgent:
+class MCPToolsAgent(AgentWrapper):
     """Wraps an agent so that each case's tools reach it over MCP (see the module docstring).
 
     Has the wrapped agent's ``name``, ``model``, ``tasks``, ``max_concurrency``, ``thread_safe`` and
@@ -62,14 +63,9 @@ class MCPToolsAgent:
     """
 
     def __init__(self, agent: Any, host: str = "127.0.0.1") -> None:
-        self.wrapped = agent
+        super().__init__(agent, ("tasks", "max_concurrency", "thread_safe", "provider_model"))
         self.host = host
-        self.name: str = agent.name
-        self.model: str | None = getattr(agent, "model", None)
         self.requires = frozenset({*(getattr(agent, "requires", None) or {"text_prompt"}), "tools"})
-        for attr in ("tasks", "max_concurrency", "thread_safe", "provider_model"):
-            if getattr(agent, attr, None) is not None:
-                setattr(self, attr, getattr(agent, attr))
         self._catalog: Any = None
         self._catalog_lock = threading.Lock()
 
@@ -90,15 +86,7 @@ class MCPToolsAgent:
         from groundeval.mcp_server import http_host, tools  # noqa: F401
 
         self._site_catalog()
-        warmup = getattr(self.wrapped, "warmup", None)
-        if callable(warmup):
-            warmup()
-
-    def close(self) -> None:
-        """The wrapped agent's ``close()``, if it has one."""
-        close = getattr(self.wrapped, "close", None)
-        if callable(close):
-            close()
+        super().warmup()
 
     def run(self, request: AgentRequest) -> AgentResult | str:
         """Serve the case's tools, call the agent with the server's URL, stop the server, keep its trace.
