@@ -26,9 +26,18 @@ def _verdict(custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
     return {"type": "succeeded", "text": json.dumps({"met": True, "evidence": "asthma"})}
 
 
+def _judged(judge: Any) -> SimpleNamespace:
+    """A summary task as batch mode sees it: its ``grader_model`` declaration, read by the real property."""
+    from groundeval.tasks.summary.task import SummaryTask
+
+    task = SimpleNamespace(scorer=SimpleNamespace(judge=judge))
+    task.grader_model = SummaryTask.grader_model.fget(task)  # type: ignore[attr-defined]
+    return task
+
+
 def _task(model: Any) -> SimpleNamespace:
-    """A model-graded task as the batch mode sees it: a scorer whose judge has a ``ModelGrader``."""
-    return SimpleNamespace(scorer=SimpleNamespace(judge=ModelJudge(model, "anthropic/claude-opus-4-8")))
+    """A model-graded task: a scorer whose judge asks ``model``."""
+    return _judged(ModelJudge(model, "anthropic/claude-opus-4-8"))
 
 
 def test_a_judge_on_the_agents_batch_api_asks_in_the_agents_batches(api_key: str) -> None:
@@ -65,7 +74,7 @@ def test_a_judge_elsewhere_or_by_rule_is_called_directly(api_key: str) -> None:
         other = get_model("openai-compatible/qwen@http://127.0.0.1:9/v1", role="judge",
                           http_client=FakeOpenAIBatches().client())
         assert not batch_judge(_task(other), batcher) and other.batcher is None  # another provider's batch API
-        assert not batch_judge(SimpleNamespace(scorer=SimpleNamespace(judge=BaselineJudge())), batcher)
+        assert not batch_judge(_judged(BaselineJudge()), batcher)
         assert not batch_judge(SimpleNamespace(), batcher)  # a task graded by rule
     finally:
         batcher.close()

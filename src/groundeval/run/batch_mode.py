@@ -54,18 +54,11 @@ def provider_model(agent: Any, spec: str) -> PolicyModel[Any]:
 
 
 def judge_model(task: Any) -> Any | None:
-    """The model a task's judge asks: its scorer's ``ModelGrader`` (or its judge's), through a task wrapper.
+    """The model a task's judge asks: the task's ``grader_model`` declaration (a task wrapper forwards it).
 
     None for a task with no model judge (a rule-based judge, a task that grades by rule).
     """
-    from groundeval.scorers.model_graded import ModelGrader
-
-    scorer = getattr(getattr(task, "inner", task), "scorer", None)
-    for holder in (scorer, getattr(scorer, "judge", None)):
-        grader = getattr(holder, "grader", None)
-        if isinstance(grader, ModelGrader):
-            return grader.model
-    return None
+    return getattr(task, "grader_model", None)
 
 
 def batch_judge(task: Any, batcher: Batcher) -> bool:

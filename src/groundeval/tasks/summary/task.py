@@ -113,6 +113,15 @@ class SummaryTask(BaseTask):
         return judge
 
     @property
+    def grader_model(self) -> Any:
+        """The model the judge asks (a ``models.base.Model``), or None for the rule-based judge.
+
+        The task's declaration of its judge's model (as ``provider_model`` is an agent's): batch
+        mode reads it to put the judge's calls in the agent's batches (``run.batch_mode``).
+        """
+        return getattr(self.scorer.judge, "model", None)
+
+    @property
     def metric_names(self) -> tuple[str, ...]:
         """Every per-case metric (``tasks.summary.scorer.METRIC_NAMES``)."""
         return METRIC_NAMES
