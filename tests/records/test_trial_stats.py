@@ -379,15 +379,3 @@ def test_a_run_of_proportions_imports_scipy_special_not_scipy_stats() -> None:
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert out.split() == ["True", "False"]
-
-
-def test_the_normal_quantiles_written_down_are_scipys() -> None:
-    """``_NDTRI`` holds ``scipy.special.ndtri`` at each quantile exactly, and any other is asked of SciPy."""
-    from scipy.special import ndtri
-
-    from groundeval.records.trial_stats import _NDTRI, _normal_quantile
-
-    assert _NDTRI
-    for q, z in _NDTRI.items():
-        assert z == float(ndtri(q)), q
-    assert _normal_quantile(0.9) == float(ndtri(0.9))

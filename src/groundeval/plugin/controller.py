@@ -21,6 +21,7 @@ import pytest
 from groundeval.models import stop_switch
 from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.records.run_writer import RunWriter
+from groundeval.records.trial_stats import warm_up
 
 if TYPE_CHECKING:
     from groundeval.execution.outcome_policy import RunInfo
@@ -131,6 +132,10 @@ class RunController:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Handle SIGTERM and, under xdist, SIGINT so the run record is written (``plugin.signals``)."""
         self._session = session
+        if not self.config.getoption("collectonly", default=False):
+            # scipy for the run's intervals: imported while collection and the first (lone) agent
+            # call run, so that little of it overlaps the calls made ahead
+            warm_up()
         from groundeval.plugin.signals import SignalStop
 
         self._signal_stop = SignalStop(self.config, self.stop_file, self._signalled)

@@ -253,39 +253,23 @@ def proportion_interval(value: float, cases: int) -> FigureInterval | None:
     return FigureInterval(value=round(share, 6), low=round(low, 6), high=round(high, 6), cases=cases, method=method)
 
 
-_NDTRI = {0.975: 1.959963984540054}
-"""``scipy.special.ndtri`` at the quantiles a run uses, as SciPy computes them (a test checks each).
-
-The Wilson interval needs one normal quantile per confidence level; importing ``scipy.special``
-for it (numpy with it) costs about 0.3 s of CPU in every run, so the values are SciPy's own,
-written down, and any other level is asked of SciPy.
-"""
-
-
-def _normal_quantile(q: float) -> float:
-    """``scipy.special.ndtri(q)``: SciPy's value from ``_NDTRI``, else computed by SciPy."""
-    if q in _NDTRI:
-        return _NDTRI[q]
-    from scipy.special import ndtri
-
-    return float(ndtri(q))
-
-
 @lru_cache(maxsize=4096)
 def _wilson(k: int, n: int) -> tuple[float, float]:
     """The Wilson score interval of ``k`` successes in ``n`` trials at ``CONFIDENCE``, as ``(low, high)``.
 
     The interval ``scipy.stats.binomtest(k, n).proportion_ci(CONFIDENCE, method="wilson")`` gives,
     by SciPy's own formula (Newcombe 1998, method 3, as ``scipy.stats._binomtest`` computes it;
-    0 and 1 at ``k = 0`` and ``k = n``) and its normal quantile ``scipy.special.ndtri`` (``_NDTRI``:
-    a run of proportions imports no SciPy at all; ``scipy.stats`` is imported only by a run with a
-    bootstrap interval). A test checks it against ``binomtest`` for every ``k`` of many ``n``.
+    0 and 1 at ``k = 0`` and ``k = n``) and its normal quantile ``scipy.special.ndtri``: importing
+    ``scipy.special`` costs about half of ``scipy.stats``, which a run without a bootstrap interval
+    never needs. A test checks it against ``binomtest`` for every ``k`` of many ``n``.
 
     Remembered: a run asks for the same few ``(k, n)`` several times (pass rate, answer rate,
     pass@k and pass^k over the same cases).
     """
+    from scipy.special import ndtri
+
     p = k / n
-    z = _normal_quantile(0.5 + 0.5 * CONFIDENCE)
+    z = float(ndtri(0.5 + 0.5 * CONFIDENCE))
     denom = 2 * (n + z**2)
     center = (2 * n * p + z**2) / denom
     delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z**2)
