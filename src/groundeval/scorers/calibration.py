@@ -168,6 +168,19 @@ def _inter_rater(labels: LabelSet, chosen: Mapping[str, Labelled]) -> JSON:
             "verdict_agreement": proportion([a == b for a, b in verdicts], "summary")}
 
 
+def _label_verdicts(scorer: LabelScorer, chosen: Mapping[str, Labelled]) -> JSON | None:
+    """The task's verdict rule on the reference labeller's own criterion labels, against their verdicts.
+
+    What the rubric itself can reach: a false pass here is a flaw no criterion describes; a false
+    fail, a text the labeller signs although the rule would fail their own reading of it. None
+    when the scorer does not offer ``label_verdict``.
+    """
+    rule = getattr(scorer, "label_verdict", None)
+    if rule is None:
+        return None
+    return _verdict_figures([(ref, bool(rule(ref))) for ref in chosen.values()])
+
+
 def _chosen(labels: LabelSet, reference_labeller: str | None) -> tuple[dict[str, Labelled], int]:
     chosen: dict[str, Labelled] = {}
     left_out = 0
@@ -213,7 +226,8 @@ def measure_labels(labels: LabelSet, scorer: LabelScorer, *, types: Sequence[str
     Returns:
         ``{"summaries", "criteria", "not_labelled", "left_out", "judge_no_verdict", "overall",
         "by_type", "by_kind", "by_layer": {"rule", "judge"}, "verdicts", "verdicts_by_kind",
-        "verdicts_faithful_vs_flawed", "inter_rater", "wrong", "disagreements"}`` (figures as
+        "verdicts_faithful_vs_flawed", "verdicts_from_labels", "inter_rater", "wrong",
+        "disagreements"}`` (figures as
         ``agreement.binary_figures``).
 
     Raises:
@@ -265,6 +279,7 @@ def measure_labels(labels: LabelSet, scorer: LabelScorer, *, types: Sequence[str
             "faithful": _verdict_figures([(x, p) for x, p in verdicts if x.kind in faithful]),
             "flawed": _verdict_figures([(x, p) for x, p in verdicts if x.kind and x.kind not in faithful]),
         } if text_kinds else None,
+        "verdicts_from_labels": _label_verdicts(scorer, chosen),
         "inter_rater": _inter_rater(labels, chosen),
         "wrong": len(wrong), "disagreements": wrong[:30],
     }

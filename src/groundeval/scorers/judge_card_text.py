@@ -47,6 +47,10 @@ def card_lines(card: Mapping[str, Any]) -> list[str]:
                      f"{_f(v['kappa'])}; false passes {_f(v['false_passes'])}; false fails {_f(v['false_fails'])}")
         for kind, fig in (card.get("verdicts_by_kind") or {}).items():
             lines.append(f"    {kind}: false passes {_f(fig['false_passes'])}; false fails {_f(fig['false_fails'])}")
+        fl = card.get("verdicts_from_labels")
+        if fl:
+            lines.append(f"  the verdict rule on the labeller's own criterion labels (the rubric's reach): false passes "
+                         f"{_f(fl['false_passes'])}; false fails {_f(fl['false_fails'])}")
         ir = card.get("inter_rater") or {}
         if ir.get("summaries"):
             lines.append(f"  between labellers ({ir['summaries']} summaries; {', '.join(ir['pairs'])}): criteria "
@@ -84,4 +88,9 @@ def card_markdown(card: Mapping[str, Any]) -> str:
     rows += ["", f"Case verdicts over {v['n']} summaries: agreement {_md(v['agreement'])}, kappa {_md(v['kappa'])}; "
                  f"false passes {_md(v['false_passes'])}; false fails {_md(v['false_fails'])}. Judge replies with no "
                  f"verdict: {card.get('judge_no_verdict', 0)}."]
+    fl = card.get("verdicts_from_labels")
+    if fl:
+        rows.append(f"The verdict rule applied to the labeller's own criterion labels: false passes "
+                    f"{_md(fl['false_passes'])}; false fails {_md(fl['false_fails'])} (what the rubric itself "
+                    "can reach; a false pass there is a flaw no criterion describes).")
     return "\n".join(rows)

@@ -112,6 +112,12 @@ class LabelledSummaries:
         return score.outcome == "passed", score.details["criteria"]
 
 
+    def label_verdict(self, labelled: Labelled) -> bool:
+        """The verdict rule on the labeller's own criterion labels (``SummaryScorer.label_verdict``)."""
+        found = self._case(labelled)
+        return self.scorer.label_verdict(found.truth, labelled.summary, labelled.labels)
+
+
 def measure_labels(labels: LabelSet, judge: Judge, cases: Mapping[str, CaseTruth], *, max_words: int,
                    min_rubric_score: float, reference_labeller: str | None = None,
                    stage: GradeStage | None = None) -> JSON:

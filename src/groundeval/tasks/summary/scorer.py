@@ -273,6 +273,32 @@ class SummaryScorer:
         usage = role_usage(asked.values(), costs_nothing=self.judge.costs_nothing)
         return self._verdict(decided, invented, loose, summary, usage)
 
+    def label_verdict(self, truth: Any, summary: str, labels: Mapping[str, str]) -> bool:
+        """The verdict rule applied to a person's criterion labels instead of the scorer's decisions.
+
+        What the rubric and the verdict rule can reach when every criterion is read as that person
+        read it (``groundeval calibrate --labels`` prints it beside the scorer's verdicts): the
+        value and hedge checks, which no criterion label covers, find nothing.
+
+        Args:
+            truth: The case's rubric (``truth.summary_rubric``).
+            summary: The summary text (its word count still counts).
+            labels: Criterion id -> ``met``, ``not_met`` or ``contradicted`` (an unlabelled
+                criterion counts as not met).
+
+        Returns:
+            True when the case would pass.
+        """
+        decided: list[JSON] = []
+        for c in truth["criteria"]:
+            label = labels.get(str(c["id"]), "not_met")
+            entry: JSON = {"id": c["id"], "type": c["type"], "kind": c["kind"], "points": c["points"],
+                           "safety": c["safety"], "met": label == "met", "decided_by": "label"}
+            if label == "contradicted" and c["points"] > 0:
+                entry["flag"] = "stated_as_ended"
+            decided.append(entry)
+        return self._verdict(decided, [], [], summary, {}).outcome == "passed"
+
     def _verdict(self, decided: list[JSON], invented: list[str], loose: list[str], summary: str,
                  usage: dict[str, Any]) -> Score:
         positive = [d for d in decided if d["points"] > 0]
