@@ -49,8 +49,8 @@ def card_lines(card: Mapping[str, Any]) -> list[str]:
             lines.append(f"    {kind}: false passes {_f(fig['false_passes'])}; false fails {_f(fig['false_fails'])}")
         fl = card.get("verdicts_from_labels")
         if fl:
-            lines.append(f"  the verdict rule on the labeller's own criterion labels (the rubric's reach): false passes "
-                         f"{_f(fl['false_passes'])}; false fails {_f(fl['false_fails'])}")
+            lines.append(f"  the verdict rule on the labeller's own criterion labels (the rubric's reach): "
+                         f"false passes {_f(fl['false_passes'])}; false fails {_f(fl['false_fails'])}")
         ir = card.get("inter_rater") or {}
         if ir.get("summaries"):
             lines.append(f"  between labellers ({ir['summaries']} summaries; {', '.join(ir['pairs'])}): criteria "

@@ -208,3 +208,26 @@ def test_the_calibrate_command_with_labels_writes_a_card_a_run_reads_and_prints_
     assert task.run_facts()["judge_card"]["calibration_set"]["file"] == "two_labellers.jsonl"
     assert cli_main(["calibrate", "--judge", "baseline", "--labels", str(TWO), "--limit", "2"]) == 2
     assert "--limit bounds the control set" in capsys.readouterr().err
+
+
+def test_the_verdict_rule_on_the_labellers_own_labels_is_measured_beside_the_scorers() -> None:
+    card = _card(BaselineJudge())
+    labels = read_labels(TWO)
+    cases = load_cases(labels.case_ids, DATA)
+    from groundeval.tasks.summary.scorer import SummaryScorer
+
+    scorer = SummaryScorer(BaselineJudge(), max_words=250, min_rubric_score=0.8, reliability=dict)
+    aspirin = next(x for x in labels.by_summary["garrett/aspirin"] if x.labeller == "reader-b")
+    truth = cases[aspirin.case_id].truth
+    # reader-b marked the stopped aspirin stated as current: the rule fails that reading, as reader-b did
+    assert aspirin.verdict == "fail" and not scorer.label_verdict(truth, aspirin.summary, aspirin.labels)
+    every_item_met = {str(c["id"]): "met" if c["points"] > 0 else "not_met" for c in truth["criteria"]}
+    assert scorer.label_verdict(truth, aspirin.summary, every_item_met)
+    first = str(next(c["id"] for c in truth["criteria"] if c["points"] > 0))
+    assert not scorer.label_verdict(truth, aspirin.summary, {**every_item_met, first: "contradicted"})
+    fl = card["verdicts_from_labels"]
+    assert fl["n"] == card["verdicts"]["n"] == 6 and fl["labeller_passed"] == 3
+    assert fl["agreement"]["k"] + fl["false_passes"]["k"] + fl["false_fails"]["k"] == fl["n"]
+    from groundeval.scorers.judge_card_text import card_lines
+
+    assert any("the verdict rule on the labeller's own criterion labels" in line for line in card_lines(card))
