@@ -10,8 +10,9 @@ For each size, one whole ``pytest --groundeval-task=extraction`` process over th
 ``[]`` at once: most cases fail, so the failure reporting is exercised at full size. Prints, per
 size, the process's CPU seconds (user + system, ``os.wait4``), CPU per case, the marginal CPU per
 case against the previous size, the peak resident set (``ru_maxrss``) and the size of the run
-record (``--junit``: each run also writes a junit file, whose size is added). One untimed run over the 48 distinct files goes first, so that the R4B check of each is
-remembered (every copy has the bytes of one of them), as on any second run.
+record (``--junit``: each run also writes a junit file, whose size is added). One untimed run over
+the 48 distinct files goes first, so that the R4B check of each is remembered (every copy has the
+bytes of one of them), as on any second run.
 
 The last line is one JSON object for CI: ``cpu_per_case_ratio`` (CPU per case at the largest size
 over that at the smallest; target <= 1.2) and ``peak_rss_mb_<size>`` (target < 500 MB at 50,000),
@@ -79,7 +80,7 @@ def main() -> None:
             cpu, rss, status = run(cmd, base, env)
             if status not in (0, 1):  # 1: the "[]" answers fail their cases, as intended
                 raise SystemExit(f"{size} cases: exited {status}: {' '.join(cmd)}")
-            record = sum(p.stat().st_size for p in out.glob("*.json")) + sum(p.stat().st_size for p in out.glob("*.xml"))
+            record = sum(p.stat().st_size for p in [*out.glob("*.json"), *out.glob("*.xml")])
             rows.append((size, cpu, rss, record / 1e6))
             figures[f"cpu_s_{size}"] = round(cpu, 2)
             figures[f"peak_rss_mb_{size}"] = round(rss, 1)

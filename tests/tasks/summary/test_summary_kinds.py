@@ -300,3 +300,32 @@ def test_history_of_another_thing_in_brackets_is_not_a_hedge(summary: str) -> No
     assert hedged_verdict(anaemia, summary) is None
     assert _decided(anaemia, summary) is True
     assert hedged_verdict(anaemia, "Anaemia (active, resolved).") is not None  # a status both ways still is
+
+
+@pytest.mark.parametrize("summary", ["Other meds: fexofenadine 60 PRN, APAP 325 PRN.", "Paracetamol 325 mg PRN."])
+def test_a_stopped_drug_named_by_its_abbreviation_is_stated_as_current(summary: str) -> None:
+    stopped = _criterion("stopped_medication", ["Acetaminophen"], kind="must_not_state")
+    assert _decided(stopped, summary) is True
+    assert _decided(stopped, "Prev.: APAP 325 mg for a sprain.") is False
+
+
+@pytest.mark.parametrize("summary", ["Chronic sinusitis - resolved.", "Chronic sinusitis, now resolved.",
+                                     "Resolved: chronic sinusitis; strep throat."])
+def test_a_current_problem_said_to_be_resolved_is_stated_as_ended(summary: str) -> None:
+    criterion = _criterion("condition", ["Chronic sinusitis"])
+    assert stated_ended(criterion, summary) is not None
+    assert stated_ended(criterion, "Chronic sinusitis (since 1966).") is None
+    assert stated_ended(criterion, "Prior chronic sinusitis.") is None  # written as history: not said to be over
+
+
+def test_an_age_is_not_an_old_problem_list() -> None:
+    summary = "Mr. Berge is a 107-year-old man with a heavy burden: hypertension since 1929, plus anemia."
+    assert _status(summary, "hypertension") == ["current"]
+    assert _status("Old problems: hypertension.", "hypertension") == ["ended"]
+
+
+def test_a_problem_oriented_entry_heads_only_its_own_line() -> None:
+    summary = ("# Stroke (2006): clopidogrel 75 mg. Alteplase 100 mg (2018-12) - stopped.\n"
+               "# Coronary heart disease since 2017: simvastatin 20 mg.")
+    assert _status(summary, "coronary heart disease") == ["current"]
+    assert _status("## Stopped\n- alteplase 100 mg", "alteplase") == ["ended"]  # a heading still heads

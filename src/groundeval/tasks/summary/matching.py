@@ -5,9 +5,10 @@ by one of its brands as a whole (the criterion's ``alternatives`` and ``synonyms
 RxNorm brands of the packaged catalog and FDA-label brands). ``strict`` (the rule layer) reads
 names as written (case, spacing, punctuation and British spelling aside); otherwise (the
 baseline judge) a name also counts by its synonyms, clinical abbreviations and, for a drug, its
-name without salt words (``synonyms.variants``). Abbreviations are never used for a must-not
-criterion: ``MDD`` names an active "Major depressive disorder" and must not make a resolved
-"Major depression, single episode" current.
+name without salt words (``synonyms.variants``). A condition's abbreviations are never used for
+a must-not criterion: ``MDD`` names an active "Major depressive disorder" and must not make a
+resolved "Major depression, single episode" current; a drug's are (``APAP 325 PRN`` names a
+stopped acetaminophen: ``synonyms.drug_abbreviations``).
 
 Each mention's ``status`` comes from ``reading.read``: ``current``, ``ended``, ``negated`` or
 ``hedged``; a mention stated as an allergy is never a current drug or problem.
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundeval.tasks.summary.reading import Mention, read
-from groundeval.tasks.summary.synonyms import brands_of, drug_words, spelling, variants
+from groundeval.tasks.summary.synonyms import brands_of, drug_abbreviations, drug_words, spelling, variants
 
 __all__ = ["ItemMentions", "item_mentions"]
 
@@ -105,7 +106,7 @@ def _phrases(criterion: Mapping[str, Any], strict: bool) -> tuple[list[list[str]
         if strict:
             group = [spelling(name)]
         elif criterion["kind"] == "must_not_state":
-            group = [spelling(name), *([drug_words(name)] if drug else [])]
+            group = [spelling(name), *([drug_words(name), *drug_abbreviations(name)] if drug else [])]
         else:
             group = variants(name, drug=drug)
         per_name.append(group)

@@ -18,7 +18,7 @@ punctuation and British spellings aside) and gives each a ``status``:
   no word that keeps it going ("ankle sprain (2019)", "2004-2010"; not "since 2015", "started
   2019", nor a full date "2019-04-17", which dates a record entry, not its end); or, likewise, the
   sentence opens with an ended word ("Past acute bronchitis, gingivitis.", "History of ...", "Hx",
-  "Old", "Remote"), its lead-in names an ended list ("Old problems:", "Historical diagnoses -",
+  "Old", "Remote"), its lead-in names an ended list ("Old problems:", "Prev.:", "D/c'd:", "Historical diagnoses -",
   "Inactive", "Background") or
   qualifies its list item by item ("..., all resolved", "both stopped", "both cleared", "neither
   active", "all in the past": a distributive qualifier, unlike a collective one). A line's own
@@ -154,7 +154,7 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?|.*:)\s*
 _CAPS = re.compile(r"^\s*[A-Z][A-Z/&' ]{2,40}\s*$")
 _KNOWN_HEADINGS = frozenset(normalise(h) for h, _ in SECTION_RULES) | {"past medical history", "allergies", "results"}
 _SENTENCE_ENDED = re.compile(
-    r"^(?:past|prior|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh|h/o|hx"
+    r"^(?:past|prior|prev|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh|h/o|hx"
     r"|remote|old|former|earlier|historical|historic|inactive|background)(?![a-z])")
 _DISTRIBUTIVE = re.compile(
     r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
@@ -167,9 +167,16 @@ _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
 _LISTED_CURRENT = re.compile(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])")
 _LEAD_ENDED = re.compile(
-    r"(?<![a-z])(?:old|historical|historic|history|hx|inactive|not active|not current|not ongoing|one-off|one-time"
+    r"(?<![a-z])(?:(?<!-)old|prev|d/c'?d|dc'?d|historical|historic|history|hx|inactive|not active|not current"
+    r"|not ongoing|one-off|one-time"
     r"|no longer|background|earlier|former|remote"
     r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
+
+
+_PROBLEM_LINE = re.compile(r"^\s*#{1,6}\s*[^:#\n]+:\s*\S")
+"""A problem-oriented entry (``# Stroke (2006): clopidogrel 75 mg``): one problem and its plan on
+its own line, not a heading over the lines below it (Weed LL. *Medical records that guide and
+teach.* N Engl J Med 1968;278(11):593-600)."""
 
 
 def _strong(line: str) -> bool:
@@ -195,11 +202,11 @@ def heading(line: str) -> bool:
 def _lead_in(text: str, at: int) -> tuple[str, int]:
     """The heading or list lead-in that governs the line at ``at``: ``(its text, its offset)``, or ``("", -1)``.
 
-    A Markdown heading (``## Past``), a line wholly in bold (``**Resolved problems**``), a bare known
-    heading (``Discontinued``) or a short line in capitals (``MEDICATIONS``) governs every line down
-    to the next heading; a line ending with ``:`` (a lead-in) governs the list items
-    and lines right under it, down to a blank line or the next heading. ``text`` is the summary as
-    written (markup kept).
+    A Markdown heading (``## Past``; not a problem-oriented entry, ``# Stroke: clopidogrel``), a
+    line wholly in bold (``**Resolved problems**``), a bare known heading (``Discontinued``) or a
+    short line in capitals (``MEDICATIONS``) governs every line down to the next heading; a line
+    ending with ``:`` (a lead-in) governs the list items and lines right under it, down to a blank
+    line or the next heading. ``text`` is the summary as written (markup kept).
     """
     cut = text.rfind("\n", 0, at)
     if cut <= 0:
@@ -207,7 +214,7 @@ def _lead_in(text: str, at: int) -> tuple[str, int]:
     offset, blank = cut, False
     for line in reversed(text[:cut].split("\n")):
         offset -= len(line)
-        if _HEADING.match(line) or _strong(line):
+        if (_HEADING.match(line) or _strong(line)) and not _PROBLEM_LINE.match(line):
             strong = _strong(line)
             return ("", -1) if blank and not strong else (markup_free(line).strip(), offset)
         blank = blank or not line.strip()

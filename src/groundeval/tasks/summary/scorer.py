@@ -105,16 +105,20 @@ def stated_ended(criterion: Mapping[str, Any], summary: str) -> str | None:
     For a must-mention ``medication`` criterion: every mention of the drug (its names, brands and
     salt-free names, ``matching``; allergies aside) is ended or negated ("buprenorphine/naloxone
     was stopped", "not on warfarin"); for a ``condition``: every mention is negated ("no
-    hypertension"). A problem written as history ("prior stroke", "MI in 1995") is not one: event
-    disorders stay on the problem list and clinicians write them so. The record says it is
+    hypertension") or said to be over ("chronic sinusitis - resolved": ``reading.Mention.over``).
+    A problem written as history ("prior stroke", "MI in 1995") is not one: event disorders stay
+    on the problem list and clinicians write them so. The record says it is
     current, so the summary states something false: a contradiction (``flag: "stated_as_ended"``),
     as a clinician labeller marks it ``contradicted``.
     """
     if criterion["kind"] != "must_mention" or criterion["type"] not in ("condition", "medication"):
         return None
     every = [m for m in item_mentions(criterion, summary, strict=False).all() if not m.allergy]
-    false = _NOT_CURRENT if criterion["type"] == "medication" else frozenset({"negated"})
-    if every and all(m.status in false for m in every):
+    if criterion["type"] == "medication":
+        false = [m.status in _NOT_CURRENT for m in every]
+    else:
+        false = [m.status == "negated" or (m.status == "ended" and m.over) for m in every]
+    if every and all(false):
         return every[0].sentence
     return None
 

@@ -34,8 +34,8 @@ import re
 
 from groundeval.tasks.summary.text import contains, normalise
 
-__all__ = ["ABBREVIATIONS", "BRANDS", "SALTS", "SYNONYMS", "brands_of", "drug_words", "problem_names", "spelling",
-           "variants"]
+__all__ = ["ABBREVIATIONS", "BRANDS", "SALTS", "SYNONYMS", "brands_of", "drug_abbreviations", "drug_words",
+           "problem_names", "spelling", "variants"]
 
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     # conditions (CASI senses)
@@ -108,6 +108,20 @@ _RESULT_AND_DRUG_PHRASES = frozenset({
     "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
     "estimated glomerular filtration rate", "aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen",
     "warfarin", "vitamin b12", "gingivitis"})
+
+
+_DRUG_PHRASES = ("aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen", "warfarin", "vitamin b12")
+
+
+def drug_abbreviations(name: str) -> tuple[str, ...]:
+    """The drug abbreviations of ``ABBREVIATIONS`` that name the drug ``name`` (normalised), or ``()``.
+
+    ``Acetaminophen`` gets ``apap`` and ``paracetamol``; ``Hydrochlorothiazide 25 MG`` gets ``hctz``.
+    Unlike a condition's abbreviation (``MDD`` for several depressive disorders), a drug
+    abbreviation has one sense (ISMP 2021, UMLS LRABR), so it also names a stopped drug.
+    """
+    key = drug_words(spelling(name))
+    return tuple(a for phrase in _DRUG_PHRASES if contains(key, phrase) for a in ABBREVIATIONS[phrase])
 
 
 def problem_names() -> tuple[str, ...]:
