@@ -2,7 +2,7 @@
 
 Usage::
 
-    flock /work/notes/heavy.lock uv run python bench/scale.py [--sizes 500,5000,50000] [--junit]
+    uv run python bench/scale.py [--sizes 500,5000,50000] [--junit]
         [--extra-args "--tb=long"]
 
 For each size, one whole ``pytest --groundeval-task=extraction`` process over that many case files
