@@ -2,7 +2,7 @@
 
 Usage::
 
-    uv run python bench/concurrency.py [--rounds 1] [--latency 0.25] [--cases 64]
+    uv run python bench/concurrency.py [--rounds 1] [--latency 0.25] [--cases 64] [--src DIR] [--before-src DIR]
 
 For concurrency 1, 4 and 16, serial and with ``-n 2``, one whole ``pytest --groundeval-task=extraction``
 process per run, interleaved (round r runs every variant once, in an order rotated by r):
@@ -106,6 +106,9 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=64, help="cases (default 64)")
     parser.add_argument("--src", type=Path, help="run the groundeval package in DIR (a checkout's src/), "
                         "not the installed one: measure an older commit with the same bench")
+    parser.add_argument("--before-src", type=Path, help="also run serial N=16 with the groundeval package in DIR "
+                        "(variant 'serial N=16, before'), interleaved with the others: a change's before and after "
+                        "in one run")
     args = parser.parse_args()
     print(machine())
     with tempfile.TemporaryDirectory(prefix="groundeval-bench-") as tmp:
@@ -124,9 +127,15 @@ def main() -> None:
         variants["serial N=16, model"] = [*common, "--groundeval-concurrency=16"]
         variants["serial N=16, model"][variants["serial N=16, model"].index(
             "--groundeval-agent=bench_agent:agent")] = "--groundeval-agent=bench_agent:model_agent"
+        if args.before_src:
+            variants["serial N=16, before"] = [*common, "--groundeval-concurrency=16"]
         variants["floor"] = [sys.executable, "floor.py"]
         path = [str(base)] + ([str(args.src.resolve())] if args.src else [])
         env = {"PYTHONPATH": ":".join(path), "PATH": "/usr/bin:/bin", "HOME": str(base)}
+        envs = {name: env for name in variants}
+        if args.before_src:
+            envs["serial N=16, before"] = {**env, "PYTHONPATH": f"{base}:{args.before_src.resolve()}"}
+            run_once([*common, "--collect-only"], base, envs["serial N=16, before"])
         run_once([*common, "--collect-only"], base, env)  # warm pytest's cache (load-time checks)
         wall: dict[str, list[float]] = {v: [] for v in variants}
         cpu: dict[str, list[float]] = {v: [] for v in variants}
@@ -136,7 +145,7 @@ def main() -> None:
             for name in names[r % len(names):] + names[: r % len(names)]:
                 out = base / "runs" / f"{r}-{name.replace(' ', '_').replace('=', '')}"
                 cmd = variants[name] + ([f"--groundeval-out-dir={out}"] if name != "floor" else [])
-                w, c, status = run_once(cmd, base, env)
+                w, c, status = run_once(cmd, base, envs[name])
                 if status not in (0, 1):  # 1: the "[]" answers fail their cases, as intended
                     raise SystemExit(f"{name}: exited {status}: {' '.join(cmd)}")
                 wall[name].append(w)
@@ -162,6 +171,7 @@ def main() -> None:
         "vs_floor": round(med["serial N=16"] / med["floor"], 2),
         "vs_floor_model": round(med["serial N=16, model"] / med["floor"], 2),
         "cpu_n16_s": round(med_cpu["serial N=16"], 3),
+        **({"vs_floor_before": round(med["serial N=16, before"] / med["floor"], 2)} if args.before_src else {}),
         "speedup_n16_xdist": round(med_phase["-n 2 N=1"] / med_phase["-n 2 N=16"], 2),
         "whole_s": {k: round(v, 3) for k, v in med.items()},
         "cpu_s": {k: round(v, 3) for k, v in med_cpu.items()},
@@ -169,7 +179,8 @@ def main() -> None:
         "cases": args.cases, "latency_s": args.latency, "rounds": args.rounds,
     }
     print(f"speedup_n16 {figures['speedup_n16']}x (target >= 12); vs_floor {figures['vs_floor']}x (target <= 1.5), "
-          f"CPU {figures['cpu_n16_s']} s; a model agent (first call alone): vs_floor {figures['vs_floor_model']}x")
+          f"CPU {figures['cpu_n16_s']} s; a model agent (first call alone): vs_floor {figures['vs_floor_model']}x"
+          + (f"; before: vs_floor {figures['vs_floor_before']}x" if args.before_src else ""))
     print(json.dumps(figures, sort_keys=True))
 
 
