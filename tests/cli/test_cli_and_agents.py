@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from groundeval.agent_io import AgentRequest, AgentResult, Prompt
-from groundeval.agents.base import AgentConfig, FunctionAgent, make_agent
+from groundeval.agents.base import AgentConfig, FunctionAgent, calls_no_model, make_agent
 from groundeval.cli import main as cli_main, pytest_args
 from groundeval.errors import AgentError, ConfigError
+from groundeval.execution import effective_concurrency
 from groundeval.execution.call import call_agent
 from groundeval.testing.scripted_agent import ScriptedAgent
 from tests._paths import REPO
@@ -91,6 +92,15 @@ def plain_function(request: AgentRequest) -> str:
     return f"answer for {request.case_id}"
 
 
+def declared_function(request: AgentRequest) -> str:
+    return "[]"
+
+
+declared_function.network_calls = False  # type: ignore[attr-defined]
+declared_function.thread_safe = True  # type: ignore[attr-defined]
+declared_function.max_concurrency = 2  # type: ignore[attr-defined]
+
+
 INSTANCE = NoArgAgent()
 NOT_AN_AGENT = 42
 
@@ -103,6 +113,15 @@ def test_module_attribute_agents(attr: str, text: str) -> None:
     agent = make_agent(f"{__name__}:{attr}", AgentConfig(model="m1"))
     assert call_agent(agent, REQUEST).result.text == text
     assert isinstance(agent.name, str)
+
+
+def test_a_function_agent_has_the_declarations_set_on_the_function() -> None:
+    """``fn.network_calls = False`` and the rest are the agent's, as on a class (the controller reads them there)."""
+    declared = make_agent(f"{__name__}:declared_function")
+    plain = make_agent(f"{__name__}:plain_function")
+    assert calls_no_model(declared) and not calls_no_model(plain)
+    assert effective_concurrency(None, declared) == declared_function.max_concurrency  # type: ignore[attr-defined]
+    assert effective_concurrency(None, plain) == 1  # not declared thread-safe: one call at a time
 
 
 def test_function_agent_keeps_agent_results() -> None:

@@ -32,6 +32,7 @@ from groundeval.execution.outcome_policy import RunInfo
 from groundeval.execution.thread_output import Router
 from groundeval.models import stop_switch, throttle
 from groundeval.tasks.extraction.task import ExtractionTask
+from groundeval.testing.scripted_agent import ScriptedAgent
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
 PATIENTS = ("Liz_Conn", "Clemente_Kreiger", "Max_Kris")
@@ -124,6 +125,68 @@ def test_the_first_call_goes_alone_then_calls_go_ahead_in_threads_and_come_back_
     assert all(threads[job.case.case_id].startswith("groundeval-call-") for job in (clemente, max_kris))
     assert executor.started == 2
     assert executor.close() == 0  # every call made was handed back
+
+
+def test_a_scripted_agents_second_call_starts_while_its_first_is_in_flight() -> None:
+    """``ScriptedAgent`` declares ``network_calls = False``: its first call does not go alone.
+
+    The first two calls each wait until both are in flight (a barrier of two), and every call
+    notes how many calls were in flight when it started; were the first call alone, the second
+    would start only once the first returned (with 1 in flight) and the barrier would break.
+    """
+    lock = threading.Lock()
+    in_flight = 0
+    seen: dict[str, int] = {}
+    both = threading.Barrier(2, timeout=WAIT_S)
+    liz, clemente, max_kris = _jobs(ExtractionTask())
+
+    def script(request: AgentRequest) -> str:
+        nonlocal in_flight
+        with lock:
+            in_flight += 1
+            seen[request.case_id] = in_flight
+        try:
+            if request.case_id != max_kris.case.case_id:
+                both.wait()
+            return "[]"
+        finally:
+            with lock:
+                in_flight -= 1
+
+    executor = make_executor(ExtractionTask(), ScriptedAgent(script), INFO, 2, CallTally())
+    assert executor.lookahead == 2 * LOOKAHEAD_PER_SLOT  # before any call returned
+    executor.submit([liz, clemente, max_kris])
+    runs = [executor.result(job) for job in (liz, clemente, max_kris)]
+    assert sorted(r.record.case_id for r in runs if r is not None and r.exc is None) == sorted(seen)  # all answered
+    assert seen[clemente.case.case_id] == 2  # the second call started with the first one in flight
+    assert executor.close() == 0
+
+
+def test_a_model_agents_second_call_starts_only_after_its_first_returned() -> None:
+    """An agent that does not declare ``network_calls = False`` keeps the lone first call."""
+    lock = threading.Lock()
+    in_flight = 0
+    seen: dict[str, int] = {}
+
+    def agent(request: AgentRequest) -> str:
+        nonlocal in_flight
+        with lock:
+            in_flight += 1
+            seen[request.case_id] = in_flight
+        with lock:
+            in_flight -= 1
+        return "[]"
+
+    executor = _executor(agent, 2)
+    jobs = _jobs(ExtractionTask())
+    for job in jobs:  # as the session does: the window before each item, then its result
+        if executor.lookahead:
+            executor.submit(jobs[jobs.index(job):])
+        assert executor.result(job) is not None
+        if job is jobs[0]:
+            assert list(seen) == [job.case.case_id]  # nothing else started while the first call was made
+    assert seen[jobs[0].case.case_id] == 1
+    assert executor.close() == 0
 
 
 def test_an_agent_without_network_calls_goes_ahead_from_the_first_call() -> None:

@@ -73,6 +73,22 @@ def test_a_built_agent_and_its_wrappers_declare_the_model_they_call(tmp_path: Pa
         assert wrapper.provider_model is inner.provider_model
 
 
+def test_every_wrapper_keeps_an_agents_declaration_that_it_makes_no_network_call(tmp_path: Path) -> None:
+    """A wrapped offline agent spends nothing and its first call need not go alone, as unwrapped."""
+    from groundeval.agents.result_cache import CachingAgent
+    from groundeval.fhir.serving import FhirServingAgent
+    from groundeval.mcp_server.serving import MCPToolsAgent
+    from groundeval.models.cache_store import ResultCache
+    from groundeval.testing.scripted_agent import ScriptedAgent
+
+    inner = ScriptedAgent({})
+    wrappers: list[Any] = [FhirServingAgent(inner, "sandbox"), MCPToolsAgent(inner),
+                           CachingAgent(inner, ResultCache(tmp_path), spec="x", options={})]
+    assert calls_no_model(inner)
+    for wrapper in wrappers:
+        assert calls_no_model(wrapper), type(wrapper).__name__
+
+
 def test_the_labs_baseline_runs_under_a_spend_limit(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--groundeval-task=labs", "--groundeval-agent=baseline-labs", "--groundeval-max-cost=1",
                                 "--groundeval-limit=2", "-p", "no:cacheprovider", "-p", "no:randomly")

@@ -42,9 +42,9 @@ from groundeval.errors import ConfigError
 from groundeval.registry import AGENT_GROUP, Targets, builtin_agents, builtin_tasks, load_target
 
 __all__ = [
-    "AGENTS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires", "agent_target", "calls_no_model",
-    "check_record_access", "check_task", "check_tool_transport", "declared_provider_model", "for_task", "make_agent",
-    "offline_hint", "preflight_agent", "serving_agents",
+    "AGENTS", "FUNCTION_DECLARATIONS", "Agent", "AgentConfig", "FunctionAgent", "agent_requires", "agent_target",
+    "calls_no_model", "check_record_access", "check_task", "check_tool_transport", "declared_provider_model",
+    "for_task", "make_agent", "offline_hint", "preflight_agent", "serving_agents",
 ]
 
 DEFAULT_REQUIRES: frozenset[str] = frozenset({"text_prompt"})
@@ -178,13 +178,28 @@ def for_task(message: str, task: str | None) -> str:
     return message.replace(generic, offline_hint(task)) if task is not None and generic in message else message
 
 
+FUNCTION_DECLARATIONS = (
+    "requires", "tasks", "max_concurrency", "thread_safe", "record_access", "network_calls", "tool_transport",
+    "provider_model",
+)
+"""The ``Agent`` declarations a plain function may carry as attributes (``fn.network_calls = False``)."""
+
+
 class FunctionAgent:
-    """Adapts a plain function ``fn(request) -> str | AgentResult`` to the ``Agent`` protocol."""
+    """Adapts a plain function ``fn(request) -> str | AgentResult`` to the ``Agent`` protocol.
+
+    The declarations set on the function as attributes (``FUNCTION_DECLARATIONS``, e.g.
+    ``fn.thread_safe = True`` or ``fn.network_calls = False``) are the agent's, as the
+    pytest-xdist controller already reads them from the function (``preflight_agent``).
+    """
 
     def __init__(self, fn: Callable[[AgentRequest], str | AgentResult], name: str) -> None:
         self._fn = fn
         self.name = name
         self.model: str | None = None
+        for attr in FUNCTION_DECLARATIONS:
+            if getattr(fn, attr, None) is not None:
+                setattr(self, attr, getattr(fn, attr))
 
     def run(self, request: AgentRequest) -> str | AgentResult:
         """Call the function and hand back what it returned.

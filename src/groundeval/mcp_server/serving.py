@@ -52,8 +52,9 @@ def _counts(trace: list[dict[str, Any]]) -> dict[str, int]:
 class MCPToolsAgent(AgentWrapper):
     """Wraps an agent so that each case's tools reach it over MCP (see the module docstring).
 
-    Has the wrapped agent's ``name``, ``model``, ``tasks``, ``max_concurrency``, ``thread_safe`` and
-    ``provider_model``;
+    Has the wrapped agent's ``name``, ``model``, ``tasks``, ``max_concurrency``, ``thread_safe``,
+    ``network_calls`` (the case's own tool server on loopback is no network call, as the case's
+    FHIR server is not) and ``provider_model``;
     ``requires`` adds ``tools`` (the run offers tools, so grounding is scored even when the agent
     calls none). Thread-safe when the wrapped agent is: each call has its own server.
 
@@ -63,7 +64,7 @@ class MCPToolsAgent(AgentWrapper):
     """
 
     def __init__(self, agent: Any, host: str = "127.0.0.1") -> None:
-        super().__init__(agent, ("tasks", "max_concurrency", "thread_safe", "provider_model"))
+        super().__init__(agent, ("tasks", "max_concurrency", "thread_safe", "network_calls", "provider_model"))
         self.host = host
         self.requires = frozenset({*(getattr(agent, "requires", None) or {"text_prompt"}), "tools"})
         self._catalog: Any = None
