@@ -19,5 +19,6 @@ def test_a_toy_task_grades_calibrates_and_reads_its_card_without_the_summary_tas
     assert got["alone_kappa"] == 1.0 and got["alone_wrong"] == 0  # the toy judge is right on every known item
     assert got["labels_kappa"] == 1.0 and got["verdict_agreement"] == 1.0
     assert got["where"] == "packaged card toy.json"
-    assert got["reliability"].startswith("calibrated (kappa 1.00")
+    # read from its card, but 3 summaries give no interval: a point kappa from a handful of labels never gates
+    assert got["reliability"].startswith("judge unreliable (overall kappa 1.00 (no interval"), got["reliability"]
     assert got["lines"] > 3

@@ -9,7 +9,8 @@ Every figure is a dict ``{"value", "ci", "n"}`` plus ``"why_no_ci"`` when there 
   labels hold one value only (agreement beyond chance cannot be measured). A resample holding one
   reference label has no kappa: the interval is then over the resamples that have one when they
   are at least ``MIN_DEFINED`` of them (``ci_note`` says so), else there is none (too few of the
-  rarer label).
+  rarer label). Nor is there one when every resample gives the same kappa (all items agree, or
+  the decisions are one value throughout): a zero-width interval is no measure of uncertainty.
 * **Proportions** (agreement, sensitivity, specificity, false-pass and false-fail rates): the
   Wilson score interval (``scipy.stats.binomtest(...).proportion_ci(method="wilson")``; Wilson EB,
   J Am Stat Assoc 1927;22:209-212), which stays inside [0, 1] and is defined at 0 and n.
@@ -88,7 +89,7 @@ def kappa(truth: Sequence[bool], decided: Sequence[bool]) -> JSON:
                               method="percentile", random_state=SEED)
     low, high = res.confidence_interval
     if not (np.isnan(low) or np.isnan(high)):
-        return {"value": _round(point), "ci": [_round(low), _round(high)], "n": n}
+        return _interval(point, float(low), float(high), n)
     dist = np.asarray(res.bootstrap_distribution)
     kept = dist[~np.isnan(dist)]
     rarer = int(min(t.sum(), n - t.sum()))
@@ -97,8 +98,22 @@ def kappa(truth: Sequence[bool], decided: Sequence[bool]) -> JSON:
                 "why_no_ci": f"{N_RESAMPLES - len(kept)} of {N_RESAMPLES} bootstrap resamples hold one reference "
                              f"label only (the rarer label has {rarer} of {n} items): label more items of it"}
     low, high = np.percentile(kept, [2.5, 97.5])
-    return {"value": _round(point), "ci": [_round(low), _round(high)], "n": n,
-            "ci_note": f"over the {len(kept)} of {N_RESAMPLES} resamples holding both reference labels"}
+    return _interval(point, float(low), float(high), n,
+                     ci_note=f"over the {len(kept)} of {N_RESAMPLES} resamples holding both reference labels")
+
+
+def _interval(point: float, low: float, high: float, n: int, **extra: str) -> JSON:
+    """A kappa figure with its percentile interval, or with none when the interval has no width.
+
+    Every resample gives the same kappa when the decisions agree with the labels on every item, or
+    are one value throughout: a zero-width percentile interval then says nothing about the
+    uncertainty of a small set, so none is given (``why_no_ci``).
+    """
+    if high - low < 1e-9:
+        return {"value": _round(point), "ci": None, "n": n,
+                "why_no_ci": f"every bootstrap resample gives kappa {point:.2f} (n {n}): a percentile interval of "
+                             "no width measures nothing; label more items"}
+    return {"value": _round(point), "ci": [_round(low), _round(high)], "n": n, **extra}
 
 
 def proportion(hits: Sequence[bool], of: str) -> JSON:

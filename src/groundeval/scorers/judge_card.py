@@ -2,8 +2,9 @@
 
 A card is JSON (``write_card``/``read_card``) with the judge's spec, its model identity
 (``judge_identity``: a GGUF's SHA-256, a provider's model id), settings and prompt SHA-256, the
-date, the set it was computed on (``calibration_set``: for human labels the file name, SHA-256,
-texts, records and labellers, ``scorers.labels``; ``kind: generated`` for a code-made control set)
+date, the set it was computed on (``calibration_set``: for labels the file name, SHA-256,
+texts, records, labellers and who labelled (``kind: human_labels``, or ``model_labels`` when a
+model gave any label), ``scorers.labels``; ``kind: generated`` for a code-made control set)
 and the figures (``scorers.calibration``), the overall kappa under ``kappa``. A run reads the card
 of its judge (same identity and prompt hash: ``matches``; ``find_card``) and shows the judged
 scores beside that kappa and set (``reliability_metrics``), or marks them ``judge not
@@ -27,8 +28,8 @@ from groundeval.scorers.agreement import interval_text
 from groundeval.scoring import Metric
 
 __all__ = [
-    "CARD_SCHEMA_VERSION", "KAPPA_THRESHOLD", "CardJudge", "find_card", "from_people", "headline", "judge_identity",
-    "matches", "pins", "read_card", "reliability_metrics", "set_text", "weak_types", "write_card",
+    "CARD_SCHEMA_VERSION", "KAPPA_THRESHOLD", "CardJudge", "find_card", "from_model", "from_people", "headline",
+    "judge_identity", "matches", "pins", "read_card", "reliability_metrics", "set_text", "weak_types", "write_card",
 ]
 
 KAPPA_THRESHOLD = 0.6
@@ -91,12 +92,32 @@ def set_text(card: Mapping[str, Any]) -> str:
     labels; ``generated control set (168 summaries by groundeval's code; not people's labels)`` else.
     """
     facts = card.get("calibration_set")
-    if isinstance(facts, Mapping) and facts.get("kind") == "human_labels":
+    if isinstance(facts, Mapping) and facts.get("kind") in ("human_labels", "model_labels"):
+        by = "" if facts.get("kind") == "human_labels" else f"; labelled by {facts.get('labelled_by')}, not people"
         return (f"{facts.get('file')} (SHA-256 {str(facts.get('sha256'))[:12]}; {facts.get('summaries')} summaries, "
-                f"{facts.get('records')} records; labellers {', '.join(map(str, facts.get('labellers') or []))})")
+                f"{facts.get('records')} records; labellers {', '.join(map(str, facts.get('labellers') or []))}{by})")
     old = card.get("control_set") if not isinstance(facts, Mapping) else facts
     count = old.get("summaries") if isinstance(old, Mapping) else None
     return f"generated control set ({count or '?'} summaries by groundeval's code; not people's labels)"
+
+
+def from_model(card: Mapping[str, Any]) -> bool:
+    """True when the card was computed on labels a model gave (``calibration_set.kind == "model_labels"``)."""
+    facts = card.get("calibration_set")
+    return isinstance(facts, Mapping) and facts.get("kind") == "model_labels"
+
+
+def _ci_text(card: Mapping[str, Any]) -> str:
+    """The overall kappa's interval as printed (``interval_text``)."""
+    overall = card.get("overall")
+    figure = overall.get("kappa") if isinstance(overall, Mapping) else None
+    return interval_text(figure if isinstance(figure, Mapping) else {"ci": card.get("kappa_95ci")})
+
+
+def _measured(judge: CardJudge, card: Mapping[str, Any], where: str) -> dict[str, Metric]:
+    """The card's overall kappa, interval, n and set, as aggregate metrics."""
+    return {"judge": judge.spec, "judge_kappa": round(float(card["kappa"]), 4), "judge_kappa_95ci": _ci_text(card),
+            "judge_kappa_n": int(card.get("n") or 0), "judge_calibration_set": where}
 
 
 def from_people(card: Mapping[str, Any]) -> bool:
@@ -182,31 +203,57 @@ def _kappa_of(figures: Any) -> float | None:
     return float(k) if isinstance(k, int | float) else None
 
 
+def _lower_of(figures: Any) -> float | None:
+    """The lower bound of a figure set's kappa interval, or None (no interval, or a schema-1 card)."""
+    k = figures.get("kappa") if isinstance(figures, Mapping) else None
+    ci = k.get("ci") if isinstance(k, Mapping) else None
+    return float(ci[0]) if isinstance(ci, Sequence) and len(ci) == 2 and isinstance(ci[0], int | float) else None
+
+
+def _short_of(label: str, figures: Any) -> str | None:
+    """Why ``figures`` do not vouch for ``label`` (``weak_types``), or None when they do."""
+    kappa = _kappa_of(figures)
+    if kappa is None:
+        return f"{label} (not calibrated)"
+    if kappa < KAPPA_THRESHOLD:
+        return f"{label} (kappa {kappa:.2f})"
+    low = _lower_of(figures)
+    if low is None:
+        return f"{label} (kappa {kappa:.2f}, no interval)"
+    if low < KAPPA_THRESHOLD:
+        return f"{label} (kappa {kappa:.2f}, interval down to {low:.2f})"
+    return None
+
+
 def weak_types(card: Mapping[str, Any], types: Sequence[str]) -> list[str]:
-    """The criterion types a card does not vouch for: kappa below ``KAPPA_THRESHOLD``, or not calibrated.
+    """What a card does not vouch for: each criterion type, the judge-decided criteria and the case verdicts.
+
+    A figure vouches when its kappa **and the lower bound of its 95% interval** reach
+    ``KAPPA_THRESHOLD``: a point estimate from a handful of labels (a type with 3 items, every one
+    agreeing) says nothing about the next summary, so a figure with no interval does not vouch.
 
     Args:
         card: The card.
         types: The task's criterion types, in the order to report them.
 
     Returns:
-        ``"<type> (kappa 0.00)"`` or ``"<type> (not calibrated)"`` for each of ``types`` whose card
-        figures are missing or whose kappa is None (the set had one label only) or below the
-        threshold, in ``types`` order, then ``judge-decided criteria (kappa 0.00)`` when the card
-        measured the judge-decided criteria apart and they fall short. The overall kappa can be
-        high while one type is near chance (most verdicts are easy), so reliability is judged per type.
+        ``"<type> (kappa 0.21)"``, ``"<type> (kappa 1.00, no interval)"``, ``"<type> (kappa 0.75,
+        interval down to 0.41)"`` or ``"<type> (not calibrated)"`` for each of ``types`` that
+        falls short, in ``types`` order; then ``judge-decided criteria (...)`` when the card
+        measured them apart and they fall short; then ``case verdicts (...)`` when the card
+        measured the scorer's pass/fail against the labellers' verdicts (schema 2) and that kappa
+        falls short: a gate reads verdicts, so their agreement is what must hold. The overall
+        kappa can be high while one type is near chance (most verdicts are easy), so reliability
+        is judged per type.
     """
     by_type = card.get("by_type") or {}
-    out = []
-    for ctype in types:
-        kappa = _kappa_of(by_type.get(ctype))
-        if kappa is None:
-            out.append(f"{ctype} (not calibrated)")
-        elif kappa < KAPPA_THRESHOLD:
-            out.append(f"{ctype} (kappa {kappa:.2f})")
-    layer = _kappa_of((card.get("by_layer") or {}).get("judge"))
-    if layer is not None and layer < KAPPA_THRESHOLD:
-        out.append(f"judge-decided criteria (kappa {layer:.2f})")
+    out = [found for ctype in types if (found := _short_of(ctype, by_type.get(ctype))) is not None]
+    layer = (card.get("by_layer") or {}).get("judge")
+    if _kappa_of(layer) is not None and (found := _short_of("judge-decided criteria", layer)) is not None:
+        out.append(found)
+    verdicts = card.get("verdicts")
+    if isinstance(verdicts, Mapping) and (found := _short_of("case verdicts", verdicts)) is not None:
+        out.append(found)
     return out
 
 
@@ -214,9 +261,11 @@ def reliability_metrics(judge: CardJudge, card: Mapping[str, Any] | None, types:
     """The aggregate metrics that put the judge's reliability beside the judged scores.
 
     ``judge_reliability`` is ``calibrated (...)`` only for a card computed on human labels
-    (``from_people``) whose overall kappa and every criterion type's kappa (and the judge-decided
-    criteria's, when measured) reach ``KAPPA_THRESHOLD`` (``weak_types``); else ``judge unreliable
-    (...)``, ``judge unreliable for <types> (...)``, ``judge calibrated on generated text only
+    (``from_people``) whose overall kappa, every criterion type's, the judge-decided criteria's
+    (when measured) and the case verdicts' reach ``KAPPA_THRESHOLD`` with the lower bound of their
+    95% interval (``weak_types``); ``judge calibrated on model-written labels only (...)`` for a card
+    computed on labels a model gave (``from_model``: its kappa is shown, the verdicts not gated);
+    else ``judge unreliable (...)``, ``judge unreliable for <types> (...)``, ``judge calibrated on generated text only
     (...)`` (a card from a code-made control set: its kappa is not shown as the judge's) or
     ``judge not calibrated``. ``judge_calibration_set`` names the set the card was computed on
     (``set_text``). Anything but ``calibrated`` leaves the verdicts ungated.
@@ -231,19 +280,22 @@ def reliability_metrics(judge: CardJudge, card: Mapping[str, Any] | None, types:
                 "judge_calibration_set": None, "judge_reliability": "judge not calibrated"}
     kappa = float(card["kappa"])
     where = set_text(card)
+    if from_model(card):
+        return {**_measured(judge, card, where),
+                "judge_reliability": f"judge calibrated on model-written labels only (kappa {kappa:.2f} "
+                                     f"{_ci_text(card)} on {where}, card {card.get('date')}): not calibrated against "
+                                     "people, verdicts not gated"}
     if not from_people(card):
         return {"judge": judge.spec, "judge_kappa": None, "judge_kappa_95ci": None, "judge_kappa_n": None,
                 "judge_calibration_set": where,
                 "judge_reliability": f"judge calibrated on generated text only (kappa {kappa:.2f} on {where}, "
                                      f"card {card.get('date')}): not calibrated against people, verdicts not gated"}
-    overall = card.get("overall")
-    figure = overall.get("kappa") if isinstance(overall, Mapping) else None
-    ci = interval_text(figure if isinstance(figure, Mapping) else {"ci": card.get("kappa_95ci")})
+    ci = _ci_text(card)
     weak = weak_types(card, types)
-    status = "calibrated" if kappa >= KAPPA_THRESHOLD and not weak else "judge unreliable"
-    if weak and kappa >= KAPPA_THRESHOLD:
+    vouches = kappa >= KAPPA_THRESHOLD and _short_of("overall", card.get("overall") or card) is None
+    status = "calibrated" if vouches and not weak else "judge unreliable"
+    if weak and vouches:
         status = f"judge unreliable for {', '.join(weak)}"
-    return {"judge": judge.spec, "judge_kappa": round(kappa, 4), "judge_kappa_95ci": ci,
-            "judge_kappa_n": int(card.get("n") or 0), "judge_calibration_set": where,
+    return {**_measured(judge, card, where),
             "judge_reliability": f"{status} ({'overall ' if weak else ''}kappa {kappa:.2f} {ci}, threshold "
                                  f"{KAPPA_THRESHOLD:g}, on {where}, card {card.get('date')})"}

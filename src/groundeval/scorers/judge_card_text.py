@@ -29,12 +29,15 @@ def card_lines(card: Mapping[str, Any]) -> list[str]:
     facts = card.get("calibration_set") or {}
     lines = [f"judge {card['judge']} (identity {str(card.get('judge_identity'))[:40]}, prompt "
              f"{str(card['prompt_sha256'])[:12]}) on {set_text(card)}"]
-    if facts.get("kind") != "human_labels":
+    if facts.get("kind") not in ("human_labels", "model_labels"):
         lines.append(f"NOT A CALIBRATION AGAINST PEOPLE: {facts.get('note', 'generated control set')}; a run shows "
                      "this judge as 'calibrated on generated text only' and does not gate its verdicts")
         lines.append(_row("judge alone, overall", card["overall"]))
         lines += [_row(name, fig) for name, fig in card["by_type"].items()]
     else:
+        if facts.get("kind") == "model_labels":
+            lines.append(f"NOT A CALIBRATION AGAINST PEOPLE: labelled by {facts.get('labelled_by')}; a run shows this "
+                         "judge as 'calibrated on model-written labels only' and does not gate its verdicts")
         lines.append(f"reference: {facts.get('reference')}; {card.get('summaries')} summaries, {card.get('criteria')} "
                      f"labelled criteria ({card.get('not_labelled')} not labelled, {card.get('left_out')} summaries "
                      "left out)")

@@ -4,7 +4,7 @@ One line per graded text per labeller (the summary task documents it in docs/tas
 "Human labels"; any model-graded task can use the same file):
 
 ``{"case_id", "summary_id", "labeller", "summary", "labels": {<criterion id>: "met" | "not_met" |
-"contradicted"}, "verdict": "pass" | "fail", "note"?, "writer"?, "kind"?, "flaw"?}``
+"contradicted"}, "verdict": "pass" | "fail", "note"?, "writer"?, "kind"?, "flaw"?, "labelled_by"?}``
 
 * ``case_id`` names a case of the task; ``summary_id`` is unique per graded text (the
   ``summary`` field holds that text, exactly as scored), and the same text labelled by several
@@ -15,6 +15,10 @@ One line per graded text per labeller (the summary task documents it in docs/tas
   means the mistake was made).
 * ``verdict``: whether a clinician would sign the text as it is.
 * ``kind``: what the text was written to be; a task may restrict it (``read_labels(kinds=...)``).
+* ``labelled_by``: ``person`` (the default) or ``model`` (a language model instructed to label as a
+  clinician). A set with any ``model`` line is recorded as ``kind: model_labels`` on its card, never
+  as people's labels: its figures are shown, but a judge calibrated on it is not calibrated against
+  people and leaves the verdicts ungated (``judge_card.reliability_metrics``).
 
 **The reference labeller** (``reference``): with several labellers on one text, the one whose
 labels the scorer is measured against is ``reference_labeller`` when given (texts that labeller
@@ -45,7 +49,9 @@ FORMAT_DOC = "the label file format: groundeval.scorers.labels"
 """Where an error message sends the reader for the format (a task passes its own page)."""
 
 _REQUIRED = ("case_id", "summary_id", "labeller", "summary", "labels", "verdict")
-_OPTIONAL = ("note", "writer", "kind", "flaw")
+_OPTIONAL = ("note", "writer", "kind", "flaw", "labelled_by")
+LABELLED_BY = ("person", "model")
+"""Who gave a line's labels: a person, or a language model instructed to label as a clinician."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +70,7 @@ class Labelled:
         kind: What it was written to be (a task's kinds), or None.
         flaw: The flaw it was written with, or None.
         note: The labeller's free text, or None.
+        labelled_by: ``person`` or ``model`` (``LABELLED_BY``).
     """
 
     case_id: str
@@ -77,6 +84,7 @@ class Labelled:
     kind: str | None = None
     flaw: str | None = None
     note: str | None = None
+    labelled_by: str = "person"
 
     @property
     def passed(self) -> bool:
@@ -111,8 +119,16 @@ class LabelSet:
         return list(dict.fromkeys(x.case_id for x in self.lines))
 
     def facts(self) -> dict[str, Any]:
-        """What a judge card records about the set: file name, SHA-256 and its counts."""
-        return {"kind": "human_labels", "file": self.path.name, "sha256": self.sha256,
+        """What a judge card records about the set: who labelled it, file name, SHA-256 and its counts.
+
+        ``kind`` is ``human_labels`` when every line was labelled by a person, else ``model_labels``.
+        """
+        people = all(x.labelled_by == "person" for x in self.lines)
+        return {"kind": "human_labels" if people else "model_labels",
+                "labelled_by": "people" if people else (
+                    "a model acting as a clinician" if all(x.labelled_by == "model" for x in self.lines)
+                    else "people and a model acting as a clinician"),
+                "file": self.path.name, "sha256": self.sha256,
                 "summaries": len(self.by_summary), "records": len(self.case_ids), "lines": len(self.lines),
                 "labellers": self.labellers,
                 "doubly_labelled": sum(len({x.labeller for x in v}) > 1 for v in self.by_summary.values())}
@@ -155,6 +171,9 @@ def _one(path: Path, number: int, raw: str, kinds: Sequence[str] | None, doc: st
     verdict = row.get("verdict")
     if verdict not in VERDICTS:
         raise _fail(path, number, f"verdict is {verdict!r}; use pass or fail", doc)
+    labelled_by = row.get("labelled_by", "person")
+    if labelled_by not in LABELLED_BY:
+        raise _fail(path, number, f"labelled_by is {labelled_by!r}; use person or model (or leave it out: person)", doc)
     kind = _text(path, number, row, "kind", required=False, doc=doc)
     if kind is not None and kinds is not None and kind not in kinds:
         raise _fail(path, number, f"kind is {kind!r}; use one of {', '.join(kinds)} or leave it out", doc)
@@ -163,7 +182,7 @@ def _one(path: Path, number: int, raw: str, kinds: Sequence[str] | None, doc: st
         {str(k): str(v) for k, v in labels.items()}, str(verdict), number,
         writer=_text(path, number, row, "writer", required=False, doc=doc), kind=kind,
         flaw=_text(path, number, row, "flaw", required=False, doc=doc),
-        note=_text(path, number, row, "note", required=False, doc=doc),
+        note=_text(path, number, row, "note", required=False, doc=doc), labelled_by=str(labelled_by),
     )
 
 

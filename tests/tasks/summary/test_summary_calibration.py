@@ -62,8 +62,8 @@ def test_a_perfect_and_a_lenient_scripted_judge() -> None:
     lenient = ScriptedModel(yes, role="judge", name="lenient")
     card = calibrate(ModelJudge(lenient), cases)
     assert card["kappa"] == 0.0 and card["overall"]["specificity"]["value"] == 0.0  # says yes to everything
-    low, high = card["kappa_95ci"]
-    assert low == high == 0.0
+    assert card["kappa_95ci"] is None  # every resample gives 0: a zero-width interval is no interval
+    assert "no width" in card["overall"]["kappa"]["why_no_ci"]
 
 
 def test_the_control_set_still_shows_the_baseline_blind_spots_and_its_card_never_gates() -> None:
@@ -105,11 +105,13 @@ def test_calibrate_usage_errors_and_hints(monkeypatch: pytest.MonkeyPatch, capsy
 LABELS = REPO / "fixtures" / "summary-calibration" / "labels.jsonl"
 
 
-def test_the_packaged_card_is_computed_on_peoples_labels_and_is_what_they_measure_now() -> None:
+def test_the_packaged_card_is_computed_on_the_labelled_set_and_is_what_it_measures_now() -> None:
     """The packaged card never comes from the control set; once the hand-written set is there, the card
-    must exist and be what ``calibrate --labels`` measures on it now (regenerate with the documented command)."""
+    must exist and be what ``calibrate --labels`` measures on it now (regenerate with the documented command).
+    Its labels were given by a model acting as a clinician, and the card says so (``model_labels``)."""
     import hashlib
 
+    from groundeval.scorers.judge_card import from_model
     from groundeval.tasks.summary.card import calibrate_labels, from_people
     from groundeval.tasks.summary.label_calibration import load_cases
     from groundeval.tasks.summary.labels import read_labels
@@ -118,12 +120,17 @@ def test_the_packaged_card_is_computed_on_peoples_labels_and_is_what_they_measur
     command = ("uv run groundeval calibrate --task summary --judge baseline --labels "
                "fixtures/summary-calibration/labels.jsonl -o fixtures/summary-judge-cards/baseline.json")
     for path in default_card_dir().glob("*.json") if default_card_dir().is_dir() else []:
-        assert from_people(json.loads(path.read_text())), f"{path.name} is not computed on human labels"
+        found = json.loads(path.read_text())
+        assert from_people(found) or from_model(found), f"{path.name} is not computed on a labelled set"
     if not LABELS.is_file():
         assert not card_path.is_file(), "a packaged card without the packaged label set it was computed on"
         return
     assert card_path.is_file(), f"the hand-written set is packaged but its card is not: {command}"
     card = json.loads(card_path.read_text())
+    assert card["calibration_set"]["kind"] == "model_labels"  # every line says labelled_by: model
+    assert "not people" in str(SummaryTask().aggregate([])["judge_calibration_set"])
+    assert str(SummaryTask().aggregate([])["judge_reliability"]).startswith(
+        "judge calibrated on model-written labels only")
     assert card["calibration_set"]["sha256"] == hashlib.sha256(LABELS.read_bytes()).hexdigest(), command
     labels = read_labels(LABELS)
     fresh = calibrate_labels(BaselineJudge(), labels, load_cases(labels.case_ids, default_card_dir().parent / "summary"),

@@ -185,6 +185,7 @@ def test_a_criterion_type_below_the_threshold_is_named_and_ungates_the_verdicts(
     card.update(kappa=0.9)
     card["by_type"] = {t: {"kappa": {"value": 0.9, "ci": [0.8, 1.0], "n": 50}} for t in CRITERION_TYPES}
     card["by_layer"]["judge"]["kappa"] = {"value": 0.9, "ci": [0.8, 1.0], "n": 50}
+    card["overall"]["kappa"] = card["verdicts"]["kappa"] = {"value": 0.9, "ci": [0.8, 1.0], "n": 50}
     (tmp_path / "good.json").write_text(json.dumps(card))
     assert str(SummaryTask(judge_card=str(tmp_path / "good.json")).aggregate([])["judge_reliability"]).startswith(
         "calibrated")
@@ -244,3 +245,34 @@ def test_closing_the_task_closes_its_judges_model_and_the_session_closes_the_tas
     assert closed == ["model"]  # a local/<gguf> judge's close stops its llama.cpp server
     assert Assembly(task=task).close() == []  # what the session closes at the end of a run
     assert closed == ["model", "model"]
+
+
+@pytest.mark.parametrize(("where", "figure", "named"), [
+    ("allergy", {"value": 0.9, "ci": [0.41, 1.0], "n": 12}, "allergy (kappa 0.90, interval down to 0.41)"),
+    ("allergy", {"value": 1.0, "ci": None, "n": 3, "why_no_ci": "every bootstrap resample gives kappa 1.00"},
+     "allergy (kappa 1.00, no interval)"),
+    ("verdicts", {"value": -0.12, "ci": [-0.59, 0.43], "n": 12}, "case verdicts (kappa -0.12)"),
+    ("overall", {"value": 0.98, "ci": [0.55, 1.0], "n": 40}, "judge unreliable (kappa 0.98"),
+])
+def test_a_kappa_whose_interval_reaches_below_the_threshold_does_not_gate(
+    tmp_path: Path, where: str, figure: dict[str, Any], named: str,
+) -> None:
+    """A handful of labels (a type with 3 items, all agreeing) or verdicts that disagree never make a judge calibrated."""
+    from groundeval.records.scope import UNGATED_FACT
+    from groundeval.tasks.summary.truth import CRITERION_TYPES
+
+    good = {"value": 0.9, "ci": [0.8, 1.0], "n": 50}
+    card = json.loads((REPO / "fixtures" / "summary-judge-cards" / "baseline.json").read_text())
+    card.update(kappa=0.98 if where == "overall" else 0.9)
+    card["calibration_set"].update(kind="human_labels", labelled_by="people")  # as if people had labelled it
+    card["by_type"] = {t: {"kappa": dict(good)} for t in CRITERION_TYPES}
+    card["by_layer"]["judge"]["kappa"] = dict(good)
+    card["overall"]["kappa"] = card["verdicts"]["kappa"] = dict(good)
+    if where in CRITERION_TYPES:
+        card["by_type"][where]["kappa"] = figure
+    else:
+        card[where]["kappa"] = figure
+    (tmp_path / "card.json").write_text(json.dumps(card))
+    task = SummaryTask(judge_card=str(tmp_path / "card.json"))
+    assert named in str(task.aggregate([])["judge_reliability"])
+    assert UNGATED_FACT in task.run_facts()

@@ -63,7 +63,7 @@ def _figures(node: Any) -> Iterator[Mapping[str, Any]]:
 def test_the_card_names_its_set_and_the_default_reference_is_the_first_labeller_who_did_not_write_it() -> None:
     card = _card(BaselineJudge())
     facts = card["calibration_set"]
-    assert facts == {"kind": "human_labels", "file": "two_labellers.jsonl",
+    assert facts == {"kind": "human_labels", "labelled_by": "people", "file": "two_labellers.jsonl",
                      "sha256": hashlib.sha256(TWO.read_bytes()).hexdigest(), "summaries": 6, "records": 3, "lines": 11,
                      "labellers": ["writer-a", "reader-b"], "doubly_labelled": 5,
                      "reference": "first labeller who is not the writer",
@@ -231,3 +231,27 @@ def test_the_verdict_rule_on_the_labellers_own_labels_is_measured_beside_the_sco
     from groundeval.scorers.judge_card_text import card_lines
 
     assert any("the verdict rule on the labeller's own criterion labels" in line for line in card_lines(card))
+
+
+def test_a_set_a_model_labelled_is_recorded_so_and_never_gates(tmp_path: Path) -> None:
+    """Labels a model gave (``labelled_by: model``) are measured and shown, never as people's, and never gate."""
+    from groundeval.scorers.judge_card import reliability_metrics
+    from groundeval.tasks.summary.truth import CRITERION_TYPES
+
+    rows = [json.loads(line) for line in TWO.read_text().splitlines() if line.strip()]
+    path = tmp_path / "model.jsonl"
+    path.write_text("".join(json.dumps({**r, "labelled_by": "model"}) + "\n" for r in rows))
+    facts = read_labels(path).facts()
+    assert facts["kind"] == "model_labels" and facts["labelled_by"] == "a model acting as a clinician"
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps({**r, "labelled_by": "model"} if i else r) + "\n" for i, r in enumerate(rows)))
+    assert read_labels(mixed).facts()["labelled_by"] == "people and a model acting as a clinician"
+    card = {"judge": "baseline", "prompt_sha256": "x", "kappa": 0.95, "calibration_set": facts, "date": "2026-12-06",
+            "overall": {"kappa": {"value": 0.95, "ci": [0.9, 1.0], "n": 99}}}
+    got = reliability_metrics(BaselineJudge(), card, CRITERION_TYPES)
+    assert str(got["judge_reliability"]).startswith("judge calibrated on model-written labels only (kappa 0.95")
+    assert "verdicts not gated" in str(got["judge_reliability"]) and "not people" in str(got["judge_calibration_set"])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**rows[0], "labelled_by": "robot"}) + "\n")
+    with pytest.raises(DatasetError, match=r"bad.jsonl:1: labelled_by is 'robot'; use person or model"):
+        read_labels(bad)

@@ -84,13 +84,14 @@ def test_baseline_agent_and_judge_pass_and_the_naive_control_fails_with_reports_
                                 "-p", "no:cacheprovider")
     assert result.ret == 0
     result.assert_outcomes(passed=25)
-    # the packaged card (measured on the hand-written set) names types whose kappa is below 0.6, so the
+    # the packaged card was measured on the hand-written set a model labelled, not people, so the
     # verdicts are not gated and the run says so beside the pass rate
-    result.stdout.fnmatch_lines(["pass rate: 1.000 (25/25)*",
-                                 "pass rate not gated: the case verdicts rest on the judge baseline: judge unreliable for *",
-                                 "rubric_score: 1.000", "judge: baseline", "judge_kappa: 0.*",
-                                 "judge_calibration_set: labels.jsonl (SHA-256 *; 100 summaries, 20 records;*",
-                                 "judge_reliability: judge unreliable for *"])
+    result.stdout.fnmatch_lines([
+        "pass rate: 1.000 (25/25)*",
+        "pass rate not gated: the case verdicts rest on the judge baseline: judge calibrated on model-written labels*",
+        "rubric_score: 1.000", "judge: baseline", "judge_kappa: 0.*",
+        "judge_calibration_set: labels.jsonl (SHA-256 *; 100 summaries, 20 records;*labelled by a model*not people)",
+        "judge_reliability: judge calibrated on model-written labels only (kappa 0.*"])
     record = _record(pytester.path)
     assert record["task_facts"]["judge_card"]["calibration_set"]["summaries"] == 100
     (pytester.path / "runs" / next((pytester.path / "runs").glob("*.json")).name).unlink()
