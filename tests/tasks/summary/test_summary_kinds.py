@@ -329,3 +329,21 @@ def test_a_problem_oriented_entry_heads_only_its_own_line() -> None:
                "# Coronary heart disease since 2017: simvastatin 20 mg.")
     assert _status(summary, "coronary heart disease") == ["current"]
     assert _status("## Stopped\n- alteplase 100 mg", "alteplase") == ["ended"]  # a heading still heads
+
+
+def test_a_brand_only_display_is_named_by_its_ingredients_too() -> None:
+    from groundeval.tasks.summary.record import _named
+
+    assert _named("Lasix 40mg", "315971") == (("furosemide",), "Lasix")
+    lasix = {**_criterion("medication", ["furosemide"]), "alternatives": ["Lasix"]}
+    assert _decided(lasix, "Meds: furosemide 40 mg daily.") is True
+    assert _decided(lasix, "Meds: Lasix 40 mg daily.") is True
+
+
+def test_another_brand_of_the_same_ingredients_is_another_product() -> None:
+    levora = {**_criterion("stopped_medication", ["levonorgestrel", "ethinyl estradiol"], kind="must_not_state"),
+              "alternatives": ["Levora"]}
+    assert _decided(levora, "Current: Seasonique.") is False  # a sibling brand is not Levora
+    assert _decided(levora, "Current: Levora.") is True
+    unbranded = _criterion("medication", ["Warfarin Sodium"])
+    assert _decided(unbranded, "Coumadin 5 mg daily.") is True  # an unbranded product: any brand of it names it

@@ -1,8 +1,10 @@
 """Which mentions of a summary name a rubric item, and in what status (shared by rules and baseline judge).
 
 A criterion's item is named by every one of its ``names`` (each ingredient of a combination) or
-by one of its brands as a whole (the criterion's ``alternatives`` and ``synonyms.brands_of``: the
-RxNorm brands of the packaged catalog and FDA-label brands). ``strict`` (the rule layer) reads
+by one of its brands as a whole: the criterion's ``alternatives`` (a branded product's own brand:
+"Levora" is not "Seasonique", though both hold levonorgestrel and ethinyl estradiol) or, for an
+unbranded product, ``synonyms.brands_of`` (the RxNorm brands of the packaged catalog and FDA-label
+brands of its ingredients). ``strict`` (the rule layer) reads
 names as written (case, spacing, punctuation and British spelling aside); otherwise (the
 baseline judge) a name also counts by its synonyms, clinical abbreviations and, for a drug, its
 name without salt words (``synonyms.variants``). A condition's abbreviations are never used for
@@ -99,7 +101,7 @@ def _phrases(criterion: Mapping[str, Any], strict: bool) -> tuple[list[list[str]
     drug = ctype in _DRUG_TYPES
     names = [str(n) for n in criterion["names"]]
     brands = [spelling(str(a)) for a in criterion.get("alternatives") or []]
-    if drug:
+    if drug and not brands:  # a branded product is named by its own brand; another brand is another product
         brands += brands_of(names)
     per_name = []
     for name in names:

@@ -229,6 +229,24 @@ def _medication_concept(resource: Mapping[str, Any], bundle: Mapping[str, Any]) 
     return None
 
 
+def _named(display: str, rxcui: str) -> tuple[tuple[str, ...], str | None]:
+    """``drug_names`` of a display, or, for a display that is a brand alone, the brand's ingredients.
+
+    ``"Lasix 40mg"`` (RxCUI 315971) is named ``("furosemide",)`` with the brand ``Lasix``: a summary
+    that writes the generic name names the drug, as one that writes the brand does. The
+    ingredients come from RxNorm as the catalog holds it (``terminology.parse_display``).
+    """
+    names, brand = drug_names(display)
+    if brand is not None:
+        return names, brand
+    from groundeval.terminology import parse_display
+
+    entry = parse_display(display, rxcui)
+    if entry.brand and entry.ingredients and [n.lower() for n in names] == [entry.brand.lower()]:
+        return tuple(i.name for i in entry.ingredients), entry.brand
+    return names, brand
+
+
 def medications(bundle: Mapping[str, Any]) -> list[Drug]:
     """Every MedicationRequest whose drug has an RxNorm coding, in Bundle order."""
     out = []
@@ -236,7 +254,7 @@ def medications(bundle: Mapping[str, Any]) -> list[Drug]:
         found = _code(_medication_concept(resource, bundle), RXNORM)
         if found is None:
             continue
-        names, brand = drug_names(found[1])
+        names, brand = _named(found[1], found[0])
         authored = resource.get("authoredOn")
         out.append(Drug(found[0], found[1], names, brand, str(resource.get("status")),
                         str(authored)[:10] if isinstance(authored, str) else None))
