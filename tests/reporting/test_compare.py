@@ -115,7 +115,7 @@ def test_version_facts_options_and_fixture_changes_are_warned() -> None:
     comp = compare_runs(a, b)
     text = "\n".join(comp.warnings)
     assert "groundeval version differs (0.1.0 vs 0.2.0)" in text
-    assert 'task_facts differ: {"catalog": "v1"} vs {"catalog": "v2"}' in text
+    assert 'task_facts differ: catalog: "v1" vs "v2"' in text
     assert "task options differ" in text and "1 case file(s) changed" in text
     assert comp.gate.not_compared == {"c1": "the case file changed (fixture SHA-256 differs)"}
     assert comp.gate.regression_ids == {"c2"}
@@ -266,3 +266,12 @@ def test_regressions_are_listed_before_other_changes(capsys: pytest.CaptureFixtu
     assert listed[0] == "REGRESSED" and listed.count("REGRESSED") == 1 and "IMPROVED" in listed[1:]
     rows = [line for line in comparison_markdown(comp).splitlines() if line.startswith("| `")]
     assert "regressed" in rows[0]
+
+
+def test_differing_task_facts_are_named_by_key_path() -> None:
+    from groundeval.reporting.compare import _differences
+
+    a = {"judge_card": {"kappa": 0.87, "source": "x", "set": {"file": "a.jsonl"}}, "catalog": "v1"}
+    b = {"judge_card": {"kappa": 0.91, "source": "x", "set": {"file": "a.jsonl"}}, "ungated": "y" * 200}
+    assert _differences(a, b) == ['catalog: "v1" vs (absent)', "judge_card.kappa: 0.87 vs 0.91",
+                                  f'ungated: (absent) vs "{"y" * 76}...']

@@ -155,3 +155,18 @@ def test_the_report_of_one_run_lists_its_unreadable_files() -> None:
     html = render_report(current)
     assert 'id="unreadable-1"' in html and f"<code>{BROKEN['nodeid']}: groundeval: data/{LIZ}.json" in html
     assert 'id="unreadable-1"' not in render_report(_baseline())
+
+
+def test_the_pair_reports_comparison_says_its_verdicts_are_not_gated() -> None:
+    """The HTML comparison section itself, not only each run's own section, says the regressions gate nothing."""
+    from groundeval.records.scope import UNGATED_FACT
+
+    why = "the case verdicts rest on the judge baseline: judge not calibrated"
+    a = run([case(LIZ, run_id="A"), case("Max_Kris", run_id="A")], run_id="A", task_facts={UNGATED_FACT: why})
+    b = run([case(LIZ, "failed", run_id="B"), case("Max_Kris", run_id="B")], run_id="B", task_facts={UNGATED_FACT: why})
+    html = render_report(a, b)
+    section = html[html.index('<section id="comparison">'):html.index("</section>", html.index('id="comparison"'))]
+    assert 'id="comparison-ungated"' in section and why in section
+    assert 'id="gate-failed"' not in section
+    plain = render_report(_baseline(), run([case(LIZ, "failed", run_id="B"), case("Max_Kris", run_id="B")], run_id="B"))
+    assert 'id="comparison-ungated"' not in plain

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from groundeval.records.dimensions import figure_dimension
 from groundeval.records.run_record import Counterfactual, RunRecord
@@ -204,6 +204,31 @@ def _count_dimensions(dims: Collection[str], *records: RunRecord) -> frozenset[s
     return frozenset(k for k, whole in seen.items() if whole)
 
 
+def _differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Each key path where two JSON values differ, as ``path: A vs B`` (values cut to 80 characters).
+
+    ``{"judge_card": {"kappa": 0.87}}`` against ``{"judge_card": {"kappa": 0.91}}`` gives
+    ``["judge_card.kappa: 0.87 vs 0.91"]``; a key on one side only shows ``(absent)`` on the other.
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for key in sorted(set(a) | set(b), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in a or key not in b:
+                out.append(f"{where}: {_cut(a.get(key), key in a)} vs {_cut(b.get(key), key in b)}")
+            elif a[key] != b[key]:
+                out += _differences(a[key], b[key], where)
+        return out
+    return [f"{path or 'value'}: {_cut(a, True)} vs {_cut(b, True)}"]
+
+
+def _cut(value: Any, present: bool) -> str:
+    if not present:
+        return "(absent)"
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]]:
     checked = ["task", "groundeval version (no scorer version field yet)", "task_facts", "task options (thresholds)",
                "fixture SHA-256 per case", "trials per case", "counterfactual twins"]
@@ -215,8 +240,7 @@ def _checks(a: RunRecord, b: RunRecord) -> tuple[list[str], list[str], list[str]
     if va != vb:
         warnings.append(f"groundeval version differs ({va} vs {vb}): scorers may differ")
     if a.task_facts != b.task_facts:
-        warnings.append(f"task_facts differ: {json.dumps(a.task_facts, sort_keys=True)} vs "
-                        f"{json.dumps(b.task_facts, sort_keys=True)}")
+        warnings.append(f"task_facts differ: {'; '.join(_differences(a.task_facts, b.task_facts))}")
     oa, ob = a.settings.get("task_options", {}), b.settings.get("task_options", {})
     if oa != ob:
         warnings.append(f"task options differ: {json.dumps(oa, sort_keys=True)} vs {json.dumps(ob, sort_keys=True)}")
