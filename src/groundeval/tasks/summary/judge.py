@@ -404,7 +404,7 @@ def make_judge(spec: str, *, options: Mapping[str, Any] | None = None, http_clie
         from groundeval.errors import did_you_mean
 
         near = did_you_mean(spec, ["baseline"])
-        raise ConfigError(f"--groundeval-judge {spec!r}{near}: {exc}; or baseline (rule-based, no model), or "
+        raise ConfigError(f"judge {spec!r}{near}: {exc}; or baseline (rule-based, no model), or "
                           "package.module:attribute naming a Judge or a Model") from None
     merged = {"max_tokens": JUDGE_MAX_TOKENS, **dict(options or {})}
     if not rejects_temperature(spec):
