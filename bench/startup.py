@@ -23,12 +23,18 @@ Usage::
    lock's versions: ``uv export --frozen --no-default-groups --no-hashes`` (no dev or docs group:
    mkdocs and the linters are not installed with groundeval), with ``--extra all`` for ``[all]``.
    ``all`` leaves out the ``local`` extra (llama-cpp-python, an sdist that compiles llama.cpp for
-   minutes; ``.ci/llama-wheel`` builds it once per machine), so nothing here installs it.
-   Every install runs with ``--no-build``: uv takes wheels only and stops rather than build an
-   sdist, so the bench never compiles (every package the two exports pin has a wheel for
-   CPython 3.11 on manylinux x86_64; no exception is needed). The one thing built is groundeval's
-   own wheel (``uv build``, hatchling, pure Python); ``--compile-bytecode`` writes ``.pyc`` files
-   as pip does by default, so the runs do not time Python's compiler.
+   minutes; ``.ci/llama-wheel`` builds it once per machine), so nothing here installs it. uv runs
+   in the project directory, so ``[tool.uv] override-dependencies`` (spaCy 3.8, see FRICTION.md)
+   applies as in the lock; a pip user on Python 3.11 gets spaCy 3.7 and numpy 1.26 instead.
+   Every install runs with ``--only-binary :all:``: uv takes wheels only and stops rather than
+   build an sdist, so the bench never compiles. Two exceptions, both in ``[all]`` through the
+   ``summary`` extra, are published as sdists only and are let through by name (``--no-binary``,
+   ``SDIST_ONLY``): medspacy 1.3.1 and medspacy-quickumls 3.2, pure Python (setuptools builds each
+   into a ``py3-none-any`` wheel with no extension module, which uv caches; no compiler runs).
+   Every other package the two exports pin has a wheel for CPython 3.11 on manylinux x86_64. The
+   one thing built besides is groundeval's own wheel (``uv build``: hatchling, pure Python).
+   ``--compile-bytecode`` writes ``.pyc`` files as pip does by default, so the runs do not time
+   Python's compiler.
 3. The baseline extraction run (the packaged cases) serial against ``-n 2``: reported, no target.
 4. Usage errors: an unknown task, a bad option value and a missing API key, through the
    ``groundeval`` CLI and through ``pytest --groundeval-task=...``, each against ``python -c pass``
@@ -60,6 +66,9 @@ from _timing import ROOT, Sample, interleaved, machine, paired_ratio
 
 TWO_TESTS = "def test_a():\n    assert 1 + 1 == 2\n\n\ndef test_b():\n    assert 'a' in 'abc'\n"
 PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
+# Published as sdists only (pure Python, built without a compiler): the one exception to wheels only.
+SDIST_ONLY = ("medspacy", "medspacy-quickumls")
+WHEELS_ONLY = ("--only-binary", ":all:", *(arg for name in SDIST_ONLY for arg in ("--no-binary", name)))
 
 
 def _uv(*args: str) -> None:
@@ -75,7 +84,7 @@ def _export(out: Path, *extra: str) -> None:
 
 
 def build_venvs(base: Path) -> dict[str, Path]:
-    """The venvs under ``base``, from wheels only (``--no-build``); returns name -> its python."""
+    """The venvs under ``base``, wheels only (``SDIST_ONLY`` aside); returns name -> its python."""
     start = time.perf_counter()
     dist = base / "dist"
     _uv("build", "--wheel", "--out-dir", str(dist))
@@ -97,10 +106,11 @@ def build_venvs(base: Path) -> dict[str, Path]:
         venv = base / f"venv{i}"
         _uv("venv", "-q", "--python", sys.executable, str(venv))
         python = venv / "bin" / "python"
-        # --no-build: wheels only, never compile an sdist; --compile-bytecode: .pyc files, as pip writes
-        _uv("pip", "install", "-q", "--no-build", "--compile-bytecode", "--python", str(python), *args)
+        # wheels only (SDIST_ONLY aside); --compile-bytecode: .pyc files, as pip writes them
+        _uv("pip", "install", "-q", *WHEELS_ONLY, "--compile-bytecode", "--python", str(python), *args)
         pythons[name] = python
-    print(f"  venvs built from wheels only (--no-build) in {time.perf_counter() - start:.1f} s wall")
+    took = time.perf_counter() - start
+    print(f"  venvs built from wheels only (sdists: {', '.join(SDIST_ONLY)}) in {took:.1f} s wall")
     return pythons
 
 
