@@ -33,8 +33,10 @@ Usage::
    into a ``py3-none-any`` wheel with no extension module, which uv caches; no compiler runs).
    Every other package the two exports pin has a wheel for CPython 3.11 on manylinux x86_64. The
    one thing built besides is groundeval's own wheel (``uv build``: hatchling, pure Python).
-   ``--compile-bytecode`` writes ``.pyc`` files as pip does by default, so the runs do not time
-   Python's compiler.
+   The timed runs never time Python's compiler: the discarded warm-up round writes the ``.pyc``
+   files of what a run imports (as a user's first run does); with ``--no-bytecode`` nothing can
+   write them then, so the installs compile every module first (``--compile-bytecode``, as pip
+   does by default: about 30 s more here, 23 of them for ``[all]``).
 3. The baseline extraction run (the packaged cases) serial against ``-n 2``: reported, no target.
 4. Usage errors: an unknown task, a bad option value and a missing API key, through the
    ``groundeval`` CLI and through ``pytest --groundeval-task=...``, each against ``python -c pass``
@@ -83,7 +85,7 @@ def _export(out: Path, *extra: str) -> None:
         "-o", str(out))
 
 
-def build_venvs(base: Path) -> dict[str, Path]:
+def build_venvs(base: Path, compile_bytecode: bool) -> dict[str, Path]:
     """The venvs under ``base``, wheels only (``SDIST_ONLY`` aside); returns name -> its python."""
     start = time.perf_counter()
     dist = base / "dist"
@@ -106,8 +108,8 @@ def build_venvs(base: Path) -> dict[str, Path]:
         venv = base / f"venv{i}"
         _uv("venv", "-q", "--python", sys.executable, str(venv))
         python = venv / "bin" / "python"
-        # wheels only (SDIST_ONLY aside); --compile-bytecode: .pyc files, as pip writes them
-        _uv("pip", "install", "-q", *WHEELS_ONLY, "--compile-bytecode", "--python", str(python), *args)
+        _uv("pip", "install", "-q", *WHEELS_ONLY, *(["--compile-bytecode"] if compile_bytecode else []),
+            "--python", str(python), *args)
         pythons[name] = python
     took = time.perf_counter() - start
     print(f"  venvs built from wheels only (sdists: {', '.join(SDIST_ONLY)}) in {took:.1f} s wall")
@@ -147,7 +149,7 @@ def collection(rounds: int, empty: Path, env: dict[str, str]) -> None:
 
 def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> None:
     print("2. install footprint: a 2-test project, `python -m pytest -q`, median of", rounds)
-    pythons = build_venvs(base)
+    pythons = build_venvs(base, compile_bytecode=bool(env.get("PYTHONDONTWRITEBYTECODE")))
     variants = {name: ([str(py), *PYTEST], project) for name, py in pythons.items()}
     every = pythons["groundeval[all]"]
     variants["groundeval -p no:groundeval"] = ([str(pythons["groundeval"]), *PYTEST, "-p", "no:groundeval"], project)
