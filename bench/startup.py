@@ -17,7 +17,26 @@ Usage::
    ``groundeval[claude]`` (compared with pytest + anthropic); groundeval with every extra
    (``[all]``), also with ``-p no:langsmith_plugin``; without extras with ``-p no:groundeval``
    (groundeval's own plugin idle); ``groundeval[claude]`` with ``-p no:anyio``.
-   Target: groundeval without extras within 1.1x of pytest alone.
+   Target: groundeval without extras within 1.1x of pytest alone; ``[all]`` against pytest alone
+   is reported beside it.
+   The venvs hold what a user's ``pip install groundeval`` (or ``groundeval[all]``) gets, at the
+   lock's versions: ``uv export --frozen --no-default-groups --no-hashes`` (no dev or docs group:
+   mkdocs and the linters are not installed with groundeval), with ``--extra all`` for ``[all]``.
+   ``all`` leaves out the ``local`` extra (llama-cpp-python, an sdist that compiles llama.cpp for
+   minutes; ``.ci/llama-wheel`` builds it once per machine), so nothing here installs it. uv runs
+   in the project directory, so ``[tool.uv] override-dependencies`` (spaCy 3.8, see FRICTION.md)
+   applies as in the lock; a pip user on Python 3.11 gets spaCy 3.7 and numpy 1.26 instead.
+   Every install runs with ``--only-binary :all:``: uv takes wheels only and stops rather than
+   build an sdist, so the bench never compiles. Two exceptions, both in ``[all]`` through the
+   ``summary`` extra, are published as sdists only and are let through by name (``--no-binary``,
+   ``SDIST_ONLY``): medspacy 1.3.1 and medspacy-quickumls 3.2, pure Python (setuptools builds each
+   into a ``py3-none-any`` wheel with no extension module, which uv caches; no compiler runs).
+   Every other package the two exports pin has a wheel for CPython 3.11 on manylinux x86_64. The
+   one thing built besides is groundeval's own wheel (``uv build``: hatchling, pure Python).
+   The timed runs never time Python's compiler: the discarded warm-up round writes the ``.pyc``
+   files of what a run imports (as a user's first run does); with ``--no-bytecode`` nothing can
+   write them then, so the installs compile every module first (``--compile-bytecode``, as pip
+   does by default: about 30 s more here, 23 of them for ``[all]``).
 3. The baseline extraction run (the packaged cases) serial against ``-n 2``: reported, no target.
 4. Usage errors: an unknown task, a bad option value and a missing API key, through the
    ``groundeval`` CLI and through ``pytest --groundeval-task=...``, each against ``python -c pass``
@@ -30,8 +49,9 @@ Runs are interleaved (one warm-up round discarded), medians reported, CPU time b
 the footprint's ratios are the median of the per-round ratios (each round runs every variant
 once, back to back), with their quartiles, which a machine shared with other jobs disturbs less
 than a ratio of two medians.
-The venvs are rebuilt on every run (uv's cache makes that a few seconds) under ``--venvs``
-(default: a temporary directory, removed afterwards).
+The venvs are rebuilt on every run (uv's cache makes that a few seconds; the time is printed)
+under ``--venvs`` (default: a temporary directory, removed afterwards). The whole bench's wall
+time is printed at the end (acceptance: under 120 s on the development machine, 2 shared cores).
 """
 
 from __future__ import annotations
@@ -41,28 +61,41 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from _timing import ROOT, Sample, interleaved, machine, paired_ratio
 
 TWO_TESTS = "def test_a():\n    assert 1 + 1 == 2\n\n\ndef test_b():\n    assert 'a' in 'abc'\n"
 PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
+# Published as sdists only (pure Python, built without a compiler): the one exception to wheels only.
+SDIST_ONLY = ("medspacy", "medspacy-quickumls")
+WHEELS_ONLY = ("--only-binary", ":all:", *(arg for name in SDIST_ONLY for arg in ("--no-binary", name)))
 
 
 def _uv(*args: str) -> None:
-    subprocess.run(["uv", *args], cwd=ROOT, check=True, capture_output=True, text=True)
+    proc = subprocess.run(["uv", *args], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"uv {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
 
 
-def build_venvs(base: Path) -> dict[str, Path]:
-    """The venvs under ``base``; returns name -> its python."""
+def _export(out: Path, *extra: str) -> None:
+    """Write the lock's pins of a user's install to ``out`` (no dev or docs group, no hashes)."""
+    _uv("export", "--frozen", "--no-default-groups", *extra, "--no-emit-project", "--no-hashes", "-q",
+        "-o", str(out))
+
+
+def build_venvs(base: Path, compile_bytecode: bool) -> dict[str, Path]:
+    """The venvs under ``base``, wheels only (``SDIST_ONLY`` aside); returns name -> its python."""
+    start = time.perf_counter()
     dist = base / "dist"
     _uv("build", "--wheel", "--out-dir", str(dist))
     wheel = next(dist.glob("groundeval-*.whl"))
     core, every = base / "core.txt", base / "all.txt"
-    _uv("export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "-q", "-o", str(core))
+    _export(core)
     # ``--extra all``, not ``--all-extras``: the ``local`` extra (llama-cpp-python, an sdist that
-    # compiles for minutes) is an install no user of ``[all]`` makes, and it would be timed here.
-    _uv("export", "--frozen", "--no-dev", "--extra", "all", "--no-emit-project", "--no-hashes", "-q", "-o", str(every))
+    # compiles for minutes) is not in ``all``, an install no user of ``[all]`` makes.
+    _export(every, "--extra", "all")
     specs = {  # -c: the lockfile's versions as constraints
         "pytest alone": ["-c", str(core), "pytest"],
         "pytest + anthropic": ["-c", str(every), "pytest", "anthropic"],
@@ -75,9 +108,11 @@ def build_venvs(base: Path) -> dict[str, Path]:
         venv = base / f"venv{i}"
         _uv("venv", "-q", "--python", sys.executable, str(venv))
         python = venv / "bin" / "python"
-        # --compile-bytecode: as pip does by default, so the runs do not time Python's compiler
-        _uv("pip", "install", "-q", "--compile-bytecode", "--python", str(python), *args)
+        _uv("pip", "install", "-q", *WHEELS_ONLY, *(["--compile-bytecode"] if compile_bytecode else []),
+            "--python", str(python), *args)
         pythons[name] = python
+    took = time.perf_counter() - start
+    print(f"  venvs built from wheels only (sdists: {', '.join(SDIST_ONLY)}) in {took:.1f} s wall")
     return pythons
 
 
@@ -113,7 +148,8 @@ def collection(rounds: int, empty: Path, env: dict[str, str]) -> None:
 
 
 def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> None:
-    pythons = build_venvs(base)
+    print("2. install footprint: a 2-test project, `python -m pytest -q`, median of", rounds)
+    pythons = build_venvs(base, compile_bytecode=bool(env.get("PYTHONDONTWRITEBYTECODE")))
     variants = {name: ([str(py), *PYTEST], project) for name, py in pythons.items()}
     every = pythons["groundeval[all]"]
     variants["groundeval -p no:groundeval"] = ([str(pythons["groundeval"]), *PYTEST, "-p", "no:groundeval"], project)
@@ -123,13 +159,14 @@ def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> No
     variants["groundeval[all] -p no:langsmith_plugin"] = ([str(every), *PYTEST, "-p", "no:langsmith_plugin"], project)
     samples = interleaved(variants, rounds, ok=lambda name, status: status == 0, env=env)
     ref = samples["pytest alone"]
-    print("2. install footprint: a 2-test project, `python -m pytest -q`, median of", rounds)
     for name, sample in samples.items():
         print(_row(name, sample, ref))
     for name, against, target in (
         ("groundeval", "pytest alone", True),
         ("groundeval -p no:groundeval", "pytest alone", False),
         ("groundeval[claude]", "pytest + anthropic", False),
+        ("groundeval[all]", "pytest alone", False),
+        ("groundeval[all] -p no:langsmith_plugin", "pytest alone", False),
     ):
         ours, theirs = samples[name], samples[against]
         cpu, cpu_q1, cpu_q3 = paired_ratio(ours, theirs)
@@ -198,6 +235,7 @@ def main() -> None:
     env = dict(os.environ)
     if not args.no_bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+    start = time.perf_counter()
     print(machine())
     print("runs:", "PYTHONDONTWRITEBYTECODE=1" if env.get("PYTHONDONTWRITEBYTECODE") else "bytecode and pytest's "
           "rewrite cache written (warm-up round discarded)")
@@ -218,6 +256,7 @@ def main() -> None:
         if not args.skip_xdist:
             xdist(max(1, args.rounds // 2), Path(tmp, "runs"), env)
         usage_errors(args.rounds, empty, env)
+    print(f"whole bench: {time.perf_counter() - start:.1f} s wall (acceptance: under 120 s); at the end", machine())
 
 
 if __name__ == "__main__":
