@@ -145,9 +145,23 @@ def test_many_failed_cases_are_one_line_each_unless_blocks_are_asked_for(
 def test_items_hold_no_case_content_and_a_file_changed_after_collection_is_invalid(
     pytester: pytest.Pytester, eval_dir: Path
 ) -> None:
+    """Past ``LOADED_AT_COLLECTION`` cases (0 here, as in a run of thousands), a file is read again when its case runs."""
     pytester.makeconftest('''
 import json
 from pathlib import Path
+
+from groundeval.plugin import items
+
+KEPT = items.LOADED_AT_COLLECTION
+
+
+def pytest_configure(config):
+    items.LOADED_AT_COLLECTION = 0
+
+
+def pytest_unconfigure(config):
+    items.LOADED_AT_COLLECTION = KEPT
+
 
 def pytest_collection_finish(session):
     held = [len(item.case.data) for item in session.items]
@@ -162,3 +176,22 @@ def pytest_collection_finish(session):
     liz = next(c for c in record["cases"] if c["case_id"].startswith("Liz"))
     assert liz["outcome"] == "invalid_case" and "the file changed after collection" in liz["message"]
     assert liz["attempts"] is None and liz["started_at"] is None  # no agent call
+
+
+def test_a_case_kept_from_collection_runs_on_what_was_collected(pytester: pytest.Pytester, eval_dir: Path) -> None:
+    """Within ``LOADED_AT_COLLECTION`` the item holds the collected case and its file is not read again."""
+    pytester.makeconftest('''
+import json
+from pathlib import Path
+
+def pytest_collection_finish(session):
+    held = [len(item.case.data) for item in session.items]
+    Path("held.json").write_text(json.dumps(held))
+    (liz,) = Path("data").glob("Liz_Conn*.json")
+    liz.write_text(liz.read_text() + " ")  # edited after collection: the run scores what was collected
+''')
+    result = pytester.runpytest(*eval_args("-k", "Liz or Max_Kris"))
+    assert all(n > 0 for n in json.loads((pytester.path / "held.json").read_text()))
+    (record,) = run_records(pytester.path)
+    liz = next(c for c in record["cases"] if c["case_id"].startswith("Liz"))
+    assert liz["outcome"] != "invalid_case" and liz["started_at"] is not None, result.stdout.str()

@@ -94,7 +94,9 @@ class CallTally:
 class CaseFiles:
     """Reads a collected case's file again when its case runs, keeping the last ``keep`` cases.
 
-    Collection reads each case file for its id and checks, then keeps only the file's name, hash
+    A collected case that kept its content (the first cases of a run without twins,
+    ``plugin.items.LOADED_AT_COLLECTION``) is used as it is: its file is read once. Past those,
+    collection reads each case file for its id and checks, then keeps only the file's name, hash
     and meta on the item: holding 5,000 parsed Bundles (about 0.12 MB each) would cost more
     memory than the rest of the run. The file is read again when its case runs (or its call is
     prepared ahead), and its bytes must hash as they did at collection. The last ``keep`` cases
@@ -126,6 +128,8 @@ class CaseFiles:
         """
         from groundeval.tasks.counterfactual import SUBJECT, twin_of
 
+        if ref.data and SUBJECT not in ref.meta:  # kept from collection (``plugin.items.LOADED_AT_COLLECTION``)
+            return ref
         case, made = self._read(ref)
         if SUBJECT not in ref.meta:
             return twin_of(self._task, case, ref)

@@ -17,7 +17,7 @@ __all__ = ["pytest_addoption", "pytest_configure"]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ``--groundeval-*`` options and their ini twins."""
-    from groundeval.plugin.options import add_options
+    from groundeval.plugin.option_register import add_options
 
     add_options(parser)
 
@@ -39,9 +39,13 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     import pytest
 
-    from groundeval.plugin.options import read_settings
+    from groundeval.plugin.option_register import task_given
 
     config.addinivalue_line("markers", "live: calls a real model API (needs ANTHROPIC_API_KEY)")
+    if not task_given(config):  # a plain pytest run: nothing of a run is imported
+        return
+    from groundeval.plugin.options import read_settings
+
     settings = read_settings(config)
     if settings.task is None:
         return

@@ -28,6 +28,16 @@ from groundeval.tasks.base import Task
 from groundeval.tasks.counterfactual import interleave, twins, with_subject
 
 CURRENT_TEST = "PYTEST_CURRENT_TEST"
+LOADED_AT_COLLECTION = 256
+"""Cases of a run that keep their content from collection and run without reading their file again.
+
+Collection reads every case file (its id, checks, twins); the first cases keep what was read, so a
+run of a few hundred cases reads each file once (case file -> typed case -> record). Later cases
+keep their id, file, hash and meta only and are read again when they run (``execution.base.CaseFiles``),
+so a run of thousands of cases does not hold every parsed Bundle (about 0.12 MB each) until its
+case runs; a finished item drops its content (``plugin.report_trim.forget_finished``). A run with
+counterfactual twins reads each file again when it runs (its twins are made then).
+"""
 """The variable pytest sets to ``<node id> (<phase>)`` while an item runs (a twin's item shows its original's)."""
 
 
@@ -147,6 +157,11 @@ class EvalDataset(pytest.Directory):
                 except Exception as exc:  # a perturbation that did not move the truth as declared: a bug
                     problem = f"harness_error: the {task.name} task's counterfactual twins: {type(exc).__name__}: {exc}"
                     yield BadCaseFile.from_parent(self, name=f"{path.name}[cf]", error=DatasetError(str(path), problem))
+            if self.gsession.counterfactual or count > LOADED_AT_COLLECTION:
+                # read again when it runs (``execution.base.CaseFiles``): a run of thousands of
+                # cases does not hold every parsed file from collection until its case runs
+                case = dataclasses.replace(case, data={})
+                made = [dataclasses.replace(t, data={}) for t in made]
             block = [
                 EvalItem.from_parent(self, name=each.case_id if trials == 1 else trial_name(each.case_id, trial),
                                      case=each, trial=trial)
@@ -181,10 +196,12 @@ class EvalItem(pytest.Item):
 
     def __init__(self, *, case: Case, trial: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        # the case's id, file, hash and meta, not its content: the session reads the file again
-        # when the case runs (``GroundevalSession.load_case``), so that a run of thousands of
-        # cases does not hold every parsed case file from collection to the end
-        self.case = dataclasses.replace(case, data={}) if case.data else case
+        # the case as collected: with its content for the first ``LOADED_AT_COLLECTION`` cases of
+        # a run (``EvalDataset.collect``), which then run without reading their file again; else
+        # its id, file, hash and meta only, read again when the case runs
+        # (``execution.base.CaseFiles``). ``report_trim.forget_finished`` drops the content once
+        # the item is over.
+        self.case = case
         self.trial = trial
         self.record: CaseRecord | None = None
         self.record_sent = False

@@ -22,51 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from groundeval.plugin.option_register import _raw, add_options, task_given
 from groundeval.plugin.option_table import GENERIC, OPTIONS, RUN_OPTIONS, Option
 
 if TYPE_CHECKING:
     from groundeval.models.batch import BatchSettings
     from groundeval.run.settings import Settings
 
-__all__ = ["OPTIONS", "add_options", "read_settings"]
-
-
-def add_options(parser: pytest.Parser) -> None:
-    """Register every option in the ``groundeval`` group, each with an ini twin."""
-    group = parser.getgroup("groundeval", "groundeval: evals of healthcare AI agents")
-    for opt in OPTIONS:
-        shown = "" if opt.default is None else f" Default: {opt.default}."
-        if opt.flag:
-            group.addoption(
-                f"--groundeval-{opt.name}", dest=opt.dest, default=None, action="store_const", const="true",
-                help=opt.help + " Default: off.",
-            )
-        else:
-            group.addoption(
-                f"--groundeval-{opt.name}", dest=opt.dest, default=None, metavar=opt.metavar,
-                help=opt.help + shown,
-            )
-        parser.addini(opt.dest, opt.help + shown, type="string", default="")
-    generic = (
-        "Set an option the task declares, KEY=VALUE (repeatable), e.g. min_f1=0.8; for any task, "
-        "including tasks from outside groundeval."
-    )
-    group.addoption(
-        f"--groundeval-{GENERIC}", dest=f"groundeval_{GENERIC}", action="append", default=None,
-        metavar="KEY=VALUE", help=generic,
-    )
-    parser.addini(f"groundeval_{GENERIC}", generic + " One KEY=VALUE per line.", type="linelist", default=[])
-
-
-def _raw(config: pytest.Config, opt: Option) -> tuple[str | None, str]:
-    """The raw value and where it came from (the command-line flag or the ini key)."""
-    value = config.getoption(opt.dest, default=None)
-    if value is not None:
-        return str(value), f"--groundeval-{opt.name}"
-    ini = config.getini(opt.dest)
-    if isinstance(ini, str) and ini.strip():
-        return ini, f"ini {opt.dest}"
-    return None, ""
+__all__ = ["OPTIONS", "add_options", "read_settings", "task_given"]
 
 
 def _convert(opt: Option, raw: str, source: str) -> Any:

@@ -64,8 +64,8 @@ def forget_finished(item: pytest.Item) -> None:
         cache = getattr(item.session, "_bestrelpathcache", None)  # pytest's; no public accessor
         if isinstance(cache, dict):
             cache.pop(Path(os.path.abspath(source)), None)
-    if case is not None and getattr(case, "meta", None):
-        item.case = dataclasses.replace(case, meta=_NO_META)  # type: ignore[attr-defined]
+    if case is not None and (getattr(case, "meta", None) or getattr(case, "data", None)):
+        item.case = dataclasses.replace(case, meta=_NO_META, data={})  # type: ignore[attr-defined]
 
 
 class ReportTrim:
