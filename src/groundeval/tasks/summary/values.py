@@ -64,12 +64,14 @@ def _ucum(unit: str) -> str | None:
     return UCUM_OF.get(_key(unit))
 
 
-def same_value(stated: float, decimals: int, unit: str, value: float, value_unit: str) -> bool:
+def same_value(stated: float, decimals: int, unit: str, value: float, value_unit: str, *, exact: bool = False) -> bool:
     """True when ``value`` (in ``value_unit``) rounds to ``stated`` (``decimals`` places) in ``unit``.
 
     Units are compared as read (``UNIT_ALIASES``) or converted through UCUM (same dimension only);
     a mass is compared with a strength per hour, day or actuation as one period's amount
-    (``_PER_PERIOD``). Rounding: ``numbers.rounds_to``.
+    (``_PER_PERIOD``). Rounding: ``numbers.rounds_to``; with ``exact`` (a drug's strength: a
+    product is made in its strength, ``amlodipine 3 mg`` is not the 2.5 mg tablet) no rounding,
+    only a conversion's floating-point error (relative 1e-9).
     """
     key, value_key = _key(unit), _key(value_unit)
     if key in _MASSES and value_key in _PER_PERIOD:  # a patch's 25 mcg is its 25 mcg/h (_PER_PERIOD)
@@ -84,6 +86,8 @@ def same_value(stated: float, decimals: int, unit: str, value: float, value_unit
         if converted is None:
             return False
         value = converted
+    if exact:
+        return abs(value - stated) <= 1e-9 * max(1.0, abs(stated))
     return rounds_to(value, stated, decimals)
 
 
@@ -176,7 +180,7 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
             held = any(_per_volume(stated, r) for r in pool)
         else:
             held = any(same_value(stated["value"], stated["decimals"], stated["unit"], float(r["value"]),
-                                  str(r["unit"])) for r in pool)
+                                  str(r["unit"]), exact=r.get("kind") == "drug") for r in pool)
             if not held and drug and stated["unit"] in _MASSES and _solution_without_volume(pool, record):
                 continue  # a dose of a solution the record gives no volume of: nothing to convert it with
         if not held:
