@@ -17,6 +17,12 @@
   same unit, or after converting between UCUM units of one dimension (``terminology.ucum.convert``:
   0.3 mg is 300 mcg). A drug's values include what its concentration makes of them
   (``record.record_values``: 0.3 mg for 0.3 mL of 1 mg/mL, 1 % for 10 mg/mL).
+* **As clinicians write them.** Every number of a combination's series (``5/325 mg``,
+  ``2 mg/0.5 mg``) is compared with its product's strengths; a dash series of a single-ingredient
+  product or a result is a range, no value; ``2.5 mg/3 mL`` is the concentration times the volume; a
+  mass dose of a solution the record gives no volume of is not checked (``_solution_without_volume``);
+  a drug's strength is exact, a result's value rounds (``numbers.rounds_to``); dates and bounds are
+  no values (``numbers``); a temperature's ``F``/``C`` after its number converts.
 * **A result without a unit.** A number right after a result's name (``LDL 162``, ``A1c: 6.3``,
   ``BP 132/85``; a date is skipped) is that result's value: ``lab_verdict`` compares it with the
   criterion's values, and ``check_values`` with the result's record values, so a wrong number
