@@ -347,3 +347,53 @@ def test_another_brand_of_the_same_ingredients_is_another_product() -> None:
     assert _decided(levora, "Current: Levora.") is True
     unbranded = _criterion("medication", ["Warfarin Sodium"])
     assert _decided(unbranded, "Coumadin 5 mg daily.") is True  # an unbranded product: any brand of it names it
+
+# Values written the way clinicians write them (one case per kind; each was called invented or left
+# unread before): combination strengths, amounts per volume, patch rates, temperatures, percentages
+# of a gel, dates, bounds and ranges beside a result, ISO 80000-1 rounding.
+
+_WRITTEN = [
+    *_RECORD,
+    {"value": 2.5, "unit": "mg", "what": "amLODIPine 2.5 MG Oral Tablet", "names": ["amlodipine"], "kind": "drug"},
+    {"value": 0.83, "unit": "mg/ml", "what": "albuterol 0.83 MG/ML Inhalation Solution", "names": ["albuterol"],
+     "kind": "drug"},
+    {"value": 2.0, "unit": "mg/ml", "what": "Memantine hydrochloride 2 MG/ML Oral Solution",
+     "names": ["memantine hydrochloride"], "kind": "drug"},
+    {"value": 0.025, "unit": "mg/hr", "what": "72 HR Fentanyl 0.025 MG/HR Transdermal System", "names": ["fentanyl"],
+     "kind": "drug"},
+    {"value": 38.39, "unit": "Cel", "what": "Oral temperature", "names": ["Oral temperature"], "kind": "observation"},
+    {"value": 6.35, "unit": "%", "what": "Hemoglobin A1c/Hemoglobin.total in Blood",
+     "names": ["Hemoglobin A1c/Hemoglobin.total in Blood"], "kind": "observation"},
+    {"value": 95.2, "unit": "mL/min/{1.73_m2}", "what": "Estimated Glomerular Filtration Rate",
+     "names": ["Estimated Glomerular Filtration Rate"], "kind": "observation"},
+]
+
+
+@pytest.mark.parametrize(("summary", "wrong"), [
+    ("Hydrocodone 5/300 mg PRN.", []),  # a combination's strengths: its product's
+    ("Hydrocodone/APAP 10/300 mg PRN.", ["10/300 mg"]),  # every number of the series is read
+    ("Albuterol 2.5 mg/3 mL neb PRN.", []),  # an amount in a volume: 0.83 mg/mL x 3 mL
+    ("Albuterol 5 mg/3 mL neb PRN.", ["5 mg/3 mL"]),
+    ("Memantine 10 mg BID.", []),  # a dose of a solution with no volume on record: nothing to convert with
+    ("Fentanyl 25 mcg patch q72h.", []),  # a patch is named by its hourly rate
+    ("Fentanyl 50 mcg/hr patch.", ["50 mcg/hr"]),  # a rate is a unit
+    ("Oral temperature 101.1 F.", []),  # converted through UCUM ([degF])
+    ("Oral temperature 103 °F.", ["103 °F"]),
+    ("Sodium fluoride 2.72% gel.", []),  # 0.0272 mg/mg is 2.72 % through UCUM
+    ("Amlodipine 2 mg daily; hydrocodone 5.0 mg.", ["2 mg"]),  # a strength is exact: 2.5 mg is not rounded
+    ("A1c 6.4 % (goal <5.7 %); eGFR >= 90.", []),  # a bound is no value; 6.35 rounds to 6.4 (rule B)
+    ("LDL 132.6 mg/dL.", []),  # 132.65 rounds to 132.6 (ISO 80000-1 rule A)
+    ("A1c reference 4.0-5.6 %.", []),  # a range beside a result is no value
+    ("A1c (Mar 2025) 6.4; LDL ok 10/2016; eGFR 18.08.2025: 95.", []),  # a date is no value
+    ("A1c (Mar 2025) 7.1.", ["A1c (Mar 2025) 7.1"]),  # the number after the date is still read
+])
+def test_values_written_as_clinicians_write_them(summary: str, wrong: list[str]) -> None:
+    assert check_values(summary, _WRITTEN) == wrong
+
+
+def test_a_results_number_after_a_date_meets_its_criterion() -> None:
+    from groundeval.tasks.summary.values import lab_verdict
+
+    a1c = {**_criterion("lab", ["Hemoglobin A1c/Hemoglobin.total in Blood"]), "values": [{"value": 6.35, "unit": "%"}]}
+    assert lab_verdict(a1c, "A1c (Mar 2025) 6.4.", strict=False)[0] is True
+    assert lab_verdict(a1c, "A1c (Mar 2025) 7.4.", strict=False)[0] is False

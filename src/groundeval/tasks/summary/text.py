@@ -11,6 +11,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from groundeval.tasks.summary.numbers import bound_before, rounds_to
+
 __all__ = [
     "CURRENT_WORDS",
     "ENDED_WORDS",
@@ -41,9 +43,17 @@ UNIT_ALIASES: dict[str, str] = {
     "mg": "mg", "mcg": "mcg", "ug": "mcg", "µg": "mcg", "g": "g", "kg": "kg", "cm": "cm", "ml": "ml",
     "unt/ml": "unt/ml", "units/ml": "unt/ml", "mg/ml": "mg/ml", "mg/g": "mg/g", "mg/actuat": "mg/actuat", "meq": "meq",
     "/min": "/min", "bpm": "/min", "beats/min": "/min", "g/dl": "g/dl", "pg/ml": "pg/ml", "ng/ml": "ng/ml",
+    "mcg/h": "mcg/h", "mcg/hr": "mcg/h", "mcg/hour": "mcg/h", "ug/h": "mcg/h", "ug/hr": "mcg/h", "µg/h": "mcg/h",
+    "µg/hr": "mcg/h", "mg/h": "mg/h", "mg/hr": "mg/h", "mg/d": "mg/d", "mg/day": "mg/d", "mg/24h": "mg/d",
+    "mg/24 h": "mg/d", "mg/24hr": "mg/d", "mg/24 hr": "mg/d", "mg/24 hours": "mg/d", "mcg/d": "mcg/d",
+    "mcg/day": "mcg/d", "mcg/24h": "mcg/d", "mcg/24 h": "mcg/d", "mcg/24hr": "mcg/d",
+    "°c": "cel", "° c": "cel", "℃": "cel", "degc": "cel", "deg c": "cel", "cel": "cel",
+    "°f": "[degf]", "° f": "[degf]", "℉": "[degf]", "degf": "[degf]", "deg f": "[degf]", "[degf]": "[degf]",
+    "mg/mg": "mg/mg",
 }
 """Unit spellings a summary may use -> one key per unit (lower case, UCUM-like). Units outside
-this table are not read as units: a number followed by one is not checked."""
+this table are not read as units: a number followed by one is not checked. A patch's rate
+(``25 mcg/h``, ``0.015 mg/24 h``) and a temperature (``37.5 °C``, ``99.4 °F``) are units."""
 
 ENDED_WORDS = ("stopped", "discontinued", "completed", "previous", "previously", "past", "former", "formerly",
                "no longer", "ended", "prior", "resolved", "history of", "historical", "healed", "off ")
@@ -87,6 +97,17 @@ _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, r
 _DENOMINATOR = (r"/\s*(?:\d|(?:m?g|mcg|ug|µg|kg|[mdµ]?l|min|h|hr|d|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*"
                 r"|m2|m²|mmol|units?|unt|vial|patch|inh\w*)(?![a-z]))")
 _VALUE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNIT_PATTERN})(?!\w)(?!{_DENOMINATOR})", re.IGNORECASE)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_SERIES = re.compile(rf"(?<![\w./\u2013-])(\d+(?:\.\d+)?(?:\s*[/\u2013-]\s*\d+(?:\.\d+)?)+)\s*({_UNIT_PATTERN})(?!\w)"
+                     rf"(?!{_DENOMINATOR})", re.IGNORECASE)
+"""Numbers sharing one unit: a combination's strengths (``5/325 mg``) or a range (``5.7-6.4 %``)."""
+_MASS = r"mg|mcg|ug|µg|g"
+_PAIR = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_MASS})\s*/\s*(\d+(?:\.\d+)?)\s*({_MASS})(?!\w)(?!{_DENOMINATOR})",
+                   re.IGNORECASE)
+"""Two strengths each with its unit: ``2 mg/0.5 mg`` (buprenorphine/naloxone)."""
+_PER_VOLUME = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_MASS}|units?|unt|meq)\s*/\s*(\d+(?:\.\d+)?)\s*ml(?!\w)",
+                         re.IGNORECASE)
+"""An amount in a volume: ``2.5 mg/3 mL`` (albuterol 0.83 mg/mL), ``150 mg/3 mL``."""
 _PRESSURE = re.compile(r"(?<![\w.])(\d{2,3})\s*/\s*(\d{2,3})\s*(mm\s?\[?hg\]?)", re.IGNORECASE)
 _WORD = re.compile(r"\S+")
 _HAS_WORD = re.compile(r"\w")
@@ -220,27 +241,47 @@ def _unit(raw: str) -> str:
 
 
 def stated_values(text: str) -> list[dict[str, Any]]:
-    """Every number the text states with a unit: ``{"text", "value", "unit", "decimals", "start", "end"}``.
+    """Every number the text states with a unit.
+
+    Returns:
+        ``{"text", "value", "unit", "decimals", "start", "end", "series", "per"}`` dicts in text
+        order: ``unit`` a key of ``UNIT_ALIASES``; ``series`` ``"/"`` or ``"-"`` for a number of a
+        series sharing one unit (``5/325 mg``, ``2 mg/0.5 mg``, ``5.7-6.4 %``), else ``""``;
+        ``per`` the volume in mL of an amount stated per volume (``2.5 mg/3 mL``: value 2.5,
+        unit ``mg``, per 3.0), else None.
 
     ``132/85 mmHg`` gives two values in ``mm[hg]``; a number followed by no unit of
     ``UNIT_ALIASES`` is not stated with a unit and is not returned, nor is one whose unit goes on
-    as a rate or concentration the table does not hold (``0.4 mg/spray``, ``5 mg/kg``); a strength
-    followed by the next ingredient (``hydrocodone 10 mg/APAP 300 mg``) is read (10 mg).
+    as a rate or concentration the table does not hold (``0.4 mg/spray``, ``5 mg/kg``), nor a
+    bound (``<5.7 %``, ``>= 90 mL/min``: ``numbers.bound_before``); a strength followed by the next
+    ingredient (``hydrocodone 10 mg/APAP 300 mg``) is read (10 mg).
     """
     out: list[dict[str, Any]] = []
     taken: list[tuple[int, int]] = []
-    for found in _PRESSURE.finditer(text):
-        taken.append(found.span())
-        for number in (found[1], found[2]):
-            out.append({"text": found[0], "value": float(number), "unit": "mm[hg]", "decimals": 0,
-                        "start": found.start(), "end": found.end()})
-    for found in _VALUE.finditer(text):
-        if any(a <= found.start() < b for a, b in taken):
-            continue
-        number = found[1]
-        decimals = len(number.partition(".")[2])
-        out.append({"text": found[0], "value": float(number), "unit": _unit(found[2]), "decimals": decimals,
-                    "start": found.start(), "end": found.end()})
+
+    def add(found: re.Match[str], number: str, unit: str, *, series: str = "", per: float | None = None) -> None:
+        out.append({"text": found[0], "value": float(number), "unit": unit, "decimals": len(number.partition(".")[2]),
+                    "start": found.start(), "end": found.end(), "series": series, "per": per})
+
+    for pattern in (_PRESSURE, _PER_VOLUME, _PAIR, _SERIES, _VALUE):
+        for found in pattern.finditer(text):
+            if any(a <= found.start() < b for a, b in taken) or bound_before(text, found.start()):
+                continue
+            taken.append(found.span())
+            if pattern is _PRESSURE:
+                for number in (found[1], found[2]):
+                    add(found, number, "mm[hg]")
+            elif pattern is _PER_VOLUME:
+                add(found, found[1], _unit(found[2]), per=float(found[3]))
+            elif pattern is _PAIR:
+                add(found, found[1], _unit(found[2]), series="/")
+                add(found, found[3], _unit(found[4]), series="/")
+            elif pattern is _SERIES:
+                sign = "/" if "/" in found[1] else "-"
+                for number in _NUMBER.findall(found[1]):
+                    add(found, number, _unit(found[2]), series=sign)
+            else:
+                add(found, found[1], _unit(found[2]))
     return sorted(out, key=lambda v: v["start"])
 
 
@@ -248,16 +289,12 @@ def value_matches(stated: Mapping[str, Any], record: Iterable[Mapping[str, Any]]
     """True when a record value has the stated unit and rounds to the stated number.
 
     ``record``: ``{"value", "unit"}`` dicts (``record.record_values``). A stated ``6.3 %`` matches a
-    recorded ``6.27 %`` (rounded to the stated decimals); ``6 %`` matches 6.27 too (0 decimals),
-    as a clinician would round.
+    recorded ``6.27 %`` (rounded to the stated decimals, ``numbers.rounds_to``); ``6 %`` matches
+    6.27 too (0 decimals), as a clinician would round.
     """
-    for item in record:
-        if _unit(str(item["unit"])) != stated["unit"]:
-            continue
-        value = float(item["value"])
-        if abs(round(value, int(stated["decimals"])) - float(stated["value"])) < 1e-9 or value == stated["value"]:
-            return True
-    return False
+    return any(_unit(str(item["unit"])) == stated["unit"]
+               and rounds_to(float(item["value"]), float(stated["value"]), int(stated["decimals"]))
+               for item in record)
 
 
 def any_contains(text: str, phrases: Sequence[str]) -> bool:

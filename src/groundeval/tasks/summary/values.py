@@ -17,6 +17,12 @@
   same unit, or after converting between UCUM units of one dimension (``terminology.ucum.convert``:
   0.3 mg is 300 mcg). A drug's values include what its concentration makes of them
   (``record.record_values``: 0.3 mg for 0.3 mL of 1 mg/mL, 1 % for 10 mg/mL).
+* **As clinicians write them.** Every number of a combination's series (``5/325 mg``,
+  ``2 mg/0.5 mg``) is compared with its product's strengths; a dash series of a single-ingredient
+  product or a result is a range, no value; ``2.5 mg/3 mL`` is the concentration times the volume; a
+  mass dose of a solution the record gives no volume of is not checked (``_solution_without_volume``);
+  a drug's strength is exact, a result's value rounds (``numbers.rounds_to``); dates and bounds are
+  no values (``numbers``); a temperature's ``F``/``C`` after its number converts.
 * **A result without a unit.** A number right after a result's name (``LDL 162``, ``A1c: 6.3``,
   ``BP 132/85``; a date is skipped) is that result's value: ``lab_verdict`` compares it with the
   criterion's values, and ``check_values`` with the result's record values, so a wrong number
@@ -29,6 +35,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from groundeval.tasks.summary.numbers import bound_before, mask_dates, rounds_to
 from groundeval.tasks.summary.reading import read
 from groundeval.tasks.summary.synonyms import brands_of, drug_words, spelling, variants
 from groundeval.tasks.summary.text import UNIT_ALIASES, stated_values
@@ -39,30 +46,44 @@ UCUM_OF: dict[str, str] = {
     "mg": "mg", "mcg": "ug", "g": "g", "kg": "kg", "ml": "mL", "mg/ml": "mg/mL", "mg/g": "mg/g", "unt/ml": "[U]/mL",
     "mg/dl": "mg/dL", "mmol/l": "mmol/L", "g/dl": "g/dL", "%": "%", "mm[hg]": "mm[Hg]", "kg/m2": "kg/m2",
     "cm": "cm", "/min": "/min", "pg/ml": "pg/mL", "ng/ml": "ng/mL", "mg/actuat": "mg/{actuat}", "meq": "meq",
-    "ml/min/{1.73_m2}": "mL/min/{1.73_m2}",
+    "ml/min/{1.73_m2}": "mL/min/{1.73_m2}", "mcg/h": "ug/h", "mg/h": "mg/h", "mg/d": "mg/d", "mcg/d": "ug/d",
+    "cel": "Cel", "[degf]": "[degF]", "mg/mg": "mg/mg",
 }
 """The units ``text.stated_values`` reads (its keys) -> UCUM codes, for conversion."""
 
 _AFTER_NAME = re.compile(
-    r"^[^0-9\n;.]{0,24}?(?<![\w<>\u2264\u2265-])(\d+(?:\.\d+)?)(?![\d+-])(?:\s*/\s*(\d+(?:\.\d+)?))?")
-"""A result's number right after its name; a bound is no value (``BMI 30+``, the name of SNOMED CT
-162864005 "Body mass index 30+ - obesity"; ``eGFR >90``)."""
-_DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/\d{1,2}/\d{2,4}")
+    r"^[^0-9\n;.]{0,24}?(?<![\w<>\u2264\u2265-])(\d+(?:\.\d+)?)(?!\.?\d)(?![+\u2013-])"
+    r"(?:\s*/\s*(\d+(?:\.\d+)?)(?!\.?\d))?")
+"""A result's number right after its name (dates masked: ``numbers.mask_dates``); a bound is no
+value (``BMI 30+``, the name of SNOMED CT 162864005 "Body mass index 30+ - obesity"; ``eGFR >90``),
+nor is a range (``A1c 5.7-6.4``)."""
+_DEGREES = re.compile(r"\s*°?\s*([CF])(?![A-Za-z])")
+"""A temperature's scale right after its number (``Oral temperature 101.1 F``)."""
+_PER_PERIOD = {"mg/h": "mg", "mcg/h": "mcg", "mg/d": "mg", "mcg/d": "mcg", "mg/actuat": "mg"}
+"""A strength per hour, per day or per actuation (keys of ``UNIT_ALIASES``) -> the amount of one
+period: a patch is named by what it delivers in an hour (``fentanyl 25 mcg`` for 25 mcg/h), a
+vaginal ring by a day's, a spray by one actuation's (``nitroglycerin 0.4 mg``)."""
+_MASSES = frozenset({"mg", "mcg", "g"})
 
 
 def _ucum(unit: str) -> str | None:
-    key = UNIT_ALIASES.get(" ".join(unit.lower().split()), unit.lower())
-    return UCUM_OF.get(key)
+    return UCUM_OF.get(_key(unit))
 
 
-def same_value(stated: float, decimals: int, unit: str, value: float, value_unit: str) -> bool:
+def same_value(stated: float, decimals: int, unit: str, value: float, value_unit: str, *, exact: bool = False) -> bool:
     """True when ``value`` (in ``value_unit``) rounds to ``stated`` (``decimals`` places) in ``unit``.
 
-    Units are compared as read (``UNIT_ALIASES``) or converted through UCUM (same dimension only).
+    Units are compared as read (``UNIT_ALIASES``) or converted through UCUM (same dimension only);
+    a mass is compared with a strength per hour, day or actuation as one period's amount
+    (``_PER_PERIOD``). Rounding: ``numbers.rounds_to``; with ``exact`` (a drug's strength: a
+    product is made in its strength, ``amlodipine 3 mg`` is not the 2.5 mg tablet) no rounding,
+    only a conversion's floating-point error (relative 1e-9).
     """
+    key, value_key = _key(unit), _key(value_unit)
+    if key in _MASSES and value_key in _PER_PERIOD:  # a patch's 25 mcg is its 25 mcg/h (_PER_PERIOD)
+        value_unit = value_key = _PER_PERIOD[value_key]
     source, target = _ucum(value_unit), _ucum(unit)
-    same = UNIT_ALIASES.get(value_unit.lower(), value_unit.lower()) == UNIT_ALIASES.get(unit.lower(), unit.lower())
-    if not same:
+    if key != value_key:
         if source is None or target is None:
             return False
         from groundeval.terminology.ucum import convert
@@ -71,7 +92,13 @@ def same_value(stated: float, decimals: int, unit: str, value: float, value_unit
         if converted is None:
             return False
         value = converted
-    return abs(round(value, decimals) - stated) < 1e-9 or abs(value - stated) < 1e-9
+    if exact:
+        return abs(value - stated) <= 1e-9 * max(1.0, abs(stated))
+    return rounds_to(value, stated, decimals)
+
+
+def _key(unit: str) -> str:
+    return UNIT_ALIASES.get(" ".join(unit.lower().split()), unit.lower())
 
 
 def _item_phrases(record: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
@@ -146,29 +173,80 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
         taken.append((start, int(stated["end"])))
         owners = _owners(summary, start, mentions)
         pool = [record[i] for m in owners for i in index[m.phrase]] if owners else list(record)
+        drug = bool(owners) and all(r.get("kind") == "drug" for r in pool)
         if pool and all(r.get("kind") != "drug" for r in pool):  # a result: its sentence's other results too
             pool += [record[i] for m in mentions if m.sentence_start == owners[0].sentence_start
                      for i in index[m.phrase] if record[i].get("kind") != "drug"] if owners else []
-        if not any(same_value(stated["value"], stated["decimals"], stated["unit"], float(r["value"]), str(r["unit"]))
-                   for r in pool):
+        if stated["series"]:
+            product = _products(pool, record) if drug else []
+            if stated["series"] == "-" and len({r["names"][0] for r in product if r.get("names")}) < 2:
+                continue  # a range (A1c 5.7-6.4 %, prednisone 5-10 mg), not a combination's strengths
+            pool += product  # a combination's strengths: its product's (oxycodone 5/325 mg)
+        if stated["per"] is not None:
+            held = any(_per_volume(stated, r) for r in pool)
+        else:
+            held = any(same_value(stated["value"], stated["decimals"], stated["unit"], float(r["value"]),
+                                  str(r["unit"]), exact=r.get("kind") == "drug") for r in pool)
+            if not held and drug and stated["unit"] in _MASSES and _solution_without_volume(pool, record):
+                continue  # a dose of a solution the record gives no volume of: nothing to convert it with
+        if not held:
             wrong.append((stated["text"], tuple(m.phrase for m in owners)))
+    masked = mask_dates(summary)
     for m in mentions:  # a result's number written without a unit
         values = [record[i] for i in index[m.phrase]]
         if not values or any(r.get("kind") == "drug" for r in values):
             continue
-        found = _AFTER_NAME.match(summary[m.end:])
-        if found is None or _DATE.match(summary[m.end + found.start(1):]):
+        found = _number_after(masked, m.end)
+        if found is None:
             continue
         at = m.end + found.start(1)
         if any(a <= at < b for a, b in taken):
             continue
         values = values + [record[i] for o in mentions if o.sentence_start == m.sentence_start
                            for i in index[o.phrase] if record[i].get("kind") != "drug"]
+        degrees = _DEGREES.match(masked, m.end + found.end())  # a temperature's scale: converted
         numbers = [n for n in found.groups() if n]
-        if not all(any(abs(round(float(r["value"]), len(n.partition(".")[2])) - float(n)) < 1e-9 for r in values)
+        if not all(any(same_value(float(n), len(n.partition(".")[2]), _SCALES[degrees[1]] if degrees
+                                  else str(r["unit"]), float(r["value"]), str(r["unit"])) for r in values)
                    for n in numbers):
             wrong.append((summary[m.start:m.end + found.end()].strip(), (m.phrase,)))
     return wrong
+
+
+_SCALES = {"C": "cel", "F": "[degf]"}
+
+
+def _number_after(masked: str, end: int) -> re.Match[str] | None:
+    """The number right after a result's name ending at ``end`` (``_AFTER_NAME``), or None for a bound."""
+    found = _AFTER_NAME.match(masked[end:])
+    if found is None or bound_before(masked, end + found.start(1)):
+        return None
+    return found
+
+
+def _products(pool: Sequence[Mapping[str, Any]], record: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Every value of the drug products ``pool``'s values belong to (all of a combination's ingredients)."""
+    products = {r.get("what") for r in pool}
+    return [r for r in record if r.get("kind") == "drug" and r.get("what") in products]
+
+
+def _per_volume(stated: Mapping[str, Any], value: Mapping[str, Any]) -> bool:
+    """True when ``value`` (a concentration) holds ``stated``'s amount in its volume (``2.5 mg/3 mL``: 0.83 mg/mL)."""
+    source, target = _ucum(str(value["unit"])), _ucum(str(stated["unit"]))
+    if source is None or target is None or "/" not in source:
+        return False
+    from groundeval.terminology.ucum import convert
+
+    concentration = convert(float(value["value"]), source, f"{target}/mL")
+    return concentration is not None and rounds_to(concentration * float(stated["per"]), float(stated["value"]),
+                                                   int(stated["decimals"]))
+
+
+def _solution_without_volume(pool: Sequence[Mapping[str, Any]], record: Sequence[Mapping[str, Any]]) -> bool:
+    """True when a product of ``pool`` is a concentration (``2 MG/ML``) the record gives no package volume of."""
+    product = _products(pool, record)
+    return (any(_key(str(r["unit"])).endswith("/ml") for r in product)
+            and not any(_key(str(r["unit"])) == "ml" for r in product))
 
 
 def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> tuple[bool | None, str]:
@@ -183,11 +261,12 @@ def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> 
     phrases = [spelling(n) for n in names] if strict else [v for n in names for v in variants(n, drug=False)]
     wanted = [(float(v["value"]), str(v["unit"])) for v in criterion["values"]]
     seen_wrong = None
+    masked = mask_dates(summary)
     for m in read(summary, phrases):
         if m.status == "negated" or (m.status == "hedged" and not m.collective):
             continue  # a list qualified as a whole gives no status, but a result's number is still its value
-        found = _AFTER_NAME.match(summary[m.end:])
-        if found is None or _DATE.match(summary[m.end + found.start(1):]):
+        found = _number_after(masked, m.end)
+        if found is None:
             continue
         numbers = [n for n in found.groups() if n]
         unit_text = summary[m.end + found.end():m.end + found.end() + 16]
