@@ -348,6 +348,7 @@ def test_another_brand_of_the_same_ingredients_is_another_product() -> None:
     unbranded = _criterion("medication", ["Warfarin Sodium"])
     assert _decided(unbranded, "Coumadin 5 mg daily.") is True  # an unbranded product: any brand of it names it
 
+
 # Values written the way clinicians write them (one case per kind; each was called invented or left
 # unread before): combination strengths, amounts per volume, patch rates, temperatures, percentages
 # of a gel, dates, bounds and ranges beside a result, ISO 80000-1 rounding.
