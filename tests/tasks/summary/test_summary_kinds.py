@@ -329,3 +329,16 @@ def test_a_problem_oriented_entry_heads_only_its_own_line() -> None:
                "# Coronary heart disease since 2017: simvastatin 20 mg.")
     assert _status(summary, "coronary heart disease") == ["current"]
     assert _status("## Stopped\n- alteplase 100 mg", "alteplase") == ["ended"]  # a heading still heads
+
+
+def test_allergy_medications_are_drugs_taken_not_allergies() -> None:
+    summary = "Allergy-type meds: EpiPen 0.3mg PRN, fexofenadine 60 PRN."
+    assert _decided(_criterion("medication", ["Fexofenadine hydrochloride"]), summary) is True
+    assert [m.allergy for m in read(summary, ["epipen"])] == [False]
+    assert [m.allergy for m in read("Allergies: penicillin.", ["penicillin"])] == [True]
+
+
+@pytest.mark.parametrize("summary", ["HTN -> HCTZ25 daily.", "On HCTZ12.5mg.", "hctz25"])
+def test_a_drug_name_glued_to_its_strength_is_named(summary: str) -> None:
+    assert _decided(_criterion("medication", ["Hydrochlorothiazide"]), summary) is True
+    assert _status("HbA1c 6.1%", "hb") == []  # a number inside a name is no strength

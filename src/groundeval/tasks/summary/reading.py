@@ -128,8 +128,15 @@ def _word_pattern(word: str) -> str:
 
 
 def _finder(phrase: str) -> re.Pattern[str]:
+    """Whole words of ``phrase``; a name ending in a letter may run into its number (``HCTZ25``).
+
+    Clinicians glue a strength to a drug name in shorthand (``HCTZ25``, ``simvastatin20``): the
+    number is not part of the name, so it does not hide it (``a1c`` is still no ``a``).
+    """
     words = [_word_pattern(w) for w in normalise(phrase).split()]
-    return re.compile(r"(?<![0-9a-z%])" + r"[^0-9a-z%]+".join(words) + r"(?![0-9a-z%])")
+    after = r"(?![0-9a-z%])" if words[-1][-1:].isdigit() else (
+        r"(?![a-z%])(?!\d+(?:\.\d+)?(?!\.?\d)(?!(?:mg|mcg|ml|g)?(?![a-z])))")
+    return re.compile(r"(?<![0-9a-z%])" + r"[^0-9a-z%]+".join(words) + after)
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -321,6 +328,26 @@ def _own_lead_in(sentence: str, offset: int) -> str:
     return sentence[:cuts[-1].start()] if cuts else ""
 
 
+_ALLERGY_DRUGS = re.compile(
+    r"(?:anti-?\s*)?allerg\w*(?:[-\s]+(?:type|related|relief))?[-\s]+"
+    r"(?:meds?|medications?|medicines?|drugs?|treatments?|therapy|tablets?|rx)(?![a-z])")
+
+
+def _allergic(text: str) -> bool:
+    """True when ``text`` holds a word starting ``allerg`` that states an allergy.
+
+    ``Allergy-type meds: EpiPen, fexofenadine`` and ``allergy medication`` name a class of drugs
+    (what the patient takes for an allergy), not an allergy to them.
+    """
+    return "allerg" in _ALLERGY_DRUGS.sub(" ", text.lower())
+
+
+def _allergy_line(sentence: str) -> bool:
+    """True when ``sentence`` opens with a word starting ``allerg`` that is not a drug class (``_allergic``)."""
+    low = sentence.lstrip(" -*•").lower()
+    return low.startswith("allerg") and not _ALLERGY_DRUGS.match(low)
+
+
 @functools.lru_cache(maxsize=256)
 def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
     plain = markup_free(summary)
@@ -362,8 +389,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
             section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
         clause = _clause_at(plain[s0:start] + " " * (end - start) + plain[end:s1], start - s0)
-        allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
-                   or sentence.lstrip(" -*•").lower().startswith("allerg"))
+        allergy = (_allergic(clause + " " + lead + " " + own) or section in ("allergies", "allergy")
+                   or _allergy_line(sentence))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
                         or _bullet_status(summary[line0:s1], start - line0, end - line0))
