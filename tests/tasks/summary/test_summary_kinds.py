@@ -342,3 +342,25 @@ def test_allergy_medications_are_drugs_taken_not_allergies() -> None:
 def test_a_drug_name_glued_to_its_strength_is_named(summary: str) -> None:
     assert _decided(_criterion("medication", ["Hydrochlorothiazide"]), summary) is True
     assert _status("HbA1c 6.1%", "hb") == []  # a number inside a name is no strength
+
+
+@pytest.mark.parametrize("summary", ["Sprain resolved; Tylenol 325 d/c'd.", "Tylenol 325 dc'd.",
+                                     "Tylenol courses done."])
+def test_a_shorthand_status_after_its_item_ends_it(summary: str) -> None:
+    stopped = _criterion("stopped_medication", ["Acetaminophen"], kind="must_not_state")
+    assert _decided(stopped, summary) is False
+    assert _decided(stopped, "Tylenol 325 PRN.") is True
+
+
+@pytest.mark.parametrize("summary", ["38M, no active dx.", "dx: none active", "Dx: nil."])
+def test_dx_is_a_diagnosis_for_no_active_diagnosis(summary: str) -> None:
+    assert _decided(_criterion("no_condition", []), summary) is True
+    assert _decided(_criterion("no_condition", []), "Dx: hypertension.") is False
+
+
+def test_a_one_line_field_list_reads_each_field_apart() -> None:
+    summary = "38yo M | dx: none active | meds: hydrocodone 5/APAP 300 q4-6h | allergies: none"
+    assert _status(summary, "hydrocodone") == ["current"]
+    assert _status(summary.replace(" | meds:", ", no meds:"), "hydrocodone") == ["negated"]
+    table = "| Drug | Current? |\n|---|---|\n| Hydrocodone | no |"
+    assert _status(table, "hydrocodone") == ["ended"]  # a table's row is still one item

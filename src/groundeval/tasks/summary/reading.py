@@ -348,9 +348,31 @@ def _allergy_line(sentence: str) -> bool:
     return low.startswith("allerg") and not _ALLERGY_DRUGS.match(low)
 
 
+_FIELD_BAR = re.compile(r"(?<=\S)\s*\|(?=\s)")
+
+
+def _fields(summary: str) -> str:
+    """``summary`` with the bars of a one-line field list (``38M | dx: none | meds: x``) read as ``;``.
+
+    A bar in a line that is not part of a table (no line next to it holds a bar, and it does not
+    open with one) separates fields, each its own sentence: "dx: none" does not negate the
+    "meds: ..." field after it. A table's row stays one sentence (its cells are one item's).
+    Same length as ``summary``.
+    """
+    lines = summary.split("\n")
+    barred = ["|" in line for line in lines]
+    out = []
+    for i, line in enumerate(lines):
+        alone = not (i and barred[i - 1]) and not (i + 1 < len(lines) and barred[i + 1])
+        if barred[i] and alone and not line.lstrip().startswith("|"):
+            line = _FIELD_BAR.sub(lambda m: m[0][:-1] + ";", line)
+        out.append(line)
+    return "\n".join(out)
+
+
 @functools.lru_cache(maxsize=256)
 def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
-    plain = markup_free(summary)
+    plain = markup_free(_fields(summary))
     low = plain.lower()
     found: list[tuple[str, int, int]] = []
     for phrase in phrases:

@@ -57,6 +57,9 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # complete", "- done", "not current", "one-off", "self-limiting", "recovered", "was prescribed").
     ("course complete", "HISTORICAL", "BACKWARD"), ("course done", "HISTORICAL", "BACKWARD"),
     ("course over", "HISTORICAL", "BACKWARD"), ("- done", "HISTORICAL", "BACKWARD"),
+    ("courses done", "HISTORICAL", "BACKWARD"), ("courses complete", "HISTORICAL", "BACKWARD"),
+    ("courses over", "HISTORICAL", "BACKWARD"), ("d/c'd", "HISTORICAL", "BACKWARD"),
+    ("dc'd", "HISTORICAL", "BACKWARD"), ("d/ced", "HISTORICAL", "BACKWARD"),
     ("short course", "HISTORICAL", "BIDIRECTIONAL"),
     ("not current", "HISTORICAL", "BIDIRECTIONAL"), ("not active", "HISTORICAL", "BIDIRECTIONAL"),
     ("no longer current", "HISTORICAL", "BIDIRECTIONAL"), ("no longer active", "HISTORICAL", "BIDIRECTIONAL"),
