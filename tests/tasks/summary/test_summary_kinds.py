@@ -364,3 +364,16 @@ def test_a_one_line_field_list_reads_each_field_apart() -> None:
     assert _status(summary.replace(" | meds:", ", no meds:"), "hydrocodone") == ["negated"]
     table = "| Drug | Current? |\n|---|---|\n| Hydrocodone | no |"
     assert _status(table, "hydrocodone") == ["ended"]  # a table's row is still one item
+
+
+def test_a_relative_clause_ends_a_negation() -> None:
+    summary = "Back pain is recorded as a finding rather than a diagnosis, for which he takes Norco daily."
+    assert _decided(_criterion("medication", ["Acetaminophen", "Hydrocodone Bitartrate"]), summary) is True
+    assert _status("Findings rather than Norco.", "norco") == ["negated"]
+
+
+@pytest.mark.parametrize("schedule", ["taken every four to six hours", "used twice daily", "taken as needed"])
+def test_a_participle_with_a_schedule_is_a_dose_not_a_status(schedule: str) -> None:
+    summary = f"His analgesia is a combination tablet of hydrocodone 5 mg and paracetamol 300 mg, {schedule}."
+    assert _status(summary, "hydrocodone") == ["current"]
+    assert _status("His analgesia was hydrocodone 5 mg, taken 2015.", "hydrocodone") == ["ended"]

@@ -38,6 +38,10 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("no longer on", "HISTORICAL", "FORWARD"), ("no longer taking", "HISTORICAL", "FORWARD"),
     ("off", "HISTORICAL", "FORWARD"), ("not on", "NEGATED_EXISTENCE", "FORWARD"),
     ("not taking", "NEGATED_EXISTENCE", "FORWARD"),
+    # A relative clause ends a negation's scope ("findings rather than diagnoses, for which he
+    # takes Norco"): it states something new of what the negated phrase named, as ConText's own
+    # termination terms ("but", "however", "except") end a negation at a new clause.
+    ("which", "NEGATED_EXISTENCE", "TERMINATE"),
     # Past events in the patient's own words of a handoff (ConText's temporality "historical":
     # Harkema et al. 2009, section 2.2: a condition that occurred in the past; the clinical
     # shorthand "s/p" and "status post" is ConText's own trigger in its 2009 lexicon).
