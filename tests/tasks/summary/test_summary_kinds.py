@@ -377,3 +377,4 @@ def test_a_participle_with_a_schedule_is_a_dose_not_a_status(schedule: str) -> N
     summary = f"His analgesia is a combination tablet of hydrocodone 5 mg and paracetamol 300 mg, {schedule}."
     assert _status(summary, "hydrocodone") == ["current"]
     assert _status("His analgesia was hydrocodone 5 mg, taken 2015.", "hydrocodone") == ["ended"]
+    assert _status("Alteplase 100 mg, given once in 2018.", "alteplase") == ["ended"]  # a single dose

@@ -245,8 +245,9 @@ _STATUS_CLAUSE = re.compile(
     r"^\s*(?:now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+|since\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|inactive|expired|d/c'?d|dc'?d"
     r"|given|administered|used|taken)"
-    r"(?![a-z])(?!\s+(?:every|each|once|twice|daily|nightly|weekly|regularly|as needed|as required|when needed"
-    r"|prn|bid|tid|qid|qd|q\d|at night|in the morning|up to)(?![a-z]))[^,]*$", re.IGNORECASE)
+    r"(?![a-z])(?!\s+(?:every|each|once\s+(?:a\s+)?(?:day|daily|weekly|week|nightly)|twice|daily|nightly|weekly"
+    r"|regularly|as needed|as required|when needed|prn|bid|tid|qid|qd|q\d|at night|in the morning|up to)(?![a-z]))"
+    r"[^,]*$", re.IGNORECASE)
 """A bare ended status (a past participle, after an optional auxiliary). A participle followed by a
 schedule ("taken every four to six hours", "used twice daily") is a dosing instruction, not a status."""
 
