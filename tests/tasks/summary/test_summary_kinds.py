@@ -378,3 +378,18 @@ def test_a_participle_with_a_schedule_is_a_dose_not_a_status(schedule: str) -> N
     assert _status(summary, "hydrocodone") == ["current"]
     assert _status("His analgesia was hydrocodone 5 mg, taken 2015.", "hydrocodone") == ["ended"]
     assert _status("Alteplase 100 mg, given once in 2018.", "alteplase") == ["ended"]  # a single dose
+
+
+@pytest.mark.parametrize("summary", [
+    "Several short illnesses have all settled: gingivitis, streptococcal sore throat, and a sinusitis.",
+    "Streptococcal sore throat settled.", "Streptococcal sore throat got better.",
+])
+def test_settled_and_got_better_end_a_problem(summary: str) -> None:
+    assert _decided(RESOLVED, summary) is False
+    assert _decided(RESOLVED, "Streptococcal sore throat, gingivitis.") is True
+
+
+@pytest.mark.parametrize("summary", ["DHx: GTN spray 0.4mg/dose PRN.", "Glyceryl trinitrate spray PRN."])
+def test_glyceryl_trinitrate_names_nitroglycerin(summary: str) -> None:
+    assert _decided(_criterion("medication", ["Nitroglycerin"]), summary) is True
+    assert _decided(_criterion("medication", ["Nitroglycerin"]), "Isosorbide mononitrate.") is False

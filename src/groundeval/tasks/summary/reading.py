@@ -165,7 +165,7 @@ _SENTENCE_ENDED = re.compile(
     r"|remote|old|former|earlier|historical|historic|inactive|background)(?![a-z])")
 _DISTRIBUTIVE = re.compile(
     r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
-    r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|over|in the past)"
+    r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|settled|over|in the past)"
     r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*"
     r"(?:active|current|ongoing))(?![a-z])")
 _YEAR = re.compile(r"(?<![\d/.])(?:(?:19|20)\d{2}\s*[-\u2013]\s*(?:19|20)\d{2}|(?<!\d-)(?:19|20)\d{2}(?![\d/]|-\d))")
@@ -177,7 +177,7 @@ _LEAD_ENDED = re.compile(
     r"(?<![a-z])(?:(?<!-)old|prev|d/c'?d|dc'?d|historical|historic|history|hx|inactive|not active|not current"
     r"|not ongoing|one-off|one-time"
     r"|no longer|background|earlier|former|remote"
-    r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
+    r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?|settled|got better)(?![a-z])")
 
 
 _PROBLEM_LINE = re.compile(r"^\s*#{1,6}\s*[^:#\n]+:\s*\S")
