@@ -393,3 +393,11 @@ def test_settled_and_got_better_end_a_problem(summary: str) -> None:
 def test_glyceryl_trinitrate_names_nitroglycerin(summary: str) -> None:
     assert _decided(_criterion("medication", ["Nitroglycerin"]), summary) is True
     assert _decided(_criterion("medication", ["Nitroglycerin"]), "Isosorbide mononitrate.") is False
+
+
+def test_a_tables_end_column_ends_its_row() -> None:
+    summary = ("Drug | Since | Until\nWarfarin 5 mg | 1995-09 | - (active)\n"
+               "Penicillin V 500 mg | 2012-01-02 | 2012-01-12\nAcetaminophen 325 mg tab, PRN | 2019-04-17 | stopped")
+    assert _decided(STOPPED | {"names": ["Penicillin V"]}, summary) is False
+    assert _decided(_criterion("stopped_medication", ["Acetaminophen"], kind="must_not_state"), summary) is False
+    assert _status(summary, "warfarin") == ["current"]

@@ -296,7 +296,8 @@ def _table_status(text: str, at: int) -> str | None:
 
     A row is read against the first row of its table: a column headed ``current``, ``active``,
     ``current?``, ``active?`` or ``on it?`` holding ``yes``/``no`` (or a tick) gives the row's item
-    that status.
+    that status; so does an end column (``Until``, ``End date``, ``Stopped``: ``_END_COLUMNS``)
+    holding a date or an ended word (ended) or a dash or current word (current).
     """
     line0 = text.rfind("\n", 0, at) + 1
     line1 = text.find("\n", at)
@@ -320,7 +321,19 @@ def _table_status(text: str, at: int) -> str | None:
                 return "ended"
             if cell in _YES:
                 return "current"
+        if name in _END_COLUMNS:
+            if re.search(r"\d", cell) or _STATUS_WORD.search(cell):
+                return "ended"
+            if not cell.strip(" -\u2013\u2014()") or current_label(cell) or cell.strip(" -\u2013\u2014()") in (
+                    "present", "now", "ongoing", "n/a", "na", "none"):
+                return "current"
     return None
+
+
+_END_COLUMNS = frozenset({"until", "to", "end", "ended", "end date", "stopped", "stop date", "date stopped",
+                          "date ended", "resolved", "date resolved", "resolved on", "stopped on", "ended on"})
+"""Table columns that give an item's end: a date or an ended word there ends the row's item; a
+dash, "-(active)" or "ongoing" keeps it current (``| Viral sinusitis | 2014-03-26 | 2014-04-09 |``)."""
 
 
 def _own_lead_in(sentence: str, offset: int) -> str:
