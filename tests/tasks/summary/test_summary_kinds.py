@@ -401,3 +401,10 @@ def test_a_tables_end_column_ends_its_row() -> None:
     assert _decided(STOPPED | {"names": ["Penicillin V"]}, summary) is False
     assert _decided(_criterion("stopped_medication", ["Acetaminophen"], kind="must_not_state"), summary) is False
     assert _status(summary, "warfarin") == ["current"]
+
+
+def test_a_year_in_a_problems_lead_in_dates_the_problem_not_its_plan() -> None:
+    summary = "# Hypertension (1929): hydrochlorothiazide 25 mg.\n# Atrial fibrillation (1991): warfarin 5 mg."
+    assert _decided(_criterion("medication", ["Hydrochlorothiazide"]), summary) is True
+    assert _status(summary, "warfarin") == ["current"]
+    assert _status("2012: penicillin V course.", "penicillin v") == ["ended"]  # a date-only lead-in still dates

@@ -387,6 +387,21 @@ def _fields(summary: str) -> str:
     return "\n".join(out)
 
 
+def _past_lead_in(clause: str, offset: int) -> str:
+    """``clause`` without a named lead-in before ``offset`` (``Hypertension (1929): hydrochlorothiazide``).
+
+    A year in the lead-in dates what the lead-in names (a problem-oriented entry's problem, Weed
+    1968), not the plan after its colon; a lead-in that is only a date ("2012: amoxicillin") still
+    dates its items. ``clause`` is cut from its sentence at commas (``_clause_at``) and ``offset``
+    is the item's offset in it.
+    """
+    before = clause[:max(0, min(offset, len(clause)))]
+    colon = before.rfind(":")
+    if colon < 0 or not re.search(r"[a-z]{3}", _YEAR.sub(" ", before[:colon].lower())):
+        return clause
+    return clause[colon + 1:]
+
+
 @functools.lru_cache(maxsize=256)
 def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
     plain = markup_free(_fields(summary))
@@ -443,7 +458,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
                       or bool(_LEAD_ENDED.search(governing.lower()))) if governing else False
         low_sentence = " ".join(sentence.lstrip(" -*•").lower().split())
         sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
-        low_clause = " ".join(clause.lower().split())
+        at_clause = start - s0 - (plain[s0:start].rfind(",") + 1)  # the item's offset in its clause
+        low_clause = " ".join(_past_lead_in(clause, at_clause).lower().split())
         listed_current = section in ("medications", "current", "problem_list") or bool(
             governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
         bracket = _BRACKET_AFTER.match(plain, end)  # "acetaminophen 325 mg (sprain, 2019)": its own bracket
