@@ -408,3 +408,10 @@ def test_a_year_in_a_problems_lead_in_dates_the_problem_not_its_plan() -> None:
     assert _decided(_criterion("medication", ["Hydrochlorothiazide"]), summary) is True
     assert _status(summary, "warfarin") == ["current"]
     assert _status("2012: penicillin V course.", "penicillin v") == ["ended"]  # a date-only lead-in still dates
+
+
+@pytest.mark.parametrize("summary", ["Penicillin V 500 mg, prescribed in 2012 for a sore throat, has been stopped.",
+                                     "Penicillin V, for strep, on 2012-01-02, was discontinued."])
+def test_an_ended_predicate_after_an_aside_ends_the_subject(summary: str) -> None:
+    assert _decided(STOPPED, summary) is False
+    assert _decided(STOPPED, "Warfarin, penicillin V 500 mg, and digoxin, which has been stopped.") is True

@@ -267,6 +267,24 @@ def _trailing_status(sentence: str, offset: int) -> bool:
     return bool(_STATUS_CLAUSE.match((following if nxt == -1 else following[:nxt]).rstrip(" .;)")))
 
 
+_PREDICATE = re.compile(
+    r"^\s*(?:has|have|had)\s+(?:since\s+|now\s+|also\s+)?been\s+(?:since\s+|now\s+)?"
+    r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|withdrawn|ceased)(?![a-z])[^,]*$"
+    r"|^\s*(?:was|were)\s+(?:since\s+|then\s+|later\s+|subsequently\s+)?"
+    r"(?:stopped|discontinued|completed|withdrawn|ceased)(?![a-z])[^,]*$", re.IGNORECASE)
+
+
+def _predicate_status(sentence: str, offset: int) -> bool:
+    """True when the item at ``offset`` opens the sentence and its last clause is an ended predicate.
+
+    ``Alteplase 100 mg, prescribed in December 2018, has been stopped``: the clauses between a
+    subject and its verb are asides, so an auxiliary with an ended participle closing the
+    sentence ("has been stopped", "was discontinued") speaks of the item in its first clause.
+    """
+    parts = sentence.rstrip(" .;").split(",")
+    return len(parts) > 2 and offset < len(parts[0]) and bool(_PREDICATE.match(parts[-1]))
+
+
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+")
 _STATUS_WORD = re.compile(
     r"(?<![a-z])(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|expired|d/c'?d|dc'?d)(?![a-z])")
@@ -447,6 +465,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
                    or _allergy_line(sentence))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
+                        or _predicate_status(plain[s0:s1], start - s0)
                         or _bullet_status(summary[line0:s1], start - line0, end - line0))
         # A collective qualifier gives no item a status, but an item that states its own in its own
         # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
