@@ -415,3 +415,10 @@ def test_a_year_in_a_problems_lead_in_dates_the_problem_not_its_plan() -> None:
 def test_an_ended_predicate_after_an_aside_ends_the_subject(summary: str) -> None:
     assert _decided(STOPPED, summary) is False
     assert _decided(STOPPED, "Warfarin, penicillin V 500 mg, and digoxin, which has been stopped.") is True
+
+
+@pytest.mark.parametrize("summary", ["Pharyngitis x2, streptococcal sore throat, gingival dz - resolved.",
+                                     "Streptococcal sore throat, gingivitis \u2013 all resolved."])
+def test_a_status_after_a_dash_ends_the_whole_list(summary: str) -> None:
+    assert _decided(RESOLVED, summary) is False
+    assert _decided(RESOLVED, "Streptococcal sore throat, gingivitis, resolved.") is True  # a bare clause: the last

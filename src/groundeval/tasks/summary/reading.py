@@ -285,6 +285,23 @@ def _predicate_status(sentence: str, offset: int) -> bool:
     return len(parts) > 2 and offset < len(parts[0]) and bool(_PREDICATE.match(parts[-1]))
 
 
+_LEAD_OUT = re.compile(
+    r"\s[-\u2013\u2014]+\s*(?:all\s+|both\s+|each\s+|now\s+)?"
+    r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|settled|inactive|d/c'?d|dc'?d)"
+    r"(?![a-z])[^,;:]*$", re.IGNORECASE)
+
+
+def _list_status(sentence: str, offset: int) -> bool:
+    """True when the sentence is a list whose status follows it after a spaced dash.
+
+    ``Pharyngitis x2, gingivitis, gingival dz - resolved``: a status set off by a dash at the end
+    of a list speaks of the whole list (a lead-in turned round), unlike a bare status clause
+    (``lisinopril, metformin stopped`` ends metformin only, ``_trailing_status``).
+    """
+    found = _LEAD_OUT.search(sentence.rstrip(" .;"))
+    return found is not None and offset < found.start()
+
+
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+")
 _STATUS_WORD = re.compile(
     r"(?<![a-z])(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|expired|d/c'?d|dc'?d)(?![a-z])")
@@ -465,7 +482,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
                    or _allergy_line(sentence))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
-                        or _predicate_status(plain[s0:s1], start - s0)
+                        or _predicate_status(plain[s0:s1], start - s0) or _list_status(plain[s0:s1], start - s0)
                         or _bullet_status(summary[line0:s1], start - line0, end - line0))
         # A collective qualifier gives no item a status, but an item that states its own in its own
         # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
