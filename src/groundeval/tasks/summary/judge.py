@@ -248,7 +248,8 @@ significant past medical history", "not on any medication"), or before a "none"/
 "Medications: none"), say that no diagnosis (medication) is recorded ("dx" is the clinical
 abbreviation of diagnosis: UMLS SPECIALIST Lexicon, LRABR). For diagnoses, a negation followed by
 a named problem ("No appendicitis, no gingival disease") says nothing of the class: the noun must come
-within three words of the negation, with only qualifiers between (``none_stated``); for medications a negation and a noun anywhere in one sentence still count."""
+within three words of the negation, with only qualifiers between (``none_stated``); for medications a
+negation and a noun anywhere in one sentence still count."""
 
 _QUALIFIERS = (r"(?:(?:active|current|chronic|significant|known|other|ongoing|recorded|documented|relevant|major"
                r"|medical|past|regular|any|further|long term|longstanding)\s+(?:(?:or|and)\s+)?){0,3}")
