@@ -398,3 +398,96 @@ def test_a_results_number_after_a_date_meets_its_criterion() -> None:
     a1c = {**_criterion("lab", ["Hemoglobin A1c/Hemoglobin.total in Blood"]), "values": [{"value": 6.35, "unit": "%"}]}
     assert lab_verdict(a1c, "A1c (Mar 2025) 6.4.", strict=False)[0] is True
     assert lab_verdict(a1c, "A1c (Mar 2025) 7.4.", strict=False)[0] is False
+
+
+def test_allergy_medications_are_drugs_taken_not_allergies() -> None:
+    summary = "Allergy-type meds: EpiPen 0.3mg PRN, fexofenadine 60 PRN."
+    assert _decided(_criterion("medication", ["Fexofenadine hydrochloride"]), summary) is True
+    assert [m.allergy for m in read(summary, ["epipen"])] == [False]
+    assert [m.allergy for m in read("Allergies: penicillin.", ["penicillin"])] == [True]
+
+
+@pytest.mark.parametrize("summary", ["HTN -> HCTZ25 daily.", "On HCTZ12.5mg.", "hctz25"])
+def test_a_drug_name_glued_to_its_strength_is_named(summary: str) -> None:
+    assert _decided(_criterion("medication", ["Hydrochlorothiazide"]), summary) is True
+    assert _status("HbA1c 6.1%", "hb") == []  # a number inside a name is no strength
+
+
+@pytest.mark.parametrize("summary", ["Sprain resolved; Tylenol 325 d/c'd.", "Tylenol 325 dc'd.",
+                                     "Tylenol courses done."])
+def test_a_shorthand_status_after_its_item_ends_it(summary: str) -> None:
+    stopped = _criterion("stopped_medication", ["Acetaminophen"], kind="must_not_state")
+    assert _decided(stopped, summary) is False
+    assert _decided(stopped, "Tylenol 325 PRN.") is True
+
+
+@pytest.mark.parametrize("summary", ["38M, no active dx.", "dx: none active", "Dx: nil."])
+def test_dx_is_a_diagnosis_for_no_active_diagnosis(summary: str) -> None:
+    assert _decided(_criterion("no_condition", []), summary) is True
+    assert _decided(_criterion("no_condition", []), "Dx: hypertension.") is False
+
+
+def test_a_one_line_field_list_reads_each_field_apart() -> None:
+    summary = "38yo M | dx: none active | meds: hydrocodone 5/APAP 300 q4-6h | allergies: none"
+    assert _status(summary, "hydrocodone") == ["current"]
+    assert _status(summary.replace(" | meds:", ", no meds:"), "hydrocodone") == ["negated"]
+    table = "| Drug | Current? |\n|---|---|\n| Hydrocodone | no |"
+    assert _status(table, "hydrocodone") == ["ended"]  # a table's row is still one item
+
+
+def test_a_relative_clause_ends_a_negation() -> None:
+    summary = "Back pain is recorded as a finding rather than a diagnosis, for which he takes Norco daily."
+    assert _decided(_criterion("medication", ["Acetaminophen", "Hydrocodone Bitartrate"]), summary) is True
+    assert _status("Findings rather than Norco.", "norco") == ["negated"]
+
+
+@pytest.mark.parametrize("schedule", ["taken every four to six hours", "used twice daily", "taken as needed"])
+def test_a_participle_with_a_schedule_is_a_dose_not_a_status(schedule: str) -> None:
+    summary = f"His analgesia is a combination tablet of hydrocodone 5 mg and paracetamol 300 mg, {schedule}."
+    assert _status(summary, "hydrocodone") == ["current"]
+    assert _status("His analgesia was hydrocodone 5 mg, taken 2015.", "hydrocodone") == ["ended"]
+    assert _status("Alteplase 100 mg, given once in 2018.", "alteplase") == ["ended"]  # a single dose
+
+
+@pytest.mark.parametrize("summary", [
+    "Several short illnesses have all settled: gingivitis, streptococcal sore throat, and a sinusitis.",
+    "Streptococcal sore throat settled.", "Streptococcal sore throat got better.",
+])
+def test_settled_and_got_better_end_a_problem(summary: str) -> None:
+    assert _decided(RESOLVED, summary) is False
+    assert _decided(RESOLVED, "Streptococcal sore throat, gingivitis.") is True
+
+
+@pytest.mark.parametrize("summary", ["DHx: GTN spray 0.4mg/dose PRN.", "Glyceryl trinitrate spray PRN."])
+def test_glyceryl_trinitrate_names_nitroglycerin(summary: str) -> None:
+    assert _decided(_criterion("medication", ["Nitroglycerin"]), summary) is True
+    assert _decided(_criterion("medication", ["Nitroglycerin"]), "Isosorbide mononitrate.") is False
+
+
+def test_a_tables_end_column_ends_its_row() -> None:
+    summary = ("Drug | Since | Until\nWarfarin 5 mg | 1995-09 | - (active)\n"
+               "Penicillin V 500 mg | 2012-01-02 | 2012-01-12\nAcetaminophen 325 mg tab, PRN | 2019-04-17 | stopped")
+    assert _decided(STOPPED | {"names": ["Penicillin V"]}, summary) is False
+    assert _decided(_criterion("stopped_medication", ["Acetaminophen"], kind="must_not_state"), summary) is False
+    assert _status(summary, "warfarin") == ["current"]
+
+
+def test_a_year_in_a_problems_lead_in_dates_the_problem_not_its_plan() -> None:
+    summary = "# Hypertension (1929): hydrochlorothiazide 25 mg.\n# Atrial fibrillation (1991): warfarin 5 mg."
+    assert _decided(_criterion("medication", ["Hydrochlorothiazide"]), summary) is True
+    assert _status(summary, "warfarin") == ["current"]
+    assert _status("2012: penicillin V course.", "penicillin v") == ["ended"]  # a date-only lead-in still dates
+
+
+@pytest.mark.parametrize("summary", ["Penicillin V 500 mg, prescribed in 2012 for a sore throat, has been stopped.",
+                                     "Penicillin V, for strep, on 2012-01-02, was discontinued."])
+def test_an_ended_predicate_after_an_aside_ends_the_subject(summary: str) -> None:
+    assert _decided(STOPPED, summary) is False
+    assert _decided(STOPPED, "Warfarin, penicillin V 500 mg, and digoxin, which has been stopped.") is True
+
+
+@pytest.mark.parametrize("summary", ["Pharyngitis x2, streptococcal sore throat, gingival dz - resolved.",
+                                     "Streptococcal sore throat, gingivitis \u2013 all resolved."])
+def test_a_status_after_a_dash_ends_the_whole_list(summary: str) -> None:
+    assert _decided(RESOLVED, summary) is False
+    assert _decided(RESOLVED, "Streptococcal sore throat, gingivitis, resolved.") is True  # a bare clause: the last

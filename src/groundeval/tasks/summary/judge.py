@@ -240,15 +240,16 @@ def question(judge: Judge, criterion: Mapping[str, Any], summary: str, *, label:
 
 NONE_NOUNS: dict[str, tuple[str, ...]] = {
     "no_condition": ("problem", "diagnos", "condition", "disorder", "disease", "issue", "illness",
-                     "medical history", "pmh"),
+                     "medical history", "pmh", "dx"),
     "no_medication": ("medication", "medicine", "drug", "prescription", "meds"),
 }
 """Nouns that, right after a negation ("no active diagnoses", "no active medical issues", "no
 significant past medical history", "not on any medication"), or before a "none"/"nil" ("PMH: nil",
-"Medications: none"), say that no diagnosis (medication) is recorded. For diagnoses, a negation
-followed by a named problem ("No appendicitis, no gingival disease") says nothing of the class:
-the noun must come within three words of the negation, with only qualifiers between
-(``none_stated``); for medications a negation and a noun anywhere in one sentence still count."""
+"Medications: none"), say that no diagnosis (medication) is recorded ("dx" is the clinical
+abbreviation of diagnosis: UMLS SPECIALIST Lexicon, LRABR). For diagnoses, a negation followed by
+a named problem ("No appendicitis, no gingival disease") says nothing of the class: the noun must come
+within three words of the negation, with only qualifiers between (``none_stated``); for medications a
+negation and a noun anywhere in one sentence still count."""
 
 _QUALIFIERS = (r"(?:(?:active|current|chronic|significant|known|other|ongoing|recorded|documented|relevant|major"
                r"|medical|past|regular|any|further|long term|longstanding)\s+(?:(?:or|and)\s+)?){0,3}")

@@ -128,8 +128,15 @@ def _word_pattern(word: str) -> str:
 
 
 def _finder(phrase: str) -> re.Pattern[str]:
+    """Whole words of ``phrase``; a name ending in a letter may run into its number (``HCTZ25``).
+
+    Clinicians glue a strength to a drug name in shorthand (``HCTZ25``, ``simvastatin20``): the
+    number is not part of the name, so it does not hide it (``a1c`` is still no ``a``).
+    """
     words = [_word_pattern(w) for w in normalise(phrase).split()]
-    return re.compile(r"(?<![0-9a-z%])" + r"[^0-9a-z%]+".join(words) + r"(?![0-9a-z%])")
+    after = r"(?![0-9a-z%])" if words[-1][-1:].isdigit() else (
+        r"(?![a-z%])(?!\d+(?:\.\d+)?(?!\.?\d)(?!(?:mg|mcg|ml|g)?(?![a-z])))")
+    return re.compile(r"(?<![0-9a-z%])" + r"[^0-9a-z%]+".join(words) + after)
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -158,7 +165,7 @@ _SENTENCE_ENDED = re.compile(
     r"|remote|old|former|earlier|historical|historic|inactive|background)(?![a-z])")
 _DISTRIBUTIVE = re.compile(
     r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
-    r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|over|in the past)"
+    r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|settled|over|in the past)"
     r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*"
     r"(?:active|current|ongoing))(?![a-z])")
 _YEAR = re.compile(r"(?<![\d/.])(?:(?:19|20)\d{2}\s*[-\u2013]\s*(?:19|20)\d{2}|(?<!\d-)(?:19|20)\d{2}(?![\d/]|-\d))")
@@ -170,7 +177,7 @@ _LEAD_ENDED = re.compile(
     r"(?<![a-z])(?:(?<!-)old|prev|d/c'?d|dc'?d|historical|historic|history|hx|inactive|not active|not current"
     r"|not ongoing|one-off|one-time"
     r"|no longer|background|earlier|former|remote"
-    r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?)(?![a-z])")
+    r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?|settled|got better)(?![a-z])")
 
 
 _PROBLEM_LINE = re.compile(r"^\s*#{1,6}\s*[^:#\n]+:\s*\S")
@@ -238,7 +245,11 @@ _STATUS_CLAUSE = re.compile(
     r"^\s*(?:now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+|since\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|inactive|expired|d/c'?d|dc'?d"
     r"|given|administered|used|taken)"
-    r"(?![a-z])[^,]*$", re.IGNORECASE)
+    r"(?![a-z])(?!\s+(?:every|each|once\s+(?:a\s+)?(?:day|daily|weekly|week|nightly)|twice|daily|nightly|weekly"
+    r"|regularly|as needed|as required|when needed|prn|bid|tid|qid|qd|q\d|at night|in the morning|up to)(?![a-z]))"
+    r"[^,]*$", re.IGNORECASE)
+"""A bare ended status (a past participle, after an optional auxiliary). A participle followed by a
+schedule ("taken every four to six hours", "used twice daily") is a dosing instruction, not a status."""
 
 
 def _trailing_status(sentence: str, offset: int) -> bool:
@@ -254,6 +265,41 @@ def _trailing_status(sentence: str, offset: int) -> bool:
     following = sentence[cut + 1:]
     nxt = following.find(",")
     return bool(_STATUS_CLAUSE.match((following if nxt == -1 else following[:nxt]).rstrip(" .;)")))
+
+
+_PREDICATE = re.compile(
+    r"^\s*(?:has|have|had)\s+(?:since\s+|now\s+|also\s+)?been\s+(?:since\s+|now\s+)?"
+    r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|withdrawn|ceased)(?![a-z])[^,]*$"
+    r"|^\s*(?:was|were)\s+(?:since\s+|then\s+|later\s+|subsequently\s+)?"
+    r"(?:stopped|discontinued|completed|withdrawn|ceased)(?![a-z])[^,]*$", re.IGNORECASE)
+
+
+def _predicate_status(sentence: str, offset: int) -> bool:
+    """True when the item at ``offset`` opens the sentence and its last clause is an ended predicate.
+
+    ``Alteplase 100 mg, prescribed in December 2018, has been stopped``: the clauses between a
+    subject and its verb are asides, so an auxiliary with an ended participle closing the
+    sentence ("has been stopped", "was discontinued") speaks of the item in its first clause.
+    """
+    parts = sentence.rstrip(" .;").split(",")
+    return len(parts) > 2 and offset < len(parts[0]) and bool(_PREDICATE.match(parts[-1]))
+
+
+_LEAD_OUT = re.compile(
+    r"\s[-\u2013\u2014]+\s*(?:all\s+|both\s+|each\s+|now\s+)?"
+    r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|settled|inactive|d/c'?d|dc'?d)"
+    r"(?![a-z])[^,;:]*$", re.IGNORECASE)
+
+
+def _list_status(sentence: str, offset: int) -> bool:
+    """True when the sentence is a list whose status follows it after a spaced dash.
+
+    ``Pharyngitis x2, gingivitis, gingival dz - resolved``: a status set off by a dash at the end
+    of a list speaks of the whole list (a lead-in turned round), unlike a bare status clause
+    (``lisinopril, metformin stopped`` ends metformin only, ``_trailing_status``).
+    """
+    found = _LEAD_OUT.search(sentence.rstrip(" .;"))
+    return found is not None and offset < found.start()
 
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+")
@@ -285,7 +331,8 @@ def _table_status(text: str, at: int) -> str | None:
 
     A row is read against the first row of its table: a column headed ``current``, ``active``,
     ``current?``, ``active?`` or ``on it?`` holding ``yes``/``no`` (or a tick) gives the row's item
-    that status.
+    that status; so does an end column (``Until``, ``End date``, ``Stopped``: ``_END_COLUMNS``)
+    holding a date or an ended word (ended) or a dash or current word (current).
     """
     line0 = text.rfind("\n", 0, at) + 1
     line1 = text.find("\n", at)
@@ -309,7 +356,19 @@ def _table_status(text: str, at: int) -> str | None:
                 return "ended"
             if cell in _YES:
                 return "current"
+        if name in _END_COLUMNS:
+            if re.search(r"\d", cell) or _STATUS_WORD.search(cell):
+                return "ended"
+            if not cell.strip(" -\u2013\u2014()") or current_label(cell) or cell.strip(" -\u2013\u2014()") in (
+                    "present", "now", "ongoing", "n/a", "na", "none"):
+                return "current"
     return None
+
+
+_END_COLUMNS = frozenset({"until", "to", "end", "ended", "end date", "stopped", "stop date", "date stopped",
+                          "date ended", "resolved", "date resolved", "resolved on", "stopped on", "ended on"})
+"""Table columns that give an item's end: a date or an ended word there ends the row's item; a
+dash, "-(active)" or "ongoing" keeps it current (``| Viral sinusitis | 2014-03-26 | 2014-04-09 |``)."""
 
 
 def _own_lead_in(sentence: str, offset: int) -> str:
@@ -321,9 +380,66 @@ def _own_lead_in(sentence: str, offset: int) -> str:
     return sentence[:cuts[-1].start()] if cuts else ""
 
 
+_ALLERGY_DRUGS = re.compile(
+    r"(?:anti-?\s*)?allerg\w*(?:[-\s]+(?:type|related|relief))?[-\s]+"
+    r"(?:meds?|medications?|medicines?|drugs?|treatments?|therapy|tablets?|rx)(?![a-z])")
+
+
+def _allergic(text: str) -> bool:
+    """True when ``text`` holds a word starting ``allerg`` that states an allergy.
+
+    ``Allergy-type meds: EpiPen, fexofenadine`` and ``allergy medication`` name a class of drugs
+    (what the patient takes for an allergy), not an allergy to them.
+    """
+    return "allerg" in _ALLERGY_DRUGS.sub(" ", text.lower())
+
+
+def _allergy_line(sentence: str) -> bool:
+    """True when ``sentence`` opens with a word starting ``allerg`` that is not a drug class (``_allergic``)."""
+    low = sentence.lstrip(" -*•").lower()
+    return low.startswith("allerg") and not _ALLERGY_DRUGS.match(low)
+
+
+_FIELD_BAR = re.compile(r"(?<=\S)\s*\|(?=\s)")
+
+
+def _fields(summary: str) -> str:
+    """``summary`` with the bars of a one-line field list (``38M | dx: none | meds: x``) read as ``;``.
+
+    A bar in a line that is not part of a table (no line next to it holds a bar, and it does not
+    open with one) separates fields, each its own sentence: "dx: none" does not negate the
+    "meds: ..." field after it. A table's row stays one sentence (its cells are one item's).
+    Same length as ``summary``.
+    """
+    lines = summary.split("\n")
+    barred = ["|" in line for line in lines]
+    out = []
+    for i, line in enumerate(lines):
+        alone = not (i and barred[i - 1]) and not (i + 1 < len(lines) and barred[i + 1])
+        if barred[i] and alone and not line.lstrip().startswith("|"):
+            line = _FIELD_BAR.sub(lambda m: m[0][:-1] + ";", line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _past_lead_in(clause: str, offset: int) -> str:
+    """``clause`` without a named lead-in before ``offset`` (``Hypertension (1929): hydrochlorothiazide``).
+
+    A year in the lead-in dates what the lead-in names (a problem-oriented entry's problem, Weed
+    1968), not the plan after its colon; a lead-in that is only a date ("2012: amoxicillin") still
+    dates its items. ``clause`` is cut from its sentence at commas (``_clause_at``) and ``offset``
+    is the item's offset in it.
+    """
+    before = clause[:max(0, min(offset, len(clause)))]
+    colon = before.rfind(":")
+    if colon < 0 or not re.search(r"[a-z]{3}", _YEAR.sub(" ", before[:colon].lower())):
+        return clause
+    return clause[colon + 1:]
+
+
 @functools.lru_cache(maxsize=256)
 def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
-    plain = markup_free(summary)
+    plain = markup_free(_fields(summary))
     low = plain.lower()
     found: list[tuple[str, int, int]] = []
     for phrase in phrases:
@@ -362,10 +478,11 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
             section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
         clause = _clause_at(plain[s0:start] + " " * (end - start) + plain[end:s1], start - s0)
-        allergy = ("allerg" in (clause + " " + lead + " " + own).lower() or section in ("allergies", "allergy")
-                   or sentence.lstrip(" -*•").lower().startswith("allerg"))
+        allergy = (_allergic(clause + " " + lead + " " + own) or section in ("allergies", "allergy")
+                   or _allergy_line(sentence))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
+                        or _predicate_status(plain[s0:s1], start - s0) or _list_status(plain[s0:s1], start - s0)
                         or _bullet_status(summary[line0:s1], start - line0, end - line0))
         # A collective qualifier gives no item a status, but an item that states its own in its own
         # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
@@ -377,7 +494,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
                       or bool(_LEAD_ENDED.search(governing.lower()))) if governing else False
         low_sentence = " ".join(sentence.lstrip(" -*•").lower().split())
         sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
-        low_clause = " ".join(clause.lower().split())
+        at_clause = start - s0 - (plain[s0:start].rfind(",") + 1)  # the item's offset in its clause
+        low_clause = " ".join(_past_lead_in(clause, at_clause).lower().split())
         listed_current = section in ("medications", "current", "problem_list") or bool(
             governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
         bracket = _BRACKET_AFTER.match(plain, end)  # "acetaminophen 325 mg (sprain, 2019)": its own bracket

@@ -38,6 +38,10 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("no longer on", "HISTORICAL", "FORWARD"), ("no longer taking", "HISTORICAL", "FORWARD"),
     ("off", "HISTORICAL", "FORWARD"), ("not on", "NEGATED_EXISTENCE", "FORWARD"),
     ("not taking", "NEGATED_EXISTENCE", "FORWARD"),
+    # A relative clause ends a negation's scope ("findings rather than diagnoses, for which he
+    # takes Norco"): it states something new of what the negated phrase named, as ConText's own
+    # termination terms ("but", "however", "except") end a negation at a new clause.
+    ("which", "NEGATED_EXISTENCE", "TERMINATE"),
     # Past events in the patient's own words of a handoff (ConText's temporality "historical":
     # Harkema et al. 2009, section 2.2: a condition that occurred in the past; the clinical
     # shorthand "s/p" and "status post" is ConText's own trigger in its 2009 lexicon).
@@ -48,7 +52,8 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("used to take", "HISTORICAL", "FORWARD"), ("episode of", "HISTORICAL", "FORWARD"),
     ("episodes of", "HISTORICAL", "FORWARD"), ("background of", "HISTORICAL", "FORWARD"),
     ("finished", "HISTORICAL", "BIDIRECTIONAL"), ("cleared", "HISTORICAL", "BACKWARD"),
-    ("healed", "HISTORICAL", "BACKWARD"), ("expired", "HISTORICAL", "BACKWARD"),
+    ("healed", "HISTORICAL", "BACKWARD"), ("settled", "HISTORICAL", "BACKWARD"),
+    ("got better", "HISTORICAL", "BACKWARD"), ("expired", "HISTORICAL", "BACKWARD"),
     ("given", "HISTORICAL", "BACKWARD"), ("was used", "HISTORICAL", "BACKWARD"),
     ("were used", "HISTORICAL", "BACKWARD"), ("treated", "HISTORICAL", "BACKWARD"),
     ("ceased", "HISTORICAL", "BACKWARD"), ("in the past", "HISTORICAL", "BACKWARD"),
@@ -57,6 +62,9 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # complete", "- done", "not current", "one-off", "self-limiting", "recovered", "was prescribed").
     ("course complete", "HISTORICAL", "BACKWARD"), ("course done", "HISTORICAL", "BACKWARD"),
     ("course over", "HISTORICAL", "BACKWARD"), ("- done", "HISTORICAL", "BACKWARD"),
+    ("courses done", "HISTORICAL", "BACKWARD"), ("courses complete", "HISTORICAL", "BACKWARD"),
+    ("courses over", "HISTORICAL", "BACKWARD"), ("d/c'd", "HISTORICAL", "BACKWARD"),
+    ("dc'd", "HISTORICAL", "BACKWARD"), ("d/ced", "HISTORICAL", "BACKWARD"),
     ("short course", "HISTORICAL", "BIDIRECTIONAL"),
     ("not current", "HISTORICAL", "BIDIRECTIONAL"), ("not active", "HISTORICAL", "BIDIRECTIONAL"),
     ("no longer current", "HISTORICAL", "BIDIRECTIONAL"), ("no longer active", "HISTORICAL", "BIDIRECTIONAL"),

@@ -12,7 +12,8 @@
   are on the ISMP List of Error-Prone Abbreviations, Symbols, and Dose Designations (Institute for
   Safe Medication Practices, 2021: drug-name abbreviations in clinical use that are misread);
   ``ASA`` (acetylsalicylic acid) and ``NTG`` (nitroglycerin) are not on that list: their senses
-  are from the UMLS SPECIALIST Lexicon's abbreviation table (LRABR). ``TBI`` is keyed by
+  are from the UMLS SPECIALIST Lexicon's abbreviation table (LRABR); ``GTN`` and ``glyceryl
+  trinitrate`` (the British name) are SNOMED CT synonyms of 387404004 Nitroglycerin. ``TBI`` is keyed by
   ``traumatic brain injury`` only (it is not a sense of a non-traumatic brain injury).
 * ``SYNONYMS``: other clinical names of a concept phrase (SNOMED CT synonyms of the concept:
   ``Disorder of kidney due to diabetes mellitus`` is also ``diabetic kidney disease``; 53741008
@@ -56,8 +57,9 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "estimated glomerular filtration rate": ("egfr",),
     "cholesterol in hdl": ("hdl", "hdl c", "hdl cholesterol"), "high density lipoprotein cholesterol": ("hdl", "hdl c"),
     "total cholesterol": ("tc",), "triglycerides": ("tg",), "urea nitrogen": ("bun",), "creatinine": ("cr",),
-    # drugs (ISMP 2021: APAP, HCTZ; UMLS LRABR: ASA, NTG)
-    "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg",),
+    # drugs (ISMP 2021: APAP, HCTZ; UMLS LRABR: ASA, NTG; SNOMED CT 387404004 Nitroglycerin: its
+    # synonyms "Glyceryl trinitrate", the British name, and "GTN")
+    "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg", "gtn", "glyceryl trinitrate"),
     "acetaminophen": ("apap", "paracetamol"), "warfarin": (), "vitamin b12": ("cyanocobalamin", "b12"),
 }
 """Concept phrase (normalised, as whole words of a rubric name) -> abbreviations (normalised)."""
