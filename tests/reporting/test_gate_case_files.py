@@ -170,3 +170,11 @@ def test_the_pair_reports_comparison_says_its_verdicts_are_not_gated() -> None:
     assert 'id="gate-failed"' not in section
     plain = render_report(_baseline(), run([case(LIZ, "failed", run_id="B"), case("Max_Kris", run_id="B")], run_id="B"))
     assert 'id="comparison-ungated"' not in plain
+
+
+def test_a_figure_with_no_value_is_shown_as_a_dash_in_the_html_report() -> None:
+    record = _baseline()
+    record.aggregate.metrics["judge_model"] = None
+    html = render_report(record)
+    row = html[html.index(">judge_model<"):][:200]
+    assert ">-<" in row and "None" not in row

@@ -199,7 +199,7 @@ def _run_view(record: RunRecord, index: int, label: str = "") -> dict[str, Any]:
         iv = ivs.get(name)
         number = isinstance(value, int | float) and not isinstance(value, bool)
         shown = str(value) if isinstance(value, int) and not isinstance(value, bool) else (
-            fmt(value) if number else str(value))  # counts (duplicates) stay whole numbers
+            fmt(value) if number else _shown(value))  # counts (duplicates) stay whole numbers; None is "-"
         shown_iv = f"{iv.text()} ({METHOD_NAMES.get(iv.method, iv.method)})" if iv is not None else ""
         figures.append({"name": name, "value": value, "shown": shown, "interval": shown_iv})
     usage = {k: ("unknown" if v is None and k in ("cost_usd", "spent_usd", "cached_cost_usd") else v)
