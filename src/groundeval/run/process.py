@@ -150,7 +150,7 @@ class ProcessRun:
         self.stream: LangSmithStream | None = None
         self._warmed = False
         self._phase = phase
-        self.on_calls_started: Callable[[], None] | None = None
+        self.on_calls_started: Callable[[], object] | None = None
         self.cuttable = cuttable
 
     def start(self, max_cost_share: float | None = None) -> None:
