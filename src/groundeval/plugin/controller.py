@@ -132,10 +132,12 @@ class RunController:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Handle SIGTERM and, under xdist, SIGINT so the run record is written (``plugin.signals``)."""
         self._session = session
-        if not self.config.getoption("collectonly", default=False):
-            # scipy for the run's intervals: imported while collection and the first (lone) agent
-            # call run, so that little of it overlaps the calls made ahead
-            warm_up()
+        if self.runs_cases:
+            # scipy for the run's intervals: imported once the first agent call is in flight, not
+            # beside start-up's own imports and collection (it would slow them on a busy machine)
+            self.gs.process.on_calls_started = warm_up
+        elif not self.config.getoption("collectonly", default=False):
+            warm_up()  # the pytest-xdist controller: its workers start and collect meanwhile
         from groundeval.plugin.signals import SignalStop
 
         self._signal_stop = SignalStop(self.config, self.stop_file, self._signalled)
