@@ -491,3 +491,63 @@ def test_an_ended_predicate_after_an_aside_ends_the_subject(summary: str) -> Non
 def test_a_status_after_a_dash_ends_the_whole_list(summary: str) -> None:
     assert _decided(RESOLVED, summary) is False
     assert _decided(RESOLVED, "Streptococcal sore throat, gingivitis, resolved.") is True  # a bare clause: the last
+
+
+# Rules version 8, second round: kinds found on 36 summaries by two further blind writers (dev-c*, dev-d*).
+
+@pytest.mark.parametrize("summary", ["He is recovering from a sprained ankle.", "Ankle sprain, improving."])
+def test_another_description_of_a_resolved_problem_states_it_as_current(summary: str) -> None:
+    ankle = _criterion("resolved_condition", ["Sprain of ankle"], kind="must_not_state")
+    assert _decided(ankle, summary) is True
+    assert _decided(ankle, "Ankle sprain (2019) - resolved.") is False
+
+
+def test_a_result_is_named_by_the_measure_it_is_part_of() -> None:
+    record = [{"value": 142.0, "unit": "mm[Hg]", "what": "Systolic Blood Pressure", "kind": "observation",
+               "names": ["Systolic Blood Pressure"]},
+              {"value": 85.0, "unit": "mm[Hg]", "what": "Diastolic Blood Pressure", "kind": "observation",
+               "names": ["Diastolic Blood Pressure"]},
+              {"value": 28.42, "unit": "kg/m2", "what": "Body mass index", "kind": "observation", "names": ["BMI"]},
+              {"value": 93.1, "unit": "kg", "what": "Body Weight", "kind": "observation", "names": ["Body Weight"]}]
+    assert check_values("His BMI was 28.42 kg/m2 and blood pressure 142/85 mmHg.", record) == []
+    assert check_values("BMI 28.42 kg/m2 (Wt 93.1 kg).", record) == []
+    assert check_values("BMI 28.42 kg/m2 and blood pressure 152/85 mmHg.", record) != []
+
+
+def test_not_a_current_medicine_is_no_current_label() -> None:
+    assert hedged_verdict(STOPPED, "The penicillin V was discontinued and is not a current medicine.") is None
+    assert hedged_verdict(STOPPED, "Older penicillin V courses - completed (current order dated 2025).") is None
+    assert hedged_verdict(STOPPED, "Penicillin V (current, discontinued).") is not None
+
+
+def test_a_drug_that_goes_on_under_a_history_lead_in_is_current() -> None:
+    assert _status("Background: hypertension since 2003, treated with HCTZ 25 mg since 2004.", "hctz") == ["current"]
+    assert _status("Background: HCTZ 25 mg in 2004.", "hctz") == ["ended"]
+
+
+def test_a_negation_inside_a_bracket_stays_inside_it() -> None:
+    summary = "BP 142/85 mmHg (no prior hypertension diagnosis), BMI 28.42 kg/m2."
+    assert _status(summary, "bmi") == ["current"]
+    assert _status("No hypertension, BMI or diabetes.", "bmi") == ["negated"]
+
+
+def test_a_number_the_words_before_it_make_another_things_is_no_result_value() -> None:
+    record = [{"value": 189.0, "unit": "mm[Hg]", "what": "Systolic Blood Pressure", "kind": "observation",
+               "names": ["Systolic Blood Pressure"]}]
+    assert check_values("BP uncontrolled despite 3 antihypertensives.", record) == []
+    assert check_values("BP 150.", record) != []
+
+
+def test_a_value_written_before_its_drug_is_that_drugs() -> None:
+    record = [{"value": 10.0, "unit": "mg/ml", "what": "hydrocortisone 10 MG/ML Topical Cream",
+               "names": ["hydrocortisone"], "kind": "drug"},
+              {"value": 0.3, "unit": "ml", "what": "0.3 ML epinephrine 1 MG/ML Auto-Injector",
+               "names": ["epinephrine"], "kind": "drug"}]
+    assert check_values("Hydrocortisone 10 mg/mL cream and a 0.3 mL epinephrine auto-injector.", record) == []
+    assert check_values("Hydrocortisone 10 mg/mL cream and a 0.5 mL epinephrine auto-injector.", record) != []
+
+
+def test_a_singular_current_medication_heading_heads_its_list() -> None:
+    summary = "Resolved\n- gingivitis\n\nCurrent medication\n- hydrocodone 5 mg\n\nPast medication\n- fluoride gel"
+    assert _status(summary, "hydrocodone") == ["current"]
+    assert _status(summary, "fluoride gel") == ["ended"]

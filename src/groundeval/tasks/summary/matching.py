@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundeval.tasks.summary.reading import Mention, read
-from groundeval.tasks.summary.synonyms import brands_of, drug_abbreviations, drug_words, spelling, variants
+from groundeval.tasks.summary.synonyms import (
+    brands_of,
+    drug_abbreviations,
+    drug_words,
+    same_concept,
+    spelling,
+    variants,
+)
 
 __all__ = ["ItemMentions", "item_mentions"]
 
@@ -108,7 +115,7 @@ def _phrases(criterion: Mapping[str, Any], strict: bool) -> tuple[list[list[str]
         if strict:
             group = [spelling(name)]
         elif criterion["kind"] == "must_not_state":
-            group = [spelling(name), *([drug_words(name), *drug_abbreviations(name)] if drug else [])]
+            group = [spelling(name), *([drug_words(name), *drug_abbreviations(name)] if drug else same_concept(name))]
         else:
             group = variants(name, drug=drug)
         per_name.append(group)

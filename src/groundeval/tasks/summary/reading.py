@@ -171,6 +171,9 @@ _DISTRIBUTIVE = re.compile(
 _YEAR = re.compile(r"(?<![\d/.])(?:(?:19|20)\d{2}\s*[-\u2013]\s*(?:19|20)\d{2}|(?<!\d-)(?:19|20)\d{2}(?![\d/]|-\d))")
 _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from|dx|diagnosed|onset|as of|to date"
                     r"|until now|ongoing|current|currently|active|on|daily|bid|tid|qd|prn)(?![a-z])")
+_GOING_ON = re.compile(r"(?<![a-z])(?:since|ongoing|still|continues|continuing|remains)(?![a-z])")
+"""Words in an item's own clause that keep it going under an ended lead-in or after a date
+("Background: ... treated with HCTZ 25 mg since 2004")."""
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
 _LISTED_CURRENT = re.compile(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])")
 _LEAD_ENDED = re.compile(
@@ -437,6 +440,24 @@ def _past_lead_in(clause: str, offset: int) -> str:
     return clause[colon + 1:]
 
 
+def _negated(ent: Any, doc: Any, text: str) -> bool:
+    """True when ConText negates ``ent`` by a trigger whose bracket does not close before it.
+
+    "(no prior hypertension diagnosis), BMI 28.42 kg/m2": a negation opened inside a bracket
+    speaks of what the bracket holds; ConText's scope would run on to the sentence's end.
+    """
+    if not ent._.is_negated:
+        return False
+    for modifier in ent._.modifiers:
+        if modifier.category != "NEGATED_EXISTENCE":
+            continue
+        start, _ = modifier.modifier_span
+        between = text[doc[start].idx:ent.start_char]
+        if between.count(")") <= between.count("("):
+            return True
+    return False
+
+
 @functools.lru_cache(maxsize=256)
 def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
     plain = markup_free(_fields(summary))
@@ -459,7 +480,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         spans = [doc.char_span(s, e, label="ITEM", alignment_mode="expand") for _, s, e in found]
         doc.ents = filter_spans([s for s in spans if s is not None])
         doc = sections(context(doc))
-        ents = [(e.start_char, e.end_char, bool(e._.is_negated), bool(e._.is_historical),
+        ents = [(e.start_char, e.end_char, _negated(e, doc, plain), bool(e._.is_historical),
                  bool(e._.is_uncertain or e._.is_hypothetical),
                  str(e._.section_category or ""), e._.section_title.start_char if e._.section_title else -1)
                 for e in doc.ents]
@@ -510,7 +531,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         elif negated:
             status = "negated"
         elif (historical or section in ENDED_SECTIONS or clause_ended
-              or ((lead_ended or sentence_ended or dated) and not sentence_current)):
+              or ((lead_ended or sentence_ended or dated) and not sentence_current
+                  and not _GOING_ON.search(low_clause))):
             status = "ended"
         else:
             status = "current"

@@ -23,6 +23,12 @@ SECTION_RULES: tuple[tuple[str, str], ...] = (
     ("meds", "medications"), ("current", "current"), ("active", "current"), ("ongoing", "current"),
     ("active problems", "problem_list"), ("problems", "problem_list"),
     ("current problems", "problem_list"), ("allergies", "allergies"), ("drug allergies", "allergies"),
+    # singular and British forms of the same headings
+    ("current medication", "medications"), ("medication", "medications"), ("active medication", "medications"),
+    ("current medicines", "medications"), ("medicines", "medications"),
+    ("past medication", "past_medications"), ("previous medication", "past_medications"),
+    ("stopped medication", "past_medications"), ("completed medication", "past_medications"),
+    ("discontinued medication", "past_medications"), ("past medicines", "past_medications"),
 )
 """Headings the sectionizer knows besides its defaults: (heading, category). Only a heading at the
 start of a line counts (``require_start_line``)."""

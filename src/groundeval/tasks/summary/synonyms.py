@@ -35,8 +35,8 @@ import re
 
 from groundeval.tasks.summary.text import contains, normalise
 
-__all__ = ["ABBREVIATIONS", "BRANDS", "SALTS", "SYNONYMS", "brands_of", "drug_abbreviations", "drug_words",
-           "problem_names", "spelling", "variants"]
+__all__ = ["ABBREVIATIONS", "BRANDS", "SALTS", "SAME_CONCEPT", "SYNONYMS", "brands_of", "drug_abbreviations",
+           "drug_words", "problem_names", "same_concept", "spelling", "variants"]
 
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     # conditions (CASI senses)
@@ -57,6 +57,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "estimated glomerular filtration rate": ("egfr",),
     "cholesterol in hdl": ("hdl", "hdl c", "hdl cholesterol"), "high density lipoprotein cholesterol": ("hdl", "hdl c"),
     "total cholesterol": ("tc",), "triglycerides": ("tg",), "urea nitrogen": ("bun",), "creatinine": ("cr",),
+    "body weight": ("wt", "weight"), "body height": ("ht", "height"),  # CASI senses, keyed by the result
     # drugs (ISMP 2021: APAP, HCTZ; UMLS LRABR: ASA, NTG; SNOMED CT 387404004 Nitroglycerin: its
     # synonyms "Glyceryl trinitrate", the British name, and "GTN")
     "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg", "gtn", "glyceryl trinitrate"),
@@ -109,7 +110,7 @@ _RESULT_AND_DRUG_PHRASES = frozenset({
     "creatinine", "cholesterol mass volume in serum or plasma", "hemoglobin mass volume in blood", "hemoglobin a1c",
     "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
     "estimated glomerular filtration rate", "aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen",
-    "warfarin", "vitamin b12", "gingivitis"})
+    "warfarin", "vitamin b12", "gingivitis", "body weight", "body height"})
 
 
 _DRUG_PHRASES = ("aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen", "warfarin", "vitamin b12")
@@ -124,6 +125,39 @@ def drug_abbreviations(name: str) -> tuple[str, ...]:
     """
     key = drug_words(spelling(name))
     return tuple(a for phrase in _DRUG_PHRASES if contains(key, phrase) for a in ABBREVIATIONS[phrase])
+
+
+SAME_CONCEPT: dict[str, tuple[str, ...]] = {
+    "sprain of ankle": ("sprained ankle",),  # 44465007 Sprain of ankle (its description "Ankle sprain": inversion)
+    "streptococcal sore throat": ("strep throat",),  # 43878008
+    "disease caused by severe acute respiratory syndrome coronavirus 2": ("covid 19", "covid"),  # 840539006
+    "whiplash injury to neck": ("whiplash", "whiplash injury"),  # 39848009
+}
+"""Whole rubric name (normalised) -> other descriptions of the very same SNOMED CT concept (never a
+parent, never an abbreviation with another sense): safe for must-not criteria too."""
+
+_INVERTIBLE = re.compile(r"^([a-z]+(?: [a-z]+)?) of (?:the )?([a-z]+)$")
+
+
+def same_concept(name: str) -> list[str]:
+    """Other names of exactly ``name``'s concept (normalised): ``SAME_CONCEPT`` and the inversion of "A of B".
+
+    ``Sprain of ankle`` is also ``ankle sprain``, ``Fracture of rib`` ``rib fracture``, ``Polyp of
+    colon`` ``colon polyp``: SNOMED CT's fully specified names put the finding before its site
+    ("Fracture of rib"), and its descriptions and clinicians the site first ("Rib fracture"). Only
+    a name that is one or two words, "of", and one word is inverted.
+    """
+    key = spelling(name)
+    out = list(SAME_CONCEPT.get(key, ()))
+    found = _INVERTIBLE.match(key)
+    if found:
+        out.append(f"{found[2]} {found[1]}")
+    return out
+
+
+_RESULT_PHRASES = frozenset({"blood pressure", "body mass index", "hemoglobin a1c", "ldl cholesterol",
+                             "estimated glomerular filtration rate", "cholesterol in hdl", "total cholesterol"})
+"""Result concept phrases that name, whole, every result whose name contains them."""
 
 
 def problem_names() -> tuple[str, ...]:
@@ -215,10 +249,11 @@ def variants(name: str, *, drug: bool) -> list[str]:
     every ``ABBREVIATIONS`` concept phrase its words contain.
     """
     key = spelling(name)
-    out = [key, *SYNONYMS.get(key, ())]
+    out = [key, *SYNONYMS.get(key, ()), *([] if drug else same_concept(name))]
     if drug:
         out.append(drug_words(key))
     for phrase, abbreviations in ABBREVIATIONS.items():
         if any(contains(v, phrase) for v in list(out)):
-            out += abbreviations
+            # a result named by the measure it is part of: "Systolic Blood Pressure" is a "blood pressure"
+            out += [*abbreviations, *([phrase] if not drug and phrase in _RESULT_PHRASES else [])]
     return list(dict.fromkeys(o for o in out if o))

@@ -75,13 +75,18 @@ def resolved(sentence: str) -> bool:
 
 
 CURRENT_WORDS = ("current", "currently", "active", "ongoing")
-"""Words that label a drug or a problem as current. One preceded by ``not``, ``no longer``,
+"""Words that label a drug or a problem as current. One preceded by ``not`` (or ``not a``, ``not
+an``, ``not the``: "is not a current medicine"), or followed by ``order``, ``prescription``,
+``script``, ``Rx``, ``supply`` or ``one`` (another order of it: "older courses - completed (current
+order dated 2025)"), ``no longer``,
 ``previously``, ``formerly``, ``was``, ``were``, ``neither``, ``none`` or ``nor`` ("no longer active",
 "neither active") is not a current label."""
 
 _CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!no longer )(?<!previously )"
-                      r"(?<!formerly )(?<!was )(?<!were )(?<!no )"
+                      r"(?<!formerly )(?<!was )(?<!were )(?<!no )(?<!not a )(?<!not an )(?<!no longer a )"
+                      r"(?<!no longer an )(?<!not the )"
                       r"(?:currently|current|active|ongoing)(?![a-z])"
+                      r"(?!\s+(?:order|prescription|script|rx|supply|one)(?![a-z]))"
                       r"(?!\s+(?:off|not|no longer|stopped|discontinued|ended)(?![a-z]))")
 _DOSE_HISTORY = re.compile(r"(?<![a-z])(?:previously|formerly|prior|earlier|was|were|from)\s+(?:dose\s+|on\s+)?"
                            r"\d+(?:\.\d+)?\s*(?:mg|mcg|g|ml|units?|%)(?![a-z])")

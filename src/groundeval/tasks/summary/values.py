@@ -119,6 +119,19 @@ def _item_phrases(record: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
     return out
 
 
+_RIGHT_AFTER = re.compile(r"^[ \t]*(?:of[ \t]+)?$", re.IGNORECASE)
+
+
+def _named_after(summary: str, end: int, mentions: Sequence[Any]) -> list[Any]:
+    """The item named right after a value on its line, or ``[]``.
+
+    ``a 0.3 mL epinephrine auto-injector``, ``5 mg of warfarin``: a value written before its name
+    is that item's.
+    """
+    after = [m for m in mentions if m.start >= end and _RIGHT_AFTER.match(summary[end:m.start])]
+    return after[:1]
+
+
 _CLAUSE_CUT = re.compile(r"[.;](\s|$)|,|\+|\n")
 _JOINED = re.compile(r"^\s*(?:[/+-]|and|with|&)?\s*$", re.IGNORECASE)
 
@@ -171,7 +184,7 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
     for stated in stated_values(summary):
         start = int(stated["start"])
         taken.append((start, int(stated["end"])))
-        owners = _owners(summary, start, mentions)
+        owners = _named_after(summary, int(stated["end"]), mentions) or _owners(summary, start, mentions)
         pool = [record[i] for m in owners for i in index[m.phrase]] if owners else list(record)
         drug = bool(owners) and all(r.get("kind") == "drug" for r in pool)
         if pool and all(r.get("kind") != "drug" for r in pool):  # a result: its sentence's other results too
@@ -216,10 +229,21 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
 _SCALES = {"C": "cel", "F": "[degf]"}
 
 
+_ABOUT_ELSE = re.compile(r"(?<![a-z])(?:despite|than|after|before|with|for|over|under|since|in|within|per|every|"
+                         r"x|times|across|between|from|to)(?![a-z])")
+"""Words between a result's name and a number that make the number another thing's ("BP uncontrolled
+despite 3 antihypertensives", "BP higher than 140"): a count, a bound or a period, not the value."""
+
+
 def _number_after(masked: str, end: int) -> re.Match[str] | None:
-    """The number right after a result's name ending at ``end`` (``_AFTER_NAME``), or None for a bound."""
+    """The number right after a result's name ending at ``end`` (``_AFTER_NAME``), or None.
+
+    None for a bound, and for a number the words before it make another thing's (``_ABOUT_ELSE``).
+    """
     found = _AFTER_NAME.match(masked[end:])
     if found is None or bound_before(masked, end + found.start(1)):
+        return None
+    if _ABOUT_ELSE.search(found.string[:found.start(1)].lower()):
         return None
     return found
 
