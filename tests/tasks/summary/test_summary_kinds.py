@@ -551,3 +551,34 @@ def test_a_singular_current_medication_heading_heads_its_list() -> None:
     summary = "Resolved\n- gingivitis\n\nCurrent medication\n- hydrocodone 5 mg\n\nPast medication\n- fluoride gel"
     assert _status(summary, "hydrocodone") == ["current"]
     assert _status(summary, "fluoride gel") == ["ended"]
+
+
+# Rules version 8, third round: kinds found on 24 summaries by two further blind writers (dev-e*, dev-f*).
+
+def test_a_statement_of_no_allergy_makes_nothing_beside_it_an_allergen() -> None:
+    summary = "Fexofenadine 60 and an epinephrine auto-injector 0.3 ml - but the chart lists no allergies."
+    assert [m.allergy for m in read(summary, ["fexofenadine"])] == [False]
+    assert [m.allergy for m in read("Allergic to fexofenadine (rash).", ["fexofenadine"])] == [True]
+
+
+def test_a_history_lead_in_does_not_end_what_its_sentence_calls_current() -> None:
+    summary = "Atopic history: Allegra 60 mg and an EpiPen, all still on his active list since 1997."
+    assert _status(summary, "allegra") == ["current"]
+    assert _status("History of penicillin V use.", "penicillin v") == ["ended"]
+
+
+def test_a_drug_added_in_a_year_is_current() -> None:
+    summary = "On HCTZ 25 mg, amlodipine 5 mg and clopidogrel 75 mg (added Mar 2019) - bleeding risk high."
+    assert _status(summary, "amlodipine") == ["current"]
+    assert _status("Amlodipine 5 mg (2019).", "amlodipine") == ["ended"]
+
+
+@pytest.mark.parametrize(("names", "written"), [
+    (["Anemia"], "He's anaemic."), (["Hypertension"], "Hypertensive on HCTZ 25."),
+])
+def test_the_adjective_of_a_problem_names_it(names: list[str], written: str) -> None:
+    assert _decided(_criterion("condition", names), written) is True
+
+
+def test_nitro_is_nitroglycerin() -> None:
+    assert _decided(_criterion("medication", ["Nitroglycerin"]), "Nitro spray 0.4 if chest pain.") is True

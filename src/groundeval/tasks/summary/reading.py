@@ -169,7 +169,8 @@ _DISTRIBUTIVE = re.compile(
     r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*"
     r"(?:active|current|ongoing))(?![a-z])")
 _YEAR = re.compile(r"(?<![\d/.])(?:(?:19|20)\d{2}\s*[-\u2013]\s*(?:19|20)\d{2}|(?<!\d-)(?:19|20)\d{2}(?![\d/]|-\d))")
-_STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|from|dx|diagnosed|onset|as of|to date"
+_STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|added|commenced|restarted|re-started"
+                    r"|from|dx|diagnosed|onset|as of|to date"
                     r"|until now|ongoing|current|currently|active|on|daily|bid|tid|qd|prn)(?![a-z])")
 _GOING_ON = re.compile(r"(?<![a-z])(?:since|ongoing|still|continues|continuing|remains)(?![a-z])")
 """Words in an item's own clause that keep it going under an ended lead-in or after a date
@@ -392,9 +393,14 @@ def _allergic(text: str) -> bool:
     """True when ``text`` holds a word starting ``allerg`` that states an allergy.
 
     ``Allergy-type meds: EpiPen, fexofenadine`` and ``allergy medication`` name a class of drugs
-    (what the patient takes for an allergy), not an allergy to them.
+    (what the patient takes for an allergy), not an allergy to them; "no allergies" states none.
     """
-    return "allerg" in _ALLERGY_DRUGS.sub(" ", text.lower())
+    return "allerg" in _NO_ALLERGY.sub(" ", _ALLERGY_DRUGS.sub(" ", text.lower()))
+
+
+_NO_ALLERGY = re.compile(r"(?<![a-z])(?:no|nil|nkda|without|lists no|no known|no recorded|no documented)"
+                         r"(?:\s+(?:known|recorded|documented|drug))*\s+allerg\w*")
+"""A statement that there is no allergy ("the chart lists no allergies"): it makes nothing beside it an allergen."""
 
 
 def _allergy_line(sentence: str) -> bool:
@@ -440,6 +446,13 @@ def _past_lead_in(clause: str, offset: int) -> str:
     return clause[colon + 1:]
 
 
+def _historical_at(ent: Any, doc: Any) -> tuple[int, ...]:
+    """The character offsets of the ConText triggers that mark ``ent`` historical (``()``: none)."""
+    if not ent._.is_historical:
+        return ()
+    return tuple(doc[m.modifier_span[0]].idx for m in ent._.modifiers if m.category == "HISTORICAL")
+
+
 def _negated(ent: Any, doc: Any, text: str) -> bool:
     """True when ConText negates ``ent`` by a trigger whose bracket does not close before it.
 
@@ -480,14 +493,14 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         spans = [doc.char_span(s, e, label="ITEM", alignment_mode="expand") for _, s, e in found]
         doc.ents = filter_spans([s for s in spans if s is not None])
         doc = sections(context(doc))
-        ents = [(e.start_char, e.end_char, _negated(e, doc, plain), bool(e._.is_historical),
+        ents = [(e.start_char, e.end_char, _negated(e, doc, plain), _historical_at(e, doc),
                  bool(e._.is_uncertain or e._.is_hypothetical),
                  str(e._.section_category or ""), e._.section_title.start_char if e._.section_title else -1)
                 for e in doc.ents]
     out = []
     for phrase, start, end in found:
-        ent = next((e for e in ents if e[0] <= start and end <= e[1]), (start, end, False, False, False, "", -1))
-        _, _, negated, historical, uncertain, section, title = ent
+        ent = next((e for e in ents if e[0] <= start and end <= e[1]), (start, end, False, (), False, "", -1))
+        _, _, negated, triggers, uncertain, section, title = ent
         s0, s1 = _sentence_bounds(plain, start)
         sentence = plain[s0:s1].strip()
         lead, lead_at = _lead_in(summary, start)
@@ -505,6 +518,9 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
                         or _predicate_status(plain[s0:s1], start - s0) or _list_status(plain[s0:s1], start - s0)
                         or _bullet_status(summary[line0:s1], start - line0, end - line0))
+        # A history trigger in the line's own lead-in ("Atopic history: A, B and C, all still on his
+        # active list") does not end items the sentence labels current; elsewhere it does.
+        historical = any(not (own and s0 <= t < s0 + len(own) and sentence_current) for t in triggers)
         # A collective qualifier gives no item a status, but an item that states its own in its own
         # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
         own_status = clause_ended or historical or negated or current_label(clause)

@@ -59,8 +59,9 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "total cholesterol": ("tc",), "triglycerides": ("tg",), "urea nitrogen": ("bun",), "creatinine": ("cr",),
     "body weight": ("wt", "weight"), "body height": ("ht", "height"),  # CASI senses, keyed by the result
     # drugs (ISMP 2021: APAP, HCTZ; UMLS LRABR: ASA, NTG; SNOMED CT 387404004 Nitroglycerin: its
-    # synonyms "Glyceryl trinitrate", the British name, and "GTN")
-    "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg", "gtn", "glyceryl trinitrate"),
+    # synonyms "Glyceryl trinitrate", the British name, and "GTN"; "nitro": ISMP 2021, its "nitro drip")
+    "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg", "gtn", "glyceryl trinitrate",
+                                                                             "nitro"),
     "acetaminophen": ("apap", "paracetamol"), "warfarin": (), "vitamin b12": ("cyanocobalamin", "b12"),
 }
 """Concept phrase (normalised, as whole words of a rubric name) -> abbreviations (normalised)."""
@@ -72,9 +73,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "acute non st segment elevation myocardial infarction": ("nstemi", "non st elevation mi"),
     "acute st segment elevation myocardial infarction": ("stemi",),
     "chronic congestive heart failure": ("chf", "congestive heart failure", "heart failure"),
-    "essential hypertension": ("hypertension", "high blood pressure", "htn"),
     "ischemic heart disease": ("coronary artery disease", "ihd", "cad"),
-    "anemia": ("anaemia",),
     "perennial allergic rhinitis with seasonal variation": ("allergic rhinitis",),
     "disease caused by severe acute respiratory syndrome coronavirus 2": ("covid 19", "covid", "sars cov 2"),
     "streptococcal sore throat": ("strep throat",),
@@ -102,6 +101,10 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "cardiac arrest": ("cardiopulmonary arrest", "sudden cardiac arrest"),  # 410429000
     "chronic sinusitis": ("chronic rhinosinusitis",),  # 40055000
     "loss of teeth": ("tooth loss", "edentulism", "edentulous"),  # 37320007 (SNOMED CT synonym: edentulous)
+    # the adjective a clinician states a problem with ("he is anaemic", "hypertensive on HCTZ")
+    "anemia": ("anaemia", "anemic", "anaemic"),
+    "hypertension": ("hypertensive", "high blood pressure"),
+    "essential hypertension": ("hypertension", "high blood pressure", "htn", "hypertensive"),
 }
 """Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
 
