@@ -108,15 +108,14 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 """Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
 
+_DRUG_PHRASES = ("aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen", "warfarin", "vitamin b12")
+"""The drug concept phrases of ``ABBREVIATIONS``."""
+
 _RESULT_AND_DRUG_PHRASES = frozenset({
     "cholesterol in hdl", "high density lipoprotein cholesterol", "total cholesterol", "triglycerides", "urea nitrogen",
     "creatinine", "cholesterol mass volume in serum or plasma", "hemoglobin mass volume in blood", "hemoglobin a1c",
     "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
-    "estimated glomerular filtration rate", "aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen",
-    "warfarin", "vitamin b12", "gingivitis", "body weight", "body height"})
-
-
-_DRUG_PHRASES = ("aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen", "warfarin", "vitamin b12")
+    "estimated glomerular filtration rate", "gingivitis", "body weight", "body height", *_DRUG_PHRASES})
 
 
 def drug_abbreviations(name: str) -> tuple[str, ...]:
