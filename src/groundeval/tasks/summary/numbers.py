@@ -8,7 +8,9 @@ the record holds; none of that is a value the record lacks:
   (``Mar 2025``, ``3 Mar``, ``Mar-25``).
 * **Bounds** (``bound_before``): a number after ``<``, ``>``, ``≤``, ``≥``, ``<=``, ``>=`` or a
   word that makes it a limit (``less than``, ``at least``, ``up to``, ``below``, ``above``,
-  ``under``, ``over``) is a goal or a reference limit (``A1c 6.0% (goal <5.7%)``, ``eGFR >=90``).
+  ``under``, ``over``) is a goal or a reference limit (``A1c 6.0% (goal <5.7%)``, ``eGFR >=90``); so
+  is a dose limit (``max 10 mg``, ``the 10 mg cap``) and a planned dose (``reduce simvastatin to
+  10 mg``).
 * **Rounding** (``rounds_to``): a written number equals a recorded one rounded to the written
   decimals, by either rule of ISO 80000-1:2009 Annex B (a tie goes to the even digit, rule A, or
   away from zero, rule B, the rule most people are taught), on the recorded value's decimal
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 
-__all__ = ["bound_before", "mask_dates", "rounds_to"]
+__all__ = ["bound_after", "bound_before", "mask_dates", "rounds_to"]
 
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)(?![a-z])\.?")
@@ -34,7 +36,12 @@ _DATES = re.compile(
     rf"|(?<![\w.])\d{{1,2}}(?:st|nd|rd|th)?[\s-]+{_MONTH}"  # 3 Mar, 3rd March
     rf"|(?<![A-Za-z]){_MONTH}[\s-]+\d{{1,2}}(?:st|nd|rd|th)?(?![\d.])")  # Mar 3, Mar-25
 _BOUND = re.compile(r"(?:[<>\u2264\u2265]\s*=?|=\s*[<>]|(?<![a-z])(?:(?:less|greater|more|lower|higher)\s+than"
-                    r"|at\s+(?:least|most)|up\s+to|below|above|under|over))\s*$", re.IGNORECASE)
+                    r"|at\s+(?:least|most)|up\s+to|below|above|under|over|max(?:imum)?\.?|exceed(?:s|ing)?(?:\s+the)?"
+                    r"|not\s+to\s+exceed|capped\s+at|limit(?:ed)?\s+to))\s*$", re.IGNORECASE)
+_PLANNED = re.compile(r"(?<![a-z])(?:reduce|reducing|decrease|decreasing|lower|lowering|drop|dropping|increase"
+                      r"|increasing|titrate|titrating|up-?titrate|wean|weaning|taper|tapering)(?![a-z])"
+                      r"[^.;,:\n]{0,40}?(?<![a-z])to\s*$", re.IGNORECASE)
+_BOUND_AFTER = re.compile(r"^\s*(?:cap|max(?:imum)?|limit|ceiling)(?![a-z])", re.IGNORECASE)
 
 
 def mask_dates(text: str) -> str:
@@ -43,8 +50,18 @@ def mask_dates(text: str) -> str:
 
 
 def bound_before(text: str, at: int) -> bool:
-    """True when the number starting at ``at`` of ``text`` is a bound (``<5.7``, ``>= 90``, ``at least 60``)."""
-    return bool(_BOUND.search(text[max(0, at - 16):at]))
+    """True when the number starting at ``at`` of ``text`` is a bound (``<5.7``, ``>= 90``, ``at least 60``).
+
+    Also a dose limit (``max 10 mg``, ``exceeds the 10 mg``) and a planned dose (``reduce simvastatin
+    to 10 mg``, ``consider titrating to 40 mg``: a change to make, in the base or ``-ing`` form;
+    ``was reduced to 10 mg`` states a dose, and is checked).
+    """
+    return bool(_BOUND.search(text[max(0, at - 16):at]) or _PLANNED.search(text[max(0, at - 60):at]))
+
+
+def bound_after(text: str, end: int) -> bool:
+    """True when the value ending at ``end`` of ``text`` is named a limit after it (``the 10 mg cap``)."""
+    return bool(_BOUND_AFTER.match(text, end))
 
 
 def rounds_to(value: float, written: float, decimals: int) -> bool:

@@ -47,6 +47,7 @@ from typing import Any
 
 from groundeval.tasks.summary.reading_rules import CONTEXT_RULES, ENDED_SECTIONS, SECTION_RULES
 from groundeval.tasks.summary.text import (
+    bracketed_semicolons,
     collective,
     contradictory,
     current_label,
@@ -148,7 +149,10 @@ def _lines(text: str) -> list[tuple[int, int]]:
 
 
 def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
-    """The sentence around ``at``: cut at line breaks, at ``;`` and at ``.``/``!``/``?`` before a space."""
+    """The sentence around ``at``: cut at line breaks, at ``;`` and at ``.``/``!``/``?`` before a space.
+
+    ``text`` has its bracketed semicolons masked (``text.bracketed_semicolons``): they cut nothing.
+    """
     start = 0
     for m in _BOUNDARY.finditer(text, 0, at):
         start = m.end()
@@ -175,13 +179,15 @@ _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|adde
 _GOING_ON = re.compile(r"(?<![a-z])(?:since|ongoing|still|continues|continuing|remains)(?![a-z])")
 """Words in an item's own clause that keep it going under an ended lead-in or after a date
 ("Background: ... treated with HCTZ 25 mg since 2004")."""
+_ON_NOW = re.compile(r"(?<![a-z])(?:on|taking|takes|continues(?:\s+on)?|remains\s+on|still\s+on)\s*$")
+"""A verb right before a drug that says the patient takes it now ("also on HCTZ", "taking X")."""
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
 _LISTED_CURRENT = re.compile(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])")
 _LEAD_ENDED = re.compile(
     r"(?<![a-z])(?:(?<!-)old|prev|d/c'?d|dc'?d|historical|historic|history|hx|inactive|not active|not current"
     r"|not ongoing|one-off|one-time"
     r"|no longer|background|earlier|former|remote"
-    r"|expired|finished|self-limit(?:ed|ing)|episodic|acute episodes?|settled|got better)(?![a-z])")
+    r"|expired|finished|done|self-limit(?:ed|ing)|episodic|acute episodes?|settled|got better)(?![a-z])")
 
 
 _PROBLEM_LINE = re.compile(r"^\s*#{1,6}\s*[^:#\n]+:\s*\S")
@@ -289,6 +295,26 @@ def _predicate_status(sentence: str, offset: int) -> bool:
     return len(parts) > 2 and offset < len(parts[0]) and bool(_PREDICATE.match(parts[-1]))
 
 
+_SUBJECT_LEAD = re.compile(r"^\s*(?:(?:and|but|then)\s+)?(?:(?:the|his|her|their|a|an)\s+)?$", re.IGNORECASE)
+_OWN_PREDICATE = re.compile(
+    r"^(?:(?!\b(?:after|when|because|since|until|once|as|while|before|that|which|who|and|but|or)\b)[^,;:])*?"
+    r"(?<![a-z])(?:was|were|has\s+been|have\s+been|had\s+been|is\s+now|are\s+now)\s+"
+    r"(?:since\s+|then\s+|later\s+|subsequently\s+)?"
+    r"(?:stopped|discontinued|d/c'?d|dc'?d|completed|ceased|withdrawn)(?![a-z])", re.IGNORECASE)
+
+
+def _subject_predicate(sentence: str, start: int, end: int) -> bool:
+    """True when the item at ``start:end`` is its clause's subject and the clause's verb ends it.
+
+    ``Acetaminophen 325 mg from his ankle sprain in April 2019 was d/c'd``: the words between a
+    subject and its verb (a strength, a prepositional phrase: no comma, no subordinate clause)
+    modify the subject, so an ended predicate speaks of it however far ConText's window reaches.
+    """
+    before = sentence[:start]
+    cut = max(before.rfind(","), before.rfind(";"), before.rfind(":"))
+    return bool(_SUBJECT_LEAD.match(before[cut + 1:])) and bool(_OWN_PREDICATE.match(sentence[end:]))
+
+
 _LEAD_OUT = re.compile(
     r"\s[-\u2013\u2014]+\s*(?:all\s+|both\s+|each\s+|now\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|settled|inactive|d/c'?d|dc'?d)"
@@ -386,14 +412,15 @@ def _own_lead_in(sentence: str, offset: int) -> str:
 
 _ALLERGY_DRUGS = re.compile(
     r"(?:anti-?\s*)?allerg\w*(?:[-\s]+(?:type|related|relief))?[-\s]+"
-    r"(?:meds?|medications?|medicines?|drugs?|treatments?|therapy|tablets?|rx)(?![a-z])")
+    r"(?:meds?|medications?|medicines?|drugs?|treatments?|therapy|tablets?|rx|regimens?|kit|pen)(?![a-z])")
 
 
 def _allergic(text: str) -> bool:
     """True when ``text`` holds a word starting ``allerg`` that states an allergy.
 
-    ``Allergy-type meds: EpiPen, fexofenadine`` and ``allergy medication`` name a class of drugs
-    (what the patient takes for an allergy), not an allergy to them; "no allergies" states none.
+    ``Allergy-type meds: EpiPen, fexofenadine``, ``allergy medication`` and ``an allergy-type
+    regimen`` name a class of drugs (what the patient takes for an allergy), not an allergy to
+    them; "no allergies" states none.
     """
     return "allerg" in _NO_ALLERGY.sub(" ", _ALLERGY_DRUGS.sub(" ", text.lower()))
 
@@ -431,8 +458,23 @@ def _fields(summary: str) -> str:
     return "\n".join(out)
 
 
+def _brackets_before(clause: str, offset: int) -> str:
+    """``clause`` with the brackets that close before ``offset`` blanked (same length).
+
+    A bracket closing before an item belongs to what it follows ("CHD (since Feb 21, 2017)
+    treated with simvastatin", "HTN (1929) on HCTZ"): its year dates that, not the item; a bracket
+    cut open by a comma inside it ("2017) treated with ...") likewise.
+    """
+    before = clause[:max(0, min(offset, len(clause)))]
+    blanked = re.sub(r"\([^()]*\)", lambda m: " " * len(m[0]), before)
+    close = blanked.rfind(")")
+    if close >= 0 and "(" not in blanked[:close]:
+        blanked = " " * (close + 1) + blanked[close + 1:]
+    return blanked + clause[len(before):]
+
+
 def _past_lead_in(clause: str, offset: int) -> str:
-    """``clause`` without a named lead-in before ``offset`` (``Hypertension (1929): hydrochlorothiazide``).
+    """``clause`` without a named lead-in before ``offset`` (``HTN (1929): HCTZ``, ``HTN (1929) - HCTZ``).
 
     A year in the lead-in dates what the lead-in names (a problem-oriented entry's problem, Weed
     1968), not the plan after its colon; a lead-in that is only a date ("2012: amoxicillin") still
@@ -440,10 +482,10 @@ def _past_lead_in(clause: str, offset: int) -> str:
     is the item's offset in it.
     """
     before = clause[:max(0, min(offset, len(clause)))]
-    colon = before.rfind(":")
-    if colon < 0 or not re.search(r"[a-z]{3}", _YEAR.sub(" ", before[:colon].lower())):
+    cuts = list(_LEAD_SEPARATOR.finditer(before))  # "HTN (1929): HCTZ" or "1. HTN (1929) - HCTZ 25 mg"
+    if not cuts or not re.search(r"[a-z]{2}", _YEAR.sub(" ", before[:cuts[-1].start()].lower())):
         return clause
-    return clause[colon + 1:]
+    return clause[cuts[-1].end():]
 
 
 def _historical_at(ent: Any, doc: Any) -> tuple[int, ...]:
@@ -474,6 +516,7 @@ def _negated(ent: Any, doc: Any, text: str) -> bool:
 @functools.lru_cache(maxsize=256)
 def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
     plain = markup_free(_fields(summary))
+    bounded = bracketed_semicolons(plain)
     low = plain.lower()
     found: list[tuple[str, int, int]] = []
     for phrase in phrases:
@@ -489,7 +532,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         for i, token in enumerate(doc):  # a sentence per line, and after . ! ? ; (``_sentence_bounds``)
             before = doc[i - 1] if i else None
             token.is_sent_start = before is None or "\n" in before.text or (
-                before.text in (".", "!", "?", ";") and bool(before.whitespace_ or token.is_space))
+                before.text in (".", "!", "?", ";") and bounded[before.idx] != ","
+                and bool(before.whitespace_ or token.is_space))
         spans = [doc.char_span(s, e, label="ITEM", alignment_mode="expand") for _, s, e in found]
         doc.ents = filter_spans([s for s in spans if s is not None])
         doc = sections(context(doc))
@@ -501,7 +545,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
     for phrase, start, end in found:
         ent = next((e for e in ents if e[0] <= start and end <= e[1]), (start, end, False, (), False, "", -1))
         _, _, negated, triggers, uncertain, section, title = ent
-        s0, s1 = _sentence_bounds(plain, start)
+        s0, s1 = _sentence_bounds(bounded, start)
         sentence = plain[s0:s1].strip()
         lead, lead_at = _lead_in(summary, start)
         own = _own_lead_in(plain[s0:s1], start - s0)
@@ -517,10 +561,16 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
                         or _predicate_status(plain[s0:s1], start - s0) or _list_status(plain[s0:s1], start - s0)
+                        or _subject_predicate(plain[s0:s1], start - s0, end - s0)
                         or _bullet_status(summary[line0:s1], start - line0, end - line0))
         # A history trigger in the line's own lead-in ("Atopic history: A, B and C, all still on his
         # active list") does not end items the sentence labels current; elsewhere it does.
-        historical = any(not (own and s0 <= t < s0 + len(own) and sentence_current) for t in triggers)
+        # A history trigger in an earlier clause ("h/o stroke 2006, HTN also on HCTZ 25mg") does not
+        # end a drug its own clause says the patient is on.
+        clause_at = s0 + plain[s0:start].rfind(",") + 1
+        on_now = bool(_ON_NOW.search(plain[clause_at:start].lower()))
+        historical = any(not (own and s0 <= t < s0 + len(own) and sentence_current) and not (t < clause_at and on_now)
+                         for t in triggers)
         # A collective qualifier gives no item a status, but an item that states its own in its own
         # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
         own_status = clause_ended or historical or negated or current_label(clause)
@@ -532,7 +582,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         low_sentence = " ".join(sentence.lstrip(" -*•").lower().split())
         sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
         at_clause = start - s0 - (plain[s0:start].rfind(",") + 1)  # the item's offset in its clause
-        low_clause = " ".join(_past_lead_in(clause, at_clause).lower().split())
+        low_clause = " ".join(_past_lead_in(_brackets_before(clause, at_clause), at_clause).lower().split())
         listed_current = section in ("medications", "current", "problem_list") or bool(
             governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
         bracket = _BRACKET_AFTER.match(plain, end)  # "acetaminophen 325 mg (sprain, 2019)": its own bracket

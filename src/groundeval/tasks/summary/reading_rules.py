@@ -48,6 +48,9 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # takes Norco"): it states something new of what the negated phrase named, as ConText's own
     # termination terms ("but", "however", "except") end a negation at a new clause.
     ("which", "NEGATED_EXISTENCE", "TERMINATE"),
+    # ... and a history's scope too ("a history of opioid abuse for which he remains on
+    # buprenorphine/naloxone": the drug is what he is on now, not history).
+    ("which", "HISTORICAL", "TERMINATE"),
     # Past events in the patient's own words of a handoff (ConText's temporality "historical":
     # Harkema et al. 2009, section 2.2: a condition that occurred in the past; the clinical
     # shorthand "s/p" and "status post" is ConText's own trigger in its 2009 lexicon).
@@ -88,6 +91,9 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("replaced by", "HISTORICAL", "BACKWARD"), ("changed to", "HISTORICAL", "BACKWARD"),
     ("switched to", "HISTORICAL", "BACKWARD"), ("briefly", "HISTORICAL", "BIDIRECTIONAL"),
     ("not currently prescribed", "HISTORICAL", "BACKWARD"), ("not currently taking", "HISTORICAL", "BACKWARD"),
+    # "as needed" is PRN (pro re nata), a dosing schedule, not a hypothesis: ConText's default
+    # HYPOTHETICAL trigger of that literal would make every drug after it uncertain.
+    ("as needed", "HYPOTHETICAL", "PSEUDO"),
 )
 """ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
 most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin

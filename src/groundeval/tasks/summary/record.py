@@ -307,10 +307,13 @@ def _drug_values(drug: Drug) -> list[tuple[float, str, tuple[str, ...]]]:
     return out
 
 
-def record_values(bundle: Mapping[str, Any]) -> list[JSON]:
+def record_values(bundle: Mapping[str, Any], molar_masses: Mapping[str, float] | None = None) -> list[JSON]:
     """Every value a summary may state: ``{"value": float, "unit": str, "what": str, "names": [str], "kind": str}``.
 
-    ``kind`` is ``observation`` or ``drug``.
+    ``kind`` is ``observation`` or ``drug``. An Observation whose LOINC code has a molar mass in
+    ``molar_masses`` (g/mol by LOINC code: the labs task's table, ``clinical.lab_thresholds``:
+    glucose 180.156) also carries ``molar_mass_g_per_mol``, so a value stated in the other kind of
+    concentration (``glucose 3.7 mmol/L`` for 67.37 mg/dL) converts.
 
     Observation ``valueQuantity`` and component values (their UCUM ``code``, else ``unit``), named by
     the Observation's (component's) ``code.text`` and codings' displays; and each drug's values
@@ -320,6 +323,7 @@ def record_values(bundle: Mapping[str, Any]) -> list[JSON]:
     """
     seen: dict[tuple[float, str, str], tuple[str, ...]] = {}
     kinds: dict[str, str] = {}
+    molar: dict[str, float] = {}
 
     def add(value: Any, unit: Any, what: str, names: tuple[str, ...], kind: str = "observation") -> None:
         if isinstance(value, int | float) and not isinstance(value, bool) and isinstance(unit, str) and unit:
@@ -333,6 +337,10 @@ def record_values(bundle: Mapping[str, Any]) -> list[JSON]:
         labels = (name, *(str(c.get("display") or "") for c in code.get("coding") or []))
         quantity = obs.get("valueQuantity") or {}
         add(quantity.get("value"), quantity.get("code") or quantity.get("unit"), name, labels)
+        mass = next((molar_masses[str(c.get("code"))] for c in code.get("coding") or []
+                     if molar_masses and str(c.get("code")) in molar_masses), None)
+        if mass is not None:
+            molar[name] = mass
         for comp in obs.get("component") or []:
             q = comp.get("valueQuantity") or {}
             ccode = comp.get("code") or {}
@@ -342,5 +350,6 @@ def record_values(bundle: Mapping[str, Any]) -> list[JSON]:
     for drug in medications(bundle):
         for value, unit, names in _drug_values(drug):
             add(value, unit, drug.display, names, "drug")
-    return [{"value": v, "unit": u, "what": w, "names": list(n), "kind": kinds[w]}
+    return [{"value": v, "unit": u, "what": w, "names": list(n), "kind": kinds[w],
+             **({"molar_mass_g_per_mol": molar[w]} if w in molar else {})}
             for (v, u, w), n in sorted(seen.items())]

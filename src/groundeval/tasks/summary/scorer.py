@@ -104,7 +104,8 @@ def stated_ended(criterion: Mapping[str, Any], summary: str) -> str | None:
 
     For a must-mention ``medication`` criterion: every mention of the drug (its names, brands and
     salt-free names, ``matching``; allergies aside) is ended or negated ("buprenorphine/naloxone
-    was stopped", "not on warfarin"); for a ``condition``: every mention is negated ("no
+    was stopped", "not on warfarin"), or, for a combination no mention names current, all its
+    ingredients are ended together in one sentence; for a ``condition``: every mention is negated ("no
     hypertension") or said to be over ("chronic sinusitis - resolved": ``reading.Mention.over``).
     A problem written as history ("prior stroke", "MI in 1995") is not one: event disorders stay
     on the problem list and clinicians write them so. The record says it is
@@ -113,7 +114,18 @@ def stated_ended(criterion: Mapping[str, Any], summary: str) -> str | None:
     """
     if criterion["kind"] != "must_mention" or criterion["type"] not in ("condition", "medication"):
         return None
-    every = [m for m in item_mentions(criterion, summary, strict=False).all() if not m.allergy]
+    mentions = item_mentions(criterion, summary, strict=False)
+    every = [m for m in mentions.all() if not m.allergy]
+    combination = criterion["type"] == "medication" and len(mentions.per_name) > 1
+    if combination and mentions.named(frozenset({"current"})) is None:
+        # a combination is stated ended where all its ingredients are, together ("hydrocodone/APAP
+        # 5/300 mg, since discontinued"), whatever an ingredient's own product does elsewhere
+        # ("Tylenol 325 mg q4-6h" keeps acetaminophen current, not the combination)
+        for m in mentions.per_name[0]:
+            if m.status in _NOT_CURRENT and not m.allergy and all(
+                    any(o.status in _NOT_CURRENT and o.sentence_start == m.sentence_start for o in ms)
+                    for ms in mentions.per_name[1:]):
+                return m.sentence
     if criterion["type"] == "medication":
         false = [m.status in _NOT_CURRENT for m in every]
     else:

@@ -58,11 +58,15 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "cholesterol in hdl": ("hdl", "hdl c", "hdl cholesterol"), "high density lipoprotein cholesterol": ("hdl", "hdl c"),
     "total cholesterol": ("tc",), "triglycerides": ("tg",), "urea nitrogen": ("bun",), "creatinine": ("cr",),
     "body weight": ("wt", "weight"), "body height": ("ht", "height"),  # CASI senses, keyed by the result
+    "hematocrit": ("hct",),  # the LOINC short name of 4544-3, "Hct VFr Bld Auto"
     # drugs (ISMP 2021: APAP, HCTZ; UMLS LRABR: ASA, NTG; SNOMED CT 387404004 Nitroglycerin: its
     # synonyms "Glyceryl trinitrate", the British name, and "GTN"; "nitro": ISMP 2021, its "nitro drip")
     "aspirin": ("asa",), "hydrochlorothiazide": ("hctz",), "nitroglycerin": ("ntg", "gtn", "glyceryl trinitrate",
                                                                              "nitro"),
     "acetaminophen": ("apap", "paracetamol"), "warfarin": (), "vitamin b12": ("cyanocobalamin", "b12"),
+    # British Approved Names of INN drugs (the BNF titles them "Adrenaline/epinephrine",
+    # "Noradrenaline/norepinephrine"; the MHRA's change to INNs kept both names in use)
+    "epinephrine": ("adrenaline",), "norepinephrine": ("noradrenaline",),
 }
 """Concept phrase (normalised, as whole words of a rubric name) -> abbreviations (normalised)."""
 
@@ -86,7 +90,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     # names it by in a handoff (the child is the record's more specific code of the same problem).
     "stroke": ("cva", "cerebrovascular accident"),  # 230690007 Cerebrovascular accident (its FSN)
     "myocardial infarction": ("heart attack", "cardiac infarction"),  # 22298006
-    "idiopathic atrophic hypothyroidism": ("hypothyroidism", "primary hypothyroidism"),  # 83664006 IS-A 40930008
+    # 83664006 IS-A 40930008
+    "idiopathic atrophic hypothyroidism": ("hypothyroidism", "primary hypothyroidism", "hypothyroid"),
     "atopic dermatitis": ("atopic eczema", "eczema"),  # 24079001; IS-A 43116000 Eczema
     "osteoarthritis of hip": ("hip osteoarthritis", "osteoarthritis of the hip", "hip oa", "oa of hip",
                               "oa of the hip", "oa hip"),  # 239872002
@@ -104,18 +109,20 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     # the adjective a clinician states a problem with ("he is anaemic", "hypertensive on HCTZ")
     "anemia": ("anaemia", "anemic", "anaemic"),
     "hypertension": ("hypertensive", "high blood pressure"),
+    "hypothyroidism": ("hypothyroid",),
     "essential hypertension": ("hypertension", "high blood pressure", "htn", "hypertensive"),
 }
 """Whole rubric name (normalised) -> other names of the same concept (SNOMED CT synonyms)."""
 
-_DRUG_PHRASES = ("aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen", "warfarin", "vitamin b12")
+_DRUG_PHRASES = ("aspirin", "hydrochlorothiazide", "nitroglycerin", "acetaminophen", "warfarin", "vitamin b12",
+                 "epinephrine", "norepinephrine")
 """The drug concept phrases of ``ABBREVIATIONS``."""
 
 _RESULT_AND_DRUG_PHRASES = frozenset({
     "cholesterol in hdl", "high density lipoprotein cholesterol", "total cholesterol", "triglycerides", "urea nitrogen",
     "creatinine", "cholesterol mass volume in serum or plasma", "hemoglobin mass volume in blood", "hemoglobin a1c",
     "body mass index", "ldl cholesterol", "low density lipoprotein cholesterol", "blood pressure",
-    "estimated glomerular filtration rate", "gingivitis", "body weight", "body height", *_DRUG_PHRASES})
+    "estimated glomerular filtration rate", "gingivitis", "body weight", "body height", "hematocrit", *_DRUG_PHRASES})
 
 
 def drug_abbreviations(name: str) -> tuple[str, ...]:
@@ -252,6 +259,8 @@ def variants(name: str, *, drug: bool) -> list[str]:
     """
     key = spelling(name)
     out = [key, *SYNONYMS.get(key, ()), *([] if drug else same_concept(name))]
+    if not drug and " [" in name:  # a LOINC name: "Hematocrit [Volume Fraction] of Blood" is a "hematocrit"
+        out.append(spelling(name[:name.index(" [")]))
     if drug:
         out.append(drug_words(key))
     for phrase, abbreviations in ABBREVIATIONS.items():

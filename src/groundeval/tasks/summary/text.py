@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from groundeval.tasks.summary.numbers import bound_before, rounds_to
+from groundeval.tasks.summary.numbers import bound_after, bound_before, rounds_to
 
 __all__ = [
     "CURRENT_WORDS",
@@ -70,8 +70,12 @@ _RESOLVED = re.compile("|".join(rf"(?<![a-z]){re.escape(w)}(?![a-z])" for w in R
 
 
 def resolved(sentence: str) -> bool:
-    """True when ``sentence`` holds a word of ``RESOLVED_WORDS`` (lower-cased, whole words)."""
-    return bool(_RESOLVED.search(" ".join(sentence.lower().split())))
+    """True when ``sentence`` holds a word of ``RESOLVED_WORDS`` (lower-cased, whole words).
+
+    Other orders of a drug said to be over ("the prior 2006 and 2017 orders having been stopped",
+    ``_OTHER_ORDERS``) end nothing the sentence names.
+    """
+    return bool(_RESOLVED.search(_OTHER_ORDERS.sub(" ", " ".join(sentence.lower().split()))))
 
 
 CURRENT_WORDS = ("current", "currently", "active", "ongoing")
@@ -90,6 +94,14 @@ _CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!n
                       r"(?!\s+(?:off|not|no longer|stopped|discontinued|ended)(?![a-z]))")
 _DOSE_HISTORY = re.compile(r"(?<![a-z])(?:previously|formerly|prior|earlier|was|were|from)\s+(?:dose\s+|on\s+)?"
                            r"\d+(?:\.\d+)?\s*(?:mg|mcg|g|ml|units?|%)(?![a-z])")
+_OTHER_ORDERS = re.compile(
+    r"(?<![a-z])(?:older|earlier|prior|previous|past|other|old|the)\s+(?:[a-z0-9]+\s+(?:and\s+[a-z0-9]+\s+)?)?"
+    r"(?:scripts?|orders?|courses?|prescriptions?|rxs?|supplies|ones|fills?)"
+    r"(?:\s+(?:in|from)\s+[^,;()]{0,24}?)?\s+"
+    r"(?:were\s+|was\s+|have\s+been\s+|had\s+been\s+|having\s+been\s+|all\s+|now\s+)*"
+    r"(?:completed|stopped|discontinued|ended|expired|d/c'?d|finished|done)(?![a-z])")
+"""Other orders of the same drug said to be over ("current script 2025; older scripts completed",
+"the 2006 and 2017 ones were stopped"): about those orders, not the item the clause names."""
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
 _OTHER_HISTORY = re.compile(
     r"(?<![a-z])(?:" + "|".join(re.escape(w.strip()) for w in ENDED_WORDS) + r")\s+(?:on\s+)?"
@@ -120,7 +132,7 @@ _MARKUP = re.compile(r"[|*#`>]|^\s*[-+•]\s|(?<=\n)\s*[-+•]\s|^\s*\d+[.)]\s|(
 _CUR_WORD = r"(?:current(?:ly)?|active|ongoing)"
 _END_WORD = r"(?:stopped|discontinued|past|previous|prior|resolved|ended|completed|inactive|historical)"
 _STATUS = rf"(?:{_CUR_WORD}|{_END_WORD})"
-_QUANT = r"(?:some|others?|several|many|most|a few|few|certain)"
+_QUANT = r"(?:some|others|several|many|most|a few|few|certain)"
 _COLLECTIVE = re.compile(
     rf"(?<![a-z])(?:{_QUANT}\s+(?:\w+\s+){{0,2}}?(?:since\s+|now\s+|are\s+|were\s+|still\s+)?{_STATUS}"
     rf"|{_CUR_WORD}\s*(?:and|or|/|&|\+)\s*{_END_WORD}|{_END_WORD}\s*(?:and|or|/|&|\+)\s*{_CUR_WORD}"
@@ -194,13 +206,44 @@ def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
             clause = part
             break
         pos += len(part) + 1
-    low = _DOSE_HISTORY.sub(" ", " ".join(clause.lower().split()))  # "(previously 5 mg)" dates a dose, not the drug
+    relative = _RELATIVE.search(clause.lower(), 0, max(0, offset - pos))
+    if relative:  # "a history of opioid abuse for which he remains on X": the relative clause is X's own
+        clause = clause[relative.end():]
+    # "(previously 5 mg)" dates a dose, not the drug; "older scripts completed" speaks of other orders
+    low = _OTHER_ORDERS.sub(" ", _DOSE_HISTORY.sub(" ", " ".join(clause.lower().split())))
     return bool(_ENDED.search(low)), bool(_CURRENT.search(" ".join(sentence.lower().split())))
 
 
+_RELATIVE = re.compile(r"(?<![a-z])(?:for|with|on|in)?\s*(?:which|whom)(?![a-z])(?![^()]*\))")
+"""A relative pronoun opening a new clause before the item (not inside a bracket)."""
+
+
+def bracketed_semicolons(text: str) -> str:
+    """``text`` with every ``;`` inside round or square brackets (on its line) made a ``,``; same length.
+
+    A semicolon inside a bracket separates the bracket's own parts ("clopidogrel 75 mg (restarted
+    2019; earlier courses stopped), digoxin 125 mcg"): it ends no sentence, so what the bracket says
+    stays in it.
+    """
+    out, depth = list(text), 0
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            depth = 0
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == ";" and depth:
+            out[i] = ","
+    return "".join(out)
+
+
 def sentences(text: str) -> list[str]:
-    """The text cut at sentence ends, semicolons and line breaks (list items are sentences)."""
-    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+    """The text cut at sentence ends, semicolons (outside brackets) and line breaks (list items are sentences)."""
+    cuts = [(m.start(), m.end()) for m in _SENTENCE.finditer(bracketed_semicolons(text))]
+    starts = [0, *(e for _, e in cuts)]
+    ends = [*(s for s, _ in cuts), len(text)]
+    return [text[a:b].strip() for a, b in zip(starts, ends, strict=True) if text[a:b].strip()]
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -227,10 +270,8 @@ def contradictory(sentence: str) -> bool:
     lower-cased. The rule is the project's rule for hedged answers: labels that cannot both be true
     state neither, and count as a contradiction (``docs/tasks/summary.md``).
     """
-    for clause in _clauses(_OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(" ", " ".join(sentence.lower().split())))):
-        if _CURRENT.search(clause) and _ENDED.search(clause):
-            return True
-    return False
+    low = _OTHER_ORDERS.sub(" ", _OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(" ", " ".join(sentence.lower().split()))))
+    return any(_CURRENT.search(clause) and _ENDED.search(clause) for clause in _clauses(low))
 
 
 def contradictory_mention(text: str, names: Sequence[str]) -> str | None:
@@ -270,7 +311,8 @@ def stated_values(text: str) -> list[dict[str, Any]]:
 
     for pattern in (_PRESSURE, _PER_VOLUME, _PAIR, _SERIES, _VALUE):
         for found in pattern.finditer(text):
-            if any(a <= found.start() < b for a, b in taken) or bound_before(text, found.start()):
+            if (any(a <= found.start() < b for a, b in taken) or bound_before(text, found.start())
+                    or bound_after(text, found.end())):
                 continue
             taken.append(found.span())
             if pattern is _PRESSURE:

@@ -86,8 +86,10 @@ def _lab_criteria(bundle: Mapping[str, Any], table: Thresholds, source: str) -> 
             continue
         value = test["value_in_unit"]
         unit = str(test["unit"])
-        values = ([{"value": v, "unit": unit} for v in value.values()] if isinstance(value, Mapping)
-                  else [{"value": value, "unit": unit}])
+        molar = table.test(str(test["loinc"])).molar_mass
+        extra = {"molar_mass_g_per_mol": molar} if molar else {}
+        values = ([{"value": v, "unit": unit, **extra} for v in value.values()] if isinstance(value, Mapping)
+                  else [{"value": value, "unit": unit, **extra}])
         shown = "/".join(f"{v['value']:g}" for v in values)
         category = str(test["category"]).replace("_", " ")
         out.append(_criterion(
@@ -166,4 +168,5 @@ def summary_rubric(bundle: Mapping[str, Any], table: Thresholds, source: str) ->
         seen.add(key)
         criteria.append(_criterion(key, "must_not_state", "resolved_condition", -1,
                                    f"The summary states {p.name} (resolved) as a current problem.", [p.name]))
-    return {"criteria": criteria, "record_values": record_values(bundle)}
+    molar = {t.loinc: t.molar_mass for t in table.tests if t.molar_mass}
+    return {"criteria": criteria, "record_values": record_values(bundle, molar)}

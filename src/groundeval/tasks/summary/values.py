@@ -40,7 +40,7 @@ from groundeval.tasks.summary.reading import read
 from groundeval.tasks.summary.synonyms import brands_of, drug_words, spelling, variants
 from groundeval.tasks.summary.text import UNIT_ALIASES, stated_values
 
-__all__ = ["UCUM_OF", "check_values", "lab_verdict", "same_value", "wrong_values"]
+__all__ = ["UCUM_OF", "check_values", "lab_verdict", "negated_here", "same_value", "wrong_values"]
 
 UCUM_OF: dict[str, str] = {
     "mg": "mg", "mcg": "ug", "g": "g", "kg": "kg", "ml": "mL", "mg/ml": "mg/mL", "mg/g": "mg/g", "unt/ml": "[U]/mL",
@@ -52,11 +52,11 @@ UCUM_OF: dict[str, str] = {
 """The units ``text.stated_values`` reads (its keys) -> UCUM codes, for conversion."""
 
 _AFTER_NAME = re.compile(
-    r"^[^0-9\n;.]{0,24}?(?<![\w<>\u2264\u2265-])(\d+(?:\.\d+)?)(?!\.?\d)(?![+\u2013-])"
+    r"^[^0-9\n;.]{0,24}?(?<![\w<>\u2264\u2265-])(\d+(?:\.\d+)?)(?!\.?\d)(?![+\u2013-])(?!(?:st|nd|rd|th)(?![a-z]))"
     r"(?:\s*/\s*(\d+(?:\.\d+)?)(?!\.?\d))?")
 """A result's number right after its name (dates masked: ``numbers.mask_dates``); a bound is no
 value (``BMI 30+``, the name of SNOMED CT 162864005 "Body mass index 30+ - obesity"; ``eGFR >90``),
-nor is a range (``A1c 5.7-6.4``)."""
+nor is a range (``A1c 5.7-6.4``), nor an ordinal (``BP, add a 2nd agent``)."""
 _DEGREES = re.compile(r"\s*°?\s*([CF])(?![A-Za-z])")
 """A temperature's scale right after its number (``Oral temperature 101.1 F``)."""
 _PER_PERIOD = {"mg/h": "mg", "mcg/h": "mcg", "mg/d": "mg", "mcg/d": "mcg", "mg/actuat": "mg"}
@@ -70,14 +70,16 @@ def _ucum(unit: str) -> str | None:
     return UCUM_OF.get(_key(unit))
 
 
-def same_value(stated: float, decimals: int, unit: str, value: float, value_unit: str, *, exact: bool = False) -> bool:
+def same_value(stated: float, decimals: int, unit: str, value: float, value_unit: str, *, exact: bool = False,
+               molar_mass_g_per_mol: float | None = None) -> bool:
     """True when ``value`` (in ``value_unit``) rounds to ``stated`` (``decimals`` places) in ``unit``.
 
     Units are compared as read (``UNIT_ALIASES``) or converted through UCUM (same dimension only);
     a mass is compared with a strength per hour, day or actuation as one period's amount
     (``_PER_PERIOD``). Rounding: ``numbers.rounds_to``; with ``exact`` (a drug's strength: a
     product is made in its strength, ``amlodipine 3 mg`` is not the 2.5 mg tablet) no rounding,
-    only a conversion's floating-point error (relative 1e-9).
+    only a conversion's floating-point error (relative 1e-9). ``molar_mass_g_per_mol`` (g/mol) lets
+    a substance concentration and a mass concentration convert (``glucose 3.7 mmol/L`` is 67 mg/dL).
     """
     key, value_key = _key(unit), _key(value_unit)
     if key in _MASSES and value_key in _PER_PERIOD:  # a patch's 25 mcg is its 25 mcg/h (_PER_PERIOD)
@@ -88,7 +90,7 @@ def same_value(stated: float, decimals: int, unit: str, value: float, value_unit
             return False
         from groundeval.terminology.ucum import convert
 
-        converted = convert(value, source, target)
+        converted = convert(value, source, target, molar_mass_g_per_mol=molar_mass_g_per_mol)
         if converted is None:
             return False
         value = converted
@@ -178,7 +180,11 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
         ``(text, phrases)`` pairs in text order; ``phrases`` is empty for a value stated for no item.
     """
     index = _item_phrases(record)
-    mentions = [m for m in read(summary, index) if m.status not in ("negated",)]
+    every = read(summary, index)
+    # the longest name read at a place names the item ("levothyroxine sodium 75 mcg" is the drug's,
+    # not a sodium result's; "LDL cholesterol 133" is LDL's, not total cholesterol's)
+    mentions = [m for m in every if not negated_here(summary, m) and not any(
+        o.start <= m.start and m.end <= o.end and o.end - o.start > m.end - m.start for o in every)]
     wrong = []
     taken: list[tuple[int, int]] = []
     for stated in stated_values(summary):
@@ -199,12 +205,24 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
             held = any(_per_volume(stated, r) for r in pool)
         else:
             held = any(same_value(stated["value"], stated["decimals"], stated["unit"], float(r["value"]),
-                                  str(r["unit"]), exact=r.get("kind") == "drug") for r in pool)
+                                  str(r["unit"]), exact=r.get("kind") == "drug",
+                                  molar_mass_g_per_mol=r.get("molar_mass_g_per_mol")) for r in pool)
             if not held and drug and stated["unit"] in _MASSES and _solution_without_volume(pool, record):
                 continue  # a dose of a solution the record gives no volume of: nothing to convert it with
         if not held:
             wrong.append((stated["text"], tuple(m.phrase for m in owners)))
     masked = mask_dates(summary)
+    for m in mentions:  # a drug's strength written without a unit ("HCTZ12.5", "metoprolol succ ER50")
+        values = [record[i] for i in index[m.phrase]]
+        if not values or not all(r.get("kind") == "drug" for r in values):
+            continue
+        bare = _BARE_STRENGTH.match(masked, m.end)
+        if bare is None or any(a <= bare.start(1) < b for a, b in taken) or bound_before(masked, bare.start(1)):
+            continue
+        product = _products(values, record)
+        numbers = [n for n in bare.groups() if n]
+        if not all(any(_bare_equal(float(n), r) for r in product) for n in numbers):
+            wrong.append((summary[m.start:bare.end()].strip(), (m.phrase,)))
     for m in mentions:  # a result's number written without a unit
         values = [record[i] for i in index[m.phrase]]
         if not values or any(r.get("kind") == "drug" for r in values):
@@ -227,12 +245,57 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
 
 
 _SCALES = {"C": "cel", "F": "[degf]"}
+_BARE_STRENGTH = re.compile(
+    r"[ \t]*(?:(?:succ\w*|tart\w*|er|xl|sr|cr|la|xr|ir|hcl|sl|po|tab|tabs|oral)\.?[ \t]*){0,2}"
+    r"(\d+(?:\.\d+)?)(?:[ \t]*/[ \t]*(\d+(?:\.\d+)?))?(?![\d.]*\d)(?![\w%/\u00b5-])"
+    r"(?![ \t]*(?:[a-z\u00b5%]+/|mg|mcg|ug|g|ml|units?|iu|meq|mmol|%|tabs?|tablets?|caps?|capsules?|puffs?|sprays?"
+    r"|drops?|x|times|days?|weeks?|wks?|months?|years?|yrs?|hours?|hrs?|h|min|mins|minutes|doses?|mmhg)(?![a-z]))",
+    re.IGNORECASE)
+"""A number right after a drug's name (glued, ``HCTZ12.5``, or after form words, ``metoprolol succ
+ER50``; ``hydrocodone/APAP 5/300``) with no unit after it: the strength in clinical shorthand,
+compared with the product's strengths as recorded (exactly). A count, a duration or a number with a
+unit is not one (``stated_values`` reads the last)."""
+
+
+def _bare_equal(number: float, value: Mapping[str, Any]) -> bool:
+    """True when a strength written without a unit is ``value``'s, in its unit or the next mass unit.
+
+    ``levothyroxine 75`` is the 0.075 mg tablet (75 mcg), ``digoxin 125`` the 0.125 mg one: a
+    clinician writes a strength in the unit it is prescribed in, which for a mass may be the
+    record's unit times or over 1,000.
+    """
+    recorded = float(value["value"])
+    scales = (1.0, 1e3, 1e-3) if _key(str(value["unit"])).split("/")[0] in _MASSES else (1.0,)
+    return any(abs(number - recorded * k) <= 1e-9 * max(1.0, number) for k in scales)
+_NEGATION = re.compile(r"(?<![a-z])(?:no|not|nil|without|denies|denied|negative\s+for|never)(?![a-z])", re.IGNORECASE)
+_CLAUSE_START = re.compile(r"[,;.:\n(][^,;.:\n(]*$")
+
+
+def negated_here(summary: str, mention: Any) -> bool:
+    """True when ``mention`` is negated in its own clause (a negation word before it since the last comma).
+
+    ConText's negation reaches across a sentence's commas, as a negated list needs ("Not on A, B
+    or C"); but an item whose own clause states its value after a negated one ("BP not controlled
+    on HCTZ, and BMI 27.2 kg/m2"; "above goal without an HTN dx, and BMI 28.4") is stated, and its
+    number is its value.
+    """
+    if mention.status != "negated":
+        return False
+    before = summary[mention.sentence_start:mention.start]
+    cut = _CLAUSE_START.search(before)
+    own = before[cut.start() + 1:] if cut else before
+    return bool(_NEGATION.search(own)) or not _AFTER_NAME.match(mask_dates(summary)[mention.end:])
 
 
 _ABOUT_ELSE = re.compile(r"(?<![a-z])(?:despite|than|after|before|with|for|over|under|since|in|within|per|every|"
-                         r"x|times|across|between|from|to)(?![a-z])")
+                         r"x|times|across|between|from|to|stage|grade|class|type|step|category|tier"
+                         r"|on(?=\s+(?!(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+                         r"|(?:the|this|that|these|those|a|an|his|her|their|its|same|admission|arrival|review|visit"
+                         r"|presentation|discharge|recheck|repeat|last|latest)\b)[a-z]))(?![a-z])")
 """Words between a result's name and a number that make the number another thing's ("BP uncontrolled
-despite 3 antihypertensives", "BP higher than 140"): a count, a bound or a period, not the value."""
+despite 3 antihypertensives", "BP higher than 140", "BP - stage 2", "LDL above goal on simva 20": "on" and a word
+that is no month, determiner or occasion, "on the same date" dates the value): a count, a bound, a
+period or a drug's strength, not the value."""
 
 
 def _number_after(masked: str, end: int) -> re.Match[str] | None:
@@ -283,11 +346,11 @@ def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> 
     """
     names = [str(n) for n in criterion["names"]]
     phrases = [spelling(n) for n in names] if strict else [v for n in names for v in variants(n, drug=False)]
-    wanted = [(float(v["value"]), str(v["unit"])) for v in criterion["values"]]
+    wanted = [(float(v["value"]), str(v["unit"]), v.get("molar_mass_g_per_mol")) for v in criterion["values"]]
     seen_wrong = None
     masked = mask_dates(summary)
     for m in read(summary, phrases):
-        if m.status == "negated" or (m.status == "hedged" and not m.collective):
+        if negated_here(summary, m) or (m.status == "hedged" and not m.collective):
             continue  # a list qualified as a whole gives no status, but a result's number is still its value
         found = _number_after(masked, m.end)
         if found is None:
@@ -297,8 +360,9 @@ def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> 
         unit = next((s["unit"] for s in stated_values(numbers[-1] + unit_text)[:1] if s["start"] == 0),
                     None)  # a unit is its number's only when it follows it ("BMI 28.4, BP 142/85 mmHg")
         ok = len(numbers) >= len(wanted) and all(
-            any(same_value(float(n), len(n.partition(".")[2]), unit or u, v, u) for n in numbers)
-            for v, u in wanted)
+            any(same_value(float(n), len(n.partition(".")[2]), unit or u, v, u, molar_mass_g_per_mol=mass)
+                for n in numbers)
+            for v, u, mass in wanted)
         if ok:
             return True, m.sentence
         seen_wrong = seen_wrong or m.sentence

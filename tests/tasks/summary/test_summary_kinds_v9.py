@@ -1,0 +1,197 @@
+"""The kinds of reading error fixed in rules version 9, one test per kind (short texts).
+
+Each kind was found on the development set's fourth and fifth blind rounds
+(``fixtures/summary-calibration/dev-labels.jsonl``, writers ``dev-writer-g`` to ``dev-writer-l``):
+faithful summaries the scorer failed, or flawed ones it passed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from groundeval.tasks.summary.judge import BaselineJudge
+from groundeval.tasks.summary.reading import read
+from groundeval.tasks.summary.scorer import hedged_verdict, rule_verdict, stated_ended
+from groundeval.tasks.summary.values import check_values, lab_verdict
+
+JUDGE = BaselineJudge()
+
+
+def _criterion(ctype: str, names: list[str], *, kind: str = "must_mention",
+               values: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"id": f"{ctype}:x", "kind": kind, "type": ctype, "points": -1 if kind == "must_not_state" else 1,
+            "safety": False, "statement": "s", "names": names, "alternatives": [], "values": values or []}
+
+
+def _decided(criterion: dict[str, Any], summary: str) -> bool:
+    """The scorer's verdict on one criterion: hedge, then rule, then the baseline judge."""
+    if hedged_verdict(criterion, summary) is not None:
+        return criterion["kind"] == "must_not_state"
+    ruled = rule_verdict(criterion, summary)
+    return ruled if ruled is not None else JUDGE.decide(criterion, summary, label="t").met
+
+
+def _status(summary: str, phrase: str) -> list[str]:
+    return [m.status for m in read(summary, [phrase])]
+
+
+def _drug(value: float, unit: str, what: str, *names: str) -> dict[str, Any]:
+    return {"value": value, "unit": unit, "what": what, "names": list(names), "kind": "drug"}
+
+
+def _result(value: float, unit: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {"value": value, "unit": unit, "what": name, "names": [name], "kind": "observation", **extra}
+
+
+HCTZ = _drug(25.0, "mg", "Hydrochlorothiazide 25 MG Oral Tablet", "hydrochlorothiazide")
+LEVOTHYROXINE = _drug(0.075, "mg", "Levothyroxine Sodium 0.075 MG Oral Tablet", "levothyroxine sodium")
+SIMVASTATIN = _drug(20.0, "mg", "Simvastatin 20 MG Oral Tablet", "simvastatin")
+HEMOGLOBIN = _result(16.56, "g/dL", "Hemoglobin [Mass/volume] in Blood")
+HEMATOCRIT = _result(49.8065, "%", "Hematocrit [Volume Fraction] of Blood by Automated count")
+SODIUM = _result(140.0, "mmol/L", "Sodium [Moles/volume] in Blood")
+GLUCOSE = _result(67.37, "mg/dL", "Glucose [Mass/volume] in Blood", molar_mass_g_per_mol=180.156)
+LDL = _result(132.65, "mg/dL", "Low Density Lipoprotein Cholesterol")
+BP = _result(142.0, "mm[Hg]", "Systolic Blood Pressure")
+
+
+def test_as_needed_is_a_schedule_not_a_hypothesis() -> None:
+    summary = "He takes nitroglycerin spray 0.4 mg as needed, and acetaminophen 325 mg every 4-6 h."
+    assert _status(summary, "acetaminophen") == ["current"]
+
+
+@pytest.mark.parametrize("summary", ["Other current meds are all PRN: fexofenadine 60 mg and hydrocortisone cream.",
+                                     "His other active prescriptions are fexofenadine 60 mg and hydrocortisone cream."])
+def test_other_current_is_no_collective_qualifier(summary: str) -> None:
+    assert _decided(_criterion("medication", ["Fexofenadine hydrochloride"]), summary) is True
+    assert _status("Some current, others stopped: fexofenadine.", "fexofenadine") == ["hedged"]
+
+
+def test_adrenaline_is_epinephrine() -> None:
+    record = [_drug(1.0, "mg/mL", "0.3 ML Epinephrine 1 MG/ML Auto-Injector", "epinephrine"),
+              _drug(10.0, "mg/mL", "Hydrocortisone 10 MG/ML Topical Cream", "hydrocortisone")]
+    assert check_values("Hydrocortisone 10 mg/mL cream and an adrenaline 1 mg/mL auto-injector.", record) == []
+    assert _decided(_criterion("medication", ["Epinephrine"]), "Adrenaline auto-injector prn.") is True
+
+
+def test_an_ordinal_is_no_value() -> None:
+    assert check_values("BP, add a 2nd agent.", [BP]) == []
+    assert check_values("BP 152/85 mmHg.", [BP]) != []
+
+
+def test_a_result_is_named_by_its_loinc_component_and_hct() -> None:
+    record = [HEMOGLOBIN, HEMATOCRIT]
+    for summary in ("Hb 16.6 g/dL and Hct 49.8 %.", "Hgb 16.56 g/dL, haematocrit 49.8%."):
+        assert check_values(summary, record) == [], summary
+    assert check_values("Hb 16.6 g/dL and Hct 45.8 %.", record) == ["45.8 %"]
+
+
+def test_the_longest_name_read_owns_a_value() -> None:
+    record = [LEVOTHYROXINE, SODIUM]
+    assert check_values("Levothyroxine sodium 75 mcg daily.", record) == []
+    assert check_values("Sodium 140 mmol/L.", record) == []
+
+
+def test_a_substance_concentration_converts_through_the_molar_mass() -> None:
+    assert check_values("Glucose 67.37 mg/dL (3.7 mmol/L).", [GLUCOSE]) == []
+    assert check_values("Glucose 67.37 mg/dL (4.7 mmol/L).", [GLUCOSE]) == ["4.7 mmol/L"]
+    ldl = _criterion("lab", ["LDL cholesterol"], values=[{"value": 132.65, "unit": "mg/dL",
+                                                         "molar_mass_g_per_mol": 386.65}])
+    assert lab_verdict(ldl, "LDL 3.4 mmol/L.", strict=False)[0] is True
+    assert lab_verdict(ldl, "LDL 2.4 mmol/L.", strict=False)[0] is False
+
+
+def test_a_semicolon_inside_a_bracket_ends_no_sentence() -> None:
+    summary = ("Meds: clopidogrel 75 mg (restarted 2019; earlier courses in 2006 and 2017 were stopped), "
+               "digoxin 125 mcg, simvastatin 20 mg.")
+    assert _status(summary, "digoxin") == ["current"] and _status(summary, "simvastatin") == ["current"]
+    summary = "His acute episodes (bronchitis, 2022; viral sinusitis, March 2025; gingivitis) have all resolved."
+    assert _status(summary, "gingivitis") == ["ended"]
+
+
+@pytest.mark.parametrize("summary", ["1. HTN (1929) - HCTZ 25 mg, amlodipine 5 mg.",
+                                     "2. AF (1991) - verapamil 40 mg + hydrochlorothiazide 25 mg rate control;",
+                                     "CHD (since February 21, 2017) treated with hydrochlorothiazide 25 mg."])
+def test_a_year_in_a_problems_bracket_dates_the_problem_not_its_drugs(summary: str) -> None:
+    assert _decided(_criterion("medication", ["Hydrochlorothiazide"]), summary) is True
+
+
+@pytest.mark.parametrize("summary", ["Simvastatin 20 mg exceeds the 10 mg cap with verapamil.",
+                                     "Simvastatin 20 mg too high with verapamil (max 10 mg).",
+                                     "Plan: reduce simvastatin to 10 mg or change statin."])
+def test_a_dose_limit_or_a_planned_dose_is_no_stated_value(summary: str) -> None:
+    assert check_values(summary, [SIMVASTATIN]) == []
+
+
+def test_a_dose_said_to_have_been_changed_is_checked() -> None:
+    assert check_values("Simvastatin was reduced to 10 mg.", [SIMVASTATIN]) == ["10 mg"]
+
+
+@pytest.mark.parametrize("summary", ["BP 152/95 mmHg, so not controlled on HCTZ at that visit, and BMI 27.2 kg/m2.",
+                                     "BP 142/85 mmHg, above goal without any HTN dx, and BMI 27.2 kg/m2, overweight."])
+def test_a_negation_in_an_earlier_clause_leaves_a_results_value_stated(summary: str) -> None:
+    bmi = _criterion("lab", ["Body mass index"], values=[{"value": 27.2225, "unit": "kg/m2"}])
+    assert lab_verdict(bmi, summary, strict=False)[0] is True
+    assert lab_verdict(bmi, "No BMI 27.2 kg/m2 on file.", strict=False)[0] is None
+
+
+def test_an_allergy_type_regimen_names_no_allergen() -> None:
+    summary = "He has a standing allergy-type regimen: fexofenadine 60 mg PRN and hydrocortisone cream PRN."
+    assert [m.allergy for m in read(summary, ["fexofenadine"])] == [False]
+
+
+def test_an_items_own_ended_predicate_after_its_modifiers_ends_it() -> None:
+    summary = "Acetaminophen 325 mg from his ankle sprain in April 2019 was d/c'd, and the sprain resolved."
+    assert _status(summary, "acetaminophen") == ["ended"]
+
+
+@pytest.mark.parametrize("summary", ["LDL above goal on simva 20, consider uptitration.", "BP - stage 2 range."])
+def test_a_number_about_another_thing_after_a_results_name_is_not_its_value(summary: str) -> None:
+    assert check_values(summary, [LDL, BP]) == []
+    bmi = _criterion("lab", ["Body mass index"], values=[{"value": 27.2225, "unit": "kg/m2"}])
+    assert lab_verdict(bmi, "BMI on the same date was 27.2 kg/m2.", strict=False)[0] is True
+
+
+def test_done_is_an_ended_lead_in() -> None:
+    assert _status("- Resolved: bronchitis\n- Done: cough syrup, fluoride gel", "fluoride gel") == ["ended"]
+
+
+@pytest.mark.parametrize("summary", [
+    "On hydrocodone 5mg/APAP 300mg q4-6h (current script 4/20/25; older scripts completed).",
+    "On hydrocodone 5 mg/APAP 300 mg (current order 2019, the prior 2006 and 2017 orders having been stopped).",
+])
+def test_other_orders_said_over_end_nothing_the_sentence_names(summary: str) -> None:
+    assert _status(summary, "hydrocodone") == ["current"]
+    stroke = "Hx of stroke (2006) for which he is on clopidogrel (the prior 2006 orders having been stopped)."
+    assert stated_ended(_criterion("condition", ["Stroke"]), stroke) is None
+
+
+def test_a_drug_its_clause_says_he_is_on_is_current_after_an_earlier_history() -> None:
+    summary = "w/ AF on warfarin 5mg, h/o stroke 2006, HTN also on HCTZ 25mg, hypothyroid on levothyroxine 75mcg."
+    assert _status(summary, "hctz") == ["current"] and _status(summary, "levothyroxine") == ["current"]
+    assert _decided(_criterion("condition", ["Idiopathic atrophic hypothyroidism"]), summary) is True
+
+
+def test_a_relative_clause_ends_a_historys_reach() -> None:
+    summary = "A history of opioid abuse since 2014 for which he remains on buprenorphine/naloxone 2/0.5 mg SL."
+    criterion = _criterion("medication", ["buprenorphine", "naloxone"])
+    assert _status(summary, "buprenorphine") == ["current"] and stated_ended(criterion, summary) is None
+
+
+@pytest.mark.parametrize(("summary", "wrong"), [
+    ("meds: HCTZ12.5, levothyroxine 75", ["HCTZ12.5"]),
+    ("meds: HCTZ25, levothyroxine 75, simvastatin 20 qd", []),
+    ("meds: HCTZ 25, levothyroxine 0.088", ["levothyroxine 0.088"]),
+    ("meds: HCTZ 25 x3 days, simvastatin 2 tabs", []),
+])
+def test_a_strength_written_without_a_unit_is_checked(summary: str, wrong: list[str]) -> None:
+    assert check_values(summary, [HCTZ, LEVOTHYROXINE, SIMVASTATIN]) == wrong
+
+
+def test_a_combination_ended_together_is_stated_ended_whatever_an_ingredient_does_alone() -> None:
+    criterion = _criterion("medication", ["Acetaminophen", "Hydrocodone Bitartrate"])
+    summary = ("Home medications include acetaminophen (Tylenol) 325 mg q4-6h. Pt was previously prescribed "
+               "hydrocodone/acetaminophen 5/300 mg, which has since been discontinued.")
+    assert stated_ended(criterion, summary) is not None
+    assert stated_ended(criterion, "On hydrocodone/acetaminophen 5/300 mg q4-6h and Tylenol 325 mg.") is None
