@@ -195,3 +195,62 @@ def test_a_combination_ended_together_is_stated_ended_whatever_an_ingredient_doe
                "hydrocodone/acetaminophen 5/300 mg, which has since been discontinued.")
     assert stated_ended(criterion, summary) is not None
     assert stated_ended(criterion, "On hydrocodone/acetaminophen 5/300 mg q4-6h and Tylenol 325 mg.") is None
+
+
+# The sixth blind round (dev-writer-m, dev-writer-n: past medications and mixed statuses).
+
+
+def test_an_items_own_present_tense_ended_predicate_ends_it_past_an_aside() -> None:
+    summary = "He remains on Norco q4-6h; fluoride gel 0.0272 mg/mg from the dentist (2017, 2022) is finished."
+    assert _status(summary, "fluoride gel") == ["ended"]
+
+
+@pytest.mark.parametrize("summary", [
+    "HTN, on HCTZ 25 mg (since 2004) - that is the only thing she takes and nothing has ever been discontinued.",
+    "Hydrochlorothiazide 25 mg | current since Oct 2004 - no previous drugs stopped",
+    "HCTZ 25 mg, started 2004 and still active - nothing has been stopped or completed, and no resolved problems.",
+])
+def test_an_ended_word_under_a_negation_ends_nothing(summary: str) -> None:
+    assert _decided(_criterion("medication", ["Hydrochlorothiazide"]), summary) is True
+    assert stated_ended(_criterion("medication", ["Hydrochlorothiazide"]), summary) is None
+
+
+def test_has_also_had_is_a_state_still_holding() -> None:
+    summary = "Since July 1997 he has also had hydrocortisone 1% cream and fexofenadine 60 mg tablets, all still active."
+    assert _status(summary, "hydrocortisone") == ["current"]
+
+
+def test_the_allergy_list_named_as_a_place_is_no_allergen() -> None:
+    summary = "PRNs: fexofenadine 60 mg tabs and an EpiPen - though there are no allergies on the allergy list."
+    assert [m.allergy for m in read(summary, ["fexofenadine", "epipen"])] == [False, False]
+    assert [m.allergy for m in read("Allergy: penicillin (rash).", ["penicillin"])] == [True]
+
+
+def test_other_orders_with_years_and_a_current_script_with_a_year() -> None:
+    for summary in ("Clopidogrel 75 mg - current (2019 order; earlier 2006/2017 orders stopped)",
+                    "clopidogrel 75 mg (active script from 2019, although the 2006 and 2017 clopidogrel orders "
+                    "were stopped)",
+                    "- Clopidogrel 2006 and 2017 courses - stopped (superseded by current 2019 prescription)"):
+        assert hedged_verdict(_criterion("medication", ["Clopidogrel"]), summary) is None, summary
+
+
+def test_as_needed_before_a_problem_leaves_it_certain() -> None:
+    summary = "He was given paracetamol 325 mg as needed in April 2019 for an ankle sprain, since stopped."
+    assert [m.uncertain for m in read(summary, ["ankle sprain"])] == [False]
+
+
+@pytest.mark.parametrize("summary", ["No allergies recorded, and he is on HCTZ 25 mg and warfarin 5 mg.",
+                                     "No active diagnoses, and the only current med is HCTZ 25 mg."])
+def test_a_new_clause_with_its_own_subject_ends_a_negation(summary: str) -> None:
+    assert _status(summary, "hctz") == ["current"]
+    assert _status("No HTN, CKD or HCTZ use.", "hctz") == ["negated"]
+
+
+def test_a_one_off_after_its_drug_ends_it() -> None:
+    summary = "He was thrombolysed with alteplase 100 mg on Christmas Day 2018, a one-off that is finished."
+    assert _status(summary, "alteplase") == ["ended"]
+
+
+def test_nothing_on_the_problem_list_is_an_active_diagnosis_states_none() -> None:
+    summary = "To be clear, nothing on his problem list is an active diagnosis: chronic pain sits there as a finding."
+    assert JUDGE.decide(_criterion("no_condition", []), summary, label="t").met is True

@@ -55,6 +55,7 @@ from groundeval.scorers.model_graded import (
 )
 from groundeval.tasks.summary.matching import item_mentions
 from groundeval.tasks.summary.reading import CONTEXT_RULES, SECTION_RULES, none_under
+from groundeval.tasks.summary.reading_rules import DROPPED_DEFAULT_RULES
 from groundeval.tasks.summary.synonyms import ABBREVIATIONS, BRANDS, SALTS, SYNONYMS
 from groundeval.tasks.summary.text import ENDED_WORDS, RESOLVED_WORDS, normalise, sentences
 from groundeval.tasks.summary.values import lab_verdict
@@ -262,15 +263,20 @@ def none_stated(sentence: str, nouns: tuple[str, ...]) -> bool:
     return bool(re.search(rf"(?<![a-z])(?:no|nil|not any|not on any|without|none of the)\s+{_QUALIFIERS}{noun}", low)
                 or re.search(rf"(?<![a-z]){noun}\w*(?:\s+list)?\s+(?:is\s+|are\s+)?"
                              rf"(?:none|nil|unremarkable|empty|negative)(?![a-z])", low)
-                or re.search(rf"(?<![a-z])nothing\s+(?:active|current|ongoing)\s+(?:on|in)\s+(?:the\s+)?{noun}", low))
+                or re.search(rf"(?<![a-z])nothing\s+(?:active|current|ongoing)\s+(?:on|in)\s+(?:the\s+)?{noun}", low)
+                or re.search(rf"(?<![a-z])nothing\s+(?:on|in)\s+(?:the\s+|his\s+|her\s+|their\s+)?[a-z ]{{0,20}}?"
+                             rf"(?:is|are)\s+(?:an?\s+)?(?:active|current|ongoing)\s+{noun}", low))
 
 BASELINE_SHA256 = hashlib.sha256(
     json.dumps({"abbreviations": ABBREVIATIONS, "synonyms": SYNONYMS, "brands": BRANDS, "salts": SALTS,
                 "ended": ENDED_WORDS, "none": NONE_NOUNS, "sections": SECTION_RULES, "context": CONTEXT_RULES,
-                "resolved": RESOLVED_WORDS, "qualifiers": _QUALIFIERS, "version": 7},
+                "resolved": RESOLVED_WORDS, "qualifiers": _QUALIFIERS, "dropped": sorted(DROPPED_DEFAULT_RULES),
+                "version": 9},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
-"""SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only."""
+"""SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only.
+``version`` is the rules version (docs/tasks/summary.md, "Rules version 9"): raised whenever the
+reading code changes what it decides, so a card made by older rules stops matching."""
 
 _NOT_CURRENT = frozenset({"ended", "negated"})
 

@@ -45,7 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from groundeval.tasks.summary.reading_rules import CONTEXT_RULES, ENDED_SECTIONS, SECTION_RULES
+from groundeval.tasks.summary.reading_rules import CONTEXT_RULES, DROPPED_DEFAULT_RULES, ENDED_SECTIONS, SECTION_RULES
 from groundeval.tasks.summary.text import (
     bracketed_semicolons,
     collective,
@@ -98,7 +98,10 @@ class Mention:
 
 @functools.cache
 def _pipeline() -> Any:
-    """MedSpaCy's tokenizer, ConText and sectionizer with ``CONTEXT_RULES``/``SECTION_RULES``."""
+    """MedSpaCy's tokenizer, ConText and sectionizer.
+
+    ConText holds medSpaCy's default rules but ``DROPPED_DEFAULT_RULES``, and ``CONTEXT_RULES``.
+    """
     import loguru
     import medspacy
     from medspacy.context import ConText, ConTextRule
@@ -107,7 +110,9 @@ def _pipeline() -> Any:
     loguru.logger.disable("PyRuSH")  # PyRuSH logs every token at DEBUG to stderr
     loguru.logger.disable("medspacy")
     nlp = medspacy.load(medspacy_enable=["medspacy_tokenizer"])  # sentences are ours (below)
-    context = ConText(nlp)
+    context = ConText(nlp, rules=None)
+    context.add([r for r in ConTextRule.from_json(context.DEFAULT_RULES_FILEPATH)
+                 if r.literal.lower() not in DROPPED_DEFAULT_RULES])
     context.add([ConTextRule(lit, cat, direction=d, max_scope=6 if cat == "HISTORICAL" else None,
                              terminated_by={"CLAUSE_END"} if cat == "HISTORICAL" else None)
                  for lit, cat, d in CONTEXT_RULES]
@@ -254,7 +259,7 @@ _LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
 _STATUS_CLAUSE = re.compile(
     r"^\s*(?:now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+|since\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|inactive|expired|d/c'?d|dc'?d"
-    r"|given|administered|used|taken)"
+    r"|given|administered|used|taken|(?:a|an)\s+(?:one-off|one-time|single)(?:\s+dose)?)"
     r"(?![a-z])(?!\s+(?:every|each|once\s+(?:a\s+)?(?:day|daily|weekly|week|nightly)|twice|daily|nightly|weekly"
     r"|regularly|as needed|as required|when needed|prn|bid|tid|qid|qd|q\d|at night|in the morning|up to)(?![a-z]))"
     r"[^,]*$", re.IGNORECASE)
@@ -298,9 +303,9 @@ def _predicate_status(sentence: str, offset: int) -> bool:
 _SUBJECT_LEAD = re.compile(r"^\s*(?:(?:and|but|then)\s+)?(?:(?:the|his|her|their|a|an)\s+)?$", re.IGNORECASE)
 _OWN_PREDICATE = re.compile(
     r"^(?:(?!\b(?:after|when|because|since|until|once|as|while|before|that|which|who|and|but|or)\b)[^,;:])*?"
-    r"(?<![a-z])(?:was|were|has\s+been|have\s+been|had\s+been|is\s+now|are\s+now)\s+"
-    r"(?:since\s+|then\s+|later\s+|subsequently\s+)?"
-    r"(?:stopped|discontinued|d/c'?d|dc'?d|completed|ceased|withdrawn)(?![a-z])", re.IGNORECASE)
+    r"(?<![a-z])(?:was|were|has\s+been|have\s+been|had\s+been|is|are)\s+"
+    r"(?:since\s+|then\s+|later\s+|subsequently\s+|now\s+|all\s+)?"
+    r"(?:stopped|discontinued|d/c'?d|dc'?d|completed|ceased|withdrawn|finished|over|done)(?![a-z])", re.IGNORECASE)
 
 
 def _subject_predicate(sentence: str, start: int, end: int) -> bool:
@@ -312,7 +317,8 @@ def _subject_predicate(sentence: str, start: int, end: int) -> bool:
     """
     before = sentence[:start]
     cut = max(before.rfind(","), before.rfind(";"), before.rfind(":"))
-    return bool(_SUBJECT_LEAD.match(before[cut + 1:])) and bool(_OWN_PREDICATE.match(sentence[end:]))
+    rest = re.sub(r"\([^()]*\)", lambda m: " " * len(m[0]), sentence[end:])  # "(2017, 2022)" is an aside
+    return bool(_SUBJECT_LEAD.match(before[cut + 1:])) and bool(_OWN_PREDICATE.match(rest))
 
 
 _LEAD_OUT = re.compile(
@@ -422,7 +428,12 @@ def _allergic(text: str) -> bool:
     regimen`` name a class of drugs (what the patient takes for an allergy), not an allergy to
     them; "no allergies" states none.
     """
-    return "allerg" in _NO_ALLERGY.sub(" ", _ALLERGY_DRUGS.sub(" ", text.lower()))
+    return "allerg" in _ALLERGY_LIST.sub(" ", _NO_ALLERGY.sub(" ", _ALLERGY_DRUGS.sub(" ", text.lower())))
+
+
+_ALLERGY_LIST = re.compile(r"(?<![a-z])(?:the|his|her|their|an?)\s+allerg\w*\s+(?:list|record|section|field|entry|"
+                           r"entries|tab)(?![a-z])")
+"""The record's allergy list named as a place ("no allergies on the allergy list"): no allergen."""
 
 
 _NO_ALLERGY = re.compile(r"(?<![a-z])(?:no|nil|nkda|without|lists no|no known|no recorded|no documented)"

@@ -9,7 +9,7 @@ change no longer matches.
 
 from __future__ import annotations
 
-__all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES"]
+__all__ = ["CONTEXT_RULES", "DROPPED_DEFAULT_RULES", "ENDED_SECTIONS", "SECTION_RULES"]
 
 SECTION_RULES: tuple[tuple[str, str], ...] = (
     ("past", "past"), ("resolved", "past"), ("resolved problems", "past"), ("past problems", "past"),
@@ -51,6 +51,12 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # ... and a history's scope too ("a history of opioid abuse for which he remains on
     # buprenorphine/naloxone": the drug is what he is on now, not history).
     ("which", "HISTORICAL", "TERMINATE"),
+    # A new clause with its own subject and verb ends a negation ("no allergies recorded, and he is
+    # on HCTZ 25 mg", "no active diagnoses, and the only current med is hydrocodone").
+    ("he is", "NEGATED_EXISTENCE", "TERMINATE"), ("she is", "NEGATED_EXISTENCE", "TERMINATE"),
+    ("he takes", "NEGATED_EXISTENCE", "TERMINATE"), ("she takes", "NEGATED_EXISTENCE", "TERMINATE"),
+    ("he remains", "NEGATED_EXISTENCE", "TERMINATE"), ("she remains", "NEGATED_EXISTENCE", "TERMINATE"),
+    ("the only current", "NEGATED_EXISTENCE", "TERMINATE"),
     # Past events in the patient's own words of a handoff (ConText's temporality "historical":
     # Harkema et al. 2009, section 2.2: a condition that occurred in the past; the clinical
     # shorthand "s/p" and "status post" is ConText's own trigger in its 2009 lexicon).
@@ -67,6 +73,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("were used", "HISTORICAL", "BACKWARD"), ("treated", "HISTORICAL", "BACKWARD"),
     ("ceased", "HISTORICAL", "BACKWARD"), ("in the past", "HISTORICAL", "BACKWARD"),
     ("has had", "HISTORICAL", "PSEUDO"), ("have had", "HISTORICAL", "PSEUDO"),
+    ("has also had", "HISTORICAL", "PSEUDO"), ("have also had", "HISTORICAL", "PSEUDO"),
     # A finite course or a single dose, and a status written after its item ("penicillin V course
     # complete", "- done", "not current", "one-off", "self-limiting", "recovered", "was prescribed").
     ("course complete", "HISTORICAL", "BACKWARD"), ("course done", "HISTORICAL", "BACKWARD"),
@@ -91,10 +98,13 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("replaced by", "HISTORICAL", "BACKWARD"), ("changed to", "HISTORICAL", "BACKWARD"),
     ("switched to", "HISTORICAL", "BACKWARD"), ("briefly", "HISTORICAL", "BIDIRECTIONAL"),
     ("not currently prescribed", "HISTORICAL", "BACKWARD"), ("not currently taking", "HISTORICAL", "BACKWARD"),
-    # "as needed" is PRN (pro re nata), a dosing schedule, not a hypothesis: ConText's default
-    # HYPOTHETICAL trigger of that literal would make every drug after it uncertain.
-    ("as needed", "HYPOTHETICAL", "PSEUDO"),
 )
+
+DROPPED_DEFAULT_RULES = frozenset({"as needed"})
+"""Literals of medSpaCy's default ConText rules left out: "as needed" is PRN (pro re nata), a
+dosing schedule, not a hypothesis, and its default HYPOTHETICAL trigger made every drug and problem
+after it uncertain ("paracetamol 325 mg as needed for an ankle sprain"). (A PSEUDO rule of the same
+literal does not reliably win over the default when many rules are loaded.)"""
 """ConText rules the defaults lack: (literal, category, direction). The historical ones reach at
 most 6 tokens and stop at a comma or semicolon (``CLAUSE_END``), so ``lisinopril, metformin
 stopped`` ends metformin only; negation keeps ConText's own scope (``Not on A, B or C``). Past

@@ -90,18 +90,24 @@ _CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!n
                       r"(?<!formerly )(?<!was )(?<!were )(?<!no )(?<!not a )(?<!not an )(?<!no longer a )"
                       r"(?<!no longer an )(?<!not the )"
                       r"(?:currently|current|active|ongoing)(?![a-z])"
-                      r"(?!\s+(?:order|prescription|script|rx|supply|one)(?![a-z]))"
+                      r"(?!\s+(?:\d{4}\s+)?(?:order|prescription|script|rx|supply|one)(?![a-z]))"
                       r"(?!\s+(?:off|not|no longer|stopped|discontinued|ended)(?![a-z]))")
 _DOSE_HISTORY = re.compile(r"(?<![a-z])(?:previously|formerly|prior|earlier|was|were|from)\s+(?:dose\s+|on\s+)?"
                            r"\d+(?:\.\d+)?\s*(?:mg|mcg|g|ml|units?|%)(?![a-z])")
 _OTHER_ORDERS = re.compile(
-    r"(?<![a-z])(?:older|earlier|prior|previous|past|other|old|the)\s+(?:[a-z0-9]+\s+(?:and\s+[a-z0-9]+\s+)?)?"
+    r"(?<![a-z])(?:older|earlier|prior|previous|past|other|old|the)\s+(?:[a-z0-9/']+\s+(?:and\s+[a-z0-9/']+\s+)?){0,2}"
     r"(?:scripts?|orders?|courses?|prescriptions?|rxs?|supplies|ones|fills?)"
     r"(?:\s+(?:in|from)\s+[^,;()]{0,24}?)?\s+"
     r"(?:were\s+|was\s+|have\s+been\s+|had\s+been\s+|having\s+been\s+|all\s+|now\s+)*"
     r"(?:completed|stopped|discontinued|ended|expired|d/c'?d|finished|done)(?![a-z])")
 """Other orders of the same drug said to be over ("current script 2025; older scripts completed",
 "the 2006 and 2017 ones were stopped"): about those orders, not the item the clause names."""
+_NONE_ENDED = re.compile(r"(?<![a-z])(?:no|nothing|never|none|not\s+any)(?![a-z])"
+                         r"(?:(?!(?<![a-z])(?:but|however|although|though|whereas|while|and)(?![a-z]))[^,;.()]){0,40}"
+                         r"(?<![a-z])(?:stopped|discontinued|completed|ended|resolved|past|previous|prior)(?![a-z])"
+                         r"(?:\s*(?:or|and|/|,)\s*(?:stopped|discontinued|completed|ended|resolved)(?![a-z]))*")
+"""An ended word under a negation ("nothing has ever been discontinued", "no previous drugs
+stopped", "no past or resolved problems"): it says nothing ended."""
 _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
 _OTHER_HISTORY = re.compile(
     r"(?<![a-z])(?:" + "|".join(re.escape(w.strip()) for w in ENDED_WORDS) + r")\s+(?:on\s+)?"
@@ -210,7 +216,7 @@ def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
     if relative:  # "a history of opioid abuse for which he remains on X": the relative clause is X's own
         clause = clause[relative.end():]
     # "(previously 5 mg)" dates a dose, not the drug; "older scripts completed" speaks of other orders
-    low = _OTHER_ORDERS.sub(" ", _DOSE_HISTORY.sub(" ", " ".join(clause.lower().split())))
+    low = _NONE_ENDED.sub(" ", _OTHER_ORDERS.sub(" ", _DOSE_HISTORY.sub(" ", " ".join(clause.lower().split()))))
     return bool(_ENDED.search(low)), bool(_CURRENT.search(" ".join(sentence.lower().split())))
 
 
@@ -270,7 +276,8 @@ def contradictory(sentence: str) -> bool:
     lower-cased. The rule is the project's rule for hedged answers: labels that cannot both be true
     state neither, and count as a contradiction (``docs/tasks/summary.md``).
     """
-    low = _OTHER_ORDERS.sub(" ", _OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(" ", " ".join(sentence.lower().split()))))
+    low = _NONE_ENDED.sub(" ", _OTHER_ORDERS.sub(" ", _OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(
+        " ", " ".join(sentence.lower().split())))))
     return any(_CURRENT.search(clause) and _ENDED.search(clause) for clause in _clauses(low))
 
 
