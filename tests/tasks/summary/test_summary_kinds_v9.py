@@ -254,3 +254,71 @@ def test_a_one_off_after_its_drug_ends_it() -> None:
 def test_nothing_on_the_problem_list_is_an_active_diagnosis_states_none() -> None:
     summary = "To be clear, nothing on his problem list is an active diagnosis: chronic pain sits there as a finding."
     assert JUDGE.decide(_criterion("no_condition", []), summary, label="t").met is True
+
+
+# Layouts and phrasings of past medications and mixed statuses, found by probing the reader with
+# the ways clinicians write them (the packaged set's false fails, counted by reason, pointed there).
+
+AMOXICILLIN = _criterion("stopped_medication", ["Amoxicillin"], kind="must_not_state")
+LISINOPRIL = _criterion("medication", ["Lisinopril"])
+
+
+@pytest.mark.parametrize("summary", [
+    "Amoxicillin 500 mg, 2019 (completed)",
+    "Amoxicillin 500 mg (2019-05-01 to 2019-05-11)",
+    "Amoxicillin 500 mg 5/2019\u20135/2019",
+    "Amoxicillin 500 mg, started 2019-05-01, ended 2019-05-11",
+    "Meds: lisinopril 10 mg; amoxicillin 500 mg x7d in 2019 (done)",
+    "Amoxicillin 500 mg | completed | 2019",
+    "Amoxicillin 500 mg (end date 2019-05-11)",
+    "Inactive medications\n- amoxicillin 500 mg\nActive medications\n- lisinopril 10 mg",
+    "Historical medications\n- amoxicillin 500 mg",
+    "MEDICATIONS\nActive\n- lisinopril 10 mg\nCompleted / stopped\n- amoxicillin 500 mg",
+    "Medications\n| Drug | Start | Stop |\n|---|---|---|\n| lisinopril 10 mg | 2015 | - |\n"
+    "| amoxicillin 500 mg | 2019-05-01 | 2019-05-11 |",
+    "Medications\n| Drug | Status |\n|---|---|\n| lisinopril 10 mg | taking |\n| amoxicillin 500 mg | not taking |",
+])
+def test_a_past_drug_in_the_layouts_clinicians_use_is_not_stated_current(summary: str) -> None:
+    assert _decided(AMOXICILLIN, summary) is False
+    if "lisinopril" in summary:
+        assert _decided(LISINOPRIL, summary) is True
+
+
+def test_has_done_since_is_no_ended_status() -> None:
+    assert _status("She takes hydrochlorothiazide 25 mg and has done since 2004.", "hydrochlorothiazide") == ["current"]
+
+
+@pytest.mark.parametrize("summary", [
+    "Hypertension (active since 2003) and strep throat (resolved 2012).",
+    "His hypertension is ongoing but his strep throat resolved.",
+    "He takes lisinopril 10 mg currently and amoxicillin was stopped in 2019.",
+    "Lisinopril 10 mg (active) and amoxicillin 500 mg (completed).",
+])
+def test_two_statements_joined_by_a_conjunction_are_no_contradiction(summary: str) -> None:
+    drug = "lisinopril" in summary.lower()
+    current = LISINOPRIL if drug else _criterion("condition", ["Hypertension"])
+    ended = AMOXICILLIN if drug else _criterion("resolved_condition", ["Streptococcal sore throat"],
+                                                kind="must_not_state")
+    assert _decided(current, summary) is True and _decided(ended, summary) is False
+    assert hedged_verdict(_criterion("condition", ["Asthma"]), "Asthma active and resolved.") is not None
+
+
+def test_a_cholesterol_or_triglyceride_in_mmol_per_litre_converts() -> None:
+    record = [_result(214.12, "mg/dL", "Cholesterol [Mass/volume] in Serum or Plasma", molar_mass_g_per_mol=386.65),
+              _result(131.0, "mg/dL", "Triglycerides", molar_mass_g_per_mol=885.4)]
+    assert check_values("TC 214 mg/dL (5.5 mmol/L), TG 131 mg/dL (1.5 mmol/L).", record) == []
+    assert check_values("TC 6.5 mmol/L.", record) == ["6.5 mmol/L"]
+
+
+def test_a_combination_named_by_its_total_or_its_brand() -> None:
+    record = [_drug(250.0, "mg", "Amoxicillin 250 MG / Clavulanate 125 MG Oral Tablet", "amoxicillin"),
+              _drug(125.0, "mg", "Amoxicillin 250 MG / Clavulanate 125 MG Oral Tablet", "clavulanate")]
+    assert check_values("Augmentin 375 mg tds.", record) == []
+    assert check_values("Augmentin 250/125 mg.", record) == []
+    assert check_values("Augmentin 625 mg tds.", record) == ["625 mg"]
+
+
+def test_an_elemental_amount_is_not_a_strength() -> None:
+    record = [_drug(325.0, "mg", "ferrous sulfate 325 MG Oral Tablet", "ferrous sulfate")]
+    assert check_values("Ferrous sulfate 325 mg (65 mg elemental iron) daily.", record) == []
+    assert check_values("Ferrous sulfate 200 mg daily.", record) == ["200 mg"]

@@ -41,7 +41,7 @@ _BOUND = re.compile(r"(?:[<>\u2264\u2265]\s*=?|=\s*[<>]|(?<![a-z])(?:(?:less|gre
 _PLANNED = re.compile(r"(?<![a-z])(?:reduce|reducing|decrease|decreasing|lower|lowering|drop|dropping|increase"
                       r"|increasing|titrate|titrating|up-?titrate|wean|weaning|taper|tapering)(?![a-z])"
                       r"[^.;,:\n]{0,40}?(?<![a-z])to\s*$", re.IGNORECASE)
-_BOUND_AFTER = re.compile(r"^\s*(?:cap|max(?:imum)?|limit|ceiling)(?![a-z])", re.IGNORECASE)
+_BOUND_AFTER = re.compile(r"\s*(?:cap|max(?:imum)?|limit|ceiling|elemental)(?![a-z])", re.IGNORECASE)
 
 
 def mask_dates(text: str) -> str:
@@ -60,7 +60,11 @@ def bound_before(text: str, at: int) -> bool:
 
 
 def bound_after(text: str, end: int) -> bool:
-    """True when the value ending at ``end`` of ``text`` is named a limit after it (``the 10 mg cap``)."""
+    """True when the value ending at ``end`` of ``text`` is named a limit after it (``the 10 mg cap``).
+
+    Also an amount of another quantity than the product's strength: ``65 mg elemental iron`` in
+    ferrous sulfate 325 mg, which no record value states.
+    """
     return bool(_BOUND_AFTER.match(text, end))
 
 

@@ -49,6 +49,7 @@ from groundeval.tasks.summary.reading_rules import CONTEXT_RULES, DROPPED_DEFAUL
 from groundeval.tasks.summary.text import (
     bracketed_semicolons,
     collective,
+    conjunct_span,
     contradictory,
     current_label,
     ended_clause,
@@ -184,6 +185,9 @@ _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|adde
 _GOING_ON = re.compile(r"(?<![a-z])(?:since|ongoing|still|continues|continuing|remains)(?![a-z])")
 """Words in an item's own clause that keep it going under an ended lead-in or after a date
 ("Background: ... treated with HCTZ 25 mg since 2004")."""
+_OWN_CURRENT = re.compile(r"(?<![a-z])(?:(?:is|are)\s+(?:still\s+)?(?:active|current|ongoing)|currently|remains?"
+                          r"|continues?|\((?:active|current|ongoing)\))(?![a-z])")
+"""A current label an item's own conjunct gives it (``reading._read``)."""
 _ON_NOW = re.compile(r"(?<![a-z])(?:on|taking|takes|continues(?:\s+on)?|remains\s+on|still\s+on)\s*$")
 """A verb right before a drug that says the patient takes it now ("also on HCTZ", "taking X")."""
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
@@ -254,17 +258,23 @@ def _clause_at(sentence: str, offset: int) -> str:
 _LAST_STOP = re.compile(r"[.!?](?=\s)")
 _BRACKET_AFTER = re.compile(r"[^,;()\n]{0,30}?\(([^()\n]{0,60})\)")
 _LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
+_BRACKET_STATUS = re.compile(r"^\s*(?:(?:course|courses|rx)\s+)?(?:stopped|completed|discontinued|done|finished|ended"
+                             r"|expired|inactive|d/c'?d)\s*$", re.IGNORECASE)
+"""An item's own bracket holding only its ended status ("amoxicillin 500 mg x7d in 2019 (done)")."""
 
 
 _STATUS_CLAUSE = re.compile(
-    r"^\s*(?:now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+|since\s+been\s+)?"
+    r"^\s*(?:(?:19|20)\d{2}\s*\(?\s*)?(?:now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+|since\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|inactive|expired|d/c'?d|dc'?d"
     r"|given|administered|used|taken|(?:a|an)\s+(?:one-off|one-time|single)(?:\s+dose)?)"
     r"(?![a-z])(?!\s+(?:every|each|once\s+(?:a\s+)?(?:day|daily|weekly|week|nightly)|twice|daily|nightly|weekly"
     r"|regularly|as needed|as required|when needed|prn|bid|tid|qid|qd|q\d|at night|in the morning|up to)(?![a-z]))"
     r"[^,]*$", re.IGNORECASE)
-"""A bare ended status (a past participle, after an optional auxiliary). A participle followed by a
-schedule ("taken every four to six hours", "used twice daily") is a dosing instruction, not a status."""
+"""A bare ended status (a past participle, after an optional auxiliary; a year may come first:
+"2019 (completed)"). A participle followed by a schedule ("taken every four to six hours", "used
+twice daily") is a dosing instruction, not a status."""
+_STARTED_CLAUSE = re.compile(r"^\s*(?:started|start|began|begun|commenced|from|prescribed|issued)\b[^,]*$",
+                             re.IGNORECASE)
 
 
 def _trailing_status(sentence: str, offset: int) -> bool:
@@ -277,10 +287,18 @@ def _trailing_status(sentence: str, offset: int) -> bool:
     cut = sentence.find(",", offset)
     if cut == -1:
         return False
-    following = sentence[cut + 1:]
-    nxt = following.find(",")
-    return bool(_STATUS_CLAUSE.match((following if nxt == -1 else following[:nxt]).rstrip(" .;)")))
+    clauses = sentence[cut + 1:].split(",")
+    if len(clauses) > 1 and _STARTED_CLAUSE.match(clauses[0]):  # "X, started 2019-05-01, ended 2019-05-11"
+        clauses = clauses[1:]
+    return bool(_STATUS_CLAUSE.match(clauses[0].rstrip(" .;)")))
 
+
+_DATE_RANGE = re.compile(
+    r"(?<![\d/.-])(?:\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/(?:\d{1,2}/)?\d{2,4}|[a-z]{3,9}\.?\s+\d{4})\s*"
+    r"(?:to|until|till|through|thru|-|\u2013|\u2014)\s*"
+    r"(?:\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/(?:\d{1,2}/)?\d{2,4}|[a-z]{3,9}\.?\s+\d{4})(?![\d/])", re.IGNORECASE)
+"""A span of two dates ("2019-05-01 to 2019-05-11", "5/2019-5/2019", "May 2019 - June 2019"): an
+item given its start and its end is over (a year range, "2004-2010", is ``_YEAR``'s)."""
 
 _PREDICATE = re.compile(
     r"^\s*(?:has|have|had)\s+(?:since\s+|now\s+|also\s+)?been\s+(?:since\s+|now\s+)?"
@@ -358,8 +376,10 @@ def _bullet_status(line: str, offset: int, end: int) -> bool:
                                                               rest)
 
 
-_YES = frozenset({"yes", "y", "active", "current", "\u2713", "\u2714"})
-_NO = frozenset({"no", "n", "stopped", "inactive", "ended", "\u2717", "\u2718", "-"})
+_YES = frozenset({"yes", "y", "active", "current", "ongoing", "taking", "continue", "continued", "on",
+                  "\u2713", "\u2714"})
+_NO = frozenset({"no", "n", "stopped", "inactive", "ended", "completed", "discontinued", "expired", "finished", "done",
+                 "resolved", "not taking", "off", "historical", "\u2717", "\u2718", "-"})
 
 
 def _table_status(text: str, at: int) -> str | None:
@@ -401,8 +421,9 @@ def _table_status(text: str, at: int) -> str | None:
     return None
 
 
-_END_COLUMNS = frozenset({"until", "to", "end", "ended", "end date", "stopped", "stop date", "date stopped",
-                          "date ended", "resolved", "date resolved", "resolved on", "stopped on", "ended on"})
+_END_COLUMNS = frozenset({"until", "to", "end", "ended", "end date", "stopped", "stop date", "date stopped", "stop",
+                          "finish", "finished", "date ended", "discontinued",
+                          "resolved", "date resolved", "resolved on", "stopped on", "ended on"})
 """Table columns that give an item's end: a date or an ended word there ends the row's item; a
 dash, "-(active)" or "ongoing" keeps it current (``| Viral sinusitis | 2014-03-26 | 2014-04-09 |``)."""
 
@@ -448,6 +469,16 @@ def _allergy_line(sentence: str) -> bool:
 
 
 _FIELD_BAR = re.compile(r"(?<=\S)\s*\|(?=\s)")
+_STATUS_FIELD = re.compile(r"\s*(?:active|current|ongoing|stopped|completed|discontinued|ended|resolved|inactive"
+                           r"|expired|done|finished|d/c'?d|\d{4}(?:-\d{2}){0,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?)\s*(?:\||$)",
+                           re.IGNORECASE)
+"""A field holding only a status or a date ("Amoxicillin 500 mg | completed | 2019"): it speaks of the
+field before it, so its bar joins them as a comma does."""
+
+
+def _field_cut(line: str, bar: re.Match[str]) -> str:
+    """A field bar read as ``;``, or as ``,`` before a field holding only a status or a date."""
+    return bar[0][:-1] + ("," if _STATUS_FIELD.match(line, bar.end()) else ";")
 
 
 def _fields(summary: str) -> str:
@@ -464,7 +495,7 @@ def _fields(summary: str) -> str:
     for i, line in enumerate(lines):
         alone = not (i and barred[i - 1]) and not (i + 1 < len(lines) and barred[i + 1])
         if barred[i] and alone and not line.lstrip().startswith("|"):
-            line = _FIELD_BAR.sub(lambda m: m[0][:-1] + ";", line)
+            line = _FIELD_BAR.sub(functools.partial(_field_cut, line), line)
         out.append(line)
     return "\n".join(out)
 
@@ -566,7 +597,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         line0 = plain.rfind("\n", 0, start) + 1
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
             section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
-        clause = _clause_at(plain[s0:start] + " " * (end - start) + plain[end:s1], start - s0)
+        clause = _clause_at(plain[s0:start] + "x" * (end - start) + plain[end:s1], start - s0)  # the item: a word
         allergy = (_allergic(clause + " " + lead + " " + own) or section in ("allergies", "allergy")
                    or _allergy_line(sentence))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
@@ -582,6 +613,16 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         on_now = bool(_ON_NOW.search(plain[clause_at:start].lower()))
         historical = any(not (own and s0 <= t < s0 + len(own) and sentence_current) and not (t < clause_at and on_now)
                          for t in triggers)
+        # An item whose own conjunct labels it current ("hypertension is active and strep throat
+        # resolved"; "lisinopril 10 mg (active) and amoxicillin (completed)") keeps that label over
+        # an ended word or a history trigger in the other conjunct.
+        clause_end = plain.find(",", end, s1)
+        a, b = conjunct_span(plain[clause_at:clause_end if clause_end >= 0 else s1], start - clause_at)
+        conj = plain[clause_at + a:clause_at + b].lower()
+        if ((current_label(conj) or _OWN_CURRENT.search(conj)) and not ended_clause(conj, 0)[0]
+                and not _STATUS_WORD.search(conj)):
+            clause_ended = False
+            historical = any(clause_at + a <= t < clause_at + b for t in triggers)
         # A collective qualifier gives no item a status, but an item that states its own in its own
         # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
         own_status = clause_ended or historical or negated or current_label(clause)
@@ -597,9 +638,11 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         listed_current = section in ("medications", "current", "problem_list") or bool(
             governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
         bracket = _BRACKET_AFTER.match(plain, end)  # "acetaminophen 325 mg (sprain, 2019)": its own bracket
+        clause_ended = clause_ended or bool(bracket and _BRACKET_STATUS.search(bracket[1]))
         low_clause = low_clause + (" " + " ".join(bracket[1].lower().split()) if bracket else "")
-        dated = (bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause)  # "ankle sprain (2015)"
-                 and not listed_current)  # a dated line under "Current medications" is listed as current
+        dated = ((bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause))  # "ankle sprain (2015)"
+                 or bool(_DATE_RANGE.search(low_clause))) and not listed_current  # a dated line under "Current
+        # medications" is listed as current
         tabled = _table_status(summary, start)
         if tabled is not None and not hedge_collective:
             status = tabled  # the row's own status column speaks for its item

@@ -29,6 +29,14 @@ SECTION_RULES: tuple[tuple[str, str], ...] = (
     ("past medication", "past_medications"), ("previous medication", "past_medications"),
     ("stopped medication", "past_medications"), ("completed medication", "past_medications"),
     ("discontinued medication", "past_medications"), ("past medicines", "past_medications"),
+    ("inactive medications", "past_medications"), ("inactive medication", "past_medications"),
+    ("inactive meds", "past_medications"), ("historical medications", "past_medications"),
+    ("historical medication", "past_medications"), ("past meds", "past_medications"),
+    ("previous meds", "past_medications"), ("stopped meds", "past_medications"),
+    ("discontinued meds", "past_medications"), ("completed courses", "past_medications"),
+    ("completed / stopped", "past_medications"), ("stopped / completed", "past_medications"),
+    ("no longer taking", "past_medications"), ("inactive", "past"), ("historical", "past"),
+    ("resolved / past", "past"), ("past / resolved", "past"),
 )
 """Headings the sectionizer knows besides its defaults: (heading, category). Only a heading at the
 start of a line counts (``require_start_line``)."""
@@ -98,6 +106,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("replaced by", "HISTORICAL", "BACKWARD"), ("changed to", "HISTORICAL", "BACKWARD"),
     ("switched to", "HISTORICAL", "BACKWARD"), ("briefly", "HISTORICAL", "BIDIRECTIONAL"),
     ("not currently prescribed", "HISTORICAL", "BACKWARD"), ("not currently taking", "HISTORICAL", "BACKWARD"),
+    ("end date", "HISTORICAL", "BACKWARD"), ("ended on", "HISTORICAL", "BACKWARD"),
 )
 
 DROPPED_DEFAULT_RULES = frozenset({"as needed"})

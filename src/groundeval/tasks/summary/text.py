@@ -20,6 +20,7 @@ __all__ = [
     "UNIT_ALIASES",
     "any_contains",
     "collective",
+    "conjunct_span",
     "contains",
     "contradictory",
     "contradictory_mention",
@@ -270,15 +271,55 @@ def _clauses(sentence: str) -> list[str]:
 def contradictory(sentence: str) -> bool:
     """True when a clause of ``sentence`` labels what it names both current and ended.
 
-    A clause is the sentence cut at commas outside brackets, so ``metformin (past/current)`` and
-    ``asthma (active, resolved)`` are contradictory while ``currently on lisinopril, previously on
-    metformin`` is not. The labels are ``CURRENT_WORDS`` and ``ENDED_WORDS`` as whole words,
-    lower-cased. The rule is the project's rule for hedged answers: labels that cannot both be true
-    state neither, and count as a contradiction (``docs/tasks/summary.md``).
+    A clause is the sentence cut at commas outside brackets and at a conjunction joining two
+    statements (``_CONJUNCTION``), so ``metformin (past/current)``, ``asthma (active, resolved)``
+    and ``asthma active and resolved`` are contradictory while ``currently on lisinopril,
+    previously on metformin`` and ``hypertension is active and strep throat resolved`` are not.
+    The labels are ``CURRENT_WORDS`` and ``ENDED_WORDS`` as whole words, lower-cased. The rule is
+    the project's rule for hedged answers: labels that cannot both be true state neither, and
+    count as a contradiction (``docs/tasks/summary.md``).
     """
     low = _NONE_ENDED.sub(" ", _OTHER_ORDERS.sub(" ", _OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(
         " ", " ".join(sentence.lower().split())))))
-    return any(_CURRENT.search(clause) and _ENDED.search(clause) for clause in _clauses(low))
+    return any(_CURRENT.search(part) and _ENDED.search(part)
+               for clause in _clauses(low) for part in _conjoined(clause))
+
+
+_CONJUNCTION = re.compile(
+    rf"\s(?:and|but|while|whereas|although|though|yet|with)\s(?!\s*(?:now\s+|since\s+)?(?:{_CUR_WORD}|{_END_WORD})(?![a-z]))")
+"""A conjunction joining two statements ("hypertension is active and strep throat resolved", "on
+lisinopril currently while amoxicillin was stopped"); not one joining two statuses of one item
+("active and resolved", "current and past": a collective or contradictory label)."""
+
+
+def _conjoined_spans(clause: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each part of ``clause`` cut at ``_CONJUNCTION``s outside brackets."""
+    low = clause.lower()
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(low):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and ch.isspace() and (found := _CONJUNCTION.match(low, i)):
+            out.append((start, i))
+            start = found.end()
+    out.append((start, len(clause)))
+    return out
+
+
+def conjunct_span(clause: str, offset: int) -> tuple[int, int]:
+    """``(start, end)`` in ``clause`` of the part holding ``offset``, cut at statement conjunctions.
+
+    The cuts are ``_CONJUNCTION``s outside brackets ("HTN is active and strep throat resolved").
+    """
+    return next(((a, b) for a, b in _conjoined_spans(clause) if a <= offset <= b), (0, len(clause)))
+
+
+def _conjoined(clause: str) -> list[str]:
+    """``clause`` cut at ``_CONJUNCTION``s outside brackets."""
+    return [clause[a:b] for a, b in _conjoined_spans(clause)]
+
 
 
 def contradictory_mention(text: str, names: Sequence[str]) -> str | None:

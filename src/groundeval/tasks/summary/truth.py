@@ -39,6 +39,7 @@ from typing import Any
 
 from groundeval.clinical.lab_thresholds import Thresholds
 from groundeval.clinical.lab_truth import labs_truth
+from groundeval.clinical.molar_masses import MOLAR_MASS_G_PER_MOL
 from groundeval.tasks.summary.record import active_allergies, conditions, medications, record_values
 
 __all__ = ["CRITERION_TYPES", "HIGH_ALERT", "IN_RANGE", "summary_rubric"]
@@ -168,5 +169,5 @@ def summary_rubric(bundle: Mapping[str, Any], table: Thresholds, source: str) ->
         seen.add(key)
         criteria.append(_criterion(key, "must_not_state", "resolved_condition", -1,
                                    f"The summary states {p.name} (resolved) as a current problem.", [p.name]))
-    molar = {t.loinc: t.molar_mass for t in table.tests if t.molar_mass}
+    molar = {**MOLAR_MASS_G_PER_MOL, **{t.loinc: t.molar_mass for t in table.tests if t.molar_mass}}
     return {"criteria": criteria, "record_values": record_values(bundle, molar)}

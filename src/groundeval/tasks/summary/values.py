@@ -21,6 +21,7 @@
   ``2 mg/0.5 mg``) is compared with its product's strengths; a dash series of a single-ingredient
   product or a result is a range, no value; ``2.5 mg/3 mL`` is the concentration times the volume; a
   mass dose of a solution the record gives no volume of is not checked (``_solution_without_volume``);
+  a combination may be named by its strengths' total (``Augmentin 375 mg`` for 250 mg/125 mg);
   a drug's strength is exact, a result's value rounds (``numbers.rounds_to``); dates and bounds are
   no values (``numbers``); a temperature's ``F``/``C`` after its number converts.
 * **A result without a unit.** A number right after a result's name (``LDL 162``, ``A1c: 6.3``,
@@ -115,9 +116,14 @@ def _item_phrases(record: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
             for p in dict.fromkeys(phrases):
                 if len(p) > 1:
                     out.setdefault(p, []).append(i)
-        if item.get("kind") == "drug" and item.get("names"):  # a brand names its drug's values too (Toprol XL 100 mg)
-            for brand in brands_of([str(n) for n in item["names"]]):
-                out.setdefault(brand, []).append(i)
+    products: dict[str, list[int]] = {}
+    for i, item in enumerate(record):
+        if item.get("kind") == "drug" and item.get("names"):
+            products.setdefault(str(item.get("what")), []).append(i)
+    for members in products.values():  # a brand names its product's values too (Toprol XL 100 mg, Augmentin)
+        names = list(dict.fromkeys(str(n) for i in members for n in record[i]["names"]))
+        for brand in dict.fromkeys([*brands_of(names), *(b for n in names for b in brands_of([n]))]):
+            out.setdefault(brand, []).extend(i for i in members if i not in out.get(brand, []))
     return out
 
 
@@ -209,6 +215,9 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
                                   molar_mass_g_per_mol=r.get("molar_mass_g_per_mol")) for r in pool)
             if not held and drug and stated["unit"] in _MASSES and _solution_without_volume(pool, record):
                 continue  # a dose of a solution the record gives no volume of: nothing to convert it with
+            if not held and drug:  # a combination named by its total ("Augmentin 375 mg")
+                held = any(same_value(stated["value"], stated["decimals"], stated["unit"], total, unit, exact=True)
+                           for unit, total in _totals(_products(pool, record)))
         if not held:
             wrong.append((stated["text"], tuple(m.phrase for m in owners)))
     masked = mask_dates(summary)
@@ -315,6 +324,15 @@ def _products(pool: Sequence[Mapping[str, Any]], record: Sequence[Mapping[str, A
     """Every value of the drug products ``pool``'s values belong to (all of a combination's ingredients)."""
     products = {r.get("what") for r in pool}
     return [r for r in record if r.get("kind") == "drug" and r.get("what") in products]
+
+
+def _totals(product: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
+    """``(unit, sum)`` of each combination product's strengths that share a unit (two or more)."""
+    sums: dict[tuple[Any, str], dict[str, float]] = {}
+    for r in product:  # one strength per ingredient
+        ingredient = " ".join(map(str, r.get("names") or []))
+        sums.setdefault((r.get("what"), str(r["unit"])), {})[ingredient] = float(r["value"])
+    return [(unit, sum(values.values())) for (_, unit), values in sums.items() if len(values) > 1]
 
 
 def _per_volume(stated: Mapping[str, Any], value: Mapping[str, Any]) -> bool:
