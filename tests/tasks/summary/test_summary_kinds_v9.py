@@ -322,3 +322,18 @@ def test_an_elemental_amount_is_not_a_strength() -> None:
     record = [_drug(325.0, "mg", "ferrous sulfate 325 MG Oral Tablet", "ferrous sulfate")]
     assert check_values("Ferrous sulfate 325 mg (65 mg elemental iron) daily.", record) == []
     assert check_values("Ferrous sulfate 200 mg daily.", record) == ["200 mg"]
+
+
+@pytest.mark.parametrize("summary", [
+    "Active problem list unchanged from prior: hypertension, anemia.",
+    "PMH: hypertension (ongoing), acute bronchitis (resolved 2019).",
+    "Hypertension - no longer uncontrolled, still active.",
+    "Hypertension (previously uncontrolled, currently stable).",
+])
+def test_a_prior_visit_a_past_state_or_an_own_current_bracket_ends_no_problem(summary: str) -> None:
+    assert _decided(_criterion("condition", ["Hypertension"]), summary) is True
+
+
+def test_a_collective_lead_in_still_hedges_items_without_their_own_status() -> None:
+    assert _status("Problems (current and past): hypertension, asthma.", "hypertension") == ["hedged"]
+    assert _status("Medications on file, some current, others stopped: lisinopril.", "lisinopril") == ["hedged"]

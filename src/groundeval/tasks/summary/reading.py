@@ -626,7 +626,14 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         # A collective qualifier gives no item a status, but an item that states its own in its own
         # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
         own_status = clause_ended or historical or negated or current_label(clause)
-        hedge_collective = collective(clause) or (
+        bracket = _BRACKET_AFTER.match(plain, end)  # "acetaminophen 325 mg (sprain, 2019)": its own bracket
+        if bracket and (bracket.end() > s1 or re.search(r"[.!?:]\s", plain[end:bracket.start(1)])):
+            bracket = None  # a bracket of another sentence
+        own_current = bool(bracket and current_label(bracket[1]) and not ended_clause(bracket[1], 0)[0])
+        bracket_ended = bool(bracket and _BRACKET_STATUS.search(bracket[1]))
+        # a collective lead-in in the item's clause ("Past and current history: HTN (current)") leaves
+        # an item that states its own status in its own bracket that status
+        hedge_collective = (collective(clause) and not (own_current or bracket_ended)) or (
             any(collective(t) for t in (sentence, lead, own)) and not own_status)
         governing = own or lead  # a line's own lead-in ("**Old problems**: a; b") speaks over a heading above
         lead_ended = (ended_clause(governing, len(governing))[0]
@@ -637,8 +644,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         low_clause = " ".join(_past_lead_in(_brackets_before(clause, at_clause), at_clause).lower().split())
         listed_current = section in ("medications", "current", "problem_list") or bool(
             governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
-        bracket = _BRACKET_AFTER.match(plain, end)  # "acetaminophen 325 mg (sprain, 2019)": its own bracket
-        clause_ended = clause_ended or bool(bracket and _BRACKET_STATUS.search(bracket[1]))
+        clause_ended = clause_ended or bracket_ended
         low_clause = low_clause + (" " + " ".join(bracket[1].lower().split()) if bracket else "")
         dated = ((bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause))  # "ankle sprain (2015)"
                  or bool(_DATE_RANGE.search(low_clause))) and not listed_current  # a dated line under "Current
@@ -650,9 +656,9 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
             status = "hedged"  # "possible hypertension", "? CKD", "rule out sepsis": no status committed
         elif negated:
             status = "negated"
-        elif (historical or section in ENDED_SECTIONS or clause_ended
-              or ((lead_ended or sentence_ended or dated) and not sentence_current
-                  and not _GOING_ON.search(low_clause))):
+        elif not own_current and (historical or section in ENDED_SECTIONS or clause_ended
+                                  or ((lead_ended or sentence_ended or dated) and not sentence_current
+                                      and not _GOING_ON.search(low_clause))):  # "PMH: HTN (ongoing)": its own
             status = "ended"
         else:
             status = "current"

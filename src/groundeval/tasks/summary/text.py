@@ -113,10 +113,19 @@ _ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w
 _OTHER_HISTORY = re.compile(
     r"(?<![a-z])(?:" + "|".join(re.escape(w.strip()) for w in ENDED_WORDS) + r")\s+(?:on\s+)?"
     r"(?=[a-z])(?!(?:in|at|by|to|due|for|and|or|since|after|with|because|as|of|the|a|an|on|now|per|until|when|while"
-    r"|current|currently|active|ongoing)(?![a-z]))(?![a-z]+ed(?![a-z]))")
+    r"|current|currently|active|ongoing)(?![a-z]))"
+    r"(?!(?!(?:poorly\s+|well\s+|un)?(?:controlled|elevated|raised|compensated|decompensated)(?![a-z]))[a-z]+ed(?![a-z]))")
 """An ended word followed by what it ended ("prior MI", "previously angina", "history of heroin use",
 "previously on losartan"): history of that other thing, not a status of the item the clause names.
-Not before a participle ("previously treated": a status of the clause's item)."""
+Not before a participle ("previously treated": a status of the clause's item), but before a state
+adjective ("previously uncontrolled", "no longer raised": the item's past state, not its end)."""
+_PRIOR_VISIT = re.compile(r"(?<![a-z])(?:from|since|than|as|vs\.?|versus|to|at)\s+(?:the\s+)?(?:prior|previous)"
+                          r"(?![a-z])(?:\s+(?:visit|review|admission|note|encounter|handover))?")
+""""unchanged from prior", "same as previous": the earlier visit, not an ended item."""
+_PAST_STATE = re.compile(r"(?<![a-z])(?:previously|formerly|prior|no longer)\s+(?:poorly\s+|well\s+|un)?"
+                         r"(?:controlled|elevated|raised|compensated|decompensated|symptomatic|stable|unstable|high|low)"
+                         r"(?![a-z])")
+"""An item's past state ("previously uncontrolled", "no longer raised"): it goes on."""
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in UNIT_ALIASES), key=len, reverse=True))
 _DENOMINATOR = (r"/\s*(?:\d|(?:m?g|mcg|ug|µg|kg|[mdµ]?l|min|h|hr|d|day|dose|actuat\w*|spray|puff|tab\w*|cap\w*"
                 r"|m2|m²|mmol|units?|unt|vial|patch|inh\w*)(?![a-z]))")
@@ -217,7 +226,8 @@ def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
     if relative:  # "a history of opioid abuse for which he remains on X": the relative clause is X's own
         clause = clause[relative.end():]
     # "(previously 5 mg)" dates a dose, not the drug; "older scripts completed" speaks of other orders
-    low = _NONE_ENDED.sub(" ", _OTHER_ORDERS.sub(" ", _DOSE_HISTORY.sub(" ", " ".join(clause.lower().split()))))
+    low = _PAST_STATE.sub(" ", _PRIOR_VISIT.sub(" ", _NONE_ENDED.sub(" ", _OTHER_ORDERS.sub(" ", _DOSE_HISTORY.sub(
+        " ", " ".join(clause.lower().split()))))))
     return bool(_ENDED.search(low)), bool(_CURRENT.search(" ".join(sentence.lower().split())))
 
 
@@ -279,8 +289,8 @@ def contradictory(sentence: str) -> bool:
     the project's rule for hedged answers: labels that cannot both be true state neither, and
     count as a contradiction (``docs/tasks/summary.md``).
     """
-    low = _NONE_ENDED.sub(" ", _OTHER_ORDERS.sub(" ", _OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(
-        " ", " ".join(sentence.lower().split())))))
+    low = _PRIOR_VISIT.sub(" ", _NONE_ENDED.sub(" ", _OTHER_ORDERS.sub(" ", _OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(
+        " ", " ".join(sentence.lower().split()))))))
     return any(_CURRENT.search(part) and _ENDED.search(part)
                for clause in _clauses(low) for part in _conjoined(clause))
 
