@@ -14,8 +14,6 @@ nearly nothing and what is left is fixed cost), at ``--groundeval-concurrency 16
 * ``run``: the whole eval;
 * ``run -s``: the same with pytest's output capture off (``--capture=no``), so ``run`` minus
   ``run -s`` is pytest's per-test capture;
-* ``scipy``: ``python -c "import scipy.special"`` minus ``python`` (imported in a thread while
-  cases run);
 * ``cli``: the same eval through the ``groundeval`` command (``python -m groundeval.cli``), which
   ends the process once its outputs are flushed (``groundeval.cli.entry``), and ``cli, ordinary
   exit``: the same ``groundeval.cli.main`` returning through the interpreter's teardown, so their
@@ -64,7 +62,6 @@ def main() -> None:
         variants: dict[str, list[str]] = {
             "python": [py, "-c", "pass"],
             "import": [py, "-c", "import pytest, groundeval.plugin"],
-            "scipy": [py, "-c", "import scipy.special"],
             "collect": [*eval_cmd, "--collect-only"],
             "run": eval_cmd,
             "run -s": [*eval_cmd, "--capture=no"],
@@ -101,7 +98,6 @@ def main() -> None:
         "start-up and collection, less those": (med["collect"] - med["import"], med_cpu["collect"] - med_cpu["import"]),
         "cases, record and summary": (med["run -s"] - med["collect"], med_cpu["run -s"] - med_cpu["collect"]),
         "pytest's output capture": (med["run"] - med["run -s"], med_cpu["run"] - med_cpu["run -s"]),
-        "import scipy.special (in a thread)": (med["scipy"] - med["python"], med_cpu["scipy"] - med_cpu["python"]),
         "teardown the groundeval command skips": (
             med["cli, ordinary exit"] - med["cli"], med_cpu["cli, ordinary exit"] - med_cpu["cli"]),
     }

@@ -12,7 +12,7 @@ from groundeval.options import positive_fraction
 from groundeval.plugin.junit import suite_properties
 from groundeval.plugin.summary import format_table
 from groundeval.records.aggregate import summarize
-from groundeval.records.run_record import Aggregate, FigureInterval, PassAtK, RunRecord, TrialStats
+from groundeval.records.run_record import FigureInterval, PassAtK, RunRecord, TrialStats
 from groundeval.records.trial_stats import (
     CONFIDENCE,
     N_RESAMPLES,
@@ -22,7 +22,6 @@ from groundeval.records.trial_stats import (
     pass_hat_k,
     trial_stats,
     verdict_exit_status,
-    warm_up,
 )
 from groundeval.reporting import stats as reporting_stats, summary_markdown
 from groundeval.reporting.html import render_report
@@ -235,13 +234,6 @@ def test_old_records_without_trials_get_intervals_from_their_cases() -> None:
     assert math.isclose(RunRecord.model_validate_json(rec.model_dump_json()).aggregate.pass_rate or 0, 2 / 3)
 
 
-def test_warm_up_is_one_thread_and_summarize_waits_for_it() -> None:
-    thread = warm_up()
-    assert warm_up() is thread and thread.daemon and thread.name == "groundeval-warm-up-scipy"
-    summarize(make_task("extraction"), [case("c1"), case("c2", "failed")])
-    assert not thread.is_alive()  # never left importing when the process exits
-
-
 def test_many_cases_take_the_percentile_interval_in_bounded_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     # BCa's jackknife grows with cases squared; above BCA_MAX_CASES the percentile method is used,
     # and every bootstrap draws its resamples in batches of at most BATCH_VALUES values.
@@ -267,31 +259,6 @@ def test_many_cases_take_the_percentile_interval_in_bounded_batches(monkeypatch:
     assert large is not None and large.method == "bootstrap-percentile" and large.low < large.value < large.high
     assert [c["method"] for c in calls] == ["BCa", "percentile"]
     assert calls[1]["batch"] * len(values) <= 600 and calls[0]["batch"] * len(values) <= default_batch
-
-
-def test_the_run_end_does_not_wait_forever_for_a_stuck_warm_up_import(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A signal can interrupt an import and leave a module lock the warm-up thread waits on for ever."""
-    import threading
-
-    from groundeval.records import trial_stats as module
-
-    release = threading.Event()
-    stuck = threading.Thread(target=release.wait, daemon=True)
-    stuck.start()
-    monkeypatch.setattr(module, "_WARMING", [stuck])
-    monkeypatch.setattr(module, "WARM_UP_JOIN_S", 0.01)
-    done = threading.Event()
-    agg = Aggregate(counts={"passed": 1}, counted=1, pass_rate=1.0, answer_rate=1.0)
-
-    def end_of_run() -> None:
-        module.with_trial_stats(agg, [case("c1")])
-        done.set()
-
-    worker = threading.Thread(target=end_of_run, daemon=True)
-    worker.start()
-    finished = done.wait(timeout=120)  # far above what the computation needs: only a join without a bound misses it
-    release.set()
-    assert finished, "with_trial_stats waited on the stuck warm-up thread"
 
 
 def test_a_proportion_gets_a_wilson_interval_that_behaves_at_0_and_n() -> None:
@@ -359,23 +326,21 @@ def test_the_wilson_interval_is_scipys_binomtest_interval_for_every_k() -> None:
             assert low == pytest.approx(float(ci.low), abs=1e-12) and high == pytest.approx(float(ci.high), abs=1e-12), (k, n)
 
 
-def test_a_run_of_proportions_imports_scipy_special_not_scipy_stats() -> None:
-    """Pass and answer rates need only the normal quantile; ``scipy.stats`` (twice the import) is left out."""
+def test_a_run_of_proportions_imports_neither_numpy_nor_scipy() -> None:
+    """Pass and answer rates need only the normal quantile (the standard library's): no numpy, no SciPy."""
     import subprocess
     import sys
 
     code = (
         "import sys\n"
         "from groundeval.records.aggregate import summarize\n"
-        "from groundeval.records.trial_stats import warm_up\n"
         "from groundeval.tasks import make_task\n"
         "sys.path.insert(0, 'tests')\nfrom _records import case\n"
-        "warm_up().join()\n"
         "agg = summarize(make_task('extraction'), [case(f'c{i}', 'passed' if i % 3 else 'failed') for i in range(9)])\n"
         "assert agg.trials is not None and agg.trials.intervals['pass_rate'].method == 'wilson'\n"
-        "print('scipy.special' in sys.modules, 'scipy.stats' in sys.modules)\n"
+        "print('numpy' in sys.modules, 'scipy' in sys.modules)\n"
     )
     from tests._paths import REPO
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
-    assert out.split() == ["True", "False"]
+    assert out.split() == ["False", "False"]

@@ -21,7 +21,6 @@ import pytest
 from groundeval.models import stop_switch
 from groundeval.records.run_record import CaseRecord, RunRecord
 from groundeval.records.run_writer import RunWriter
-from groundeval.records.trial_stats import warm_up
 
 if TYPE_CHECKING:
     from groundeval.execution.outcome_policy import RunInfo
@@ -132,12 +131,6 @@ class RunController:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Handle SIGTERM and, under xdist, SIGINT so the run record is written (``plugin.signals``)."""
         self._session = session
-        if self.runs_cases:
-            # scipy for the run's intervals: imported once the first agent call is in flight, not
-            # beside start-up's own imports and collection (it would slow them on a busy machine)
-            self.gs.process.on_calls_started = warm_up
-        elif not self.config.getoption("collectonly", default=False):
-            warm_up()  # the pytest-xdist controller: its workers start and collect meanwhile
         from groundeval.plugin.signals import SignalStop
 
         self._signal_stop = SignalStop(self.config, self.stop_file, self._signalled)

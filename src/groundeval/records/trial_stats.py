@@ -53,12 +53,12 @@ status follows the verdicts (``verdict_exit_status``).
 from __future__ import annotations
 
 import math
-import threading
 import warnings
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from statistics import NormalDist
 from typing import Any, Literal
 
 from groundeval.records.dimensions import dimension_values, figure_dimension
@@ -85,7 +85,6 @@ __all__ = [
     "record_trial_stats",
     "trial_stats",
     "verdict_exit_status",
-    "warm_up",
     "with_trial_stats",
 ]
 
@@ -118,39 +117,6 @@ METHOD_NAMES: dict[str, str] = {
 }
 """``FigureInterval.method`` -> its short name where an interval is printed."""
 EPS = 1e-9
-_WARMING: list[threading.Thread] = []
-WARM_UP_JOIN_S = 5.0
-"""The longest the run's end waits for the ``warm_up`` import, seconds (its intervals are already computed)."""
-
-
-def warm_up() -> threading.Thread:
-    """Import numpy and ``scipy.special`` in a background daemon thread, once per process.
-
-    The intervals are computed when the run ends: Wilson intervals need ``scipy.special`` (about
-    0.3 s of CPU), and only a figure that is not a proportion (a mean F1 with spread) needs
-    ``scipy.stats.bootstrap``, which ``cluster_interval`` imports then (``scipy.stats`` as a whole
-    costs about twice ``scipy.special``). Started when the cases start, the import overlaps
-    the run's waits on the model; the final ``summarize`` then finds the modules loaded, or waits
-    on Python's import lock until they are. Only numpy and scipy are imported (never the agent's
-    modules), and a failure is swallowed here: the real import at the end raises it.
-
-    Returns:
-        The thread (the same one on every call).
-    """
-    if not _WARMING:
-        def _import() -> None:
-            try:
-                import numpy  # noqa: F401
-                import scipy.special  # noqa: F401
-            except Exception:  # the import in cluster_interval raises it where it matters
-                pass
-
-        thread = threading.Thread(target=_import, name="groundeval-warm-up-scipy", daemon=True)
-        _WARMING.append(thread)
-        thread.start()
-    return _WARMING[0]
-
-
 def pass_at_k(n: int, c: int, k: int) -> float:
     """pass@k of one case: ``1 - C(n-c, k) / C(n, k)`` (Chen et al. 2021, arXiv:2107.03374, eq. 1).
 
@@ -259,17 +225,16 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
 
     The interval ``scipy.stats.binomtest(k, n).proportion_ci(CONFIDENCE, method="wilson")`` gives,
     by SciPy's own formula (Newcombe 1998, method 3, as ``scipy.stats._binomtest`` computes it;
-    0 and 1 at ``k = 0`` and ``k = n``) and its normal quantile ``scipy.special.ndtri``: importing
-    ``scipy.special`` costs about half of ``scipy.stats``, which a run without a bootstrap interval
-    never needs. A test checks it against ``binomtest`` for every ``k`` of many ``n``.
+    0 and 1 at ``k = 0`` and ``k = n``), with the normal quantile from the standard library
+    (``statistics.NormalDist().inv_cdf``, Wichura's algorithm AS241, equal to ``scipy.special.ndtri``
+    to double precision): a run of proportions imports neither numpy nor SciPy (about 0.5 CPU-s).
+    A test checks it against ``binomtest`` for every ``k`` of many ``n``.
 
     Remembered: a run asks for the same few ``(k, n)`` several times (pass rate, answer rate,
     pass@k and pass^k over the same cases).
     """
-    from scipy.special import ndtri
-
     p = k / n
-    z = float(ndtri(0.5 + 0.5 * CONFIDENCE))
+    z = NormalDist().inv_cdf(0.5 + 0.5 * CONFIDENCE)
     denom = 2 * (n + z**2)
     center = (2 * n * p + z**2) / denom
     delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z**2)
@@ -433,17 +398,9 @@ def trial_stats(
 def with_trial_stats(
     aggregate: Aggregate, records: Iterable[CaseRecord], min_pass_rate: float | None = None
 ) -> Aggregate:
-    """``aggregate`` with ``trials`` filled from ``records`` (intervals for its own figures).
-
-    Waits a little (``WARM_UP_JOIN_S``) for a ``warm_up`` import still running, so that no import is
-    usually left running at exit; never longer: a signal that interrupts an import in the main
-    thread can leave a module lock the warm-up thread then waits on forever, and the run's end
-    (its record, its summary) must not wait with it. The thread is a daemon.
-    """
+    """``aggregate`` with ``trials`` filled from ``records`` (intervals for its own figures)."""
     figures = ["pass_rate", "answer_rate", *(k for k, v in aggregate.metrics.items() if isinstance(v, float))]
     stats = trial_stats(records, figures, min_pass_rate)
-    for thread in _WARMING:
-        thread.join(timeout=WARM_UP_JOIN_S)
     return aggregate.model_copy(update={"trials": stats})
 
 

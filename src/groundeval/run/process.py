@@ -123,8 +123,6 @@ class ProcessRun:
         executor: How this process's agent calls are made, or None when it has no agent.
         discarded_calls: Agent calls made ahead whose cases never ran (the run stopped).
         stream: The LangSmith stream, or None (``start``).
-        on_calls_started: Called once, by the first ``run``, once its calls are submitted (the
-            first call in flight, or about to start in the main thread); then None.
     """
 
     def __init__(
@@ -150,7 +148,6 @@ class ProcessRun:
         self.stream: LangSmithStream | None = None
         self._warmed = False
         self._phase = phase
-        self.on_calls_started: Callable[[], object] | None = None
         self.cuttable = cuttable
 
     def start(self, max_cost_share: float | None = None) -> None:
@@ -199,9 +196,6 @@ class ProcessRun:
             jobs = ahead(window)
             if jobs:
                 executor.submit(jobs)
-        if self.on_calls_started is not None:  # once, with the first call in flight or about to start
-            started, self.on_calls_started = self.on_calls_started, None
-            started()
         with self.cuttable() if self.cuttable is not None else contextlib.nullcontext():
             run = executor.result(job)
         if run is None:

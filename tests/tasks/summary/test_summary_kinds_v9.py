@@ -337,3 +337,32 @@ def test_a_prior_visit_a_past_state_or_an_own_current_bracket_ends_no_problem(su
 def test_a_collective_lead_in_still_hedges_items_without_their_own_status() -> None:
     assert _status("Problems (current and past): hypertension, asthma.", "hypertension") == ["hedged"]
     assert _status("Medications on file, some current, others stopped: lisinopril.", "lisinopril") == ["hedged"]
+
+
+# The seventh blind round (dev-writer-o, dev-writer-p), measured under version 9 before these kinds.
+
+
+def test_a_value_before_the_next_line_is_not_that_lines_item() -> None:
+    record = [HCTZ, LEVOTHYROXINE]
+    assert check_values("MEDICATIONS\nhydrochlorothiazide 25 mg\nlevothyroxine 75 mcg tablet", record) == []
+    assert check_values("a 25 mg hydrochlorothiazide tablet", record) == []
+
+
+def test_a_current_course_and_other_courses_with_their_years() -> None:
+    summary = "clopidogrel 75 mg (current course from 05-Mar-2019; earlier courses 2006 and 2017 stopped)."
+    assert _status(summary, "clopidogrel") == ["current"]
+
+
+@pytest.mark.parametrize(("summary", "status"), [
+    ("MEDICATIONS\n  Sodium fluoride 0.0272 MG/MG Oral Gel\n    Inactive (completed)   Last: 2022-04-17", "ended"),
+    ("MEDICATIONS\n  Acetaminophen 325 MG Oral Tablet (PRN)\n    Status: stopped   Start: 2019-04-17", "ended"),
+    ("PAST MEDICAL HISTORY\n  Hydrochlorothiazide 25 MG\n    Status: active   Start: 2004-10-02  End: -", "current"),
+])
+def test_an_entrys_status_on_its_own_indented_line_is_the_entrys(summary: str, status: str) -> None:
+    phrase = "fluoride" if "fluoride" in summary else "acetaminophen" if "Acetaminophen" in summary else "hydrochlorothiazide"
+    assert _status(summary, phrase) == [status]
+
+
+def test_dot_leaders_between_a_result_and_its_value() -> None:
+    bmi = _criterion("lab", ["Body mass index"], values=[{"value": 27.2225, "unit": "kg/m2"}])
+    assert lab_verdict(bmi, "BMI ............. 27.22 kg/m2  H  (2016-10-15)", strict=False)[0] is True

@@ -200,6 +200,27 @@ _LEAD_ENDED = re.compile(
 
 
 _PROBLEM_LINE = re.compile(r"^\s*#{1,6}\s*[^:#\n]+:\s*\S")
+_ENTRY_LEAD = re.compile(r"^\s*(?:[-*\u2022+]\s+|\d+[.)]\s+)?[A-Za-z ]{0,24}$")
+_ENTRY_STATUS = re.compile(
+    r"[ \t]+(?:status:\s*)?(?:(?P<ended>inactive|stopped|completed|discontinued|ended|resolved|expired)"
+    r"|(?P<current>active|current|ongoing))(?![a-z])", re.IGNORECASE)
+
+
+def _entry_status(text: str, line0: int, start: int, end: int) -> str | None:
+    """``ended`` or ``current`` from the indented line under an entry the item opens, or None.
+
+    EHR templates give an entry's status on its own indented line ("Sodium fluoride gel" over
+    "    Inactive (completed)", "Hydrochlorothiazide 25 MG" over "    Status: active   Start: ...").
+    """
+    if not _ENTRY_LEAD.match(text[line0:start]):
+        return None
+    nl = text.find("\n", start)
+    if nl < 0:
+        return None
+    found = _ENTRY_STATUS.match(text, nl + 1)
+    if found is None:
+        return None
+    return "ended" if found["ended"] else "current"
 """A problem-oriented entry (``# Stroke (2006): clopidogrel 75 mg``): one problem and its plan on
 its own line, not a heading over the lines below it (Weed LL. *Medical records that guide and
 teach.* N Engl J Med 1968;278(11):593-600)."""
@@ -631,6 +652,9 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
             bracket = None  # a bracket of another sentence
         own_current = bool(bracket and current_label(bracket[1]) and not ended_clause(bracket[1], 0)[0])
         bracket_ended = bool(bracket and _BRACKET_STATUS.search(bracket[1]))
+        entry = _entry_status(summary, line0, start, s1)  # "Sodium fluoride gel\n    Inactive (completed)"
+        own_current = own_current or entry == "current"
+        bracket_ended = bracket_ended or entry == "ended"
         # a collective lead-in in the item's clause ("Past and current history: HTN (current)") leaves
         # an item that states its own status in its own bracket that status
         hedge_collective = (collective(clause) and not (own_current or bracket_ended)) or (

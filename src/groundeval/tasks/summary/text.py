@@ -91,14 +91,14 @@ _CURRENT = re.compile(r"(?<![a-z])(?<!not )(?<!neither )(?<!none )(?<!nor )(?<!n
                       r"(?<!formerly )(?<!was )(?<!were )(?<!no )(?<!not a )(?<!not an )(?<!no longer a )"
                       r"(?<!no longer an )(?<!not the )"
                       r"(?:currently|current|active|ongoing)(?![a-z])"
-                      r"(?!\s+(?:\d{4}\s+)?(?:order|prescription|script|rx|supply|one)(?![a-z]))"
+                      r"(?!\s+(?:\d{4}\s+)?(?:order|prescription|script|rx|supply|one|course|fill)(?![a-z]))"
                       r"(?!\s+(?:off|not|no longer|stopped|discontinued|ended)(?![a-z]))")
 _DOSE_HISTORY = re.compile(r"(?<![a-z])(?:previously|formerly|prior|earlier|was|were|from)\s+(?:dose\s+|on\s+)?"
                            r"\d+(?:\.\d+)?\s*(?:mg|mcg|g|ml|units?|%)(?![a-z])")
 _OTHER_ORDERS = re.compile(
     r"(?<![a-z])(?:older|earlier|prior|previous|past|other|old|the)\s+(?:[a-z0-9/']+\s+(?:and\s+[a-z0-9/']+\s+)?){0,2}"
     r"(?:scripts?|orders?|courses?|prescriptions?|rxs?|supplies|ones|fills?)"
-    r"(?:\s+(?:in|from)\s+[^,;()]{0,24}?)?\s+"
+    r"(?:\s+(?:in|from)\s+[^,;()]{0,24}?|\s+[0-9/']+(?:\s*(?:and|,|/)\s*[0-9/']+)*)?\s+"
     r"(?:were\s+|was\s+|have\s+been\s+|had\s+been\s+|having\s+been\s+|all\s+|now\s+)*"
     r"(?:completed|stopped|discontinued|ended|expired|d/c'?d|finished|done)(?![a-z])")
 """Other orders of the same drug said to be over ("current script 2025; older scripts completed",

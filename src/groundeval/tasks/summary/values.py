@@ -53,7 +53,7 @@ UCUM_OF: dict[str, str] = {
 """The units ``text.stated_values`` reads (its keys) -> UCUM codes, for conversion."""
 
 _AFTER_NAME = re.compile(
-    r"^[^0-9\n;.]{0,24}?(?<![\w<>\u2264\u2265-])(\d+(?:\.\d+)?)(?!\.?\d)(?![+\u2013-])(?!(?:st|nd|rd|th)(?![a-z]))"
+    r"^(?:[^0-9\n;.]|\.{2,}){0,24}?(?<![\w<>\u2264\u2265-])(\d+(?:\.\d+)?)(?!\.?\d)(?![+\u2013-])(?!(?:st|nd|rd|th)(?![a-z]))"
     r"(?:\s*/\s*(\d+(?:\.\d+)?)(?!\.?\d))?")
 """A result's number right after its name (dates masked: ``numbers.mask_dates``); a bound is no
 value (``BMI 30+``, the name of SNOMED CT 162864005 "Body mass index 30+ - obesity"; ``eGFR >90``),
@@ -127,7 +127,7 @@ def _item_phrases(record: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
     return out
 
 
-_RIGHT_AFTER = re.compile(r"^[ \t]*(?:of[ \t]+)?$", re.IGNORECASE)
+_RIGHT_AFTER = re.compile(r"[ \t]*(?:of[ \t]+)?\Z", re.IGNORECASE)
 
 
 def _named_after(summary: str, end: int, mentions: Sequence[Any]) -> list[Any]:
