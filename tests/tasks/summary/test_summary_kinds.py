@@ -13,6 +13,7 @@ from groundeval.tasks.summary.judge import BaselineJudge
 from groundeval.tasks.summary.reading import read
 from groundeval.tasks.summary.scorer import SummaryScorer, hedged_verdict, rule_verdict, stated_ended
 from groundeval.tasks.summary.values import check_values
+from tests._summary_kinds import criterion as _criterion, decided as _decided, status as _status
 
 JUDGE = BaselineJudge()
 
@@ -31,23 +32,6 @@ _RECORD = [
      "names": ["Cholesterol in HDL [Mass/volume] in Serum or Plasma"], "kind": "observation"},
     {"value": 27.93, "unit": "kg/m2", "what": "Body Mass Index", "names": ["Body Mass Index"], "kind": "observation"},
 ]
-
-
-def _criterion(ctype: str, names: list[str], *, kind: str = "must_mention") -> dict[str, Any]:
-    return {"id": f"{ctype}:x", "kind": kind, "type": ctype, "points": -1 if kind == "must_not_state" else 1,
-            "safety": False, "statement": "s", "names": names, "alternatives": [], "values": []}
-
-
-def _decided(criterion: dict[str, Any], summary: str) -> bool:
-    """The scorer's verdict on one criterion: hedge, then rule, then the baseline judge."""
-    if hedged_verdict(criterion, summary) is not None:
-        return criterion["kind"] == "must_not_state"
-    ruled = rule_verdict(criterion, summary)
-    return ruled if ruled is not None else JUDGE.decide(criterion, summary, label="t").met
-
-
-def _status(summary: str, phrase: str) -> list[str]:
-    return [m.status for m in read(summary, [phrase])]
 
 
 STOPPED = _criterion("stopped_medication", ["Penicillin V Potassium"], kind="must_not_state")

@@ -11,30 +11,10 @@ from typing import Any
 
 import pytest
 
-from groundeval.tasks.summary.judge import BaselineJudge
 from groundeval.tasks.summary.reading import read
-from groundeval.tasks.summary.scorer import hedged_verdict, rule_verdict, stated_ended
+from groundeval.tasks.summary.scorer import hedged_verdict, stated_ended
 from groundeval.tasks.summary.values import check_values, lab_verdict
-
-JUDGE = BaselineJudge()
-
-
-def _criterion(ctype: str, names: list[str], *, kind: str = "must_mention",
-               values: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"id": f"{ctype}:x", "kind": kind, "type": ctype, "points": -1 if kind == "must_not_state" else 1,
-            "safety": False, "statement": "s", "names": names, "alternatives": [], "values": values or []}
-
-
-def _decided(criterion: dict[str, Any], summary: str) -> bool:
-    """The scorer's verdict on one criterion: hedge, then rule, then the baseline judge."""
-    if hedged_verdict(criterion, summary) is not None:
-        return criterion["kind"] == "must_not_state"
-    ruled = rule_verdict(criterion, summary)
-    return ruled if ruled is not None else JUDGE.decide(criterion, summary, label="t").met
-
-
-def _status(summary: str, phrase: str) -> list[str]:
-    return [m.status for m in read(summary, [phrase])]
+from tests._summary_kinds import JUDGE, criterion as _criterion, decided as _decided, status as _status
 
 
 def _drug(value: float, unit: str, what: str, *names: str) -> dict[str, Any]:

@@ -9,31 +9,13 @@ import pytest
 
 from groundeval.scoring import Parsed
 from groundeval.tasks.summary.judge import BaselineJudge
-from groundeval.tasks.summary.reading import none_under, read
+from groundeval.tasks.summary.reading import none_under
 from groundeval.tasks.summary.record import record_values
-from groundeval.tasks.summary.scorer import SummaryScorer, hedged_verdict, rule_verdict
+from groundeval.tasks.summary.scorer import SummaryScorer, rule_verdict
 from groundeval.tasks.summary.text import collective, word_count
+from tests._summary_kinds import criterion as _criterion, decided as _decided, status as _status
 
 JUDGE = BaselineJudge()
-
-
-def _criterion(ctype: str, names: list[str], *, kind: str = "must_mention", alternatives: list[str] | None = None,
-               values: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    points = -1 if kind == "must_not_state" else 1
-    return {"id": f"{ctype}:x", "kind": kind, "type": ctype, "points": points, "safety": False,
-            "statement": "s", "names": names, "alternatives": alternatives or [], "values": values or []}
-
-
-def _decided(criterion: dict[str, Any], summary: str) -> bool:
-    """The scorer's verdict on one criterion: hedge, then rule, then the baseline judge."""
-    if hedged_verdict(criterion, summary) is not None:
-        return criterion["kind"] == "must_not_state"
-    ruled = rule_verdict(criterion, summary)
-    return ruled if ruled is not None else JUDGE.decide(criterion, summary, label="t").met
-
-
-def _status(summary: str, phrase: str) -> list[str]:
-    return [m.status for m in read(summary, [phrase])]
 
 
 # -- sections and lists ------------------------------------------------------------------------

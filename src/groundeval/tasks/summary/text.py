@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from groundeval.tasks.summary.numbers import bound_after, bound_before, rounds_to
@@ -263,19 +263,24 @@ def sentences(text: str) -> list[str]:
     return [text[a:b].strip() for a, b in zip(starts, ends, strict=True) if text[a:b].strip()]
 
 
-def _clauses(sentence: str) -> list[str]:
-    """The sentence cut at commas outside brackets."""
+def _cut_outside_brackets(text: str, cut: Callable[[int], int | None]) -> list[tuple[int, int]]:
+    """``(start, end)`` of the parts of ``text`` cut where ``cut(i)`` (outside brackets) gives the next part's start."""
     out, depth, start = [], 0, 0
-    for i, ch in enumerate(sentence):
+    for i, ch in enumerate(text):
         if ch in "([":
             depth += 1
         elif ch in ")]":
             depth = max(0, depth - 1)
-        elif ch == "," and depth == 0:
-            out.append(sentence[start:i])
-            start = i + 1
-    out.append(sentence[start:])
+        elif depth == 0 and i >= start and (after := cut(i)) is not None:
+            out.append((start, i))
+            start = after
+    out.append((start, len(text)))
     return out
+
+
+def _clauses(sentence: str) -> list[str]:
+    """The sentence cut at commas outside brackets."""
+    return [sentence[a:b] for a, b in _cut_outside_brackets(sentence, lambda i: i + 1 if sentence[i] == "," else None)]
 
 
 def contradictory(sentence: str) -> bool:
@@ -305,17 +310,12 @@ lisinopril currently while amoxicillin was stopped"); not one joining two status
 def _conjoined_spans(clause: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each part of ``clause`` cut at ``_CONJUNCTION``s outside brackets."""
     low = clause.lower()
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(low):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth = max(0, depth - 1)
-        elif depth == 0 and ch.isspace() and (found := _CONJUNCTION.match(low, i)):
-            out.append((start, i))
-            start = found.end()
-    out.append((start, len(clause)))
-    return out
+
+    def cut(i: int) -> int | None:
+        found = _CONJUNCTION.match(low, i) if low[i].isspace() else None
+        return found.end() if found else None
+
+    return _cut_outside_brackets(low, cut)
 
 
 def conjunct_span(clause: str, offset: int) -> tuple[int, int]:
