@@ -46,6 +46,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundeval.tasks.summary.reading_rules import CONTEXT_RULES, DROPPED_DEFAULT_RULES, ENDED_SECTIONS, SECTION_RULES
+from groundeval.tasks.summary.reading_status import (
+    BRACKET_STATUS,
+    DATE_RANGE,
+    STATUS_WORD,
+    bullet_status,
+    entry_status,
+    list_status,
+    predicate_status,
+    subject_predicate,
+    table_status,
+    trailing_status,
+)
 from groundeval.tasks.summary.text import (
     bracketed_semicolons,
     collective,
@@ -200,32 +212,6 @@ _LEAD_ENDED = re.compile(
 
 
 _PROBLEM_LINE = re.compile(r"^\s*#{1,6}\s*[^:#\n]+:\s*\S")
-_ENTRY_LEAD = re.compile(r"^\s*(?:[-*\u2022+]\s+|\d+[.)]\s+)?[A-Za-z ]{0,24}$")
-_ENTRY_STATUS = re.compile(
-    r"[ \t]+(?:status:\s*)?(?:(?P<ended>inactive|stopped|completed|discontinued|ended|resolved|expired)"
-    r"|(?P<current>active|current|ongoing))(?![a-z])", re.IGNORECASE)
-
-
-def _entry_status(text: str, line0: int, start: int, end: int) -> str | None:
-    """``ended`` or ``current`` from the indented line under an entry the item opens, or None.
-
-    EHR templates give an entry's status on its own indented line ("Sodium fluoride gel" over
-    "    Inactive (completed)", "Hydrochlorothiazide 25 MG" over "    Status: active   Start: ...").
-    """
-    if not _ENTRY_LEAD.match(text[line0:start]):
-        return None
-    nl = text.find("\n", start)
-    if nl < 0:
-        return None
-    found = _ENTRY_STATUS.match(text, nl + 1)
-    if found is None:
-        return None
-    return "ended" if found["ended"] else "current"
-"""A problem-oriented entry (``# Stroke (2006): clopidogrel 75 mg``): one problem and its plan on
-its own line, not a heading over the lines below it (Weed LL. *Medical records that guide and
-teach.* N Engl J Med 1968;278(11):593-600)."""
-
-
 def _strong(line: str) -> bool:
     """True for a line that heads a section down to the next heading.
 
@@ -279,176 +265,6 @@ def _clause_at(sentence: str, offset: int) -> str:
 _LAST_STOP = re.compile(r"[.!?](?=\s)")
 _BRACKET_AFTER = re.compile(r"[^,;()\n]{0,30}?\(([^()\n]{0,60})\)")
 _LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
-_BRACKET_STATUS = re.compile(r"^\s*(?:(?:course|courses|rx)\s+)?(?:stopped|completed|discontinued|done|finished|ended"
-                             r"|expired|inactive|d/c'?d)\s*$", re.IGNORECASE)
-"""An item's own bracket holding only its ended status ("amoxicillin 500 mg x7d in 2019 (done)")."""
-
-
-_STATUS_CLAUSE = re.compile(
-    r"^\s*(?:(?:19|20)\d{2}\s*\(?\s*)?(?:now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+|since\s+been\s+)?"
-    r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|inactive|expired|d/c'?d|dc'?d"
-    r"|given|administered|used|taken|(?:a|an)\s+(?:one-off|one-time|single)(?:\s+dose)?)"
-    r"(?![a-z])(?!\s+(?:every|each|once\s+(?:a\s+)?(?:day|daily|weekly|week|nightly)|twice|daily|nightly|weekly"
-    r"|regularly|as needed|as required|when needed|prn|bid|tid|qid|qd|q\d|at night|in the morning|up to)(?![a-z]))"
-    r"[^,]*$", re.IGNORECASE)
-"""A bare ended status (a past participle, after an optional auxiliary; a year may come first:
-"2019 (completed)"). A participle followed by a schedule ("taken every four to six hours", "used
-twice daily") is a dosing instruction, not a status."""
-_STARTED_CLAUSE = re.compile(r"^\s*(?:started|start|began|begun|commenced|from|prescribed|issued)\b[^,]*$",
-                             re.IGNORECASE)
-
-
-def _trailing_status(sentence: str, offset: int) -> bool:
-    """True when the clause right after the one holding ``offset`` is a bare ended status.
-
-    ``- Acute bronchitis (2019), resolved`` and ``Amoxicillin 500 mg, completed 2018`` end their
-    item: a status clause after a list item or a line's one item speaks of the clause before it
-    (only that one: ``A, B, resolved`` ends B, as ``lisinopril, metformin stopped`` ends metformin).
-    """
-    cut = sentence.find(",", offset)
-    if cut == -1:
-        return False
-    clauses = sentence[cut + 1:].split(",")
-    if len(clauses) > 1 and _STARTED_CLAUSE.match(clauses[0]):  # "X, started 2019-05-01, ended 2019-05-11"
-        clauses = clauses[1:]
-    return bool(_STATUS_CLAUSE.match(clauses[0].rstrip(" .;)")))
-
-
-_DATE_RANGE = re.compile(
-    r"(?<![\d/.-])(?:\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/(?:\d{1,2}/)?\d{2,4}|[a-z]{3,9}\.?\s+\d{4})\s*"
-    r"(?:to|until|till|through|thru|-|\u2013|\u2014)\s*"
-    r"(?:\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/(?:\d{1,2}/)?\d{2,4}|[a-z]{3,9}\.?\s+\d{4})(?![\d/])", re.IGNORECASE)
-"""A span of two dates ("2019-05-01 to 2019-05-11", "5/2019-5/2019", "May 2019 - June 2019"): an
-item given its start and its end is over (a year range, "2004-2010", is ``_YEAR``'s)."""
-
-_PREDICATE = re.compile(
-    r"^\s*(?:has|have|had)\s+(?:since\s+|now\s+|also\s+)?been\s+(?:since\s+|now\s+)?"
-    r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|withdrawn|ceased)(?![a-z])[^,]*$"
-    r"|^\s*(?:was|were)\s+(?:since\s+|then\s+|later\s+|subsequently\s+)?"
-    r"(?:stopped|discontinued|completed|withdrawn|ceased)(?![a-z])[^,]*$", re.IGNORECASE)
-
-
-def _predicate_status(sentence: str, offset: int) -> bool:
-    """True when the item at ``offset`` opens the sentence and its last clause is an ended predicate.
-
-    ``Alteplase 100 mg, prescribed in December 2018, has been stopped``: the clauses between a
-    subject and its verb are asides, so an auxiliary with an ended participle closing the
-    sentence ("has been stopped", "was discontinued") speaks of the item in its first clause.
-    """
-    parts = sentence.rstrip(" .;").split(",")
-    return len(parts) > 2 and offset < len(parts[0]) and bool(_PREDICATE.match(parts[-1]))
-
-
-_SUBJECT_LEAD = re.compile(r"^\s*(?:(?:and|but|then)\s+)?(?:(?:the|his|her|their|a|an)\s+)?$", re.IGNORECASE)
-_OWN_PREDICATE = re.compile(
-    r"^(?:(?!\b(?:after|when|because|since|until|once|as|while|before|that|which|who|and|but|or)\b)[^,;:])*?"
-    r"(?<![a-z])(?:was|were|has\s+been|have\s+been|had\s+been|is|are)\s+"
-    r"(?:since\s+|then\s+|later\s+|subsequently\s+|now\s+|all\s+)?"
-    r"(?:stopped|discontinued|d/c'?d|dc'?d|completed|ceased|withdrawn|finished|over|done)(?![a-z])", re.IGNORECASE)
-
-
-def _subject_predicate(sentence: str, start: int, end: int) -> bool:
-    """True when the item at ``start:end`` is its clause's subject and the clause's verb ends it.
-
-    ``Acetaminophen 325 mg from his ankle sprain in April 2019 was d/c'd``: the words between a
-    subject and its verb (a strength, a prepositional phrase: no comma, no subordinate clause)
-    modify the subject, so an ended predicate speaks of it however far ConText's window reaches.
-    """
-    before = sentence[:start]
-    cut = max(before.rfind(","), before.rfind(";"), before.rfind(":"))
-    rest = re.sub(r"\([^()]*\)", lambda m: " " * len(m[0]), sentence[end:])  # "(2017, 2022)" is an aside
-    return bool(_SUBJECT_LEAD.match(before[cut + 1:])) and bool(_OWN_PREDICATE.match(rest))
-
-
-_LEAD_OUT = re.compile(
-    r"\s[-\u2013\u2014]+\s*(?:all\s+|both\s+|each\s+|now\s+)?"
-    r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|settled|inactive|d/c'?d|dc'?d)"
-    r"(?![a-z])[^,;:]*$", re.IGNORECASE)
-
-
-def _list_status(sentence: str, offset: int) -> bool:
-    """True when the sentence is a list whose status follows it after a spaced dash.
-
-    ``Pharyngitis x2, gingivitis, gingival dz - resolved``: a status set off by a dash at the end
-    of a list speaks of the whole list (a lead-in turned round), unlike a bare status clause
-    (``lisinopril, metformin stopped`` ends metformin only, ``_trailing_status``).
-    """
-    found = _LEAD_OUT.search(sentence.rstrip(" .;"))
-    return found is not None and offset < found.start()
-
-
-_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s+")
-_STATUS_WORD = re.compile(
-    r"(?<![a-z])(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|expired|d/c'?d|dc'?d)(?![a-z])")
-
-
-def _bullet_status(line: str, offset: int, end: int) -> bool:
-    """True when a list item opens with the item at ``offset`` and states an ended status after it.
-
-    ``- Amoxicillin 500 mg, 10-day course - completed``: a bullet (``-``, ``*``, ``•``, ``1.``)
-    names its item first and its status last; the status is the item's (``text.CURRENT_WORDS`` in
-    the line keep it current).
-    """
-    bullet = _BULLET.match(line)
-    if bullet is None or offset - bullet.end() > 2:
-        return False
-    rest = line[end:].lower()
-    return bool(_STATUS_WORD.search(rest)) and not re.search(r"(?<![a-z])(?:current|currently|active|ongoing)(?![a-z])",
-                                                              rest)
-
-
-_YES = frozenset({"yes", "y", "active", "current", "ongoing", "taking", "continue", "continued", "on",
-                  "\u2713", "\u2714"})
-_NO = frozenset({"no", "n", "stopped", "inactive", "ended", "completed", "discontinued", "expired", "finished", "done",
-                 "resolved", "not taking", "off", "historical", "\u2717", "\u2718", "-"})
-
-
-def _table_status(text: str, at: int) -> str | None:
-    """``current`` or ``ended`` from a table's status column (``| Drug | Current? |`` over ``| X | No |``), or None.
-
-    A row is read against the first row of its table: a column headed ``current``, ``active``,
-    ``current?``, ``active?`` or ``on it?`` holding ``yes``/``no`` (or a tick) gives the row's item
-    that status; so does an end column (``Until``, ``End date``, ``Stopped``: ``_END_COLUMNS``)
-    holding a date or an ended word (ended) or a dash or current word (current).
-    """
-    line0 = text.rfind("\n", 0, at) + 1
-    line1 = text.find("\n", at)
-    row = text[line0:line1 if line1 != -1 else len(text)]
-    if row.count("|") < 2:
-        return None
-    start = line0
-    while start > 0:
-        prev0 = text.rfind("\n", 0, start - 1) + 1
-        if text[prev0:start - 1].count("|") < 2:
-            break
-        start = prev0
-    header_end = text.find("\n", start)
-    header = [c.strip().lower().rstrip("?").strip() for c in text[start:header_end].strip().strip("|").split("|")]
-    if start == line0:
-        return None
-    cells = [c.strip().lower() for c in row.strip().strip("|").split("|")]
-    for name, cell in zip(header, cells, strict=False):
-        if name in ("current", "active", "on it", "currently taking", "status"):
-            if cell in _NO:
-                return "ended"
-            if cell in _YES:
-                return "current"
-        if name in _END_COLUMNS:
-            if re.search(r"\d", cell) or _STATUS_WORD.search(cell):
-                return "ended"
-            if not cell.strip(" -\u2013\u2014()") or current_label(cell) or cell.strip(" -\u2013\u2014()") in (
-                    "present", "now", "ongoing", "n/a", "na", "none"):
-                return "current"
-    return None
-
-
-_END_COLUMNS = frozenset({"until", "to", "end", "ended", "end date", "stopped", "stop date", "date stopped", "stop",
-                          "finish", "finished", "date ended", "discontinued",
-                          "resolved", "date resolved", "resolved on", "stopped on", "ended on"})
-"""Table columns that give an item's end: a date or an ended word there ends the row's item; a
-dash, "-(active)" or "ongoing" keeps it current (``| Viral sinusitis | 2014-03-26 | 2014-04-09 |``)."""
-
-
 def _own_lead_in(sentence: str, offset: int) -> str:
     """The part of the sentence before a colon or a spaced dash preceding ``offset``.
 
@@ -622,10 +438,10 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         allergy = (_allergic(clause + " " + lead + " " + own) or section in ("allergies", "allergy")
                    or _allergy_line(sentence))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
-        clause_ended = (clause_ended or _trailing_status(plain[s0:s1], end - s0)
-                        or _predicate_status(plain[s0:s1], start - s0) or _list_status(plain[s0:s1], start - s0)
-                        or _subject_predicate(plain[s0:s1], start - s0, end - s0)
-                        or _bullet_status(summary[line0:s1], start - line0, end - line0))
+        clause_ended = (clause_ended or trailing_status(plain[s0:s1], end - s0)
+                        or predicate_status(plain[s0:s1], start - s0) or list_status(plain[s0:s1], start - s0)
+                        or subject_predicate(plain[s0:s1], start - s0, end - s0)
+                        or bullet_status(summary[line0:s1], start - line0, end - line0))
         # A history trigger in the line's own lead-in ("Atopic history: A, B and C, all still on his
         # active list") does not end items the sentence labels current; elsewhere it does.
         # A history trigger in an earlier clause ("h/o stroke 2006, HTN also on HCTZ 25mg") does not
@@ -641,7 +457,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         a, b = conjunct_span(plain[clause_at:clause_end if clause_end >= 0 else s1], start - clause_at)
         conj = plain[clause_at + a:clause_at + b].lower()
         if ((current_label(conj) or _OWN_CURRENT.search(conj)) and not ended_clause(conj, 0)[0]
-                and not _STATUS_WORD.search(conj)):
+                and not STATUS_WORD.search(conj)):
             clause_ended = False
             historical = any(clause_at + a <= t < clause_at + b for t in triggers)
         # A collective qualifier gives no item a status, but an item that states its own in its own
@@ -651,8 +467,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         if bracket and (bracket.end() > s1 or re.search(r"[.!?:]\s", plain[end:bracket.start(1)])):
             bracket = None  # a bracket of another sentence
         own_current = bool(bracket and current_label(bracket[1]) and not ended_clause(bracket[1], 0)[0])
-        bracket_ended = bool(bracket and _BRACKET_STATUS.search(bracket[1]))
-        entry = _entry_status(summary, line0, start, s1)  # "Sodium fluoride gel\n    Inactive (completed)"
+        bracket_ended = bool(bracket and BRACKET_STATUS.search(bracket[1]))
+        entry = entry_status(summary, line0, start, s1)  # "Sodium fluoride gel\n    Inactive (completed)"
         own_current = own_current or entry == "current"
         bracket_ended = bracket_ended or entry == "ended"
         # a collective lead-in in the item's clause ("Past and current history: HTN (current)") leaves
@@ -671,9 +487,9 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         clause_ended = clause_ended or bracket_ended
         low_clause = low_clause + (" " + " ".join(bracket[1].lower().split()) if bracket else "")
         dated = ((bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause))  # "ankle sprain (2015)"
-                 or bool(_DATE_RANGE.search(low_clause))) and not listed_current  # a dated line under "Current
+                 or bool(DATE_RANGE.search(low_clause))) and not listed_current  # a dated line under "Current
         # medications" is listed as current
-        tabled = _table_status(summary, start)
+        tabled = table_status(summary, start)
         if tabled is not None and not hedge_collective:
             status = tabled  # the row's own status column speaks for its item
         elif hedge_collective or contradictory(sentence) or (uncertain and not negated):

@@ -123,7 +123,8 @@ def _item_phrases(record: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
     for members in products.values():  # a brand names its product's values too (Toprol XL 100 mg, Augmentin)
         names = list(dict.fromkeys(str(n) for i in members for n in record[i]["names"]))
         for brand in dict.fromkeys([*brands_of(names), *(b for n in names for b in brands_of([n]))]):
-            out.setdefault(brand, []).extend(i for i in members if i not in out.get(brand, []))
+            held = out.setdefault(brand, [])
+            held += [i for i in members if i not in held]
     return out
 
 
