@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -147,7 +148,48 @@ def collection(rounds: int, empty: Path, env: dict[str, str]) -> None:
               f"  (target < 0.5 s wall) {verdict}")
 
 
-def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> None:
+def _instructions(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """User-space instructions one run of ``cmd`` executes, counted by valgrind's callgrind (deterministic)."""
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode or not found:
+        raise SystemExit(f"valgrind {' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def instructions(pythons: dict[str, Path], project: Path, env: dict[str, str]) -> None:
+    """The footprint as instructions executed: one run per variant, free of the load's noise (``--instructions``).
+
+    Splits a plain install's cost into groundeval's own plugin, platformdirs' plugin (platformdirs
+    4.x declares one; it comes with pint, through ucumvert) and the rest (pytest reading the
+    metadata of every installed distribution, and the file list of each with a ``pytest11`` entry
+    point to mark it for assertion rewriting).
+    """
+    plain = [str(pythons["groundeval"]), *PYTEST]
+    runs = {
+        "pytest alone": [str(pythons["pytest alone"]), *PYTEST],
+        "groundeval": plain,
+        "groundeval -p no:groundeval": [*plain, "-p", "no:groundeval"],
+        "groundeval -p no:groundeval -p no:platformdirs": [*plain, "-p", "no:groundeval", "-p", "no:platformdirs"],
+    }
+    for cmd in runs.values():  # bytecode and pytest's rewrite cache written before counting
+        subprocess.run(cmd, cwd=project, env=env, capture_output=True, check=True)
+    counts = {name: _instructions(cmd, project, env) for name, cmd in runs.items()}
+    ref = counts["pytest alone"]
+    print("  instructions executed (valgrind callgrind, one run each; deterministic):")
+    for name, count in counts.items():
+        print(f"  {name:<52} {count / 1e6:8.1f} M ({count / ref:.3f}x)")
+    own = (counts["groundeval"] - counts["groundeval -p no:groundeval"]) / ref
+    dirs = (counts["groundeval -p no:groundeval"] - counts["groundeval -p no:groundeval -p no:platformdirs"]) / ref
+    rest = counts["groundeval -p no:groundeval -p no:platformdirs"] / ref - 1
+    verdict = "ok" if counts["groundeval"] / ref <= 1.1 else "MISSED"
+    print(f"  groundeval (no extras) / pytest alone: {counts['groundeval'] / ref:.3f}x in instructions "
+          f"(target <= 1.1x: {verdict}): groundeval's plugin {own:.3f}x, platformdirs' plugin {dirs:.3f}x, "
+          f"the rest (metadata, files marked for rewriting) {rest:.3f}x")
+
+
+def footprint(rounds: int, base: Path, project: Path, env: dict[str, str], count: bool = False) -> None:
     print("2. install footprint: a 2-test project, `python -m pytest -q`, median of", rounds)
     pythons = build_venvs(base, compile_bytecode=bool(env.get("PYTHONDONTWRITEBYTECODE")))
     variants = {name: ([str(py), *PYTEST], project) for name, py in pythons.items()}
@@ -176,6 +218,8 @@ def footprint(rounds: int, base: Path, project: Path, env: dict[str, str]) -> No
         verdict = f"target <= 1.1x: {'ok' if ratio <= 1.1 else 'MISSED'}" if target else "reported"
         print(f"  {label} / {against}: {ratio:.2f}x (median of the per-round ratios, the worse of wall and cpu; "
               f"cpu quartiles {cpu_q1:.2f} to {cpu_q3:.2f}; {verdict})")
+    if count:
+        instructions(pythons, project, env)
 
 
 def xdist(rounds: int, out: Path, env: dict[str, str]) -> None:
@@ -227,6 +271,11 @@ def main() -> None:
     parser.add_argument("--skip-xdist", action="store_true", help="leave out serial against -n 2 (3.)")
     parser.add_argument("--only-usage", action="store_true", help="run only the usage errors (4.)")
     parser.add_argument(
+        "--instructions", action="store_true",
+        help="also count the footprint's instructions with valgrind (callgrind; about 40 s more): a figure the "
+        "load does not move, split into groundeval's plugin, platformdirs' plugin and the rest",
+    )
+    parser.add_argument(
         "--no-bytecode", action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE for the runs (default: unset it, as in a user's shell, so "
         "pytest caches its assertion rewriting of plugins after the warm-up round)",
@@ -252,7 +301,7 @@ def main() -> None:
         if not args.skip_footprint:
             venvs = args.venvs or Path(tmp, "venvs")
             venvs.mkdir(parents=True, exist_ok=True)
-            footprint(args.rounds, venvs, project, env)
+            footprint(args.rounds, venvs, project, env, count=args.instructions)
         if not args.skip_xdist:
             xdist(max(1, args.rounds // 2), Path(tmp, "runs"), env)
         usage_errors(args.rounds, empty, env)

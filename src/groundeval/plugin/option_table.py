@@ -26,7 +26,7 @@ from groundeval.options import (
 from groundeval.registry import builtins as _builtins
 from groundeval.shards import parse_shard as _shard
 
-__all__ = ["GENERIC", "OPTIONS", "RUN_OPTIONS", "Option"]
+__all__ = ["GENERIC", "GENERIC_HELP", "OPTIONS", "RUN_OPTIONS", "Option", "flags_source"]
 
 _tools_mode = choice("inprocess", "mcp", why="must be inprocess or mcp", any_case=True)
 
@@ -283,3 +283,63 @@ OPTIONS: tuple[Option, ...] = RUN_OPTIONS[:6] + _builtin_task_flags() + RUN_OPTI
 
 GENERIC = "option"
 """``--groundeval-option=KEY=VALUE`` / ini ``groundeval_option``: any task's declared option."""
+
+GENERIC_HELP = (
+    "Set an option the task declares, KEY=VALUE (repeatable), e.g. min_f1=0.8; for any task, "
+    "including tasks from outside groundeval."
+)
+"""The help of ``--groundeval-option``."""
+
+FLAGS_FILE = "src/groundeval/plugin/option_flags.py"
+"""Where ``flags_source`` is written (``scripts/option_flags.py``), relative to the repository."""
+
+
+def _chunks(text: str, width: int = 88) -> list[str]:
+    """``text`` cut at spaces into pieces of at most about ``width`` characters (each keeps its trailing space)."""
+    pieces: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if line and len(line) + len(word) > width:
+            pieces.append(line)
+            line = ""
+        line += word + " "
+    pieces.append(line[:-1])
+    return pieces
+
+
+def flags_source() -> str:
+    """The source of ``groundeval.plugin.option_flags``: what registering the options needs, as literals.
+
+    A pytest run without a task registers every ``--groundeval-*`` option and its ini twin, and reads
+    nothing else of the plugin; importing this table (its converters, the registry's declarations for
+    the built-in tasks' flags and the task and agent lists in the help) would cost every pytest run of
+    every project with groundeval installed a few milliseconds. The generated module holds one tuple
+    per option instead: ``(name, metavar, flag, help, default)``, ``default`` being ``" Default: X."``
+    or ``""``; ``tests/plugin/test_option_flags.py`` checks it is this function's output.
+
+    Returns:
+        Python source, ruff-clean (lines under 120 characters).
+    """
+    lines = [
+        '"""The ``--groundeval-*`` options as a plain pytest run registers them: generated, do not edit.',
+        "",
+        "Written by ``uv run python scripts/option_flags.py`` from ``groundeval.plugin.option_table``",
+        "(``flags_source``), which stays the one source; see there why this copy exists.",
+        '"""',
+        "",
+        "FLAGS: tuple[tuple[str, str, bool, str, str], ...] = (",
+    ]
+    for opt in OPTIONS:
+        default = "" if opt.default is None else f" Default: {opt.default}."
+        lines.append(f"    ({opt.name!r}, {opt.metavar!r}, {opt.flag!r},")
+        lines.extend(f"     {piece!r}" for piece in _chunks(opt.help))
+        lines[-1] += ","
+        lines.append(f"     {default!r}),")
+    lines.append(")")
+    lines.append('"""(name, metavar, flag, help, default) of each option with a value, in ``OPTIONS`` order."""')
+    lines.append("")
+    lines.append(f"GENERIC = {GENERIC!r}")
+    lines.append("GENERIC_HELP = (")
+    lines.extend(f"    {piece!r}" for piece in _chunks(GENERIC_HELP))
+    lines.append(")")
+    return "\n".join(lines) + "\n"
