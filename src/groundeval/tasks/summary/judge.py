@@ -271,11 +271,11 @@ BASELINE_SHA256 = hashlib.sha256(
     json.dumps({"abbreviations": ABBREVIATIONS, "synonyms": SYNONYMS, "brands": BRANDS, "salts": SALTS,
                 "ended": ENDED_WORDS, "none": NONE_NOUNS, "sections": SECTION_RULES, "context": CONTEXT_RULES,
                 "resolved": RESOLVED_WORDS, "qualifiers": _QUALIFIERS, "dropped": sorted(DROPPED_DEFAULT_RULES),
-                "version": 9},
+                "version": 10},
                sort_keys=True).encode("utf-8")
 ).hexdigest()
 """SHA-256 of the baseline judge's rules (its "prompt"): a judge card holds for this hash only.
-``version`` is the rules version (docs/tasks/summary.md, "Rules version 9"): raised whenever the
+``version`` is the rules version (docs/tasks/summary.md, "Rules version 10"): raised whenever the
 reading code changes what it decides, so a card made by older rules stops matching."""
 
 _NOT_CURRENT = frozenset({"ended", "negated"})

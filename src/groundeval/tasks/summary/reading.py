@@ -38,6 +38,7 @@ and "no longer on"; ``CONTEXT_RULES`` adds those.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import threading
@@ -53,6 +54,7 @@ from groundeval.tasks.summary.reading_status import (
     bullet_status,
     entry_status,
     list_status,
+    object_status,
     predicate_status,
     subject_predicate,
     table_status,
@@ -147,12 +149,14 @@ def _word_pattern(word: str) -> str:
 
 
 def _finder(phrase: str) -> re.Pattern[str]:
-    """Whole words of ``phrase``; a name ending in a letter may run into its number (``HCTZ25``).
+    """Whole words of ``phrase`` (the last also plural); a name ending in a letter may run into its number.
 
     Clinicians glue a strength to a drug name in shorthand (``HCTZ25``, ``simvastatin20``): the
     number is not part of the name, so it does not hide it (``a1c`` is still no ``a``).
     """
     words = [_word_pattern(w) for w in normalise(phrase).split()]
+    if len(words[-1]) >= 4 and words[-1].isalpha():  # "colon polyps", "rib fractures": the plural names it too
+        words[-1] += "(?:e?s)?"
     after = r"(?![0-9a-z%])" if words[-1][-1:].isdigit() else (
         r"(?![a-z%])(?!\d+(?:\.\d+)?(?!\.?\d)(?!(?:mg|mcg|ml|g)?(?![a-z])))")
     return re.compile(r"(?<![0-9a-z%])" + r"[^0-9a-z%]+".join(words) + after)
@@ -178,22 +182,35 @@ def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
     return start, (end.start() + (0 if end.group() == "\n" else 1)) if end else len(text)
 
 
-_STRONG = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$")
+_STRONG = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?"
+                     r"|[A-Za-z][A-Za-z/&' ]{1,30}\s[-\u2013\u2014]\s(?:current|active|ongoing|stopped|past|resolved"
+                     r"|inactive|completed|discontinued|historical|ended|previous)(?:\s*(?:/|and|or)\s*[a-z]+)?)\s*$")
+"""A line that heads a section: Markdown, bold, or a label and its status set off by a dash ("Meds -
+current", "Meds - stopped", "Problems - resolved")."""
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?|.*:)\s*$")
-_CAPS = re.compile(r"^\s*[A-Z][A-Z/&' ]{2,40}\s*$")
+_CAPS = re.compile(r"^\s*[A-Z][A-Z/&' ]{2,40}(?:\s*\([^()\n]{1,30}\))?\s*$")
 _KNOWN_HEADINGS = frozenset(normalise(h) for h, _ in SECTION_RULES) | {"past medical history", "allergies", "results"}
 _SENTENCE_ENDED = re.compile(
-    r"^(?:past|prior|prev|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh|h/o|hx"
+    r"^(?:past|prior|prev|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh|pmhx|pshx"
+    r"|psh|h/o|hx"
     r"|remote|old|former|earlier|historical|historic|inactive|background)(?![a-z])")
 _DISTRIBUTIVE = re.compile(
     r"(?<![a-z])(?:(?:all|both|each|all of (?:them|these|which))\s+(?:now\s+|since\s+|were\s+|are\s+|have\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|inactive|cleared|healed|finished|settled|over|in the past)"
     r"|(?:neither|none)\s+(?:of (?:them|these)\s+)?(?:is\s+|are\s+|now\s+|still\s+)*"
     r"(?:active|current|ongoing))(?![a-z])")
-_YEAR = re.compile(r"(?<![\d/.])(?:(?:19|20)\d{2}\s*[-\u2013]\s*(?:19|20)\d{2}|(?<!\d-)(?:19|20)\d{2}(?![\d/]|-\d))")
+_YEAR = re.compile(r"(?<![\d/.])(?:(?:19|20)\d{2}\s*[-\u2013]\s*(?:19|20)\d{2}|(?<!\d-)(?:19|20)\d{2}(?![\d/]|-\d))"
+                   r"|(?<![\d/.])(?:\d{1,2}[/.])?\d{1,2}[/.](?:19|20)\d{2}(?![\d/.])"
+                   r"|(?<![\d/.-])(?:19|20)\d{2}-\d{2}(?:-\d{2})?(?![\d-])")
+"""A year, or a date that holds one ("2012", "1994-2010", "20/05/2012", "05/2022", "2012-05-20"): an
+item its clause dates is a past episode, unless the clause says it goes on (``_STILL``)."""
 _STILL = re.compile(r"(?<![a-z])(?:since|started|starting|start|began|begun|added|commenced|restarted|re-started"
-                    r"|from|dx|diagnosed|onset|as of|to date"
-                    r"|until now|ongoing|current|currently|active|on|daily|bid|tid|qd|prn)(?![a-z])")
+                    r"|from(?=\s+(?:[\d/.-]+|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d+)\s*"
+                    r"(?:onwards?|on(?![a-z])|to\s+(?:date|now|present)|until\s+now|-\s*(?:present|now|date)))"
+                    r"|dx|diagnosed|onset|as of|to date"
+                    r"|until now|ongoing|current|currently|active|on(?!\s+(?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep"
+                    r"|oct|nov|dec)[a-z]*\.?\s+\d))|daily|bid|tid|qd|prn|renewed|re-?filled|re-?ordered|re-?issued|re-?prescribed|continued"
+                    r"|q\d+(?:-\d+)?\s*h(?:rs?|ours?)?|qhs|nightly|weekly|monthly)(?![a-z])")
 _GOING_ON = re.compile(r"(?<![a-z])(?:since|ongoing|still|continues|continuing|remains)(?![a-z])")
 """Words in an item's own clause that keep it going under an ended lead-in or after a date
 ("Background: ... treated with HCTZ 25 mg since 2004")."""
@@ -202,10 +219,22 @@ _OWN_CURRENT = re.compile(r"(?<![a-z])(?:(?:is|are)\s+(?:still\s+)?(?:active|cur
 """A current label an item's own conjunct gives it (``reading._read``)."""
 _ON_NOW = re.compile(r"(?<![a-z])(?:on|taking|takes|continues(?:\s+on)?|remains\s+on|still\s+on)\s*$")
 """A verb right before a drug that says the patient takes it now ("also on HCTZ", "taking X")."""
-_HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|h/o|background)(?![a-z])")
+_RELATIVE_ON = re.compile(r"(?<![a-z])(?:for|with|on|in)?\s*(?:which|whom)(?![a-z])[^.;:()]*?"
+                         r"(?<![a-z])(?:on|takes|taking|uses|using|receives|continues|remains\s+on)(?![a-z])[^.;:]*$")
+"""A relative clause before the item that puts the patient on it now ("Hx of stroke and CHD, for which he's
+on simvastatin 20, amlodipine 5 and ..."): a history lead-in opening the sentence does not reach past it."""
+_DOSE_TIMES = frozenset({"om", "on", "od", "bd", "tds", "qds", "mane", "nocte"})
+"""Latin directions for a dose's time (BNF, "Latin abbreviations": o.m. omni mane, in the morning; o.n.
+omni nocte): after a dose, "amlodipine 5 mg OM" names no otitis media (CASI's sense of OM)."""
+_DOSE_BEFORE = re.compile(r"\d(?:\.\d+)?\s*(?:mg|mcg|micrograms?|g|ml|units?|iu|puffs?|tabs?|tablets?|caps?|drops?)?"
+                          r"\.?\s*(?:(?:po|sl|sc|im|iv|pr|top|inh|oral|orally|daily|once|twice|x\s*\d)\s*)*$")
+_ON_NOW_OWN = re.compile(r"^\s*(?:(?:and|but|now|still|currently|also)\s+)*(?:on|taking|takes|remains\s+on)\s*$")
+"""A clause of its own that opens with the patient on the item now ("..., on clopidogrel")."""
+_HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|pmhx|psh|pshx|h/o|background)(?![a-z])")
 _LISTED_CURRENT = re.compile(r"(?<![a-z])(?:current|active|meds|medications|problems?)(?![a-z])")
 _LEAD_ENDED = re.compile(
-    r"(?<![a-z])(?:(?<!-)old|prev|d/c'?d|dc'?d|historical|historic|history|hx|inactive|not active|not current"
+    r"(?<![a-z])(?:(?<!-)old|prev|d/c'?d|dc'?d|historical|historic|history|hx|pmhx|psh|pshx|inactive|not active"
+    r"|not current"
     r"|not ongoing|one-off|one-time"
     r"|no longer|background|earlier|former|remote"
     r"|expired|finished|done|self-limit(?:ed|ing)|episodic|acute episodes?|settled|got better)(?![a-z])")
@@ -244,15 +273,23 @@ def _lead_in(text: str, at: int) -> tuple[str, int]:
     cut = text.rfind("\n", 0, at)
     if cut <= 0:
         return "", -1
-    offset, blank = cut, False
+    offset, blank, under = cut, False, text[cut + 1:]
     for line in reversed(text[:cut].split("\n")):
         offset -= len(line)
-        if (_HEADING.match(line) or _strong(line)) and not _PROBLEM_LINE.match(line):
+        over_list = bool(_LIST_LABEL.match(line)) and bool(_BULLET_LINE.match(under))  # "Active diagnoses" over "- ..."
+        if (_HEADING.match(line) or _strong(line) or over_list) and not _PROBLEM_LINE.match(line):
             strong = _strong(line)
             return ("", -1) if blank and not strong else (markup_free(line).strip(), offset)
         blank = blank or not line.strip()
+        under = line
         offset -= 1
     return "", -1
+
+
+_LIST_LABEL = re.compile(r"^\s*[A-Z][A-Za-z/&' ()-]{2,40}$")
+"""A short label line with no closing punctuation ("Active diagnoses", "Past / resolved"): over a list
+item right under it, a heading without a colon."""
+_BULLET_LINE = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s")
 
 
 def _clause_at(sentence: str, offset: int) -> str:
@@ -279,14 +316,22 @@ _ALLERGY_DRUGS = re.compile(
     r"(?:meds?|medications?|medicines?|drugs?|treatments?|therapy|tablets?|rx|regimens?|kit|pen)(?![a-z])")
 
 
+_ALLERGY_SYSTEM = re.compile(
+    r"(?<![a-z])(?:allerg\w*\s*(?:/|&|and)\s*(?:derm\w*|immun\w*|skin|atop\w*|ent|resp\w*)"
+    r"|(?:derm\w*|immun\w*|skin|ent|resp\w*)\s*(?:/|&)\s*allerg\w*)(?![a-z])")
+"""A body system of a problem-oriented note ("Allergy/derm - fexofenadine 60 mg", "Allergy &
+immunology:"): the specialty its drugs and problems belong to, not an allergy to them."""
+
+
 def _allergic(text: str) -> bool:
     """True when ``text`` holds a word starting ``allerg`` that states an allergy.
 
     ``Allergy-type meds: EpiPen, fexofenadine``, ``allergy medication`` and ``an allergy-type
     regimen`` name a class of drugs (what the patient takes for an allergy), not an allergy to
-    them; "no allergies" states none.
+    them; "no allergies" states none; "Allergy/derm -" is a body system (``_ALLERGY_SYSTEM``).
     """
-    return "allerg" in _ALLERGY_LIST.sub(" ", _NO_ALLERGY.sub(" ", _ALLERGY_DRUGS.sub(" ", text.lower())))
+    low = _ALLERGY_SYSTEM.sub(" ", text.lower())
+    return "allerg" in _ALLERGY_LIST.sub(" ", _NO_ALLERGY.sub(" ", _ALLERGY_DRUGS.sub(" ", low)))
 
 
 _ALLERGY_LIST = re.compile(r"(?<![a-z])(?:the|his|her|their|an?)\s+allerg\w*\s+(?:list|record|section|field|entry|"
@@ -302,7 +347,7 @@ _NO_ALLERGY = re.compile(r"(?<![a-z])(?:no|nil|nkda|without|lists no|no known|no
 def _allergy_line(sentence: str) -> bool:
     """True when ``sentence`` opens with a word starting ``allerg`` that is not a drug class (``_allergic``)."""
     low = sentence.lstrip(" -*•").lower()
-    return low.startswith("allerg") and not _ALLERGY_DRUGS.match(low)
+    return low.startswith("allerg") and not _ALLERGY_DRUGS.match(low) and not _ALLERGY_SYSTEM.match(low)
 
 
 _FIELD_BAR = re.compile(r"(?<=\S)\s*\|(?=\s)")
@@ -387,9 +432,36 @@ def _negated(ent: Any, doc: Any, text: str) -> bool:
             continue
         start, _ = modifier.modifier_span
         between = text[doc[start].idx:ent.start_char]
+        if _NEGATED_OTHER.match(between.lower()):
+            continue
         if between.count(")") <= between.count("("):
             return True
     return False
+
+
+def _uncertain(ent: Any, doc: Any, text: str) -> bool:
+    """True when ConText makes ``ent`` uncertain or hypothetical, but not by a condition on the reader.
+
+    "If you get called: last BP on file was 142/85 mmHg": a conditional whose subject is the
+    handoff's reader ("if you", "if paged", "if called") frames what follows for the reader; it
+    makes no finding about the patient hypothetical.
+    """
+    if not (ent._.is_uncertain or ent._.is_hypothetical):
+        return False
+    return any(m.category in ("POSSIBLE_EXISTENCE", "HYPOTHETICAL")
+               and not _READER_CONDITION.match(text[doc[m.modifier_span[0]].idx:ent.start_char].lower())
+               for m in ent._.modifiers)
+
+
+_READER_CONDITION = re.compile(r"(?:if|when|should)\s+(?:you|paged|called|contacted|bleeped)(?![a-z])")
+
+
+_NEGATED_OTHER = re.compile(
+    r"(?:(?:with|has|had|and)\s+)?(?:n't|not|no|nil|nkda|without)(?:\s+(?:been|really|much|ever|known|recorded|documented|drug|significant))*"
+    r"\s*(?:changed|altered|modified|adjusted|changes?\s+(?:to|in)|change\b|allerg\w*)(?![a-z])")
+"""A negation whose object is not the item: a change ("his regimen hasn't changed in decades: A, B";
+"no change to: A") or an allergy ("no recorded allergies and a long list of active problems: A").
+The items after it are stated, not denied."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -400,7 +472,11 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
     found: list[tuple[str, int, int]] = []
     for phrase in phrases:
         if normalise(phrase):
-            found += [(normalise(phrase), m.start(), m.end()) for m in _finder(phrase).finditer(low)]
+            found += [(normalise(phrase), m.start(), m.end()) for m in _finder(phrase).finditer(low)
+                      if not (normalise(phrase) in _DOSE_TIMES and _DOSE_BEFORE.search(low, 0, m.start()))]
+    # a name inside a longer one read at the same place is that one ("fluoride" in "Sodium fluoride
+    # dental gel ... is finished" is read as "sodium fluoride", whose sentence's subject it is)
+    found = [(p, s, e) for p, s, e in found if not any(a <= s and e <= b and b - a > e - s for _, a, b in found)]
     if not found:
         return ()
     from spacy.util import filter_spans
@@ -417,7 +493,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         doc.ents = filter_spans([s for s in spans if s is not None])
         doc = sections(context(doc))
         ents = [(e.start_char, e.end_char, _negated(e, doc, plain), _historical_at(e, doc),
-                 bool(e._.is_uncertain or e._.is_hypothetical),
+                 _uncertain(e, doc, plain),
                  str(e._.section_category or ""), e._.section_title.start_char if e._.section_title else -1)
                 for e in doc.ents]
     out = []
@@ -441,7 +517,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         clause_ended = (clause_ended or trailing_status(plain[s0:s1], end - s0)
                         or predicate_status(plain[s0:s1], start - s0) or list_status(plain[s0:s1], start - s0)
                         or subject_predicate(plain[s0:s1], start - s0, end - s0)
-                        or bullet_status(summary[line0:s1], start - line0, end - line0))
+                        or object_status(plain[s0:s1], start - s0)
+                        or bullet_status(summary[line0:s1], start - line0, end - line0, listed=bool(lead)))
         # A history trigger in the line's own lead-in ("Atopic history: A, B and C, all still on his
         # active list") does not end items the sentence labels current; elsewhere it does.
         # A history trigger in an earlier clause ("h/o stroke 2006, HTN also on HCTZ 25mg") does not
@@ -456,17 +533,18 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         clause_end = plain.find(",", end, s1)
         a, b = conjunct_span(plain[clause_at:clause_end if clause_end >= 0 else s1], start - clause_at)
         conj = plain[clause_at + a:clause_at + b].lower()
-        if ((current_label(conj) or _OWN_CURRENT.search(conj)) and not ended_clause(conj, 0)[0]
+        if ((current_label(conj) or _OWN_CURRENT.search(conj)) and not ended_clause(conj, start - clause_at - a)[0]
                 and not STATUS_WORD.search(conj)):
-            clause_ended = False
-            historical = any(clause_at + a <= t < clause_at + b for t in triggers)
+            clause_ended = False  # ... and "active history of asthma" is a known, active diagnosis (``text._ended_in``)
+            historical = any(clause_at + a <= t < clause_at + b and not plain[t:t + 10].lower().startswith("history of")
+                             for t in triggers)
         # A collective qualifier gives no item a status, but an item that states its own in its own
         # clause ("- penicillin V (stopped)" under "Medications (current and past)") keeps it.
         own_status = clause_ended or historical or negated or current_label(clause)
         bracket = _BRACKET_AFTER.match(plain, end)  # "acetaminophen 325 mg (sprain, 2019)": its own bracket
         if bracket and (bracket.end() > s1 or re.search(r"[.!?:]\s", plain[end:bracket.start(1)])):
             bracket = None  # a bracket of another sentence
-        own_current = bool(bracket and current_label(bracket[1]) and not ended_clause(bracket[1], 0)[0])
+        own_current = bool(bracket and current_label(bracket[1]) and not ended_clause(bracket[1], -1)[0])
         bracket_ended = bool(bracket and BRACKET_STATUS.search(bracket[1]))
         entry = entry_status(summary, line0, start, s1)  # "Sodium fluoride gel\n    Inactive (completed)"
         own_current = own_current or entry == "current"
@@ -476,16 +554,21 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         hedge_collective = (collective(clause) and not (own_current or bracket_ended)) or (
             any(collective(t) for t in (sentence, lead, own)) and not own_status)
         governing = own or lead  # a line's own lead-in ("**Old problems**: a; b") speaks over a heading above
-        lead_ended = (ended_clause(governing, len(governing))[0]
+        lead_ended = (ended_clause(governing, -1)[0]
                       or bool(_LEAD_ENDED.search(governing.lower()))) if governing else False
         low_sentence = " ".join(sentence.lstrip(" -*•").lower().split())
-        sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence))
+        sentence_ended = bool(_SENTENCE_ENDED.match(low_sentence) or _DISTRIBUTIVE.search(low_sentence)) and not (
+            _RELATIVE_ON.search(plain[s0:start].lower()) or (clause_at > s0 and _ON_NOW_OWN.search(
+                plain[clause_at:start].lower())))  # "Prior stroke, on clopidogrel": its own clause puts him on it
         at_clause = start - s0 - (plain[s0:start].rfind(",") + 1)  # the item's offset in its clause
         low_clause = " ".join(_past_lead_in(_brackets_before(clause, at_clause), at_clause).lower().split())
         listed_current = section in ("medications", "current", "problem_list") or bool(
             governing and _LISTED_CURRENT.search(governing.lower()) and not lead_ended)
         clause_ended = clause_ended or bracket_ended
         low_clause = low_clause + (" " + " ".join(bracket[1].lower().split()) if bracket else "")
+        opened = plain.rfind("(", s0, start)  # "(20/05/2012, with strep throat)": the bracket's date is its items'
+        if opened >= 0 and plain.find(")", opened, start) == -1:
+            low_clause += " " + " ".join(plain[opened + 1:start].lower().split())
         dated = ((bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause))  # "ankle sprain (2015)"
                  or bool(DATE_RANGE.search(low_clause))) and not listed_current  # a dated line under "Current
         # medications" is listed as current
@@ -509,7 +592,41 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         raw = summary[s0:s1]
         out.append(Mention(phrase, start, end, raw.strip(), status, allergy, hedge_collective,
                            s0 + len(raw) - len(raw.lstrip()), over, uncertain and not negated))
+        own_text = clause[clause.rfind(":") + 1:]
+        if (status == "hedged" and (hedge_collective or contradictory(sentence)) and not uncertain
+                and not (contradictory(own_text) or collective(own_text))
+                and _list_marks_items(summary, line0 if own or not lead else lead_at)):
+            # "Problems (active and resolved): HTN; strep throat (resolved)": where the list's items say
+            # which ended, an item that says nothing is one of the others, current
+            ended_own = bracket_ended or (clause_ended and _says_ended(own_text))
+            out[-1] = dataclasses.replace(out[-1], status="ended" if ended_own else "current", collective=False,
+                                          over=over or ended_own)
     return tuple(sorted(out, key=lambda m: m.start))
+
+
+def _says_ended(text: str) -> bool:
+    """True when ``text`` (an item's own part of a list, its lead-in cut off) says the item ended."""
+    low = text.lower()
+    return bool(STATUS_WORD.search(low)) and not collective(low) and not contradictory(low)
+
+
+_BLOCK_END = re.compile(r"\n[ \t]*\n")
+
+
+def _list_marks_items(summary: str, at: int) -> bool:
+    """True when the list whose lead-in (or line) starts at ``at`` gives some of its items an ended status of their own.
+
+    The list runs from ``at`` to the next blank line; its lead-in (up to the first colon, or the
+    first line when that is a heading) is cut off, and the rest cut into items at line breaks,
+    ``;`` and ``,`` outside brackets: "Medications (current and stopped): lisinopril 10 mg daily,
+    amoxicillin (completed)" marks amoxicillin; "Medications (current and past): lisinopril,
+    atenolol" marks none, and stays a hedge.
+    """
+    stop = _BLOCK_END.search(summary, at)
+    block = summary[at:stop.start() if stop else len(summary)]
+    first, _, rest = block.partition("\n")
+    body = first.partition(":")[2] + "\n" + rest if ":" in first else rest
+    return any(_says_ended(part) for line in body.split("\n") for part in re.split(r"[;,](?![^()]*\))", line))
 
 
 def read(summary: str, phrases: Iterable[str]) -> list[Mention]:

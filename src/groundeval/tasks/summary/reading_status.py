@@ -15,7 +15,7 @@ import re
 from groundeval.tasks.summary.text import current_label
 
 __all__ = ["BRACKET_STATUS", "DATE_RANGE", "STATUS_WORD", "bullet_status", "entry_status", "list_status",
-           "predicate_status", "subject_predicate", "table_status", "trailing_status"]
+           "object_status", "predicate_status", "subject_predicate", "table_status", "trailing_status"]
 
 _ENTRY_LEAD = re.compile(r"^\s*(?:[-*\u2022+]\s+|\d+[.)]\s+)?[A-Za-z ]{0,24}$")
 _ENTRY_STATUS = re.compile(
@@ -50,7 +50,8 @@ BRACKET_STATUS = re.compile(r"^\s*(?:(?:course|courses|rx)\s+)?(?:stopped|comple
 
 
 _STATUS_CLAUSE = re.compile(
-    r"^\s*(?:(?:19|20)\d{2}\s*\(?\s*)?(?:now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+|since\s+been\s+)?"
+    r"^\s*(?:(?:19|20)\d{2}\s*\(?\s*)?(?:long\s+|now\s+|since\s+|was\s+|were\s+|has\s+been\s+|have\s+been\s+"
+    r"|since\s+been\s+)?"
     r"(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|inactive|expired|d/c'?d|dc'?d"
     r"|given|administered|used|taken|(?:a|an)\s+(?:one-off|one-time|single)(?:\s+dose)?)"
     r"(?![a-z])(?!\s+(?:every|each|once\s+(?:a\s+)?(?:day|daily|weekly|week|nightly)|twice|daily|nightly|weekly"
@@ -104,7 +105,10 @@ def predicate_status(sentence: str, offset: int) -> bool:
     return len(parts) > 2 and offset < len(parts[0]) and bool(_PREDICATE.match(parts[-1]))
 
 
-_SUBJECT_LEAD = re.compile(r"^\s*(?:(?:and|but|then)\s+)?(?:(?:the|his|her|their|a|an)\s+)?$", re.IGNORECASE)
+_SUBJECT_LEAD = re.compile(r"^\s*(?:(?:and|but|then)\s+)?(?:(?:the|his|her|their|a|an)\s+)?(?:[\w-]+\s*/\s*)*$",
+                           re.IGNORECASE)
+"""What may come before a subject: a conjunction, a determiner, the combination's other ingredients
+("The APAP/dextromethorphan/doxylamine cough syrup courses ... are finished")."""
 _OWN_PREDICATE = re.compile(
     r"^(?:(?!\b(?:after|when|because|since|until|once|as|while|before|that|which|who|and|but|or)\b)[^,;:])*?"
     r"(?<![a-z])(?:was|were|has\s+been|have\s+been|had\s+been|is|are)\s+"
@@ -123,6 +127,27 @@ def subject_predicate(sentence: str, start: int, end: int) -> bool:
     cut = max(before.rfind(","), before.rfind(";"), before.rfind(":"))
     rest = re.sub(r"\([^()]*\)", lambda m: " " * len(m[0]), sentence[end:])  # "(2017, 2022)" is an aside
     return bool(_SUBJECT_LEAD.match(before[cut + 1:])) and bool(_OWN_PREDICATE.match(rest))
+
+
+_ENDED_VERB = re.compile(
+    r"(?<![a-z])(?:he|she|they|pt|patient|the patient)(?:'s|\s+has|\s+have|\s+had)?\s+"
+    r"(?:now\s+|since\s+|already\s+|also\s+|long\s+)?(?:finished|completed|stopped|discontinued|ceased|come\s+off"
+    r"|came\s+off)\s+(?=\S)", re.IGNORECASE)
+_OBJECT_BREAK = re.compile(r"[;:]|(?<![a-z])(?:but|while|whereas|although|though|yet|is|are|was|were|remains?"
+                           r"|continues?|still|takes?|taking|on|started|restarted|resumed|which|who)(?![a-z])",
+                           re.IGNORECASE)
+
+
+def object_status(sentence: str, offset: int) -> bool:
+    """True when the item at ``offset`` is an object of an ended verb whose subject is the patient.
+
+    ``He's finished the cough syrup (acetaminophen/dextromethorphan/doxylamine) and the sodium
+    fluoride gel``: every drug the verb takes as its object is over, however long the list (ConText's
+    window is six tokens), until a new clause ("but", a verb of taking) begins.
+    """
+    before = re.sub(r"\([^()]*\)", lambda m: " " * len(m[0]), sentence[:offset])
+    ends = [m.end() for m in _ENDED_VERB.finditer(before)]
+    return bool(ends) and not _OBJECT_BREAK.search(before[ends[-1]:])
 
 
 _LEAD_OUT = re.compile(
@@ -147,16 +172,30 @@ STATUS_WORD = re.compile(
     r"(?<![a-z])(?:resolved|stopped|completed|discontinued|ended|healed|cleared|finished|expired|d/c'?d|dc'?d)(?![a-z])")
 
 
-def bullet_status(line: str, offset: int, end: int) -> bool:
+_MODIFIERS = re.compile(r"\s*(?:(?!(?:on|off|taking|takes|started|restarted|resumed|stopped|and|or|with|not|no)\b)"
+                        r"[A-Za-z][\w-]*\s+){1,2}")
+"""One or two words before an item opening a list item ("- Recurrent gingivitis, ...", "- Acute viral
+sinusitis, ..."): its modifiers, not another item or a verb."""
+
+
+def bullet_status(line: str, offset: int, end: int, *, listed: bool = False) -> bool:
     """True when a list item opens with the item at ``offset`` and states an ended status after it.
 
-    ``- Amoxicillin 500 mg, 10-day course - completed``: a bullet (``-``, ``*``, ``•``, ``1.``)
-    names its item first and its status last; the status is the item's (``text.CURRENT_WORDS`` in
-    the line keep it current).
+    ``- Amoxicillin 500 mg, 10-day course - completed``, ``- Recurrent gingivitis, last 2022,
+    resolved``: a bullet (``-``, ``*``, ``•``, ``1.``) names its item first (after at most two
+    modifiers) and its status last; the status is the item's (``text.CURRENT_WORDS`` in the line
+    keep it current). A bullet of several items closed by a bare status clause (``- A, B, C,
+    resolved``) gives the status to each. ``listed``: the line is a list item without a marker, under a heading.
     """
-    bullet = _BULLET.match(line)
-    if bullet is None or offset - bullet.end() > 2:
+    bullet = _BULLET.match(line) or (re.match(r"\s*", line) if listed else None)
+    if bullet is None:
         return False
+    if not (offset - bullet.end() <= 2 or _MODIFIERS.fullmatch(line[bullet.end():offset])):
+        # "- Viral pharyngitis, gingivitis, gingival disease, resolved": a list item of several items
+        # closed by a bare status clause of its own gives it to each of them
+        head, _, last = line.rstrip(" .;").rpartition(",")
+        return (bool(head) and offset < len(head) and bool(_STATUS_CLAUSE.match(last))
+                and not re.search(r"[;:]|(?<![a-z])(?:current|currently|active|ongoing)(?![a-z])", head.lower()))
     rest = line[end:].lower()
     return bool(STATUS_WORD.search(rest)) and not re.search(r"(?<![a-z])(?:current|currently|active|ongoing)(?![a-z])",
                                                               rest)

@@ -32,6 +32,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from groundeval.clinical.hba1c import HBA1C_NGSP_LOINC, ifcc_mmol_per_mol
+
 __all__ = [
     "FSN_TAGS",
     "RXNORM",
@@ -313,7 +315,8 @@ def record_values(bundle: Mapping[str, Any], molar_masses: Mapping[str, float] |
     ``kind`` is ``observation`` or ``drug``. An Observation whose LOINC code has a molar mass in
     ``molar_masses`` (g/mol by LOINC code: the labs task's table, ``clinical.lab_thresholds``:
     glucose 180.156) also carries ``molar_mass_g_per_mol``, so a value stated in the other kind of
-    concentration (``glucose 3.7 mmol/L`` for 67.37 mg/dL) converts.
+    concentration (``glucose 3.7 mmol/L`` for 67.37 mg/dL) converts. An NGSP HbA1c (LOINC 4548-4,
+    %) is also given in IFCC mmol/mol (``clinical.hba1c``: a master equation, not a unit).
 
     Observation ``valueQuantity`` and component values (their UCUM ``code``, else ``unit``), named by
     the Observation's (component's) ``code.text`` and codings' displays; and each drug's values
@@ -337,6 +340,10 @@ def record_values(bundle: Mapping[str, Any], molar_masses: Mapping[str, float] |
         labels = (name, *(str(c.get("display") or "") for c in code.get("coding") or []))
         quantity = obs.get("valueQuantity") or {}
         add(quantity.get("value"), quantity.get("code") or quantity.get("unit"), name, labels)
+        value = quantity.get("value")
+        if (isinstance(value, int | float) and quantity.get("code") == "%"
+                and any(str(c.get("code")) == HBA1C_NGSP_LOINC for c in code.get("coding") or [])):
+            add(ifcc_mmol_per_mol(float(value)), "mmol/mol", name, labels)  # "HbA1c 43 mmol/mol" (IFCC)
         mass = next((molar_masses[str(c.get("code"))] for c in code.get("coding") or []
                      if molar_masses and str(c.get("code")) in molar_masses), None)
         if mass is not None:

@@ -55,6 +55,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "hemoglobin a1c": ("a1c", "hba1c"), "body mass index": ("bmi",), "ldl cholesterol": ("ldl", "ldl c"),
     "low density lipoprotein cholesterol": ("ldl", "ldl c"), "blood pressure": ("bp",),
     "estimated glomerular filtration rate": ("egfr",),
+    "glomerular filtration rate": ("egfr", "gfr"),  # LOINC 33914-3, short name "GFR/BSA.pred SerPlBld MDRD-ArVRat"
     "cholesterol in hdl": ("hdl", "hdl c", "hdl cholesterol"), "high density lipoprotein cholesterol": ("hdl", "hdl c"),
     "total cholesterol": ("tc",), "triglycerides": ("tg",), "urea nitrogen": ("bun",), "creatinine": ("cr",),
     "body weight": ("wt", "weight"), "body height": ("ht", "height"),  # CASI senses, keyed by the result
@@ -67,6 +68,9 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     # British Approved Names of INN drugs (the BNF titles them "Adrenaline/epinephrine",
     # "Noradrenaline/norepinephrine"; the MHRA's change to INNs kept both names in use)
     "epinephrine": ("adrenaline",), "norepinephrine": ("noradrenaline",),
+    # INNs of drugs RxNorm names by their USAN (WHO INN list; the BNF titles them "Salbutamol",
+    # "Chlorphenamine maleate")
+    "albuterol": ("salbutamol",), "chlorpheniramine": ("chlorphenamine",),
 }
 """Concept phrase (normalised, as whole words of a rubric name) -> abbreviations (normalised)."""
 
@@ -141,6 +145,7 @@ SAME_CONCEPT: dict[str, tuple[str, ...]] = {
     "streptococcal sore throat": ("strep throat",),  # 43878008
     "disease caused by severe acute respiratory syndrome coronavirus 2": ("covid 19", "covid"),  # 840539006
     "whiplash injury to neck": ("whiplash", "whiplash injury"),  # 39848009
+    "polyp of colon": ("colonic polyp", "polyp of the colon"),  # 68496003 (its description "Colonic polyp")
 }
 """Whole rubric name (normalised) -> other descriptions of the very same SNOMED CT concept (never a
 parent, never an abbreviation with another sense): safe for must-not criteria too."""
@@ -205,8 +210,11 @@ BRANDS: dict[str, tuple[str, ...]] = {
     "zosyn": ("piperacillin", "tazobactam"), "activase": ("alteplase",), "razadyne": ("galantamine",),
     "cordarone": ("amiodarone hydrocholoride",), "vancocin": ("vancomycin",), "duragesic": ("fentanyl",),
     "microzide": ("hydrochlorothiazide",), "chlor trimeton": ("chlorpheniramine maleate",),
+    # a British Approved Name of a combination (BNF: "Co-amoxiclav", amoxicillin with clavulanic acid)
+    "co amoxiclav": ("amoxicillin", "clavulanate"),
 }
-"""US brand (normalised) -> ingredient names, from each product's FDA label title (Drugs@FDA)."""
+"""US brand (normalised) -> ingredient names, from each product's FDA label title (Drugs@FDA); and
+the British Approved Name of a combination, which names its ingredients as a brand does."""
 
 SALTS = ("succinate", "tartrate", "calcium", "sodium", "potassium", "hydrochloride", "hcl", "bitartrate",
          "besylate", "maleate", "citrate", "sulfate", "mesylate", "fumarate", "acetate", "magnesium",

@@ -51,6 +51,10 @@ UNIT_ALIASES: dict[str, str] = {
     "°c": "cel", "° c": "cel", "℃": "cel", "degc": "cel", "deg c": "cel", "cel": "cel",
     "°f": "[degf]", "° f": "[degf]", "℉": "[degf]", "degf": "[degf]", "deg f": "[degf]", "[degf]": "[degf]",
     "mg/mg": "mg/mg",
+    # SI units of results as laboratories outside the US report them ("Hb 132 g/L", "creatinine 88
+    # umol/L", IFCC "HbA1c 48 mmol/mol")
+    "g/l": "g/l", "umol/l": "umol/l", "µmol/l": "umol/l", "\u03bcmol/l": "umol/l", "micromol/l": "umol/l",
+    "mmol/mol": "mmol/mol",
 }
 """Unit spellings a summary may use -> one key per unit (lower case, UCUM-like). Units outside
 this table are not read as units: a number followed by one is not checked. A patch's rate
@@ -119,6 +123,13 @@ _OTHER_HISTORY = re.compile(
 "previously on losartan"): history of that other thing, not a status of the item the clause names.
 Not before a participle ("previously treated": a status of the clause's item), but before a state
 adjective ("previously uncontrolled", "no longer raised": the item's past state, not its end)."""
+_RESTARTED = re.compile(
+    r"(?<![a-z])(?:restarted|re-started|resumed|reinstated|re-?prescribed|back\s+on)(?![a-z])[^,;()]{0,60}?"
+    r"(?<![a-z])(?:after|following)\s+(?:being\s+|having\s+been\s+|it\s+was\s+|they\s+were\s+|its\s+)?"
+    r"(?:(?:earlier|previous|prior|two|several)\s+)?(?:courses?\s+(?:were\s+|was\s+)?)?"
+    r"(?:stopped|discontinued|completed|ended|held|d/c'?d|dc'?d)(?:\s+(?:twice|once|\w+\s+times))?(?![a-z])")
+"""A drug taken again after a stop ("Plavix 75 (restarted March 2019 after being stopped twice)"):
+the stop is the past of a drug the patient is on now."""
 _PRIOR_VISIT = re.compile(r"(?<![a-z])(?:from|since|than|as|vs\.?|versus|to|at)\s+(?:the\s+)?(?:prior|previous)"
                           r"(?![a-z])(?:\s+(?:visit|review|admission|note|encounter|handover))?")
 """"unchanged from prior", "same as previous": the earlier visit, not an ended item."""
@@ -214,7 +225,10 @@ def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
     """``(ended, current)`` for the item at ``offset`` of ``sentence``.
 
     ``ended``: the clause holding ``offset`` (the sentence cut at commas outside brackets) holds an
-    ended word (``ENDED_WORDS``); ``current``: the sentence holds a current label (``CURRENT_WORDS``).
+    ended word (``ENDED_WORDS``) that is not another thing's history ("CHF after a previous MI":
+    ``_ANOTHERS_PAST`` before words that do not reach the item, ``_names_at``); ``current``: the
+    sentence holds a current label (``CURRENT_WORDS``). ``offset`` -1 reads the whole ``sentence``
+    as one clause with no item in it (a lead-in, an item's own bracket).
     """
     pos, clause = 0, sentence
     for part in _clauses(sentence):
@@ -222,13 +236,52 @@ def ended_clause(sentence: str, offset: int) -> tuple[bool, bool]:
             clause = part
             break
         pos += len(part) + 1
-    relative = _RELATIVE.search(clause.lower(), 0, max(0, offset - pos))
+    at = offset - pos  # the item's offset in its clause
+    relative = _RELATIVE.search(clause.lower(), 0, max(0, at))
     if relative:  # "a history of opioid abuse for which he remains on X": the relative clause is X's own
-        clause = clause[relative.end():]
+        clause, at = clause[relative.end():], at - relative.end()
+    if 0 <= at <= len(clause):  # an item in the clause (``offset`` -1: none, a lead-in or a bracket read alone)
+        low_clause = clause.lower()
+        clause = _ANOTHERS_PAST.sub(
+            lambda m: m[0] if _names_at(low_clause, m.end(), at) or _OTHER_ORDERS.match(low_clause, m.start())
+            else " " * len(m[0]), low_clause)
     # "(previously 5 mg)" dates a dose, not the drug; "older scripts completed" speaks of other orders
     low = _PAST_STATE.sub(" ", _PRIOR_VISIT.sub(" ", _NONE_ENDED.sub(" ", _OTHER_ORDERS.sub(" ", _DOSE_HISTORY.sub(
-        " ", " ".join(clause.lower().split()))))))
-    return bool(_ENDED.search(low)), bool(_CURRENT.search(" ".join(sentence.lower().split())))
+        " ", _RESTARTED.sub(" restarted ", " ".join(clause.lower().split())))))))
+    return _ended_in(low), bool(_CURRENT.search(" ".join(sentence.lower().split())))
+
+
+def _ended_in(low: str) -> bool:
+    """True when ``low`` holds an ended word, "history of" only where no current label stands beside it.
+
+    "History of hypertension (active)", "active history of asthma": a history of a problem a clinician
+    calls active is a known diagnosis that goes on, not one that ended (SNOMED CT files "history of"
+    findings as situations about the patient, 392521001, not as resolutions).
+    """
+    words = {m.group(0).strip() for m in _ENDED.finditer(low)}
+    return bool(words) and not (words <= {"history of"} and _CURRENT.search(low))
+
+
+_ANOTHERS_PAST = re.compile(
+    r"(?<![a-z])(?:(?:previous|prior|past|former)\s+(?=[a-z])(?!(?:and|or|on|medical|history|histories|medications?"
+    r"|meds|medicines?|problems?|diagnos\w*|conditions?|issues?|illness\w*|drugs?|prescriptions?|orders?|scripts?"
+    r"|fills?|rxs?|supplies|ones|treatments?|therapy|therapies|regimens?|use|dose|doses)(?![a-z]))"
+    r"|(?:previously|formerly)\s+on\s+(?=[a-z]))")
+"""A past adjective before a noun ("a previous MI", "prior stroke", "previously on atenolol"): that
+thing's history. Not before a class of items ("previous medications": a lead-in); other orders
+("prior courses completed") are ``_OTHER_ORDERS``'."""
+
+
+def _names_at(clause: str, start: int, at: int) -> bool:
+    """True when the words from ``start`` reach the item at ``at`` with no other thing between.
+
+    ``prior stroke``: "prior" is the item's own history; ``CHF after a previous MI``, ``prior
+    stroke (2006) and hypertension``: it is another thing's (``_ANOTHERS_PAST``), so it ends
+    neither CHF nor hypertension.
+    """
+    between = clause[start:max(start, at)].lower()
+    return start <= at <= start + 30 and not re.search(r"[,;()]|(?<![a-z])(?:and|or|with|after|since|for|despite"
+                                                       r"|following|due|than)(?![a-z])", between)
 
 
 _RELATIVE = re.compile(r"(?<![a-z])(?:for|with|on|in)?\s*(?:which|whom)(?![a-z])(?![^()]*\))")
@@ -296,15 +349,17 @@ def contradictory(sentence: str) -> bool:
     """
     low = _PRIOR_VISIT.sub(" ", _NONE_ENDED.sub(" ", _OTHER_ORDERS.sub(" ", _OTHER_HISTORY.sub(" ", _DOSE_HISTORY.sub(
         " ", " ".join(sentence.lower().split()))))))
-    return any(_CURRENT.search(part) and _ENDED.search(part)
+    return any(_CURRENT.search(part) and _ended_in(part)
                for clause in _clauses(low) for part in _conjoined(clause))
 
 
 _CONJUNCTION = re.compile(
-    rf"\s(?:and|but|while|whereas|although|though|yet|with)\s(?!\s*(?:now\s+|since\s+)?(?:{_CUR_WORD}|{_END_WORD})(?![a-z]))")
+    rf"\s(?:and|but|while|whereas|although|though|yet|with)\s(?!\s*(?:now\s+|since\s+)?(?:(?:{_END_WORD})(?![a-z])"
+    rf"|(?:{_CUR_WORD})(?![a-z])(?!\s+(?!(?:and|or|but)(?![a-z]))[a-z])))")
 """A conjunction joining two statements ("hypertension is active and strep throat resolved", "on
-lisinopril currently while amoxicillin was stopped"); not one joining two statuses of one item
-("active and resolved", "current and past": a collective or contradictory label)."""
+lisinopril currently while amoxicillin was stopped", "a history of stroke and active hypertension");
+not one joining two statuses of one item ("active and resolved", "current and past": a collective
+or contradictory label)."""
 
 
 def _conjoined_spans(clause: str) -> list[tuple[int, int]]:

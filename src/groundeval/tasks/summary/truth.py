@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from groundeval.clinical.hba1c import HBA1C_NGSP_LOINC, ifcc_mmol_per_mol
 from groundeval.clinical.lab_thresholds import Thresholds
 from groundeval.clinical.lab_truth import labs_truth
 from groundeval.clinical.molar_masses import MOLAR_MASS_G_PER_MOL
@@ -92,6 +93,9 @@ def _lab_criteria(bundle: Mapping[str, Any], table: Thresholds, source: str) -> 
         values = ([{"value": v, "unit": unit, **extra} for v in value.values()] if isinstance(value, Mapping)
                   else [{"value": value, "unit": unit, **extra}])
         shown = "/".join(f"{v['value']:g}" for v in values)
+        if str(test["loinc"]) == HBA1C_NGSP_LOINC and unit == "%" and not isinstance(value, Mapping):
+            # the same result as an IFCC laboratory reports it ("HbA1c 43 mmol/mol")
+            values[0]["equivalents"] = [{"value": ifcc_mmol_per_mol(float(value)), "unit": "mmol/mol"}]
         category = str(test["category"]).replace("_", " ")
         out.append(_criterion(
             f"lab:{test['loinc']}", "must_mention", "lab", 1,

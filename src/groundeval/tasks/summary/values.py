@@ -48,7 +48,7 @@ UCUM_OF: dict[str, str] = {
     "mg/dl": "mg/dL", "mmol/l": "mmol/L", "g/dl": "g/dL", "%": "%", "mm[hg]": "mm[Hg]", "kg/m2": "kg/m2",
     "cm": "cm", "/min": "/min", "pg/ml": "pg/mL", "ng/ml": "ng/mL", "mg/actuat": "mg/{actuat}", "meq": "meq",
     "ml/min/{1.73_m2}": "mL/min/{1.73_m2}", "mcg/h": "ug/h", "mg/h": "mg/h", "mg/d": "mg/d", "mcg/d": "ug/d",
-    "cel": "Cel", "[degf]": "[degF]", "mg/mg": "mg/mg",
+    "cel": "Cel", "[degf]": "[degF]", "mg/mg": "mg/mg", "g/l": "g/L", "umol/l": "umol/L", "mmol/mol": "mmol/mol",
 }
 """The units ``text.stated_values`` reads (its keys) -> UCUM codes, for conversion."""
 
@@ -198,6 +198,8 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
         start = int(stated["start"])
         taken.append((start, int(stated["end"])))
         owners = _named_after(summary, int(stated["end"]), mentions) or _owners(summary, start, mentions)
+        if owners and not _could_be(stated["unit"], [record[i] for m in owners for i in index[m.phrase]]):
+            owners = []  # "creatinine 0.9 mg/dL (eGFR 109 mL/min/1.73m2)", "EpiPen Jr, weight 11 kg": another's
         pool = [record[i] for m in owners for i in index[m.phrase]] if owners else list(record)
         drug = bool(owners) and all(r.get("kind") == "drug" for r in pool)
         if pool and all(r.get("kind") != "drug" for r in pool):  # a result: its sentence's other results too
@@ -219,6 +221,9 @@ def wrong_values(summary: str, record: Sequence[Mapping[str, Any]]) -> list[tupl
             if not held and drug:  # a combination named by its total ("Augmentin 375 mg")
                 held = any(same_value(stated["value"], stated["decimals"], stated["unit"], total, unit, exact=True)
                            for unit, total in _totals(_products(pool, record)))
+        if not held and not owners:  # a combination's total named by no item ("insulin 70/30, 100 units/mL")
+            held = any(same_value(stated["value"], stated["decimals"], stated["unit"], total, unit, exact=True)
+                       for unit, total in _totals([r for r in record if r.get("kind") == "drug"]))
         if not held:
             wrong.append((stated["text"], tuple(m.phrase for m in owners)))
     masked = mask_dates(summary)
@@ -301,11 +306,11 @@ _ABOUT_ELSE = re.compile(r"(?<![a-z])(?:despite|than|after|before|with|for|over|
                          r"x|times|across|between|from|to|stage|grade|class|type|step|category|tier"
                          r"|on(?=\s+(?!(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
                          r"|(?:the|this|that|these|those|a|an|his|her|their|its|same|admission|arrival|review|visit"
-                         r"|presentation|discharge|recheck|repeat|last|latest)\b)[a-z]))(?![a-z])")
+                         r"|presentation|discharge|recheck|repeat|last|latest|file|record|chart)\b)[a-z]))(?![a-z])")
 """Words between a result's name and a number that make the number another thing's ("BP uncontrolled
 despite 3 antihypertensives", "BP higher than 140", "BP - stage 2", "LDL above goal on simva 20": "on" and a word
-that is no month, determiner or occasion, "on the same date" dates the value): a count, a bound, a
-period or a drug's strength, not the value."""
+that is no month, determiner or occasion, "on the same date" dates the value, "BP on file was 142/85" places
+it): a count, a bound, a period or a drug's strength, not the value."""
 
 
 def _number_after(masked: str, end: int) -> re.Match[str] | None:
@@ -325,6 +330,33 @@ def _products(pool: Sequence[Mapping[str, Any]], record: Sequence[Mapping[str, A
     """Every value of the drug products ``pool``'s values belong to (all of a combination's ingredients)."""
     products = {r.get("what") for r in pool}
     return [r for r in record if r.get("kind") == "drug" and r.get("what") in products]
+
+
+_BODY_UNITS = frozenset({"kg", "cm", "kg/m2", "mm[hg]", "/min", "cel", "[degf]", "ml/min/{1.73_m2}"})
+"""Units of a measurement of the body (weight, height, BMI, pressure, rate, temperature, eGFR): never a drug's."""
+
+
+def _could_be(unit: str, values: Sequence[Mapping[str, Any]]) -> bool:
+    """True when a value in ``unit`` could be one of ``values``' (the same unit, or one UCUM converts it to).
+
+    A value its item could not hold in any unit is another item's, stated beside it: a result in a
+    unit of another dimension, a body measurement beside a drug. A mass may be a dose of a strength
+    per volume, period or actuation (``memantine 10 mg`` of 2 mg/mL).
+    """
+    if all(v.get("kind") == "drug" for v in values) and unit in _BODY_UNITS:
+        return False
+    target = _ucum(unit)
+    if target is None:
+        return True  # a unit outside UCUM_OF: nothing to tell by
+    from groundeval.terminology.ucum import convert
+
+    for v in values:
+        source = _ucum(str(v["unit"]))
+        if (source is None or _key(str(v["unit"])) == _key(unit)
+                or (_key(unit) in _MASSES and (_key(str(v["unit"])) in _PER_PERIOD or "/" in _key(str(v["unit"]))))
+                or convert(1.0, source, target, molar_mass_g_per_mol=v.get("molar_mass_g_per_mol")) is not None):
+            return True
+    return False
 
 
 def _totals(product: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
@@ -360,12 +392,14 @@ def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> 
 
     True when a mention of the result's name (``strict``: as written; else with its abbreviations)
     is followed by numbers that round to every criterion value (a stated unit must be the value's,
-    or convert to it through UCUM); False when numbers follow it but differ; None when no number
-    follows any mention (the judge decides).
+    or convert to it through UCUM, or be that of one of the value's ``equivalents``: an NGSP HbA1c's
+    IFCC mmol/mol); False when numbers follow it but differ; None when no number follows any
+    mention (the judge decides).
     """
     names = [str(n) for n in criterion["names"]]
     phrases = [spelling(n) for n in names] if strict else [v for n in names for v in variants(n, drug=False)]
-    wanted = [(float(v["value"]), str(v["unit"]), v.get("molar_mass_g_per_mol")) for v in criterion["values"]]
+    wanted = [[(float(e["value"]), str(e["unit"]), e.get("molar_mass_g_per_mol"))
+               for e in (v, *v.get("equivalents", ()))] for v in criterion["values"]]
     seen_wrong = None
     masked = mask_dates(summary)
     for m in read(summary, phrases):
@@ -380,8 +414,8 @@ def lab_verdict(criterion: Mapping[str, Any], summary: str, *, strict: bool) -> 
                     None)  # a unit is its number's only when it follows it ("BMI 28.4, BP 142/85 mmHg")
         ok = len(numbers) >= len(wanted) and all(
             any(same_value(float(n), len(n.partition(".")[2]), unit or u, v, u, molar_mass_g_per_mol=mass)
-                for n in numbers)
-            for v, u, mass in wanted)
+                for n in numbers for v, u, mass in ways)
+            for ways in wanted)
         if ok:
             return True, m.sentence
         seen_wrong = seen_wrong or m.sentence
