@@ -9,7 +9,7 @@ import pytest
 
 from groundeval.scoring import Parsed
 from groundeval.tasks.summary.judge import BaselineJudge
-from groundeval.tasks.summary.reading import none_under
+from groundeval.tasks.summary.reading_layout import none_under
 from groundeval.tasks.summary.record import record_values
 from groundeval.tasks.summary.scorer import SummaryScorer, rule_verdict
 from groundeval.tasks.summary.text import collective, word_count

@@ -54,7 +54,8 @@ from groundeval.scorers.model_graded import (
     Verdict,
 )
 from groundeval.tasks.summary.matching import item_mentions
-from groundeval.tasks.summary.reading import CONTEXT_RULES, SECTION_RULES, none_under
+from groundeval.tasks.summary.reading import CONTEXT_RULES, SECTION_RULES
+from groundeval.tasks.summary.reading_layout import none_under
 from groundeval.tasks.summary.reading_rules import DROPPED_DEFAULT_RULES
 from groundeval.tasks.summary.synonyms import ABBREVIATIONS, BRANDS, SALTS, SYNONYMS
 from groundeval.tasks.summary.text import ENDED_WORDS, RESOLVED_WORDS, normalise, sentences

@@ -46,6 +46,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from groundeval.tasks.summary.reading_layout import (
+    LAST_STOP,
+    LEAD_SEPARATOR,
+    fields,
+    lead_in,
+    list_marks_items,
+    own_lead_in,
+    says_ended,
+)
 from groundeval.tasks.summary.reading_rules import CONTEXT_RULES, DROPPED_DEFAULT_RULES, ENDED_SECTIONS, SECTION_RULES
 from groundeval.tasks.summary.reading_status import (
     BRACKET_STATUS,
@@ -72,7 +81,7 @@ from groundeval.tasks.summary.text import (
     resolved,
 )
 
-__all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES", "Mention", "heading", "none_under", "read"]
+__all__ = ["CONTEXT_RULES", "ENDED_SECTIONS", "SECTION_RULES", "Mention", "read"]
 
 _LOCK = threading.Lock()
 _BOUNDARY = re.compile(r"\n|[.!?;](?=\s|$)")
@@ -162,14 +171,6 @@ def _finder(phrase: str) -> re.Pattern[str]:
     return re.compile(r"(?<![0-9a-z%])" + r"[^0-9a-z%]+".join(words) + after)
 
 
-def _lines(text: str) -> list[tuple[int, int]]:
-    out, pos = [], 0
-    for line in text.split("\n"):
-        out.append((pos, pos + len(line)))
-        pos += len(line) + 1
-    return out
-
-
 def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
     """The sentence around ``at``: cut at line breaks, at ``;`` and at ``.``/``!``/``?`` before a space.
 
@@ -182,14 +183,6 @@ def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
     return start, (end.start() + (0 if end.group() == "\n" else 1)) if end else len(text)
 
 
-_STRONG = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?"
-                     r"|[A-Za-z][A-Za-z/&' ]{1,30}\s[-\u2013\u2014]\s(?:current|active|ongoing|stopped|past|resolved"
-                     r"|inactive|completed|discontinued|historical|ended|previous)(?:\s*(?:/|and|or)\s*[a-z]+)?)\s*$")
-"""A line that heads a section: Markdown, bold, or a label and its status set off by a dash ("Meds -
-current", "Meds - stopped", "Problems - resolved")."""
-_HEADING = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?|.*:)\s*$")
-_CAPS = re.compile(r"^\s*[A-Z][A-Z/&' ]{2,40}(?:\s*\([^()\n]{1,30}\))?\s*$")
-_KNOWN_HEADINGS = frozenset(normalise(h) for h, _ in SECTION_RULES) | {"past medical history", "allergies", "results"}
 _SENTENCE_ENDED = re.compile(
     r"^(?:past|prior|prev|previous|previously|resolved|stopped|discontinued|completed|history of|hx of|pmh|pmhx|pshx"
     r"|psh|h/o|hx"
@@ -240,58 +233,6 @@ _LEAD_ENDED = re.compile(
     r"|expired|finished|done|self-limit(?:ed|ing)|episodic|acute episodes?|settled|got better)(?![a-z])")
 
 
-_PROBLEM_LINE = re.compile(r"^\s*#{1,6}\s*[^:#\n]+:\s*\S")
-def _strong(line: str) -> bool:
-    """True for a line that heads a section down to the next heading.
-
-    A Markdown heading, a line wholly in bold, a bare known heading (``Discontinued``, ``Past
-    medical history``) or a short line in capitals (``PROBLEMS``).
-    """
-    if _STRONG.match(line) or _CAPS.match(line):
-        return True
-    return normalise(markup_free(line)) in _KNOWN_HEADINGS
-
-
-def heading(line: str) -> bool:
-    """True for a line that only heads what follows (``## Medications (current and past)``, ``Past:``).
-
-    A heading states nothing about an item by itself: its labels are read as its items' (``read``),
-    never as a hedged statement of its own.
-    """
-    return bool(_HEADING.match(line) or _strong(line))
-
-
-def _lead_in(text: str, at: int) -> tuple[str, int]:
-    """The heading or list lead-in that governs the line at ``at``: ``(its text, its offset)``, or ``("", -1)``.
-
-    A Markdown heading (``## Past``; not a problem-oriented entry, ``# Stroke: clopidogrel``), a
-    line wholly in bold (``**Resolved problems**``), a bare known heading (``Discontinued``) or a
-    short line in capitals (``MEDICATIONS``) governs every line down to the next heading; a line
-    ending with ``:`` (a lead-in) governs the list items and lines right under it, down to a blank
-    line or the next heading. ``text`` is the summary as written (markup kept).
-    """
-    cut = text.rfind("\n", 0, at)
-    if cut <= 0:
-        return "", -1
-    offset, blank, under = cut, False, text[cut + 1:]
-    for line in reversed(text[:cut].split("\n")):
-        offset -= len(line)
-        over_list = bool(_LIST_LABEL.match(line)) and bool(_BULLET_LINE.match(under))  # "Active diagnoses" over "- ..."
-        if (_HEADING.match(line) or _strong(line) or over_list) and not _PROBLEM_LINE.match(line):
-            strong = _strong(line)
-            return ("", -1) if blank and not strong else (markup_free(line).strip(), offset)
-        blank = blank or not line.strip()
-        under = line
-        offset -= 1
-    return "", -1
-
-
-_LIST_LABEL = re.compile(r"^\s*[A-Z][A-Za-z/&' ()-]{2,40}$")
-"""A short label line with no closing punctuation ("Active diagnoses", "Past / resolved"): over a list
-item right under it, a heading without a colon."""
-_BULLET_LINE = re.compile(r"^\s*(?:[-*\u2022+]|\d+[.)])\s")
-
-
 def _clause_at(sentence: str, offset: int) -> str:
     """The clause of ``sentence`` (cut at commas and ``and``/``or`` lists aside) that holds ``offset``."""
     start = sentence.rfind(",", 0, offset) + 1
@@ -299,16 +240,7 @@ def _clause_at(sentence: str, offset: int) -> str:
     return sentence[start:end if end != -1 else len(sentence)]
 
 
-_LAST_STOP = re.compile(r"[.!?](?=\s)")
 _BRACKET_AFTER = re.compile(r"[^,;()\n]{0,30}?\(([^()\n]{0,60})\)")
-_LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
-def _own_lead_in(sentence: str, offset: int) -> str:
-    """The part of the sentence before a colon or a spaced dash preceding ``offset``.
-
-    ``Stopped: a, b`` gives ``Stopped``; ``Historical diagnoses - a, b`` gives ``Historical diagnoses``.
-    """
-    cuts = list(_LEAD_SEPARATOR.finditer(sentence, 0, offset))
-    return sentence[:cuts[-1].start()] if cuts else ""
 
 
 _ALLERGY_DRUGS = re.compile(
@@ -350,38 +282,6 @@ def _allergy_line(sentence: str) -> bool:
     return low.startswith("allerg") and not _ALLERGY_DRUGS.match(low) and not _ALLERGY_SYSTEM.match(low)
 
 
-_FIELD_BAR = re.compile(r"(?<=\S)\s*\|(?=\s)")
-_STATUS_FIELD = re.compile(r"\s*(?:active|current|ongoing|stopped|completed|discontinued|ended|resolved|inactive"
-                           r"|expired|done|finished|d/c'?d|\d{4}(?:-\d{2}){0,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?)\s*(?:\||$)",
-                           re.IGNORECASE)
-"""A field holding only a status or a date ("Amoxicillin 500 mg | completed | 2019"): it speaks of the
-field before it, so its bar joins them as a comma does."""
-
-
-def _field_cut(line: str, bar: re.Match[str]) -> str:
-    """A field bar read as ``;``, or as ``,`` before a field holding only a status or a date."""
-    return bar[0][:-1] + ("," if _STATUS_FIELD.match(line, bar.end()) else ";")
-
-
-def _fields(summary: str) -> str:
-    """``summary`` with the bars of a one-line field list (``38M | dx: none | meds: x``) read as ``;``.
-
-    A bar in a line that is not part of a table (no line next to it holds a bar, and it does not
-    open with one) separates fields, each its own sentence: "dx: none" does not negate the
-    "meds: ..." field after it. A table's row stays one sentence (its cells are one item's).
-    Same length as ``summary``.
-    """
-    lines = summary.split("\n")
-    barred = ["|" in line for line in lines]
-    out = []
-    for i, line in enumerate(lines):
-        alone = not (i and barred[i - 1]) and not (i + 1 < len(lines) and barred[i + 1])
-        if barred[i] and alone and not line.lstrip().startswith("|"):
-            line = _FIELD_BAR.sub(functools.partial(_field_cut, line), line)
-        out.append(line)
-    return "\n".join(out)
-
-
 def _brackets_before(clause: str, offset: int) -> str:
     """``clause`` with the brackets that close before ``offset`` blanked (same length).
 
@@ -406,7 +306,7 @@ def _past_lead_in(clause: str, offset: int) -> str:
     is the item's offset in it.
     """
     before = clause[:max(0, min(offset, len(clause)))]
-    cuts = list(_LEAD_SEPARATOR.finditer(before))  # "HTN (1929): HCTZ" or "1. HTN (1929) - HCTZ 25 mg"
+    cuts = list(LEAD_SEPARATOR.finditer(before))  # "HTN (1929): HCTZ" or "1. HTN (1929) - HCTZ 25 mg"
     if not cuts or not re.search(r"[a-z]{2}", _YEAR.sub(" ", before[:cuts[-1].start()].lower())):
         return clause
     return clause[cuts[-1].end():]
@@ -466,7 +366,7 @@ The items after it are stated, not denied."""
 
 @functools.lru_cache(maxsize=256)
 def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
-    plain = markup_free(_fields(summary))
+    plain = markup_free(fields(summary))
     bounded = bracketed_semicolons(plain)
     low = plain.lower()
     found: list[tuple[str, int, int]] = []
@@ -502,14 +402,14 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         _, _, negated, triggers, uncertain, section, title = ent
         s0, s1 = _sentence_bounds(bounded, start)
         sentence = plain[s0:s1].strip()
-        lead, lead_at = _lead_in(summary, start)
-        own = _own_lead_in(plain[s0:s1], start - s0)
+        lead, lead_at = lead_in(summary, start)
+        own = own_lead_in(plain[s0:s1], start - s0)
         if not own:  # "Resolved: a; b; c": a lead-in opening the line governs its items past a ";"
-            line_part = _LAST_STOP.split(plain[plain.rfind("\n", 0, start) + 1:start])[-1]
-            own = _own_lead_in(line_part, len(line_part))
+            line_part = LAST_STOP.split(plain[plain.rfind("\n", 0, start) + 1:start])[-1]
+            own = own_lead_in(line_part, len(line_part))
         line0 = plain.rfind("\n", 0, start) + 1
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
-            section = ""  # a heading counts for its own line, or for the lines it governs (``_lead_in``)
+            section = ""  # a heading counts for its own line, or for the lines it governs (``lead_in``)
         clause = _clause_at(plain[s0:start] + "x" * (end - start) + plain[end:s1], start - s0)  # the item: a word
         allergy = (_allergic(clause + " " + lead + " " + own) or section in ("allergies", "allergy")
                    or _allergy_line(sentence))
@@ -595,38 +495,13 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         own_text = clause[clause.rfind(":") + 1:]
         if (status == "hedged" and (hedge_collective or contradictory(sentence)) and not uncertain
                 and not (contradictory(own_text) or collective(own_text))
-                and _list_marks_items(summary, line0 if own or not lead else lead_at)):
+                and list_marks_items(summary, line0 if own or not lead else lead_at)):
             # "Problems (active and resolved): HTN; strep throat (resolved)": where the list's items say
             # which ended, an item that says nothing is one of the others, current
-            ended_own = bracket_ended or (clause_ended and _says_ended(own_text))
+            ended_own = bracket_ended or (clause_ended and says_ended(own_text))
             out[-1] = dataclasses.replace(out[-1], status="ended" if ended_own else "current", collective=False,
                                           over=over or ended_own)
     return tuple(sorted(out, key=lambda m: m.start))
-
-
-def _says_ended(text: str) -> bool:
-    """True when ``text`` (an item's own part of a list, its lead-in cut off) says the item ended."""
-    low = text.lower()
-    return bool(STATUS_WORD.search(low)) and not collective(low) and not contradictory(low)
-
-
-_BLOCK_END = re.compile(r"\n[ \t]*\n")
-
-
-def _list_marks_items(summary: str, at: int) -> bool:
-    """True when the list whose lead-in (or line) starts at ``at`` gives some of its items an ended status of their own.
-
-    The list runs from ``at`` to the next blank line; its lead-in (up to the first colon, or the
-    first line when that is a heading) is cut off, and the rest cut into items at line breaks,
-    ``;`` and ``,`` outside brackets: "Medications (current and stopped): lisinopril 10 mg daily,
-    amoxicillin (completed)" marks amoxicillin; "Medications (current and past): lisinopril,
-    atenolol" marks none, and stays a hedge.
-    """
-    stop = _BLOCK_END.search(summary, at)
-    block = summary[at:stop.start() if stop else len(summary)]
-    first, _, rest = block.partition("\n")
-    body = first.partition(":")[2] + "\n" + rest if ":" in first else rest
-    return any(_says_ended(part) for line in body.split("\n") for part in re.split(r"[;,](?![^()]*\))", line))
 
 
 def read(summary: str, phrases: Iterable[str]) -> list[Mention]:
@@ -634,23 +509,3 @@ def read(summary: str, phrases: Iterable[str]) -> list[Mention]:
     return list(_read(summary, tuple(sorted(set(phrases)))))
 
 
-_NONE = re.compile(r"^\s*(?:[-*•]\s*)?(?:none|nil|no|not any)\b", re.IGNORECASE)
-
-
-def none_under(summary: str, nouns: Iterable[str]) -> str | None:
-    """A line that says "none" under a heading or lead-in naming one of ``nouns``, or None.
-
-    ``Medications:`` over ``- None current`` says no current medication; so does ``Medications: none``.
-    """
-    plain = markup_free(summary)
-    keys = tuple(nouns)
-    for s, e in _lines(plain):
-        line = plain[s:e]
-        head, colon, rest = line.partition(":")
-        if colon and any(k in head.lower() for k in keys) and _NONE.match(rest) and not any(
-                w in normalise(rest).split()[1:2] for w in ("other",)):
-            return summary[s:e].strip()
-        lead = _lead_in(summary, s + 1)[0] if s else ""
-        if _NONE.match(line) and (not colon or _NONE.match(head)) and lead and any(k in lead.lower() for k in keys):
-            return summary[s:e].strip()
-    return None

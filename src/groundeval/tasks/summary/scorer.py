@@ -60,7 +60,8 @@ from groundeval.scorers.model_graded import Question, role_usage
 from groundeval.scoring import Direction, Metric, Parsed, Score
 from groundeval.tasks.summary.judge import NO_VERDICT_FLAGS, Judge, JudgeError, Verdict, question
 from groundeval.tasks.summary.matching import item_mentions
-from groundeval.tasks.summary.reading import heading, none_under, read
+from groundeval.tasks.summary.reading import read
+from groundeval.tasks.summary.reading_layout import heading, none_under
 from groundeval.tasks.summary.synonyms import drug_words, problem_names
 from groundeval.tasks.summary.text import contradictory, normalise, sentences, word_count
 from groundeval.tasks.summary.values import lab_verdict, wrong_values
