@@ -244,3 +244,31 @@ def test_a_combinations_total_strength_named_by_no_item_is_its_total() -> None:
                {"value": 30.0, "unit": "unt/mL", "what": "Humulin 70/30", "names": ["insulin regular"], "kind": "drug"}]
     assert check_values("Insulin 70/30, 100 units/mL.", insulin) == []
     assert check_values("Insulin 70/30, 200 units/mL.", insulin) == ["200 units/mL"]
+
+
+# The eleventh blind round (dev-writer-w, dev-writer-x), measured under version 10 first.
+
+def test_as_did_echoes_the_ended_verb_before_it() -> None:
+    summary = "Paracetamol has been stopped; the sprain resolved in May 2019, as did a viral sinusitis in 2014."
+    assert _status(summary, "viral sinusitis") == ["ended"]
+    assert _status("His BP improved, as did his mood on sertraline.", "sertraline") == ["current"]
+
+
+def test_a_span_of_dates_needs_two_dates() -> None:
+    summary = ("He's on warfarin 5 mg, clopidogrel 75 mg (current course started March 2019 - the 2006 and 2017 "
+               "courses were stopped), amlodipine 5 mg.")
+    assert _status(summary, "clopidogrel") == ["current"]
+    assert _status("Amoxicillin May 2019 - June 2019.", "amoxicillin") == ["ended"]
+
+
+def test_other_orders_said_stopped_end_no_drug_by_a_history_trigger() -> None:
+    assert _status("Clopidogrel 75 mg daily, older courses stopped.", "clopidogrel") == ["current"]
+    assert _status("- Earlier hydrocodone/APAP scripts - completed (replaced by current)", "hydrocodone") != ["hedged"]
+
+
+def test_a_history_in_an_aside_between_dashes_ends_nothing_after_it() -> None:
+    summary = ("A man with ischemic heart disease dating to 1994 - hx abnormal coronary imaging that year - on Zocor "
+               "(simvastatin) 20 mg, Toprol-XL (metoprolol succinate ER) 100 mg once daily, and NTG spray 0.4 mg.")
+    for phrase in ("simvastatin", "metoprolol", "ntg"):
+        assert _status(summary, phrase) == ["current"], phrase
+    assert _status("Hx stroke 2006, on clopidogrel since.", "stroke") == ["ended"]

@@ -61,6 +61,7 @@ from groundeval.tasks.summary.reading_status import (
     DATE_RANGE,
     STATUS_WORD,
     bullet_status,
+    echo_status,
     entry_status,
     list_status,
     object_status,
@@ -78,6 +79,7 @@ from groundeval.tasks.summary.text import (
     ended_clause,
     markup_free,
     normalise,
+    other_orders,
     resolved,
 )
 
@@ -221,6 +223,7 @@ _DOSE_TIMES = frozenset({"om", "on", "od", "bd", "tds", "qds", "mane", "nocte"})
 omni nocte): after a dose, "amlodipine 5 mg OM" names no otitis media (CASI's sense of OM)."""
 _DOSE_BEFORE = re.compile(r"\d(?:\.\d+)?\s*(?:mg|mcg|micrograms?|g|ml|units?|iu|puffs?|tabs?|tablets?|caps?|drops?)?"
                           r"\.?\s*(?:(?:po|sl|sc|im|iv|pr|top|inh|oral|orally|daily|once|twice|x\s*\d)\s*)*$")
+_SPACED_DASH = re.compile(r"\s[-\u2013\u2014]\s")
 _ON_NOW_OWN = re.compile(r"^\s*(?:(?:and|but|now|still|currently|also)\s+)*(?:on|taking|takes|remains\s+on)\s*$")
 """A clause of its own that opens with the patient on the item now ("..., on clopidogrel")."""
 _HISTORY_HEAD = re.compile(r"(?<![a-z])(?:history|hx|pmh|pmhx|psh|pshx|h/o|background)(?![a-z])")
@@ -397,9 +400,12 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
                  str(e._.section_category or ""), e._.section_title.start_char if e._.section_title else -1)
                 for e in doc.ents]
     out = []
+    others = other_orders(plain)
     for phrase, start, end in found:
         ent = next((e for e in ents if e[0] <= start and end <= e[1]), (start, end, False, (), False, "", -1))
         _, _, negated, triggers, uncertain, section, title = ent
+        triggers = tuple(t for t in triggers  # other orders' stop, not the item's own ("the old fluoride gel Rx")
+                         if not any(a <= t < b and not a <= start < b for a, b in others))
         s0, s1 = _sentence_bounds(bounded, start)
         sentence = plain[s0:s1].strip()
         lead, lead_at = lead_in(summary, start)
@@ -417,7 +423,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         clause_ended = (clause_ended or trailing_status(plain[s0:s1], end - s0)
                         or predicate_status(plain[s0:s1], start - s0) or list_status(plain[s0:s1], start - s0)
                         or subject_predicate(plain[s0:s1], start - s0, end - s0)
-                        or object_status(plain[s0:s1], start - s0)
+                        or object_status(plain[s0:s1], start - s0) or echo_status(plain[s0:s1], start - s0)
                         or bullet_status(summary[line0:s1], start - line0, end - line0, listed=bool(lead)))
         # A history trigger in the line's own lead-in ("Atopic history: A, B and C, all still on his
         # active list") does not end items the sentence labels current; elsewhere it does.
@@ -425,8 +431,11 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         # end a drug its own clause says the patient is on.
         clause_at = s0 + plain[s0:start].rfind(",") + 1
         on_now = bool(_ON_NOW.search(plain[clause_at:start].lower()))
+        # "IHD since 1994 - hx abnormal coronary imaging that year - on Zocor (simvastatin) 20 mg, Toprol-XL ...":
+        # a history trigger in an aside two spaced dashes set off does not reach past the closing one
+        dashes = [m.start() for m in _SPACED_DASH.finditer(plain, s0, start)]
         historical = any(not (own and s0 <= t < s0 + len(own) and sentence_current) and not (t < clause_at and on_now)
-                         for t in triggers)
+                         and not (any(d < t for d in dashes) and any(t < d for d in dashes)) for t in triggers)
         # An item whose own conjunct labels it current ("hypertension is active and strep throat
         # resolved"; "lisinopril 10 mg (active) and amoxicillin (completed)") keeps that label over
         # an ended word or a history trigger in the other conjunct.

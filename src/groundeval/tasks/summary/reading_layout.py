@@ -111,9 +111,13 @@ LEAD_SEPARATOR = re.compile(r":|\s[-\u2013\u2014]\s")
 def own_lead_in(sentence: str, offset: int) -> str:
     """The part of the sentence before a colon or a spaced dash preceding ``offset``.
 
-    ``Stopped: a, b`` gives ``Stopped``; ``Historical diagnoses - a, b`` gives ``Historical diagnoses``.
+    ``Stopped: a, b`` gives ``Stopped``; ``Historical diagnoses - a, b`` gives ``Historical diagnoses``;
+    in ``IHD since 1994 - hx abnormal imaging that year - on Zocor`` the two dashes set off an aside,
+    and the lead-in is what comes before the first.
     """
     cuts = list(LEAD_SEPARATOR.finditer(sentence, 0, offset))
+    if len(cuts) >= 2 and ":" not in cuts[-1][0] + cuts[-2][0]:  # "IHD since 1994 - hx abnormal imaging - on Zocor":
+        return sentence[:cuts[-2].start()]  # two dashes set off an aside, not a lead-in
     return sentence[:cuts[-1].start()] if cuts else ""
 
 

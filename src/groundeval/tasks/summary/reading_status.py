@@ -14,7 +14,7 @@ import re
 
 from groundeval.tasks.summary.text import current_label
 
-__all__ = ["BRACKET_STATUS", "DATE_RANGE", "STATUS_WORD", "bullet_status", "entry_status", "list_status",
+__all__ = ["BRACKET_STATUS", "DATE_RANGE", "STATUS_WORD", "bullet_status", "echo_status", "entry_status", "list_status",
            "object_status", "predicate_status", "subject_predicate", "table_status", "trailing_status"]
 
 _ENTRY_LEAD = re.compile(r"^\s*(?:[-*\u2022+]\s+|\d+[.)]\s+)?[A-Za-z ]{0,24}$")
@@ -80,10 +80,11 @@ def trailing_status(sentence: str, offset: int) -> bool:
     return bool(_STATUS_CLAUSE.match(clauses[0].rstrip(" .;)")))
 
 
+_MONTH_YEAR = r"(?<![a-z])(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]{0,6}\.?\s+\d{4}"
 DATE_RANGE = re.compile(
-    r"(?<![\d/.-])(?:\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/(?:\d{1,2}/)?\d{2,4}|[a-z]{3,9}\.?\s+\d{4})\s*"
+    rf"(?<![\d/.-])(?:\d{{4}}-\d{{2}}(?:-\d{{2}})?|\d{{1,2}}/(?:\d{{1,2}}/)?\d{{2,4}}|{_MONTH_YEAR})\s*"
     r"(?:to|until|till|through|thru|-|\u2013|\u2014)\s*"
-    r"(?:\d{4}-\d{2}(?:-\d{2})?|\d{1,2}/(?:\d{1,2}/)?\d{2,4}|[a-z]{3,9}\.?\s+\d{4})(?![\d/])", re.IGNORECASE)
+    rf"(?:\d{{4}}-\d{{2}}(?:-\d{{2}})?|\d{{1,2}}/(?:\d{{1,2}}/)?\d{{2,4}}|{_MONTH_YEAR})(?![\d/])", re.IGNORECASE)
 """A span of two dates ("2019-05-01 to 2019-05-11", "5/2019-5/2019", "May 2019 - June 2019"): an
 item given its start and its end is over (a year range, "2004-2010", is ``_YEAR``'s)."""
 
@@ -148,6 +149,22 @@ def object_status(sentence: str, offset: int) -> bool:
     before = re.sub(r"\([^()]*\)", lambda m: " " * len(m[0]), sentence[:offset])
     ends = [m.end() for m in _ENDED_VERB.finditer(before)]
     return bool(ends) and not _OBJECT_BREAK.search(before[ends[-1]:])
+
+
+_ECHO = re.compile(r"^\s*(?:as|and so|so)\s+(?:did|has|have|had|were|was)(?![a-z])", re.IGNORECASE)
+
+
+def echo_status(sentence: str, offset: int) -> bool:
+    """True when the item's clause echoes the ended verb of the clause before it.
+
+    ``the sprain resolved in May 2019, as did a viral sinusitis in 2014``: "as did" repeats
+    "resolved" for the item it introduces.
+    """
+    cut = sentence.rfind(",", 0, offset)
+    if cut == -1 or not _ECHO.match(sentence[cut + 1:offset]):
+        return False
+    before = sentence[:cut]
+    return bool(STATUS_WORD.search(before[before.rfind(",") + 1:].lower()))
 
 
 _LEAD_OUT = re.compile(

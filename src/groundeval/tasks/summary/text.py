@@ -28,6 +28,7 @@ __all__ = [
     "ended_clause",
     "markup_free",
     "normalise",
+    "other_orders",
     "resolved",
     "sentences",
     "stated_values",
@@ -102,7 +103,7 @@ _DOSE_HISTORY = re.compile(r"(?<![a-z])(?:previously|formerly|prior|earlier|was|
 _OTHER_ORDERS = re.compile(
     r"(?<![a-z])(?:older|earlier|prior|previous|past|other|old|the)\s+(?:[a-z0-9/']+\s+(?:and\s+[a-z0-9/']+\s+)?){0,2}"
     r"(?:scripts?|orders?|courses?|prescriptions?|rxs?|supplies|ones|fills?)"
-    r"(?:\s+(?:in|from)\s+[^,;()]{0,24}?|\s+[0-9/']+(?:\s*(?:and|,|/)\s*[0-9/']+)*)?\s+"
+    r"(?:\s+(?:in|from)\s+[^,;()]{0,24}?|\s+[0-9/']+(?:\s*(?:and|,|/)\s*[0-9/']+)*)?\s+(?:[-\u2013\u2014:]\s*)?"
     r"(?:were\s+|was\s+|have\s+been\s+|had\s+been\s+|having\s+been\s+|all\s+|now\s+)*"
     r"(?:completed|stopped|discontinued|ended|expired|d/c'?d|finished|done)(?![a-z])")
 """Other orders of the same drug said to be over ("current script 2025; older scripts completed",
@@ -270,6 +271,15 @@ _ANOTHERS_PAST = re.compile(
 """A past adjective before a noun ("a previous MI", "prior stroke", "previously on atenolol"): that
 thing's history. Not before a class of items ("previous medications": a lead-in); other orders
 ("prior courses completed") are ``_OTHER_ORDERS``'."""
+
+
+def other_orders(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each place ``text`` says other orders of a drug ended (``_OTHER_ORDERS``).
+
+    "clopidogrel 75 mg (current course started March 2019 - the 2006 and 2017 courses were
+    stopped)": the stop is those courses', so a ConText history trigger inside it ends nothing.
+    """
+    return [m.span() for m in _OTHER_ORDERS.finditer(text.lower())]
 
 
 def _names_at(clause: str, start: int, at: int) -> bool:
