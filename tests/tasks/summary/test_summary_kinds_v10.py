@@ -272,3 +272,43 @@ def test_a_history_in_an_aside_between_dashes_ends_nothing_after_it() -> None:
     for phrase in ("simvastatin", "metoprolol", "ntg"):
         assert _status(summary, phrase) == ["current"], phrase
     assert _status("Hx stroke 2006, on clopidogrel since.", "stroke") == ["ended"]
+
+
+# Found by an adversarial probe (a helper writing flawed summaries meant to pass): each of these
+# passed before; each now fails the way a clinician would fail it.
+
+@pytest.mark.parametrize("summary", [
+    "Penicillin V 500 mg has not been stopped; he is still taking it.",
+    "Not stopped: penicillin V 500 mg.",
+    "Penicillin V 500 mg: never discontinued.",
+    "Penicillin V 500 mg was stopped by the GP but the patient continues to take it daily.",
+    "Penicillin V 500 mg (previously stopped, now resumed).",
+])
+def test_a_stopped_drug_said_to_go_on_is_stated_current(summary: str) -> None:
+    assert _decided(_criterion("stopped_medication", ["Penicillin V Potassium"], kind="must_not_state"),
+                    summary) is True
+
+
+@pytest.mark.parametrize("summary", ["Strep throat has not resolved.", "Gingivitis: not resolved.",
+                                     "He had strep throat last week and still has it.",
+                                     "Problems: hypertension, strep throat - none resolved."])
+def test_a_resolved_problem_said_to_go_on_is_stated_current(summary: str) -> None:
+    phrase = "gingivitis" if "Gingivitis" in summary else "strep throat"
+    assert _status(summary, phrase) == ["current"], summary
+
+
+def test_a_status_left_open_is_a_hedge_and_a_held_drug_is_not_taken() -> None:
+    assert _status("Alteplase 100 mg - unsure if stopped.", "alteplase") == ["hedged"]
+    assert _status("Strep throat - may have settled.", "strep throat") == ["hedged"]
+    assert _status("Warfarin 5 mg (on hold), clopidogrel 75 mg (held).", "warfarin") == ["ended"]
+    assert _status("Warfarin 5 mg (on hold), clopidogrel 75 mg (held).", "clopidogrel") == ["ended"]
+
+
+def test_an_exception_ends_a_negation() -> None:
+    assert _status("No active diagnoses other than gingivitis, which is ongoing.", "gingivitis") == ["current"]
+    assert _status("No gingivitis.", "gingivitis") == ["negated"]
+
+
+def test_off_label_is_no_off() -> None:
+    assert _status("Penicillin V 500 mg qds, off-label.", "penicillin") == ["current"]
+    assert _status("Off penicillin V since May.", "penicillin") == ["ended"]

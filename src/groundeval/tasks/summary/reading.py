@@ -223,6 +223,30 @@ _DOSE_TIMES = frozenset({"om", "on", "od", "bd", "tds", "qds", "mane", "nocte"})
 omni nocte): after a dose, "amlodipine 5 mg OM" names no otitis media (CASI's sense of OM)."""
 _DOSE_BEFORE = re.compile(r"\d(?:\.\d+)?\s*(?:mg|mcg|micrograms?|g|ml|units?|iu|puffs?|tabs?|tablets?|caps?|drops?)?"
                           r"\.?\s*(?:(?:po|sl|sc|im|iv|pr|top|inh|oral|orally|daily|once|twice|x\s*\d)\s*)*$")
+_NOT_ENDED = re.compile(r"(?<![a-z])(?:not|never|none)\s+(?:(?:been|yet|ever|fully|actually|really|completely|"
+                        r"formally|officially)\s+)*(?:stopped|discontinued|completed|ended|resolved|healed|cleared|"
+                        r"finished|d/c'?d)(?![a-z])|(?<=[a-z])n't\s+(?:(?:been|yet|ever|fully|really)\s+)*"
+                        r"(?:stopped|discontinued|completed|ended|resolved|healed|cleared|finished)(?![a-z])",
+                        re.IGNORECASE)
+"""An ended word under "not", "never" or "none" ("has not been stopped", "Gingivitis: not resolved",
+"never discontinued", "- none resolved"): the item goes on. ``_read`` reads it as "ongoing" (the
+same length), so no status rule and no ConText trigger takes the ended word for the item's."""
+
+
+def _going_on(found: re.Match[str]) -> str:
+    return "ongoing".ljust(len(found[0]))[:len(found[0])] if len(found[0]) >= 7 else " " * len(found[0])
+
+
+_STILL_GOING = re.compile(
+    r"(?<![a-z])(?:still\s+(?:has|have|had|on|taking|takes|uses|using|running|present|active|ongoing|symptomatic)"
+    r"(?:\s+(?:it|them))?|(?:continues|continuing)\s+to\s+(?:take|use|have)\s+(?:it|them)|(?:has|have)\s+come\s+back"
+    r"|recurred|now\s+(?:resumed|restarted|re-?started|back\s+on)|(?:and|but)\s+(?:is|are)\s+(?:still\s+)?"
+    r"(?:current|active|ongoing))(?![a-z])")
+"""Words after an item that say it goes on now, whatever ended before ("he had strep throat last week
+and still has it", "stopped by the GP but the patient continues to take it daily", "previously stopped,
+now resumed"): the item is stated current."""
+
+
 _SPACED_DASH = re.compile(r"\s[-\u2013\u2014]\s")
 _ON_NOW_OWN = re.compile(r"^\s*(?:(?:and|but|now|still|currently|also)\s+)*(?:on|taking|takes|remains\s+on)\s*$")
 """A clause of its own that opens with the patient on the item now ("..., on clopidogrel")."""
@@ -369,6 +393,7 @@ The items after it are stated, not denied."""
 
 @functools.lru_cache(maxsize=256)
 def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
+    written, summary = summary, _NOT_ENDED.sub(_going_on, summary)  # same length: offsets hold
     plain = markup_free(fields(summary))
     bounded = bracketed_semicolons(plain)
     low = plain.lower()
@@ -481,6 +506,9 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         dated = ((bool(_YEAR.search(low_clause)) and not _STILL.search(low_clause))  # "ankle sprain (2015)"
                  or bool(DATE_RANGE.search(low_clause))) and not listed_current  # a dated line under "Current
         # medications" is listed as current
+        going_on = bool(_STILL_GOING.search(plain[end:s1].lower()))  # "... and still has it", "now restarted"
+        if going_on and not contradictory(sentence) and not negated:
+            historical = clause_ended = lead_ended = sentence_ended = dated = False
         tabled = table_status(summary, start)
         if tabled is not None and not hedge_collective:
             status = tabled  # the row's own status column speaks for its item
@@ -498,7 +526,7 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         history_head = bool(_HISTORY_HEAD.search(head))
         over = status == "ended" and (resolved(sentence) or resolved(head) or (
             not history_head and (section in ("past", "past_medications") or lead_ended)))
-        raw = summary[s0:s1]
+        raw = written[s0:s1]
         out.append(Mention(phrase, start, end, raw.strip(), status, allergy, hedge_collective,
                            s0 + len(raw) - len(raw.lstrip()), over, uncertain and not negated))
         own_text = clause[clause.rfind(":") + 1:]

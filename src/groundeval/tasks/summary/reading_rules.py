@@ -107,6 +107,16 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ("switched to", "HISTORICAL", "BACKWARD"), ("briefly", "HISTORICAL", "BIDIRECTIONAL"),
     ("not currently prescribed", "HISTORICAL", "BACKWARD"), ("not currently taking", "HISTORICAL", "BACKWARD"),
     ("end date", "HISTORICAL", "BACKWARD"), ("ended on", "HISTORICAL", "BACKWARD"),
+    # A drug held is not being taken ("warfarin 5 mg (on hold)"); a status left open is uncertain
+    # ("alteplase - unsure if stopped", "strep throat - may have settled"): a hedge, not a status.
+    ("on hold", "HISTORICAL", "BACKWARD"), ("held", "HISTORICAL", "BACKWARD"),
+    ("withheld", "HISTORICAL", "BACKWARD"),
+    ("unsure", "POSSIBLE_EXISTENCE", "BIDIRECTIONAL"), ("not sure", "POSSIBLE_EXISTENCE", "BIDIRECTIONAL"),
+    ("unclear if", "POSSIBLE_EXISTENCE", "BIDIRECTIONAL"), ("may have", "POSSIBLE_EXISTENCE", "BACKWARD"),
+    ("might have", "POSSIBLE_EXISTENCE", "BACKWARD"),
+    # an exception ends a negation ("no active diagnoses other than gingivitis, which is ongoing")
+    ("other than", "NEGATED_EXISTENCE", "TERMINATE"), ("apart from", "NEGATED_EXISTENCE", "TERMINATE"),
+    ("aside from", "NEGATED_EXISTENCE", "TERMINATE"), ("besides", "NEGATED_EXISTENCE", "TERMINATE"),
 )
 
 DROPPED_DEFAULT_RULES = frozenset({"as needed"})

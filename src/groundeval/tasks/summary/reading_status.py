@@ -45,7 +45,7 @@ teach.* N Engl J Med 1968;278(11):593-600)."""
 
 
 BRACKET_STATUS = re.compile(r"^\s*(?:(?:course|courses|rx)\s+)?(?:stopped|completed|discontinued|done|finished|ended"
-                             r"|expired|inactive|d/c'?d)\s*$", re.IGNORECASE)
+                             r"|expired|inactive|d/c'?d|held|on hold|withheld|suspended)\s*$", re.IGNORECASE)
 """An item's own bracket holding only its ended status ("amoxicillin 500 mg x7d in 2019 (done)")."""
 
 

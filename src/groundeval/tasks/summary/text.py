@@ -114,7 +114,9 @@ _NONE_ENDED = re.compile(r"(?<![a-z])(?:no|nothing|never|none|not\s+any)(?![a-z]
                          r"(?:\s*(?:or|and|/|,)\s*(?:stopped|discontinued|completed|ended|resolved)(?![a-z]))*")
 """An ended word under a negation ("nothing has ever been discontinued", "no previous drugs
 stopped", "no past or resolved problems"): it says nothing ended."""
-_ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
+_ENDED = re.compile("|".join(rf"(?<![a-z]){re.escape(w.strip())}(?![a-z-])" if w == "off " else
+                             rf"(?<![a-z]){re.escape(w.strip())}(?![a-z])" for w in ENDED_WORDS))
+"""Any of ``ENDED_WORDS`` as whole words ("off", but not "off-label")."""
 _OTHER_HISTORY = re.compile(
     r"(?<![a-z])(?:" + "|".join(re.escape(w.strip()) for w in ENDED_WORDS) + r")\s+(?:on\s+)?"
     r"(?=[a-z])(?!(?:in|at|by|to|due|for|and|or|since|after|with|because|as|of|the|a|an|on|now|per|until|when|while"
