@@ -46,6 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from groundeval.tasks.summary.reading_allergy import allergic, allergy_line
 from groundeval.tasks.summary.reading_layout import (
     LAST_STOP,
     LEAD_SEPARATOR,
@@ -234,7 +235,7 @@ same length), so no status rule and no ConText trigger takes the ended word for 
 
 
 def _going_on(found: re.Match[str]) -> str:
-    return "ongoing".ljust(len(found[0]))[:len(found[0])] if len(found[0]) >= 7 else " " * len(found[0])
+    return "ongoing".ljust(len(found[0]))  # every match is longer than "ongoing" ("n't ended" is the shortest)
 
 
 _STILL_GOING = re.compile(
@@ -268,45 +269,6 @@ def _clause_at(sentence: str, offset: int) -> str:
 
 
 _BRACKET_AFTER = re.compile(r"[^,;()\n]{0,30}?\(([^()\n]{0,60})\)")
-
-
-_ALLERGY_DRUGS = re.compile(
-    r"(?:anti-?\s*)?allerg\w*(?:[-\s]+(?:type|related|relief))?[-\s]+"
-    r"(?:meds?|medications?|medicines?|drugs?|treatments?|therapy|tablets?|rx|regimens?|kit|pen)(?![a-z])")
-
-
-_ALLERGY_SYSTEM = re.compile(
-    r"(?<![a-z])(?:allerg\w*\s*(?:/|&|and)\s*(?:derm\w*|immun\w*|skin|atop\w*|ent|resp\w*)"
-    r"|(?:derm\w*|immun\w*|skin|ent|resp\w*)\s*(?:/|&)\s*allerg\w*)(?![a-z])")
-"""A body system of a problem-oriented note ("Allergy/derm - fexofenadine 60 mg", "Allergy &
-immunology:"): the specialty its drugs and problems belong to, not an allergy to them."""
-
-
-def _allergic(text: str) -> bool:
-    """True when ``text`` holds a word starting ``allerg`` that states an allergy.
-
-    ``Allergy-type meds: EpiPen, fexofenadine``, ``allergy medication`` and ``an allergy-type
-    regimen`` name a class of drugs (what the patient takes for an allergy), not an allergy to
-    them; "no allergies" states none; "Allergy/derm -" is a body system (``_ALLERGY_SYSTEM``).
-    """
-    low = _ALLERGY_SYSTEM.sub(" ", text.lower())
-    return "allerg" in _ALLERGY_LIST.sub(" ", _NO_ALLERGY.sub(" ", _ALLERGY_DRUGS.sub(" ", low)))
-
-
-_ALLERGY_LIST = re.compile(r"(?<![a-z])(?:the|his|her|their|an?)\s+allerg\w*\s+(?:list|record|section|field|entry|"
-                           r"entries|tab)(?![a-z])")
-"""The record's allergy list named as a place ("no allergies on the allergy list"): no allergen."""
-
-
-_NO_ALLERGY = re.compile(r"(?<![a-z])(?:no|nil|nkda|without|lists no|no known|no recorded|no documented)"
-                         r"(?:\s+(?:known|recorded|documented|drug))*\s+allerg\w*")
-"""A statement that there is no allergy ("the chart lists no allergies"): it makes nothing beside it an allergen."""
-
-
-def _allergy_line(sentence: str) -> bool:
-    """True when ``sentence`` opens with a word starting ``allerg`` that is not a drug class (``_allergic``)."""
-    low = sentence.lstrip(" -*•").lower()
-    return low.startswith("allerg") and not _ALLERGY_DRUGS.match(low) and not _ALLERGY_SYSTEM.match(low)
 
 
 def _brackets_before(clause: str, offset: int) -> str:
@@ -442,8 +404,8 @@ def _read(summary: str, phrases: tuple[str, ...]) -> tuple[Mention, ...]:
         if not (line0 <= title < start or (lead_at >= 0 and lead_at <= title < lead_at + len(lead) + 8)):
             section = ""  # a heading counts for its own line, or for the lines it governs (``lead_in``)
         clause = _clause_at(plain[s0:start] + "x" * (end - start) + plain[end:s1], start - s0)  # the item: a word
-        allergy = (_allergic(clause + " " + lead + " " + own) or section in ("allergies", "allergy")
-                   or _allergy_line(sentence))
+        allergy = (allergic(clause + " " + lead + " " + own) or section in ("allergies", "allergy")
+                   or allergy_line(sentence))
         clause_ended, sentence_current = ended_clause(plain[s0:s1], start - s0)
         clause_ended = (clause_ended or trailing_status(plain[s0:s1], end - s0)
                         or predicate_status(plain[s0:s1], start - s0) or list_status(plain[s0:s1], start - s0)
